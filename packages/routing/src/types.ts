@@ -1,0 +1,100 @@
+// The routing contract shared by the proxy (live), the simulator (virtual time) and the console.
+// Everything in packages/routing is pure: no I/O, no timers, no Date.now(). Time is always passed in
+// as `now` (milliseconds on the caller's clock: wall clock in the proxy, virtual clock in the sim).
+
+/** A chained block key: key_k = hash(key_{k-1}, block_k). An unsigned integer < 2^53, so it is exact
+ * as a JS number, cheap as a Map key, and survives JSON (peer snapshots, telemetry). */
+export type BlockKey = number;
+
+/** LOCAL: learned from this LB's own traffic. REMOTE: learned from a peer's snapshot. */
+export type Trust = "LOCAL" | "REMOTE";
+
+export const POLICY_NAMES = [
+  "gorgo",
+  "least-load",
+  "least-request",
+  "prefix-cache",
+  "session-affinity",
+  "consistent-hash",
+  "round-robin",
+  "random",
+  "skylb",
+  "learned-prefix",
+] as const;
+export type PolicyName = (typeof POLICY_NAMES)[number];
+
+export type CrossRegionMode = "direct" | "via-peer";
+
+/** Cost weights. W_prefill is fixed at 1: only ratios matter. */
+export interface Weights {
+  rtt: number;
+  queue: number;
+}
+
+export const DEFAULT_WEIGHTS: Readonly<Weights> = { rtt: 0.5, queue: 0.1 };
+export const WEIGHT_BOUNDS: Readonly<{ rtt: readonly [number, number]; queue: readonly [number, number] }> = {
+  rtt: [0.05, 2.0],
+  queue: [0.05, 0.5],
+};
+
+/** What a policy sees of the request. Built once per request (parse once, never tokenize). */
+export interface RequestView {
+  /** Chained block keys of the prompt (chat: 64-char blocks; traces: hash_ids). */
+  keys: readonly BlockKey[];
+  /** Estimated prompt tokens (characters / chars-per-token, or the trace's input_length). */
+  inputTokens: number;
+  /** Tokens one block key stands for (chat ≈ 16, Mooncake 512, ART-Chat 256). */
+  tokensPerBlock: number;
+  /** Session key: explicit user / x-session-id, else a hash of the first blocks. */
+  sessionKey: string;
+  /** Region the client request entered from. */
+  clientRegion: string;
+}
+
+/** Engine metrics from the last scrape; null until the first successful scrape. */
+export interface ScrapedLoad {
+  running: number;
+  waiting: number;
+  usedTokens: number;
+}
+
+/** What a policy sees of one candidate replica. */
+export interface CandidateView {
+  id: string;
+  region: string;
+  /** EWMA RTT from this LB to the replica, in ms. */
+  rttMs: number;
+  /** Requests this LB has in flight on the replica. */
+  inFlight: number;
+  /** Prompt tokens in flight on the replica: this LB's plus what peers report. */
+  queuedTokens: number;
+  scraped: ScrapedLoad | null;
+  /** SkyLB "full": waiting > 0 at last scrape, or inFlight reached the admitted concurrency. */
+  full: boolean;
+  healthy: boolean;
+}
+
+/** A seeded random source; the caller owns the seed so runs are reproducible. */
+export interface Rng {
+  /** Uniform in [0, 1). */
+  next(): number;
+}
+
+export interface CandidateScore {
+  id: string;
+  /** Policy-specific score; lower is better. For gorgo the full cost in token units. */
+  score: number;
+  /** Blocks of this request the index predicts the candidate holds. */
+  matchedBlocks: number;
+}
+
+export interface Decision {
+  /** Id of the chosen candidate. */
+  choice: string;
+  /** One entry per candidate, in candidate order, for telemetry and the console. */
+  scores: CandidateScore[];
+  /** Predicted cached prompt tokens on the chosen candidate. */
+  predictedCachedTokens: number;
+  /** Why the policy chose as it did when it deviated from its main rule (e.g. "fallback:least-request"). */
+  reason?: string;
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env node
+// npm test: installs what is missing, then runs every suite and ends with one line
+// "N passed, N failed".
+//   1. unit + integration tests: node:test through tsx, every *.test.ts under packages/*,
+//      apps/*/src and scripts/ (integration tests live in packages/*/test/).
+//   2. Playwright e2e (e2e/*.spec.ts) against the production console build, when e2e/ has specs.
+// Usage: npm test [-- --unit-only]   (MERIDIAN_TEST_FILTER=substr narrows the node:test files)
+// Exit code: 0 when nothing failed, 1 otherwise. A suite that crashes counts as one failure.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ensureInstalled } from "./lib/ensure-install.mjs";
+
+const root = join(fileURLToPath(import.meta.url), "..", "..");
+const outDir = join(root, ".test-results");
+mkdirSync(outDir, { recursive: true });
+ensureInstalled(root);
+
+const SKIP_DIRS = new Set(["node_modules", ".next", ".turbo", "dist", "data", ".git"]);
+function findTests(dir, suffix, out = []) {
+  if (!existsSync(dir)) return out;
+  for (const name of readdirSync(dir)) {
+    if (SKIP_DIRS.has(name)) continue;
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) findTests(p, suffix, out);
+    else if (name.endsWith(suffix)) out.push(p);
+  }
+  return out;
+}
+
+let passed = 0;
+let failed = 0;
+
+// --- 1. node:test -----------------------------------------------------------------------
+const filter = process.env.MERIDIAN_TEST_FILTER;
+const nodeFiles = [join(root, "packages"), join(root, "apps"), join(root, "scripts")]
+  .flatMap((d) => findTests(d, ".test.ts"))
+  .filter((f) => !f.includes(`${join("apps", "console")}/e2e`))
+  .filter((f) => !filter || f.includes(filter))
+  .sort();
+if (nodeFiles.length > 0) {
+  const tap = join(outDir, "node.tap");
+  const r = spawnSync(
+    process.execPath,
+    [
+      "--import", "tsx",
+      "--test",
+      "--test-concurrency=2",
+      "--test-timeout=180000",
+      "--test-reporter=spec", "--test-reporter-destination=stdout",
+      "--test-reporter=tap", `--test-reporter-destination=${tap}`,
+      ...nodeFiles.map((f) => relative(root, f)),
+    ],
+    { cwd: root, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, NODE_ENV: "test" } },
+  );
+  const text = existsSync(tap) ? readFileSync(tap, "utf8") : "";
+  const p = Number(/^# pass (\d+)/m.exec(text)?.[1] ?? NaN);
+  const f = Number(/^# fail (\d+)/m.exec(text)?.[1] ?? NaN);
+  if (Number.isNaN(p) || Number.isNaN(f)) {
+    console.error(`[meridian] node:test produced no summary (exit ${r.status}); counting one failure`);
+    failed += 1;
+  } else {
+    passed += p;
+    failed += f;
+    if (f === 0 && r.status !== 0) {
+      console.error(`[meridian] node:test exited ${r.status} with no failed test; counting one failure`);
+      failed += 1;
+    }
+  }
+}
+
+// --- 2. Playwright e2e --------------------------------------------------------------------
+const specs = findTests(join(root, "e2e"), ".spec.ts");
+if (specs.length > 0 && !process.argv.includes("--unit-only")) {
+  const build = spawnSync("npm", ["run", "build"], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+  if (build.status !== 0) {
+    console.error("[meridian] build failed; e2e suite not run, counting one failure");
+    failed += 1;
+  } else {
+    const json = join(outDir, "playwright.json");
+    const r = spawnSync("npx", ["playwright", "test", "--reporter=list,json"], {
+      cwd: root,
+      stdio: ["ignore", "inherit", "inherit"],
+      env: { ...process.env, PLAYWRIGHT_JSON_OUTPUT_NAME: json },
+    });
+    let stats = null;
+    try {
+      stats = JSON.parse(readFileSync(json, "utf8")).stats;
+    } catch {
+      stats = null;
+    }
+    if (!stats) {
+      console.error(`[meridian] playwright produced no report (exit ${r.status}); counting one failure`);
+      failed += 1;
+    } else {
+      passed += (stats.expected ?? 0) + (stats.flaky ?? 0);
+      failed += stats.unexpected ?? 0;
+      if ((stats.unexpected ?? 0) === 0 && r.status !== 0) failed += 1;
+    }
+  }
+}
+
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 && passed > 0 ? 0 : 1);
