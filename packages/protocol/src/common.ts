@@ -1,0 +1,27 @@
+import { z } from "zod";
+import { POLICY_NAMES } from "@meridian/routing";
+
+// Field builders shared by the wire schemas. zod 4's z.number() already rejects NaN and ±Infinity.
+
+export const nonEmptyString = z.string().min(1, { error: "must not be empty" });
+export const count = z.int().nonnegative();
+export const positiveInt = z.int().positive();
+export const nonNegativeNumber = z.number().nonnegative();
+/** Milliseconds on the sender's clock (wall clock live, virtual clock in the simulator: may be fractional). */
+export const timeMs = z.number().nonnegative();
+export const fraction = z.number().min(0).max(1);
+/** Chained block key: an unsigned integer below 2^53 (see routing's BlockKey). */
+export const blockKey = z.int().nonnegative();
+
+export const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http or https URL" });
+
+export const policyName = z.enum(POLICY_NAMES);
+export const crossRegionMode = z.enum(["direct", "via-peer"]);
+export const replicaState = z.enum(["enabled", "disabled", "draining"]);
+export const engineKind = z.enum(["sglang", "vllm"]);
+
+/** Cost weights as carried on the wire: finite and positive. Tuner bounds are the tuner's business. */
+export const weights = z.strictObject({
+  rtt: z.number().positive(),
+  queue: z.number().positive(),
+});

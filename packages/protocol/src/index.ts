@@ -1,0 +1,8 @@
+export { ProtocolError, schemaTag } from "./errors";
+export type { ProtocolIssue, SafeParseResult } from "./errors";
+export * from "./lb-config";
+export * from "./telemetry";
+export * from "./lb-state";
+export * from "./peer-report";
+export * from "./openai-error";
+export { weights as WeightsSchema, policyName as PolicyNameSchema, httpUrl as HttpUrlSchema } from "./common";

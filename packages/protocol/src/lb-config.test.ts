@@ -1,0 +1,145 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { DEFAULT_WEIGHTS } from "@meridian/routing";
+import {
+  DEFAULT_INDEX,
+  DEFAULT_LIMITS,
+  DEFAULT_PROBES,
+  LB_CONFIG_SCHEMA,
+  ProtocolError,
+  parseLbConfig,
+  safeParseLbConfig,
+} from "./index";
+
+const minimal = { schema: LB_CONFIG_SCHEMA, version: 0, lbId: "lb-ash", region: "us-ashburn" };
+
+const full = {
+  schema: LB_CONFIG_SCHEMA,
+  version: 7,
+  lbId: "lb-ash",
+  region: "us-ashburn",
+  policy: "skylb",
+  weights: { rtt: 0.276, queue: 0.5 },
+  crossRegion: "via-peer",
+  sessionKeyBlocks: 2,
+  replicas: [
+    { id: "r-ash", url: "http://10.0.0.1:30000", region: "us-ashburn", model: "qwen", engine: "sglang", state: "enabled", maxConcurrency: 64 },
+    { id: "r-fra", url: "https://fra.example.com/", region: "eu-frankfurt", model: "qwen", engine: "vllm", state: "draining" },
+  ],
+  peers: [{ id: "lb-fra", url: "http://lb-fra:8080", region: "eu-frankfurt" }],
+  limits: { ...DEFAULT_LIMITS, queueMaxLength: 10 },
+  probes: { ...DEFAULT_PROBES, rttIntervalMs: 30_000 },
+  index: { ...DEFAULT_INDEX, capacityBlocks: 5000 },
+};
+
+function messageOf(input: unknown): string {
+  const result = safeParseLbConfig(input);
+  assert.equal(result.success, false, "expected the config to be rejected");
+  if (result.success) throw new Error("unreachable");
+  assert.ok(result.error instanceof ProtocolError);
+  return result.error.message;
+}
+
+test("a minimal config parses and gets the documented defaults", () => {
+  const config = parseLbConfig(minimal);
+  assert.equal(config.policy, "gorgo");
+  assert.deepEqual(config.weights, DEFAULT_WEIGHTS);
+  assert.equal(config.crossRegion, "direct");
+  assert.deepEqual(config.replicas, []);
+  assert.deepEqual(config.peers, []);
+  assert.deepEqual(config.limits, DEFAULT_LIMITS);
+  assert.equal(config.limits.peerQueueTau, 4);
+  assert.equal(config.probes.rttIntervalMs, 5000);
+  assert.deepEqual(config.index, DEFAULT_INDEX);
+  assert.ok(config.sessionKeyBlocks >= 1);
+});
+
+test("defaults are fresh objects, so mutating one parsed config does not leak into the next", () => {
+  const first = parseLbConfig(minimal);
+  first.weights.rtt = 1.9;
+  first.replicas.push({ id: "x", url: "http://x", region: "r", model: "m", engine: "vllm", state: "enabled" });
+  const second = parseLbConfig(minimal);
+  assert.equal(second.weights.rtt, DEFAULT_WEIGHTS.rtt);
+  assert.deepEqual(second.replicas, []);
+});
+
+test("partial nested objects keep their other defaults; replica engine and state default", () => {
+  const config = parseLbConfig({
+    ...minimal,
+    limits: { queueMaxLength: 3 },
+    replicas: [{ id: "r1", url: "http://r1:8000", region: "us-ashburn", model: "m" }],
+  });
+  assert.equal(config.limits.queueMaxLength, 3);
+  assert.equal(config.limits.queueMaxWaitMs, DEFAULT_LIMITS.queueMaxWaitMs);
+  assert.equal(config.replicas[0]?.engine, "sglang");
+  assert.equal(config.replicas[0]?.state, "enabled");
+  assert.equal(config.replicas[0]?.maxConcurrency, undefined);
+});
+
+test("a full config survives a JSON round trip unchanged", () => {
+  const config = parseLbConfig(full);
+  assert.deepEqual(parseLbConfig(JSON.parse(JSON.stringify(config))), config);
+  assert.deepEqual(config, full);
+});
+
+test("an unknown schema version is reported as such, and only that", () => {
+  const message = messageOf({ ...full, schema: "meridian.lb-config/9", weights: "nonsense" });
+  assert.match(message, /^lbConfig\.schema: unknown version "meridian\.lb-config\/9"/);
+  assert.doesNotMatch(message, /weights/);
+});
+
+test("a missing or foreign schema tag is named", () => {
+  assert.match(messageOf({ version: 0, lbId: "a", region: "b" }), /lbConfig\.schema: missing schema tag/);
+  assert.match(messageOf({ ...minimal, schema: "meridian.lb-state/1" }), /lbConfig\.schema: expected "meridian\.lb-config\/1"/);
+});
+
+test("NaN, infinite, zero and negative weights name the field", () => {
+  assert.equal(messageOf({ ...minimal, weights: { rtt: Number.NaN, queue: 0.1 } }), "lbConfig.weights.rtt: expected number, received NaN");
+  assert.match(messageOf({ ...minimal, weights: { rtt: 0.5, queue: Infinity } }), /lbConfig\.weights\.queue: expected number, received Infinity/);
+  assert.match(messageOf({ ...minimal, weights: { rtt: 0, queue: 0.1 } }), /lbConfig\.weights\.rtt: /);
+  assert.match(messageOf({ ...minimal, weights: { rtt: 0.5, queue: -1 } }), /lbConfig\.weights\.queue: /);
+});
+
+test("a bad replica url names the replica index and field", () => {
+  const replica = { id: "r1", url: "ftp://r1", region: "us", model: "m" };
+  assert.match(messageOf({ ...minimal, replicas: [replica] }), /lbConfig\.replicas\[0\]\.url: expected an http or https URL/);
+  assert.match(messageOf({ ...minimal, replicas: [{ ...replica, url: "not a url" }] }), /lbConfig\.replicas\[0\]\.url/);
+});
+
+test("an unknown policy, engine or replica state names the field", () => {
+  assert.match(messageOf({ ...minimal, policy: "fastest" }), /^lbConfig\.policy: expected one of "gorgo"\|/);
+  const replica = { id: "r1", url: "http://r1", region: "us", model: "m" };
+  assert.match(messageOf({ ...minimal, replicas: [{ ...replica, engine: "tgi" }] }), /lbConfig\.replicas\[0\]\.engine/);
+  assert.match(messageOf({ ...minimal, replicas: [{ ...replica, state: "paused" }] }), /lbConfig\.replicas\[0\]\.state/);
+  assert.match(messageOf({ ...minimal, crossRegion: "tunnel" }), /lbConfig\.crossRegion/);
+});
+
+test("version must be a non-negative integer", () => {
+  assert.match(messageOf({ ...minimal, version: -1 }), /lbConfig\.version/);
+  assert.match(messageOf({ ...minimal, version: 1.5 }), /lbConfig\.version: expected int/);
+});
+
+test("typos in field names are rejected rather than silently defaulted", () => {
+  assert.equal(messageOf({ ...minimal, weigths: { rtt: 1, queue: 0.1 } }), "lbConfig.weigths: unknown field");
+  assert.equal(messageOf({ ...minimal, limits: { queueMaxLen: 3 } }), "lbConfig.limits.queueMaxLen: unknown field");
+});
+
+test("duplicate replica ids, duplicate peers and self-peering are rejected", () => {
+  const replica = { id: "r1", url: "http://r1", region: "us", model: "m" };
+  assert.match(messageOf({ ...minimal, replicas: [replica, replica] }), /lbConfig\.replicas\[1\]\.id: duplicate replica id "r1"/);
+  const peer = { id: "lb-fra", url: "http://fra", region: "eu" };
+  assert.match(messageOf({ ...minimal, peers: [peer, peer] }), /lbConfig\.peers\[1\]\.id: duplicate peer id/);
+  assert.match(messageOf({ ...minimal, peers: [{ ...peer, id: "lb-ash" }] }), /lbConfig\.peers\[0\]\.id: an LB cannot be its own peer/);
+});
+
+test("non-objects are rejected with the root named", () => {
+  assert.match(messageOf(null), /^lbConfig: expected object, received null/);
+  assert.throws(() => parseLbConfig("{}"), ProtocolError);
+});
+
+test("ProtocolError lists issues with paths for programmatic use", () => {
+  const result = safeParseLbConfig({ ...minimal, version: -1, region: "" });
+  assert.equal(result.success, false);
+  if (result.success) return;
+  assert.deepEqual(result.error.issues.map((issue) => issue.path).sort(), ["lbConfig.region", "lbConfig.version"]);
+});

@@ -1,0 +1,144 @@
+import { z } from "zod";
+import { DEFAULT_WEIGHTS } from "@meridian/routing";
+import {
+  crossRegionMode,
+  engineKind,
+  httpUrl,
+  nonEmptyString,
+  policyName,
+  positiveInt,
+  replicaState,
+  weights,
+} from "./common";
+import { makeParsers, schemaTag } from "./errors";
+
+export const LB_CONFIG_SCHEMA = "meridian.lb-config/1";
+
+export const DEFAULT_LIMITS = Object.freeze({
+  /** 80 KB chat prompts are the design's large case; 8 MiB leaves room for long contexts. */
+  maxBodyBytes: 8 * 1024 * 1024,
+  queueMaxLength: 256,
+  queueMaxWaitMs: 30_000,
+  /** SkyLB τ: forward only to a peer whose queue is no longer than this. */
+  peerQueueTau: 4,
+  connectTimeoutMs: 5_000,
+  /** Time to response headers; generous because a saturated engine may hold a request before prefill. */
+  headersTimeoutMs: 120_000,
+  /** Max silence between body chunks of a streaming response. */
+  bodyTimeoutMs: 300_000,
+  maxConnectionsPerReplica: 128,
+});
+
+export const DEFAULT_PROBES = Object.freeze({
+  /** DESIGN.md: default 5 s (the paper used 30 s). */
+  rttIntervalMs: 5_000,
+  scrapeIntervalMs: 1_000,
+  /** Consecutive failed probes before a replica or peer is marked unhealthy. */
+  unhealthyAfter: 3,
+});
+
+export const DEFAULT_INDEX = Object.freeze({
+  /** The routing benchmark indexes 1M blocks. */
+  capacityBlocks: 1_000_000,
+  /** DESIGN.md: TTL default 1 h. */
+  ttlMs: 3_600_000,
+});
+
+/** First N tokens hash into the session key (paper: 256); chat blocks are ≈16 tokens, so 16 blocks. */
+export const DEFAULT_SESSION_KEY_BLOCKS = 16;
+
+export const LimitsSchema = z.strictObject({
+  maxBodyBytes: positiveInt.default(DEFAULT_LIMITS.maxBodyBytes),
+  queueMaxLength: z.int().nonnegative().default(DEFAULT_LIMITS.queueMaxLength),
+  queueMaxWaitMs: z.int().nonnegative().default(DEFAULT_LIMITS.queueMaxWaitMs),
+  peerQueueTau: z.int().nonnegative().default(DEFAULT_LIMITS.peerQueueTau),
+  connectTimeoutMs: positiveInt.default(DEFAULT_LIMITS.connectTimeoutMs),
+  headersTimeoutMs: positiveInt.default(DEFAULT_LIMITS.headersTimeoutMs),
+  bodyTimeoutMs: positiveInt.default(DEFAULT_LIMITS.bodyTimeoutMs),
+  maxConnectionsPerReplica: positiveInt.default(DEFAULT_LIMITS.maxConnectionsPerReplica),
+});
+
+export const ProbesSchema = z.strictObject({
+  rttIntervalMs: positiveInt.default(DEFAULT_PROBES.rttIntervalMs),
+  scrapeIntervalMs: positiveInt.default(DEFAULT_PROBES.scrapeIntervalMs),
+  unhealthyAfter: positiveInt.default(DEFAULT_PROBES.unhealthyAfter),
+});
+
+export const IndexSettingsSchema = z.strictObject({
+  capacityBlocks: positiveInt.default(DEFAULT_INDEX.capacityBlocks),
+  ttlMs: positiveInt.default(DEFAULT_INDEX.ttlMs),
+});
+
+export const ReplicaConfigSchema = z.strictObject({
+  id: nonEmptyString,
+  url: httpUrl,
+  region: nonEmptyString,
+  model: nonEmptyString,
+  engine: engineKind.default("sglang"),
+  state: replicaState.default("enabled"),
+  /** Requests this LB may have in flight on the replica; absent = learned from the engine. */
+  maxConcurrency: positiveInt.optional(),
+});
+
+export const PeerConfigSchema = z.strictObject({
+  id: nonEmptyString,
+  url: httpUrl,
+  region: nonEmptyString,
+});
+
+function findDuplicate(ids: readonly string[]): string | undefined {
+  const seen = new Set<string>();
+  for (const id of ids) {
+    if (seen.has(id)) return id;
+    seen.add(id);
+  }
+  return undefined;
+}
+
+// Strict objects: an operator's typo ("weigths") must fail loudly rather than silently fall back to a default.
+export const LbConfigSchema = z
+  .strictObject({
+    schema: schemaTag(LB_CONFIG_SCHEMA),
+    /** Config version, assigned by the console, monotonic per LB. Telemetry events carry it back. */
+    version: z.int().nonnegative(),
+    lbId: nonEmptyString,
+    region: nonEmptyString,
+    policy: policyName.default("gorgo"),
+    weights: weights.default(() => ({ ...DEFAULT_WEIGHTS })),
+    crossRegion: crossRegionMode.default("direct"),
+    sessionKeyBlocks: positiveInt.default(DEFAULT_SESSION_KEY_BLOCKS),
+    replicas: z.array(ReplicaConfigSchema).default(() => []),
+    peers: z.array(PeerConfigSchema).default(() => []),
+    limits: LimitsSchema.prefault({}),
+    probes: ProbesSchema.prefault({}),
+    index: IndexSettingsSchema.prefault({}),
+  })
+  .superRefine((config, ctx) => {
+    const duplicateReplica = findDuplicate(config.replicas.map((replica) => replica.id));
+    if (duplicateReplica !== undefined) {
+      const at = config.replicas.findLastIndex((replica) => replica.id === duplicateReplica);
+      ctx.addIssue({ code: "custom", path: ["replicas", at, "id"], message: `duplicate replica id "${duplicateReplica}"` });
+    }
+    const duplicatePeer = findDuplicate(config.peers.map((peer) => peer.id));
+    if (duplicatePeer !== undefined) {
+      const at = config.peers.findLastIndex((peer) => peer.id === duplicatePeer);
+      ctx.addIssue({ code: "custom", path: ["peers", at, "id"], message: `duplicate peer id "${duplicatePeer}"` });
+    }
+    const selfAt = config.peers.findIndex((peer) => peer.id === config.lbId);
+    if (selfAt >= 0) {
+      ctx.addIssue({ code: "custom", path: ["peers", selfAt, "id"], message: `an LB cannot be its own peer ("${config.lbId}")` });
+    }
+  });
+
+export type LbConfig = z.output<typeof LbConfigSchema>;
+/** What a sender may write: every defaulted field optional. */
+export type LbConfigInput = z.input<typeof LbConfigSchema>;
+export type ReplicaConfig = z.output<typeof ReplicaConfigSchema>;
+export type PeerConfig = z.output<typeof PeerConfigSchema>;
+export type Limits = z.output<typeof LimitsSchema>;
+export type Probes = z.output<typeof ProbesSchema>;
+export type IndexSettings = z.output<typeof IndexSettingsSchema>;
+
+const lbConfigParsers = makeParsers(LbConfigSchema, "lbConfig");
+export const parseLbConfig: (input: unknown) => LbConfig = lbConfigParsers.parse;
+export const safeParseLbConfig = lbConfigParsers.safeParse;

@@ -1,0 +1,77 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { LB_STATE_SCHEMA, PEER_REPORT_SCHEMA, parseLbState, parsePeerReport, safeParseLbState, type LbState, type PeerReport } from "./index";
+
+const state: LbState = {
+  schema: LB_STATE_SCHEMA,
+  lbId: "lb-ash",
+  region: "us-ashburn",
+  configVersion: 4,
+  policy: "gorgo",
+  weights: { rtt: 0.5, queue: 0.1 },
+  crossRegion: "direct",
+  startedAt: 1_763_700_000_000,
+  replicas: [
+    {
+      id: "r-ash",
+      url: "http://10.0.0.1:30000",
+      region: "us-ashburn",
+      model: "qwen",
+      state: "enabled",
+      healthy: true,
+      rttMs: 37.2,
+      inFlight: 3,
+      queuedTokens: 6000,
+      peerQueuedTokens: 1200,
+      full: false,
+      share: 0.6,
+      requests: 600,
+      cacheHitRate: 0.72,
+      predictionAccuracy: null,
+      scrape: { ok: true, ageMs: 400, error: null, running: 3, waiting: 0, usedTokens: 90_000 },
+    },
+  ],
+  queue: { length: 0, maxLength: 256, oldestWaitMs: 0 },
+  index: { routes: 10, blocks: 5000, evictions: 0, hits: 40, lookups: 50 },
+  totals: { requests: 1000, errors: 2, forwarded: 5, queued: 7 },
+  telemetry: { lastSeq: 1000, bufferSize: 4096 },
+  peers: [{ id: "lb-fra", region: "eu-frankfurt", healthy: true, queueLength: 0, availableReplicas: 2 }],
+};
+
+test("LB state round-trips through JSON", () => {
+  assert.deepEqual(parseLbState(JSON.parse(JSON.stringify(state))), state);
+});
+
+test("bad LB state fields are named with their replica index", () => {
+  const badShare = { ...state, replicas: [{ ...state.replicas[0], share: 1.5 }] };
+  const result = safeParseLbState(badShare);
+  assert.equal(result.success, false);
+  if (!result.success) assert.match(result.error.message, /lbState\.replicas\[0\]\.share/);
+  const badScrape = { ...state, replicas: [{ ...state.replicas[0], scrape: { ok: true } }] };
+  assert.throws(() => parseLbState(badScrape), /lbState\.replicas\[0\]\.scrape\.ageMs/);
+  assert.throws(() => parseLbState({ ...state, schema: "meridian.lb-state/2" }), /lbState\.schema: unknown version/);
+});
+
+const report: PeerReport = {
+  schema: PEER_REPORT_SCHEMA,
+  lbId: "lb-fra",
+  region: "eu-frankfurt",
+  time: 123,
+  configVersion: 2,
+  replicas: [{ id: "r-fra", inFlight: 2, inFlightTokens: 4096, full: false }],
+  queueLength: 1,
+  availableReplicas: 1,
+  snapshot: { keys: [1, 2 ** 53 - 1], truncated: false },
+};
+
+test("peer report round-trips, with and without a prefix snapshot", () => {
+  assert.deepEqual(parsePeerReport(JSON.parse(JSON.stringify(report))), report);
+  const { snapshot: _snapshot, ...withoutSnapshot } = report;
+  assert.deepEqual(parsePeerReport(withoutSnapshot), withoutSnapshot);
+});
+
+test("peer report rejects keys that are not exact block keys and names them", () => {
+  assert.throws(() => parsePeerReport({ ...report, snapshot: { keys: [1, 0.5], truncated: false } }), /peerReport\.snapshot\.keys\[1\]/);
+  assert.throws(() => parsePeerReport({ ...report, snapshot: { keys: [2 ** 53], truncated: false } }), /peerReport\.snapshot\.keys\[0\]/);
+  assert.throws(() => parsePeerReport({ ...report, queueLength: -1 }), /peerReport\.queueLength/);
+});

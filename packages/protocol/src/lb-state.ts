@@ -1,0 +1,114 @@
+import { z } from "zod";
+import {
+  count,
+  crossRegionMode,
+  fraction,
+  nonEmptyString,
+  nonNegativeNumber,
+  policyName,
+  replicaState,
+  timeMs,
+  weights,
+} from "./common";
+import { makeParsers, schemaTag } from "./errors";
+
+export const LB_STATE_SCHEMA = "meridian.lb-state/1";
+
+export const ReplicaScrapeStateSchema = z.object({
+  /** Whether the last scrape of the engine's /metrics succeeded. */
+  ok: z.boolean(),
+  /** Age of the last successful scrape; null before the first one. */
+  ageMs: nonNegativeNumber.nullable(),
+  error: z.string().nullable(),
+  running: nonNegativeNumber,
+  waiting: nonNegativeNumber,
+  usedTokens: nonNegativeNumber,
+});
+
+export const ReplicaRuntimeStateSchema = z.object({
+  id: nonEmptyString,
+  url: z.string(),
+  region: nonEmptyString,
+  model: z.string(),
+  state: replicaState,
+  healthy: z.boolean(),
+  /** EWMA of the health probe; null before the first probe answered. */
+  rttMs: nonNegativeNumber.nullable(),
+  inFlight: count,
+  /** This LB's in-flight prompt tokens on the replica. */
+  queuedTokens: nonNegativeNumber,
+  /** In-flight prompt tokens peers report for the replica. */
+  peerQueuedTokens: nonNegativeNumber,
+  full: z.boolean(),
+  /** Fraction of this LB's requests that went to the replica. */
+  share: fraction,
+  requests: count,
+  cacheHitRate: fraction.nullable(),
+  predictionAccuracy: fraction.nullable(),
+  scrape: ReplicaScrapeStateSchema,
+});
+
+export const QueueStateSchema = z.object({
+  length: count,
+  maxLength: count,
+  /** 0 when the queue is empty. */
+  oldestWaitMs: nonNegativeNumber,
+});
+
+export const IndexStatsSchema = z.object({
+  routes: count,
+  blocks: count,
+  evictions: count,
+  hits: count,
+  lookups: count,
+});
+
+export const TotalsSchema = z.object({
+  requests: count,
+  errors: count,
+  forwarded: count,
+  queued: count,
+});
+
+export const TelemetryBufferStateSchema = z.object({
+  /** 0 before the first event. */
+  lastSeq: count,
+  bufferSize: count,
+});
+
+export const PeerRuntimeStateSchema = z.object({
+  id: nonEmptyString,
+  region: nonEmptyString,
+  healthy: z.boolean(),
+  queueLength: count,
+  availableReplicas: count,
+});
+
+/** What GET /admin/state returns: a snapshot of one LB for the console. */
+export const LbStateSchema = z.object({
+  schema: schemaTag(LB_STATE_SCHEMA),
+  lbId: nonEmptyString,
+  region: nonEmptyString,
+  configVersion: z.int().nonnegative(),
+  policy: policyName,
+  weights,
+  crossRegion: crossRegionMode,
+  startedAt: timeMs,
+  replicas: z.array(ReplicaRuntimeStateSchema),
+  queue: QueueStateSchema,
+  index: IndexStatsSchema,
+  totals: TotalsSchema,
+  telemetry: TelemetryBufferStateSchema,
+  peers: z.array(PeerRuntimeStateSchema),
+});
+
+export type LbState = z.output<typeof LbStateSchema>;
+export type ReplicaRuntimeState = z.output<typeof ReplicaRuntimeStateSchema>;
+export type ReplicaScrapeState = z.output<typeof ReplicaScrapeStateSchema>;
+export type PeerRuntimeState = z.output<typeof PeerRuntimeStateSchema>;
+export type QueueState = z.output<typeof QueueStateSchema>;
+export type IndexStats = z.output<typeof IndexStatsSchema>;
+
+const lbStateParsers = makeParsers(LbStateSchema, "lbState");
+export const parseLbState: (input: unknown) => LbState = lbStateParsers.parse;
+export const safeParseLbState = lbStateParsers.safeParse;

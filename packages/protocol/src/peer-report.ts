@@ -1,0 +1,48 @@
+import { z } from "zod";
+import { blockKey, count, nonEmptyString, nonNegativeNumber, timeMs } from "./common";
+import { makeParsers, schemaTag } from "./errors";
+
+export const PEER_REPORT_SCHEMA = "meridian.peer-report/1";
+
+export const PeerReplicaLoadSchema = z.object({
+  id: nonEmptyString,
+  /** Requests the reporting LB has in flight on the replica. */
+  inFlight: count,
+  /** Prompt tokens the reporting LB has in flight on the replica: added to queued_tokens so LBs don't herd. */
+  inFlightTokens: nonNegativeNumber,
+  /** SkyLB "full" as the reporting LB sees it. */
+  full: z.boolean(),
+});
+
+/**
+ * Block keys the reporting LB's local replicas are believed to hold (SkyLB prefix snapshot). Keys are
+ * chained, so a flat set is enough for a longest match: matching key k implies the whole prefix.
+ */
+export const PrefixSnapshotSchema = z.object({
+  keys: z.array(blockKey),
+  /** True when the LB sent only part of its index (most recently used first). */
+  truncated: z.boolean(),
+});
+
+/** What an LB publishes to its peers (GET /peer/report): load for in-flight sharing and SkyLB forwarding. */
+export const PeerReportSchema = z.object({
+  schema: schemaTag(PEER_REPORT_SCHEMA),
+  lbId: nonEmptyString,
+  region: nonEmptyString,
+  time: timeMs,
+  configVersion: z.int().nonnegative(),
+  replicas: z.array(PeerReplicaLoadSchema),
+  /** Requests waiting in the reporting LB's FIFO queue (compared with τ). */
+  queueLength: count,
+  /** Local replicas of the reporting LB that are healthy, enabled and not full. */
+  availableReplicas: count,
+  snapshot: PrefixSnapshotSchema.optional(),
+});
+
+export type PeerReport = z.output<typeof PeerReportSchema>;
+export type PeerReplicaLoad = z.output<typeof PeerReplicaLoadSchema>;
+export type PrefixSnapshot = z.output<typeof PrefixSnapshotSchema>;
+
+const peerReportParsers = makeParsers(PeerReportSchema, "peerReport");
+export const parsePeerReport: (input: unknown) => PeerReport = peerReportParsers.parse;
+export const safeParsePeerReport = peerReportParsers.safeParse;

@@ -1,0 +1,219 @@
+/** Cost weights (structurally the same as @meridian/routing's Weights; the tuner depends on nothing of ours). */
+export interface Weights {
+  rtt: number;
+  queue: number;
+}
+
+export type WeightName = keyof Weights;
+export const WEIGHT_NAMES: readonly WeightName[] = ["rtt", "queue"];
+
+/** Inclusive [lo, hi] per weight; lo > 0 because mutation works in log space. */
+export type WeightBounds = Record<WeightName, readonly [number, number]>;
+
+export type TunerMode = "online" | "static" | "manual";
+/** `versioned`: a candidate is scored only on samples routed under its config version.
+ *  `paper`: the trailing window regardless of version, scored every `hop` samples (GORGO as published). */
+export type EvaluationMode = "versioned" | "paper";
+
+export interface GuardrailConfig {
+  enabled: boolean;
+  /** g: reject when candidate E2E p95 > (1 + g) × incumbent E2E p95. */
+  e2eTolerance: number;
+  /** Reject when any replica serves more than this fraction of the window (1 disables it, e.g. for one replica). */
+  maxShare: number;
+  /** Reject when more than this fraction of the window failed. */
+  maxErrorRate: number;
+}
+
+export interface TunerConfig {
+  seed: number;
+  mode: TunerMode;
+  evaluation: EvaluationMode;
+  /** Samples per evaluation window. */
+  window: number;
+  /** `paper` mode: evaluate every `hop` samples. Ignored in `versioned` mode. */
+  hop: number;
+  bounds: WeightBounds;
+  sigma0: number;
+  /** σ below this means converged. */
+  sigmaMin: number;
+  /** Upper limit on σ. Beyond the log-width of the bounds a larger σ only produces clipped corners. */
+  sigmaMax: number;
+  /** Outcomes the 1/5 rule looks back over. */
+  successHistory: number;
+  targetSuccessRate: number;
+  /** σ is multiplied by this on a low success rate and divided by it on a high one. */
+  sigmaFactor: number;
+  /** Re-measure the incumbent after this many candidate steps. */
+  remeasureEvery: number;
+  guardrails: GuardrailConfig;
+  /** Steps kept in the state's trajectory (oldest dropped first). */
+  maxTrajectory: number;
+}
+
+export const DEFAULT_BOUNDS: WeightBounds = { rtt: [0.05, 2.0], queue: [0.05, 0.5] };
+export const DEFAULT_INITIAL_WEIGHTS: Weights = { rtt: 0.5, queue: 0.1 };
+
+export const DEFAULT_GUARDRAILS: GuardrailConfig = {
+  enabled: true,
+  e2eTolerance: 0.25,
+  maxShare: 0.8,
+  maxErrorRate: 0.05,
+};
+
+export const DEFAULT_TUNER_CONFIG: Omit<TunerConfig, "seed"> = {
+  mode: "online",
+  evaluation: "versioned",
+  window: 128,
+  hop: 32,
+  bounds: DEFAULT_BOUNDS,
+  sigma0: 0.5,
+  sigmaMin: 0.05,
+  sigmaMax: 2,
+  successHistory: 8,
+  targetSuccessRate: 0.2,
+  sigmaFactor: 0.817,
+  remeasureEvery: 5,
+  guardrails: DEFAULT_GUARDRAILS,
+  maxTrajectory: 256,
+};
+
+/** Bad input from a caller (operator, console, simulator). The message starts with the offending field. */
+export class TunerInputError extends Error {
+  readonly field: string;
+  constructor(field: string, problem: string) {
+    super(`${field}: ${problem}`);
+    this.name = "TunerInputError";
+    this.field = field;
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "number") return String(value); // JSON.stringify(NaN) would say "null"
+  if (value === undefined) return "undefined";
+  return JSON.stringify(value) ?? String(value);
+}
+
+export function requireFiniteNumber(field: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    throw new TunerInputError(field, `expected a finite number, received ${describe(value)}`);
+  }
+  return value;
+}
+
+export function requirePositive(field: string, value: unknown): number {
+  const number = requireFiniteNumber(field, value);
+  if (number <= 0) throw new TunerInputError(field, `expected a number > 0, received ${number}`);
+  return number;
+}
+
+export function requireInteger(field: string, value: unknown, min: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min) {
+    throw new TunerInputError(field, `expected an integer >= ${min}, received ${describe(value)}`);
+  }
+  return value;
+}
+
+function requireFraction(field: string, value: unknown): number {
+  const number = requireFiniteNumber(field, value);
+  if (number < 0 || number > 1) throw new TunerInputError(field, `expected a number in [0, 1], received ${number}`);
+  return number;
+}
+
+function requireObject(field: string, value: unknown): Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TunerInputError(field, `expected an object, received ${describe(value)}`);
+  }
+  return value as Record<string, unknown>;
+}
+
+export function validateWeights(field: string, value: unknown): Weights {
+  const object = requireObject(field, value);
+  return {
+    rtt: requirePositive(`${field}.rtt`, object.rtt),
+    queue: requirePositive(`${field}.queue`, object.queue),
+  };
+}
+
+export function validateBounds(field: string, value: unknown): WeightBounds {
+  const object = requireObject(field, value);
+  const bounds = {} as Record<WeightName, readonly [number, number]>;
+  for (const name of WEIGHT_NAMES) {
+    const pair = object[name];
+    if (!Array.isArray(pair) || pair.length !== 2) {
+      throw new TunerInputError(`${field}.${name}`, `expected [lo, hi], received ${describe(pair)}`);
+    }
+    const lo = requirePositive(`${field}.${name}[0]`, pair[0]);
+    const hi = requirePositive(`${field}.${name}[1]`, pair[1]);
+    if (lo > hi) throw new TunerInputError(`${field}.${name}`, `lower bound ${lo} is above upper bound ${hi}`);
+    bounds[name] = [lo, hi];
+  }
+  return bounds;
+}
+
+export function requireWithinBounds(field: string, weights: Weights, bounds: WeightBounds): void {
+  for (const name of WEIGHT_NAMES) {
+    const [lo, hi] = bounds[name];
+    if (weights[name] < lo || weights[name] > hi) {
+      throw new TunerInputError(`${field}.${name}`, `${weights[name]} is outside the bounds [${lo}, ${hi}]`);
+    }
+  }
+}
+
+export function clipToBounds(weights: Weights, bounds: WeightBounds): Weights {
+  return {
+    rtt: Math.min(Math.max(weights.rtt, bounds.rtt[0]), bounds.rtt[1]),
+    queue: Math.min(Math.max(weights.queue, bounds.queue[0]), bounds.queue[1]),
+  };
+}
+
+const MODES: readonly TunerMode[] = ["online", "static", "manual"];
+const EVALUATIONS: readonly EvaluationMode[] = ["versioned", "paper"];
+
+export function validateMode(field: string, value: unknown): TunerMode {
+  if (!MODES.includes(value as TunerMode)) {
+    throw new TunerInputError(field, `expected one of ${MODES.join(", ")}, received ${describe(value)}`);
+  }
+  return value as TunerMode;
+}
+
+/** Merges `partial` over the defaults and validates every field. */
+export function resolveConfig(partial: Partial<TunerConfig> & { seed: number }): TunerConfig {
+  const input = requireObject("config", partial) as Partial<TunerConfig>;
+  const merged: TunerConfig = {
+    ...DEFAULT_TUNER_CONFIG,
+    ...input,
+    seed: input.seed as number,
+    guardrails: { ...DEFAULT_GUARDRAILS, ...(input.guardrails ?? {}) },
+    bounds: input.bounds ?? DEFAULT_BOUNDS,
+  };
+  if (!Number.isSafeInteger(merged.seed)) throw new TunerInputError("seed", `expected a safe integer, received ${describe(merged.seed)}`);
+  validateMode("mode", merged.mode);
+  if (!EVALUATIONS.includes(merged.evaluation)) {
+    throw new TunerInputError("evaluation", `expected one of ${EVALUATIONS.join(", ")}, received ${describe(merged.evaluation)}`);
+  }
+  requireInteger("window", merged.window, 1);
+  requireInteger("hop", merged.hop, 1);
+  // hop only matters in paper mode; a versioned tuner with a small window must not trip over the default hop.
+  if (merged.evaluation === "paper" && merged.hop > merged.window) throw new TunerInputError("hop", `must not exceed window (${merged.window}), received ${merged.hop}`);
+  merged.bounds = validateBounds("bounds", merged.bounds);
+  requirePositive("sigma0", merged.sigma0);
+  requirePositive("sigmaMin", merged.sigmaMin);
+  requirePositive("sigmaMax", merged.sigmaMax);
+  if (merged.sigmaMax < merged.sigma0) throw new TunerInputError("sigmaMax", `must be >= sigma0 (${merged.sigma0}), received ${merged.sigmaMax}`);
+  requireInteger("successHistory", merged.successHistory, 1);
+  requireFraction("targetSuccessRate", merged.targetSuccessRate);
+  const factor = requirePositive("sigmaFactor", merged.sigmaFactor);
+  if (factor >= 1) throw new TunerInputError("sigmaFactor", `expected a number in (0, 1), received ${factor}`);
+  requireInteger("remeasureEvery", merged.remeasureEvery, 1);
+  requireInteger("maxTrajectory", merged.maxTrajectory, 0);
+  const guardrails = requireObject("guardrails", merged.guardrails);
+  if (typeof guardrails.enabled !== "boolean") {
+    throw new TunerInputError("guardrails.enabled", `expected a boolean, received ${describe(guardrails.enabled)}`);
+  }
+  const tolerance = requireFiniteNumber("guardrails.e2eTolerance", guardrails.e2eTolerance);
+  if (tolerance < 0) throw new TunerInputError("guardrails.e2eTolerance", `expected a number >= 0, received ${tolerance}`);
+  requireFraction("guardrails.maxShare", guardrails.maxShare);
+  requireFraction("guardrails.maxErrorRate", guardrails.maxErrorRate);
+  return merged;
+}

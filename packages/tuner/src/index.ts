@@ -1,0 +1,16 @@
+export { EsTuner, TUNER_STATE_FORMAT } from "./es-tuner";
+export type { GuardrailVerdict, TunerCurrent, TunerRole, TunerState, TunerStep } from "./es-tuner";
+export {
+  DEFAULT_BOUNDS,
+  DEFAULT_GUARDRAILS,
+  DEFAULT_INITIAL_WEIGHTS,
+  DEFAULT_TUNER_CONFIG,
+  TunerInputError,
+  clipToBounds,
+  validateBounds,
+  validateWeights,
+} from "./config";
+export type { EvaluationMode, GuardrailConfig, TunerConfig, TunerMode, WeightBounds, WeightName, Weights } from "./config";
+export { percentile, summarizeWindow } from "./window";
+export type { TunerSample, WindowSummary } from "./window";
+export type { PrngState } from "./prng";
