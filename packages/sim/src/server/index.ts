@@ -1,0 +1,8 @@
+// The simulated engine HTTP server: an SGLang/vLLM stand-in on node:http around the EngineModel.
+export { startEngineServer, CHARS_PER_TOKEN, CHAT_BLOCK_TOKENS, OUTPUT_TOKENS_HEADER, type EngineServer, type EngineServerOptions } from "./server";
+export { EngineDriver, type EngineListener } from "./engine-driver";
+export { EngineMetrics, DIALECTS, type Dialect } from "./metrics";
+export { emulatedRttMs, SRC_REGION_HEADER, type RttMatrix } from "./network";
+export { OpenAIError, type OpenAIErrorBody, type Usage } from "./openai";
+export { formatValue as formatPrometheusValue } from "./prometheus";
+export { ReplyText } from "./filler";
