@@ -1,0 +1,468 @@
+// Block keyers: turn a request into a chain of block keys, key_k = hash(key_{k-1}, block_k).
+//
+// Chat and completion prompts are cut into fixed blocks of `blockChars` UTF-16 code units (64 by
+// default, about 16 tokens). Only FULL blocks get a key; the trailing partial block is dropped.
+// Engines only reuse full KV blocks, and dropping the tail is what makes the keys of a prompt an
+// exact prefix of the keys of prompt + assistant reply (the next turn), which next-turn learning
+// relies on. A prompt shorter than one block therefore has no keys at all.
+//
+// Speed: an 80 KB prompt is ~1250 blocks and is keyed on every request, so the text is not hashed
+// one charCodeAt at a time. Text is bulk-encoded with TextEncoder.encodeInto into a reusable byte
+// buffer and each block is hashed 32 bits at a time. The canonical bytes of a block are the UTF-8
+// (WHATWG, lone surrogates → U+FFFD) encoding of each piece's unit range inside that block, pieces
+// being role, separators and content parts. An ASCII chunk is one encodeInto call plus arithmetic;
+// a chunk with other characters is encoded whole and its UTF-8 walked to find where blocks end
+// (≈ 2–4× the ASCII cost), and only a block boundary that splits a surrogate pair falls back to
+// encoding segment by segment. Such a split pair encodes as two U+FFFD: harmless, and deterministic
+// because block boundaries sit at fixed unit offsets. keys.test.ts checks all paths against a
+// direct implementation of this rule.
+
+import { RoutingInputError, describe } from "./errors";
+import { LANE1_MUL, LANE2_MUL, TWO_POW_32, finalizeLanes, seedLane1, seedLane2 } from "./hash";
+import type { BlockKey } from "./types";
+
+/** Default chat block size in characters (≈ 16 tokens at 4 chars/token, vLLM's block size). */
+export const DEFAULT_BLOCK_CHARS = 64;
+/** Tokens one block key stands for in Mooncake traces. */
+export const MOONCAKE_TOKENS_PER_BLOCK = 512;
+/** Tokens one block key stands for in ART-Chat traces. */
+export const ART_CHAT_TOKENS_PER_BLOCK = 256;
+
+/** Ends a message's role in the canonical serialisation (ASCII unit separator). */
+export const ROLE_SEPARATOR = "\u001f";
+/** Ends a message's content in the canonical serialisation (ASCII record separator). */
+export const MESSAGE_SEPARATOR = "\u001e";
+/** Precedes a non-text content part (e.g. an image URL) so it cannot collide with plain text. */
+export const PART_SEPARATOR = "\u001d";
+
+/** The chain starts from this value, so the first block is hash(CHAIN_ORIGIN, block_0). */
+const CHAIN_ORIGIN = 0;
+
+export interface ChatMessageLike {
+  role: string;
+  content: unknown;
+}
+
+const encoder = new TextEncoder();
+// Word-at-a-time reads through a Uint32Array view assume little-endian byte order; on a big-endian
+// host the byte-assembling path (same result) is used instead.
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+/** Units per encodeInto attempt: a stray non-ASCII character only slows its own chunk. */
+const CHUNK_UNITS = 4096;
+const SCRATCH_INITIAL = 64 * 1024;
+/** A buffer grown past this for one huge prompt is dropped afterwards rather than kept forever. */
+const SCRATCH_RETAIN_MAX = 8 * 1024 * 1024;
+let scratch = new Uint8Array(SCRATCH_INITIAL);
+let scratchWords = new Uint32Array(scratch.buffer);
+
+function ensureScratch(bytes: number): void {
+  if (bytes <= scratch.length) return;
+  let size = scratch.length;
+  while (size < bytes) size *= 2;
+  const next = new Uint8Array(size);
+  next.set(scratch);
+  scratch = next;
+  scratchWords = new Uint32Array(scratch.buffer);
+}
+
+function align4(offset: number): number {
+  return (offset + 3) & ~3;
+}
+
+/**
+ * Writes text as canonical bytes into the scratch buffer and records each full block's byte range
+ * (blocks of `blockChars` UTF-16 units). Blocks start 4-byte aligned wherever that is cheap (ASCII
+ * text, and after every chunk) so most of them hash through aligned 32-bit reads; blocks inside a
+ * non-ASCII chunk may start anywhere and hash through the byte-assembling path (same result).
+ */
+class CanonicalStream {
+  private bytes = 0;
+  private units = 0;
+  private nextBoundary: number;
+  private blockStart = 0;
+  private readonly ranges: number[] = []; // start0, end0, start1, end1, ...
+
+  constructor(private readonly blockChars: number) {
+    this.nextBoundary = blockChars;
+  }
+
+  write(text: string): void {
+    const n = text.length;
+    let from = 0;
+    while (from < n) {
+      // Chunks end on a block boundary (or the piece's end), so the only cuts through the text are
+      // the semantic ones: block boundaries and piece boundaries.
+      const firstBoundary = from + (this.nextBoundary - this.units);
+      const limit = Math.min(n, from + CHUNK_UNITS);
+      let to: number;
+      if (limit === n || firstBoundary >= n) to = n;
+      else if (limit <= firstBoundary) to = firstBoundary;
+      else to = firstBoundary + Math.floor((limit - firstBoundary) / this.blockChars) * this.blockChars;
+      this.writeChunk(text, from, to);
+      from = to;
+    }
+  }
+
+  private closeBlock(end: number, nextStart: number): void {
+    this.ranges.push(this.blockStart, end);
+    this.blockStart = nextStart;
+    this.nextBoundary += this.blockChars;
+  }
+
+  private writeChunk(text: string, from: number, to: number): void {
+    const len = to - from;
+    // ≤ 3 bytes per unit plus ≤ 3 padding bytes per block (a block has ≥ 1 unit).
+    ensureScratch(this.bytes + 6 * len + 8);
+    if (len <= 16) {
+      // Separators and roles: a call into the encoder costs more than this loop.
+      let ascii = true;
+      for (let i = 0; i < len; i++) {
+        const c = text.charCodeAt(from + i);
+        if (c >= 0x80) {
+          ascii = false;
+          break;
+        }
+        scratch[this.bytes + i] = c;
+      }
+      if (ascii) this.placeAsciiChunk(len);
+      else this.encodeSegments(text, from, to);
+      return;
+    }
+    const chunk = from === 0 && to === text.length ? text : text.substring(from, to);
+    const written = encoder.encodeInto(chunk, scratch.subarray(this.bytes, this.bytes + 3 * len)).written;
+    if (written === len) this.placeAsciiChunk(len);
+    else if (!this.placeEncodedChunk(written, len)) this.encodeSegments(text, from, to);
+  }
+
+  /** ASCII chunk at [bytes, bytes + len): boundaries by arithmetic; realign after each boundary. */
+  private placeAsciiChunk(len: number): void {
+    let chunkStart = this.bytes; // byte offset of unit `this.units`
+    let chunkEnd = chunkStart + len;
+    const unitsAfter = this.units + len;
+    while (this.nextBoundary <= unitsAfter) {
+      const end = chunkStart + (this.nextBoundary - this.units);
+      const pad = align4(end) - end;
+      if (pad !== 0) {
+        // Shift the rest of the chunk so the next block starts aligned. With 64-unit blocks this
+        // happens at most once per chunk: after it, ASCII blocks are 64 bytes and stay aligned.
+        scratch.copyWithin(end + pad, end, chunkEnd);
+        chunkStart += pad;
+        chunkEnd += pad;
+      }
+      this.closeBlock(end, end + pad);
+    }
+    this.bytes = chunkEnd;
+    this.units = unitsAfter;
+  }
+
+  /**
+   * Non-ASCII chunk, UTF-8 encoded at [bytes, bytes + written). Walks the encoded bytes (4 ASCII
+   * bytes per step where it can; a lead byte gives each character's length) to find where every
+   * block ends, then moves the block segments back to front so each block starts 4-byte aligned;
+   * every byte moves at most once. Returns false, changing nothing, when a block boundary would
+   * split a surrogate pair (whole-chunk UTF-8 cannot be cut there; the caller falls back).
+   */
+  private placeEncodedChunk(written: number, chunkUnits: number): boolean {
+    const buf = scratch;
+    const words = scratchWords;
+    const start = this.bytes;
+    const end = start + written;
+    const cuts: number[] = []; // byte offsets where a block ends, in the encoded chunk
+    let need = this.nextBoundary - this.units; // units until the next boundary
+    let pos = start;
+    while (pos < end) {
+      if (need >= 4 && (pos & 3) === 0 && pos + 4 <= end && ((words[pos >>> 2] as number) & 0x80808080) === 0) {
+        pos += 4;
+        need -= 4;
+      } else {
+        const lead = buf[pos] as number;
+        if (lead < 0x80) {
+          pos += 1;
+          need -= 1;
+        } else if (lead >= 0xf0) {
+          if (need === 1) return false; // a surrogate pair (2 units, 4 bytes) would straddle the boundary
+          pos += 4;
+          need -= 2;
+        } else {
+          pos += lead >= 0xe0 ? 3 : 2;
+          need -= 1;
+        }
+      }
+      if (need === 0) {
+        cuts.push(pos);
+        need = this.blockChars;
+      }
+    }
+    // Segment k runs from cut k-1 (or the chunk start) to cut k; the last one is the open tail.
+    const segments = cuts.length + 1;
+    const oldStarts = new Array<number>(segments);
+    const newStarts = new Array<number>(segments);
+    oldStarts[0] = start;
+    newStarts[0] = start;
+    for (let k = 1; k < segments; k++) {
+      const cut = cuts[k - 1] as number;
+      oldStarts[k] = cut;
+      newStarts[k] = align4((newStarts[k - 1] as number) + (cut - (oldStarts[k - 1] as number)));
+    }
+    // Shifts only grow along the chunk, and consecutive segments with the same shift (64-byte ASCII
+    // blocks, 192-byte CJK blocks) move together: one copyWithin per run, last run first.
+    let runEnd = end;
+    for (let k = segments - 1; k >= 1; ) {
+      const shift = (newStarts[k] as number) - (oldStarts[k] as number);
+      let first = k;
+      while (first > 1 && (newStarts[first - 1] as number) - (oldStarts[first - 1] as number) === shift) first--;
+      if (shift !== 0) buf.copyWithin((oldStarts[first] as number) + shift, oldStarts[first] as number, runEnd);
+      runEnd = oldStarts[first] as number;
+      k = first - 1;
+    }
+    for (let k = 0; k + 1 < segments; k++) {
+      const blockEnd = (newStarts[k] as number) + ((oldStarts[k + 1] as number) - (oldStarts[k] as number));
+      this.closeBlock(blockEnd, newStarts[k + 1] as number);
+    }
+    this.bytes = (newStarts[segments - 1] as number) + (end - (oldStarts[segments - 1] as number));
+    this.units += chunkUnits;
+    return true;
+  }
+
+  /** Fallback: UTF-8 one block segment at a time; `written` locates each boundary. */
+  private encodeSegments(text: string, from: number, to: number): void {
+    let at = this.bytes;
+    let i = from;
+    while (i < to) {
+      const segmentEnd = Math.min(to, i + (this.nextBoundary - this.units));
+      const segment = text.substring(i, segmentEnd);
+      at += encoder.encodeInto(segment, scratch.subarray(at, at + 3 * segment.length)).written;
+      this.units += segmentEnd - i;
+      i = segmentEnd;
+      if (this.units === this.nextBoundary) {
+        const end = at;
+        at = align4(at);
+        this.closeBlock(end, at);
+      }
+    }
+    this.bytes = at;
+  }
+
+  /** Chained keys of the recorded full blocks. */
+  keys(): BlockKey[] {
+    const ranges = this.ranges;
+    const keys = new Array<BlockKey>(ranges.length >> 1);
+    let prev = CHAIN_ORIGIN;
+    for (let b = 0; b < keys.length; b++) {
+      prev = hashBytes(ranges[2 * b] as number, ranges[2 * b + 1] as number, prev);
+      keys[b] = prev;
+    }
+    if (scratch.length > SCRATCH_RETAIN_MAX) {
+      scratch = new Uint8Array(SCRATCH_INITIAL);
+      scratchWords = new Uint32Array(scratch.buffer);
+    }
+    return keys;
+  }
+}
+
+/** hash(prev, scratch[start, end)): little-endian 32-bit words, the tail zero-padded, the byte
+ * length mixed in. Aligned starts read whole words; others assemble bytes (same result). */
+function hashBytes(start: number, end: number, prev: number): BlockKey {
+  let h1 = seedLane1(prev);
+  let h2 = seedLane2(prev);
+  const length = end - start;
+  const tailBytes = length & 3;
+  if (LITTLE_ENDIAN && (start & 3) === 0) {
+    const words = scratchWords;
+    const first = start >>> 2;
+    const last = first + (length >>> 2);
+    for (let w = first; w < last; w++) {
+      const word = words[w] as number;
+      h1 = Math.imul(h1 ^ word, 0x9e3779b1);
+      h2 = Math.imul(h2 ^ word, 0x85ebca77);
+    }
+    if (tailBytes !== 0) {
+      const word = (words[last] as number) & ((1 << (8 * tailBytes)) - 1);
+      h1 = Math.imul(h1 ^ word, 0x9e3779b1);
+      h2 = Math.imul(h2 ^ word, 0x85ebca77);
+    }
+  } else {
+    const buf = scratch;
+    const wordEnd = end - tailBytes;
+    let i = start;
+    for (; i < wordEnd; i += 4) {
+      const word = (buf[i] as number) | ((buf[i + 1] as number) << 8) | ((buf[i + 2] as number) << 16) | ((buf[i + 3] as number) << 24);
+      h1 = Math.imul(h1 ^ word, 0x9e3779b1);
+      h2 = Math.imul(h2 ^ word, 0x85ebca77);
+    }
+    if (tailBytes !== 0) {
+      let word = 0;
+      for (let shift = 0; i < end; i++, shift += 8) word |= (buf[i] as number) << shift;
+      h1 = Math.imul(h1 ^ word, 0x9e3779b1);
+      h2 = Math.imul(h2 ^ word, 0x85ebca77);
+    }
+  }
+  return finalizeLanes(h1 ^ length, h2);
+}
+
+function checkBlockChars(blockChars: number): void {
+  if (!Number.isInteger(blockChars) || blockChars <= 0) {
+    throw new RoutingInputError("blockChars", `must be a positive integer, got ${describe(blockChars)}`);
+  }
+}
+
+function feedContent(chainer: CanonicalStream, content: unknown, index: number): void {
+  if (typeof content === "string") {
+    chainer.write(content);
+    return;
+  }
+  if (content === null || content === undefined) return; // e.g. assistant tool-call turns
+  if (!Array.isArray(content)) {
+    throw new RoutingInputError(
+      `messages[${index}].content`,
+      `must be a string, null or an array of content parts, got ${describe(content)}`,
+    );
+  }
+  for (let p = 0; p < content.length; p++) {
+    const part: unknown = content[p];
+    if (typeof part === "string") {
+      chainer.write(part);
+      continue;
+    }
+    if (part === null || typeof part !== "object") {
+      throw new RoutingInputError(`messages[${index}].content[${p}]`, `must be a content part object, got ${describe(part)}`);
+    }
+    const record = part as { type?: unknown; text?: unknown; image_url?: unknown };
+    if (typeof record.text === "string") {
+      chainer.write(record.text);
+    } else if (record.type === "text") {
+      throw new RoutingInputError(`messages[${index}].content[${p}].text`, `must be a string, got ${describe(record.text)}`);
+    } else if (record.type === "image_url") {
+      // Different images must not share a key: the image URL (or data URL) stands in for its tokens.
+      const image = record.image_url;
+      const url = typeof image === "string" ? image : image && typeof image === "object" ? (image as { url?: unknown }).url : undefined;
+      if (typeof url === "string") {
+        chainer.write(PART_SEPARATOR);
+        chainer.write(url);
+      }
+    }
+    // Other part types (audio, files) carry no text we can key cheaply; they are skipped.
+  }
+}
+
+/**
+ * Chained keys of a chat prompt. Canonical serialisation per message:
+ * `role ␟ content ␞`, where an array content contributes its text parts concatenated (and image URLs
+ * behind ␝). Only full blocks are keyed (see the file header).
+ */
+export function chatBlockKeys(messages: readonly ChatMessageLike[], blockChars = DEFAULT_BLOCK_CHARS): BlockKey[] {
+  checkBlockChars(blockChars);
+  if (!Array.isArray(messages)) throw new RoutingInputError("messages", `must be an array, got ${describe(messages)}`);
+  const chainer = new CanonicalStream(blockChars);
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i];
+    if (message === null || typeof message !== "object") {
+      throw new RoutingInputError(`messages[${i}]`, `must be an object, got ${describe(message)}`);
+    }
+    if (typeof message.role !== "string") {
+      throw new RoutingInputError(`messages[${i}].role`, `must be a string, got ${describe(message.role)}`);
+    }
+    chainer.write(message.role);
+    chainer.write(ROLE_SEPARATOR);
+    feedContent(chainer, message.content, i);
+    chainer.write(MESSAGE_SEPARATOR);
+  }
+  return chainer.keys();
+}
+
+/** Characters the canonical chat serialisation has (for token estimation), counted the same way
+ * chatBlockKeys feeds them; no allocation. Malformed parts count as 0 (chatBlockKeys rejects them). */
+export function chatSerialisedLength(messages: readonly ChatMessageLike[]): number {
+  let total = 0;
+  for (const message of messages) {
+    total += (typeof message.role === "string" ? message.role.length : 0) + ROLE_SEPARATOR.length + MESSAGE_SEPARATOR.length;
+    const content = message.content;
+    if (typeof content === "string") {
+      total += content.length;
+      continue;
+    }
+    if (!Array.isArray(content)) continue;
+    for (const part of content as unknown[]) {
+      if (typeof part === "string") total += part.length;
+      else if (part && typeof part === "object") {
+        const record = part as { type?: unknown; text?: unknown; image_url?: unknown };
+        if (typeof record.text === "string") total += record.text.length;
+        else if (record.type === "image_url") {
+          const image = record.image_url;
+          const url = typeof image === "string" ? image : image && typeof image === "object" ? (image as { url?: unknown }).url : undefined;
+          if (typeof url === "string") total += PART_SEPARATOR.length + url.length;
+        }
+      }
+    }
+  }
+  return total;
+}
+
+/** Chained keys of a /v1/completions prompt: the raw text, full blocks only. */
+export function promptBlockKeys(prompt: string, blockChars = DEFAULT_BLOCK_CHARS): BlockKey[] {
+  checkBlockChars(blockChars);
+  if (typeof prompt !== "string") throw new RoutingInputError("prompt", `must be a string, got ${describe(prompt)}`);
+  const chainer = new CanonicalStream(blockChars);
+  chainer.write(prompt);
+  return chainer.keys();
+}
+
+// Type tags keep the integer 5 and the string "5" apart.
+const INT_ID_TAG = 0x1;
+const HEX_ID_TAG = 0x2;
+
+/**
+ * Chained keys of a trace request: one key per hash id (Mooncake: safe integers, 512-token blocks;
+ * ART-Chat: hex strings, 256-token blocks). key_k = hash(key_{k-1}, hashIds[k]).
+ */
+export function traceBlockKeys(hashIds: readonly (number | string)[]): BlockKey[] {
+  if (!Array.isArray(hashIds)) throw new RoutingInputError("hashIds", `must be an array, got ${describe(hashIds)}`);
+  const keys: BlockKey[] = new Array<BlockKey>(hashIds.length);
+  let prev = CHAIN_ORIGIN;
+  for (let k = 0; k < hashIds.length; k++) {
+    const id = hashIds[k];
+    let h1 = seedLane1(prev);
+    let h2 = seedLane2(prev);
+    if (typeof id === "number") {
+      if (!Number.isSafeInteger(id) || id < 0) {
+        throw new RoutingInputError(`hashIds[${k}]`, `must be a non-negative safe integer or a hex string, got ${describe(id)}`);
+      }
+      const words = [INT_ID_TAG, id % 0x10000, Math.floor(id / 0x10000) % 0x10000, Math.floor(id / TWO_POW_32) % 0x10000, Math.floor(id / 281474976710656)];
+      for (const w of words) {
+        h1 = Math.imul(h1 ^ w, LANE1_MUL);
+        h2 = Math.imul(h2 ^ w, LANE2_MUL);
+      }
+    } else if (typeof id === "string" && id.length > 0) {
+      h1 = Math.imul(h1 ^ HEX_ID_TAG, LANE1_MUL);
+      h2 = Math.imul(h2 ^ HEX_ID_TAG, LANE2_MUL);
+      for (let i = 0; i < id.length; i++) {
+        // Hex ids are case-insensitive: fold A-F to a-f so "AB" and "ab" are the same block.
+        let c = id.charCodeAt(i);
+        if (c >= 65 && c <= 70) c += 32;
+        h1 = Math.imul(h1 ^ c, LANE1_MUL);
+        h2 = Math.imul(h2 ^ c, LANE2_MUL);
+      }
+      h1 ^= id.length;
+    } else {
+      throw new RoutingInputError(`hashIds[${k}]`, `must be a non-negative safe integer or a non-empty hex string, got ${describe(id)}`);
+    }
+    prev = finalizeLanes(h1, h2);
+    keys[k] = prev;
+  }
+  return keys;
+}
+
+/**
+ * Session key from the first `nBlocks` block keys, as a base-36 string. Because keys are chained,
+ * key_{n-1} already hashes the first n blocks, so it IS the session hash. Uses fewer blocks when
+ * the prompt has fewer; returns "" for a prompt with no full block (callers should then prefer an
+ * explicit user / x-session-id).
+ */
+export function sessionKeyFromBlocks(keys: readonly BlockKey[], nBlocks: number): string {
+  if (!Number.isInteger(nBlocks) || nBlocks <= 0) {
+    throw new RoutingInputError("nBlocks", `must be a positive integer, got ${describe(nBlocks)}`);
+  }
+  const n = Math.min(nBlocks, keys.length);
+  if (n === 0) return "";
+  return (keys[n - 1] as number).toString(36);
+}

@@ -1,0 +1,21 @@
+// GORGO: argmin of W_rtt·rtt_ms + W_queue·queued_tokens + uncached_tokens (W_prefill = 1).
+
+import type { CandidateView } from "../types";
+import { type Policy, argminRandomTie, decide, prepare } from "./common";
+
+export function createGorgoPolicy(): Policy {
+  return {
+    name: "gorgo",
+    select(request, candidates, ctx) {
+      const p = prepare(request, candidates, ctx);
+      const { rtt, queue } = ctx.weights;
+      const scores = new Array<number>(candidates.length);
+      for (let i = 0; i < candidates.length; i++) {
+        const c = candidates[i] as CandidateView;
+        const uncached = request.inputTokens - (p.depths[i] as number) * request.tokensPerBlock;
+        scores[i] = rtt * c.rttMs + queue * c.queuedTokens + (uncached > 0 ? uncached : 0);
+      }
+      return decide(p, scores, argminRandomTie(scores, p.eligible, ctx.rng));
+    },
+  };
+}

@@ -1,0 +1,46 @@
+// One entry point for every routing policy: createPolicy(name, options).select(request, candidates, ctx).
+
+import { RoutingInputError, describe } from "./errors";
+import type { Policy, PolicyOptions } from "./policies/common";
+import { createGorgoPolicy } from "./policies/gorgo";
+import { createConsistentHashPolicy, createSessionAffinityPolicy } from "./policies/hashing";
+import { createLearnedPrefixPolicy } from "./policies/learned-prefix";
+import { createLeastLoadPolicy, createLeastRequestPolicy } from "./policies/load";
+import { createPrefixCachePolicy } from "./policies/prefix-cache";
+import { createRandomPolicy, createRoundRobinPolicy } from "./policies/simple";
+import { createSkyLbPolicy } from "./policies/skylb";
+import { POLICY_NAMES, type PolicyName } from "./types";
+
+export type { Policy, PolicyContext, PolicyOptions } from "./policies/common";
+
+export function isPolicyName(name: unknown): name is PolicyName {
+  return typeof name === "string" && (POLICY_NAMES as readonly string[]).includes(name);
+}
+
+/** A fresh policy instance. Instances may hold state (round-robin turn, ring cache): create one per LB. */
+export function createPolicy(name: PolicyName, options: PolicyOptions = {}): Policy {
+  switch (name) {
+    case "gorgo":
+      return createGorgoPolicy();
+    case "least-load":
+      return createLeastLoadPolicy();
+    case "least-request":
+      return createLeastRequestPolicy();
+    case "prefix-cache":
+      return createPrefixCachePolicy(options);
+    case "session-affinity":
+      return createSessionAffinityPolicy();
+    case "consistent-hash":
+      return createConsistentHashPolicy(options);
+    case "round-robin":
+      return createRoundRobinPolicy();
+    case "random":
+      return createRandomPolicy();
+    case "skylb":
+      return createSkyLbPolicy();
+    case "learned-prefix":
+      return createLearnedPrefixPolicy(options);
+    default:
+      throw new RoutingInputError("policy", `unknown policy ${describe(name)}; expected one of ${POLICY_NAMES.join(", ")}`);
+  }
+}
