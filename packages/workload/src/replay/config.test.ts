@@ -1,0 +1,30 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { loadReplayConfig, UsageRequested } from "./config";
+
+describe("meridian-replay config", () => {
+  it("parses flags and environment into one validated config", () => {
+    const config = loadReplayConfig(
+      ["--trace", "t.jsonl", "--entrypoints", '{"a":"http://127.0.0.1:1"}', "--time-scale", "2", "--from-ms", "1000", "--to-ms", "5000", "--concurrency", "8", "--regions", "a=2,b=1", "--skip-invalid"],
+      { MERIDIAN_ENTRYPOINTS_TOKEN: "tok" },
+    );
+    assert.equal(config.trace, "t.jsonl");
+    assert.equal(config.timeScale, 2);
+    assert.equal(config.fromMs, 1000);
+    assert.equal(config.toMs, 5000);
+    assert.equal(config.concurrency, 8);
+    assert.deepEqual(config.regions, { a: 2, b: 1 });
+    assert.equal(config.skipInvalid, true);
+    assert.equal(config.entrypointsToken, "tok");
+    assert.equal(config.model, "default");
+  });
+
+  it("rejects bad or conflicting flags with a clear message", () => {
+    assert.throws(() => loadReplayConfig(["--entrypoints", "{}"], {}), /exactly one of --trace FILE or --generator multi-turn/);
+    assert.throws(() => loadReplayConfig(["--trace", "t", "--generator", "multi-turn", "--entrypoints", "{}"], {}), /exactly one/);
+    assert.throws(() => loadReplayConfig(["--trace", "t"], {}), /--entrypoints is required/);
+    assert.throws(() => loadReplayConfig(["--trace", "t", "--entrypoints", "{}", "--time-scale", "0"], {}), /timeScale/);
+    assert.throws(() => loadReplayConfig(["--trace", "t", "--entrypoints", "{}", "--bogus"], {}), /bogus/);
+    assert.throws(() => loadReplayConfig(["--help"], {}), UsageRequested);
+  });
+});

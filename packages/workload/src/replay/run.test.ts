@@ -1,0 +1,243 @@
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { startSseStub, type SseStub } from "../../test/sse-stub";
+import { bundledTracePath } from "../trace/bundled";
+import type { TraceRequest } from "../trace/types";
+import { runReplay, startLoadGenerator } from "./run";
+import { percentile, type ReplayRecord } from "./stats";
+
+const stubs: SseStub[] = [];
+const stub = async (...args: Parameters<typeof startSseStub>) => {
+  const s = await startSseStub(...args);
+  stubs.push(s);
+  return s;
+};
+after(async () => {
+  await Promise.all(stubs.map((s) => s.close()));
+});
+
+/** Waits until `count()` has not changed for 300 ms (at most 5 s). */
+async function settle(count: () => number): Promise<void> {
+  let last = -1;
+  for (let waited = 0; waited < 5000 && count() !== last; waited += 300) {
+    last = count();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+}
+
+const rows = (timestamps: number[], outputTokens = 4): TraceRequest[] =>
+  timestamps.map((t, i) => ({
+    index: i, timestampMs: t, sourceTimestampMs: t, inputTokens: 300, outputTokens, hashIds: [0, 100 + i], blockTokens: 512, format: "mooncake",
+  }));
+
+describe("replay client", () => {
+  it("measures TTFT to the first content delta, ITL, and usage with cached tokens", async () => {
+    const s = await stub({ firstContentDelayMs: 120, gapMs: 30, deltas: 4, cachedTokens: 77 });
+    const records: ReplayRecord[] = [];
+    const summary = await runReplay({ trace: rows([0]), entrypoints: { "us-ashburn": s.url }, onRecord: (r) => records.push(r) });
+    const r = records[0]!;
+    assert.equal(r.ok, true, r.error);
+    assert.equal(r.status, 200);
+    // Lower bounds only: the first content cannot arrive before the stub sends it, but a loaded
+    // machine can delay (and coalesce) what the client reads.
+    assert.ok(r.ttftMs! >= 110, `ttft ${r.ttftMs} must wait for content, not the role chunk`);
+    assert.ok(r.e2eMs! >= r.ttftMs!);
+    assert.ok(r.itlMeanMs !== undefined && r.itlMeanMs >= 0, `itl ${r.itlMeanMs}`);
+    assert.equal(r.contentDeltas, 4);
+    assert.equal(r.outputTokens, 4);
+    assert.equal(r.cachedTokens, 77);
+    assert.ok(r.promptTokens! > 0);
+    assert.equal(r.entrypoint, s.url);
+    assert.equal(summary.ok, 1);
+    assert.equal(summary.tokens.cached, 77);
+    assert.ok(summary.ttftMs.p50! >= 110);
+    assert.deepEqual(Object.keys(summary.byRegion), ["us-ashburn"]);
+  });
+
+  it("sends a streaming chat request with usage, the client region and the session key", async () => {
+    const s = await stub({ fragmented: true });
+    const summary = await runReplay({ trace: rows([0, 0]), entrypoints: { "eu-frankfurt": s.url }, model: "m1", maxOutputTokens: 2 });
+    assert.equal(summary.ok, 2);
+    const sent = s.received[0]!;
+    assert.equal(sent.headers["x-meridian-client-region"], "eu-frankfurt");
+    assert.equal(sent.headers["x-session-id"], "0/100");
+    assert.equal(sent.body.stream, true);
+    assert.deepEqual(sent.body.stream_options, { include_usage: true });
+    assert.equal(sent.body.model, "m1");
+    assert.equal(sent.body.max_tokens, 2);
+    assert.deepEqual(sent.body.messages.map((m) => m.role), ["system", "user"]);
+    assert.equal(summary.tokens.output, 4, "CRLF and events split across writes still parse");
+  });
+
+  it("skips trace rows longer than maxInputTokens and counts them", async () => {
+    const s = await stub();
+    const long = rows([0, 0, 0]);
+    long[1]!.inputTokens = 30_000;
+    const summary = await runReplay({ trace: long, entrypoints: { r: s.url }, maxInputTokens: 24_000 });
+    assert.equal(summary.requests, 2);
+    assert.equal(summary.skippedTooLong, 1);
+  });
+
+  it("caps concurrency open-loop and records the wait for a slot", async () => {
+    const s = await stub({ firstContentDelayMs: 100, deltas: 1 });
+    const records: { queueWaitMs: number }[] = [];
+    const summary = await runReplay({ trace: rows(Array(9).fill(0)), entrypoints: { r: s.url }, concurrency: 3, onRecord: (r) => records.push(r) });
+    assert.equal(summary.ok, 9);
+    assert.equal(s.maxActive, 3);
+    const waited = records.filter((r) => r.queueWaitMs >= 80).length;
+    assert.equal(waited, 6, `six requests wait for a slot: ${records.map((r) => r.queueWaitMs.toFixed(0))}`);
+    assert.equal(summary.delayedRequests >= 6, true);
+    assert.ok(summary.queueWaitMs.max >= 180);
+  });
+
+  it("sends at timestamp × time scale and stops at max requests", async () => {
+    const s = await stub();
+    const records: { scheduledMs: number; startMs: number }[] = [];
+    const summary = await runReplay({ trace: rows([0, 100, 200, 300]), timeScale: 0.5, maxRequests: 3, entrypoints: { r: s.url }, onRecord: (r) => records.push(r) });
+    assert.equal(summary.requests, 3);
+    assert.deepEqual(records.map((r) => r.scheduledMs).sort((a, b) => a - b), [0, 50, 100]);
+    for (const r of records) assert.ok(r.startMs >= r.scheduledMs && r.startMs < r.scheduledMs + 1000, `${r.startMs} vs ${r.scheduledMs}`);
+  });
+
+  it("follows an entrypoint map URL that changes (failover)", async () => {
+    const a = await stub();
+    const b = await stub();
+    const console = await stub();
+    console.map = { entrypoints: { "us-ashburn": a.url } };
+    // Fail over once the first three requests are done; the next ones are due 1.4 s later.
+    let done = 0;
+    const onRecord = (): void => {
+      if (++done === 3) console.map = { "us-ashburn": { url: b.url } };
+    };
+    const summary = await runReplay({ trace: rows([0, 50, 100, 1500, 1550, 1600]), entrypoints: `${console.url}/map`, refreshMs: 40, onRecord });
+    assert.equal(summary.ok, 6);
+    assert.equal(a.received.length, 3);
+    assert.equal(b.received.length, 3);
+    assert.ok(console.mapHits >= 3);
+  });
+
+  it("reports HTTP errors and regions without an entrypoint", async () => {
+    const s = await stub({ failStatus: 503 });
+    const records: { error?: string }[] = [];
+    const summary = await runReplay({
+      trace: rows([0, 0, 0, 0, 0, 0, 0, 0]),
+      entrypoints: { a: s.url, b: s.url },
+      regionWeights: { a: 1, missing: 1 },
+      onRecord: (r) => records.push(r),
+    });
+    assert.equal(summary.ok, 0);
+    assert.equal(summary.errors, 8);
+    const http = summary.errorsByKind["http-503"] ?? 0;
+    const missing = summary.errorsByKind["no-entrypoint"] ?? 0;
+    assert.equal(http + missing, 8);
+    assert.ok(http > 0 && missing > 0);
+    assert.ok(records.some((r) => r.error === "HTTP 503: stub overloaded"));
+    assert.equal(summary.byRegion.missing?.errors, missing);
+  });
+
+  it("replays the bundled trace window with region weights and writes JSONL + summary", async () => {
+    const s = await stub();
+    const dir = await mkdtemp(join(tmpdir(), "wl-replay-"));
+    try {
+      const summary = await runReplay({
+        trace: bundledTracePath(),
+        fromMs: 0,
+        toMs: 10_000,
+        timeScale: 0.01,
+        entrypoints: { "us-ashburn": s.url, "ap-seoul": s.url },
+        regionWeights: { "us-ashburn": 1, "ap-seoul": 1 },
+        outPath: join(dir, "out.jsonl"),
+        summaryPath: join(dir, "summary.json"),
+      });
+      const lines = (await readFile(join(dir, "out.jsonl"), "utf8")).trim().split("\n");
+      assert.equal(lines.length, summary.requests);
+      assert.ok(summary.requests > 20 && summary.ok === summary.requests);
+      assert.deepEqual(JSON.parse(await readFile(join(dir, "summary.json"), "utf8")), summary);
+      assert.deepEqual(Object.keys(summary.byRegion), ["ap-seoul", "us-ashburn"]);
+      const first = JSON.parse(lines[0]!) as { inputTokens: number };
+      assert.ok(first.inputTokens > 0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("runs the multi-turn load generator until stop()", async () => {
+    const s = await stub({ gapMs: 5, deltas: 3 });
+    const records: ReplayRecord[] = [];
+    const generator = startLoadGenerator({
+      entrypoints: { "us-ashburn": s.url, "eu-frankfurt": s.url },
+      generator: { ratePerS: 100, sessions: 4, seed: 2 },
+      onRecord: (r) => records.push(r),
+    });
+    let summary;
+    try {
+      // Poll rather than sleep a fixed time: a loaded machine may be slow to get going.
+      for (let waited = 0; records.filter((r) => r.ok).length < 6 && waited < 10_000; waited += 20) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.ok(generator.summary().requests > 0);
+    } finally {
+      summary = await generator.stop();
+    }
+    assert.ok(summary.ok >= 6, `ok ${summary.ok}`);
+    assert.equal(summary.errors, 0);
+    const regions = new Set(s.received.map((r) => r.headers["x-meridian-client-region"]));
+    assert.deepEqual([...regions].sort(), ["eu-frankfurt", "us-ashburn"]);
+    const turns = s.received.map((r) => r.body.messages.length);
+    assert.ok(turns.some((n) => n > 2), "later turns carry the conversation so far");
+    // Requests already on the wire at stop() may still reach the stub (slowly, on a loaded
+    // machine), but every request the client sent has a record, and no record comes after stop().
+    const recorded = records.length;
+    assert.equal(recorded, summary.requests);
+    await settle(() => s.received.length);
+    assert.equal(records.length, recorded, "no records after stop() resolved");
+    assert.ok(s.received.length <= recorded, `nothing is sent after stop(): ${s.received.length} received, ${recorded} sent`);
+  });
+
+  it("the load generator waits for a non-empty entrypoint map, then follows it", async () => {
+    const engine = await stub();
+    const console = await stub();
+    console.map = {};
+    const records: ReplayRecord[] = [];
+    const generator = startLoadGenerator({
+      entrypoints: `${console.url}/map`,
+      refreshMs: 30,
+      generator: { ratePerS: 200, seed: 5 },
+      onRecord: (r) => records.push(r),
+    });
+    let summary;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      assert.equal(engine.received.length, 0);
+      assert.ok(console.mapHits >= 2, "it keeps asking");
+      console.map = { "ap-seoul": engine.url };
+      for (let waited = 0; records.filter((r) => r.ok).length < 5 && waited < 10_000; waited += 20) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      summary = await generator.stop();
+    }
+    assert.ok(summary.ok >= 5, `ok ${summary.ok}`);
+    assert.deepEqual(Object.keys(summary.byRegion), ["ap-seoul"]);
+  });
+
+  it("a throwing onRecord fails the run instead of vanishing", async () => {
+    const s = await stub();
+    await assert.rejects(
+      runReplay({ trace: rows([0]), entrypoints: { r: s.url }, onRecord: () => { throw new Error("sink broke"); } }),
+      { message: "sink broke" },
+    );
+  });
+
+  it("percentile is nearest-rank", () => {
+    const xs = Array.from({ length: 100 }, (_, i) => i + 1);
+    assert.equal(percentile(xs, 50), 50);
+    assert.equal(percentile(xs, 95), 95);
+    assert.equal(percentile(xs, 99), 99);
+    assert.equal(percentile([], 50), null);
+    assert.equal(percentile([7], 99), 7);
+  });
+});

@@ -1,0 +1,429 @@
+// The open-loop replay runner: sends each request at its (scaled) timestamp whether or not earlier
+// ones have finished, as the paper's trace replay did, with a cap on concurrent requests. A request
+// that is due while the cap is reached waits for a slot, and that wait is recorded, so client-side
+// overload is visible instead of silently stretching the schedule.
+//
+// runReplay() is bounded (trace end, duration or max requests); startLoadGenerator() runs the
+// multi-turn generator until stop(), for the demo fleet.
+import { createWriteStream } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { performance } from "node:perf_hooks";
+import { Agent, type Dispatcher } from "undici";
+import { createMultiTurnWorkload, type MultiTurnOptions } from "../generator/multi-turn";
+import { traceMessages, type ChatMessage } from "../prompt/synth";
+import { assignRegion, createTraceTransform, equalWeights, sessionKeyOf, type RegionWeights, type TraceControls } from "../trace/controls";
+import { readTrace, type TraceReadOptions } from "../trace/reader";
+import type { TraceRequest } from "../trace/types";
+import { chatCompletionsUrl, createEntrypointResolver, type EntrypointMap, type EntrypointResolver } from "./entrypoints";
+import { summarise, type ReplayRecord, type ReplaySummary } from "./stats";
+import { streamChat } from "./stream-chat";
+
+/** One request as the runner sends it. */
+export interface ReplayItem {
+  index: number;
+  /** Due time, ms after the run starts. */
+  atMs: number;
+  region: string;
+  sessionId: string;
+  turn?: number;
+  messages: ChatMessage[];
+  maxTokens: number;
+  inputTokens: number;
+}
+
+export interface ReplayCommonOptions {
+  /** Region → entrypoint URL map, or the URL of such a map (re-fetched every refreshMs). */
+  entrypoints: EntrypointMap | string;
+  /** Bearer token for the entrypoint map URL. */
+  entrypointsToken?: string;
+  /** Map re-fetch interval (default 5000 ms). */
+  refreshMs?: number;
+  /** Maximum requests in flight (default 64). */
+  concurrency?: number;
+  /** `model` in the request body (default "default"). */
+  model?: string;
+  /** Per-request timeout (default 300 000 ms). */
+  requestTimeoutMs?: number;
+  /** Stop scheduling after this many requests. */
+  maxRequests?: number;
+  /** Stop scheduling requests due at or after this time (ms from the start). */
+  durationMs?: number;
+  /** Cap every request's max_tokens (the paper's preset used 128). */
+  maxOutputTokens?: number;
+  /** Send `ignore_eos: true` so engines generate exactly max_tokens. */
+  ignoreEos?: boolean;
+  /** Bearer token sent to the entrypoints. */
+  apiKey?: string;
+  /** Send the conversation key as `x-session-id` (default true). */
+  sendSessionId?: boolean;
+  /** Requests waiting for a slot beyond this many are dropped and recorded (default 10 000). */
+  maxPending?: number;
+  /** Called with every finished request. */
+  onRecord?: (record: ReplayRecord) => void;
+  signal?: AbortSignal;
+  /** undici dispatcher for the requests (default: an Agent with `concurrency` connections per origin). */
+  dispatcher?: Dispatcher;
+}
+
+export interface RunReplayOptions extends ReplayCommonOptions, TraceControls {
+  /**
+   * A trace file (streamed) or rows in memory. Window and time scale (TraceControls) apply to the
+   * rows' source timestamps in both cases. Without a trace, the multi-turn generator runs.
+   */
+  trace?: string | readonly TraceRequest[];
+  /** Format and bad-row handling for a trace file. */
+  traceRead?: Pick<TraceReadOptions, "format" | "blockTokens" | "onInvalid" | "onSkip">;
+  /** Skip trace rows whose prompt is longer than this (the paper dropped > 24,000 tokens). */
+  maxInputTokens?: number;
+  /** Region weights for trace rows (default: equal over the regions of the entrypoint map). */
+  regionWeights?: RegionWeights;
+  /** Multi-turn generator options when there is no trace (its regions default likewise). */
+  generator?: MultiTurnOptions;
+  /** Write one JSON line per request here. */
+  outPath?: string;
+  /** Write the summary JSON here. */
+  summaryPath?: string;
+}
+
+/** A counting semaphore whose waiters are served in arrival order. */
+class Slots {
+  private free: number;
+  private readonly waiters: (() => void)[] = [];
+  constructor(size: number) {
+    this.free = size;
+  }
+  get waiting(): number {
+    return this.waiters.length;
+  }
+  acquire(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+  release(): void {
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.free++;
+  }
+}
+
+/** Sleeps until performance.now() ≥ at, or the signal aborts. */
+async function sleepUntil(at: number, signal: AbortSignal): Promise<void> {
+  // Timers have millisecond granularity and can fire up to ~1 ms early against performance.now(),
+  // so re-check and sleep again rather than send a request before its due time.
+  for (let delay = at - performance.now(); delay > 0 && !signal.aborted; delay = at - performance.now()) {
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(1, delay));
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+}
+
+interface Schedule {
+  /** Resolves when every scheduled request has finished. */
+  finished: Promise<void>;
+  /** ms since start when the last request finished (or now, while running). */
+  elapsedMs(): number;
+}
+
+/** Sends `items` open-loop; the core shared by runReplay and startLoadGenerator. */
+function runSchedule(
+  items: AsyncIterable<ReplayItem> | Iterable<ReplayItem>,
+  resolver: EntrypointResolver,
+  options: ReplayCommonOptions,
+  signal: AbortSignal,
+  record: (r: ReplayRecord) => void,
+): Schedule {
+  const concurrency = options.concurrency ?? 64;
+  const slots = new Slots(concurrency);
+  const ownDispatcher = options.dispatcher ? undefined : new Agent({ connections: concurrency });
+  const dispatcher = options.dispatcher ?? ownDispatcher;
+  const maxPending = options.maxPending ?? 10_000;
+  // The clock starts when the first request is ready, so opening the trace and warming up do not
+  // count as lag against the schedule.
+  let start = 0;
+  let started = false;
+  let endedAt: number | undefined;
+  const inFlight = new Set<Promise<void>>();
+
+  const send = async (item: ReplayItem): Promise<void> => {
+    const due = start + item.atMs;
+    const calledAt = performance.now();
+    const base = {
+      index: item.index,
+      region: item.region,
+      sessionId: item.sessionId,
+      ...(item.turn !== undefined ? { turn: item.turn } : {}),
+      scheduledMs: item.atMs,
+      inputTokens: item.inputTokens,
+      maxTokens: item.maxTokens,
+    };
+    if (slots.waiting >= maxPending) {
+      record({ ...base, scheduleLagMs: Math.max(0, calledAt - due), queueWaitMs: 0, startMs: calledAt - start, status: 0, ok: false, error: "client queue full", contentDeltas: 0, outputTokens: 0 });
+      return;
+    }
+    await slots.acquire();
+    const sentAt = performance.now();
+    try {
+      const timing = { scheduleLagMs: Math.max(0, calledAt - due), queueWaitMs: sentAt - calledAt, startMs: sentAt - start };
+      const entrypoint = resolver.get(item.region);
+      if (signal.aborted || entrypoint === undefined) {
+        if (!signal.aborted) resolver.invalidate();
+        const error = signal.aborted ? "aborted" : `no entrypoint for region ${item.region}`;
+        record({ ...base, ...timing, status: 0, ok: false, error, contentDeltas: 0, outputTokens: 0 });
+        return;
+      }
+      const headers: Record<string, string> = { "x-meridian-client-region": item.region };
+      if (options.sendSessionId ?? true) headers["x-session-id"] = item.sessionId;
+      if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+      const result = await streamChat({
+        url: chatCompletionsUrl(entrypoint),
+        model: options.model ?? "default",
+        messages: item.messages,
+        maxTokens: item.maxTokens,
+        headers,
+        ignoreEos: options.ignoreEos ?? false,
+        signal,
+        timeoutMs: options.requestTimeoutMs ?? 300_000,
+        ...(dispatcher ? { dispatcher } : {}),
+      });
+      // A refused connection may mean the entrypoint moved (failover): look again soon.
+      if (result.status === 0 && result.error !== "aborted") resolver.invalidate();
+      record({ ...base, ...timing, entrypoint, ...result });
+    } finally {
+      slots.release();
+    }
+  };
+
+  const finished = (async () => {
+    let scheduled = 0;
+    let unexpected: unknown;
+    try {
+      for await (const item of items) {
+        if (!started) {
+          start = performance.now();
+          started = true;
+        }
+        if (signal.aborted) break;
+        if (options.maxRequests !== undefined && scheduled >= options.maxRequests) break;
+        if (options.durationMs !== undefined && item.atMs >= options.durationMs) break;
+        await sleepUntil(start + item.atMs, signal);
+        if (signal.aborted) break;
+        scheduled++;
+        // send() records every request outcome itself; anything thrown here is a bug or a
+        // throwing onRecord, which must not be lost: the run fails with it at the end.
+        const task = send(item).catch((error: unknown) => {
+          unexpected ??= error;
+        });
+        inFlight.add(task);
+        void task.finally(() => inFlight.delete(task));
+      }
+    } finally {
+      await Promise.all(inFlight);
+      endedAt = performance.now();
+      await ownDispatcher?.close();
+    }
+    if (unexpected !== undefined) throw unexpected;
+  })();
+
+  return { finished, elapsedMs: () => (started ? (endedAt ?? performance.now()) - start : 0) };
+}
+
+const DEFAULT_REQUEST_LIMIT = 100_000;
+
+function capTokens(tokens: number, cap: number | undefined): number {
+  return Math.max(1, cap === undefined ? tokens : Math.min(tokens, cap));
+}
+
+async function* traceItems(
+  trace: string | readonly TraceRequest[],
+  options: RunReplayOptions,
+  weights: RegionWeights,
+  skipped: { tooLong: number },
+): AsyncGenerator<ReplayItem> {
+  const controls: TraceControls = {};
+  if (options.fromMs !== undefined) controls.fromMs = options.fromMs;
+  if (options.toMs !== undefined) controls.toMs = options.toMs;
+  if (options.rebase !== undefined) controls.rebase = options.rebase;
+  if (options.timeScale !== undefined) controls.timeScale = options.timeScale;
+  let rows: AsyncIterable<TraceRequest> | Iterable<TraceRequest>;
+  if (typeof trace === "string") {
+    rows = readTrace(trace, { ...options.traceRead, ...controls });
+  } else {
+    const transform = createTraceTransform(controls);
+    rows = trace.flatMap((row) => transform(row) ?? []);
+  }
+  for await (const row of rows) {
+    if (options.maxInputTokens !== undefined && row.inputTokens > options.maxInputTokens) {
+      skipped.tooLong++;
+      continue;
+    }
+    const sessionId = row.sessionId ?? sessionKeyOf(row.hashIds);
+    yield {
+      index: row.index,
+      atMs: row.timestampMs,
+      region: row.region ?? assignRegion(sessionId, weights),
+      sessionId,
+      messages: traceMessages(row),
+      maxTokens: capTokens(row.outputTokens, options.maxOutputTokens),
+      inputTokens: row.inputTokens,
+    };
+  }
+}
+
+function* generatorItems(generator: MultiTurnOptions, timeScale: number, maxOutputTokens: number | undefined): Generator<ReplayItem> {
+  for (const request of createMultiTurnWorkload(generator)) {
+    yield {
+      index: request.index,
+      atMs: request.atMs * timeScale,
+      region: request.region,
+      sessionId: request.sessionId,
+      turn: request.turn,
+      messages: request.messages,
+      maxTokens: capTokens(request.maxTokens, maxOutputTokens),
+      inputTokens: request.inputTokens,
+    };
+  }
+}
+
+function defaultWeights(resolver: EntrypointResolver): RegionWeights {
+  const regions = resolver.regions();
+  if (regions.length === 0) throw new Error("the entrypoint map has no regions");
+  return equalWeights(regions);
+}
+
+function resolverFor(options: ReplayCommonOptions): EntrypointResolver {
+  return createEntrypointResolver({
+    source: options.entrypoints,
+    ...(options.entrypointsToken ? { token: options.entrypointsToken } : {}),
+    ...(options.refreshMs !== undefined ? { refreshMs: options.refreshMs } : {}),
+  });
+}
+
+/**
+ * Replays a trace (or a bounded multi-turn workload) against the entrypoints and returns the
+ * summary. Bounded: it ends with the trace, at durationMs, or after maxRequests; a generator run
+ * without a bound stops after 100 000 requests.
+ */
+export async function runReplay(options: RunReplayOptions): Promise<ReplaySummary> {
+  const resolver = resolverFor(options);
+  const controller = new AbortController();
+  const onAbort = (): void => controller.abort();
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+  const out = options.outPath ? createWriteStream(options.outPath) : undefined;
+  const records: ReplayRecord[] = [];
+  const skipped = { tooLong: 0 };
+  try {
+    await resolver.ready();
+    let items: AsyncIterable<ReplayItem> | Iterable<ReplayItem>;
+    if (options.trace !== undefined) {
+      items = traceItems(options.trace, options, options.regionWeights ?? defaultWeights(resolver), skipped);
+    } else {
+      const generator: MultiTurnOptions = { ...options.generator };
+      generator.regions ??= defaultWeights(resolver);
+      if (generator.maxRequests === undefined && generator.durationMs === undefined && options.maxRequests === undefined && options.durationMs === undefined) {
+        generator.maxRequests = DEFAULT_REQUEST_LIMIT;
+      }
+      items = generatorItems(generator, options.timeScale ?? 1, options.maxOutputTokens);
+    }
+    const schedule = runSchedule(items, resolver, options, controller.signal, (record) => {
+      records.push(record);
+      out?.write(`${JSON.stringify(record)}\n`);
+      options.onRecord?.(record);
+    });
+    await schedule.finished;
+    const summary = summarise(records, schedule.elapsedMs(), skipped.tooLong);
+    if (options.summaryPath) await writeFile(options.summaryPath, `${JSON.stringify(summary, null, 2)}\n`);
+    return summary;
+  } finally {
+    options.signal?.removeEventListener("abort", onAbort);
+    resolver.close();
+    if (out) await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
+  }
+}
+
+export interface LoadGeneratorOptions extends ReplayCommonOptions {
+  /** Multi-turn workload; its regions default to equal weights over the entrypoint map. */
+  generator?: MultiTurnOptions;
+  /** Records kept for summary() (the most recent; default 5000). */
+  keepRecords?: number;
+}
+
+export interface LoadGenerator {
+  /** Summary over the most recent keepRecords requests. */
+  summary(): ReplaySummary;
+  /** Stops scheduling, aborts requests in flight, and resolves with the final summary. */
+  stop(): Promise<ReplaySummary>;
+  /** Resolves when the generator ends by itself (maxRequests / durationMs) or is stopped. */
+  readonly done: Promise<ReplaySummary>;
+}
+
+/**
+ * Runs the multi-turn generator against the entrypoints until stop(): the demo fleet's steady
+ * client traffic. Waits for the entrypoint map to become available and non-empty (retrying every
+ * refreshMs). Region weights default to equal over the map's regions when traffic starts; a region
+ * added to the map later gets traffic only if it was named in `generator.regions`.
+ */
+export function startLoadGenerator(options: LoadGeneratorOptions): LoadGenerator {
+  const controller = new AbortController();
+  const resolver = resolverFor(options);
+  const keep = options.keepRecords ?? 5000;
+  let records: ReplayRecord[] = [];
+  let schedule: Schedule | undefined;
+  const startedAt = performance.now();
+
+  // Throughput is over the span the kept records cover, not the whole (possibly long) run.
+  const summary = (): ReplaySummary =>
+    summarise(records, (schedule?.elapsedMs() ?? performance.now() - startedAt) - (records[0]?.startMs ?? 0));
+
+  // The console may not be up yet, or may serve an empty map before any LB is registered: wait
+  // (re-fetching every refreshMs) until there is a region to send to.
+  const waitForMap = async (): Promise<boolean> => {
+    for (;;) {
+      try {
+        await resolver.refresh();
+        if (options.generator?.regions !== undefined || resolver.regions().length > 0) return true;
+      } catch {
+        // not reachable yet; try again
+      }
+      await sleepUntil(performance.now() + (options.refreshMs ?? 5000), controller.signal);
+      if (controller.signal.aborted) return false;
+    }
+  };
+
+  const done = (async (): Promise<ReplaySummary> => {
+    try {
+      if (!(await waitForMap())) return summary();
+      const generator: MultiTurnOptions = { ...options.generator };
+      generator.regions ??= defaultWeights(resolver);
+      schedule = runSchedule(generatorItems(generator, 1, options.maxOutputTokens), resolver, options, controller.signal, (record) => {
+        records.push(record);
+        // Trim in batches so the cost of dropping old records stays amortised.
+        if (records.length > keep * 2) records = records.slice(-keep);
+        options.onRecord?.(record);
+      });
+      await schedule.finished;
+      if (records.length > keep) records = records.slice(-keep);
+      return summary();
+    } finally {
+      resolver.close();
+    }
+  })();
+  options.signal?.addEventListener("abort", () => controller.abort(), { once: true });
+
+  return {
+    summary,
+    stop: () => {
+      controller.abort();
+      return done;
+    },
+    done,
+  };
+}

@@ -1,0 +1,176 @@
+// One streamed chat completion, measured from the client's side: TTFT to the first content delta
+// (the role-only first chunk does not count), E2E, inter-delta gaps, output tokens, and the cached
+// prompt tokens from the usage chunk (requested with stream_options.include_usage).
+import { performance } from "node:perf_hooks";
+import { request, type Dispatcher } from "undici";
+import type { ChatMessage } from "../prompt/synth";
+
+export interface ChatStreamRequest {
+  url: string;
+  model: string;
+  messages: ChatMessage[];
+  maxTokens: number;
+  headers: Record<string, string>;
+  /** Ask engines that support it (vLLM, SGLang) to generate exactly maxTokens. */
+  ignoreEos?: boolean;
+  signal: AbortSignal;
+  timeoutMs: number;
+  dispatcher?: Dispatcher;
+}
+
+export interface ChatStreamResult {
+  status: number;
+  ok: boolean;
+  error?: string;
+  ttftMs?: number;
+  e2eMs?: number;
+  itlMeanMs?: number;
+  itlMaxMs?: number;
+  contentDeltas: number;
+  outputTokens: number;
+  promptTokens?: number;
+  cachedTokens?: number;
+}
+
+interface StreamChunk {
+  choices?: { delta?: { content?: unknown; reasoning_content?: unknown }; text?: unknown }[];
+  usage?: {
+    prompt_tokens?: number;
+    completion_tokens?: number;
+    prompt_tokens_details?: { cached_tokens?: number } | null;
+  } | null;
+  error?: { message?: string };
+}
+
+const isNonEmptyString = (v: unknown): v is string => typeof v === "string" && v.length > 0;
+
+/** Whether a chunk carries generated text (content, reasoning, or a completions `text`). */
+function hasContent(chunk: StreamChunk): boolean {
+  const choice = chunk.choices?.[0];
+  if (!choice) return false;
+  return isNonEmptyString(choice.delta?.content) || isNonEmptyString(choice.delta?.reasoning_content) || isNonEmptyString(choice.text);
+}
+
+/** The OpenAI error message of a non-2xx body, or the start of the body. */
+function errorMessage(status: number, text: string): string {
+  try {
+    const parsed = JSON.parse(text) as { error?: { message?: string } | string };
+    const message = typeof parsed.error === "string" ? parsed.error : parsed.error?.message;
+    if (message) return `HTTP ${status}: ${message}`;
+  } catch {
+    // not JSON; fall through
+  }
+  return `HTTP ${status}: ${text.slice(0, 200)}`;
+}
+
+export async function streamChat(req: ChatStreamRequest): Promise<ChatStreamResult> {
+  const body = JSON.stringify({
+    model: req.model,
+    messages: req.messages,
+    max_tokens: req.maxTokens,
+    stream: true,
+    stream_options: { include_usage: true },
+    ...(req.ignoreEos ? { ignore_eos: true } : {}),
+  });
+  const timeout = AbortSignal.timeout(req.timeoutMs);
+  const signal = AbortSignal.any([req.signal, timeout]);
+  const sentAt = performance.now();
+  const result: ChatStreamResult = { status: 0, ok: false, contentDeltas: 0, outputTokens: 0 };
+  const failWith = (error: unknown): ChatStreamResult => {
+    if (req.signal.aborted) result.error = "aborted";
+    else if (timeout.aborted) result.error = `timeout after ${req.timeoutMs} ms`;
+    else result.error = (error as Error).message || String(error);
+    result.ok = false;
+    return result;
+  };
+
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await request(req.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream", ...req.headers },
+      body,
+      signal,
+      headersTimeout: req.timeoutMs,
+      bodyTimeout: req.timeoutMs,
+      ...(req.dispatcher ? { dispatcher: req.dispatcher } : {}),
+    });
+  } catch (error) {
+    return failWith(error);
+  }
+  result.status = res.statusCode;
+  try {
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      result.error = errorMessage(res.statusCode, await res.body.text());
+      return result;
+    }
+
+    let firstContentAt: number | undefined;
+    let lastContentAt = 0;
+    let gapSum = 0;
+    let gapMax = 0;
+    let completionTokens: number | undefined;
+    let streamError: string | undefined;
+    let buffered = "";
+    const decoder = new TextDecoder();
+
+    const onLine = (line: string): void => {
+      if (!line.startsWith("data:")) return; // comments (":"), event names, blank separators
+      const payload = line.slice(5).trim();
+      if (payload === "" || payload === "[DONE]") return;
+      let chunk: StreamChunk;
+      try {
+        chunk = JSON.parse(payload) as StreamChunk;
+      } catch {
+        streamError ??= `stream: unparseable chunk ${payload.slice(0, 80)}`;
+        return;
+      }
+      if (chunk.error) streamError ??= `stream: ${chunk.error.message ?? "error event"}`;
+      if (hasContent(chunk)) {
+        const now = performance.now();
+        if (firstContentAt === undefined) firstContentAt = now;
+        else {
+          const gap = now - lastContentAt;
+          gapSum += gap;
+          if (gap > gapMax) gapMax = gap;
+        }
+        lastContentAt = now;
+        result.contentDeltas++;
+      }
+      if (chunk.usage) {
+        if (typeof chunk.usage.prompt_tokens === "number") result.promptTokens = chunk.usage.prompt_tokens;
+        if (typeof chunk.usage.completion_tokens === "number") completionTokens = chunk.usage.completion_tokens;
+        const cached = chunk.usage.prompt_tokens_details?.cached_tokens;
+        if (typeof cached === "number") result.cachedTokens = cached;
+      }
+    };
+
+    for await (const piece of res.body) {
+      buffered += decoder.decode(piece as Buffer, { stream: true });
+      let newline: number;
+      while ((newline = buffered.indexOf("\n")) >= 0) {
+        onLine(buffered.slice(0, newline).replace(/\r$/, ""));
+        buffered = buffered.slice(newline + 1);
+      }
+    }
+    buffered += decoder.decode();
+    if (buffered.length > 0) onLine(buffered.replace(/\r$/, ""));
+
+    const endAt = performance.now();
+    result.e2eMs = endAt - sentAt;
+    if (firstContentAt !== undefined) {
+      result.ttftMs = firstContentAt - sentAt;
+      if (result.contentDeltas > 1) {
+        result.itlMeanMs = gapSum / (result.contentDeltas - 1);
+        result.itlMaxMs = gapMax;
+      }
+    }
+    result.outputTokens = completionTokens ?? result.contentDeltas;
+    if (streamError) result.error = streamError;
+    result.ok = result.error === undefined;
+    return result;
+  } catch (error) {
+    res.body.destroy();
+    return failWith(error);
+  }
+}

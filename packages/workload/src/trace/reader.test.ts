@@ -1,0 +1,90 @@
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { bundledTracePath } from "./bundled";
+import { loadTrace, parseTraceText, readTrace, TraceRowError } from "./reader";
+
+const GOOD = (t: number, ids: unknown[]) => JSON.stringify({ timestamp: t, input_length: 600, output_length: 20, hash_ids: ids });
+
+describe("trace reader", () => {
+  it("reads the bundled Mooncake window as 512-token rows", async () => {
+    const rows = await loadTrace(bundledTracePath());
+    assert.equal(rows.length, 500);
+    const first = rows[0]!;
+    assert.equal(first.format, "mooncake");
+    assert.equal(first.blockTokens, 512);
+    assert.equal(first.index, 0);
+    assert.equal(first.inputTokens, 6758);
+    assert.deepEqual(first.hashIds.slice(0, 3), [0, 1, 2]);
+    for (const row of rows) assert.equal(row.hashIds.length, Math.ceil(row.inputTokens / 512));
+  });
+
+  it("streams rows lazily and honours limit", async () => {
+    const seen: number[] = [];
+    for await (const row of readTrace(bundledTracePath(), { limit: 3 })) seen.push(row.index);
+    assert.deepEqual(seen, [0, 1, 2]);
+  });
+
+  it("reports a bad row with its file and line number", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "wl-trace-"));
+    const path = join(dir, "trace.jsonl");
+    const lines = [GOOD(0, [0, 1]), "", GOOD(5, [0, 2]), JSON.stringify({ timestamp: 9, input_length: 1, output_length: 1, hash_ids: "x" })];
+    await writeFile(path, lines.join("\n"));
+    try {
+      await assert.rejects(loadTrace(path), (error: unknown) => {
+        assert.ok(error instanceof TraceRowError);
+        assert.equal(error.line, 4);
+        assert.equal(error.message, `${path}:4: hash_ids: expected array`);
+        return true;
+      });
+      const skipped: TraceRowError[] = [];
+      const rows = await loadTrace(path, { onInvalid: "skip", onSkip: (e) => skipped.push(e) });
+      assert.equal(rows.length, 2);
+      assert.deepEqual(skipped.map((e) => e.line), [4]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("names missing fields, invalid JSON and wrong element types", () => {
+    assert.throws(() => parseTraceText(`${GOOD(0, [0])}\n{"timestamp": 1, "input_length": 2, "output_length": 3}`, { source: "t.jsonl" }), {
+      message: "t.jsonl:2: hash_ids: required (expected array)",
+    });
+    assert.throws(() => parseTraceText(`{not json`, { source: "t.jsonl" }), /^TraceRowError: t\.jsonl:1: invalid JSON/);
+    assert.throws(() => parseTraceText(GOOD(0, [0, -1]), { source: "t.jsonl" }), /t\.jsonl:1: hash_ids\.1: /);
+  });
+
+  it("fails clearly on a missing file", async () => {
+    await assert.rejects(loadTrace("/nonexistent/dir/trace.jsonl"), { message: "trace file not found: /nonexistent/dir/trace.jsonl" });
+  });
+
+  it("reads ART-Chat rows with hex hash ids, 256-token blocks and an optional body", () => {
+    const body = { model: "m", messages: [{ role: "user", content: "hi" }] };
+    const text = [
+      JSON.stringify({ timestamp: 0, input_length: 300, output_length: 5, hash_ids: ["a1f3", "09bc"], body }),
+      JSON.stringify({ timestamp: 10, input_length: 200, output_length: 5, hash_ids: ["a1f3"] }),
+    ].join("\n");
+    const rows = parseTraceText(text);
+    assert.equal(rows.length, 2);
+    assert.equal(rows[0]!.format, "art-chat");
+    assert.equal(rows[0]!.blockTokens, 256);
+    assert.deepEqual(rows[0]!.hashIds, ["a1f3", "09bc"]);
+    assert.deepEqual(rows[0]!.body, body);
+    assert.equal(rows[1]!.body, undefined);
+    assert.throws(() => parseTraceText(JSON.stringify({ timestamp: 0, input_length: 1, output_length: 1, hash_ids: ["zz"] }), { format: "art-chat", source: "a" }), {
+      message: "a:1: hash_ids.0: expected hex string",
+    });
+  });
+
+  it("applies a window, re-basing and time scale while reading", () => {
+    const text = [0, 1000, 2000, 3000, 4000].map((t, i) => GOOD(t, [0, i])).join("\n");
+    const windowed = parseTraceText(text, { fromMs: 1000, toMs: 4000, timeScale: 2 });
+    assert.deepEqual(windowed.map((r) => r.index), [1, 2, 3]);
+    assert.deepEqual(windowed.map((r) => r.timestampMs), [0, 2000, 4000]);
+    assert.deepEqual(windowed.map((r) => r.sourceTimestampMs), [1000, 2000, 3000]);
+    const absolute = parseTraceText(text, { fromMs: 1000, toMs: 4000, rebase: false, timeScale: 0.5 });
+    assert.deepEqual(absolute.map((r) => r.timestampMs), [500, 1000, 1500]);
+  });
+});
