@@ -1,0 +1,312 @@
+// The three experiments behind `meridian-sim compare | tune | sweep`, as functions returning
+// JSON-ready objects (the CLI prints them; the console may call them directly).
+
+import { DEFAULT_WEIGHTS, isPolicyName, POLICY_NAMES, type PolicyName, type Weights } from "@meridian/routing";
+import type { EvaluationMode, WeightBounds } from "@meridian/tuner";
+import { simulateFleet, type FleetRunResult, type TunerReport, type TunerTrajectoryPoint } from "./simulator";
+import type { FleetSpec } from "./spec";
+import { roundOrNull } from "./stats";
+import type { FleetSummary, RequestRecord } from "./summary";
+import type { SimRequest } from "./workload";
+
+/** `gorgo-online` is gorgo with the (1+1)-ES tuning its weights while it routes. */
+export const ONLINE_GORGO = "gorgo-online";
+export const COMPARE_POLICY_NAMES: readonly string[] = [...POLICY_NAMES, ONLINE_GORGO];
+export const DEFAULT_COMPARE_POLICIES = ["gorgo", "least-load", "least-request", "prefix-cache", "session-affinity", "random"];
+/** The policies of the paper's Table 3. */
+export const DEFAULT_SWEEP_POLICIES = ["gorgo", "session-affinity", "least-request"];
+
+export function isComparePolicy(name: string): boolean {
+  return name === ONLINE_GORGO || isPolicyName(name);
+}
+
+export interface TunerSettings {
+  evaluation: EvaluationMode;
+  guardrails: boolean;
+  bounds?: WeightBounds;
+  window?: number;
+  hop?: number;
+}
+
+export interface ExperimentBase {
+  spec: FleetSpec;
+  requests: readonly SimRequest[];
+  seed: number;
+  weights?: Weights;
+  /** Progress over all runs of the experiment: done and total requests. */
+  onProgress?: (done: number, total: number, label: string) => void;
+}
+
+/** Runs one named policy (or gorgo-online) on the workload. */
+export function runPolicy(
+  base: ExperimentBase,
+  name: string,
+  tuner: TunerSettings,
+  extra: { recordRequests?: boolean; onProgress?: (done: number, total: number) => void } = {},
+): FleetRunResult {
+  const policy: PolicyName = name === ONLINE_GORGO ? "gorgo" : (name as PolicyName);
+  return simulateFleet(base.spec, base.requests, {
+    policy,
+    label: name,
+    seed: base.seed,
+    weights: base.weights ?? { ...DEFAULT_WEIGHTS },
+    ...(name === ONLINE_GORGO ? { tuner } : {}),
+    ...(extra.recordRequests ? { recordRequests: true } : {}),
+    ...(extra.onProgress ? { onProgress: extra.onProgress } : {}),
+  });
+}
+
+export interface ComparePolicyRow {
+  name: string;
+  requests: number;
+  completed: number;
+  ttft_ms: { p50: number | null; p95: number | null; p99: number | null };
+  e2e_ms: { p50: number | null; p95: number | null; p99: number | null };
+  itl_ms_p50: number | null;
+  throughput_rps: number | null;
+  input_tokens_per_s: number | null;
+  cache_hit_rate: number | null;
+  prediction_accuracy: number | null;
+  replica_share: Record<string, number>;
+  max_share: number;
+  weights: Weights | null;
+  tuner?: TunerJson;
+}
+
+export interface CompareJson {
+  preset: string;
+  seed: number;
+  session_key: string;
+  requests: number;
+  policies: ComparePolicyRow[];
+}
+
+export function compareRow(result: FleetRunResult, weights: Weights | null): ComparePolicyRow {
+  const s = result.summary;
+  const row: ComparePolicyRow = {
+    name: result.label,
+    requests: s.requests,
+    completed: s.completed,
+    ttft_ms: roundPercentiles(s.ttft_ms),
+    e2e_ms: roundPercentiles(s.e2e_ms),
+    itl_ms_p50: roundOrNull(s.itl_ms_p50, 2),
+    throughput_rps: roundOrNull(s.throughput_rps, 3),
+    input_tokens_per_s: roundOrNull(s.input_tokens_per_s, 0),
+    cache_hit_rate: roundOrNull(s.cache_hit_rate, 4),
+    prediction_accuracy: roundOrNull(s.prediction_accuracy, 4),
+    replica_share: Object.fromEntries(Object.entries(s.replica_share).map(([k, v]) => [k, roundOrNull(v, 4) ?? 0])),
+    max_share: roundOrNull(s.max_share, 4) ?? 0,
+    weights: result.policy === "gorgo" ? roundWeights(result.tuners[0]?.finalWeights ?? weights ?? DEFAULT_WEIGHTS) : null,
+  };
+  const tuner = result.tuners[0];
+  if (tuner) row.tuner = tunerJson(tuner);
+  return row;
+}
+
+export function compare(
+  base: ExperimentBase,
+  policies: readonly string[],
+  tuner: TunerSettings,
+  options: { onRecords?: (policy: string, records: RequestRecord[]) => void } = {},
+): { json: CompareJson; results: FleetRunResult[] } {
+  const total = base.requests.length * policies.length;
+  const results: FleetRunResult[] = [];
+  policies.forEach((name, i) => {
+    const result = runPolicy(base, name, tuner, {
+      recordRequests: options.onRecords !== undefined,
+      ...(base.onProgress ? { onProgress: (done: number) => base.onProgress!(i * base.requests.length + done, total, name) } : {}),
+    });
+    if (options.onRecords && result.records) options.onRecords(name, result.records);
+    results.push(result);
+  });
+  return {
+    json: {
+      preset: base.spec.name,
+      seed: base.seed,
+      session_key: "first 2 blocks of hash_ids",
+      requests: base.requests.length,
+      policies: results.map((r) => compareRow(r, base.weights ?? { ...DEFAULT_WEIGHTS })),
+    },
+    results,
+  };
+}
+
+export interface TunerJson {
+  weights: Weights;
+  initial_weights: Weights;
+  samples_to_best: number;
+  samples_seen: number;
+  steps: number;
+  converged: boolean;
+  evaluation: EvaluationMode;
+  guardrails: boolean;
+  trajectory: TrajectoryJson[];
+}
+
+export interface TrajectoryJson {
+  step: number;
+  at_ms: number;
+  samples: number;
+  kind: string;
+  weights: Weights;
+  p95_ttft_ms: number | null;
+  e2e_p95_ms: number | null;
+  max_share: number | null;
+  accepted: boolean;
+  guardrail: string;
+  sigma: number | null;
+  incumbent: Weights;
+  converged: boolean;
+}
+
+function roundWeights(w: Weights): Weights {
+  return { rtt: roundOrNull(w.rtt, 4) ?? w.rtt, queue: roundOrNull(w.queue, 4) ?? w.queue };
+}
+
+export function trajectoryJson(p: TunerTrajectoryPoint): TrajectoryJson {
+  return {
+    step: p.step,
+    at_ms: Math.round(p.atMs),
+    samples: p.samplesSeen,
+    kind: p.kind,
+    weights: roundWeights(p.weights),
+    p95_ttft_ms: roundOrNull(p.p95TtftMs, 1),
+    e2e_p95_ms: roundOrNull(p.e2eP95Ms, 1),
+    max_share: roundOrNull(p.maxShare, 4),
+    accepted: p.accepted,
+    guardrail: p.guardrail,
+    sigma: roundOrNull(p.sigma, 4),
+    incumbent: roundWeights(p.incumbent),
+    converged: p.converged,
+  };
+}
+
+export function tunerJson(report: TunerReport): TunerJson {
+  return {
+    weights: roundWeights(report.finalWeights),
+    initial_weights: report.initialWeights,
+    samples_to_best: report.samplesToBest,
+    samples_seen: report.samplesSeen,
+    steps: report.steps,
+    converged: report.converged,
+    evaluation: report.evaluation,
+    guardrails: report.guardrails,
+    trajectory: report.trajectory.map(trajectoryJson),
+  };
+}
+
+export interface TuneJson extends TunerJson {
+  preset: string;
+  seed: number;
+  requests: number;
+  /** How the tuning run itself did (online, exploration included). */
+  summary: ComparePolicyRow;
+}
+
+export function tune(base: ExperimentBase, tuner: TunerSettings): { json: TuneJson; result: FleetRunResult } {
+  const result = runPolicy(base, ONLINE_GORGO, tuner, {
+    ...(base.onProgress ? { onProgress: (done: number, total: number) => base.onProgress!(done, total, ONLINE_GORGO) } : {}),
+  });
+  const report = result.tuners[0];
+  if (!report) throw new Error("tuning run produced no tuner report");
+  const summary = compareRow(result, null);
+  delete summary.tuner;
+  return {
+    json: { ...tunerJson(report), preset: base.spec.name, seed: base.seed, requests: base.requests.length, summary },
+    result,
+  };
+}
+
+/**
+ * Saturation, for the sweep (the paper's Table 3 "Saturated?"). A run is saturated when the fleet
+ * could not keep up with the offered load, seen as any of:
+ *  - p95 E2E above `e2eP95Ms` (default 15 s: about 3× what an unloaded paper fleet gives, since a
+ *    p95-sized 40k-token prompt prefills in ~3 s and 128 tokens decode in ~1.5 s);
+ *  - requests waiting for admission at ≥ `queuedScrapeFraction` (default 5 %) of some replica's
+ *    metric scrapes (the engine's batch is full);
+ *  - a backlog still draining `drainMs` (default 30 s) after the last arrival.
+ */
+export interface SaturationRule {
+  e2eP95Ms: number;
+  queuedScrapeFraction: number;
+  drainMs: number;
+}
+
+export const DEFAULT_SATURATION_RULE: SaturationRule = { e2eP95Ms: 15_000, queuedScrapeFraction: 0.05, drainMs: 30_000 };
+
+export function saturationReasons(summary: FleetSummary, rule: SaturationRule = DEFAULT_SATURATION_RULE): string[] {
+  const reasons: string[] = [];
+  if (summary.e2e_ms.p95 > rule.e2eP95Ms) reasons.push(`e2e_p95>${rule.e2eP95Ms}ms`);
+  const maxQueued = Math.max(0, ...Object.values(summary.queued_scrape_fraction));
+  if (maxQueued >= rule.queuedScrapeFraction) reasons.push(`waiting_at_${Math.round(maxQueued * 100)}%_of_scrapes`);
+  if (summary.drain_ms > rule.drainMs) reasons.push(`drain>${rule.drainMs}ms`);
+  return reasons;
+}
+
+export interface SweepRow {
+  time_scale: number;
+  policy: string;
+  requests: number;
+  input_tokens_per_s: number | null;
+  ttft_ms: { p50: number | null; p95: number | null; p99: number | null };
+  e2e_ms: { p50: number | null; p95: number | null; p99: number | null };
+  itl_ms_p50: number | null;
+  cache_hit_rate: number | null;
+  max_share: number;
+  drain_ms: number | null;
+  saturated: boolean;
+  saturated_because: string[];
+}
+
+export interface SweepJson {
+  preset: string;
+  seed: number;
+  saturation_rule: SaturationRule;
+  rows: SweepRow[];
+}
+
+/** `workloadAt(scale)` builds the requests for one time scale (the CLI re-reads the trace window). */
+export function sweep(
+  base: Omit<ExperimentBase, "requests">,
+  scales: readonly number[],
+  policies: readonly string[],
+  tuner: TunerSettings,
+  workloadAt: (scale: number) => readonly SimRequest[],
+  rule: SaturationRule = DEFAULT_SATURATION_RULE,
+): SweepJson {
+  const workloads = scales.map((s) => workloadAt(s));
+  const total = workloads.reduce((n, w) => n + w.length * policies.length, 0);
+  let offset = 0;
+  const rows: SweepRow[] = [];
+  scales.forEach((scale, si) => {
+    const requests = workloads[si]!;
+    for (const name of policies) {
+      const start = offset;
+      const result = runPolicy({ ...base, requests }, name, tuner, {
+        ...(base.onProgress ? { onProgress: (done: number) => base.onProgress!(start + done, total, `${name}@${scale}`) } : {}),
+      });
+      offset += requests.length;
+      const s = result.summary;
+      const reasons = saturationReasons(s, rule);
+      rows.push({
+        time_scale: scale,
+        policy: name,
+        requests: s.requests,
+        input_tokens_per_s: roundOrNull(s.input_tokens_per_s, 0),
+        ttft_ms: roundPercentiles(s.ttft_ms),
+        e2e_ms: roundPercentiles(s.e2e_ms),
+        itl_ms_p50: roundOrNull(s.itl_ms_p50, 2),
+        cache_hit_rate: roundOrNull(s.cache_hit_rate, 4),
+        max_share: roundOrNull(s.max_share, 4) ?? 0,
+        drain_ms: roundOrNull(s.drain_ms, 0),
+        saturated: reasons.length > 0,
+        saturated_because: reasons,
+      });
+    }
+  });
+  return { preset: base.spec.name, seed: base.seed, saturation_rule: rule, rows };
+}
+
+function roundPercentiles(p: { p50: number; p95: number; p99: number }) {
+  return { p50: roundOrNull(p.p50, 1), p95: roundOrNull(p.p95, 1), p99: roundOrNull(p.p99, 1) };
+}
