@@ -29,6 +29,13 @@ export type TunerRole =
 
 export type GuardrailVerdict = "pass" | "e2e" | "share" | "errors";
 
+/**
+ * The incumbent's own standing against the absolute guardrails (share cap, error-rate cap), from its
+ * latest measurement. The E2E guardrail is relative to the incumbent, so it cannot apply to it.
+ * "pass" when guardrails are off or the incumbent has not been measured yet.
+ */
+export type IncumbentGuardrail = "pass" | "share" | "errors";
+
 export interface TunerStep {
   /** 1-based count of closed windows. */
   step: number;
@@ -43,13 +50,30 @@ export interface TunerStep {
   samples: number;
   /** candidate: it became the incumbent. remeasure: always true (the fresh measurement replaced the stored one). */
   accepted: boolean;
-  /** Why a candidate was rejected outright; always "pass" for remeasure steps and when guardrails are off. */
+  /**
+   * The candidate's own guardrail verdict; always "pass" for remeasure steps and when guardrails are off.
+   * Normally a non-"pass" verdict means the candidate was rejected outright. The exception: while the
+   * incumbent itself violates an absolute guardrail (see `incumbentGuardrail`), a candidate that also
+   * violates is accepted when it violates less, so `accepted` may be true with "share" or "errors".
+   */
   guardrail: GuardrailVerdict;
   /** σ after this step's adaptation. */
   sigma: number;
   /** Incumbent after this step. */
   incumbent: Weights;
   incumbentP95TtftMs: number;
+  /**
+   * Whether the incumbent after this step violates an absolute guardrail in its latest window (its own,
+   * measured when it was accepted or re-measured). While it is not "pass" (only possible with guardrails on):
+   * - a candidate that passes the absolute guardrails is accepted whatever its TTFT, and the E2E guardrail
+   *   is not applied (a violating incumbent's E2E is no trustworthy reference);
+   * - a candidate that also violates is accepted only when it violates less: lower error-rate excess over
+   *   its cap first, then lower max-share excess over its cap (a tie is rejected; TTFT does not count);
+   * - failed candidates do not shrink σ, σ stays at σ0/2 or above, and the tuner never reports converged,
+   *   so it cannot pin hacked weights.
+   * Absent in trajectories persisted before this field existed (EsTuner.restore fills in "pass").
+   */
+  incumbentGuardrail: IncumbentGuardrail;
   converged: boolean;
   /** Config version the window was scored on (versioned), or the version bound when it closed (paper). */
   configVersion: number | null;
@@ -66,6 +90,17 @@ interface IncumbentRecord {
   /** null until first measured. */
   p95TtftMs: number | null;
   e2eP95Ms: number | null;
+  /** Max replica share and error rate of the incumbent's latest window; null until first measured. */
+  maxShare: number | null;
+  errorRate: number | null;
+  /** See TunerStep.incumbentGuardrail. */
+  guardrail: IncumbentGuardrail;
+}
+
+const INCUMBENT_GUARDRAILS: readonly IncumbentGuardrail[] = ["pass", "share", "errors"];
+
+function unmeasured(weights: Weights): IncumbentRecord {
+  return { weights: { ...weights }, p95TtftMs: null, e2eP95Ms: null, maxShare: null, errorRate: null, guardrail: "pass" };
 }
 
 /** Everything a tuner is, as plain JSON: `EsTuner.restore(JSON.parse(JSON.stringify(state)))` continues identically. */
@@ -151,7 +186,7 @@ export class EsTuner {
       sigma: config.sigma0,
       converged: false,
       step: 0,
-      incumbent: { weights: { ...initial }, p95TtftMs: null, e2eP95Ms: null },
+      incumbent: unmeasured(initial),
       manualWeights: config.mode === "manual" ? { ...initial } : null,
       current: { weights: { ...initial }, version: null, role: measuring ? "remeasure" : "incumbent" },
       window: [],
@@ -177,8 +212,21 @@ export class EsTuner {
       throw new TunerInputError("state.prng", "expected four uint32 words");
     }
     requirePositiveSigma(state.sigma);
+    const restored = copy({ ...state, config });
+    // States persisted before the incumbent guardrail existed lack these fields; treat such an incumbent
+    // as passing (what the tuner then assumed) until its next re-measurement says otherwise.
+    const incumbent = restored.incumbent as Partial<IncumbentRecord> & { weights: Weights };
+    incumbent.p95TtftMs ??= null;
+    incumbent.e2eP95Ms ??= null;
+    incumbent.maxShare ??= null;
+    incumbent.errorRate ??= null;
+    incumbent.guardrail ??= "pass";
+    if (!INCUMBENT_GUARDRAILS.includes(incumbent.guardrail)) {
+      throw new TunerInputError("state.incumbent.guardrail", `expected one of ${INCUMBENT_GUARDRAILS.join(", ")}, received ${JSON.stringify(incumbent.guardrail)}`);
+    }
+    for (const step of restored.trajectory ?? []) step.incumbentGuardrail ??= "pass";
     const tuner = new EsTuner({ seed: config.seed });
-    tuner.#s = copy({ ...state, config });
+    tuner.#s = restored;
     return tuner;
   }
 
@@ -250,7 +298,7 @@ export class EsTuner {
     if (mode === "manual" && s.manualWeights === null) s.manualWeights = { ...s.incumbent.weights };
     if (mode === "online" && s.mode === "manual" && s.manualWeights !== null) {
       // The operator's weights are the starting point for tuning.
-      s.incumbent = { weights: { ...s.manualWeights }, p95TtftMs: null, e2eP95Ms: null };
+      s.incumbent = unmeasured(s.manualWeights);
     }
     s.mode = mode;
     if (mode === "online") {
@@ -279,7 +327,7 @@ export class EsTuner {
     s.config.bounds = checked;
     const clipped = clipToBounds(s.incumbent.weights, checked);
     const moved = WEIGHT_NAMES.some((name) => clipped[name] !== s.incumbent.weights[name]);
-    s.incumbent = moved ? { weights: clipped, p95TtftMs: null, e2eP95Ms: null } : s.incumbent;
+    s.incumbent = moved ? unmeasured(clipped) : s.incumbent;
     if (s.manualWeights !== null) s.manualWeights = clipToBounds(s.manualWeights, checked);
     if (s.mode === "online" && !s.converged) this.#setCurrent(s.incumbent.weights, "remeasure");
     else this.#setCurrent(s.mode === "manual" && s.manualWeights !== null ? s.manualWeights : s.incumbent.weights, "incumbent");
@@ -311,23 +359,70 @@ export class EsTuner {
     return next;
   }
 
+  /** The guardrails that need no reference: they judge a window on its own, so they apply to the incumbent too. */
+  #absoluteGuardrail(errorRate: number, maxShare: number): IncumbentGuardrail {
+    const rails = this.#s.config.guardrails;
+    if (!rails.enabled) return "pass";
+    if (errorRate > rails.maxErrorRate) return "errors";
+    if (maxShare > rails.maxShare) return "share";
+    return "pass";
+  }
+
   #guardrail(summary: WindowSummary, measurable: boolean): GuardrailVerdict {
     const s = this.#s;
     // A window in which no request produced a first token cannot be compared, guardrails or not.
     if (!measurable) return "errors";
-    const rails = s.config.guardrails;
-    if (!rails.enabled) return "pass";
-    if (summary.errorRate > rails.maxErrorRate) return "errors";
-    if (summary.maxShare > rails.maxShare) return "share";
+    const absolute = this.#absoluteGuardrail(summary.errorRate, summary.maxShare);
+    if (absolute !== "pass") return absolute;
+    // E2E is judged relative to the incumbent, which only makes sense if the incumbent is itself healthy:
+    // a hacked incumbent's E2E (fast, because everything hits the nearest replica) would block the way out.
     const incumbentE2e = s.incumbent.e2eP95Ms;
-    if (incumbentE2e !== null && summary.e2eP95Ms > (1 + rails.e2eTolerance) * incumbentE2e) return "e2e";
+    if (s.config.guardrails.enabled && s.incumbent.guardrail === "pass" && incumbentE2e !== null && summary.e2eP95Ms > (1 + s.config.guardrails.e2eTolerance) * incumbentE2e) {
+      return "e2e";
+    }
     return "pass";
+  }
+
+  /**
+   * Whether a measurable candidate window beats the incumbent (the acceptance rule; see
+   * TunerStep.incumbentGuardrail). With a healthy incumbent, as published: pass the guardrails and have
+   * lower p95 TTFT. With an incumbent that violates an absolute guardrail, TTFT is not the question —
+   * its TTFT is typically good *because* of the violation — so the candidate needs only to violate less.
+   */
+  #beatsIncumbent(summary: WindowSummary, verdict: GuardrailVerdict, fitness: number): boolean {
+    const s = this.#s;
+    const incumbent = s.incumbent;
+    if (incumbent.guardrail === "pass" || incumbent.errorRate === null || incumbent.maxShare === null) {
+      return verdict === "pass" && (incumbent.p95TtftMs === null || fitness < incumbent.p95TtftMs);
+    }
+    if (verdict === "pass") return true;
+    // Errors first: failed requests are worse than uneven load. Only the excess over each cap counts, so an
+    // error rate within its cap never outweighs a share violation.
+    const rails = s.config.guardrails;
+    const errorExcess = (rate: number) => Math.max(0, rate - rails.maxErrorRate);
+    const shareExcess = (share: number) => Math.max(0, share - rails.maxShare);
+    const candidateErrors = errorExcess(summary.errorRate);
+    const incumbentErrors = errorExcess(incumbent.errorRate);
+    if (candidateErrors !== incumbentErrors) return candidateErrors < incumbentErrors;
+    return shareExcess(summary.maxShare) < shareExcess(incumbent.maxShare);
+  }
+
+  #measuredIncumbent(weights: Weights, fitness: number, summary: WindowSummary): IncumbentRecord {
+    return {
+      weights: { ...weights },
+      p95TtftMs: fitness,
+      e2eP95Ms: summary.e2eP95Ms,
+      maxShare: summary.maxShare,
+      errorRate: summary.errorRate,
+      guardrail: this.#absoluteGuardrail(summary.errorRate, summary.maxShare),
+    };
   }
 
   #closeWindow(summary: WindowSummary): TunerStep {
     const s = this.#s;
     s.step++;
     const measured = s.current;
+    const sigmaBefore = s.sigma;
     // With no TTFT at all, stand in E2E p95 so the step still carries a number; such a window never wins.
     const fitness = summary.p95TtftMs ?? summary.e2eP95Ms;
     let accepted: boolean;
@@ -336,20 +431,30 @@ export class EsTuner {
 
     if (measured.role === "candidate") {
       kind = "candidate";
-      guardrail = this.#guardrail(summary, summary.p95TtftMs !== null);
-      const incumbentFitness = s.incumbent.p95TtftMs;
-      accepted = guardrail === "pass" && (incumbentFitness === null || fitness < incumbentFitness);
-      if (accepted) s.incumbent = { weights: { ...measured.weights }, p95TtftMs: fitness, e2eP95Ms: summary.e2eP95Ms };
+      const measurable = summary.p95TtftMs !== null;
+      guardrail = this.#guardrail(summary, measurable);
+      accepted = measurable && this.#beatsIncumbent(summary, guardrail, fitness);
+      if (accepted) s.incumbent = this.#measuredIncumbent(measured.weights, fitness, summary);
       this.#adaptSigma(accepted);
       s.candidatesSinceRemeasure++;
     } else {
       kind = "remeasure";
       accepted = true;
-      s.incumbent = { weights: { ...s.incumbent.weights }, p95TtftMs: fitness, e2eP95Ms: summary.e2eP95Ms };
+      // The fresh window also re-judges the incumbent against the absolute guardrails, so a hacked start
+      // (or an incumbent whose load pattern drifted into violation) is found out here.
+      s.incumbent = this.#measuredIncumbent(s.incumbent.weights, fitness, summary);
       s.candidatesSinceRemeasure = 0;
     }
 
-    if (s.sigma < s.config.sigmaMin) {
+    // A violating incumbent is not an optimum to settle on: failed candidates around it would shrink σ
+    // under the 1/5 rule until the tuner "converged" on the hack. So while it violates, failures do not
+    // shrink σ (successes still widen it) and σ stays at σ0/2 or above, wide enough to keep exploring;
+    // convergence is refused below as well. Not a hard reset to σ0: a tuner that settles right at the
+    // share cap sees its incumbent flip in and out of violation on sampling noise alone, and resetting σ
+    // on every flip kept it from ever converging (measured on the synthetic hacked fleet in the tests).
+    if (s.incumbent.guardrail !== "pass") s.sigma = Math.min(Math.max(s.sigma, sigmaBefore, s.config.sigma0 / 2), s.config.sigmaMax);
+
+    if (s.sigma < s.config.sigmaMin && s.incumbent.guardrail === "pass") {
       s.converged = true;
       this.#setCurrent(s.incumbent.weights, "incumbent"); // pin the best weights
     } else if (s.candidatesSinceRemeasure >= s.config.remeasureEvery) {
@@ -372,6 +477,7 @@ export class EsTuner {
       sigma: s.sigma,
       incumbent: { ...s.incumbent.weights },
       incumbentP95TtftMs: s.incumbent.p95TtftMs ?? fitness,
+      incumbentGuardrail: s.incumbent.guardrail,
       converged: s.converged,
       configVersion: measured.version,
     };

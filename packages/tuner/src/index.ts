@@ -1,5 +1,5 @@
 export { EsTuner, TUNER_STATE_FORMAT } from "./es-tuner";
-export type { GuardrailVerdict, TunerCurrent, TunerRole, TunerState, TunerStep } from "./es-tuner";
+export type { GuardrailVerdict, IncumbentGuardrail, TunerCurrent, TunerRole, TunerState, TunerStep } from "./es-tuner";
 export {
   DEFAULT_BOUNDS,
   DEFAULT_GUARDRAILS,

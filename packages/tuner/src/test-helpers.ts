@@ -58,3 +58,34 @@ export function feed(tuner: EsTuner, count: number, make: (index: number) => Tun
   }
   return steps;
 }
+
+/** Bounds that reach down to the reward hack: W_queue may go as low as 1e-4. */
+export const HACK_BOUNDS = { rtt: [0.05, 2.0], queue: [0.0001, 0.5] } as const;
+/** The GORGO Appendix-D weights: queue at its floor, so the nearest replica takes nearly everything. */
+export const HACKED_START: Weights = { rtt: 0.5, queue: 0.0001 };
+
+/**
+ * Expected share of the nearest replica: 0.99 at the queue floor, falling linearly in ln W_queue to an
+ * even third at W_queue = 0.1. It crosses the 0.8 cap at W_queue ≈ 1.2e-3, so a tuner at the floor
+ * has to climb ≈2.5 in log space to get out.
+ */
+export function hackNearestShare(weights: Weights): number {
+  const climbed = Math.log(weights.queue / HACK_BOUNDS.queue[0]) / Math.log(0.1 / HACK_BOUNDS.queue[0]);
+  return 0.99 - (0.99 - 1 / 3) * Math.min(Math.max(climbed, 0), 1);
+}
+
+/** Noise-free TTFT scale: concentrating load looks *better* (lower W_queue → lower TTFT), the hack's lure. */
+export function hackTtftMs(weights: Weights): number {
+  return 200 * (weights.queue / HACK_BOUNDS.queue[0]) ** 0.3 * (1 + 0.5 * Math.log(weights.rtt / OPTIMUM.rtt) ** 2);
+}
+
+/**
+ * A fleet with the reward hack built in: TTFT rewards W_queue → 0 while the nearest replica's share
+ * rises past the cap, and E2E tracks TTFT, so a hacked incumbent also sets a deceptively low E2E bar.
+ */
+export const hackedFleet: SampleSource = (weights, version, rng) => {
+  const ttftMs = hackTtftMs(weights) * Math.exp(0.1 * nextNormal(rng));
+  const nearest = nextUniform(rng) < hackNearestShare(weights);
+  const replicaId = nearest ? "near" : nextUniform(rng) < 0.5 ? "far1" : "far2";
+  return { configVersion: version, ttftMs, e2eMs: 3 * ttftMs, replicaId, ok: true };
+};
