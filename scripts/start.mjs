@@ -1,10 +1,187 @@
 #!/usr/bin/env node
-// npm start: installs what is missing, then (until the console lands) explains what it will start.
-// Replaced by the console + demo fleet launcher.
+// npm start: install → build → migrate → console on :3000 with the embedded demo fleet.
+// Run:    npm start            (MERIDIAN_DEMO=0 npm start: the console only, for a real fleet)
+// Prints: each step, the console URL and the demo credentials; the children's logs, prefixed.
+//
+// Decisions
+// - Plain Node ESM with no dependencies until ensureInstalled() has run (a fresh clone has none).
+// - Build: `npm run build` (turbo: packages typecheck + next build), skipped when
+//   apps/console/.next/BUILD_ID is newer than every source file; MERIDIAN_SKIP_BUILD=1 skips it always.
+// - Migrate: one explicit step (scripts/lib/migrate.ts) so a bad database fails before the server
+//   starts; the console's runtime also migrates at startup (idempotent).
+// - The console runs as `next start` (node, not npx, so its PID is the server's). The demo fleet
+//   is a separate process (scripts/demo-fleet.ts), started first so the console's first probes find
+//   its LBs up; its clients wait for the console's entrypoint map. The console seeds the matching
+//   topology into its database (MERIDIAN_DEMO=1).
+// - Secrets: the demo uses fixed, printed passwords unless MERIDIAN_ADMIN_PASSWORD /
+//   MERIDIAN_VIEWER_PASSWORD are set; without the demo a missing admin password is generated and
+//   printed once. MERIDIAN_LB_TOKEN is generated per run when unset (the demo LBs start with it).
+// - Ctrl-C (or SIGTERM) stops every child this script started, by PID, then exits. If a child dies
+//   on its own, everything else is stopped too, so nothing is left running half-configured.
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureInstalled } from "./lib/ensure-install.mjs";
 
 const root = join(fileURLToPath(import.meta.url), "..", "..");
+const consoleDir = join(root, "apps", "console");
+
+function say(message) {
+  process.stdout.write(`[meridian] ${message}\n`);
+}
+
+const flag = (name, fallback) => {
+  const value = process.env[name];
+  if (value === undefined || value === "") return fallback;
+  return !["0", "false", "no"].includes(value.toLowerCase());
+};
+
+// --- 1. install ------------------------------------------------------------------------------
 ensureInstalled(root);
-console.log("Meridian: the console and demo fleet are not built yet.");
+
+// --- 2. build --------------------------------------------------------------------------------
+const SKIP = new Set(["node_modules", ".next", ".turbo", "dist", "data", ".git", "test-results", "playwright-report"]);
+function newestMtime(path) {
+  if (!existsSync(path)) return 0;
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  let newest = stat.mtimeMs;
+  for (const name of readdirSync(path)) {
+    if (SKIP.has(name)) continue;
+    newest = Math.max(newest, newestMtime(join(path, name)));
+  }
+  return newest;
+}
+
+function buildIsCurrent() {
+  const buildId = join(consoleDir, ".next", "BUILD_ID");
+  if (!existsSync(buildId)) return false;
+  const built = statSync(buildId).mtimeMs;
+  const sources = [join(root, "packages"), consoleDir, join(root, "package-lock.json"), join(root, "turbo.json")];
+  return sources.every((source) => newestMtime(source) <= built);
+}
+
+if (flag("MERIDIAN_SKIP_BUILD", false)) {
+  say("build skipped (MERIDIAN_SKIP_BUILD=1)");
+} else if (buildIsCurrent()) {
+  say("build is up to date");
+} else {
+  say("building (npm run build) ...");
+  const build = spawnSync("npm", ["run", "build"], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+  if (build.status !== 0) {
+    say(`build failed (exit ${build.status})`);
+    process.exit(1);
+  }
+}
+
+// --- 3. environment --------------------------------------------------------------------------
+const demo = flag("MERIDIAN_DEMO", true);
+const port = Number(process.env.MERIDIAN_PORT || 3000);
+const basePort = Number(process.env.MERIDIAN_DEMO_BASE_PORT || 4100);
+const generatedAdmin = !process.env.MERIDIAN_ADMIN_PASSWORD && !demo;
+const env = {
+  ...process.env,
+  NODE_ENV: "production",
+  MERIDIAN_PORT: String(port),
+  MERIDIAN_DB_PATH: process.env.MERIDIAN_DB_PATH || "data/meridian.db",
+  MERIDIAN_DEMO: demo ? "1" : "0",
+  MERIDIAN_DEMO_BASE_PORT: String(basePort),
+  MERIDIAN_LB_TOKEN: process.env.MERIDIAN_LB_TOKEN || randomBytes(18).toString("base64url"),
+  MERIDIAN_ADMIN_PASSWORD:
+    process.env.MERIDIAN_ADMIN_PASSWORD || (demo ? "meridian-admin" : randomBytes(12).toString("base64url")),
+  MERIDIAN_VIEWER_PASSWORD: process.env.MERIDIAN_VIEWER_PASSWORD || (demo ? "meridian-viewer" : ""),
+  MERIDIAN_CONSOLE_URL: `http://127.0.0.1:${port}`,
+};
+if (!env.MERIDIAN_VIEWER_PASSWORD) delete env.MERIDIAN_VIEWER_PASSWORD;
+
+// --- 4. migrate ------------------------------------------------------------------------------
+const migrated = spawnSync(process.execPath, ["--import", "tsx", join(root, "scripts", "lib", "migrate.ts")], {
+  cwd: root,
+  env,
+  stdio: ["ignore", "inherit", "inherit"],
+});
+if (migrated.status !== 0) process.exit(1);
+
+// --- 5. console (+ demo fleet) ---------------------------------------------------------------
+const children = [];
+let stopping = false;
+
+function start(name, command, args, options) {
+  const child = spawn(command, args, { ...options, env, stdio: ["ignore", "inherit", "inherit"] });
+  children.push({ name, child });
+  child.once("exit", (code, signal) => {
+    if (stopping) return;
+    say(`${name} exited (${signal ?? `code ${code}`}); stopping the rest`);
+    stop(code === 0 ? 1 : (code ?? 1));
+  });
+  return child;
+}
+
+function stop(code = 0) {
+  if (stopping) return;
+  stopping = true;
+  // Every child at once; each stops its own children (the demo fleet its LBs) on SIGTERM.
+  const running = children.filter(({ child }) => child.exitCode === null && child.signalCode === null);
+  for (const { name, child } of running) {
+    say(`stopping ${name} (pid ${child.pid})`);
+    child.kill("SIGTERM");
+  }
+  let pending = running.length;
+  if (pending === 0) process.exit(code);
+  const force = setTimeout(() => {
+    for (const { child } of running) if (child.exitCode === null) child.kill("SIGKILL");
+    process.exit(code);
+  }, 8_000);
+  for (const { child } of running) {
+    child.once("exit", () => {
+      pending -= 1;
+      if (pending === 0) {
+        clearTimeout(force);
+        process.exit(code);
+      }
+    });
+  }
+}
+process.once("SIGINT", () => stop(0));
+process.once("SIGTERM", () => stop(0));
+
+if (demo) {
+  say(`starting the demo fleet (ports ${basePort + 1}-${basePort + 13})`);
+  start("demo fleet", process.execPath, ["--import", "tsx", join(root, "scripts", "demo-fleet.ts")], { cwd: root });
+}
+const nextBin = join(root, "node_modules", "next", "dist", "bin", "next");
+say(`starting the console on http://127.0.0.1:${port} (db ${env.MERIDIAN_DB_PATH}${demo ? ", demo topology" : ""})`);
+start("console", process.execPath, [nextBin, "start", "-p", String(port)], { cwd: consoleDir });
+
+async function waitForHealth(timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && !stopping) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/api/health`);
+      if (res.ok) return true;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  return false;
+}
+
+if (!(await waitForHealth(60_000))) {
+  say("the console did not answer /api/health within 60 s");
+  stop(1);
+} else {
+  say("");
+  say(`Meridian console: http://127.0.0.1:${port}`);
+  say(`  operator: admin / ${demo && !process.env.MERIDIAN_ADMIN_PASSWORD ? env.MERIDIAN_ADMIN_PASSWORD : generatedAdmin ? `${env.MERIDIAN_ADMIN_PASSWORD} (generated; set MERIDIAN_ADMIN_PASSWORD to choose one)` : "(MERIDIAN_ADMIN_PASSWORD)"}`);
+  if (env.MERIDIAN_VIEWER_PASSWORD) {
+    say(`  viewer:   viewer / ${demo && !process.env.MERIDIAN_VIEWER_PASSWORD ? env.MERIDIAN_VIEWER_PASSWORD : "(MERIDIAN_VIEWER_PASSWORD)"}`);
+  }
+  if (demo) {
+    say(`  demo fleet: engines on ports ${basePort + 1}-${basePort + 6}, LBs on ${basePort + 11}-${basePort + 13}`);
+    if (!process.env.MERIDIAN_LB_TOKEN) say(`  LB admin token (this run): ${env.MERIDIAN_LB_TOKEN}`);
+  }
+  say("Ctrl-C stops everything.");
+}

@@ -1,0 +1,16 @@
+// GET /api/health: liveness for scripts and Playwright (no session needed, no details leaked).
+import "server-only";
+import { sql } from "drizzle-orm";
+import { json } from "@/server/http";
+import { getRuntime } from "@/server/runtime/global";
+
+export const dynamic = "force-dynamic";
+
+export function GET(): Response {
+  try {
+    getRuntime({ start: true }).db.get(sql`select 1`);
+    return json({ ok: true });
+  } catch {
+    return json({ ok: false }, 503);
+  }
+}

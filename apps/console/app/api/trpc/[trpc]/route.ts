@@ -1,0 +1,12 @@
+// tRPC endpoint (GET queries, POST mutations); see src/server/trpc/handler.ts.
+import "server-only";
+import { getRuntime } from "@/server/runtime/global";
+import { handleTrpcRequest } from "@/server/trpc/handler";
+
+export const dynamic = "force-dynamic";
+
+function handler(req: Request): Promise<Response> | Response {
+  return handleTrpcRequest(getRuntime({ start: true }), req);
+}
+
+export { handler as GET, handler as POST };

@@ -1,0 +1,11 @@
+// Starts the console's server services once per Next server process: migrations, users from env,
+// the demo topology (MERIDIAN_DEMO=1), HealthMonitor, ConfigPublisher, TelemetryHub, TunerService.
+// Skipped in the edge runtime and during `next build`; the runtime itself lives on globalThis, so a
+// second register() (HMR, another bundle) finds it already started. Its timers are unref'd, so the
+// server's own SIGTERM handling ends the process.
+export async function register(): Promise<void> {
+  if (process.env.NEXT_RUNTIME !== "nodejs") return;
+  if (process.env.NEXT_PHASE === "phase-production-build") return;
+  const { getRuntime } = await import("./src/server/runtime/global");
+  getRuntime({ start: true });
+}

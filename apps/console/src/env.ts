@@ -1,0 +1,61 @@
+// The console process's configuration: the only module that reads process.env (DESIGN.md
+// conventions). Parsed lazily, on first use, because `next build` imports route modules without the
+// runtime env (a missing LB token must fail the server, not the build).
+import { existsSync } from "node:fs";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { z } from "zod";
+
+const flag = z
+  .enum(["0", "1", "true", "false", "yes", "no", ""])
+  .transform((value) => value === "1" || value === "true" || value === "yes");
+
+const EnvSchema = z.object({
+  NODE_ENV: z.enum(["development", "production", "test"]).default("production"),
+  /** SQLite file; relative paths resolve against the repository root. */
+  MERIDIAN_DB_PATH: z.string().min(1).default("data/meridian.db"),
+  MERIDIAN_PORT: z.coerce.number().int().min(1).max(65535).default(3000),
+  /** Password of the "admin" operator; when unset an existing admin keeps its stored hash. */
+  MERIDIAN_ADMIN_PASSWORD: z.string().min(1).optional(),
+  /** Password of the read-only "viewer"; when unset the viewer cannot log in (unless stored before). */
+  MERIDIAN_VIEWER_PASSWORD: z.string().min(1).optional(),
+  /** Bearer token of the LBs' admin API, also accepted by /api/entrypoints for replay clients. */
+  MERIDIAN_LB_TOKEN: z.string().min(8, { error: "MERIDIAN_LB_TOKEN must be at least 8 characters" }),
+  /** Seed the demo topology (the fleet itself is started by scripts/demo-fleet.ts). */
+  MERIDIAN_DEMO: flag.default(false),
+  MERIDIAN_DEMO_BASE_PORT: z.coerce.number().int().min(1).max(65000).default(4100),
+  MERIDIAN_HEALTH_INTERVAL_MS: z.coerce.number().int().min(100).default(2000),
+  /** Consecutive failed LB probes before an automatic failover. */
+  MERIDIAN_FAILOVER_AFTER: z.coerce.number().int().min(1).default(3),
+  MERIDIAN_AUTO_FAILOVER: flag.default(true),
+  MERIDIAN_SESSION_TTL_HOURS: z.coerce.number().positive().default(12),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export type ConsoleEnv = z.output<typeof EnvSchema> & { repoRoot: string; dbPath: string };
+
+/** The repository root: the nearest ancestor of the working directory holding turbo.json
+ * (`next start` runs in apps/console, scripts run at the root). */
+export function findRepoRoot(from: string = process.cwd()): string {
+  // turbopackIgnore: runtime paths, not files the server bundle needs traced.
+  for (let dir = resolve(/*turbopackIgnore: true*/ from); ; dir = dirname(dir)) {
+    if (existsSync(join(/*turbopackIgnore: true*/ dir, "turbo.json"))) return dir;
+    if (dirname(dir) === dir) return resolve(/*turbopackIgnore: true*/ from);
+  }
+}
+
+let cached: ConsoleEnv | undefined;
+
+export function getEnv(): ConsoleEnv {
+  if (cached) return cached;
+  const result = EnvSchema.safeParse(process.env);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ");
+    throw new Error(`invalid console environment: ${problems}`);
+  }
+  const repoRoot = findRepoRoot();
+  const dbPath = isAbsolute(result.data.MERIDIAN_DB_PATH)
+    ? result.data.MERIDIAN_DB_PATH
+    : join(/*turbopackIgnore: true*/ repoRoot, result.data.MERIDIAN_DB_PATH);
+  cached = { ...result.data, repoRoot, dbPath };
+  return cached;
+}

@@ -1,0 +1,169 @@
+import { strict as assert } from "node:assert";
+import { after, before, describe, test } from "node:test";
+import superjson from "superjson";
+import { sessions } from "@meridian/db";
+import { createHarness, type Harness } from "../testing/harness";
+import { handleTrpcRequest } from "../trpc/handler";
+import { handleLogin, handleLogout } from "./login";
+import { hashPassword, verifyPassword } from "./password";
+import { LoginRateLimiter } from "./rate-limit";
+import { createSession, resolveSession } from "./session-store";
+import { ensureUsers } from "./users";
+
+const ORIGIN = "http://console.test";
+
+function loginRequest(body: unknown, options: { origin?: string | null; form?: boolean; ip?: string } = {}): Request {
+  const headers = new Headers({ host: "console.test", "x-forwarded-for": options.ip ?? "10.0.0.1" });
+  if (options.origin !== null) headers.set("origin", options.origin ?? ORIGIN);
+  if (options.form) {
+    headers.set("content-type", "application/x-www-form-urlencoded");
+    return new Request(`${ORIGIN}/api/auth/login`, { method: "POST", headers, body: new URLSearchParams(body as Record<string, string>) });
+  }
+  headers.set("content-type", "application/json");
+  return new Request(`${ORIGIN}/api/auth/login`, { method: "POST", headers, body: JSON.stringify(body) });
+}
+
+function cookieOf(res: Response): string {
+  const setCookie = res.headers.get("set-cookie") ?? "";
+  return setCookie.split(";")[0]!;
+}
+
+async function trpc(h: Harness, path: string, input: unknown, options: { cookie?: string; mutation?: boolean; origin?: string | null } = {}) {
+  const headers = new Headers({ host: "console.test" });
+  if (options.cookie) headers.set("cookie", options.cookie);
+  if (options.origin !== null) headers.set("origin", options.origin ?? ORIGIN);
+  let req: Request;
+  if (options.mutation) {
+    headers.set("content-type", "application/json");
+    req = new Request(`${ORIGIN}/api/trpc/${path}`, { method: "POST", headers, body: JSON.stringify(superjson.serialize(input)) });
+  } else {
+    const query = input === undefined ? "" : `?input=${encodeURIComponent(JSON.stringify(superjson.serialize(input)))}`;
+    req = new Request(`${ORIGIN}/api/trpc/${path}${query}`, { headers });
+  }
+  const res = await handleTrpcRequest(h.rt, req);
+  const body = (await res.json()) as { result?: { data: unknown }; error?: { json: { message: string; data: { code: string } } } };
+  return {
+    status: res.status,
+    data: body.result ? superjson.deserialize(body.result.data as never) : undefined,
+    error: body.error?.json,
+  };
+}
+
+describe("passwords and sessions", () => {
+  test("scrypt hashes verify and never contain the password", () => {
+    const hash = hashPassword("s3cret!");
+    assert.match(hash, /^scrypt\$/);
+    assert.ok(!hash.includes("s3cret"));
+    assert.equal(verifyPassword("s3cret!", hash), true);
+    assert.equal(verifyPassword("wrong", hash), false);
+    assert.equal(verifyPassword("s3cret!", "garbage"), false);
+  });
+
+  test("the rate limiter counts failures per IP and username and resets on success", () => {
+    const limiter = new LoginRateLimiter(2, 60_000);
+    limiter.fail("ip", "admin", 0);
+    assert.equal(limiter.retryAfter("ip", "admin", 1), 0);
+    limiter.fail("ip", "admin", 1);
+    assert.equal(limiter.retryAfter("ip", "admin", 2), 60);
+    assert.equal(limiter.retryAfter("other-ip", "admin", 2), 0);
+    assert.equal(limiter.retryAfter("ip", "admin", 61_000), 0, "window slid past");
+    limiter.fail("ip", "viewer", 0);
+    limiter.succeed("ip", "viewer");
+    assert.equal(limiter.retryAfter("ip", "viewer", 1), 0);
+  });
+});
+
+describe("login, sessions and tRPC authorisation", () => {
+  let h: Harness;
+  let adminCookie = "";
+  let viewerCookie = "";
+  before(() => {
+    h = createHarness();
+    ensureUsers(h.rt.db, { adminPassword: "admin-pass", viewerPassword: "viewer-pass" });
+  });
+  after(() => h.close());
+
+  test("login sets an HttpOnly SameSite=Strict cookie; the token is stored hashed", async () => {
+    const res = await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }), new LoginRateLimiter());
+    assert.equal(res.status, 200);
+    const setCookie = res.headers.get("set-cookie")!;
+    assert.match(setCookie, /HttpOnly/);
+    assert.match(setCookie, /SameSite=Strict/);
+    assert.match(setCookie, /Path=\//);
+    adminCookie = cookieOf(res);
+    const token = adminCookie.split("=")[1]!;
+    const stored = h.rt.db.select().from(sessions).all();
+    assert.equal(stored.length, 1);
+    assert.notEqual(stored[0]!.tokenHash, token);
+    assert.deepEqual(await res.json(), { ok: true, user: { username: "admin", role: "operator" } });
+    const form = await handleLogin(h.rt, loginRequest({ username: "viewer", password: "viewer-pass", next: "/replicas" }, { form: true }), new LoginRateLimiter());
+    assert.equal(form.status, 303);
+    assert.equal(form.headers.get("location"), "/replicas");
+    viewerCookie = cookieOf(form);
+  });
+
+  test("bad passwords get 401, then 429 after five failures; cross-origin logins are refused", async () => {
+    const limiter = new LoginRateLimiter(5, 60_000);
+    for (let i = 0; i < 5; i += 1) {
+      const res = await handleLogin(h.rt, loginRequest({ username: "admin", password: "nope" }, { ip: "10.9.9.9" }), limiter);
+      assert.equal(res.status, 401);
+    }
+    const limited = await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }, { ip: "10.9.9.9" }), limiter);
+    assert.equal(limited.status, 429);
+    assert.ok(Number(limited.headers.get("retry-after")) > 0);
+    const crossOrigin = await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }, { origin: "http://evil.test" }), limiter);
+    assert.equal(crossOrigin.status, 403);
+    const noOrigin = await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }, { origin: null }), limiter);
+    assert.equal(noOrigin.status, 403);
+  });
+
+  test("auth.me answers for the session; queries need a session", async () => {
+    assert.deepEqual((await trpc(h, "auth.me", undefined, { cookie: adminCookie })).data, { username: "admin", role: "operator" });
+    assert.equal((await trpc(h, "auth.me", undefined)).data, null);
+    const anonymous = await trpc(h, "regions.list", undefined);
+    assert.equal(anonymous.status, 401);
+    assert.equal(anonymous.error?.data.code, "UNAUTHORIZED");
+    assert.deepEqual((await trpc(h, "regions.list", undefined, { cookie: viewerCookie })).data, []);
+  });
+
+  test("mutations: viewers get FORBIDDEN, operators succeed, cross-origin is refused, bad input explains itself", async () => {
+    const viewer = await trpc(h, "regions.create", { name: "us-ashburn" }, { cookie: viewerCookie, mutation: true });
+    assert.equal(viewer.status, 403);
+    assert.equal(viewer.error?.data.code, "FORBIDDEN");
+    const created = await trpc(h, "regions.create", { name: "us-ashburn" }, { cookie: adminCookie, mutation: true });
+    assert.deepEqual(created.data, { id: "us-ashburn" });
+    const duplicate = await trpc(h, "regions.create", { name: "us-ashburn" }, { cookie: adminCookie, mutation: true });
+    assert.equal(duplicate.error?.data.code, "CONFLICT");
+    assert.equal(duplicate.error?.message, 'a region named "us-ashburn" already exists');
+    const badName = await trpc(h, "regions.create", { name: "US East!" }, { cookie: adminCookie, mutation: true });
+    assert.equal(badName.error?.data.code, "BAD_REQUEST");
+    assert.match(badName.error!.message, /^name: region names use lowercase letters/);
+    const crossOrigin = await trpc(h, "regions.create", { name: "eu-frankfurt" }, { cookie: adminCookie, mutation: true, origin: "http://evil.test" });
+    assert.equal(crossOrigin.status, 403);
+    const badUrl = await trpc(h, "lbs.create", { name: "lb", url: "ftp://x", region: "us-ashburn" }, { cookie: adminCookie, mutation: true });
+    assert.equal(badUrl.error?.data.code, "BAD_REQUEST");
+    assert.match(badUrl.error!.message, /http or https/);
+    const lb = await trpc(h, "lbs.create", { name: "lb-us", url: "http://127.0.0.1:1", region: "us-ashburn" }, { cookie: adminCookie, mutation: true });
+    assert.deepEqual(lb.data, { id: "lb-us" });
+    const outOfBounds = await trpc(h, "tuner.setManual", { lbId: "lb-us", weights: { rtt: 0.5, queue: 0.9 } }, { cookie: adminCookie, mutation: true });
+    assert.equal(outOfBounds.error?.data.code, "BAD_REQUEST");
+    assert.match(outOfBounds.error!.message, /W_queue 0.9 is outside the bounds \[0.05, 0.5\]/);
+    const onlyLb = await trpc(h, "lbs.failover", { id: "lb-us" }, { cookie: adminCookie, mutation: true });
+    assert.equal(onlyLb.error?.data.code, "PRECONDITION_FAILED");
+    assert.match(onlyLb.error!.message, /only healthy load balancer/);
+    const tuner = await trpc(h, "tuner.byLb", { lbId: "lb-us" }, { cookie: viewerCookie });
+    assert.deepEqual((tuner.data as { bounds: unknown }).bounds, { rtt: [0.05, 2], queue: [0.05, 0.5] });
+    const summary = await trpc(h, "overview.summary", undefined, { cookie: viewerCookie });
+    assert.equal((summary.data as { regions: { lbs: unknown[] }[] }).regions[0]?.lbs.length, 1);
+  });
+
+  test("logout deletes the session; expired sessions resolve to nobody", async () => {
+    const headers = new Headers({ host: "console.test", origin: ORIGIN, cookie: viewerCookie });
+    const res = handleLogout(h.rt, new Request(`${ORIGIN}/api/auth/logout`, { method: "POST", headers }));
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("set-cookie")!, /Max-Age=0/);
+    assert.equal((await trpc(h, "auth.me", undefined, { cookie: viewerCookie })).data, null);
+    const { token } = createSession(h.rt.db, 1, 1_000, 0);
+    assert.equal(resolveSession(h.rt.db, token, 5_000), null);
+  });
+});

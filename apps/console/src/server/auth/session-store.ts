@@ -1,0 +1,61 @@
+// Sessions: the cookie carries 32 random bytes (base64url); the table keeps their SHA-256, so a
+// copy of the database cannot be replayed as a live session.
+import { createHash, randomBytes } from "node:crypto";
+import { eq, lt } from "drizzle-orm";
+import { sessions, users, type Db } from "@meridian/db";
+import type { SessionUser } from "./users";
+
+export const SESSION_COOKIE = "meridian_session";
+
+const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
+
+export function createSession(db: Db, userId: number, ttlMs: number, now: number = Date.now()): { token: string; expiresAt: number } {
+  const token = randomBytes(32).toString("base64url");
+  const expiresAt = now + ttlMs;
+  db.transaction((tx) => {
+    // Expired sessions are garbage; sweeping them at login keeps the table small.
+    tx.delete(sessions).where(lt(sessions.expiresAt, now)).run();
+    tx.insert(sessions).values({ tokenHash: hashToken(token), userId, createdAt: now, expiresAt }).run();
+  });
+  return { token, expiresAt };
+}
+
+export function resolveSession(db: Db, token: string | undefined | null, now: number = Date.now()): SessionUser | null {
+  if (!token || token.length > 200) return null;
+  const row = db
+    .select({ expiresAt: sessions.expiresAt, id: users.id, username: users.username, role: users.role })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .where(eq(sessions.tokenHash, hashToken(token)))
+    .get();
+  if (!row) return null;
+  if (row.expiresAt <= now) {
+    db.delete(sessions).where(eq(sessions.tokenHash, hashToken(token))).run();
+    return null;
+  }
+  return { id: row.id, username: row.username, role: row.role };
+}
+
+export function deleteSession(db: Db, token: string | undefined | null): void {
+  if (!token) return;
+  db.delete(sessions).where(eq(sessions.tokenHash, hashToken(token))).run();
+}
+
+/** The session token from a Cookie header. */
+export function tokenFromCookieHeader(header: string | null): string | null {
+  if (!header) return null;
+  for (const part of header.split(";")) {
+    const [name, ...rest] = part.trim().split("=");
+    if (name === SESSION_COOKIE) return decodeURIComponent(rest.join("="));
+  }
+  return null;
+}
+
+export function sessionCookie(token: string, expiresAt: number, secure: boolean): string {
+  const maxAge = Math.max(0, Math.floor((expiresAt - Date.now()) / 1000));
+  return `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${secure ? "; Secure" : ""}`;
+}
+
+export function clearedSessionCookie(secure: boolean): string {
+  return `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0${secure ? "; Secure" : ""}`;
+}

@@ -1,0 +1,42 @@
+import { strict as assert } from "node:assert";
+import { after, before, describe, test } from "node:test";
+import { auditLog, loadBalancers, regions, replicas } from "@meridian/db";
+import { createHarness, type Harness } from "../testing/harness";
+import { entrypointMap } from "../services/lbs";
+import { rttMatrix } from "../services/regions";
+import { seedDemoTopology } from "./seed";
+import { demoTopology } from "./topology";
+
+describe("demo topology", () => {
+  let h: Harness;
+  before(() => {
+    h = createHarness();
+  });
+  after(() => h.close());
+
+  test("ports follow the base port: engines B+1..B+6, LBs B+11..B+13", () => {
+    const topology = demoTopology(5000);
+    assert.deepEqual(topology.engines.map((e) => e.port), [5001, 5002, 5003, 5004, 5005, 5006]);
+    assert.deepEqual(topology.lbs.map((l) => l.port), [5011, 5012, 5013]);
+    assert.deepEqual(new Set(topology.engines.map((e) => e.engine)), new Set(["sglang", "vllm"]));
+  });
+
+  test("seeding is idempotent and follows a new base port", () => {
+    seedDemoTopology(h.rt, { basePort: 4100 });
+    const auditRows = h.rt.db.select().from(auditLog).all().length;
+    seedDemoTopology(h.rt, { basePort: 4100 });
+    assert.equal(h.rt.db.select().from(regions).all().length, 3);
+    assert.equal(h.rt.db.select().from(loadBalancers).all().length, 3);
+    assert.equal(h.rt.db.select().from(replicas).all().length, 6);
+    assert.equal(h.rt.db.select().from(auditLog).all().length, auditRows, "a second seed changes nothing");
+    assert.equal(entrypointMap(h.rt)["ap-seoul"]?.url, "http://127.0.0.1:4113");
+    const matrix = rttMatrix(h.rt);
+    const ashburn = matrix.regions.indexOf("us-ashburn");
+    assert.equal(matrix.rttMs[ashburn]![matrix.regions.indexOf("ap-seoul")], 464);
+    const tuner = h.rt.tuners.describe("lb-us-ashburn");
+    assert.equal(tuner.running, true);
+    assert.equal(tuner.window, 32);
+    seedDemoTopology(h.rt, { basePort: 5100 });
+    assert.equal(entrypointMap(h.rt)["ap-seoul"]?.url, "http://127.0.0.1:5113");
+  });
+});

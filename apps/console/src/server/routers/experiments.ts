@@ -1,0 +1,33 @@
+// experiments router: validates input, calls one service function, maps domain errors (see ../trpc/errors.ts).
+import type { TRPCRouterRecord } from "@trpc/server";
+import { z } from "zod";
+import { experimentStatus, listExperiments, listTraces, liveSummary, runExperiment, saveExperiment } from "../services/experiments";
+import { call } from "../trpc/errors";
+import { operatorProcedure, viewerProcedure } from "../trpc/init";
+import { experimentPolicy, idInput, name } from "./schemas";
+
+export const experimentsRouter = {
+  traces: viewerProcedure.query(({ ctx }) => call(() => listTraces(ctx.rt))),
+  list: viewerProcedure.query(({ ctx }) => call(() => listExperiments(ctx.rt))),
+  live: viewerProcedure.query(({ ctx }) => call(() => liveSummary(ctx.rt))),
+  status: viewerProcedure.input(idInput).query(({ ctx, input }) => call(() => experimentStatus(ctx.rt, input))),
+  run: operatorProcedure
+    .input(
+      z
+        .object({
+          traceId: z.string().min(1, { error: "choose a trace" }),
+          fromMs: z.number().min(0).optional(),
+          toMs: z.number().min(0).optional(),
+          timeScale: z.number().positive({ error: "time scale must be > 0" }).max(1000),
+          policies: z.array(experimentPolicy).min(1, { error: "choose at least one policy" }).max(10),
+        })
+        .refine((v) => v.fromMs === undefined || v.toMs === undefined || v.fromMs < v.toMs, {
+          error: "the window's start must be before its end",
+          path: ["toMs"],
+        }),
+    )
+    .mutation(({ ctx, input }) => call(() => runExperiment(ctx.rt, ctx.actor, input))),
+  save: operatorProcedure
+    .input(z.object({ id: z.string().min(1), name }))
+    .mutation(({ ctx, input }) => call(() => saveExperiment(ctx.rt, ctx.actor, input))),
+} satisfies TRPCRouterRecord;

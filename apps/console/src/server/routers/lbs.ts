@@ -1,0 +1,34 @@
+// lbs router: validates input, calls one service function, maps domain errors (see ../trpc/errors.ts).
+import type { TRPCRouterRecord } from "@trpc/server";
+import { z } from "zod";
+import { createLb, deleteLb, entrypointMap, failbackLb, failoverLb, lbById, listLbs, setPolicy, updateLb } from "../services/lbs";
+import { call } from "../trpc/errors";
+import { operatorProcedure, viewerProcedure } from "../trpc/init";
+import { crossRegion, idInput, name, policyName, regionName, url } from "./schemas";
+
+export const lbsRouter = {
+  list: viewerProcedure.query(({ ctx }) => call(() => listLbs(ctx.rt))),
+  byId: viewerProcedure.input(idInput).query(({ ctx, input }) => call(() => lbById(ctx.rt, input))),
+  entrypoints: viewerProcedure.query(({ ctx }) => call(() => entrypointMap(ctx.rt))),
+  create: operatorProcedure
+    .input(
+      z.object({
+        name,
+        url,
+        adminUrl: url.nullable().optional(),
+        region: regionName,
+        policy: policyName.optional(),
+        crossRegion: crossRegion.optional(),
+      }),
+    )
+    .mutation(({ ctx, input }) => call(() => createLb(ctx.rt, ctx.actor, input))),
+  update: operatorProcedure
+    .input(z.object({ id: z.string().min(1), name: name.optional(), url: url.optional(), adminUrl: url.nullable().optional(), region: regionName.optional() }))
+    .mutation(({ ctx, input }) => call(() => updateLb(ctx.rt, ctx.actor, input))),
+  delete: operatorProcedure.input(idInput).mutation(({ ctx, input }) => call(() => deleteLb(ctx.rt, ctx.actor, input))),
+  setPolicy: operatorProcedure
+    .input(z.object({ id: z.string().min(1), policy: policyName, crossRegion }))
+    .mutation(({ ctx, input }) => call(() => setPolicy(ctx.rt, ctx.actor, input))),
+  failover: operatorProcedure.input(idInput).mutation(({ ctx, input }) => call(() => failoverLb(ctx.rt, ctx.actor, input))),
+  failback: operatorProcedure.input(idInput).mutation(({ ctx, input }) => call(() => failbackLb(ctx.rt, ctx.actor, input))),
+} satisfies TRPCRouterRecord;

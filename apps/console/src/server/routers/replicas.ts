@@ -1,0 +1,35 @@
+// replicas router: validates input, calls one service function, maps domain errors (see ../trpc/errors.ts).
+import type { TRPCRouterRecord } from "@trpc/server";
+import { z } from "zod";
+import { createReplica, deleteReplica, listReplicas, setReplicaState, shareHistory, updateReplica } from "../services/replicas";
+import { call } from "../trpc/errors";
+import { operatorProcedure, viewerProcedure } from "../trpc/init";
+import { engineKind, idInput, name, regionName, replicaState, url } from "./schemas";
+
+const model = z.string().trim().min(1, { error: "model must not be empty" });
+const homeLbId = z.string().trim().min(1).nullable();
+
+export const replicasRouter = {
+  list: viewerProcedure.query(({ ctx }) => call(() => listReplicas(ctx.rt))),
+  shareHistory: viewerProcedure.query(({ ctx }) => call(() => shareHistory(ctx.rt))),
+  create: operatorProcedure
+    .input(z.object({ name, url, region: regionName, engine: engineKind.default("sglang"), model, homeLbId: homeLbId.optional() }))
+    .mutation(({ ctx, input }) => call(() => createReplica(ctx.rt, ctx.actor, input))),
+  update: operatorProcedure
+    .input(
+      z.object({
+        id: z.string().min(1),
+        name: name.optional(),
+        url: url.optional(),
+        region: regionName.optional(),
+        engine: engineKind.optional(),
+        model: model.optional(),
+        homeLbId: homeLbId.optional(),
+      }),
+    )
+    .mutation(({ ctx, input }) => call(() => updateReplica(ctx.rt, ctx.actor, input))),
+  setState: operatorProcedure
+    .input(z.object({ id: z.string().min(1), state: replicaState }))
+    .mutation(({ ctx, input }) => call(() => setReplicaState(ctx.rt, ctx.actor, input))),
+  delete: operatorProcedure.input(idInput).mutation(({ ctx, input }) => call(() => deleteReplica(ctx.rt, ctx.actor, input))),
+} satisfies TRPCRouterRecord;

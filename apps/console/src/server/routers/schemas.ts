@@ -1,0 +1,43 @@
+// Input schemas shared by the routers. Messages are written for the UI.
+import { z } from "zod";
+import { POLICY_NAMES } from "@meridian/routing";
+
+export const idInput = z.object({ id: z.string().trim().min(1, { error: "id is required" }) });
+export const lbIdInput = z.object({ lbId: z.string().trim().min(1, { error: "lbId is required" }) });
+
+export const name = z
+  .string()
+  .trim()
+  .min(1, { error: "name must not be empty" })
+  .max(64, { error: "name must be at most 64 characters" });
+
+export const regionName = z
+  .string()
+  .trim()
+  .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, { error: "region names use lowercase letters, digits and dashes (e.g. us-ashburn)" });
+
+/** Shape only; services check the scheme and say so clearly. */
+export const url = z.string().trim().min(1, { error: "url must not be empty" });
+
+export const replicaState = z.enum(["enabled", "disabled", "draining"]);
+export const engineKind = z.enum(["sglang", "vllm"], { error: "engine must be sglang or vllm" });
+export const policyName = z.enum(POLICY_NAMES, { error: `policy must be one of ${POLICY_NAMES.join(", ")}` });
+/** The simulator also offers "gorgo-online" (gorgo with the online tuner). */
+export const EXPERIMENT_POLICIES = [...POLICY_NAMES, "gorgo-online"] as const;
+export const experimentPolicy = z.enum(EXPERIMENT_POLICIES, { error: `policies must be among ${EXPERIMENT_POLICIES.join(", ")}` });
+export const crossRegion = z.enum(["direct", "via-peer"], { error: "crossRegion must be direct or via-peer" });
+
+const weight = z.number().positive({ error: "weights must be positive numbers" });
+export const weights = z.object({ rtt: weight, queue: weight });
+
+const boundPair = z
+  .tuple([z.number().positive(), z.number().positive()])
+  .refine(([lo, hi]) => lo <= hi, { error: "lower bound must not exceed the upper bound" });
+export const bounds = z.object({ rtt: boundPair, queue: boundPair });
+
+export const guardrails = z.object({
+  enabled: z.boolean(),
+  e2eRatio: z.number().min(0, { error: "e2eRatio must be ≥ 0" }),
+  maxShare: z.number().min(0).max(1, { error: "maxShare must be within [0, 1]" }),
+  maxErrorRate: z.number().min(0).max(1, { error: "maxErrorRate must be within [0, 1]" }),
+});

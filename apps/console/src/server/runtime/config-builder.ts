@@ -1,0 +1,64 @@
+// Builds the LbConfig an LB should run from the console's database. Pure with respect to the DB
+// snapshot it reads: the same topology always yields the same config (bar the version), so the
+// publisher can skip pushes that would change nothing.
+import { eq } from "drizzle-orm";
+import { POLICY_NAMES, type PolicyName } from "@meridian/routing";
+import { LB_CONFIG_SCHEMA, parseLbConfig, type LbConfig } from "@meridian/protocol";
+import { loadBalancers, regions, replicas, type Db } from "@meridian/db";
+
+/** The LB that serves a replica as local: the failover target while re-homed, else its home. */
+export function effectiveHome(replica: { homeLbId: string | null; rehomedToLbId: string | null }): string | null {
+  return replica.rehomedToLbId ?? replica.homeLbId;
+}
+
+function asPolicy(name: string): PolicyName {
+  return (POLICY_NAMES as readonly string[]).includes(name) ? (name as PolicyName) : "gorgo";
+}
+
+/**
+ * Replicas an LB routes to:
+ * - `via-peer` (SkyLB): only its local replicas (homed here, or re-homed here by a failover); the
+ *   rest of the fleet is reached through peer LBs.
+ * - `direct` (GORGO): every replica of the fleet is a candidate and the RTT term decides.
+ * Peers are the other LBs that are not failed over.
+ * A replica re-homed here by a failover is presented with this LB's region: meridian-proxy treats
+ * the replicas of its own region as local (in via-peer mode only those are routed to directly).
+ */
+export function buildLbConfig(db: Pick<Db, "select">, lbId: string, version: number): LbConfig | null {
+  const lb = db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+  if (!lb) return null;
+  const regionNames = new Map(db.select().from(regions).all().map((r) => [r.id, r.name]));
+  const allReplicas = db.select().from(replicas).orderBy(replicas.id).all();
+  const chosen =
+    lb.crossRegion === "via-peer" ? allReplicas.filter((r) => effectiveHome(r) === lb.id) : allReplicas;
+  const peers = db
+    .select()
+    .from(loadBalancers)
+    .orderBy(loadBalancers.id)
+    .all()
+    .filter((peer) => peer.id !== lb.id && peer.state !== "failed-over");
+  return parseLbConfig({
+    schema: LB_CONFIG_SCHEMA,
+    version,
+    lbId: lb.id,
+    region: regionNames.get(lb.regionId) ?? lb.regionId,
+    policy: asPolicy(lb.policy),
+    weights: { rtt: lb.weightRtt, queue: lb.weightQueue },
+    crossRegion: lb.crossRegion,
+    replicas: chosen.map((r) => ({
+      id: r.id,
+      url: r.url,
+      region: regionNames.get(r.rehomedToLbId === lb.id ? lb.regionId : r.regionId) ?? r.regionId,
+      model: r.model,
+      engine: r.engine,
+      state: r.state,
+    })),
+    peers: peers.map((peer) => ({ id: peer.id, url: peer.url, region: regionNames.get(peer.regionId) ?? peer.regionId })),
+  });
+}
+
+/** The config without its version, for "did anything change" comparisons. */
+export function configContent(config: LbConfig): string {
+  const { version: _version, ...rest } = config;
+  return JSON.stringify(rest);
+}

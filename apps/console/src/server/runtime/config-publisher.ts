@@ -1,0 +1,190 @@
+// ConfigPublisher: turns the database's view of an LB into versioned LbConfigs and pushes them to
+// the LB's PUT /admin/config until the LB acknowledges.
+// - A version is recorded (lb_configs) only when the built config differs from the LB's latest one,
+//   so unrelated edits do not disturb the tuner's scoring windows.
+// - Versions increase per LB; a 409 (the LB runs a newer version, e.g. after the console's DB was
+//   reset) re-records the same content above the LB's version.
+// - One push loop per LB retries with backoff; only the latest version is ever pushed.
+import { and, desc, eq, sql } from "drizzle-orm";
+import type { LbConfig } from "@meridian/protocol";
+import { lbConfigs, loadBalancers } from "@meridian/db";
+import { buildLbConfig, configContent } from "./config-builder";
+import type { ConsoleRuntime } from "./runtime";
+import { backoffMs, WakeSignal } from "./wake-signal";
+
+export type VersionListener = (lbId: string, version: number, config: LbConfig) => void;
+
+export interface PushStatus {
+  lastAttemptAt: number | null;
+  lastError: string | null;
+}
+
+interface PushLoop {
+  signal: WakeSignal;
+  status: PushStatus;
+}
+
+export class ConfigPublisher {
+  private readonly loops = new Map<string, PushLoop>();
+  private readonly listeners: VersionListener[] = [];
+  private running = false;
+
+  constructor(private readonly rt: ConsoleRuntime) {}
+
+  onNewVersion(listener: VersionListener): void {
+    this.listeners.push(listener);
+  }
+
+  start(): void {
+    this.running = true;
+    for (const lb of this.rt.db.select().from(loadBalancers).all()) {
+      if (lb.configVersion === 0) this.publish(lb.id);
+      else this.kick(lb.id);
+    }
+  }
+
+  stop(): void {
+    this.running = false;
+    for (const loop of this.loops.values()) loop.signal.wake();
+    this.loops.clear();
+  }
+
+  status(lbId: string): PushStatus {
+    return this.loops.get(lbId)?.status ?? { lastAttemptAt: null, lastError: null };
+  }
+
+  /** Records a new version when the LB's config changed (or `force`), then wakes its push loop.
+   * Returns the LB's latest version, or null when the LB does not exist. */
+  publish(lbId: string, options: { force?: boolean } = {}): number | null {
+    const db = this.rt.db;
+    const outcome = db.transaction((tx) => {
+      const lb = tx.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+      if (!lb) return null;
+      const latest = tx
+        .select()
+        .from(lbConfigs)
+        .where(eq(lbConfigs.lbId, lbId))
+        .orderBy(desc(lbConfigs.version))
+        .limit(1)
+        .get();
+      const draft = buildLbConfig(tx, lbId, 0);
+      if (!draft) return null;
+      if (!options.force && latest && configContent(JSON.parse(latest.json) as LbConfig) === configContent(draft)) {
+        return { version: lb.configVersion, config: null };
+      }
+      const version = this.nextVersion(tx, lbId, lb.configVersion, lb.ackedVersion, latest?.version ?? 0);
+      const config: LbConfig = { ...draft, version };
+      tx.insert(lbConfigs).values({ lbId, version, json: JSON.stringify(config), createdAt: Date.now() }).run();
+      tx.update(loadBalancers).set({ configVersion: version }).where(eq(loadBalancers.id, lbId)).run();
+      return { version, config };
+    });
+    if (!outcome) return null;
+    if (outcome.config) {
+      for (const listener of this.listeners) listener(lbId, outcome.version, outcome.config);
+    }
+    this.kick(lbId);
+    return outcome.version;
+  }
+
+  /** Re-evaluates every LB's config (after a topology change). */
+  publishAll(): void {
+    for (const lb of this.rt.db.select({ id: loadBalancers.id }).from(loadBalancers).all()) this.publish(lb.id);
+  }
+
+  /** Wakes (or starts) the LB's push loop, e.g. when the LB came back or reports an older version. */
+  kick(lbId: string): void {
+    if (!this.running) return;
+    const existing = this.loops.get(lbId);
+    if (existing) {
+      existing.signal.wake();
+      return;
+    }
+    const loop: PushLoop = { signal: new WakeSignal(), status: { lastAttemptAt: null, lastError: null } };
+    this.loops.set(lbId, loop);
+    void this.runLoop(lbId, loop).catch((error: unknown) => {
+      this.rt.log.error({ lbId, err: error }, "config push loop crashed");
+      if (this.loops.get(lbId) === loop) this.loops.delete(lbId);
+    });
+  }
+
+  forget(lbId: string): void {
+    const loop = this.loops.get(lbId);
+    this.loops.delete(lbId);
+    loop?.signal.wake();
+  }
+
+  private nextVersion(tx: Pick<ConsoleRuntime["db"], "select">, lbId: string, ...known: number[]): number {
+    const recorded =
+      tx
+        .select({ max: sql<number | null>`max(${lbConfigs.version})` })
+        .from(lbConfigs)
+        .where(eq(lbConfigs.lbId, lbId))
+        .get()?.max ?? 0;
+    const reported = this.rt.health.reportedConfigVersion(lbId) ?? 0;
+    return Math.max(recorded, reported, ...known) + 1;
+  }
+
+  private async runLoop(lbId: string, loop: PushLoop): Promise<void> {
+    let attempt = 0;
+    while (this.running && this.loops.get(lbId) === loop) {
+      const lb = this.rt.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+      if (!lb) break;
+      // Nothing to push, or the LB is failed over (dead until failback): sleep until woken.
+      if (lb.ackedVersion >= lb.configVersion || lb.state === "failed-over") {
+        attempt = 0;
+        await loop.signal.wait(60_000);
+        continue;
+      }
+      const row = this.rt.db
+        .select()
+        .from(lbConfigs)
+        .where(and(eq(lbConfigs.lbId, lbId), eq(lbConfigs.version, lb.configVersion)))
+        .get();
+      if (!row) {
+        this.publish(lbId, { force: true });
+        continue;
+      }
+      loop.status.lastAttemptAt = Date.now();
+      const result = await this.rt.lbClient.putConfig(
+        { id: lb.id, adminBase: lb.adminUrl ?? lb.url },
+        JSON.parse(row.json) as LbConfig,
+      );
+      if (result.kind === "acked") {
+        loop.status.lastError = null;
+        attempt = 0;
+        this.markAcked(lbId, row.version);
+        this.rt.log.debug({ lbId, version: row.version }, "LB acknowledged config");
+        continue;
+      }
+      loop.status.lastError = result.message;
+      if (result.kind === "stale") {
+        // The LB runs a version at least as new as ours: record the same content above it.
+        const lbVersion = result.lbVersion ?? (await this.rt.lbClient.state({ id: lb.id, adminBase: lb.adminUrl ?? lb.url })).state?.configVersion;
+        if (lbVersion !== undefined && lbVersion !== null) this.rt.health.noteReportedVersion(lbId, lbVersion);
+        this.rt.log.warn({ lbId, version: row.version, lbVersion }, "LB holds a newer config version; bumping");
+        this.publish(lbId, { force: true });
+        attempt += 1;
+        if (attempt > 3) await loop.signal.wait(backoffMs(attempt, 250, 10_000));
+        continue;
+      }
+      // First failure and then every tenth: a dead LB retries for as long as it stays dead.
+      if (attempt % 10 === 0) this.rt.log.warn({ lbId, version: row.version, attempt, error: result.message }, "config push failed; retrying");
+      await loop.signal.wait(backoffMs(attempt, 250, result.kind === "rejected" ? 30_000 : 10_000));
+      attempt += 1;
+    }
+  }
+
+  private markAcked(lbId: string, version: number): void {
+    const now = Date.now();
+    this.rt.db.transaction((tx) => {
+      tx.update(loadBalancers)
+        .set({ ackedVersion: sql`max(${loadBalancers.ackedVersion}, ${version})` })
+        .where(eq(loadBalancers.id, lbId))
+        .run();
+      tx.update(lbConfigs)
+        .set({ acknowledgedAt: now })
+        .where(and(eq(lbConfigs.lbId, lbId), eq(lbConfigs.version, version)))
+        .run();
+    });
+  }
+}

@@ -1,0 +1,76 @@
+import { strict as assert } from "node:assert";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { createHarness, OPERATOR, waitFor, type Harness } from "../testing/harness";
+import { experimentStatus, listExperiments, listTraces, runExperiment, saveExperiment } from "../services/experiments";
+import { parseProgress } from "./experiment-runner";
+
+test("progress lines of meridian-sim", () => {
+  assert.equal(parseProgress("progress 50/200 gorgo"), 0.25);
+  assert.equal(parseProgress("progress 3/3 random"), 1);
+  assert.equal(parseProgress("42%"), 0.42);
+  assert.equal(parseProgress("loading trace"), null);
+});
+
+describe("experiments", () => {
+  let h: Harness;
+  let args: string[] = [];
+  const scratch = mkdtempSync(join(tmpdir(), "meridian-fake-sim-"));
+  before(() => {
+    // A stand-in for meridian-sim: progress on stderr, one JSON object on stdout; exit 2 with a
+    // usage line when asked for the policy "least-load".
+    const fake = join(scratch, "fake-sim.mjs");
+    writeFileSync(
+      fake,
+      `const args = process.argv.slice(2);
+       if (args.includes("least-load")) { process.stderr.write("meridian-sim: error: --trace: nope\\n"); process.exit(2); }
+       process.stderr.write("progress 1/2 gorgo\\n");
+       setTimeout(() => { process.stderr.write("progress 2/2 gorgo\\n"); process.stdout.write(JSON.stringify({ policies: [{ name: "gorgo", args }] }) + "\\n"); }, 50);`,
+    );
+    h = createHarness({
+      simCommand: (a) => {
+        args = a;
+        return { command: process.execPath, args: [fake, ...a], cwd: scratch };
+      },
+    });
+  });
+  after(() => {
+    h.close();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  test("the bundled trace is offered", () => {
+    const traces = listTraces(h.rt);
+    assert.equal(traces[0]?.id, "bundled");
+    assert.match(traces[0]!.path, /mooncake-conversation-first500\.jsonl$/);
+  });
+
+  test("a run spawns compare --json, follows progress and stores the result", async () => {
+    const { id } = runExperiment(h.rt, OPERATOR, { traceId: "bundled", timeScale: 2, fromMs: 0, toMs: 60_000, policies: ["gorgo", "random"] });
+    assert.deepEqual(args.slice(0, 1), ["compare"]);
+    assert.ok(args.includes("--json"));
+    assert.equal(args[args.indexOf("--policies") + 1], "gorgo,random");
+    assert.equal(args[args.indexOf("--time-scale") + 1], "2");
+    assert.equal(args[args.indexOf("--to-ms") + 1], "60000");
+    const done = await waitFor(() => {
+      const status = experimentStatus(h.rt, { id });
+      return status.state === "done" ? status : null;
+    });
+    assert.equal(done.progress, 1);
+    assert.equal((done.result as { policies: { name: string }[] }).policies[0]?.name, "gorgo");
+    saveExperiment(h.rt, OPERATOR, { id, name: "baseline" });
+    assert.equal(listExperiments(h.rt)[0]?.name, "baseline");
+  });
+
+  test("a failing run reports the simulator's error line", async () => {
+    const { id } = runExperiment(h.rt, OPERATOR, { traceId: "bundled", timeScale: 1, policies: ["least-load"] });
+    const failed = await waitFor(() => {
+      const status = experimentStatus(h.rt, { id });
+      return status.state === "failed" ? status : null;
+    });
+    assert.equal(failed.error, "meridian-sim: error: --trace: nope");
+    assert.throws(() => runExperiment(h.rt, OPERATOR, { traceId: "nope", timeScale: 1, policies: ["gorgo"] }), /trace "nope" does not exist/);
+  });
+});

@@ -1,0 +1,175 @@
+// Offline experiments: spawns `meridian-sim compare --json` for a trace window and a set of
+// policies, follows its stderr for progress, and stores the parsed result in `experiments`.
+// The child's stdout is one JSON object ({"policies": [...]}); a non-zero exit is a failure whose
+// message is the child's last stderr line (the CLI prints usage errors as one clear line).
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, readdirSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import { desc, eq } from "drizzle-orm";
+import { experiments } from "@meridian/db";
+import { DomainError, notFound } from "../errors";
+
+/** Simulations are CPU-bound; more at once would starve the console and the live fleet. */
+const MAX_CONCURRENT = 2;
+import type { ConsoleRuntime } from "./runtime";
+
+export interface TraceInfo {
+  id: string;
+  label: string;
+  path: string;
+}
+
+export interface ExperimentParams {
+  traceId: string;
+  fromMs?: number | undefined;
+  toMs?: number | undefined;
+  timeScale: number;
+  policies: string[];
+}
+
+/** The command that runs the simulator; tests substitute a fake. */
+export type SimCommand = (args: string[]) => { command: string; args: string[]; cwd: string };
+
+export function defaultSimCommand(repoRoot: string): SimCommand {
+  const bin = join(repoRoot, "packages", "sim", "bin", "meridian-sim.mjs");
+  return (args) => ({ command: process.execPath, args: [bin, ...args], cwd: repoRoot });
+}
+
+/** Progress in [0, 1] from one stderr line of meridian-sim: "progress DONE/TOTAL LABEL" (DONE
+ * counts over all policies of the run). Also reads "42%" and "progress 0.42"; null otherwise. */
+export function parseProgress(line: string): number | null {
+  const ratio = /\bprogress\s+([0-9]+)\s*\/\s*([0-9]+)/i.exec(line) ?? /\b([0-9]+)\s*\/\s*([0-9]+)\b/.exec(line);
+  if (ratio && Number(ratio[2]) > 0) return Math.min(1, Number(ratio[1]) / Number(ratio[2]));
+  const percent = /([0-9]+(?:\.[0-9]+)?)\s*%/.exec(line);
+  if (percent) return Math.min(1, Number(percent[1]) / 100);
+  const fraction = /\bprogress\s+(0?\.[0-9]+|1(?:\.0+)?|0)\b/i.exec(line);
+  if (fraction) return Number(fraction[1]);
+  return null;
+}
+
+interface Running {
+  child: ChildProcess;
+  /** Policies done so far / policies, refined by per-policy progress lines. */
+  progress: number;
+}
+
+export class ExperimentRunner {
+  private readonly running = new Map<string, Running>();
+
+  constructor(
+    private readonly rt: ConsoleRuntime,
+    private readonly simCommand: SimCommand,
+    private readonly traceDirs: string[],
+  ) {}
+
+  stop(): void {
+    for (const { child } of this.running.values()) child.kill("SIGTERM");
+    this.running.clear();
+  }
+
+  traces(): TraceInfo[] {
+    const out: TraceInfo[] = [];
+    const bundled = resolve(this.rt.options.repoRoot, "packages", "workload", "fixtures", "mooncake-conversation-first500.jsonl");
+    if (existsSync(bundled)) out.push({ id: "bundled", label: "Mooncake conversation, first 500 requests (bundled)", path: bundled });
+    for (const dir of this.traceDirs) {
+      if (!existsSync(dir)) continue;
+      for (const name of readdirSync(dir).sort()) {
+        if (!name.endsWith(".jsonl")) continue;
+        out.push({ id: `shared:${name}`, label: basename(name, ".jsonl"), path: join(dir, name) });
+      }
+    }
+    return out;
+  }
+
+  start(params: ExperimentParams, createdBy: string): string {
+    const trace = this.traces().find((t) => t.id === params.traceId);
+    if (!trace) throw notFound("trace", params.traceId);
+    if (this.running.size >= MAX_CONCURRENT) {
+      throw new DomainError("unavailable", `${this.running.size} experiments are already running; wait for one to finish`);
+    }
+    const id = `exp-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
+    this.rt.db
+      .insert(experiments)
+      .values({
+        id,
+        traceId: params.traceId,
+        paramsJson: JSON.stringify(params),
+        state: "running",
+        progress: 0,
+        createdBy,
+        createdAt: Date.now(),
+      })
+      .run();
+    const args = ["compare", "--trace", trace.path, "--policies", params.policies.join(","), "--time-scale", String(params.timeScale), "--json"];
+    if (params.fromMs !== undefined) args.push("--from-ms", String(params.fromMs));
+    if (params.toMs !== undefined) args.push("--to-ms", String(params.toMs));
+    const spec = this.simCommand(args);
+    const child = spawn(spec.command, spec.args, { cwd: spec.cwd, stdio: ["ignore", "pipe", "pipe"] });
+    const entry: Running = { child, progress: 0 };
+    this.running.set(id, entry);
+    let stdout = "";
+    let stderrTail = "";
+    let lastLine = "";
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+      stderrTail = (stderrTail + chunk).slice(-8_192);
+      const lines = stderrTail.split("\n");
+      for (const line of lines.slice(0, -1)) {
+        if (line.trim()) lastLine = line.trim();
+        const progress = parseProgress(line);
+        if (progress !== null && progress > entry.progress) {
+          entry.progress = progress;
+          this.rt.db.update(experiments).set({ progress }).where(eq(experiments.id, id)).run();
+        }
+      }
+      stderrTail = lines.at(-1) ?? "";
+    });
+    child.on("error", (error) => this.finish(id, { error: `could not start the simulator: ${error.message}` }));
+    child.on("close", (code, signal) => {
+      if (stderrTail.trim()) lastLine = stderrTail.trim();
+      if (code !== 0) {
+        this.finish(id, { error: lastLine || `simulator exited with ${signal ?? `code ${code}`}` });
+        return;
+      }
+      try {
+        const result = JSON.parse(stdout) as unknown;
+        this.finish(id, { result });
+      } catch {
+        this.finish(id, { error: "the simulator's output was not JSON" });
+      }
+    });
+    return id;
+  }
+
+  private finish(id: string, outcome: { result?: unknown; error?: string }): void {
+    if (!this.running.has(id)) return;
+    this.running.delete(id);
+    this.rt.db
+      .update(experiments)
+      .set({
+        state: outcome.error ? "failed" : "done",
+        progress: outcome.error ? undefined : 1,
+        resultJson: outcome.result === undefined ? null : JSON.stringify(outcome.result),
+        error: outcome.error ?? null,
+        finishedAt: Date.now(),
+      })
+      .where(eq(experiments.id, id))
+      .run();
+  }
+
+  /** Rows left "running" by a previous console process can never finish: mark them failed. */
+  recoverInterrupted(): void {
+    this.rt.db
+      .update(experiments)
+      .set({ state: "failed", error: "interrupted by a console restart", finishedAt: Date.now() })
+      .where(eq(experiments.state, "running"))
+      .run();
+  }
+
+  list() {
+    return this.rt.db.select().from(experiments).orderBy(desc(experiments.createdAt)).limit(100).all();
+  }
+}

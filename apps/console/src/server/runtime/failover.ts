@@ -1,0 +1,153 @@
+// Failover (after SkyLB): an LB that fails (operator-triggered, or after N failed probes) hands its
+// replicas and its region's entrypoint to the nearest healthy LB by the observed region RTT matrix.
+// The target then treats those replicas as local (it is pushed a config including them). Failback
+// reverses both. One transaction per operation; every operation audited.
+import { and, eq, inArray, or } from "drizzle-orm";
+import { entrypoints, loadBalancers, observedRtts, regions, replicas, type LoadBalancerRow } from "@meridian/db";
+import { notFound, precondition } from "../errors";
+import { recordAudit } from "../services/audit";
+import type { Actor } from "../services/context";
+import type { ConsoleRuntime } from "./runtime";
+
+export interface FailoverResult {
+  lbId: string;
+  targetLbId: string;
+  movedReplicas: string[];
+  movedEntrypoints: string[];
+}
+
+export class FailoverService {
+  constructor(private readonly rt: ConsoleRuntime) {}
+
+  /** RTT in ms between two regions as observed (either direction), 0 within a region, null unknown. */
+  private rttBetween(fromRegion: string, toRegion: string): number | null {
+    if (fromRegion === toRegion) return 0;
+    const rows = this.rt.db
+      .select()
+      .from(observedRtts)
+      .where(
+        or(
+          and(eq(observedRtts.fromRegion, fromRegion), eq(observedRtts.toRegion, toRegion)),
+          and(eq(observedRtts.fromRegion, toRegion), eq(observedRtts.toRegion, fromRegion)),
+        ),
+      )
+      .all();
+    if (rows.length === 0) return null;
+    return Math.min(...rows.map((r) => r.rttMs));
+  }
+
+  /** The nearest LB that is healthy (state and, when probed, its last probe), or null. */
+  nearestHealthy(lb: LoadBalancerRow): LoadBalancerRow | null {
+    const regionName = new Map(this.rt.db.select().from(regions).all().map((r) => [r.id, r.name]));
+    const from = regionName.get(lb.regionId) ?? lb.regionId;
+    const candidates = this.rt.db
+      .select()
+      .from(loadBalancers)
+      .all()
+      .filter((other) => other.id !== lb.id && other.state === "healthy" && this.rt.health.isHealthy(other.id) !== false)
+      .map((other) => ({ other, rtt: this.rttBetween(from, regionName.get(other.regionId) ?? other.regionId) ?? Number.POSITIVE_INFINITY }))
+      .sort((a, b) => a.rtt - b.rtt || a.other.name.localeCompare(b.other.name));
+    return candidates[0]?.other ?? null;
+  }
+
+  failover(lbId: string, actor: Actor, options: { automatic?: boolean } = {}): FailoverResult {
+    const result = this.rt.db.transaction((tx) => {
+      const lb = tx.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+      if (!lb) throw notFound("load balancer", lbId);
+      if (lb.state === "failed-over") {
+        throw precondition(`load balancer "${lb.name}" is already failed over to "${lb.failedOverTo ?? "?"}"; fail it back first`);
+      }
+      const target = this.nearestHealthy(lb);
+      if (!target) {
+        const selfHealthy = lb.state === "healthy" && this.rt.health.isHealthy(lb.id) !== false;
+        throw precondition(
+          selfHealthy
+            ? `cannot fail over "${lb.name}": it is the only healthy load balancer, so no other LB can take its replicas and entrypoint`
+            : `cannot fail over "${lb.name}": no other load balancer is healthy to take its replicas and entrypoint`,
+        );
+      }
+      // Replicas served by the failed LB: its own, and any it had taken over from an earlier failover.
+      const moved = tx
+        .select()
+        .from(replicas)
+        .all()
+        .filter((r) => (r.rehomedToLbId ?? r.homeLbId) === lb.id);
+      if (moved.length > 0) {
+        tx.update(replicas)
+          .set({ rehomedToLbId: target.id })
+          .where(inArray(replicas.id, moved.map((r) => r.id)))
+          .run();
+      }
+      const entries = tx.select().from(entrypoints).where(eq(entrypoints.lbId, lb.id)).all();
+      const now = Date.now();
+      tx.update(entrypoints).set({ lbId: target.id, updatedAt: now }).where(eq(entrypoints.lbId, lb.id)).run();
+      tx.update(loadBalancers).set({ state: "failed-over", failedOverTo: target.id }).where(eq(loadBalancers.id, lb.id)).run();
+      const outcome: FailoverResult = {
+        lbId: lb.id,
+        targetLbId: target.id,
+        movedReplicas: moved.map((r) => r.id),
+        movedEntrypoints: entries.map((e) => e.regionId),
+      };
+      recordAudit(
+        tx,
+        actor,
+        options.automatic ? "lb.failover.automatic" : "lb.failover",
+        `lb:${lb.id}`,
+        { state: lb.state, replicas: moved.map((r) => ({ id: r.id, servedBy: r.rehomedToLbId ?? r.homeLbId })), entrypoints: entries.map((e) => ({ region: e.regionId, lbId: e.lbId })) },
+        { state: "failed-over", failedOverTo: target.id, ...outcome },
+        now,
+      );
+      return outcome;
+    });
+    this.rt.log.warn(result, "load balancer failed over");
+    this.rt.publisher.publishAll();
+    return result;
+  }
+
+  failback(lbId: string, actor: Actor): FailoverResult {
+    const result = this.rt.db.transaction((tx) => {
+      const lb = tx.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+      if (!lb) throw notFound("load balancer", lbId);
+      if (lb.state === "healthy") throw precondition(`load balancer "${lb.name}" is not failed over; nothing to fail back`);
+      if (this.rt.health.isHealthy(lb.id) === false) {
+        throw precondition(`cannot fail back "${lb.name}": it does not answer its health probe (${this.rt.health.lb(lb.id)?.error ?? "no answer"})`);
+      }
+      const target = lb.failedOverTo;
+      const returning = tx.select().from(replicas).where(eq(replicas.homeLbId, lb.id)).all().filter((r) => r.rehomedToLbId !== null);
+      if (returning.length > 0) {
+        tx.update(replicas)
+          .set({ rehomedToLbId: null })
+          .where(inArray(replicas.id, returning.map((r) => r.id)))
+          .run();
+      }
+      // The LB's own region points back at it (other regions it had stood in for stay where they are).
+      const now = Date.now();
+      const before = tx.select().from(entrypoints).where(eq(entrypoints.regionId, lb.regionId)).get();
+      tx.insert(entrypoints)
+        .values({ regionId: lb.regionId, lbId: lb.id, updatedAt: now })
+        .onConflictDoUpdate({ target: entrypoints.regionId, set: { lbId: lb.id, updatedAt: now } })
+        .run();
+      tx.update(loadBalancers).set({ state: "healthy", failedOverTo: null }).where(eq(loadBalancers.id, lb.id)).run();
+      const outcome: FailoverResult = {
+        lbId: lb.id,
+        targetLbId: target ?? lb.id,
+        movedReplicas: returning.map((r) => r.id),
+        movedEntrypoints: [lb.regionId],
+      };
+      recordAudit(
+        tx,
+        actor,
+        "lb.failback",
+        `lb:${lb.id}`,
+        { state: lb.state, failedOverTo: target, entrypoint: before?.lbId ?? null, replicas: returning.map((r) => ({ id: r.id, servedBy: r.rehomedToLbId })) },
+        { state: "healthy", entrypoint: lb.id, replicas: returning.map((r) => ({ id: r.id, servedBy: lb.id })) },
+        now,
+      );
+      return outcome;
+    });
+    this.rt.log.info(result, "load balancer failed back");
+    this.rt.publisher.publishAll();
+    this.rt.publisher.kick(lbId);
+    return result;
+  }
+}

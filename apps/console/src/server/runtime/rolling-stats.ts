@@ -1,0 +1,242 @@
+// Rolling windows over the telemetry stream for the overview: time buckets of `bucketMs`, the last
+// `bucketCount` of them kept. Pure (time comes from the events and the `now` arguments).
+import type { TelemetryEvent } from "@meridian/protocol";
+
+interface ReplicaAccumulator {
+  requests: number;
+  inputTokens: number;
+  actualCachedTokens: number;
+  /** Events where the replica reported cached tokens (the only ones a hit rate can use). */
+  reportedInputTokens: number;
+  accuracySum: number;
+  accuracyCount: number;
+}
+
+interface Bucket {
+  start: number;
+  requests: number;
+  errors: number;
+  ttfts: number[];
+  replicas: Map<string, ReplicaAccumulator>;
+}
+
+export interface TtftPoint {
+  t: number;
+  p50: number | null;
+  p95: number | null;
+}
+export interface RequestPoint {
+  t: number;
+  rps: number;
+  errors: number;
+}
+export interface SharePoint {
+  t: number;
+  shares: Record<string, number>;
+}
+export interface ReplicaWindowStats {
+  requests: number;
+  share: number;
+  cacheHitRate: number | null;
+  predictionAccuracy: number | null;
+}
+
+export function percentile(sorted: readonly number[], q: number): number | null {
+  if (sorted.length === 0) return null;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[rank] ?? null;
+}
+
+/** Is this a failed request? A 2xx with no error text is a success. */
+export function isError(event: Pick<TelemetryEvent, "status" | "error">): boolean {
+  return event.status >= 400 || event.error !== null;
+}
+
+export class RollingStats {
+  private readonly buckets: Bucket[] = [];
+
+  constructor(
+    readonly bucketMs = 5_000,
+    readonly bucketCount = 120,
+  ) {}
+
+  add(event: TelemetryEvent, now: number = Date.now()): void {
+    // LB clocks may run slightly ahead; an event is never in the future of the console.
+    const time = Math.min(event.time, now);
+    const start = Math.floor(time / this.bucketMs) * this.bucketMs;
+    const bucket = this.bucketAt(start, now);
+    if (!bucket) return;
+    bucket.requests += 1;
+    if (isError(event)) bucket.errors += 1;
+    if (event.ttftMs !== null && !isError(event)) bucket.ttfts.push(event.ttftMs);
+    if (event.replicaId !== null) {
+      const acc = bucket.replicas.get(event.replicaId) ?? {
+        requests: 0,
+        inputTokens: 0,
+        actualCachedTokens: 0,
+        reportedInputTokens: 0,
+        accuracySum: 0,
+        accuracyCount: 0,
+      };
+      acc.requests += 1;
+      acc.inputTokens += event.inputTokens;
+      if (event.actualCachedTokens !== null) {
+        acc.actualCachedTokens += event.actualCachedTokens;
+        acc.reportedInputTokens += event.inputTokens;
+        // Prediction accuracy: 1 - |predicted - actual| / input, in [0, 1].
+        const denominator = Math.max(1, event.inputTokens);
+        acc.accuracySum += Math.max(0, 1 - Math.abs(event.predictedCachedTokens - event.actualCachedTokens) / denominator);
+        acc.accuracyCount += 1;
+      }
+      bucket.replicas.set(event.replicaId, acc);
+    }
+  }
+
+  private bucketAt(start: number, now: number): Bucket | null {
+    this.prune(now);
+    const oldest = now - this.bucketMs * this.bucketCount;
+    if (start < oldest) return null;
+    // Buckets are kept sorted by start; events arrive nearly in order, so search from the end.
+    for (let i = this.buckets.length - 1; i >= 0; i -= 1) {
+      const bucket = this.buckets[i]!;
+      if (bucket.start === start) return bucket;
+      if (bucket.start < start) {
+        const created: Bucket = { start, requests: 0, errors: 0, ttfts: [], replicas: new Map() };
+        this.buckets.splice(i + 1, 0, created);
+        return created;
+      }
+    }
+    const created: Bucket = { start, requests: 0, errors: 0, ttfts: [], replicas: new Map() };
+    this.buckets.unshift(created);
+    return created;
+  }
+
+  private prune(now: number): void {
+    const oldest = now - this.bucketMs * this.bucketCount;
+    while (this.buckets.length > 0 && this.buckets[0]!.start + this.bucketMs <= oldest) this.buckets.shift();
+  }
+
+  private recent(now: number, windowMs: number): Bucket[] {
+    this.prune(now);
+    return this.buckets.filter((b) => b.start + this.bucketMs > now - windowMs);
+  }
+
+  /** Requests per second over the last `windowMs`. */
+  rps(now: number = Date.now(), windowMs = 10_000): number {
+    const buckets = this.recent(now, windowMs);
+    const requests = buckets.reduce((sum, b) => sum + b.requests, 0);
+    if (requests === 0) return 0;
+    const span = Math.max(1_000, now - Math.max(buckets[0]!.start, now - windowMs));
+    return requests / (span / 1000);
+  }
+
+  errorRate(now: number = Date.now(), windowMs = 60_000): number {
+    const buckets = this.recent(now, windowMs);
+    const requests = buckets.reduce((sum, b) => sum + b.requests, 0);
+    const errors = buckets.reduce((sum, b) => sum + b.errors, 0);
+    return requests === 0 ? 0 : errors / requests;
+  }
+
+  /** One point per bucket, oldest first, gaps filled so charts keep a steady time axis. */
+  private series<T>(now: number, windowMs: number, point: (start: number, bucket: Bucket | undefined) => T): T[] {
+    this.prune(now);
+    const byStart = new Map(this.buckets.map((b) => [b.start, b]));
+    const last = Math.floor(now / this.bucketMs) * this.bucketMs;
+    const first = Math.max(last - windowMs + this.bucketMs, last - (this.bucketCount - 1) * this.bucketMs);
+    const out: T[] = [];
+    for (let start = first; start <= last; start += this.bucketMs) out.push(point(start, byStart.get(start)));
+    return out;
+  }
+
+  ttftSeries(now: number = Date.now(), windowMs = 300_000): TtftPoint[] {
+    return this.series(now, windowMs, (t, b) => {
+      const sorted = b ? [...b.ttfts].sort((x, y) => x - y) : [];
+      return { t, p50: percentile(sorted, 0.5), p95: percentile(sorted, 0.95) };
+    });
+  }
+
+  requestSeries(now: number = Date.now(), windowMs = 300_000): RequestPoint[] {
+    return this.series(now, windowMs, (t, b) => {
+      // The current bucket is still filling: divide by the time it has covered so far (at least a
+      // second, so a bucket a few ms old does not report a huge rate).
+      const covered = Math.min(this.bucketMs, Math.max(1_000, now - t));
+      return { t, rps: b ? b.requests / (covered / 1000) : 0, errors: b?.errors ?? 0 };
+    });
+  }
+
+  shareSeries(now: number = Date.now(), windowMs = 300_000): SharePoint[] {
+    return this.series(now, windowMs, (t, b) => {
+      const shares: Record<string, number> = {};
+      if (b) {
+        const routed = [...b.replicas.values()].reduce((sum, acc) => sum + acc.requests, 0);
+        for (const [id, acc] of b.replicas) shares[id] = routed === 0 ? 0 : acc.requests / routed;
+      }
+      return { t, shares };
+    });
+  }
+
+  /** Per-replica share, cache hit rate and prediction accuracy over the last `windowMs`. */
+  replicaStats(now: number = Date.now(), windowMs = 60_000): Map<string, ReplicaWindowStats> {
+    const totals = new Map<string, ReplicaAccumulator>();
+    for (const bucket of this.recent(now, windowMs)) {
+      for (const [id, acc] of bucket.replicas) {
+        const total = totals.get(id) ?? {
+          requests: 0,
+          inputTokens: 0,
+          actualCachedTokens: 0,
+          reportedInputTokens: 0,
+          accuracySum: 0,
+          accuracyCount: 0,
+        };
+        total.requests += acc.requests;
+        total.inputTokens += acc.inputTokens;
+        total.actualCachedTokens += acc.actualCachedTokens;
+        total.reportedInputTokens += acc.reportedInputTokens;
+        total.accuracySum += acc.accuracySum;
+        total.accuracyCount += acc.accuracyCount;
+        totals.set(id, total);
+      }
+    }
+    const routed = [...totals.values()].reduce((sum, acc) => sum + acc.requests, 0);
+    const out = new Map<string, ReplicaWindowStats>();
+    for (const [id, acc] of totals) {
+      out.set(id, {
+        requests: acc.requests,
+        share: routed === 0 ? 0 : acc.requests / routed,
+        cacheHitRate: acc.reportedInputTokens === 0 ? null : acc.actualCachedTokens / acc.reportedInputTokens,
+        predictionAccuracy: acc.accuracyCount === 0 ? null : acc.accuracySum / acc.accuracyCount,
+      });
+    }
+    return out;
+  }
+
+  /** Live traffic over the window, in the simulator's terms, to set beside an offline experiment. */
+  summary(now: number = Date.now(), windowMs = 300_000) {
+    const buckets = this.recent(now, windowMs);
+    const ttfts = buckets.flatMap((b) => b.ttfts).sort((a, b) => a - b);
+    const shares: Record<string, number> = {};
+    for (const [id, stats] of this.replicaStats(now, windowMs)) shares[id] = stats.share;
+    return {
+      windowMs,
+      requests: buckets.reduce((sum, b) => sum + b.requests, 0),
+      ttftMs: { p50: percentile(ttfts, 0.5), p95: percentile(ttfts, 0.95), p99: percentile(ttfts, 0.99) },
+      rps: this.rps(now, windowMs),
+      errorRate: this.errorRate(now, windowMs),
+      cacheHitRate: this.cacheHitRate(now, windowMs),
+      replicaShare: shares,
+    };
+  }
+
+  /** Global cache hit rate over the window (reported cached tokens / their prompts' tokens). */
+  cacheHitRate(now: number = Date.now(), windowMs = 60_000): number | null {
+    let cached = 0;
+    let input = 0;
+    for (const stats of this.recent(now, windowMs)) {
+      for (const acc of stats.replicas.values()) {
+        cached += acc.actualCachedTokens;
+        input += acc.reportedInputTokens;
+      }
+    }
+    return input === 0 ? null : cached / input;
+  }
+}

@@ -1,0 +1,192 @@
+// TelemetryHub: one resumable NDJSON subscription per LB (GET /admin/telemetry?since=lastSeq).
+// - Reconnects with backoff and resumes after the last seq it saw.
+// - Never counts an event twice: an event whose seq is not above the last one seen is dropped.
+//   A heartbeat announcing a seq below ours means the LB restarted and its sequence began again.
+// - Feeds the rolling windows of the overview and fans every event out to the TunerService.
+import { loadBalancers } from "@meridian/db";
+import { parseTelemetryNdjsonLine, type TelemetryEvent } from "@meridian/protocol";
+import { RollingStats } from "./rolling-stats";
+import type { ConsoleRuntime } from "./runtime";
+import { backoffMs, WakeSignal } from "./wake-signal";
+
+export interface SubscriptionStatus {
+  lbId: string;
+  connected: boolean;
+  lastSeq: number;
+  events: number;
+  duplicates: number;
+  dropped: number;
+  reconnects: number;
+  lastError: string | null;
+}
+
+interface Subscription {
+  status: SubscriptionStatus;
+  controller: AbortController;
+  signal: WakeSignal;
+  adminBase: string;
+  stopped: boolean;
+}
+
+export type EventListener = (event: TelemetryEvent) => void;
+
+export class TelemetryHub {
+  readonly stats = new RollingStats();
+  private readonly subs = new Map<string, Subscription>();
+  private readonly listeners: EventListener[] = [];
+  private running = false;
+
+  constructor(private readonly rt: ConsoleRuntime) {}
+
+  onEvent(listener: EventListener): void {
+    this.listeners.push(listener);
+  }
+
+  start(): void {
+    this.running = true;
+    this.sync();
+  }
+
+  stop(): void {
+    this.running = false;
+    for (const id of [...this.subs.keys()]) this.unsubscribe(id);
+  }
+
+  status(): SubscriptionStatus[] {
+    return [...this.subs.values()].map((s) => ({ ...s.status }));
+  }
+
+  /** Opens subscriptions for new LBs and closes those of deleted (or moved) LBs. */
+  sync(): void {
+    if (!this.running) return;
+    const rows = this.rt.db.select().from(loadBalancers).all();
+    const wanted = new Map(rows.map((lb) => [lb.id, lb.adminUrl ?? lb.url]));
+    for (const [id, sub] of this.subs) {
+      if (wanted.get(id) !== sub.adminBase) this.unsubscribe(id);
+    }
+    for (const [id, adminBase] of wanted) {
+      if (!this.subs.has(id)) this.subscribe(id, adminBase);
+    }
+  }
+
+  /** Handles one parsed event (exposed for tests and in-process feeds). Returns false for a duplicate. */
+  ingest(lbId: string, event: TelemetryEvent): boolean {
+    const sub = this.subs.get(lbId);
+    if (sub) {
+      if (event.seq <= sub.status.lastSeq) {
+        sub.status.duplicates += 1;
+        return false;
+      }
+      sub.status.lastSeq = event.seq;
+      sub.status.events += 1;
+    }
+    this.stats.add(event);
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.rt.log.error({ lbId, err: error }, "telemetry listener failed");
+      }
+    }
+    return true;
+  }
+
+  private subscribe(lbId: string, adminBase: string): void {
+    const sub: Subscription = {
+      status: { lbId, connected: false, lastSeq: 0, events: 0, duplicates: 0, dropped: 0, reconnects: 0, lastError: null },
+      controller: new AbortController(),
+      signal: new WakeSignal(),
+      adminBase,
+      stopped: false,
+    };
+    this.subs.set(lbId, sub);
+    void this.run(lbId, sub);
+  }
+
+  private unsubscribe(lbId: string): void {
+    const sub = this.subs.get(lbId);
+    if (!sub) return;
+    sub.stopped = true;
+    sub.controller.abort();
+    sub.signal.wake();
+    this.subs.delete(lbId);
+  }
+
+  private async run(lbId: string, sub: Subscription): Promise<void> {
+    let attempt = 0;
+    while (!sub.stopped) {
+      const gotData = await this.readOnce(lbId, sub).catch((error: unknown) => {
+        sub.status.lastError = error instanceof Error ? error.message : String(error);
+        return false;
+      });
+      sub.status.connected = false;
+      if (sub.stopped) break;
+      attempt = gotData ? 0 : attempt + 1;
+      sub.status.reconnects += 1;
+      await sub.signal.wait(backoffMs(attempt, 200, 5_000));
+      if (!sub.stopped) sub.controller = new AbortController();
+    }
+  }
+
+  /** Reads the stream until it ends; true when at least one line arrived (resets the backoff). */
+  private async readOnce(lbId: string, sub: Subscription): Promise<boolean> {
+    const response = await this.rt.lbClient.telemetry(
+      { id: lbId, adminBase: sub.adminBase },
+      sub.status.lastSeq,
+      sub.controller.signal,
+    );
+    if (response.statusCode !== 200) {
+      await response.body.dump();
+      throw new Error(`GET /admin/telemetry answered ${response.statusCode}`);
+    }
+    sub.status.connected = true;
+    sub.status.lastError = null;
+    let gotData = false;
+    let pending = "";
+    const decoder = new TextDecoder();
+    for await (const chunk of response.body) {
+      if (sub.stopped) break;
+      pending += decoder.decode(chunk as Buffer, { stream: true });
+      let newline = pending.indexOf("\n");
+      while (newline >= 0) {
+        const line = pending.slice(0, newline).trim();
+        pending = pending.slice(newline + 1);
+        if (line.length > 0) {
+          gotData = true;
+          this.handleLine(lbId, sub, line);
+        }
+        newline = pending.indexOf("\n");
+      }
+    }
+    return gotData;
+  }
+
+  private handleLine(lbId: string, sub: Subscription, text: string): void {
+    let line;
+    try {
+      line = parseTelemetryNdjsonLine(text);
+    } catch (error) {
+      sub.status.lastError = error instanceof Error ? error.message : String(error);
+      this.rt.log.warn({ lbId, error: sub.status.lastError }, "bad telemetry line skipped");
+      return;
+    }
+    switch (line.type) {
+      case "event":
+        this.ingest(lbId, line.event);
+        break;
+      case "dropped":
+        sub.status.dropped += line.count;
+        sub.status.lastSeq = Math.max(sub.status.lastSeq, line.toSeq);
+        break;
+      case "heartbeat":
+        if (line.seq < sub.status.lastSeq) {
+          // The LB restarted and its sequence began again: resubscribe from the start of the new
+          // sequence rather than skip its events as duplicates.
+          this.rt.log.info({ lbId, lastSeq: sub.status.lastSeq, lbSeq: line.seq }, "LB telemetry sequence restarted");
+          sub.status.lastSeq = 0;
+          sub.controller.abort();
+        }
+        break;
+    }
+  }
+}

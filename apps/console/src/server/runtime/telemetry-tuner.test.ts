@@ -1,0 +1,109 @@
+import { strict as assert } from "node:assert";
+import { after, before, describe, test } from "node:test";
+import { openDb, tunerRuns, tunerSteps } from "@meridian/db";
+import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
+import { startFakeLb, type FakeLb } from "../testing/fake-lb";
+import { createLb } from "../services/lbs";
+import { createRegion } from "../services/regions";
+import { createReplica } from "../services/replicas";
+import { setManualWeights, startTuner, stopTuner, tunerByLb, updateTuner } from "../services/tuner";
+import { ConsoleRuntime } from "./runtime";
+import { DomainError } from "../errors";
+
+describe("TelemetryHub and TunerService", () => {
+  let h: Harness;
+  let lb: FakeLb;
+  before(async () => {
+    h = createHarness();
+    lb = await startFakeLb({ id: "lb-a", region: "us-ashburn", token: TEST_TOKEN });
+    createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+    createLb(h.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us-ashburn" });
+    createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-a" });
+    createReplica(h.rt, OPERATOR, { name: "r2", url: "http://127.0.0.1:10", region: "us-ashburn", engine: "vllm", model: "m", homeLbId: "lb-a" });
+    h.rt.start();
+    await waitFor(() => lb.version > 0, 5_000, "first config");
+  });
+  after(async () => {
+    h.close();
+    await lb.close();
+  });
+
+  test("events are counted once across reconnects and resumed with ?since=lastSeq", async () => {
+    await waitFor(() => h.rt.telemetry.status()[0]?.connected, 5_000, "subscription");
+    for (let i = 0; i < 5; i += 1) lb.emit({ replicaId: i % 2 === 0 ? "r1" : "r2" });
+    await waitFor(() => h.rt.telemetry.status()[0]?.lastSeq === 5, 5_000, "5 events");
+    lb.dropStreams();
+    lb.emit();
+    lb.emit({ status: 503, error: "upstream failed", ttftMs: null, replicaId: null });
+    await waitFor(() => h.rt.telemetry.status()[0]?.lastSeq === 7, 5_000, "resumed");
+    const status = h.rt.telemetry.status()[0]!;
+    assert.equal(status.events, 7, "each event counted once");
+    assert.ok(lb.telemetryRequests.includes("5"), `resumed from seq 5 (asked: ${lb.telemetryRequests.join(",")})`);
+    // A replayed event (same seq) is ignored.
+    const replay = { ...lb.emit(), seq: 3 };
+    assert.equal(h.rt.telemetry.ingest("lb-a", replay), false);
+    const stats = h.rt.telemetry.stats;
+    assert.ok(stats.rps() > 0);
+    assert.ok(stats.errorRate() > 0 && stats.errorRate() < 1);
+    const shares = stats.replicaStats();
+    assert.ok((shares.get("r1")?.share ?? 0) > 0.5);
+    assert.equal(shares.get("r1")?.cacheHitRate, 0.5);
+  });
+
+  test("the tuner steps on events of its bound version, pushes new weights and persists every step", async () => {
+    updateTuner(h.rt, OPERATOR, { lbId: "lb-a", window: 8, guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 1, maxErrorRate: 0.5 } });
+    startTuner(h.rt, OPERATOR, { lbId: "lb-a" });
+    const before = tunerByLb(h.rt, { lbId: "lb-a" });
+    assert.equal(before.mode, "online");
+    assert.equal(before.running, true);
+    assert.ok(before.boundVersion !== null);
+    await waitFor(() => lb.version >= before.boundVersion!, 5_000, "bound version live");
+    // Three windows: remeasure, then candidates with new weights.
+    for (let window = 0; window < 3; window += 1) {
+      const { boundVersion } = tunerByLb(h.rt, { lbId: "lb-a" });
+      await waitFor(() => lb.version >= boundVersion!, 5_000, `version ${boundVersion} live`);
+      for (let i = 0; i < 8; i += 1) lb.emit({ configVersion: boundVersion!, ttftMs: 100 + window * 10 + i, replicaId: i % 2 ? "r1" : "r2" });
+      await waitFor(() => tunerByLb(h.rt, { lbId: "lb-a" }).steps.length === window + 1, 5_000, `step ${window + 1}`);
+    }
+    const after = tunerByLb(h.rt, { lbId: "lb-a" });
+    assert.equal(after.steps[0]?.kind, "remeasure");
+    assert.equal(after.steps[1]?.kind, "candidate");
+    await waitFor(() => lb.configs.some((c) => c.weights.rtt !== 0.5 || c.weights.queue !== 0.1), 5_000, "candidate weights pushed");
+    const rows = h.rt.db.select().from(tunerSteps).all();
+    assert.equal(rows.length, 3);
+  });
+
+  test("manual weights outside the bounds are refused with a clear message", () => {
+    assert.throws(
+      () => setManualWeights(h.rt, OPERATOR, { lbId: "lb-a", weights: { rtt: 5, queue: 0.1 } }),
+      (error: unknown) => error instanceof DomainError && error.kind === "invalid" && /W_rtt 5 is outside the bounds \[0\.05, 2\]/.test(error.message),
+    );
+    setManualWeights(h.rt, OPERATOR, { lbId: "lb-a", weights: { rtt: 1.5, queue: 0.2 } });
+    const described = tunerByLb(h.rt, { lbId: "lb-a" });
+    assert.equal(described.mode, "manual");
+    assert.deepEqual(described.weights, { rtt: 1.5, queue: 0.2 });
+  });
+
+  test("a restarted console resumes the tuner where it stopped", async () => {
+    await waitFor(() => lb.configs.at(-1)?.weights.rtt === 1.5, 5_000, "manual weights pushed");
+    startTuner(h.rt, OPERATOR, { lbId: "lb-a" });
+    const before = tunerByLb(h.rt, { lbId: "lb-a" });
+    const db2 = openDb(`${h.dir}/console.db`);
+    const rt2 = new ConsoleRuntime(db2, h.rt.options);
+    try {
+      const resumed = rt2.tuners.ensure("lb-a");
+      assert.equal(resumed.runId, before.runId);
+      const described = rt2.tuners.describe("lb-a");
+      assert.equal(described.steps.length, before.steps.length);
+      assert.equal(described.mode, "online");
+      assert.deepEqual(described.weights, before.weights);
+      assert.equal(described.sigma, before.sigma);
+    } finally {
+      db2.$client.close();
+    }
+    stopTuner(h.rt, OPERATOR, { lbId: "lb-a" });
+    assert.equal(tunerByLb(h.rt, { lbId: "lb-a" }).running, false);
+    const runs = h.rt.db.select().from(tunerRuns).all();
+    assert.equal(runs.length, 1);
+  });
+});

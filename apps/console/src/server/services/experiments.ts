@@ -1,0 +1,65 @@
+// Offline experiments (the simulator) for the experiments page.
+import { eq } from "drizzle-orm";
+import { experiments } from "@meridian/db";
+import { notFound } from "../errors";
+import type { ExperimentParams } from "../runtime/experiment-runner";
+import { recordAudit } from "./audit";
+import type { Actor, ServiceRuntime } from "./context";
+
+export function listTraces(rt: ServiceRuntime) {
+  return rt.experiments.traces();
+}
+
+export function runExperiment(rt: ServiceRuntime, actor: Actor, input: ExperimentParams): { id: string } {
+  const id = rt.experiments.start(input, actor.username);
+  recordAudit(rt.db, actor, "experiment.run", `experiment:${id}`, null, input);
+  return { id };
+}
+
+export function experimentStatus(rt: ServiceRuntime, input: { id: string }) {
+  const row = rt.db.select().from(experiments).where(eq(experiments.id, input.id)).get();
+  if (!row) throw notFound("experiment", input.id);
+  return {
+    id: row.id,
+    name: row.name,
+    state: row.state,
+    progress: row.progress,
+    params: JSON.parse(row.paramsJson) as ExperimentParams,
+    result: row.resultJson ? (JSON.parse(row.resultJson) as unknown) : undefined,
+    error: row.error ?? undefined,
+    createdAt: row.createdAt,
+    finishedAt: row.finishedAt,
+  };
+}
+
+export function listExperiments(rt: ServiceRuntime) {
+  return rt.experiments.list().map((row) => {
+    const params = JSON.parse(row.paramsJson) as ExperimentParams;
+    return {
+      id: row.id,
+      name: row.name,
+      traceId: row.traceId,
+      state: row.state,
+      progress: row.progress,
+      createdAt: row.createdAt,
+      finishedAt: row.finishedAt,
+      saved: row.saved,
+      policies: params.policies,
+      timeScale: params.timeScale,
+    };
+  });
+}
+
+export function saveExperiment(rt: ServiceRuntime, actor: Actor, input: { id: string; name: string }): void {
+  rt.db.transaction((tx) => {
+    const before = tx.select().from(experiments).where(eq(experiments.id, input.id)).get();
+    if (!before) throw notFound("experiment", input.id);
+    tx.update(experiments).set({ name: input.name, saved: true }).where(eq(experiments.id, input.id)).run();
+    recordAudit(tx, actor, "experiment.save", `experiment:${input.id}`, { name: before.name, saved: before.saved }, { name: input.name, saved: true });
+  });
+}
+
+/** Live traffic of the last five minutes (TelemetryHub), to compare with an experiment's result. */
+export function liveSummary(rt: ServiceRuntime) {
+  return rt.telemetry.stats.summary();
+}

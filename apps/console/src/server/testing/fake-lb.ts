@@ -1,0 +1,166 @@
+// A fake meridian-proxy admin API on loopback port 0, for tests: GET /health, GET /admin/state,
+// PUT /admin/config (409 unless the version is newer), GET /admin/telemetry?since=N (NDJSON).
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import {
+  LB_STATE_SCHEMA,
+  TELEMETRY_EVENT_SCHEMA,
+  type LbConfig,
+  type LbState,
+  type TelemetryEvent,
+} from "@meridian/protocol";
+
+export interface FakeLb {
+  url: string;
+  token: string;
+  configs: LbConfig[];
+  /** Current config version (0 before any PUT). */
+  version: number;
+  healthy: boolean;
+  /** Answer PUT /admin/config with this status instead of applying it. */
+  failPuts: number | null;
+  telemetryRequests: string[];
+  emit(partial?: Partial<TelemetryEvent>): TelemetryEvent;
+  /** Closes every open telemetry stream (the LB "restarts" its streams). */
+  dropStreams(): void;
+  close(): Promise<void>;
+}
+
+export async function startFakeLb(options: { id: string; region: string; token: string }): Promise<FakeLb> {
+  const events: TelemetryEvent[] = [];
+  const streams = new Set<ServerResponse>();
+  const lb: FakeLb = {
+    url: "",
+    token: options.token,
+    configs: [],
+    version: 0,
+    healthy: true,
+    failPuts: null,
+    telemetryRequests: [],
+    emit(partial = {}) {
+      const event: TelemetryEvent = {
+        schema: TELEMETRY_EVENT_SCHEMA,
+        seq: events.length + 1,
+        time: Date.now(),
+        lbId: options.id,
+        region: options.region,
+        replicaId: "r1",
+        configVersion: lb.version,
+        policy: "gorgo",
+        inputTokens: 100,
+        predictedCachedTokens: 50,
+        actualCachedTokens: 50,
+        ttftMs: 100,
+        e2eMs: 400,
+        outputTokens: 10,
+        status: 200,
+        error: null,
+        forwarded: false,
+        hop: 0,
+        ...partial,
+      };
+      events.push(event);
+      for (const res of streams) res.write(`${JSON.stringify({ type: "event", event })}\n`);
+      return event;
+    },
+    dropStreams() {
+      for (const res of streams) res.destroy();
+      streams.clear();
+    },
+    close: async () => {
+      lb.dropStreams();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+
+  const authorised = (req: IncomingMessage) => req.headers.authorization === `Bearer ${options.token}`;
+
+  function state(): LbState {
+    const config = lb.configs.at(-1);
+    return {
+      schema: LB_STATE_SCHEMA,
+      lbId: options.id,
+      region: options.region,
+      configVersion: lb.version,
+      policy: config?.policy ?? "gorgo",
+      weights: config?.weights ?? { rtt: 0.5, queue: 0.1 },
+      crossRegion: config?.crossRegion ?? "direct",
+      startedAt: 0,
+      replicas: (config?.replicas ?? []).map((r) => ({
+        id: r.id,
+        url: r.url,
+        region: r.region,
+        model: r.model,
+        state: r.state,
+        healthy: true,
+        rttMs: r.region === options.region ? 37 : 300,
+        inFlight: 1,
+        queuedTokens: 10,
+        peerQueuedTokens: 0,
+        full: false,
+        share: 0.5,
+        requests: 2,
+        cacheHitRate: 0.5,
+        predictionAccuracy: 0.9,
+        scrape: { ok: true, ageMs: 10, error: null, running: 1, waiting: 0, usedTokens: 10 },
+      })),
+      queue: { length: 0, maxLength: 256, oldestWaitMs: 0 },
+      index: { routes: 0, blocks: 0, evictions: 0, hits: 0, lookups: 0 },
+      totals: { requests: events.length, errors: 0, forwarded: 0, queued: 0 },
+      telemetry: { lastSeq: events.length, bufferSize: events.length },
+      peers: [],
+    };
+  }
+
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://x");
+    if (url.pathname === "/health") {
+      res.writeHead(lb.healthy ? 200 : 503).end(lb.healthy ? "ok" : "down");
+      return;
+    }
+    if (!authorised(req)) {
+      res.writeHead(401).end();
+      return;
+    }
+    if (url.pathname === "/admin/state" && req.method === "GET") {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(state()));
+      return;
+    }
+    if (url.pathname === "/admin/config" && req.method === "PUT") {
+      let body = "";
+      req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+      req.on("end", () => {
+        if (lb.failPuts !== null) {
+          res.writeHead(lb.failPuts, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "nope" } }));
+          return;
+        }
+        const config = JSON.parse(body) as LbConfig;
+        if (config.version <= lb.version) {
+          res.writeHead(409, { "content-type": "application/json" }).end(
+            JSON.stringify({ error: { message: `stale version ${config.version}; running ${lb.version}`, type: "conflict", code: "stale_config" }, currentVersion: lb.version }),
+          );
+          return;
+        }
+        lb.version = config.version;
+        lb.configs.push(config);
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, version: config.version }));
+      });
+      return;
+    }
+    if (url.pathname === "/admin/telemetry" && req.method === "GET") {
+      const since = Number(url.searchParams.get("since") ?? 0);
+      lb.telemetryRequests.push(String(since));
+      res.writeHead(200, { "content-type": "application/x-ndjson" });
+      for (const event of events) if (event.seq > since) res.write(`${JSON.stringify({ type: "event", event })}\n`);
+      res.write(`${JSON.stringify({ type: "heartbeat", seq: events.length, time: Date.now() })}\n`);
+      streams.add(res);
+      req.on("close", () => streams.delete(res));
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  lb.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return lb;
+}

@@ -1,0 +1,54 @@
+// Test harness: a ConsoleRuntime on a temporary SQLite file, cleaned up by close().
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openDb } from "@meridian/db";
+import { findRepoRoot } from "../../env";
+import { ConsoleRuntime, type RuntimeOptions } from "../runtime/runtime";
+import type { Actor } from "../services/context";
+
+export const TEST_TOKEN = "test-lb-token-123";
+export const OPERATOR: Actor = { username: "admin", role: "operator" };
+
+export interface Harness {
+  rt: ConsoleRuntime;
+  dir: string;
+  close(): void;
+}
+
+export function createHarness(options: Partial<RuntimeOptions> = {}): Harness {
+  const dir = mkdtempSync(join(tmpdir(), "meridian-console-"));
+  const db = openDb(join(dir, "console.db"));
+  const rt = new ConsoleRuntime(db, {
+    lbToken: TEST_TOKEN,
+    repoRoot: findRepoRoot(),
+    healthIntervalMs: 60_000,
+    failoverAfter: 2,
+    autoFailover: true,
+    sessionTtlMs: 3_600_000,
+    traceDirs: [],
+    probeTimeoutMs: 1_000,
+    ...options,
+  });
+  rt.migrate();
+  return {
+    rt,
+    dir,
+    close() {
+      rt.stop();
+      db.$client.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes. */
+export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 5_000, what = "condition"): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -1,0 +1,52 @@
+// tRPC (v11) setup: superjson, readable validation messages, and the three procedure kinds.
+// - publicProcedure: no session needed (auth.me).
+// - viewerProcedure: any logged-in user (queries).
+// - operatorProcedure: operators only (every mutation); a viewer gets FORBIDDEN.
+import { initTRPC, TRPCError } from "@trpc/server";
+import superjson from "superjson";
+import { ZodError } from "zod";
+import type { SessionUser } from "../auth/users";
+import type { ConsoleRuntime } from "../runtime/runtime";
+import type { Actor } from "../services/context";
+
+export interface TrpcContext {
+  rt: ConsoleRuntime;
+  user: SessionUser | null;
+}
+
+/** "name: must not be empty; url: expected an http or https URL" from a ZodError. */
+export function describeZodError(error: ZodError): string {
+  return error.issues
+    .map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
+    .join("; ");
+}
+
+const t = initTRPC.context<TrpcContext>().create({
+  transformer: superjson,
+  errorFormatter({ shape, error }) {
+    const zodError = error.cause instanceof ZodError ? error.cause : null;
+    return {
+      ...shape,
+      message: zodError ? describeZodError(zodError) : shape.message,
+      data: { ...shape.data, zodIssues: zodError ? zodError.issues.map((i) => ({ path: i.path.map(String), message: i.message })) : null },
+    };
+  },
+});
+
+export const router = t.router;
+export const createCallerFactory = t.createCallerFactory;
+
+export const publicProcedure = t.procedure;
+
+export const viewerProcedure = t.procedure.use(({ ctx, next }) => {
+  if (!ctx.user) throw new TRPCError({ code: "UNAUTHORIZED", message: "log in to use the console" });
+  const actor: Actor = { username: ctx.user.username, role: ctx.user.role };
+  return next({ ctx: { ...ctx, user: ctx.user, actor } });
+});
+
+export const operatorProcedure = viewerProcedure.use(({ ctx, next }) => {
+  if (ctx.user.role !== "operator") {
+    throw new TRPCError({ code: "FORBIDDEN", message: `user "${ctx.user.username}" is a viewer; only operators can change the fleet` });
+  }
+  return next();
+});

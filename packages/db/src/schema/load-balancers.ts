@@ -1,0 +1,33 @@
+import { integer, real, sqliteTable, text, type AnySQLiteColumn } from "drizzle-orm/sqlite-core";
+import { regions } from "./regions";
+
+export const LB_STATES = ["healthy", "failed", "failed-over"] as const;
+export type LbStateName = (typeof LB_STATES)[number];
+
+/** A regional load balancer (a meridian-proxy process). Its live health lives in the console's memory;
+ * `state` is the operator-visible lifecycle that survives restarts (failed over or not). */
+export const loadBalancers = sqliteTable("load_balancers", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull().unique(),
+  /** Where clients send traffic. */
+  url: text("url").notNull(),
+  /** Where the console reaches /admin/*; null = same as `url`. */
+  adminUrl: text("admin_url"),
+  regionId: text("region_id")
+    .notNull()
+    .references(() => regions.id),
+  state: text("state", { enum: LB_STATES }).notNull().default("healthy"),
+  policy: text("policy").notNull().default("gorgo"),
+  crossRegion: text("cross_region", { enum: ["direct", "via-peer"] }).notNull().default("direct"),
+  weightRtt: real("weight_rtt").notNull().default(0.5),
+  weightQueue: real("weight_queue").notNull().default(0.1),
+  /** Latest config version the console wants this LB to run (lb_configs holds the history). */
+  configVersion: integer("config_version").notNull().default(0),
+  /** Latest version the LB acknowledged (PUT /admin/config answered 2xx). */
+  ackedVersion: integer("acked_version").notNull().default(0),
+  /** Set while failed over: the LB that took over this LB's replicas and entrypoint. */
+  failedOverTo: text("failed_over_to").references((): AnySQLiteColumn => loadBalancers.id, { onDelete: "set null" }),
+  createdAt: integer("created_at").notNull(),
+});
+
+export type LoadBalancerRow = typeof loadBalancers.$inferSelect;
