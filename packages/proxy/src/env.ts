@@ -1,0 +1,29 @@
+// The one place the proxy process reads its environment. Every variable is optional; the CLI flags and
+// the config file fill in the rest (precedence: flag > env > file > default), see settings.ts.
+import { z } from "zod";
+
+const port = z.coerce.number().int().min(0).max(65_535);
+
+export const ProxyEnvSchema = z.object({
+  /** Bearer token for /admin/*; without it the admin API answers 401 to everyone. */
+  MERIDIAN_LB_TOKEN: z.string().min(1).optional(),
+  /** Path of the JSON config file (same as --config). */
+  MERIDIAN_LB_CONFIG: z.string().min(1).optional(),
+  /** An LbConfig as inline JSON, used when no file is given (containers, the demo). */
+  MERIDIAN_LB_CONFIG_JSON: z.string().min(1).optional(),
+  MERIDIAN_LB_PORT: port.optional(),
+  MERIDIAN_LB_HOST: z.string().min(1).optional(),
+  /** Where the last config accepted over PUT /admin/config is persisted and reloaded on restart. */
+  MERIDIAN_LB_STATE_FILE: z.string().min(1).optional(),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export type ProxyEnv = z.output<typeof ProxyEnvSchema>;
+
+/** Throws an error naming each bad variable. */
+export function readProxyEnv(source: NodeJS.ProcessEnv = process.env): ProxyEnv {
+  const result = ProxyEnvSchema.safeParse(source);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
+  throw new Error(`invalid environment: ${problems.join("; ")}`);
+}

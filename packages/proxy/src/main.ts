@@ -1,0 +1,47 @@
+// meridian-proxy CLI: `meridian-proxy --config FILE [--port N]`. Reads env (env.ts) and the config,
+// starts one regional LB, and shuts it down cleanly on SIGINT/SIGTERM. A bad config exits with
+// status 2 and a message naming the offending field.
+import { parseArgs } from "node:util";
+import { pino } from "pino";
+import { readProxyEnv } from "./env";
+import { startProxy } from "./server";
+import { loadSettings } from "./settings";
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      config: { type: "string", short: "c" },
+      port: { type: "string", short: "p" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write("usage: meridian-proxy --config FILE [--port N]\n");
+    return;
+  }
+  let portFlag: number | undefined;
+  if (values.port !== undefined) {
+    portFlag = Number(values.port);
+    if (!Number.isInteger(portFlag) || portFlag < 0 || portFlag > 65_535) throw new Error(`--port: expected 0..65535, got ${values.port}`);
+  }
+  const env = readProxyEnv();
+  const logger = pino({ level: env.LOG_LEVEL, name: "meridian-proxy" });
+  const loaded = loadSettings({ env, configPath: values.config, portFlag });
+  if (!loaded.token) logger.warn("MERIDIAN_LB_TOKEN is not set: the admin API will refuse every call");
+  const proxy = await startProxy({ config: loaded.lbConfig, settings: loaded.process, token: loaded.token, logger });
+  const stop = (signal: string): void => {
+    logger.info({ signal }, "shutting down");
+    proxy.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once("SIGINT", () => stop("SIGINT"));
+  process.once("SIGTERM", () => stop("SIGTERM"));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`meridian-proxy: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(2);
+});

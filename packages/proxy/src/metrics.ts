@@ -1,0 +1,174 @@
+// Prometheus metrics for GET /metrics, on a Registry of our own so that two LBs in one process (tests,
+// the demo) never share series. Gauges that mirror LB state are computed at scrape time by collect()
+// rather than updated on the request path.
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+
+export interface MetricsSources {
+  replicaGauges(): { id: string; inFlight: number; queuedTokens: number; rttMs: number | null; healthy: boolean }[];
+  queueLength(): number;
+  indexRoutes(): number;
+}
+
+// TTFT spans loopback (sub-ms) to cross-region prefill under load (seconds).
+const LATENCY_BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export class ProxyMetrics {
+  readonly registry = new Registry();
+  readonly requests: Counter<"policy" | "replica" | "status">;
+  readonly ttft: Histogram<"replica">;
+  readonly e2e: Histogram<"replica">;
+  readonly forwarded: Counter<"peer">;
+  readonly rejected: Counter<"reason">;
+  readonly retries: Counter<"replica">;
+  readonly predictedCachedTokens: Counter;
+  readonly actualCachedTokens: Counter;
+  readonly predictionAbsErrorTokens: Counter;
+  readonly predictionSamples: Counter;
+  private predictedSum = 0;
+  private actualSum = 0;
+  private absErrorSum = 0;
+
+  constructor(sources: MetricsSources) {
+    const registers = [this.registry];
+    this.requests = new Counter({
+      name: "meridian_lb_requests_total",
+      help: "Requests answered by the LB, by policy, replica (or peer:<id>, or none) and HTTP status.",
+      labelNames: ["policy", "replica", "status"],
+      registers,
+    });
+    this.ttft = new Histogram({
+      name: "meridian_lb_ttft_seconds",
+      help: "Time from request arrival at the LB to the first content delta sent to the client.",
+      labelNames: ["replica"],
+      buckets: LATENCY_BUCKETS_SECONDS,
+      registers,
+    });
+    this.e2e = new Histogram({
+      name: "meridian_lb_e2e_seconds",
+      help: "Time from request arrival at the LB to the end of the response.",
+      labelNames: ["replica"],
+      buckets: LATENCY_BUCKETS_SECONDS,
+      registers,
+    });
+    this.forwarded = new Counter({
+      name: "meridian_lb_forwarded_requests_total",
+      help: "Requests forwarded to a peer LB (via-peer cross-region mode).",
+      labelNames: ["peer"],
+      registers,
+    });
+    this.rejected = new Counter({
+      name: "meridian_lb_rejected_requests_total",
+      help: "Requests refused before reaching a replica, by reason.",
+      labelNames: ["reason"],
+      registers,
+    });
+    this.retries = new Counter({
+      name: "meridian_lb_upstream_retries_total",
+      help: "Requests retried on another replica after a failure before any byte reached the client, by failed replica.",
+      labelNames: ["replica"],
+      registers,
+    });
+    this.predictedCachedTokens = new Counter({
+      name: "meridian_lb_predicted_cached_tokens_total",
+      help: "Cached prompt tokens predicted by the prefix index, over requests whose replica reported cached tokens.",
+      registers,
+    });
+    this.actualCachedTokens = new Counter({
+      name: "meridian_lb_actual_cached_tokens_total",
+      help: "Cached prompt tokens reported by replicas (usage.prompt_tokens_details.cached_tokens).",
+      registers,
+    });
+    this.predictionAbsErrorTokens = new Counter({
+      name: "meridian_lb_prediction_abs_error_tokens_total",
+      help: "Sum of |predicted - actual| cached tokens.",
+      registers,
+    });
+    this.predictionSamples = new Counter({
+      name: "meridian_lb_prediction_samples_total",
+      help: "Requests whose replica reported cached tokens, so the prediction could be checked.",
+      registers,
+    });
+    const self = this;
+    new Gauge({
+      name: "meridian_lb_prediction_accuracy_ratio",
+      help: "1 - sum|predicted - actual| / max(sum predicted, sum actual) over all checked requests (1 = exact).",
+      registers,
+      collect() {
+        this.set(self.predictionAccuracy());
+      },
+    });
+    new Gauge({
+      name: "meridian_lb_in_flight_requests",
+      help: "Requests this LB has in flight, by replica.",
+      labelNames: ["replica"],
+      registers,
+      collect() {
+        this.reset();
+        for (const replica of sources.replicaGauges()) this.set({ replica: replica.id }, replica.inFlight);
+      },
+    });
+    new Gauge({
+      name: "meridian_lb_queued_tokens",
+      help: "Prompt tokens in flight on each replica: this LB's plus what peer LBs report.",
+      labelNames: ["replica"],
+      registers,
+      collect() {
+        this.reset();
+        for (const replica of sources.replicaGauges()) this.set({ replica: replica.id }, replica.queuedTokens);
+      },
+    });
+    new Gauge({
+      name: "meridian_lb_replica_healthy",
+      help: "1 when the replica passes its health probes, else 0.",
+      labelNames: ["replica"],
+      registers,
+      collect() {
+        this.reset();
+        for (const replica of sources.replicaGauges()) this.set({ replica: replica.id }, replica.healthy ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "meridian_lb_probe_rtt_seconds",
+      help: "EWMA (alpha 0.3) of the GET /health round trip from this LB to each replica.",
+      labelNames: ["replica"],
+      registers,
+      collect() {
+        this.reset();
+        for (const replica of sources.replicaGauges()) {
+          if (replica.rttMs !== null) this.set({ replica: replica.id }, replica.rttMs / 1000);
+        }
+      },
+    });
+    new Gauge({
+      name: "meridian_lb_queue_length",
+      help: "Requests held in the LB's FIFO queue waiting for an available replica.",
+      registers,
+      collect() {
+        this.set(sources.queueLength());
+      },
+    });
+    new Gauge({
+      name: "meridian_lb_index_routes",
+      help: "Block keys held by the prefix index.",
+      registers,
+      collect() {
+        this.set(sources.indexRoutes());
+      },
+    });
+  }
+
+  observePrediction(predicted: number, actual: number): void {
+    this.predictedSum += predicted;
+    this.actualSum += actual;
+    this.absErrorSum += Math.abs(predicted - actual);
+    this.predictedCachedTokens.inc(predicted);
+    this.actualCachedTokens.inc(actual);
+    this.predictionAbsErrorTokens.inc(Math.abs(predicted - actual));
+    this.predictionSamples.inc();
+  }
+
+  predictionAccuracy(): number {
+    const scale = Math.max(this.predictedSum, this.actualSum);
+    return scale === 0 ? 1 : Math.max(0, 1 - this.absErrorSum / scale);
+  }
+}

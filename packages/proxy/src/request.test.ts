@@ -1,0 +1,87 @@
+import { strict as assert } from "node:assert";
+import { test } from "node:test";
+import { chatBlockKeys } from "@meridian/routing";
+import { HttpError } from "./errors";
+import { parseInference, upstreamBody as upstreamParts } from "./request";
+
+const upstreamBody = (request: Parameters<typeof upstreamParts>[0]): Buffer => {
+  const body = upstreamParts(request);
+  return Array.isArray(body) ? Buffer.concat(body) : body;
+};
+
+const messages = [
+  { role: "system", content: "You are terse. ".repeat(20) },
+  { role: "user", content: "Hello there" },
+];
+
+test("parses a chat request once: keys, chars, session key, stream flags", () => {
+  const raw = Buffer.from(JSON.stringify({ model: "m", messages, stream: true }));
+  const parsed = parseInference("chat", raw, undefined, 16);
+  assert.deepEqual(parsed.keys, chatBlockKeys(messages));
+  assert.equal(parsed.model, "m");
+  assert.equal(parsed.stream, true);
+  assert.equal(parsed.clientWantsUsage, false);
+  assert.ok(parsed.promptChars > 300);
+  assert.ok(parsed.sessionKey.length > 0);
+  assert.equal(parseInference("chat", Buffer.from(JSON.stringify({ messages, user: "u1" })), undefined, 16).sessionKey, "user:u1");
+  assert.equal(parseInference("chat", Buffer.from(JSON.stringify({ messages })), "s9", 16).sessionKey, "session:s9");
+});
+
+test("bad input is a 400 naming the field", () => {
+  const cases: [string, string | null][] = [
+    ["{not json", null],
+    ["[1,2]", null],
+    [JSON.stringify({ model: "m" }), "messages"],
+    [JSON.stringify({ messages: [] }), "messages"],
+    [JSON.stringify({ messages: [{ content: "x" }] }), "messages[0].role"],
+    [JSON.stringify({ messages, model: 5 }), "model"],
+  ];
+  for (const [body, param] of cases) {
+    assert.throws(
+      () => parseInference("chat", Buffer.from(body), undefined, 16),
+      (error: unknown) => error instanceof HttpError && error.status === 400 && error.param === param,
+      body,
+    );
+  }
+  assert.throws(() => parseInference("completion", Buffer.from("{}"), undefined, 16), (e: unknown) => e instanceof HttpError && e.param === "prompt");
+});
+
+test("streams ask upstream for usage; the splice keeps the body valid and the client's fields intact", () => {
+  const plain = { model: "m", messages, stream: true, temperature: 0 };
+  const spliced = JSON.parse(upstreamBody(parseInference("chat", Buffer.from("  " + JSON.stringify(plain)), undefined, 16)).toString());
+  assert.deepEqual(spliced, { ...plain, stream_options: { include_usage: true } });
+  const withOptions = { ...plain, stream_options: { include_usage: false, extra: 1 } };
+  const rewritten = JSON.parse(upstreamBody(parseInference("chat", Buffer.from(JSON.stringify(withOptions)), undefined, 16)).toString());
+  assert.deepEqual(rewritten.stream_options, { include_usage: true, extra: 1 });
+  const raw = Buffer.from(JSON.stringify({ messages, stream: true, stream_options: { include_usage: true } }));
+  assert.equal(upstreamBody(parseInference("chat", raw, undefined, 16)), raw);
+  const nonStream = Buffer.from(JSON.stringify({ messages }));
+  assert.equal(upstreamBody(parseInference("chat", nonStream, undefined, 16)), nonStream);
+});
+
+test("prompt chars match the keyer's block count (next-turn learning relies on it)", () => {
+  for (const size of [0, 10, 63, 64, 65, 500, 4097]) {
+    const msgs = [
+      { role: "system", content: "s".repeat(size) },
+      { role: "user", content: "question?" },
+    ];
+    const parsed = parseInference("chat", Buffer.from(JSON.stringify({ messages: msgs })), undefined, 16);
+    assert.equal(parsed.keys.length, Math.floor(parsed.promptChars / 64));
+    const reply = "r".repeat(size % 97);
+    const next = chatBlockKeys([...msgs, { role: "assistant", content: reply }]);
+    assert.equal(next.length, Math.floor((parsed.promptChars + "assistant".length + 2 + reply.length) / 64));
+  }
+});
+
+test("a body in several socket chunks (split inside a UTF-8 character) parses and splices without copying", () => {
+  const text = JSON.stringify({ messages: [{ role: "user", content: "Grüße aus Köln — ".repeat(20) }], stream: true });
+  const bytes = Buffer.from("  \n" + text);
+  const cut = bytes.indexOf(Buffer.from("ü")) + 1; // inside the two-byte ü
+  const parts = [bytes.subarray(0, 2), bytes.subarray(2, cut), bytes.subarray(cut)];
+  const parsed = parseInference("chat", parts, undefined, 16);
+  assert.equal(parsed.rawLength, bytes.length);
+  assert.equal((parsed.messages?.[0]?.content as string).slice(0, 5), "Grüße");
+  const spliced = upstreamParts(parsed);
+  assert.ok(Array.isArray(spliced));
+  assert.deepEqual(JSON.parse(Buffer.concat(spliced).toString()), { ...JSON.parse(text), stream_options: { include_usage: true } });
+});

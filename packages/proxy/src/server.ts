@@ -1,0 +1,127 @@
+// The HTTP front of one regional LB on node:http, and startProxy(), which tests, the demo and the CLI
+// use to run one. Routes: the OpenAI-compatible API, GET /health, GET /metrics and /admin/*.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { pino, type Logger } from "pino";
+import { parseLbConfig, type LbConfig, type LbConfigInput } from "@meridian/protocol";
+import { handleAdmin } from "./admin";
+import { Balancer } from "./balancer";
+import { ConfigStore } from "./config-store";
+import { HttpError, notFound, sendError, sendJson } from "./errors";
+import { parseProcessSettings, type ProcessSettings, type ProcessSettingsInput } from "./settings";
+
+export interface StartProxyOptions {
+  /** An LbConfig (validated here; an invalid one throws naming the field). */
+  config: LbConfig | LbConfigInput;
+  /** Process settings; `port` 0 picks a free port. */
+  settings?: ProcessSettingsInput;
+  /** Admin bearer token; null disables the admin API (every call 401). */
+  token?: string | null;
+  logger?: Logger;
+  /** Seed for the routing RNG (tie-breaks, random policies). */
+  seed?: number;
+}
+
+export interface RunningProxy {
+  url: string;
+  port: number;
+  host: string;
+  balancer: Balancer;
+  settings: ProcessSettings;
+  /** Stops accepting, ends open streams, closes pools and timers. */
+  close(): Promise<void>;
+}
+
+const INFERENCE_PATHS: Record<string, "chat" | "completion"> = {
+  "/v1/chat/completions": "chat",
+  "/v1/completions": "completion",
+};
+
+export async function startProxy(options: StartProxyOptions): Promise<RunningProxy> {
+  const settings = parseProcessSettings(options.settings ?? {});
+  const logger = options.logger ?? pino({ level: "info", name: "meridian-proxy" });
+  let config = parseLbConfig(options.config);
+  const store = new ConfigStore(settings.stateFile);
+  // The last config the console pushed wins over the file, if it is newer and for this LB: the LB
+  // keeps serving what it was last told even when the console is unreachable at restart.
+  const persisted = store.load();
+  if (persisted && persisted.lbId === config.lbId && persisted.version > config.version) {
+    logger.info({ version: persisted.version, stateFile: settings.stateFile }, "using persisted config");
+    config = persisted;
+  }
+  const token = options.token ?? null;
+  const balancer = new Balancer({ config, settings, token, logger, ...(options.seed !== undefined ? { seed: options.seed } : {}) });
+  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, (req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!(error instanceof HttpError)) logger.error({ err: error }, "request handler failed");
+      sendError(res, error instanceof HttpError ? error : new HttpError(500, "internal error", "server_error", "internal_error"));
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const rawUrl = req.url ?? "/";
+    const queryAt = rawUrl.indexOf("?");
+    const pathname = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
+    const kind = INFERENCE_PATHS[pathname];
+    if (kind !== undefined && req.method === "POST") {
+      await balancer.handleInference(kind, pathname, req, res);
+      return;
+    }
+    if (req.method === "GET" && pathname === "/health") {
+      const routable = balancer.state().replicas.filter((r) => r.healthy && r.state === "enabled").length;
+      sendJson(res, 200, { status: "ok", lbId: balancer.config.lbId, region: balancer.config.region, configVersion: balancer.config.version, healthyReplicas: routable });
+      return;
+    }
+    if (req.method === "GET" && pathname === "/v1/models") {
+      sendJson(res, 200, {
+        object: "list",
+        data: balancer.models().map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "meridian", replicas: m.replicas, healthy_replicas: m.healthy })),
+      });
+      return;
+    }
+    if (req.method === "GET" && pathname === "/metrics") {
+      const text = await balancer.metrics.registry.metrics();
+      res.writeHead(200, { "content-type": balancer.metrics.registry.contentType });
+      res.end(text);
+      return;
+    }
+    if (pathname.startsWith("/admin/")) {
+      await handleAdmin(req, res, new URL(rawUrl, "http://lb"), { balancer, store, token, heartbeatMs: settings.telemetryHeartbeatMs, logger });
+      return;
+    }
+    // Drain any body so the connection stays usable for the client's next request.
+    req.resume();
+    sendError(res, notFound(`no route ${req.method ?? "GET"} ${pathname}`));
+  }
+
+  await balancer.start();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(settings.port, settings.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const hostForUrl = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const url = `http://${hostForUrl}:${address.port}`;
+  logger.info({ url, lbId: config.lbId, region: config.region, version: config.version, policy: config.policy }, "meridian-proxy listening");
+  let closing: Promise<void> | null = null;
+  return {
+    url,
+    port: address.port,
+    host: settings.host,
+    balancer,
+    settings,
+    close: () => (closing ??= closeAll(server, balancer)),
+  };
+}
+
+async function closeAll(server: Server, balancer: Balancer): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  await balancer.close();
+  // Streams still open (telemetry tails, long completions) end with the process's LB.
+  server.closeAllConnections();
+  await closed;
+}

@@ -1,0 +1,112 @@
+import { strict as assert } from "node:assert";
+import { PassThrough } from "node:stream";
+import { test } from "node:test";
+import type { ServerResponse } from "node:http";
+import { parseTelemetryNdjsonLine, type TelemetryStreamLine } from "@meridian/protocol";
+import { TelemetryLog, type TelemetryEventInput } from "./telemetry";
+import { AdmissionQueue } from "./admission-queue";
+import { tokenMatches } from "./admin";
+
+const sample = (i: number): TelemetryEventInput => ({
+  time: 1_000 + i,
+  lbId: "lb",
+  region: "r",
+  replicaId: "a",
+  configVersion: 1,
+  policy: "gorgo",
+  inputTokens: i,
+  predictedCachedTokens: 0,
+  actualCachedTokens: null,
+  ttftMs: 1,
+  e2eMs: 2,
+  outputTokens: 1,
+  status: 200,
+  error: null,
+  forwarded: false,
+  hop: 0,
+});
+
+/** A writable stand-in for ServerResponse that records NDJSON lines. */
+function sink(): { res: ServerResponse; lines: TelemetryStreamLine[]; end: () => void } {
+  const stream = new PassThrough();
+  const lines: TelemetryStreamLine[] = [];
+  let text = "";
+  stream.on("data", (chunk: Buffer) => {
+    text += chunk.toString();
+    let at: number;
+    while ((at = text.indexOf("\n")) >= 0) {
+      lines.push(parseTelemetryNdjsonLine(text.slice(0, at)));
+      text = text.slice(at + 1);
+    }
+  });
+  return { res: stream as unknown as ServerResponse, lines, end: () => stream.destroy() };
+}
+
+test("ring keeps the newest events with gap-free seqs; a late resume gets an explicit dropped line", async () => {
+  const log = new TelemetryLog(4);
+  for (let i = 1; i <= 6; i++) log.append(sample(i));
+  assert.equal(log.latestSeq, 6);
+  assert.equal(log.oldestSeq, 3);
+  assert.deepEqual(log.since(4).map((e) => e.seq), [5, 6]);
+  const { res, lines, end } = sink();
+  log.subscribe(res, 0, 60_000);
+  log.append(sample(7));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(lines[0], { type: "dropped", fromSeq: 1, toSeq: 2, count: 2 });
+  assert.deepEqual(lines.slice(1).map((l) => (l.type === "event" ? l.event.seq : -1)), [3, 4, 5, 6, 7]);
+  end();
+  log.close();
+});
+
+test("resume from the last seen seq delivers each event exactly once", async () => {
+  const log = new TelemetryLog(100);
+  for (let i = 1; i <= 5; i++) log.append(sample(i));
+  const first = sink();
+  const sub = log.subscribe(first.res, 2, 60_000);
+  await new Promise((r) => setImmediate(r));
+  sub.close();
+  for (let i = 6; i <= 8; i++) log.append(sample(i));
+  const second = sink();
+  log.subscribe(second.res, 5, 60_000);
+  await new Promise((r) => setImmediate(r));
+  const seqs = [...first.lines, ...second.lines].flatMap((l) => (l.type === "event" ? [l.event.seq] : []));
+  assert.deepEqual(seqs, [3, 4, 5, 6, 7, 8]);
+  log.close();
+});
+
+test("admission queue is FIFO, bounded in length, and expires waiters", async () => {
+  const queue = new AdmissionQueue(() => ({ maxLength: 2, maxWaitMs: 20 }));
+  const order: string[] = [];
+  let open = false;
+  const request = (name: string) => ({
+    enqueuedAt: Date.now(),
+    attempt: () => {
+      if (!open) return false;
+      order.push(name);
+      return true;
+    },
+    expire: () => order.push(`expired:${name}`),
+  });
+  assert.equal(queue.offer(request("a")).accepted, true);
+  assert.equal(queue.offer(request("b")).accepted, true);
+  assert.equal(queue.offer(request("c")).accepted, false);
+  queue.drain();
+  assert.deepEqual(order, []);
+  open = true;
+  queue.drain();
+  assert.deepEqual(order, ["a", "b"]);
+  open = false;
+  queue.offer(request("d"));
+  await new Promise((r) => setTimeout(r, 60));
+  assert.deepEqual(order, ["a", "b", "expired:d"]);
+  assert.equal(queue.length, 0);
+});
+
+test("admin token comparison", () => {
+  assert.equal(tokenMatches("secret-token", "Bearer secret-token"), true);
+  assert.equal(tokenMatches("secret-token", "bearer secret-token"), true);
+  assert.equal(tokenMatches("secret-token", "Bearer secret-tokeN"), false);
+  assert.equal(tokenMatches("secret-token", "Bearer s"), false);
+  assert.equal(tokenMatches("secret-token", undefined), false);
+  assert.equal(tokenMatches(null, "Bearer anything"), false);
+});

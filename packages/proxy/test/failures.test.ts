@@ -1,0 +1,218 @@
+// Upstream failures: a replica killed mid-run loses no request that had not started streaming (retry
+// once elsewhere), a hung replica neither blocks requests bound elsewhere nor keeps its own (header
+// timeout, retry), a 4xx never marks a replica unhealthy, a client disconnect releases the counters,
+// and a dead replica leaves routing once its probes fail and returns when it recovers.
+import { strict as assert } from "node:assert";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { test } from "node:test";
+import { request } from "undici";
+import type { LbState } from "@meridian/protocol";
+import { adminGet, chatBody, DEMO_ENGINE_PARAMS, lbConfig, MODEL, post, servedBy, startEngine, startLb, waitFor, type Engine } from "./helpers";
+
+// Two running at a time, ~1.5 s each: the rest wait in the engine, not yet streaming.
+const SLOW = { ...DEMO_ENGINE_PARAMS, maxRunning: 2, itlBaseMs: 25, maxOutputTokens: 60 };
+// For the kill test: ~4 s per request, so the doomed replica's queue is still full when it dies
+// even on a loaded machine.
+const VERY_SLOW = { ...SLOW, itlBaseMs: 20, maxOutputTokens: 200 };
+
+test("a replica killed mid-run loses no request that had not started streaming", async () => {
+  const doomed = await startEngine("us-doomed", "us-ashburn", { params: VERY_SLOW });
+  const survivor = await startEngine("us-survivor", "us-ashburn", { params: { ...SLOW, maxRunning: 64 } });
+  // Scrapes far apart: the LB keeps pushing to the doomed replica, so requests queue inside it.
+  const lb = await startLb(
+    lbConfig("lb-us", "us-ashburn", [doomed, survivor], { policy: "round-robin", probes: { rttIntervalMs: 200, scrapeIntervalMs: 30_000, unhealthyAfter: 2 } }),
+  );
+  try {
+    // 12 streaming requests: on the doomed replica 2 run (streaming) and the rest wait in its queue.
+    // The abandoned-stream test below uses the same SLOW engine.
+    const started: boolean[] = [];
+    const results = Array.from({ length: 12 }, async (_, i) => {
+      const response = await request(`${lb.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(chatBody(`request ${i}`, { stream: true, max_tokens: 200 })),
+      });
+      started[i] = true;
+      try {
+        const text = await response.body.text();
+        return { i, status: response.statusCode, complete: text.includes("data: [DONE]"), replica: response.headers["x-meridian-replica"] };
+      } catch {
+        return { i, status: response.statusCode, complete: false, replica: response.headers["x-meridian-replica"] };
+      }
+    });
+    await waitFor("doomed replica streaming", async () => {
+      const state = await adminGet<LbState>(lb, "/admin/state");
+      const doomedState = state.replicas.find((r) => r.id === "us-doomed");
+      return (doomedState?.inFlight ?? 0) >= 4 && started.some(Boolean) ? true : undefined;
+    });
+    await doomed.close();
+    const outcomes = await Promise.all(results);
+    for (const outcome of outcomes) {
+      assert.equal(outcome.status, 200);
+      // The LB sends headers only with the first upstream bytes, and names the replica they came
+      // from: an incomplete response is one the doomed replica had already started streaming.
+      if (!outcome.complete) assert.equal(outcome.replica, "us-doomed", `request ${outcome.i} lost without having started`);
+    }
+    // Some of them had been waiting on the doomed replica: the LB retried them.
+    const metrics = await (await request(`${lb.url}/metrics`)).body.text();
+    const retries = /meridian_lb_upstream_retries_total\{replica="us-doomed"\} (\d+)/.exec(metrics);
+    assert.ok(Number(retries?.[1] ?? 0) >= 1, "no retry away from the killed replica");
+    // Requests after the kill never reach the dead replica.
+    for (let i = 0; i < 4; i++) assert.equal(servedBy(await post(`${lb.url}/v1/chat/completions`, chatBody(`after ${i}`))), "us-survivor");
+    const state = await adminGet<LbState>(lb, "/admin/state");
+    const dead = state.replicas.find((r) => r.id === "us-doomed");
+    assert.equal(dead?.healthy, false);
+    assert.equal(dead?.inFlight, 0);
+    assert.equal(dead?.queuedTokens, 0);
+  } finally {
+    await lb.close();
+    await survivor.close();
+    await doomed.close();
+  }
+});
+
+/** Answers /health and /metrics like an idle SGLang, and never answers completions. */
+async function startHungReplica(): Promise<{ url: string; server: Server }> {
+  const server = createServer((req, res) => {
+    if (req.url === "/health") return void res.end("{}");
+    if (req.url === "/metrics") return void res.end("sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\n");
+    req.resume(); // hang: never respond
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+test("a hung replica does not block requests bound elsewhere, and its own are retried after the header timeout", async () => {
+  const hung = await startHungReplica();
+  const healthy = await startEngine("us-ok", "us-ashburn");
+  const config = lbConfig("lb-us", "us-ashburn", [healthy], { policy: "round-robin", limits: { headersTimeoutMs: 600 } });
+  config.replicas = [...(config.replicas ?? []), { id: "us-hung", url: hung.url, region: "us-ashburn", model: MODEL, engine: "sglang" }];
+  const lb = await startLb(config);
+  try {
+    await waitFor("hung replica healthy by probe", async () => {
+      const state = await adminGet<LbState>(lb, "/admin/state");
+      return state.replicas.every((r) => r.healthy) ? true : undefined;
+    });
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => post(`${lb.url}/v1/chat/completions`, chatBody(`q ${i}`))));
+    for (const result of results) {
+      assert.equal(result.status, 200, result.text);
+      assert.equal(servedBy(result), "us-ok");
+    }
+  } finally {
+    await lb.close();
+    await healthy.close();
+    hung.server.closeAllConnections();
+    await new Promise((resolve) => hung.server.close(resolve));
+  }
+});
+
+test("a 4xx from a replica passes through and never marks it unhealthy; a client abort releases counters", async () => {
+  const engine = await startEngine("us-1", "us-ashburn", { params: SLOW });
+  const lb = await startLb(lbConfig("lb-us", "us-ashburn", [engine]));
+  try {
+    for (let i = 0; i < 5; i++) {
+      const result = await post(`${lb.url}/v1/chat/completions`, chatBody("bad max_tokens", { max_tokens: "lots" }));
+      assert.equal(result.status, 400);
+      assert.equal(typeof JSON.parse(result.text).error.message, "string");
+    }
+    let state = await adminGet<LbState>(lb, "/admin/state");
+    assert.equal(state.replicas[0]?.healthy, true);
+    const controller = new AbortController();
+    const pending = request(`${lb.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(chatBody("abandon me", { stream: true, max_tokens: 60 })),
+      signal: controller.signal,
+    }).then((r) => r.body.text());
+    await waitFor("request in flight", async () => ((await adminGet<LbState>(lb, "/admin/state")).replicas[0]?.inFlight === 1 ? true : undefined));
+    controller.abort();
+    await assert.rejects(pending);
+    state = await waitFor("counters released", async () => {
+      const s = await adminGet<LbState>(lb, "/admin/state");
+      return s.replicas[0]?.inFlight === 0 ? s : undefined;
+    });
+    assert.equal(state.replicas[0]?.queuedTokens, 0);
+    assert.equal(state.replicas[0]?.healthy, true);
+    assert.equal((await post(`${lb.url}/v1/chat/completions`, chatBody("still serving"))).status, 200);
+  } finally {
+    await lb.close();
+    await engine.close();
+  }
+});
+
+test("a replica failing its health probes is excluded and re-admitted when it recovers", async () => {
+  const first = await startEngine("us-flaky", "us-ashburn");
+  const steady = await startEngine("us-steady", "us-ashburn");
+  const lb = await startLb(lbConfig("lb-us", "us-ashburn", [first, steady], { policy: "round-robin" }));
+  let revived: Engine | null = null;
+  try {
+    await first.close();
+    const down = await waitFor("flaky marked unhealthy, its scrape failing", async () => {
+      const state = await adminGet<LbState>(lb, "/admin/state");
+      const flaky = state.replicas.find((r) => r.id === "us-flaky");
+      return flaky?.healthy === false && flaky.scrape.ok === false ? flaky : undefined;
+    });
+    // The failed scrape is visible, with its reason and the age of the last good one.
+    assert.equal(typeof down.scrape.error, "string");
+    assert.ok((down.scrape.ageMs ?? 0) > 0);
+    for (let i = 0; i < 3; i++) assert.equal(servedBy(await post(`${lb.url}/v1/chat/completions`, chatBody(`x ${i}`))), "us-steady");
+    revived = await startEngine("us-flaky", "us-ashburn", { port: first.port });
+    await waitFor("flaky re-admitted", async () => {
+      const state = await adminGet<LbState>(lb, "/admin/state");
+      return state.replicas.every((r) => r.healthy) ? true : undefined;
+    });
+    const served = new Set<string | undefined>();
+    for (let i = 0; i < 4; i++) served.add(servedBy(await post(`${lb.url}/v1/chat/completions`, chatBody(`y ${i}`))));
+    assert.ok(served.has("us-flaky"));
+  } finally {
+    await lb.close();
+    await steady.close();
+    await revived?.close();
+  }
+});
+
+/** Answers probes like an idle SGLang and every completion with a 500. */
+async function startBrokenReplica(): Promise<{ url: string; server: Server; completions: () => number }> {
+  let completions = 0;
+  const server = createServer((req, res) => {
+    if (req.url === "/health") return void res.end("{}");
+    if (req.url === "/metrics") return void res.end("sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\n");
+    req.resume();
+    completions++;
+    res.writeHead(500, { "content-type": "application/json" });
+    res.end('{"error":{"message":"engine crashed","type":"server_error","code":null}}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, completions: () => completions };
+}
+
+test("a 5xx before any byte is retried once on another replica; with none left the client gets 502 at once", async () => {
+  const broken = await startBrokenReplica();
+  const engine = await startEngine("us-ok", "us-ashburn");
+  const config = lbConfig("lb-us", "us-ashburn", [engine], { policy: "round-robin" });
+  config.replicas = [...(config.replicas ?? []), { id: "us-broken", url: broken.url, region: "us-ashburn", model: MODEL, engine: "sglang" }];
+  const lb = await startLb(config);
+  const onlyBroken = await startLb(lbConfig("lb-solo", "us-ashburn", [], { replicas: [{ id: "us-broken", url: broken.url, region: "us-ashburn", model: MODEL, engine: "sglang" }] }));
+  try {
+    await waitFor("both healthy", async () => ((await adminGet<LbState>(lb, "/admin/state")).replicas.every((r) => r.healthy) ? true : undefined));
+    for (let i = 0; i < 4; i++) {
+      const result = await post(`${lb.url}/v1/chat/completions`, chatBody(`r ${i}`));
+      assert.equal(result.status, 200);
+      assert.equal(servedBy(result), "us-ok");
+    }
+    assert.ok(broken.completions() >= 1);
+    await waitFor("solo healthy", async () => ((await adminGet<LbState>(onlyBroken, "/admin/state")).replicas[0]?.healthy ? true : undefined));
+    const failed = await post(`${onlyBroken.url}/v1/chat/completions`, chatBody("nowhere to go"));
+    assert.equal(failed.status, 502);
+    assert.equal(JSON.parse(failed.text).error.code, "upstream_error");
+    // A 5xx is the replica's answer, not a dead replica: it stays in rotation.
+    assert.equal((await adminGet<LbState>(onlyBroken, "/admin/state")).replicas[0]?.healthy, true);
+  } finally {
+    await lb.close();
+    await onlyBroken.close();
+    await engine.close();
+    broken.server.closeAllConnections();
+    await new Promise((resolve) => broken.server.close(resolve));
+  }
+});

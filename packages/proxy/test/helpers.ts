@@ -1,0 +1,122 @@
+// Shared fixtures for the proxy integration tests: simulated engines in three emulated regions on
+// loopback, LBs in front of them, and small HTTP helpers. Everything binds 127.0.0.1 on port 0 and
+// is closed by handle at the end of each test.
+import { pino } from "pino";
+import { request } from "undici";
+import { DEMO_ENGINE_PARAMS, startEngineServer, type EngineServer } from "@meridian/sim";
+import type { LbConfigInput } from "@meridian/protocol";
+import { startProxy, type RunningProxy, type StartProxyOptions } from "../src/index";
+
+export const REGIONS = ["us-ashburn", "eu-frankfurt", "ap-seoul"] as const;
+export type Region = (typeof REGIONS)[number];
+export const MODEL = "meridian-sim-8b";
+export const TOKEN = "test-token-0123456789";
+
+/** Small RTTs keep tests fast while keeping the regions clearly apart. */
+export const RTT_MATRIX: Record<string, Record<string, number>> = {
+  "us-ashburn": { "us-ashburn": 2, "eu-frankfurt": 60, "ap-seoul": 100 },
+  "eu-frankfurt": { "eu-frankfurt": 2, "ap-seoul": 80 },
+  "ap-seoul": { "ap-seoul": 2 },
+};
+
+export { DEMO_ENGINE_PARAMS };
+
+export const quietLogger = pino({ level: "silent" });
+
+export interface Engine extends EngineServer {
+  id: string;
+  region: Region;
+}
+
+export type EngineParamsOverride = Parameters<typeof startEngineServer>[0]["params"];
+
+export async function startEngine(
+  id: string,
+  region: Region,
+  options: { dialect?: "sglang" | "vllm"; params?: EngineParamsOverride; model?: string; port?: number } = {},
+): Promise<Engine> {
+  const server = await startEngineServer({
+    ...(options.port !== undefined ? { port: options.port } : {}),
+    id,
+    region,
+    model: options.model ?? MODEL,
+    dialect: options.dialect ?? "sglang",
+    rttMatrix: RTT_MATRIX,
+    ...(options.params ? { params: options.params } : {}),
+  });
+  return Object.assign(server, { id, region });
+}
+
+export function lbConfig(lbId: string, region: Region, engines: readonly Engine[], extra: Partial<LbConfigInput> = {}): LbConfigInput {
+  return {
+    schema: "meridian.lb-config/1",
+    version: 1,
+    lbId,
+    region,
+    replicas: engines.map((e) => ({ id: e.id, url: e.url, region: e.region, model: MODEL, engine: "sglang" })),
+    probes: { rttIntervalMs: 200, scrapeIntervalMs: 50, unhealthyAfter: 2 },
+    ...extra,
+  };
+}
+
+export async function startLb(config: LbConfigInput, options: Partial<StartProxyOptions> = {}): Promise<RunningProxy> {
+  return startProxy({
+    token: TOKEN,
+    logger: quietLogger,
+    seed: 7,
+    ...options,
+    config,
+    settings: { port: 0, host: "127.0.0.1", peerPollIntervalMs: 50, telemetryHeartbeatMs: 200, ...(options.settings ?? {}) },
+  });
+}
+
+export function chatBody(userText: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    model: MODEL,
+    messages: [
+      { role: "system", content: "You are a helpful assistant. ".repeat(8) },
+      { role: "user", content: userText },
+    ],
+    max_tokens: 8,
+    ...extra,
+  };
+}
+
+export interface PostResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<PostResult> {
+  const response = await request(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  return { status: response.statusCode, headers: response.headers, text: await response.body.text() };
+}
+
+export async function adminGet<T>(lb: RunningProxy, path: string): Promise<T> {
+  const response = await request(`${lb.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  const text = await response.body.text();
+  if (response.statusCode !== 200) throw new Error(`${path}: ${response.statusCode} ${text}`);
+  return JSON.parse(text) as T;
+}
+
+/** Polls until `check` returns a value (not undefined/false) or the deadline passes. */
+export async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 5_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Replica id that served a response (LB header). */
+export function servedBy(result: PostResult): string | undefined {
+  const value = result.headers["x-meridian-replica"];
+  return typeof value === "string" ? value : undefined;
+}

@@ -1,0 +1,110 @@
+// SkyLB two-layer routing: when every local replica is full, an LB in via-peer mode forwards to a
+// peer LB with an available replica (x-meridian-hop: 1), and a forwarded request is never forwarded
+// again. Also: peers share their in-flight tokens so LBs don't herd.
+import { strict as assert } from "node:assert";
+import { after, before, test } from "node:test";
+import { request } from "undici";
+import type { LbConfigInput, LbState, PeerReport } from "@meridian/protocol";
+import type { RunningProxy } from "../src/index";
+import { adminGet, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, startEngine, startLb, TOKEN, waitFor, type Engine } from "./helpers";
+
+// One request at a time, ~1.6 s each, so "full" lasts long enough to observe on a loaded machine.
+const SLOW = { ...DEMO_ENGINE_PARAMS, maxRunning: 1, itlBaseMs: 20, maxOutputTokens: 80 };
+
+let usEngine: Engine;
+let euEngine: Engine;
+let lbUs: RunningProxy;
+let lbEu: RunningProxy;
+
+async function putConfig(lb: RunningProxy, config: LbConfigInput): Promise<void> {
+  const response = await request(`${lb.url}/admin/config`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(config),
+  });
+  assert.equal(response.statusCode, 200, await response.body.text());
+}
+
+before(async () => {
+  usEngine = await startEngine("us-1", "us-ashburn", { params: SLOW });
+  euEngine = await startEngine("eu-1", "eu-frankfurt", { params: SLOW });
+  const usConfig = lbConfig("lb-us", "us-ashburn", [usEngine], { crossRegion: "via-peer", policy: "skylb" });
+  const euConfig = lbConfig("lb-eu", "eu-frankfurt", [euEngine], { crossRegion: "via-peer", policy: "skylb" });
+  lbUs = await startLb(usConfig);
+  lbEu = await startLb(euConfig);
+  // LB URLs exist only once both listen: peers arrive with config version 2.
+  await putConfig(lbUs, { ...usConfig, version: 2, peers: [{ id: "lb-eu", url: lbEu.url, region: "eu-frankfurt" }] });
+  await putConfig(lbEu, { ...euConfig, version: 2, peers: [{ id: "lb-us", url: lbUs.url, region: "us-ashburn" }] });
+  await waitFor("peers polled", async () => {
+    const [us, eu] = await Promise.all([adminGet<LbState>(lbUs, "/admin/state"), adminGet<LbState>(lbEu, "/admin/state")]);
+    return us.peers[0]?.healthy && eu.peers[0]?.healthy ? true : undefined;
+  });
+});
+after(async () => {
+  await lbUs?.close();
+  await lbEu?.close();
+  await usEngine?.close();
+  await euEngine?.close();
+});
+
+async function fill(lb: RunningProxy, tag: string): Promise<Promise<unknown>[]> {
+  const pending = [
+    post(`${lb.url}/v1/chat/completions`, chatBody(`${tag} running`, { max_tokens: 80 })),
+    post(`${lb.url}/v1/chat/completions`, chatBody(`${tag} waiting`, { max_tokens: 80 })),
+  ];
+  await waitFor(`${tag} replica full`, async () => {
+    const state = await adminGet<LbState>(lb, "/admin/state");
+    return state.replicas.every((r) => r.full) ? true : undefined;
+  });
+  return pending;
+}
+
+test("the peer report carries in-flight tokens, availability and the queue length", async () => {
+  const report = await adminGet<PeerReport>(lbUs, "/admin/peer?snapshot=100");
+  assert.equal(report.lbId, "lb-us");
+  assert.equal(report.availableReplicas, 1);
+  assert.equal(report.queueLength, 0);
+  assert.deepEqual(report.replicas.map((r) => r.id), ["us-1"]);
+  const unauthorised = await request(`${lbUs.url}/admin/peer`);
+  assert.equal(unauthorised.statusCode, 401);
+  await unauthorised.body.dump();
+});
+
+test("forwards to a peer LB when every local replica is full", async () => {
+  const filling = await fill(lbUs, "us");
+  // lb-us's in-flight tokens on us-1 reach lb-eu (no herding) ...
+  const report = await adminGet<PeerReport>(lbUs, "/admin/peer");
+  assert.ok((report.replicas[0]?.inFlightTokens ?? 0) > 0);
+  // ... and lb-eu learns us-1 is unavailable through lb-us's report.
+  await waitFor("lb-eu sees lb-us unavailable", async () => {
+    const state = await adminGet<LbState>(lbEu, "/admin/state");
+    return state.peers[0]?.availableReplicas === 0 ? true : undefined;
+  });
+  const forwarded = await post(`${lbUs.url}/v1/chat/completions`, chatBody("please forward me"));
+  assert.equal(forwarded.status, 200, forwarded.text);
+  assert.equal(forwarded.headers["x-meridian-forwarded-to"], "lb-eu");
+  assert.equal(forwarded.headers["x-meridian-replica"], "eu-1");
+  const us = await adminGet<LbState>(lbUs, "/admin/state");
+  assert.equal(us.totals.forwarded, 1);
+  await Promise.all(filling);
+});
+
+test("a forwarded request (hop 1) is never forwarded again: it waits in the receiving LB's queue", async () => {
+  const filling = await fill(lbEu, "eu");
+  // lb-us has a free replica and reports it, yet lb-eu must not send a hop-1 request back.
+  await waitFor("lb-us idle", async () => {
+    const state = await adminGet<LbState>(lbUs, "/admin/state");
+    return state.replicas.every((r) => !r.full) ? true : undefined;
+  });
+  const usBefore = await adminGet<LbState>(lbUs, "/admin/state");
+  const result = await post(`${lbEu.url}/v1/chat/completions`, chatBody("already forwarded once"), { "x-meridian-hop": "1" });
+  assert.equal(result.status, 200, result.text);
+  assert.equal(result.headers["x-meridian-replica"], "eu-1");
+  assert.equal(result.headers["x-meridian-forwarded-to"], undefined);
+  const eu = await adminGet<LbState>(lbEu, "/admin/state");
+  assert.equal(eu.totals.forwarded, 0);
+  assert.ok(eu.totals.queued >= 1);
+  const usAfter = await adminGet<LbState>(lbUs, "/admin/state");
+  assert.equal(usAfter.totals.requests, usBefore.totals.requests);
+  await Promise.all(filling);
+});
