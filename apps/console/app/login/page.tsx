@@ -1,0 +1,20 @@
+import type { Metadata } from "next";
+import { redirect } from "next/navigation";
+import { LoginForm } from "../../src/components/login-form";
+import { getSessionUser } from "../../src/server/auth/session";
+
+export const metadata: Metadata = { title: "Log in" };
+
+export default async function LoginPage({ searchParams }: { searchParams: Promise<{ next?: string | string[] }> }) {
+  if (await getSessionUser()) redirect("/");
+  const { next } = await searchParams;
+  return (
+    <div className="login-page" data-testid="page-login">
+      <div className="login-card">
+        <div className="brand login-brand"><span className="brand-mark">◆</span> Meridian</div>
+        <p className="muted">Inference traffic console</p>
+        <LoginForm next={typeof next === "string" ? next : "/"} />
+      </div>
+    </div>
+  );
+}

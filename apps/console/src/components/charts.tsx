@@ -1,0 +1,211 @@
+"use client";
+// Every chart here is live: animations are off so a 1.5 s refetch does not restart a tween each time.
+import {
+  Bar, BarChart, CartesianGrid, Legend, Line, LineChart, ReferenceArea, ResponsiveContainer,
+  Scatter, ScatterChart, Tooltip, XAxis, YAxis, ZAxis,
+} from "recharts";
+import { seriesColor } from "../lib/colors";
+import { fmtClock, fmtMs, toEpochMs } from "../lib/format";
+
+const AXIS = { stroke: "#8a94a6", fontSize: 11 } as const;
+const GRID = "#2a3140";
+const TOOLTIP_STYLE = { background: "#141a24", border: "1px solid #2a3140", fontSize: 12 } as const;
+
+/**
+ * A zero-based linear scale with round ticks: the step is 1, 2, 2.5 or 5 × 10^k, about four steps
+ * to the top. Recharts' own tick choice gives labels like 95/190/285 for live data.
+ */
+function niceScale(values: readonly (number | null | undefined)[]): { domain: [number, number]; ticks: number[] } {
+  const max = Math.max(0, ...values.filter((v): v is number => v != null && Number.isFinite(v)));
+  if (max <= 0) return { domain: [0, 1], ticks: [0, 0.25, 0.5, 0.75, 1] };
+  const rough = max / 4;
+  const magnitude = 10 ** Math.floor(Math.log10(rough));
+  const step = ([1, 2, 2.5, 5, 10].find((m) => m * magnitude >= rough) ?? 10) * magnitude;
+  const top = step * Math.ceil(max / step);
+  const ticks: number[] = [];
+  for (let v = 0; v <= top + step / 2; v += step) ticks.push(Number(v.toPrecision(12)));
+  return { domain: [0, top], ticks };
+}
+
+/** Axis ticks in ms: short labels ("800 ms", "16 s") so a narrow axis does not wrap them. */
+const msTick = (v: number): string => (Math.abs(v) >= 1000 ? `${+(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`);
+
+function ChartFrame({ height = 220, testId, children }: { height?: number; testId?: string; children: React.ReactElement }) {
+  return (
+    <div className="chart" data-testid={testId} style={{ height }}>
+      <ResponsiveContainer width="100%" height="100%">{children}</ResponsiveContainer>
+    </div>
+  );
+}
+
+type TimePoint = { t: number | string | Date };
+
+/**
+ * The points worth plotting: from the first one with data (a fresh console's axis starts at its first
+ * traffic) up to, but not including, the newest bucket, which is still filling and would show a
+ * spurious dip in rates or a jump in shares.
+ */
+function fromFirst<T>(rows: readonly T[], hasData: (row: T) => boolean): readonly T[] {
+  const first = rows.findIndex(hasData);
+  if (first < 0) return [];
+  const complete = rows.length - first > 2 ? rows.slice(first, -1) : rows.slice(first);
+  return complete;
+}
+function timeSeries<T extends TimePoint>(rows: readonly T[]): (Omit<T, "t"> & { t: number })[] {
+  return rows.map((r) => ({ ...r, t: toEpochMs(r.t) }));
+}
+
+export function TtftChart({ series }: { series: readonly { t: number | string | Date; p50: number | null; p95: number | null }[] }) {
+  const data = timeSeries(fromFirst(series, (p) => p.p50 != null || p.p95 != null));
+  const y = niceScale(data.flatMap((p) => [p.p50, p.p95]));
+  return (
+    <ChartFrame testId="chart-ttft">
+      <LineChart data={data} margin={{ top: 8, right: 16, bottom: 0, left: 0 }}>
+        <CartesianGrid stroke={GRID} strokeDasharray="3 3" />
+        <XAxis dataKey="t" type="number" domain={["dataMin", "dataMax"]} tickFormatter={fmtClock} {...AXIS} />
+        <YAxis tickFormatter={msTick} width={56} domain={y.domain} ticks={y.ticks} {...AXIS} />
+        <Tooltip contentStyle={TOOLTIP_STYLE} labelFormatter={(v) => fmtClock(Number(v))} formatter={(v) => `${Math.round(Number(v))} ms`} />
+        <Legend wrapperStyle={{ fontSize: 12 }} />
+        <Line type="linear" dataKey="p50" name="TTFT p50" stroke="#59a14f" dot={false} isAnimationActive={false} connectNulls />
+        <Line type="linear" dataKey="p95" name="TTFT p95" stroke="#f28e2b" dot={false} isAnimationActive={false} connectNulls />
+      </LineChart>
+    </ChartFrame>
+  );
+}
+
+export function RequestsChart({ series }: { series: readonly { t: number | string | Date; rps: number; errors: number }[] }) {
+  const data = timeSeries(fromFirst(series, (p) => p.rps > 0 || p.errors > 0));
+  const y = niceScale(data.flatMap((p) => [p.rps, p.errors]));
+  return (
+    <ChartFrame testId="chart-requests" height={160}>
+      <LineChart data={data} margin={{ top: 8, right: 16, bottom: 0, left: 0 }}>
+        <CartesianGrid stroke={GRID} strokeDasharray="3 3" />
+        <XAxis dataKey="t" type="number" domain={["dataMin", "dataMax"]} tickFormatter={fmtClock} {...AXIS} />
+        <YAxis width={56} domain={y.domain} ticks={y.ticks} {...AXIS} />
+        <Tooltip contentStyle={TOOLTIP_STYLE} labelFormatter={(v) => fmtClock(Number(v))} />
+        <Legend wrapperStyle={{ fontSize: 12 }} />
+        <Line type="linear" dataKey="rps" name="requests/s" stroke="#4e79a7" dot={false} isAnimationActive={false} />
+        <Line type="linear" dataKey="errors" name="errors/s" stroke="#e15759" dot={false} isAnimationActive={false} />
+      </LineChart>
+    </ChartFrame>
+  );
+}
+
+export function ShareHistoryChart({ history, replicas }: {
+  history: readonly { t: number | string | Date; shares: Record<string, number> }[];
+  replicas: readonly { id: string; name: string }[];
+}) {
+  // A replica absent from a bucket served nothing in it: plot 0, so a drained replica visibly hits zero.
+  const data = fromFirst(history, (h) => Object.keys(h.shares).length > 0).map((h) => {
+    const point: Record<string, number> = { t: toEpochMs(h.t) };
+    for (const r of replicas) point[r.id] = h.shares[r.id] ?? 0;
+    return point;
+  });
+  return (
+    <ChartFrame testId="chart-share-history" height={240}>
+      <LineChart data={data} margin={{ top: 8, right: 16, bottom: 0, left: 0 }}>
+        <CartesianGrid stroke={GRID} strokeDasharray="3 3" />
+        <XAxis dataKey="t" type="number" domain={["dataMin", "dataMax"]} tickFormatter={fmtClock} {...AXIS} />
+        <YAxis domain={[0, 1]} tickFormatter={(v: number) => `${Math.round(v * 100)}%`} width={48} {...AXIS} />
+        <Tooltip contentStyle={TOOLTIP_STYLE} labelFormatter={(v) => fmtClock(Number(v))} formatter={(v) => `${(Number(v) * 100).toFixed(1)}%`} />
+        <Legend wrapperStyle={{ fontSize: 12 }} />
+        {replicas.map((r, i) => (
+          <Line key={r.id} type="linear" dataKey={r.id} name={r.name} stroke={seriesColor(i)} dot={false} isAnimationActive={false} connectNulls />
+        ))}
+      </LineChart>
+    </ChartFrame>
+  );
+}
+
+type StepPoint = { step: number; fitnessP95TtftMs: number | null; sigma: number; accepted: boolean; weights: { rtt: number; queue: number }; guardrail?: string | null };
+
+/** Fitness per step, accepted and rejected candidates as two series so the eye separates them. */
+export function FitnessChart({ steps }: { steps: readonly StepPoint[] }) {
+  const scored = steps.filter((s) => s.fitnessP95TtftMs != null);
+  const accepted = scored.filter((s) => s.accepted).map((s) => ({ step: s.step, ttft: s.fitnessP95TtftMs }));
+  const rejected = scored.filter((s) => !s.accepted).map((s) => ({ step: s.step, ttft: s.fitnessP95TtftMs, guardrail: s.guardrail ?? "" }));
+  const y = niceScale(scored.map((s) => s.fitnessP95TtftMs));
+  return (
+    <ChartFrame testId="chart-fitness">
+      <ScatterChart margin={{ top: 8, right: 16, bottom: 0, left: 0 }}>
+        <CartesianGrid stroke={GRID} strokeDasharray="3 3" />
+        <XAxis dataKey="step" type="number" name="step" allowDecimals={false} domain={["dataMin", "dataMax"]} {...AXIS} />
+        <YAxis dataKey="ttft" type="number" name="p95 TTFT" tickFormatter={msTick} width={56} domain={y.domain} ticks={y.ticks} {...AXIS} />
+        <ZAxis range={[36, 36]} />
+        <Tooltip contentStyle={TOOLTIP_STYLE} cursor={{ strokeDasharray: "3 3" }} />
+        <Legend wrapperStyle={{ fontSize: 12 }} />
+        <Scatter name="accepted" data={accepted} fill="#59a14f" isAnimationActive={false} />
+        <Scatter name="rejected" data={rejected} fill="#e15759" shape="cross" isAnimationActive={false} />
+      </ScatterChart>
+    </ChartFrame>
+  );
+}
+
+export function SigmaChart({ steps, sigmaMin = 0.05 }: { steps: readonly StepPoint[]; sigmaMin?: number }) {
+  const data = steps.map((s) => ({ step: s.step, sigma: s.sigma }));
+  return (
+    <ChartFrame testId="chart-sigma" height={180}>
+      <LineChart data={data} margin={{ top: 8, right: 16, bottom: 0, left: 0 }}>
+        <CartesianGrid stroke={GRID} strokeDasharray="3 3" />
+        <XAxis dataKey="step" type="number" allowDecimals={false} domain={["dataMin", "dataMax"]} {...AXIS} />
+        <YAxis width={48} domain={[0, "auto"]} {...AXIS} />
+        <Tooltip contentStyle={TOOLTIP_STYLE} formatter={(v) => Number(v).toFixed(3)} />
+        {/* Below σ_min the tuner declares convergence; shading makes that threshold visible. */}
+        <ReferenceArea y1={0} y2={sigmaMin} fill="#59a14f" fillOpacity={0.08} />
+        <Line type="stepAfter" dataKey="sigma" name="σ" stroke="#b07aa1" dot={false} isAnimationActive={false} />
+      </LineChart>
+    </ChartFrame>
+  );
+}
+
+/** The ES path in (W_rtt, W_queue) space, drawn inside the search bounds. */
+export function WeightTrajectoryChart({ steps, bounds, current }: {
+  steps: readonly StepPoint[];
+  bounds: { rtt: readonly [number, number]; queue: readonly [number, number] };
+  current: { rtt: number; queue: number };
+}) {
+  const accepted = steps.filter((s) => s.accepted).map((s) => ({ rtt: s.weights.rtt, queue: s.weights.queue, step: s.step }));
+  const rejected = steps.filter((s) => !s.accepted).map((s) => ({ rtt: s.weights.rtt, queue: s.weights.queue, step: s.step }));
+  const padR = (bounds.rtt[1] - bounds.rtt[0]) * 0.05;
+  const padQ = (bounds.queue[1] - bounds.queue[0]) * 0.05;
+  return (
+    <ChartFrame testId="chart-trajectory" height={260}>
+      <ScatterChart margin={{ top: 8, right: 16, bottom: 16, left: 0 }}>
+        <CartesianGrid stroke={GRID} strokeDasharray="3 3" />
+        <XAxis dataKey="rtt" type="number" name="W_rtt" domain={[bounds.rtt[0] - padR, bounds.rtt[1] + padR]} tickFormatter={(v: number) => v.toFixed(2)} label={{ value: "W_rtt", position: "insideBottom", offset: -8, fill: "#8a94a6", fontSize: 11 }} {...AXIS} />
+        <YAxis dataKey="queue" type="number" name="W_queue" domain={[bounds.queue[0] - padQ, bounds.queue[1] + padQ]} tickFormatter={(v: number) => v.toFixed(2)} width={48} {...AXIS} />
+        <ZAxis range={[30, 30]} />
+        <Tooltip contentStyle={TOOLTIP_STYLE} formatter={(v) => Number(v).toFixed(3)} />
+        <Legend wrapperStyle={{ fontSize: 12 }} verticalAlign="top" />
+        <ReferenceArea x1={bounds.rtt[0]} x2={bounds.rtt[1]} y1={bounds.queue[0]} y2={bounds.queue[1]} fill="#4e79a7" fillOpacity={0.06} stroke="#4e79a7" strokeOpacity={0.4} />
+        <Scatter name="rejected" data={rejected} fill="#e15759" fillOpacity={0.5} shape="cross" isAnimationActive={false} />
+        <Scatter name="accepted path" data={accepted} fill="#59a14f" line={{ stroke: "#59a14f", strokeWidth: 1.5 }} isAnimationActive={false} />
+        <Scatter name="current" data={[current]} fill="#edc948" shape="star" isAnimationActive={false} />
+      </ScatterChart>
+    </ChartFrame>
+  );
+}
+
+export function PolicyBarChart({ data, metrics, testId, unit, percent }: {
+  data: readonly Record<string, string | number | null>[];
+  metrics: readonly { key: string; label: string }[];
+  testId: string;
+  unit?: string;
+  percent?: boolean;
+}) {
+  const y = percent ? { domain: [0, 1] as [number, number], ticks: [0, 0.25, 0.5, 0.75, 1] } : niceScale(data.flatMap((row) => metrics.map((m) => Number(row[m.key]))));
+  return (
+    <ChartFrame testId={testId} height={220}>
+      <BarChart data={[...data]} margin={{ top: 8, right: 16, bottom: 0, left: 0 }}>
+        <CartesianGrid stroke={GRID} strokeDasharray="3 3" vertical={false} />
+        <XAxis dataKey="name" {...AXIS} interval={0} />
+        <YAxis width={56} domain={y.domain} ticks={y.ticks} tickFormatter={percent ? (v: number) => `${Math.round(v * 100)}%` : unit === " ms" ? msTick : undefined} {...AXIS} />
+        <Tooltip contentStyle={TOOLTIP_STYLE} cursor={{ fill: "#ffffff10" }} formatter={(v) => (percent ? `${(Number(v) * 100).toFixed(1)}%` : unit === " ms" ? fmtMs(Number(v)) : `${Math.round(Number(v))}${unit ?? ""}`)} />
+        <Legend wrapperStyle={{ fontSize: 12 }} />
+        {metrics.map((m, i) => (
+          <Bar key={m.key} dataKey={m.key} name={m.label} fill={seriesColor(i)} isAnimationActive={false} />
+        ))}
+      </BarChart>
+    </ChartFrame>
+  );
+}

@@ -1,0 +1,68 @@
+"use client";
+import { useState, type FormEvent } from "react";
+
+/** Turns the login endpoint's failure into words; 429 means the rate limiter, not a bad password. */
+async function loginFailureMessage(res: Response): Promise<string> {
+  if (res.status === 429) {
+    const retry = res.headers.get("retry-after");
+    return `Too many login attempts. Try again${retry ? ` in ${retry} s` : " later"}.`;
+  }
+  let serverMessage = "";
+  try {
+    const body = (await res.json()) as { error?: string | { message?: string }; message?: string };
+    serverMessage = typeof body.error === "string" ? body.error : body.error?.message ?? body.message ?? "";
+  } catch {
+    serverMessage = "";
+  }
+  if (res.status === 401 || res.status === 403) return serverMessage || "Invalid username or password.";
+  return serverMessage || `Login failed (HTTP ${res.status}).`;
+}
+
+export function LoginForm({ next }: { next: string }) {
+  const [username, setUsername] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [pending, setPending] = useState(false);
+
+  async function onSubmit(e: FormEvent) {
+    e.preventDefault();
+    setPending(true);
+    setError(null);
+    try {
+      const res = await fetch("/api/auth/login", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        credentials: "same-origin",
+        body: JSON.stringify({ username, password }),
+      });
+      if (!res.ok) {
+        setError(await loginFailureMessage(res));
+        return;
+      }
+      // Only same-site paths: an open redirect on the login page would be a phishing aid.
+      const target = next.startsWith("/") && !next.startsWith("//") ? next : "/";
+      window.location.assign(target);
+    } catch (err) {
+      setError(`Network error: ${(err as Error).message}`);
+    } finally {
+      setPending(false);
+    }
+  }
+
+  return (
+    <form className="login-form" onSubmit={onSubmit} data-testid="login-form">
+      <label>
+        Username
+        <input name="username" autoComplete="username" value={username} onChange={(e) => setUsername(e.target.value)} required data-testid="login-username" autoFocus />
+      </label>
+      <label>
+        Password
+        <input name="password" type="password" autoComplete="current-password" value={password} onChange={(e) => setPassword(e.target.value)} required data-testid="login-password" />
+      </label>
+      {error ? <div className="error-text" role="alert" data-testid="login-error">{error}</div> : null}
+      <button type="submit" className="btn btn-primary btn-solid" disabled={pending} data-testid="login-submit">
+        {pending ? "Signing in…" : "Sign in"}
+      </button>
+    </form>
+  );
+}

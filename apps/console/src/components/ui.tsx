@@ -1,0 +1,155 @@
+"use client";
+import type { UseQueryResult } from "@tanstack/react-query";
+import { useState, type ReactNode } from "react";
+import { errorMessage } from "../lib/errors";
+import { fmtPct } from "../lib/format";
+
+export function PageHeader({ title, subtitle, children }: { title: string; subtitle?: string; children?: ReactNode }) {
+  return (
+    <header className="page-header">
+      <div>
+        <h1>{title}</h1>
+        {subtitle ? <p className="muted">{subtitle}</p> : null}
+      </div>
+      {children ? <div className="page-header-actions">{children}</div> : null}
+    </header>
+  );
+}
+
+export function Panel({ title, actions, children, testId, className }: {
+  title?: ReactNode;
+  actions?: ReactNode;
+  children: ReactNode;
+  testId?: string;
+  className?: string;
+}) {
+  return (
+    <section className={`panel ${className ?? ""}`} data-testid={testId}>
+      {title || actions ? (
+        <div className="panel-head">
+          {title ? <h2>{title}</h2> : <span />}
+          {actions ? <div className="panel-actions">{actions}</div> : null}
+        </div>
+      ) : null}
+      <div className="panel-body">{children}</div>
+    </section>
+  );
+}
+
+export function Loading({ label = "Loading…" }: { label?: string }) {
+  return <div className="state state-loading" data-testid="state-loading">{label}</div>;
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <div className="state state-empty" data-testid="state-empty">{children}</div>;
+}
+
+export function ErrorText({ error, testId }: { error: unknown; testId?: string }) {
+  if (!error) return null;
+  return <div className="error-text" role="alert" data-testid={testId ?? "error-text"}>{errorMessage(error)}</div>;
+}
+
+/**
+ * Renders a query's loading, error and empty states uniformly. Once data has arrived, a failed
+ * background refetch keeps showing the last data with a stale banner instead of blanking the page.
+ */
+export function QueryView<T>({ query, isEmpty, empty, children }: {
+  query: UseQueryResult<T, unknown>;
+  isEmpty?: (data: T) => boolean;
+  empty?: ReactNode;
+  children: (data: T) => ReactNode;
+}) {
+  if (query.isPending) return <Loading />;
+  if (query.data === undefined) return <ErrorText error={query.error ?? new Error("No data")} testId="state-error" />;
+  const data = query.data;
+  return (
+    <>
+      {query.isError ? (
+        <div className="stale-banner" data-testid="state-stale">Live update failed, showing last data: {String((query.error as Error)?.message ?? "")}</div>
+      ) : null}
+      {isEmpty && isEmpty(data) ? <Empty>{empty ?? "Nothing here yet."}</Empty> : children(data)}
+    </>
+  );
+}
+
+export function Badge({ tone, children, testId }: { tone: "ok" | "warn" | "bad" | "info" | "neutral"; children: ReactNode; testId?: string }) {
+  return <span className={`badge badge-${tone}`} data-testid={testId}>{children}</span>;
+}
+
+/** null = not probed yet, which is different from failing probes. */
+export function HealthBadge({ healthy, testId }: { healthy: boolean | null; testId?: string }) {
+  if (healthy == null) return <Badge tone="neutral" testId={testId}>unknown</Badge>;
+  return <Badge tone={healthy ? "ok" : "bad"} testId={testId}>{healthy ? "healthy" : "unhealthy"}</Badge>;
+}
+
+export function StateBadge({ state, testId }: { state: string; testId?: string }) {
+  const tone = state === "enabled" || state === "healthy" ? "ok"
+    : state === "draining" || state === "failed-over" ? "warn"
+    : state === "disabled" || state === "failed" ? "bad"
+    : "neutral";
+  return <Badge tone={tone} testId={testId}>{state}</Badge>;
+}
+
+/** Share of requests as a bar, so a replica that concentrates traffic stands out in a column scan. */
+export function ShareBar({ fraction, testId }: { fraction: number | null | undefined; testId?: string }) {
+  const f = fraction == null || !Number.isFinite(fraction) ? 0 : Math.max(0, Math.min(1, fraction));
+  const tone = f >= 0.8 ? "bad" : f >= 0.5 ? "warn" : "ok";
+  return (
+    <div className="share" data-testid={testId} data-share={f.toFixed(4)}>
+      <div className="share-track"><div className={`share-fill share-${tone}`} style={{ width: `${f * 100}%` }} /></div>
+      <span className="share-label">{fmtPct(fraction ?? null)}</span>
+    </div>
+  );
+}
+
+/** Two-step inline confirmation: irreversible actions need a second, deliberate click. */
+export function ConfirmButton({ label, confirmLabel, onConfirm, disabled, testId, tone = "danger", small = true }: {
+  label: string;
+  confirmLabel?: string;
+  onConfirm: () => void;
+  disabled?: boolean;
+  testId?: string;
+  tone?: "danger" | "warn";
+  small?: boolean;
+}) {
+  const [armed, setArmed] = useState(false);
+  const size = small ? " btn-small" : "";
+  if (!armed) {
+    return (
+      <button type="button" className={`btn btn-${tone}${size}`} disabled={disabled} data-testid={testId} onClick={() => setArmed(true)}>
+        {label}
+      </button>
+    );
+  }
+  return (
+    <span className="confirm">
+      <button
+        type="button"
+        className={`btn btn-${tone} btn-solid${size}`}
+        data-testid={testId ? `${testId}-confirm` : undefined}
+        onClick={() => {
+          setArmed(false);
+          onConfirm();
+        }}
+      >
+        {confirmLabel ?? `Confirm ${label.toLowerCase()}`}
+      </button>
+      <button type="button" className={`btn${size}`} onClick={() => setArmed(false)} data-testid={testId ? `${testId}-cancel` : undefined}>
+        Cancel
+      </button>
+    </span>
+  );
+}
+
+export function Stat({ label, value, testId, tone }: { label: string; value: ReactNode; testId?: string; tone?: "bad" | "warn" }) {
+  return (
+    <div className={`stat ${tone ? `stat-${tone}` : ""}`}>
+      <div className="stat-label">{label}</div>
+      <div className="stat-value" data-testid={testId}>{value}</div>
+    </div>
+  );
+}
+
+export function ReadOnlyNote() {
+  return <div className="readonly-note" data-testid="readonly-note">Read-only: your role is viewer.</div>;
+}

@@ -1,0 +1,64 @@
+// Playwright e2e against the production console build (`npm test` builds first) plus the demo fleet,
+// in the system Chromium. One worker: the specs share one live fleet and act on it in sequence.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { defineConfig } from "@playwright/test";
+import { BASE_URL, CONSOLE_PORT, DEMO_BASE_PORT, LB_TOKEN, OPERATOR, VIEWER } from "./e2e/env";
+
+// Workers re-evaluate this file; the env var keeps one fresh database directory per run.
+process.env.MERIDIAN_E2E_DATA_DIR ??= mkdtempSync(join(tmpdir(), "meridian-e2e-"));
+const dataDir = process.env.MERIDIAN_E2E_DATA_DIR;
+
+export default defineConfig({
+  testDir: "./e2e",
+  testMatch: "*.spec.ts",
+  outputDir: "test-results/e2e",
+  fullyParallel: false,
+  workers: 1,
+  retries: 0,
+  forbidOnly: !!process.env.CI,
+  timeout: 90_000,
+  expect: { timeout: 15_000 },
+  reporter: process.env.CI ? "list" : [["list"]],
+  use: {
+    baseURL: BASE_URL,
+    viewport: { width: 1440, height: 900 },
+    screenshot: "only-on-failure",
+    trace: "retain-on-failure",
+    launchOptions: {
+      executablePath: "/usr/bin/chromium",
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+      ],
+    },
+  },
+  webServer: {
+    command: "node scripts/start.mjs",
+    url: `${BASE_URL}/login`,
+    timeout: 180_000,
+    reuseExistingServer: false,
+    stdout: "ignore",
+    stderr: "pipe",
+    gracefulShutdown: { signal: "SIGTERM", timeout: 10_000 },
+    env: {
+      MERIDIAN_PORT: String(CONSOLE_PORT),
+      MERIDIAN_DB_PATH: join(dataDir, "meridian.db"),
+      MERIDIAN_DEMO: "1",
+      MERIDIAN_DEMO_BASE_PORT: String(DEMO_BASE_PORT),
+      MERIDIAN_ADMIN_PASSWORD: OPERATOR.password,
+      MERIDIAN_VIEWER_PASSWORD: VIEWER.password,
+      MERIDIAN_LB_TOKEN: LB_TOKEN,
+      // `npm test` has just built; a second build would only add minutes.
+      MERIDIAN_SKIP_BUILD: "1",
+      // More demo traffic than the default, so tuner windows fill and shares settle in seconds.
+      MERIDIAN_DEMO_RATE: "6",
+      LOG_LEVEL: "warn",
+    },
+  },
+});
