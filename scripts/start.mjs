@@ -84,6 +84,8 @@ const generatedAdmin = !process.env.MERIDIAN_ADMIN_PASSWORD && !demo;
 const env = {
   ...process.env,
   NODE_ENV: "production",
+  // The machines this runs on reach only package registries; don't let Next try to phone home.
+  NEXT_TELEMETRY_DISABLED: "1",
   MERIDIAN_PORT: String(port),
   MERIDIAN_DB_PATH: process.env.MERIDIAN_DB_PATH || "data/meridian.db",
   MERIDIAN_DEMO: demo ? "1" : "0",
