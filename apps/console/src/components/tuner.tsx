@@ -4,7 +4,7 @@ import { useState, type FormEvent } from "react";
 import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
-import { fmtClock, fmtMs, fmtWeight } from "../lib/format";
+import { fmtClock, fmtMs, fmtPct, fmtWeight } from "../lib/format";
 import { FitnessChart, SigmaChart, WeightTrajectoryChart } from "./charts";
 import { useCanMutate } from "./session";
 import { Badge, ErrorText, PageHeader, Panel, QueryView, ReadOnlyNote, Stat } from "./ui";
@@ -172,6 +172,35 @@ function ReadOnlySettings({ state }: { state: TunerState }) {
   );
 }
 
+/**
+ * Shown while the incumbent's latest window breaks an absolute guardrail: the weights in force are
+ * known-bad (typically the W_queue → 0 reward hack), and the tuner is accepting less-bad candidates to
+ * get out, so accepted rows may themselves carry a guardrail verdict.
+ */
+function IncumbentGuardrailWarning({ state }: { state: TunerState }) {
+  if (state.incumbentGuardrail === "pass") return null;
+  const what = state.incumbentGuardrail === "share"
+    ? `breaks the share cap (max replica share ${fmtPct(state.incumbentMaxShare)} > ${fmtPct(state.guardrails.maxShare)})`
+    : `breaks the error-rate cap (${fmtPct(state.incumbentErrorRate)} > ${fmtPct(state.guardrails.maxErrorRate)})`;
+  const action = state.running ? "the tuner is climbing out" : "start the tuner to climb out, or set weights by hand";
+  return (
+    <div className="stale-banner" role="alert" data-testid="tuner-incumbent-guardrail">
+      <Badge tone="warn">guardrail: {state.incumbentGuardrail}</Badge> incumbent {what}: {action}.
+    </div>
+  );
+}
+
+/** Accepted is accepted; a guardrail verdict on an accepted row only says it was a less-bad violator. */
+function StepOutcome({ step }: { step: TunerState["steps"][number] }) {
+  if (!step.accepted) return <Badge tone={step.guardrail ? "warn" : "neutral"}>{step.guardrail ? `guardrail: ${step.guardrail}` : "rejected"}</Badge>;
+  return (
+    <>
+      <Badge tone="ok">accepted</Badge>
+      {step.guardrail ? <> <Badge tone="warn" testId="tuner-step-accepted-guardrail">still breaks {step.guardrail} (less than before)</Badge></> : null}
+    </>
+  );
+}
+
 function TunerView({ lbId }: { lbId: string }) {
   const trpc = useTRPC();
   const canMutate = useCanMutate();
@@ -186,6 +215,7 @@ function TunerView({ lbId }: { lbId: string }) {
         const settingsKey = JSON.stringify([state.bounds, state.window, state.hop, state.evaluation, state.guardrails]);
         return (
           <>
+            <IncumbentGuardrailWarning state={state} />
             <div className="stats">
               <Stat label="Mode" value={<span data-testid="tuner-mode">{state.mode}</span>} />
               <Stat label="Status" value={<span data-testid="tuner-running">{state.running ? "running" : "stopped"}</span>} />
@@ -223,7 +253,7 @@ function TunerView({ lbId }: { lbId: string }) {
               {state.steps.length === 0 ? <div className="state state-empty">No steps yet.</div> : (
                 <div className="table-wrap scroll-y">
                   <table className="table compact" data-testid="tuner-steps-table">
-                    <thead><tr><th>Step</th><th>At</th><th>Kind</th><th className="num">W_rtt</th><th className="num">W_queue</th><th className="num">p95 TTFT</th><th className="num">σ</th><th>Outcome</th></tr></thead>
+                    <thead><tr><th>Step</th><th>At</th><th>Kind</th><th className="num">W_rtt</th><th className="num">W_queue</th><th className="num">p95 TTFT</th><th className="num">σ</th><th>Outcome</th><th>Incumbent</th></tr></thead>
                     <tbody>
                       {state.steps.slice(-30).reverse().map((s) => (
                         <tr key={`${s.step}-${s.kind}`} data-testid="tuner-step-row">
@@ -234,7 +264,8 @@ function TunerView({ lbId }: { lbId: string }) {
                           <td className="num">{fmtWeight(s.weights.queue)}</td>
                           <td className="num">{fmtMs(s.fitnessP95TtftMs)}</td>
                           <td className="num">{s.sigma.toFixed(3)}</td>
-                          <td>{s.accepted ? <Badge tone="ok">accepted</Badge> : <Badge tone={s.guardrail ? "warn" : "neutral"}>{s.guardrail ? `guardrail: ${s.guardrail}` : "rejected"}</Badge>}</td>
+                          <td><StepOutcome step={s} /></td>
+                          <td>{s.incumbentGuardrail == null ? <span className="muted">–</span> : s.incumbentGuardrail === "pass" ? <span className="muted">ok</span> : <Badge tone="warn">breaks {s.incumbentGuardrail}</Badge>}</td>
                         </tr>
                       ))}
                     </tbody>

@@ -6,6 +6,9 @@
 //   that carries them, so it scores only requests routed under those weights.
 // - Any new config version that carries the tuner's weights (a topology change, a 409 bump) rebinds
 //   the tuner to it, so unrelated pushes do not starve its window.
+// - Every measurement (candidate or remeasure) is bound to a fresh version, and a restored tuner starts
+//   with an empty window that the TelemetryHub's replay refills, so no event is scored twice or for
+//   weights other than the ones that routed it.
 // "running" = the ES is stepping (mode online and started). stop() freezes the incumbent (static).
 import { and, desc, eq, isNull } from "drizzle-orm";
 import { EsTuner, TunerInputError, type TunerConfig, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
@@ -110,7 +113,11 @@ export class TunerService {
     let tuner: EsTuner | null = null;
     if (run?.stateJson) {
       try {
-        tuner = EsTuner.restore(JSON.parse(run.stateJson) as TunerState);
+        const stored = JSON.parse(run.stateJson) as TunerState;
+        // The persisted window may hold events that the TelemetryHub replays after a restart (it
+        // resubscribes from seq 0 and the LB resends its buffer), so keeping them would score those
+        // events twice. Start the window empty: the replay refills it from the LB's own record.
+        tuner = EsTuner.restore({ ...stored, window: [], samplesSinceEvaluation: 0 });
       } catch (error) {
         this.rt.log.error({ lbId, err: error }, "stored tuner state unreadable; starting a new run");
         run = undefined;
@@ -215,9 +222,13 @@ export class TunerService {
         .where(eq(loadBalancers.id, lbId))
         .run();
     }
-    const version = this.rt.publisher.publish(lbId);
-    // publish() binds through onNewVersion when it recorded a version; an unchanged config keeps
-    // its version, which then carries these weights.
+    // A measurement gets a version of its own even when its config equals the latest one (a remeasure
+    // right after Start, a candidate clipped onto the incumbent): a reused version would let events
+    // routed before this window — already scored, or replayed after a restart — count for it.
+    const measuring = current.role !== "incumbent";
+    const version = this.rt.publisher.publish(lbId, { force: measuring });
+    // publish() binds through onNewVersion when it recorded a version; for frozen weights an unchanged
+    // config keeps its version, which then carries these weights.
     if (version !== null && live.tuner.current().version === null) live.tuner.bind(version);
     this.persist(live, null);
   }
@@ -316,6 +327,10 @@ export class TunerService {
       .limit(500)
       .all()
       .reverse();
+    // tuner_steps has no column for the incumbent's guardrail standing; the tuner's own trajectory
+    // (its last maxTrajectory steps, persisted with the state) carries it, which covers the rows the
+    // UI shows. Older rows report null: unknown, not "pass".
+    const incumbentGuardrailByStep = new Map(state.trajectory.map((t) => [t.step, t.incumbentGuardrail]));
     return {
       runId: live.runId,
       mode: state.mode,
@@ -325,6 +340,11 @@ export class TunerService {
       boundVersion: current.version,
       incumbent: state.incumbent.weights,
       incumbentP95TtftMs: state.incumbent.p95TtftMs,
+      // Whether the incumbent's latest window broke an absolute guardrail ("pass" until measured);
+      // while it does, the tuner accepts less-bad violators to climb out, and the UI warns.
+      incumbentGuardrail: state.incumbent.guardrail,
+      incumbentMaxShare: state.incumbent.maxShare,
+      incumbentErrorRate: state.incumbent.errorRate,
       bounds: live.settings.bounds,
       window: live.settings.window,
       hop: live.settings.hop,
@@ -339,7 +359,10 @@ export class TunerService {
         fitnessP95TtftMs: s.fitnessP95TtftMs,
         sigma: s.sigma,
         accepted: s.accepted,
+        // Informational: the candidate's own verdict. An accepted row may carry "share"/"errors" (a
+        // less-bad violator accepted while the incumbent violated); `accepted` alone says what happened.
         guardrail: s.guardrail,
+        incumbentGuardrail: incumbentGuardrailByStep.get(s.step) ?? null,
         kind: s.kind,
         configVersion: s.configVersion,
         at: s.at,
