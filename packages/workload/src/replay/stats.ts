@@ -1,8 +1,11 @@
 // Per-request records and the summary computed from them (TTFT, E2E, ITL percentiles, throughput,
 // errors, per-region breakdown).
 
-/** One line of the results JSONL. Times are ms; `startMs` is relative to the run's start. */
-export interface ReplayRecord {
+import type { ChatStreamResult } from "./stream-chat";
+
+/** One line of the results JSONL: what the stream measured plus where and when it was sent.
+ * Times are ms; `startMs` is relative to the run's start. */
+export interface ReplayRecord extends ChatStreamResult {
   index: number;
   region: string;
   sessionId: string;
@@ -17,23 +20,6 @@ export interface ReplayRecord {
   queueWaitMs: number;
   /** When it was actually sent, relative to the run's start. */
   startMs: number;
-  /** HTTP status; 0 when no response arrived. */
-  status: number;
-  ok: boolean;
-  error?: string;
-  /** From send to the first content delta (not the role-only chunk). */
-  ttftMs?: number;
-  /** From send to the end of the stream. */
-  e2eMs?: number;
-  /** Mean gap between consecutive content deltas. */
-  itlMeanMs?: number;
-  /** Largest gap between consecutive content deltas. */
-  itlMaxMs?: number;
-  contentDeltas: number;
-  /** usage.completion_tokens when reported, else the number of content deltas. */
-  outputTokens: number;
-  promptTokens?: number;
-  cachedTokens?: number;
   /** The prompt size the workload intended (trace input_length or generator estimate). */
   inputTokens: number;
   maxTokens: number;

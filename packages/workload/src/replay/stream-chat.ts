@@ -19,14 +19,20 @@ export interface ChatStreamRequest {
 }
 
 export interface ChatStreamResult {
+  /** HTTP status; 0 when no response arrived. */
   status: number;
   ok: boolean;
   error?: string;
+  /** From send to the first content delta (not the role-only chunk). */
   ttftMs?: number;
+  /** From send to the end of the stream. */
   e2eMs?: number;
+  /** Mean gap between consecutive content deltas. */
   itlMeanMs?: number;
+  /** Largest gap between consecutive content deltas. */
   itlMaxMs?: number;
   contentDeltas: number;
+  /** usage.completion_tokens when reported, else the number of content deltas. */
   outputTokens: number;
   promptTokens?: number;
   cachedTokens?: number;
