@@ -11,10 +11,13 @@ import {
   decideAvailability,
   DEFAULT_BLOCK_CHARS,
   chatBlockKeys,
+  continueChatBlockKeys,
+  continuePromptBlockKeys,
   isReplicaFull,
   PrefixIndex,
   promptBlockKeys,
   TokenEstimator,
+  type BlockKey,
   type CandidateView,
   type Decision,
   type PeerView,
@@ -698,11 +701,7 @@ export class Balancer {
       const content = outcome.content;
       setImmediate(() => {
         if (this.closed) return;
-        const keys =
-          job.request.messages !== null
-            ? chatBlockKeys([...job.request.messages, { role: ASSISTANT_ROLE, content }])
-            : promptBlockKeys((job.request.prompt ?? "") + content);
-        this.index.learn(keys, replica.id, "LOCAL", Date.now());
+        this.index.learn(nextTurnKeys(job.request, content), replica.id, "LOCAL", Date.now());
       });
     }
   }
@@ -793,6 +792,20 @@ function addsFullBlock(request: ParsedInference, reply: string): boolean {
   // Chat serialisation adds `role ␟ content ␞` per message (chatSerialisedLength's +2).
   const added = request.messages !== null ? ASSISTANT_ROLE.length + 2 + reply.length : reply.length;
   return Math.floor((request.promptChars + added) / DEFAULT_BLOCK_CHARS) > request.keys.length;
+}
+
+/** Keys of prompt + assistant reply. From the prompt's keyer state only the reply is hashed (an 80 KB
+ * prompt is not re-keyed to learn a few hundred characters of reply); the keys are the same as
+ * re-keying the whole conversation (keys.test.ts checks that equivalence). */
+function nextTurnKeys(request: ParsedInference, content: string): BlockKey[] {
+  const state = request.keyerState;
+  if (state !== undefined) {
+    const added = request.messages !== null ? continueChatBlockKeys(state, [{ role: ASSISTANT_ROLE, content }]).keys : continuePromptBlockKeys(state, content).keys;
+    return added.length === 0 ? request.keys : request.keys.concat(added);
+  }
+  return request.messages !== null
+    ? chatBlockKeys([...request.messages, { role: ASSISTANT_ROLE, content }])
+    : promptBlockKeys((request.prompt ?? "") + content);
 }
 
 function isConnectionFailure(error: unknown): boolean {

@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
-import { chatBlockKeys } from "@meridian/routing";
+import { chatBlockKeys, continueChatBlockKeys, continuePromptBlockKeys, promptBlockKeys } from "@meridian/routing";
 import { HttpError } from "./errors";
 import { parseInference, upstreamBody as upstreamParts } from "./request";
 
@@ -25,6 +25,18 @@ test("parses a chat request once: keys, chars, session key, stream flags", () =>
   assert.ok(parsed.sessionKey.length > 0);
   assert.equal(parseInference("chat", Buffer.from(JSON.stringify({ messages, user: "u1" })), undefined, 16).sessionKey, "user:u1");
   assert.equal(parseInference("chat", Buffer.from(JSON.stringify({ messages })), "s9", 16).sessionKey, "session:s9");
+});
+
+test("keeps the keyer state, so the next turn is keyed from the reply alone with the same keys", () => {
+  const parsed = parseInference("chat", Buffer.from(JSON.stringify({ messages })), undefined, 16);
+  const reply = { role: "assistant", content: "Hi! Here is a longer answer, long enough to complete a block or two. ".repeat(3) };
+  const added = continueChatBlockKeys(parsed.keyerState!, [reply]).keys;
+  assert.ok(added.length > 0);
+  assert.deepEqual([...parsed.keys, ...added], chatBlockKeys([...messages, reply]));
+  const prompt = "Once upon a time, ".repeat(12);
+  const completion = parseInference("completion", Buffer.from(JSON.stringify({ prompt })), undefined, 16);
+  const more = continuePromptBlockKeys(completion.keyerState!, " there was a load balancer.".repeat(4)).keys;
+  assert.deepEqual([...completion.keys, ...more], promptBlockKeys(prompt + " there was a load balancer.".repeat(4)));
 });
 
 test("bad input is a 400 naming the field", () => {

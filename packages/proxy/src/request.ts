@@ -4,9 +4,10 @@
 import type { IncomingMessage } from "node:http";
 import { StringDecoder } from "node:string_decoder";
 import {
-  chatBlockKeys,
+  chatBlockKeysWithState,
   chatSerialisedLength,
-  promptBlockKeys,
+  promptBlockKeysWithState,
+  type BlockKeyerState,
   RoutingInputError,
   sessionKeyFromBlocks,
   type BlockKey,
@@ -34,6 +35,8 @@ export interface ParsedInference {
   messages: ChatMessage[] | null;
   prompt: string | null;
   keys: BlockKey[];
+  /** Where keying the prompt stopped, so the next turn (prompt + reply) is keyed from the reply alone. */
+  keyerState?: BlockKeyerState;
   /** Characters of the canonical prompt, the basis of the token estimate. */
   promptChars: number;
   sessionKey: string;
@@ -106,7 +109,7 @@ export function parseJsonBody(raw: Buffer | readonly Buffer[]): Record<string, u
   return value;
 }
 
-function keysOrBadRequest(compute: () => BlockKey[]): BlockKey[] {
+function keysOrBadRequest<T>(compute: () => T): T {
   try {
     return compute();
   } catch (error) {
@@ -133,6 +136,7 @@ export function parseInference(
   let messages: ChatMessage[] | null = null;
   let prompt: string | null = null;
   let keys: BlockKey[];
+  let keyerState: BlockKeyerState;
   let promptChars: number;
   if (kind === "chat") {
     const field = body["messages"];
@@ -145,7 +149,7 @@ export function parseInference(
       }
     });
     messages = field as ChatMessage[];
-    keys = keysOrBadRequest(() => chatBlockKeys(messages as ChatMessage[]));
+    ({ keys, state: keyerState } = keysOrBadRequest(() => chatBlockKeysWithState(messages as ChatMessage[])));
     promptChars = chatSerialisedLength(messages);
   } else {
     const field = body["prompt"];
@@ -155,7 +159,7 @@ export function parseInference(
       throw badRequest("'prompt' is required and must be a string or an array of strings", "prompt", field === undefined ? "missing_required_parameter" : "invalid_type");
     }
     prompt = text;
-    keys = keysOrBadRequest(() => promptBlockKeys(text));
+    ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(text)));
     promptChars = text.length;
   }
   const user = body["user"];
@@ -176,6 +180,7 @@ export function parseInference(
     messages,
     prompt,
     keys,
+    keyerState,
     promptChars,
     sessionKey,
   };

@@ -2,7 +2,19 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { RoutingInputError } from "./errors";
 import { LANE1_MUL, LANE2_MUL, finalizeLanes, hashString, hashString32, seedLane1, seedLane2 } from "./hash";
-import { MESSAGE_SEPARATOR, ROLE_SEPARATOR, chatBlockKeys, chatSerialisedLength, promptBlockKeys, sessionKeyFromBlocks, traceBlockKeys } from "./keys";
+import {
+  MESSAGE_SEPARATOR,
+  ROLE_SEPARATOR,
+  chatBlockKeys,
+  chatBlockKeysWithState,
+  chatSerialisedLength,
+  continueChatBlockKeys,
+  continuePromptBlockKeys,
+  promptBlockKeys,
+  promptBlockKeysWithState,
+  sessionKeyFromBlocks,
+  traceBlockKeys,
+} from "./keys";
 import { createRng } from "./rng";
 
 const SYSTEM = "You are a helpful assistant. Answer briefly and cite sources.";
@@ -251,5 +263,69 @@ describe("sessionKeyFromBlocks", () => {
     // Two requests sharing the first block but not the second get different 2-block keys.
     assert.notEqual(sessionKeyFromBlocks(traceBlockKeys([10, 21]), 2), sessionKeyFromBlocks(keys, 2));
     assert.throws(() => sessionKeyFromBlocks(keys, 0), /nBlocks/);
+  });
+});
+
+describe("incremental keying (continue from a keyer state)", () => {
+  const alphabets = [
+    ["a", "b", " ", "z", "\n", "7"],
+    ["a", " ", "é", "ß", "日", "本", "😀", "’"],
+    ["a", "😀", "\ud800", "\udc00", "日"],
+  ];
+  const rng = createRng(23);
+  function randomText(alphabet: string[], length: number): string {
+    let out = "";
+    while (out.length < length) out += alphabet[Math.floor(rng.next() * alphabet.length)];
+    return out.slice(0, length);
+  }
+  function randomContent(alphabet: string[]): unknown {
+    const pick = rng.next();
+    const length = Math.floor(rng.next() * (rng.next() < 0.3 ? 3000 : 200));
+    if (pick < 0.6) return randomText(alphabet, length);
+    if (pick < 0.7) return null;
+    const parts: unknown[] = [];
+    for (let p = Math.floor(rng.next() * 4); p >= 0; p--) {
+      parts.push(rng.next() < 0.8 ? { type: "text", text: randomText(alphabet, Math.floor(rng.next() * 150)) } : { type: "image_url", image_url: { url: randomText(alphabet, 40) } });
+    }
+    return parts;
+  }
+
+  it("continueChatBlockKeys gives exactly chatBlockKeys of the extended chat, over random inputs", () => {
+    for (let round = 0; round < 400; round++) {
+      const alphabet = alphabets[round % alphabets.length]!;
+      const blockChars = [64, 64, 7, 1, 130][round % 5]!;
+      const messages = Array.from({ length: 1 + Math.floor(rng.next() * 4) }, (_, i) => ({ role: i === 0 ? "system" : "user", content: randomContent(alphabet) }));
+      const reply = { role: "assistant", content: randomText(alphabet, Math.floor(rng.next() * (rng.next() < 0.5 ? 70 : 2000))) };
+      const first = chatBlockKeysWithState(messages, blockChars);
+      assert.deepEqual(first.keys, chatBlockKeys(messages, blockChars));
+      const next = continueChatBlockKeys(first.state, [reply]);
+      const full = chatBlockKeys([...messages, reply], blockChars);
+      assert.deepEqual([...first.keys, ...next.keys], full, `round ${round} B=${blockChars}`);
+      assert.equal(next.state.blocks, full.length);
+      // States chain: a third turn continues from the second.
+      const user = { role: "user", content: randomContent(alphabet) };
+      const third = continueChatBlockKeys(next.state, [user]);
+      assert.deepEqual([...full, ...third.keys], chatBlockKeys([...messages, reply, user], blockChars), `round ${round} third turn`);
+    }
+  });
+
+  it("continuePromptBlockKeys gives exactly promptBlockKeys of prompt + appended text", () => {
+    for (let round = 0; round < 300; round++) {
+      // Surrogate halves joined across prompt and reply are the documented exception: no lone ones here.
+      const alphabet = alphabets[round % 2]!;
+      const blockChars = [64, 7, 1, 130][round % 4]!;
+      const prompt = randomText(alphabet, Math.floor(rng.next() * 3000));
+      const appended = randomText(alphabet, Math.floor(rng.next() * 500));
+      const first = promptBlockKeysWithState(prompt, blockChars);
+      const next = continuePromptBlockKeys(first.state, appended);
+      assert.deepEqual([...first.keys, ...next.keys], promptBlockKeys(prompt + appended, blockChars), `round ${round} B=${blockChars}`);
+    }
+  });
+
+  it("rejects a state of the wrong kind and malformed appended messages", () => {
+    const prompt = promptBlockKeysWithState("x".repeat(100));
+    assert.throws(() => continueChatBlockKeys(prompt.state, [{ role: "assistant", content: "hi" }]), RoutingInputError);
+    const chat = chatBlockKeysWithState([{ role: "user", content: "hello" }]);
+    assert.throws(() => continueChatBlockKeys(chat.state, [{ role: 5 as unknown as string, content: "hi" }]), /messages\[1\]\.role/);
   });
 });

@@ -65,6 +65,15 @@ function ensureScratch(bytes: number): void {
   scratchWords = new Uint32Array(scratch.buffer);
 }
 
+/**
+ * A copy of a short string that does not point into its parent. V8 may represent a substring as a
+ * view of the whole parent, so a keyer state holding the last 40 characters of an 80 KB message would
+ * keep all 80 KB alive; slicing a fresh concatenation forces a flat copy of just these characters.
+ */
+function detach(piece: string): string {
+  return (" " + piece).slice(1);
+}
+
 function align4(offset: number): number {
   return (offset + 3) & ~3;
 }
@@ -81,6 +90,9 @@ class CanonicalStream {
   private nextBoundary: number;
   private blockStart = 0;
   private readonly ranges: number[] = []; // start0, end0, start1, end1, ...
+  /** Pieces (or piece tails) of the open partial block, each kept whole: re-writing them one by one
+   * reproduces that block's canonical bytes exactly (per-piece UTF-8), which a continuation needs. */
+  private tail: string[] = [];
 
   constructor(private readonly blockChars: number) {
     this.nextBoundary = blockChars;
@@ -88,6 +100,25 @@ class CanonicalStream {
 
   write(text: string): void {
     const n = text.length;
+    if (n === 0) return;
+    const unitsBefore = this.units;
+    this.writeUnits(text, n);
+    // The open block starts at the last boundary; keep only the part of this piece behind it.
+    const openStart = this.nextBoundary - this.blockChars;
+    if (openStart > unitsBefore) {
+      this.tail = [];
+      if (openStart - unitsBefore < n) this.tail.push(detach(text.substring(openStart - unitsBefore)));
+    } else {
+      this.tail.push(text);
+    }
+  }
+
+  /** The partial block after the last full one, for continueChatBlockKeys / continuePromptBlockKeys. */
+  tailPieces(): string[] {
+    return this.tail.slice();
+  }
+
+  private writeUnits(text: string, n: number): void {
     let from = 0;
     while (from < n) {
       // Chunks end on a block boundary (or the piece's end), so the only cuts through the text are
@@ -243,11 +274,11 @@ class CanonicalStream {
     this.bytes = at;
   }
 
-  /** Chained keys of the recorded full blocks. */
-  keys(): BlockKey[] {
+  /** Chained keys of the recorded full blocks, the chain starting from `origin`. */
+  keys(origin: number = CHAIN_ORIGIN): BlockKey[] {
     const ranges = this.ranges;
     const keys = new Array<BlockKey>(ranges.length >> 1);
-    let prev = CHAIN_ORIGIN;
+    let prev = origin;
     for (let b = 0; b < keys.length; b++) {
       prev = hashBytes(ranges[2 * b] as number, ranges[2 * b + 1] as number, prev);
       keys[b] = prev;
@@ -345,17 +376,11 @@ function feedContent(chainer: CanonicalStream, content: unknown, index: number):
   }
 }
 
-/**
- * Chained keys of a chat prompt. Canonical serialisation per message:
- * `role ␟ content ␞`, where an array content contributes its text parts concatenated (and image URLs
- * behind ␝). Only full blocks are keyed (see the file header).
- */
-export function chatBlockKeys(messages: readonly ChatMessageLike[], blockChars = DEFAULT_BLOCK_CHARS): BlockKey[] {
-  checkBlockChars(blockChars);
+function feedMessages(chainer: CanonicalStream, messages: readonly ChatMessageLike[], firstIndex: number): void {
   if (!Array.isArray(messages)) throw new RoutingInputError("messages", `must be an array, got ${describe(messages)}`);
-  const chainer = new CanonicalStream(blockChars);
-  for (let i = 0; i < messages.length; i++) {
-    const message = messages[i];
+  for (let m = 0; m < messages.length; m++) {
+    const i = firstIndex + m;
+    const message = messages[m];
     if (message === null || typeof message !== "object") {
       throw new RoutingInputError(`messages[${i}]`, `must be an object, got ${describe(message)}`);
     }
@@ -367,7 +392,73 @@ export function chatBlockKeys(messages: readonly ChatMessageLike[], blockChars =
     feedContent(chainer, message.content, i);
     chainer.write(MESSAGE_SEPARATOR);
   }
-  return chainer.keys();
+}
+
+/**
+ * Chained keys of a chat prompt. Canonical serialisation per message:
+ * `role ␟ content ␞`, where an array content contributes its text parts concatenated (and image URLs
+ * behind ␝). Only full blocks are keyed (see the file header).
+ */
+export function chatBlockKeys(messages: readonly ChatMessageLike[], blockChars = DEFAULT_BLOCK_CHARS): BlockKey[] {
+  return chatBlockKeysWithState(messages, blockChars).keys;
+}
+
+/**
+ * Where a keyed text stopped: enough to key an extension of it (prompt + assistant reply, the next
+ * turn) without re-reading the text. Immutable once returned; plain data.
+ */
+export interface BlockKeyerState {
+  readonly kind: "chat" | "prompt";
+  readonly blockChars: number;
+  /** Full blocks keyed so far. */
+  readonly blocks: number;
+  /** Key of the last full block (the chain value the next block hashes from). */
+  readonly lastKey: BlockKey;
+  /** The open partial block, as the pieces (or piece tails) it was written in. */
+  readonly tail: readonly string[];
+  /** Messages consumed so far (chat), for error field names. */
+  readonly messages: number;
+}
+
+function keyerState(kind: "chat" | "prompt", blockChars: number, keys: readonly BlockKey[], chainer: CanonicalStream, origin: number, blocksBefore: number, messages: number): BlockKeyerState {
+  return {
+    kind,
+    blockChars,
+    blocks: blocksBefore + keys.length,
+    lastKey: keys.length > 0 ? (keys[keys.length - 1] as number) : origin,
+    tail: chainer.tailPieces(),
+    messages,
+  };
+}
+
+/** chatBlockKeys plus the state continueChatBlockKeys needs to key appended messages. */
+export function chatBlockKeysWithState(messages: readonly ChatMessageLike[], blockChars = DEFAULT_BLOCK_CHARS): { keys: BlockKey[]; state: BlockKeyerState } {
+  checkBlockChars(blockChars);
+  const chainer = new CanonicalStream(blockChars);
+  feedMessages(chainer, messages, 0);
+  const keys = chainer.keys();
+  return { keys, state: keyerState("chat", blockChars, keys, chainer, CHAIN_ORIGIN, 0, messages.length) };
+}
+
+/**
+ * Keys of the blocks that `appended` messages complete after a chat keyed into `state`: exactly
+ * chatBlockKeys([...messages, ...appended]).slice(state.blocks), at the cost of the appended text
+ * only. The open tail is re-fed piece by piece, so its canonical bytes are unchanged.
+ */
+export function continueChatBlockKeys(state: BlockKeyerState, appended: readonly ChatMessageLike[]): { keys: BlockKey[]; state: BlockKeyerState } {
+  checkState(state, "chat");
+  const chainer = new CanonicalStream(state.blockChars);
+  for (const piece of state.tail) chainer.write(piece);
+  feedMessages(chainer, appended, state.messages);
+  const keys = chainer.keys(state.lastKey);
+  return { keys, state: keyerState("chat", state.blockChars, keys, chainer, state.lastKey, state.blocks, state.messages + appended.length) };
+}
+
+function checkState(state: BlockKeyerState, kind: "chat" | "prompt"): void {
+  if (state === null || typeof state !== "object" || state.kind !== kind || !Array.isArray(state.tail)) {
+    throw new RoutingInputError("state", `must be the ${kind} keyer state of a previous call, got ${describe(state)}`);
+  }
+  checkBlockChars(state.blockChars);
 }
 
 /** Characters the canonical chat serialisation has (for token estimation), counted the same way
@@ -400,11 +491,32 @@ export function chatSerialisedLength(messages: readonly ChatMessageLike[]): numb
 
 /** Chained keys of a /v1/completions prompt: the raw text, full blocks only. */
 export function promptBlockKeys(prompt: string, blockChars = DEFAULT_BLOCK_CHARS): BlockKey[] {
+  return promptBlockKeysWithState(prompt, blockChars).keys;
+}
+
+/** promptBlockKeys plus the state continuePromptBlockKeys needs to key appended text. */
+export function promptBlockKeysWithState(prompt: string, blockChars = DEFAULT_BLOCK_CHARS): { keys: BlockKey[]; state: BlockKeyerState } {
   checkBlockChars(blockChars);
   if (typeof prompt !== "string") throw new RoutingInputError("prompt", `must be a string, got ${describe(prompt)}`);
   const chainer = new CanonicalStream(blockChars);
   chainer.write(prompt);
-  return chainer.keys();
+  const keys = chainer.keys();
+  return { keys, state: keyerState("prompt", blockChars, keys, chainer, CHAIN_ORIGIN, 0, 0) };
+}
+
+/**
+ * Keys of the blocks `appended` completes after a prompt keyed into `state`. The raw prompt is one
+ * piece, so this equals promptBlockKeys(prompt + appended).slice(state.blocks) except where the
+ * join itself pairs a lone high surrogate with a lone low one (per-piece UTF-8 keeps them apart).
+ */
+export function continuePromptBlockKeys(state: BlockKeyerState, appended: string): { keys: BlockKey[]; state: BlockKeyerState } {
+  checkState(state, "prompt");
+  if (typeof appended !== "string") throw new RoutingInputError("appended", `must be a string, got ${describe(appended)}`);
+  const chainer = new CanonicalStream(state.blockChars);
+  for (const piece of state.tail) chainer.write(piece);
+  chainer.write(appended);
+  const keys = chainer.keys(state.lastKey);
+  return { keys, state: keyerState("prompt", state.blockChars, keys, chainer, state.lastKey, state.blocks, 0) };
 }
 
 // Type tags keep the integer 5 and the string "5" apart.
