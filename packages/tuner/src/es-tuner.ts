@@ -453,6 +453,13 @@ export class EsTuner {
     // share cap sees its incumbent flip in and out of violation on sampling noise alone, and resetting σ
     // on every flip kept it from ever converging (measured on the synthetic hacked fleet in the tests).
     if (s.incumbent.guardrail !== "pass") s.sigma = Math.min(Math.max(s.sigma, sigmaBefore, s.config.sigma0 / 2), s.config.sigmaMax);
+    // Deep in the hack every nearby candidate violates just as badly (100 % on one replica is a plateau),
+    // so holding σ is not enough to leave it: on real traces the tuner sat at the floor for the whole
+    // window. A rejected candidate that also violates widens σ, as on any plateau, until a step is long
+    // enough to reach weights that spread the load.
+    if (kind === "candidate" && !accepted && s.incumbent.guardrail !== "pass" && guardrail !== "pass" && guardrail !== "e2e") {
+      s.sigma = Math.min(s.sigma / s.config.sigmaFactor, s.config.sigmaMax);
+    }
 
     if (s.sigma < s.config.sigmaMin && s.incumbent.guardrail === "pass") {
       s.converged = true;
