@@ -5,7 +5,7 @@ import { after, before, test } from "node:test";
 import { request } from "undici";
 import type { LbState, TelemetryEvent } from "@meridian/protocol";
 import type { RunningProxy } from "../src/index";
-import { adminGet, chatBody, lbConfig, post, servedBy, startEngine, startLb, TOKEN, waitFor, type Engine } from "./helpers";
+import { adminGet, adminPutConfig, chatBody, lbConfig, post, servedBy, startEngine, startLb, TOKEN, waitFor, type Engine } from "./helpers";
 
 let near: Engine;
 let far: Engine;
@@ -32,12 +32,7 @@ async function enableOnly(enabled: readonly Engine[]): Promise<void> {
   version++;
   const config = lbConfig("lb-us", "us-ashburn", [near, far], { policy: "gorgo", crossRegion: "direct", version });
   const replicas = (config.replicas ?? []).map((r) => ({ ...r, state: enabled.some((e) => e.id === r.id) ? ("enabled" as const) : ("disabled" as const) }));
-  const response = await request(`${lb.url}/admin/config`, {
-    method: "PUT",
-    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ ...config, replicas }),
-  });
-  assert.equal(response.statusCode, 200, await response.body.text());
+  await adminPutConfig(lb, { ...config, replicas });
 }
 
 function longConversation(topic: string, turn: string): Record<string, unknown> {

@@ -104,6 +104,17 @@ export async function adminGet<T>(lb: RunningProxy, path: string): Promise<T> {
   return JSON.parse(text) as T;
 }
 
+/** Pushes a config over the admin API, as the console does; anything but 200 fails the test. */
+export async function adminPutConfig(lb: RunningProxy, config: LbConfigInput): Promise<void> {
+  const response = await request(`${lb.url}/admin/config`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(config),
+  });
+  const text = await response.body.text();
+  if (response.statusCode !== 200) throw new Error(`PUT /admin/config: ${response.statusCode} ${text}`);
+}
+
 /** Polls until `check` returns a value (not undefined/false) or the deadline passes. */
 export async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 5_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

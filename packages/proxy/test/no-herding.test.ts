@@ -2,10 +2,9 @@
 // queued_tokens for it, so two LBs do not pile onto the same replica.
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
-import { request } from "undici";
-import type { LbConfigInput, LbState } from "@meridian/protocol";
+import type { LbState } from "@meridian/protocol";
 import type { RunningProxy } from "../src/index";
-import { adminGet, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, servedBy, startEngine, startLb, TOKEN, waitFor, type Engine } from "./helpers";
+import { adminGet, adminPutConfig, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, servedBy, startEngine, startLb, waitFor, type Engine } from "./helpers";
 
 // Long replies keep the peer's requests in flight while we look.
 const SLOW = { ...DEMO_ENGINE_PARAMS, itlBaseMs: 20, maxOutputTokens: 150 };
@@ -14,15 +13,6 @@ let r1: Engine;
 let r2: Engine;
 let lbA: RunningProxy;
 let lbB: RunningProxy;
-
-async function putConfig(lb: RunningProxy, config: LbConfigInput): Promise<void> {
-  const response = await request(`${lb.url}/admin/config`, {
-    method: "PUT",
-    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify(config),
-  });
-  assert.equal(response.statusCode, 200, await response.body.text());
-}
 
 before(async () => {
   r1 = await startEngine("us-r1", "us-ashburn", { params: SLOW });
@@ -33,8 +23,8 @@ before(async () => {
   bConfig.replicas = (bConfig.replicas ?? []).map((r) => (r.id === "us-r2" ? { ...r, state: "disabled" as const } : r));
   lbA = await startLb(aConfig);
   lbB = await startLb(bConfig);
-  await putConfig(lbA, { ...aConfig, version: 2, peers: [{ id: "lb-b", url: lbB.url, region: "us-ashburn" }] });
-  await putConfig(lbB, { ...bConfig, version: 2, peers: [{ id: "lb-a", url: lbA.url, region: "us-ashburn" }] });
+  await adminPutConfig(lbA, { ...aConfig, version: 2, peers: [{ id: "lb-b", url: lbB.url, region: "us-ashburn" }] });
+  await adminPutConfig(lbB, { ...bConfig, version: 2, peers: [{ id: "lb-a", url: lbA.url, region: "us-ashburn" }] });
 });
 after(async () => {
   await lbA?.close();

@@ -4,9 +4,9 @@
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
 import { request } from "undici";
-import type { LbConfigInput, LbState, PeerReport } from "@meridian/protocol";
+import type { LbState, PeerReport } from "@meridian/protocol";
 import type { RunningProxy } from "../src/index";
-import { adminGet, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, startEngine, startLb, TOKEN, waitFor, type Engine } from "./helpers";
+import { adminGet, adminPutConfig, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, startEngine, startLb, waitFor, type Engine } from "./helpers";
 
 // One request at a time, ~1.6 s each, so "full" lasts long enough to observe on a loaded machine.
 const SLOW = { ...DEMO_ENGINE_PARAMS, maxRunning: 1, itlBaseMs: 20, maxOutputTokens: 80 };
@@ -16,15 +16,6 @@ let euEngine: Engine;
 let lbUs: RunningProxy;
 let lbEu: RunningProxy;
 
-async function putConfig(lb: RunningProxy, config: LbConfigInput): Promise<void> {
-  const response = await request(`${lb.url}/admin/config`, {
-    method: "PUT",
-    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify(config),
-  });
-  assert.equal(response.statusCode, 200, await response.body.text());
-}
-
 before(async () => {
   usEngine = await startEngine("us-1", "us-ashburn", { params: SLOW });
   euEngine = await startEngine("eu-1", "eu-frankfurt", { params: SLOW });
@@ -33,8 +24,8 @@ before(async () => {
   lbUs = await startLb(usConfig);
   lbEu = await startLb(euConfig);
   // LB URLs exist only once both listen: peers arrive with config version 2.
-  await putConfig(lbUs, { ...usConfig, version: 2, peers: [{ id: "lb-eu", url: lbEu.url, region: "eu-frankfurt" }] });
-  await putConfig(lbEu, { ...euConfig, version: 2, peers: [{ id: "lb-us", url: lbUs.url, region: "us-ashburn" }] });
+  await adminPutConfig(lbUs, { ...usConfig, version: 2, peers: [{ id: "lb-eu", url: lbEu.url, region: "eu-frankfurt" }] });
+  await adminPutConfig(lbEu, { ...euConfig, version: 2, peers: [{ id: "lb-us", url: lbUs.url, region: "us-ashburn" }] });
   await waitFor("peers polled", async () => {
     const [us, eu] = await Promise.all([adminGet<LbState>(lbUs, "/admin/state"), adminGet<LbState>(lbEu, "/admin/state")]);
     return us.peers[0]?.healthy && eu.peers[0]?.healthy ? true : undefined;

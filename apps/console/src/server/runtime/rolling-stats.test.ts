@@ -1,32 +1,13 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
-import { TELEMETRY_EVENT_SCHEMA, type TelemetryEvent } from "@meridian/protocol";
+import type { TelemetryEvent } from "@meridian/protocol";
+import { telemetryEvent } from "../testing/telemetry-event";
 import { percentile, RollingStats } from "./rolling-stats";
 
 let seq = 0;
 function event(time: number, partial: Partial<TelemetryEvent> = {}): TelemetryEvent {
   seq += 1;
-  return {
-    schema: TELEMETRY_EVENT_SCHEMA,
-    seq,
-    time,
-    lbId: "lb",
-    region: "r",
-    replicaId: "a",
-    configVersion: 1,
-    policy: "gorgo",
-    inputTokens: 100,
-    predictedCachedTokens: 40,
-    actualCachedTokens: 50,
-    ttftMs: 100,
-    e2eMs: 200,
-    outputTokens: 5,
-    status: 200,
-    error: null,
-    forwarded: false,
-    hop: 0,
-    ...partial,
-  };
+  return telemetryEvent({ seq, time, lbId: "lb", region: "r", replicaId: "a", predictedCachedTokens: 40, actualCachedTokens: 50, e2eMs: 200, outputTokens: 5, ...partial });
 }
 
 test("percentile uses the nearest rank", () => {

@@ -3,11 +3,12 @@
 import { strict as assert } from "node:assert";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { EsTuner, type TunerState } from "@meridian/tuner";
-import { TELEMETRY_EVENT_SCHEMA, type LbConfig, type TelemetryEvent } from "@meridian/protocol";
+import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
 import { lbConfigs, loadBalancers, tunerRuns, tunerSteps } from "@meridian/db";
 import { desc, eq } from "drizzle-orm";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb } from "../testing/fake-lb";
+import { telemetryEvent } from "../testing/telemetry-event";
 import { createLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
@@ -27,27 +28,7 @@ function setup(h: Harness, url = "http://127.0.0.1:9"): void {
 let seq = 0;
 function event(configVersion: number, partial: Partial<TelemetryEvent> = {}): TelemetryEvent {
   seq += 1;
-  return {
-    schema: TELEMETRY_EVENT_SCHEMA,
-    seq,
-    time: Date.now(),
-    lbId: LB,
-    region: "us-ashburn",
-    replicaId: seq % 2 ? "r1" : "r2",
-    configVersion,
-    policy: "gorgo",
-    inputTokens: 100,
-    predictedCachedTokens: 0,
-    actualCachedTokens: 0,
-    ttftMs: 100,
-    e2eMs: 400,
-    outputTokens: 10,
-    status: 200,
-    error: null,
-    forwarded: false,
-    hop: 0,
-    ...partial,
-  } as TelemetryEvent;
+  return telemetryEvent({ seq, time: Date.now(), lbId: LB, region: "us-ashburn", replicaId: seq % 2 ? "r1" : "r2", configVersion, ...partial });
 }
 
 /** A smooth landscape with its optimum at (0.3, 0.1), so the ES finds weights better than any start. */

@@ -4,11 +4,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import {
   LB_STATE_SCHEMA,
-  TELEMETRY_EVENT_SCHEMA,
   type LbConfig,
   type LbState,
   type TelemetryEvent,
 } from "@meridian/protocol";
+import { telemetryEvent } from "./telemetry-event";
 
 export interface FakeLb {
   url: string;
@@ -38,27 +38,16 @@ export async function startFakeLb(options: { id: string; region: string; token: 
     failPuts: null,
     telemetryRequests: [],
     emit(partial = {}) {
-      const event: TelemetryEvent = {
-        schema: TELEMETRY_EVENT_SCHEMA,
+      const event = telemetryEvent({
         seq: events.length + 1,
         time: Date.now(),
         lbId: options.id,
         region: options.region,
-        replicaId: "r1",
         configVersion: lb.version,
-        policy: "gorgo",
-        inputTokens: 100,
         predictedCachedTokens: 50,
         actualCachedTokens: 50,
-        ttftMs: 100,
-        e2eMs: 400,
-        outputTokens: 10,
-        status: 200,
-        error: null,
-        forwarded: false,
-        hop: 0,
         ...partial,
-      };
+      });
       events.push(event);
       for (const res of streams) res.write(`${JSON.stringify({ type: "event", event })}\n`);
       return event;
