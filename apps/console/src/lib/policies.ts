@@ -1,19 +1,8 @@
-import type { CrossRegionMode, PolicyName } from "@meridian/routing";
+// The contract module only (constants and types, no implementation), so the client bundle does not
+// pull in the routing code just to render a <select>.
+import { POLICY_NAMES, type CrossRegionMode } from "@meridian/routing/types";
 
-// Kept as a literal list (type-checked against the routing package) so the client bundle does not pull
-// in the routing implementation just to render a <select>.
-export const POLICY_OPTIONS = [
-  "gorgo",
-  "least-load",
-  "least-request",
-  "prefix-cache",
-  "session-affinity",
-  "consistent-hash",
-  "round-robin",
-  "random",
-  "skylb",
-  "learned-prefix",
-] as const satisfies readonly PolicyName[];
+export const POLICY_OPTIONS = POLICY_NAMES;
 
 export const CROSS_REGION_OPTIONS = ["direct", "via-peer"] as const satisfies readonly CrossRegionMode[];
 export type CrossRegion = (typeof CROSS_REGION_OPTIONS)[number];

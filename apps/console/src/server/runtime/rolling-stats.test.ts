@@ -2,7 +2,8 @@ import { strict as assert } from "node:assert";
 import { test } from "node:test";
 import type { TelemetryEvent } from "@meridian/protocol";
 import { telemetryEvent } from "../testing/telemetry-event";
-import { percentile, RollingStats } from "./rolling-stats";
+import { percentile } from "@meridian/tuner";
+import { RollingStats } from "./rolling-stats";
 
 let seq = 0;
 function event(time: number, partial: Partial<TelemetryEvent> = {}): TelemetryEvent {

@@ -1,6 +1,8 @@
 // Rolling windows over the telemetry stream for the overview: time buckets of `bucketMs`, the last
 // `bucketCount` of them kept. Pure (time comes from the events and the `now` arguments).
 import type { TelemetryEvent } from "@meridian/protocol";
+// The tuner's nearest-rank percentile, so the overview's p95 is the same statistic the tuner scores.
+import { percentile } from "@meridian/tuner";
 
 interface ReplicaAccumulator {
   requests: number;
@@ -39,12 +41,6 @@ export interface ReplicaWindowStats {
   share: number;
   cacheHitRate: number | null;
   predictionAccuracy: number | null;
-}
-
-export function percentile(sorted: readonly number[], q: number): number | null {
-  if (sorted.length === 0) return null;
-  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[rank] ?? null;
 }
 
 /** Is this a failed request? A 2xx with no error text is a success. */
