@@ -44,6 +44,9 @@ if (nodeFiles.length > 0) {
   const r = spawnSync(
     process.execPath,
     [
+      // The console's server modules `import "server-only"`, which throws unless resolved under the
+      // react-server condition (as Next does for server code); packages are unaffected by it.
+      "--conditions=react-server",
       "--import", "tsx",
       "--test",
       "--test-concurrency=2",

@@ -1,4 +1,5 @@
 // Helpers for the route handlers (app/api/**): JSON responses, client IP, bearer tokens.
+import "server-only";
 import { timingSafeEqual, createHash } from "node:crypto";
 import { DomainError } from "./errors";
 

@@ -1,8 +1,9 @@
 // The login and logout flows behind /api/auth/*, as plain functions of a fetch Request so they can
 // be tested without Next.
+import "server-only";
+import type { Db } from "@meridian/db";
 import { z } from "zod";
-import type { ConsoleRuntime } from "../runtime/runtime";
-import { recordAudit } from "../services/audit";
+import { recordAudit } from "../audit-trail";
 import { clientIp, isSecureRequest, json, jsonError } from "../http";
 import { isSameOrigin } from "./origin";
 import { LoginRateLimiter } from "./rate-limit";
@@ -14,6 +15,12 @@ const Credentials = z.object({
   password: z.string().min(1, { error: "password is required" }).max(1000),
   next: z.string().optional(),
 });
+
+/** What the login flows use: the database and the session lifetime. */
+export interface AuthRuntime {
+  readonly db: Db;
+  readonly options: { readonly sessionTtlMs: number };
+}
 
 const LIMITER_KEY = Symbol.for("meridian.console.login-limiter");
 /** One limiter per process (it must survive module re-evaluation like the runtime). */
@@ -28,7 +35,7 @@ function safeNext(next: string | undefined): string {
   return next && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/";
 }
 
-export async function handleLogin(rt: ConsoleRuntime, req: Request, limiter: LoginRateLimiter = loginLimiter()): Promise<Response> {
+export async function handleLogin(rt: AuthRuntime, req: Request, limiter: LoginRateLimiter = loginLimiter()): Promise<Response> {
   if (!isSameOrigin(req.headers)) return jsonError(403, "cross-origin login refused (the Origin header must match the console's host)");
   const contentType = req.headers.get("content-type") ?? "";
   const isForm = contentType.includes("application/x-www-form-urlencoded") || contentType.includes("multipart/form-data");
@@ -61,7 +68,7 @@ export async function handleLogin(rt: ConsoleRuntime, req: Request, limiter: Log
   return json({ ok: true, user: { username: user.username, role: user.role } }, 200, { "set-cookie": cookie });
 }
 
-export function handleLogout(rt: ConsoleRuntime, req: Request): Response {
+export function handleLogout(rt: AuthRuntime, req: Request): Response {
   if (!isSameOrigin(req.headers)) return jsonError(403, "cross-origin logout refused");
   const token = tokenFromCookieHeader(req.headers.get("cookie"));
   const user = resolveSession(rt.db, token);

@@ -1,6 +1,8 @@
 // CSRF defence for mutations: the browser's Origin header must name this very host. SameSite=Strict
 // cookies already stop most cross-site requests; this also covers same-site subdomains and old
 // browsers. A mutation without an Origin header is refused.
+import "server-only";
+
 export function isSameOrigin(headers: Headers): boolean {
   const origin = headers.get("origin");
   if (!origin || origin === "null") return false;

@@ -1,6 +1,8 @@
 // Login throttling: at most `limit` failed attempts per (IP, username) in a sliding window. Only
 // failures count, so an operator who logs in many times (or a test suite) is never locked out; a
 // success clears the key.
+import "server-only";
+
 export class LoginRateLimiter {
   private readonly failures = new Map<string, number[]>();
 

@@ -1,6 +1,7 @@
 // Console users come from env: "admin" (operator) with MERIDIAN_ADMIN_PASSWORD and "viewer"
 // (read-only) with MERIDIAN_VIEWER_PASSWORD. At startup each is created or, when the password
 // changed, re-hashed. An unset password leaves the stored user as it was.
+import "server-only";
 import { eq } from "drizzle-orm";
 import { users, type Db, type UserRole, type UserRow } from "@meridian/db";
 import { hashPassword, verifyPassword } from "./password";

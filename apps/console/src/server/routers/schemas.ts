@@ -1,4 +1,5 @@
 // Input schemas shared by the routers. Messages are written for the UI.
+import "server-only";
 import { z } from "zod";
 import { POLICY_NAMES } from "@meridian/routing";
 

@@ -1,6 +1,7 @@
 // Builds the LbConfig an LB should run from the console's database. Pure with respect to the DB
 // snapshot it reads: the same topology always yields the same config (bar the version), so the
 // publisher can skip pushes that would change nothing.
+import "server-only";
 import { eq } from "drizzle-orm";
 import { POLICY_NAMES, type PolicyName } from "@meridian/routing";
 import { LB_CONFIG_SCHEMA, parseLbConfig, type LbConfig } from "@meridian/protocol";

@@ -1,12 +1,13 @@
 // Load balancers: CRUD, policy, failover/failback and the entrypoint map.
+import "server-only";
 import { desc, eq } from "drizzle-orm";
 import { POLICY_NAMES } from "@meridian/routing";
 import { entrypoints, lbConfigs, loadBalancers, regions, replicas, type LoadBalancerRow } from "@meridian/db";
+import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, invalid, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
 import type { FailoverResult } from "../runtime/failover";
-import { recordAudit } from "./audit";
-import type { Actor, ServiceRuntime } from "./context";
+import type { ServiceRuntime } from "./context";
 import { newId } from "./ids";
 import { requireRegion } from "./regions";
 import { requireHttpUrl } from "./validation";
@@ -51,7 +52,7 @@ export function listLbs(rt: ServiceRuntime): LbView[] {
     .orderBy(loadBalancers.name)
     .all()
     .map((lb) => {
-      const health = rt.health.lb(lb.id);
+      const health = rt.lbHealth.lb(lb.id);
       return {
         id: lb.id,
         name: lb.name,
@@ -89,7 +90,7 @@ export function lbById(rt: ServiceRuntime, input: { id: string }) {
     .limit(20)
     .all()
     .map((c) => ({ version: c.version, createdAt: c.createdAt, acknowledgedAt: c.acknowledgedAt, config: JSON.parse(c.json) as unknown }));
-  return { ...view, configs, live: rt.health.lb(input.id)?.state ?? null };
+  return { ...view, configs, live: rt.lbHealth.lb(input.id)?.state ?? null };
 }
 
 export interface LbInput {
@@ -196,7 +197,7 @@ export function deleteLb(rt: ServiceRuntime, actor: Actor, input: { id: string }
   });
   rt.tuners.forget(input.id);
   rt.publisher.forget(input.id);
-  rt.health.forget(input.id);
+  rt.lbHealth.forget(input.id);
   rt.telemetry.sync();
   rt.publisher.publishAll();
 }

@@ -1,9 +1,10 @@
 // Regions: list, create, rename, delete, and the observed RTT matrix.
+import "server-only";
 import { eq } from "drizzle-orm";
 import { entrypoints, loadBalancers, observedRtts, regions, replicas, type RegionRow } from "@meridian/db";
+import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, notFound, precondition } from "../errors";
-import { recordAudit } from "./audit";
-import type { Actor, DbLike, ServiceRuntime } from "./context";
+import type { DbLike, ServiceRuntime } from "./context";
 import { newId } from "./ids";
 
 export interface RegionSummary {

@@ -1,12 +1,13 @@
 // Replicas: CRUD and state (enabled / disabled / draining). Every change is pushed to the LBs
 // whose config it alters (the publisher skips LBs whose config did not change).
+import "server-only";
 import { eq } from "drizzle-orm";
 import { loadBalancers, regions, replicas, type ReplicaRow } from "@meridian/db";
+import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
 import type { SharePoint } from "../runtime/rolling-stats";
-import { recordAudit } from "./audit";
-import type { Actor, DbLike, ServiceRuntime } from "./context";
+import type { DbLike, ServiceRuntime } from "./context";
 import { newId } from "./ids";
 import { requireRegion } from "./regions";
 import { requireHttpUrl } from "./validation";
@@ -48,7 +49,7 @@ export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
     .all()
     .map((r) => {
       const serving = effectiveHome(r);
-      const live = rt.health.replica(r.id, serving);
+      const live = rt.lbHealth.replica(r.id, serving);
       const stats = windowStats.get(r.id);
       return {
         id: r.id,

@@ -1,11 +1,12 @@
 // Test harness: a ConsoleRuntime on a temporary SQLite file, cleaned up by close().
+import "server-only";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDb } from "@meridian/db";
 import { findRepoRoot } from "../../env";
 import { ConsoleRuntime, type RuntimeOptions } from "../runtime/runtime";
-import type { Actor } from "../services/context";
+import type { Actor } from "../audit-trail";
 
 export const TEST_TOKEN = "test-lb-token-123";
 export const OPERATOR: Actor = { username: "admin", role: "operator" };

@@ -1,4 +1,5 @@
 // Maps domain errors to tRPC error codes, keeping the domain message (the UI shows it as is).
+import "server-only";
 import { TRPCError, type TRPC_ERROR_CODE_KEY } from "@trpc/server";
 import { DomainError, type DomainErrorKind } from "../errors";
 

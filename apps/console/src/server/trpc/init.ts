@@ -2,15 +2,16 @@
 // - publicProcedure: no session needed (auth.me).
 // - viewerProcedure: any logged-in user (queries).
 // - operatorProcedure: operators only (every mutation); a viewer gets FORBIDDEN.
+import "server-only";
 import { initTRPC, TRPCError } from "@trpc/server";
 import superjson from "superjson";
 import { ZodError } from "zod";
+import type { Actor } from "../audit-trail";
 import type { SessionUser } from "../auth/users";
-import type { ConsoleRuntime } from "../runtime/runtime";
-import type { Actor } from "../services/context";
+import type { ServiceRuntime } from "../services/context";
 
 export interface TrpcContext {
-  rt: ConsoleRuntime;
+  rt: ServiceRuntime;
   user: SessionUser | null;
 }
 

@@ -1,4 +1,5 @@
 // The console's tRPC router: one sub-router per domain. `AppRouter` is the type the UI imports.
+import "server-only";
 import { auditRouter } from "../routers/audit";
 import { authRouter } from "../routers/auth";
 import { experimentsRouter } from "../routers/experiments";
