@@ -43,8 +43,9 @@ export function createHarness(options: Partial<RuntimeOptions> = {}): Harness {
   };
 }
 
-/** Polls `check` until it returns a truthy value or `timeoutMs` passes. */
-export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 5_000, what = "condition"): Promise<NonNullable<T>> {
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes. The bound only stops a
+ * test that would otherwise hang; it is generous so a loaded machine does not fail a correct run. */
+export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 15_000, what = "condition"): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
