@@ -1,7 +1,6 @@
 // Helpers for the route handlers (app/api/**): JSON responses, client IP, bearer tokens.
 import "server-only";
 import { timingSafeEqual, createHash } from "node:crypto";
-import { DomainError } from "./errors";
 
 export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), {
@@ -12,13 +11,6 @@ export function json(body: unknown, status = 200, headers: Record<string, string
 
 export function jsonError(status: number, message: string, headers: Record<string, string> = {}): Response {
   return json({ error: { message } }, status, headers);
-}
-
-const STATUS: Record<DomainError["kind"], number> = { "not-found": 404, conflict: 409, invalid: 400, precondition: 412, unavailable: 503 };
-
-export function domainErrorResponse(error: unknown): Response {
-  if (error instanceof DomainError) return jsonError(STATUS[error.kind], error.message);
-  throw error;
 }
 
 /** The client's address as the nearest proxy (Next's server) reports it. */

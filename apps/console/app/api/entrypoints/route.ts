@@ -1,10 +1,10 @@
 // GET /api/entrypoints: {"<region>": "http://lb-url"} for replay clients. Accepts the machine bearer
 // token (MERIDIAN_LB_TOKEN) or a logged-in session.
 import "server-only";
-import { resolveSession, tokenFromCookieHeader } from "@/server/auth/session-store";
-import { hasBearer, json, jsonError } from "@/server/http";
-import { getRuntime } from "@/server/runtime/global";
-import { entrypointMap } from "@/server/services/lbs";
+import { resolveSession, tokenFromCookieHeader } from "../../../src/server/auth/session-store";
+import { hasBearer, json, jsonError } from "../../../src/server/http";
+import { getRuntime } from "../../../src/server/runtime/global";
+import { entrypointMap } from "../../../src/server/services/lbs";
 
 export const dynamic = "force-dynamic";
 

@@ -24,7 +24,7 @@ export interface AuthRuntime {
 
 const LIMITER_KEY = Symbol.for("meridian.console.login-limiter");
 /** One limiter per process (it must survive module re-evaluation like the runtime). */
-export function loginLimiter(): LoginRateLimiter {
+function loginLimiter(): LoginRateLimiter {
   const holder = globalThis as { [LIMITER_KEY]?: LoginRateLimiter };
   holder[LIMITER_KEY] ??= new LoginRateLimiter(5, 60_000);
   return holder[LIMITER_KEY];
@@ -32,7 +32,7 @@ export function loginLimiter(): LoginRateLimiter {
 
 /** Only same-site paths: an open redirect on the login form would be a phishing aid. */
 function safeNext(next: string | undefined): string {
-  return next && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/";
+  return next?.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/";
 }
 
 export async function handleLogin(rt: AuthRuntime, req: Request, limiter: LoginRateLimiter = loginLimiter()): Promise<Response> {

@@ -14,5 +14,3 @@ export function isSameOrigin(headers: Headers): boolean {
     return false;
   }
 }
-
-export const MUTATING_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);

@@ -12,7 +12,7 @@ export interface SessionUser {
   role: UserRole;
 }
 
-export function ensureUser(db: Db, username: string, role: UserRole, password: string): void {
+function ensureUser(db: Db, username: string, role: UserRole, password: string): void {
   const now = Date.now();
   const existing = db.select().from(users).where(eq(users.username, username)).get();
   if (!existing) {

@@ -6,7 +6,7 @@
 import "server-only";
 import type { Logger } from "pino";
 import { loadBalancers, type Db } from "@meridian/db";
-import { parseTelemetryNdjsonLine, type TelemetryEvent } from "@meridian/protocol";
+import { parseTelemetryNdjsonLine, type TelemetryEvent, type TelemetryStreamLine } from "@meridian/protocol";
 import type { LbAdminClient } from "./lb-admin-client";
 import { RollingStats } from "./rolling-stats";
 import { backoffMs, WakeSignal } from "./wake-signal";
@@ -171,7 +171,7 @@ export class TelemetryHub {
   }
 
   private handleLine(lbId: string, sub: Subscription, text: string): void {
-    let line;
+    let line: TelemetryStreamLine;
     try {
       line = parseTelemetryNdjsonLine(text);
     } catch (error) {

@@ -51,7 +51,7 @@ function seedFor(lbId: string, runId: number): number {
   return hash;
 }
 
-export function settingsOf(config: TunerConfig): TunerSettings {
+function settingsOf(config: TunerConfig): TunerSettings {
   return {
     bounds: { rtt: [config.bounds.rtt[0], config.bounds.rtt[1]], queue: [config.bounds.queue[0], config.bounds.queue[1]] },
     window: config.window,
@@ -252,7 +252,7 @@ export class TunerService {
 
   observe(event: TelemetryEvent): TunerStep | null {
     const live = this.tuners.get(event.lbId);
-    if (!live || !live.running) return null;
+    if (!live?.running) return null;
     const step = live.tuner.observe({
       configVersion: event.configVersion,
       ttftMs: event.ttftMs,

@@ -3,7 +3,7 @@
 import "server-only";
 import { randomBytes } from "node:crypto";
 
-export function slugify(name: string): string {
+function slugify(name: string): string {
   const slug = name
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, "-")

@@ -36,7 +36,7 @@ export function listRegions(rt: ServiceRuntime): RegionSummary[] {
 }
 
 /** A region by its name (what operators type) or its id. */
-export function findRegion(db: DbLike, nameOrId: string): RegionRow | undefined {
+function findRegion(db: DbLike, nameOrId: string): RegionRow | undefined {
   return (
     db.select().from(regions).where(eq(regions.name, nameOrId)).get() ??
     db.select().from(regions).where(eq(regions.id, nameOrId)).get()

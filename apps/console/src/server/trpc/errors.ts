@@ -11,7 +11,7 @@ const CODES: Record<DomainErrorKind, TRPC_ERROR_CODE_KEY> = {
   unavailable: "SERVICE_UNAVAILABLE",
 };
 
-export function toTRPCError(error: unknown): unknown {
+function toTRPCError(error: unknown): unknown {
   if (error instanceof DomainError) return new TRPCError({ code: CODES[error.kind], message: error.message, cause: error });
   return error;
 }

@@ -16,7 +16,7 @@ export interface TrpcContext {
 }
 
 /** "name: must not be empty; url: expected an http or https URL" from a ZodError. */
-export function describeZodError(error: ZodError): string {
+function describeZodError(error: ZodError): string {
   return error.issues
     .map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
     .join("; ");
@@ -35,7 +35,6 @@ const t = initTRPC.context<TrpcContext>().create({
 });
 
 export const router = t.router;
-export const createCallerFactory = t.createCallerFactory;
 
 export const publicProcedure = t.procedure;
 

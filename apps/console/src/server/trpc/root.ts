@@ -8,7 +8,7 @@ import { overviewRouter } from "../routers/overview";
 import { regionsRouter } from "../routers/regions";
 import { replicasRouter } from "../routers/replicas";
 import { tunerRouter } from "../routers/tuner";
-import { createCallerFactory, router } from "./init";
+import { router } from "./init";
 
 export const appRouter = router({
   auth: authRouter,
@@ -22,6 +22,3 @@ export const appRouter = router({
 });
 
 export type AppRouter = typeof appRouter;
-
-/** Server-side caller (tests, server components). */
-export const createCaller = createCallerFactory(appRouter);

@@ -1,7 +1,7 @@
 // POST /api/auth/logout: ends the session and clears the cookie.
 import "server-only";
-import { handleLogout } from "@/server/auth/login";
-import { getRuntime } from "@/server/runtime/global";
+import { handleLogout } from "../../../../src/server/auth/login";
+import { getRuntime } from "../../../../src/server/runtime/global";
 
 export const dynamic = "force-dynamic";
 

@@ -1,7 +1,7 @@
 // tRPC endpoint (GET queries, POST mutations); see src/server/trpc/handler.ts.
 import "server-only";
-import { getRuntime } from "@/server/runtime/global";
-import { handleTrpcRequest } from "@/server/trpc/handler";
+import { getRuntime } from "../../../../src/server/runtime/global";
+import { handleTrpcRequest } from "../../../../src/server/trpc/handler";
 
 export const dynamic = "force-dynamic";
 
