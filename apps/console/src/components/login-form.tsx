@@ -53,8 +53,16 @@ export function LoginForm({ next }: { next: string }) {
     <form className="login-form" onSubmit={onSubmit} data-testid="login-form">
       <label>
         Username
-        {/* biome-ignore lint/a11y/noAutofocus: the page's only job is this form; focus saves a click and a screen reader lands on it anyway */}
-        <input name="username" autoComplete="username" value={username} onChange={(e) => setUsername(e.target.value)} required data-testid="login-username" autoFocus />
+        <input
+          name="username"
+          autoComplete="username"
+          value={username}
+          onChange={(e) => setUsername(e.target.value)}
+          required
+          data-testid="login-username"
+          // biome-ignore lint/a11y/noAutofocus: the page's only job is this form; focusing it saves a click
+          autoFocus
+        />
       </label>
       <label>
         Password
