@@ -5,7 +5,8 @@
 import "server-only";
 import { and, eq, inArray, or } from "drizzle-orm";
 import type { Logger } from "pino";
-import { entrypoints, loadBalancers, observedRtts, regions, replicas, type Db, type LoadBalancerRow } from "@meridian/db";
+import { entrypoints, loadBalancers, observedRtts, replicas, type Db, type LoadBalancerRow } from "@meridian/db";
+import { regionNamesById } from "../region-names";
 import { type Actor, recordAudit } from "../audit-trail";
 import { notFound, precondition } from "../errors";
 import type { ConfigPublisher } from "./config-publisher";
@@ -48,7 +49,7 @@ export class FailoverService {
 
   /** The nearest LB that is healthy (state and, when probed, its last probe), or null. */
   nearestHealthy(lb: LoadBalancerRow): LoadBalancerRow | null {
-    const regionName = new Map(this.deps.db.select().from(regions).all().map((r) => [r.id, r.name]));
+    const regionName = regionNamesById(this.deps.db);
     const from = regionName.get(lb.regionId) ?? lb.regionId;
     const candidates = this.deps.db
       .select()

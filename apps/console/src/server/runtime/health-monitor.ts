@@ -10,7 +10,8 @@ import "server-only";
 import { eq, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { LbState } from "@meridian/protocol";
-import { loadBalancers, observedRtts, regions, replicas, type Db, type LoadBalancerRow } from "@meridian/db";
+import { loadBalancers, observedRtts, replicas, type Db, type LoadBalancerRow } from "@meridian/db";
+import { regionNamesById } from "../region-names";
 import { recordAudit, SYSTEM_HEALTH } from "../audit-trail";
 import type { ConfigPublisher } from "./config-publisher";
 import type { FailoverService } from "./failover";
@@ -121,7 +122,7 @@ export class HealthMonitor {
 
   private recordRtts(lb: LoadBalancerRow, state: LbState): void {
     const now = Date.now();
-    const regionNames = new Map(this.deps.db.select().from(regions).all().map((r) => [r.id, r.name]));
+    const regionNames = regionNamesById(this.deps.db);
     const regionName = regionNames.get(lb.regionId) ?? state.region;
     // The replica's real region from the DB: a re-homed replica is presented to its new LB with
     // that LB's region (config-builder.ts), which would file its RTT under the wrong pair.

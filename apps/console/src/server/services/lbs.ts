@@ -2,7 +2,8 @@
 import "server-only";
 import { desc, eq } from "drizzle-orm";
 import { POLICY_NAMES } from "@meridian/routing";
-import { entrypoints, lbConfigs, loadBalancers, regions, replicas, type LoadBalancerRow } from "@meridian/db";
+import { entrypoints, lbConfigs, loadBalancers, replicas, type LoadBalancerRow } from "@meridian/db";
+import { regionNamesById } from "../region-names";
 import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, invalid, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
@@ -43,7 +44,7 @@ export interface LbView {
 }
 
 export function listLbs(rt: ServiceRuntime): LbView[] {
-  const regionNames = new Map(rt.db.select().from(regions).all().map((r) => [r.id, r.name]));
+  const regionNames = regionNamesById(rt.db);
   const allReplicas = rt.db.select().from(replicas).orderBy(replicas.id).all();
   const entries = rt.db.select().from(entrypoints).all();
   return rt.db
@@ -223,7 +224,7 @@ export function failbackLb(rt: ServiceRuntime, actor: Actor, input: { id: string
 
 /** Region name → the LB its clients use. */
 export function entrypointMap(rt: ServiceRuntime): Record<string, { lbId: string; url: string }> {
-  const regionNames = new Map(rt.db.select().from(regions).all().map((r) => [r.id, r.name]));
+  const regionNames = regionNamesById(rt.db);
   const lbs = new Map(rt.db.select().from(loadBalancers).all().map((l) => [l.id, l]));
   const out: Record<string, { lbId: string; url: string }> = {};
   for (const entry of rt.db.select().from(entrypoints).all()) {

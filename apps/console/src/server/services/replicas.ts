@@ -2,7 +2,8 @@
 // whose config it alters (the publisher skips LBs whose config did not change).
 import "server-only";
 import { eq } from "drizzle-orm";
-import { loadBalancers, regions, replicas, type ReplicaRow } from "@meridian/db";
+import { loadBalancers, replicas, type ReplicaRow } from "@meridian/db";
+import { regionNamesById } from "../region-names";
 import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
@@ -39,7 +40,7 @@ export interface ReplicaView {
 }
 
 export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
-  const regionNames = new Map(rt.db.select().from(regions).all().map((r) => [r.id, r.name]));
+  const regionNames = regionNamesById(rt.db);
   const lbNames = new Map(rt.db.select().from(loadBalancers).all().map((l) => [l.id, l.name]));
   const windowStats = rt.telemetry.stats.replicaStats();
   return rt.db
