@@ -22,7 +22,7 @@ import { z } from "zod";
 import { LB_CONFIG_SCHEMA } from "@meridian/protocol";
 import { DEMO_ENGINE_PARAMS, startEngineServer, type EngineServer } from "@meridian/sim";
 import { startLoadGenerator, type LoadGenerator } from "@meridian/workload";
-import { DEMO_MODEL, DEMO_REGIONS, DEMO_RTT_MS, demoTopology } from "../apps/console/src/server/demo/topology";
+import { DEMO_MODEL, DEMO_REGIONS, DEMO_RTT_MS, demoTopology } from "../apps/console/src/lib/demo-topology";
 
 const root = resolve(fileURLToPath(import.meta.url), "..", "..");
 

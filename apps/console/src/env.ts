@@ -1,6 +1,8 @@
-// The console process's configuration: the only module that reads process.env (DESIGN.md
-// conventions). Parsed lazily, on first use, because `next build` imports route modules without the
-// runtime env (a missing LB token must fail the server, not the build).
+// The console process's configuration: the only module that reads process.env (one validated env
+// module per process; the variables are listed in apps/console/README.md). Parsed lazily, on first
+// use, because `next build` imports route modules without the runtime env (a missing LB token must
+// fail the server, not the build).
+import "server-only";
 import { existsSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";

@@ -25,7 +25,7 @@ export const notFound = (message: string, code = "not_found", type: OpenAiErrorT
 export const unavailable = (message: string, retryAfterSeconds: number, code = "no_capacity"): HttpError =>
   new HttpError(503, message, "server_error", code, null, { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) });
 
-export function errorBody(error: HttpError): string {
+function errorBody(error: HttpError): string {
   return JSON.stringify(openAiError(error.message, error.type, error.code, error.param));
 }
 

@@ -37,7 +37,7 @@ export interface LoadedSettings {
   token: string | null;
 }
 
-export class ConfigError extends Error {
+class ConfigError extends Error {
   override name = "ConfigError";
 }
 

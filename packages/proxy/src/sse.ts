@@ -122,7 +122,7 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-export function readUsage(usage: Record<string, unknown>): UsageReport {
+function readUsage(usage: Record<string, unknown>): UsageReport {
   const details = usage["prompt_tokens_details"];
   const cached = isRecord(details) ? details["cached_tokens"] : undefined;
   return {

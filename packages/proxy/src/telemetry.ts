@@ -66,7 +66,7 @@ export class TelemetryLog {
   }
 }
 
-export class TelemetrySubscriber {
+class TelemetrySubscriber {
   private cursor: number;
   private waitingForDrain = false;
   private closed = false;

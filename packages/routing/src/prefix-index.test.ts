@@ -5,7 +5,6 @@ import { traceBlockKeys } from "./keys";
 import { PrefixIndex } from "./prefix-index";
 import { createRng } from "./rng";
 
-const HOUR = 3_600_000;
 const chain = (root: number, n: number) => traceBlockKeys(Array.from({ length: n }, (_, i) => root * 10_000 + i));
 
 describe("PrefixIndex match", () => {

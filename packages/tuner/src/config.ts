@@ -101,7 +101,7 @@ export function requireFiniteNumber(field: string, value: unknown): number {
   return value;
 }
 
-export function requirePositive(field: string, value: unknown): number {
+function requirePositive(field: string, value: unknown): number {
   const number = requireFiniteNumber(field, value);
   if (number <= 0) throw new TunerInputError(field, `expected a number > 0, received ${number}`);
   return number;

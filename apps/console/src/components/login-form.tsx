@@ -54,7 +54,16 @@ export function LoginForm({ next }: { next: string }) {
     <form className="login-form" onSubmit={onSubmit} data-testid="login-form">
       <label>
         Username
-        <input name="username" autoComplete="username" value={username} onChange={(e) => setUsername(e.target.value)} required data-testid="login-username" autoFocus />
+        <input
+          name="username"
+          autoComplete="username"
+          value={username}
+          onChange={(e) => setUsername(e.target.value)}
+          required
+          data-testid="login-username"
+          // biome-ignore lint/a11y/noAutofocus: the page's only job is this form; focusing it saves a click
+          autoFocus
+        />
       </label>
       <label>
         Password

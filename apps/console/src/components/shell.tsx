@@ -4,7 +4,7 @@ import { usePathname, useRouter } from "next/navigation";
 import { useState, type ReactNode } from "react";
 import { SessionProvider, type SessionUser } from "./session";
 
-export const NAV_ITEMS = [
+const NAV_ITEMS = [
   { href: "/", label: "Overview", testId: "nav-overview" },
   { href: "/regions", label: "Regions", testId: "nav-regions" },
   { href: "/replicas", label: "Replicas", testId: "nav-replicas" },

@@ -36,11 +36,11 @@ export function Panel({ title, actions, children, testId, className }: {
   );
 }
 
-export function Loading({ label = "Loading…" }: { label?: string }) {
+function Loading({ label = "Loading…" }: { label?: string }) {
   return <div className="state state-loading" data-testid="state-loading">{label}</div>;
 }
 
-export function Empty({ children }: { children: ReactNode }) {
+function Empty({ children }: { children: ReactNode }) {
   return <div className="state state-empty" data-testid="state-empty">{children}</div>;
 }
 
@@ -67,7 +67,7 @@ export function QueryView<T>({ query, isEmpty, empty, children }: {
       {query.isError ? (
         <div className="stale-banner" data-testid="state-stale">Live update failed, showing last data: {String((query.error as Error)?.message ?? "")}</div>
       ) : null}
-      {isEmpty && isEmpty(data) ? <Empty>{empty ?? "Nothing here yet."}</Empty> : children(data)}
+      {isEmpty?.(data) ? <Empty>{empty ?? "Nothing here yet."}</Empty> : children(data)}
     </>
   );
 }

@@ -185,7 +185,6 @@ export class EngineModel {
 
   // The step in progress.
   private busy = false;
-  private stepStart = 0;
   private stepEnd = 0;
   /** Duration of the step in progress, and how much each following decode-only step adds to it. */
   private stepDuration = 0;
@@ -367,7 +366,6 @@ export class EngineModel {
     }
     const p = this.params;
     this.busy = true;
-    this.stepStart = time;
     this.stepDecoders = decoders;
     this.stepPrefillTokens = prefillTokens;
     this.stepDuration =
@@ -524,11 +522,9 @@ export class EngineModel {
     const stepsToDone = next.decodeEnd - this.decodeSteps; // >= 1: the step that ends with the completion
     const skip = Math.min(stepsToDone - 1, this.stepsEndingBy(until, stepsToDone));
     if (skip <= 0) return;
-    const startOfCurrent = this.endOfStep(skip);
     const endOfCurrent = this.endOfStep(skip + 1);
     this.stepListener?.(this.stepDecoders, skip);
     this.decodeSteps += skip;
-    this.stepStart = startOfCurrent;
     this.stepEnd = endOfCurrent;
     this.stepDuration += this.stepSlope * skip;
   }

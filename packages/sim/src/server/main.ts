@@ -1,10 +1,10 @@
 // meridian-engine main: reads the configuration (flags over MERIDIAN_ENGINE_* env), starts one
 // simulated engine server, prints its URL on one line when ready, and closes cleanly on SIGTERM/SIGINT.
 import { pino } from "pino";
-import { loadConfig, USAGE } from "./config";
+import { type EngineProcessConfig, loadConfig, USAGE } from "./config";
 import { startEngineServer } from "./server";
 
-let config;
+let config: EngineProcessConfig;
 try {
   config = loadConfig(process.argv.slice(2), process.env);
 } catch (error) {

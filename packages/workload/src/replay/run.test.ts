@@ -7,7 +7,7 @@ import { startSseStub, type SseStub } from "../../test/sse-stub";
 import { bundledTracePath } from "../trace/bundled";
 import type { TraceRequest } from "../trace/types";
 import { runReplay, startLoadGenerator } from "./run";
-import { percentile, type ReplayRecord } from "./stats";
+import { percentile, type ReplayRecord, type ReplaySummary } from "./stats";
 
 const stubs: SseStub[] = [];
 const stub = async (...args: Parameters<typeof startSseStub>) => {
@@ -172,7 +172,7 @@ describe("replay client", () => {
       generator: { ratePerS: 100, sessions: 4, seed: 2 },
       onRecord: (r) => records.push(r),
     });
-    let summary;
+    let summary: ReplaySummary;
     try {
       // Poll rather than sleep a fixed time: a loaded machine may be slow to get going.
       for (let waited = 0; records.filter((r) => r.ok).length < 6 && waited < 10_000; waited += 20) {
@@ -208,7 +208,7 @@ describe("replay client", () => {
       generator: { ratePerS: 200, seed: 5 },
       onRecord: (r) => records.push(r),
     });
-    let summary;
+    let summary: ReplaySummary;
     try {
       await new Promise((resolve) => setTimeout(resolve, 150));
       assert.equal(engine.received.length, 0);

@@ -1,16 +1,21 @@
 // Access to the machine-readable APIs (/api/entrypoints): the LB bearer token (replay clients,
 // scripts) or a logged-in session. A refusal is a 401, audited with the client's address.
+import "server-only";
 import { hasBearer } from "../http";
-import type { ConsoleRuntime } from "../runtime/runtime";
 import { identifyClient } from "./client-address";
-import { refuse } from "./refusal";
+import { type RefusalSink, refuse } from "./refusal";
 import { DEFAULT_REQUEST_SECURITY, type RequestSecurity } from "./request-security";
 import type { SecurityAuditor } from "./security-audit";
 import { resolveSession, tokenFromCookieHeader } from "./session-store";
 
+/** What the check uses: the database (sessions, audit), the log (refusals) and the LB token. */
+export interface ApiAccessRuntime extends RefusalSink {
+  readonly options: { readonly lbToken: string };
+}
+
 /** null when the request may proceed; otherwise the 401 to answer. */
 export function requireTokenOrSession(
-  rt: ConsoleRuntime,
+  rt: ApiAccessRuntime,
   req: Request,
   options: { security?: RequestSecurity; auditor?: SecurityAuditor } = {},
 ): Response | null {

@@ -1,10 +1,12 @@
 // The login and logout flows behind /api/auth/*, as plain functions of a fetch Request so they can
 // be tested without Next.
+import "server-only";
+import type { Db } from "@meridian/db";
 import { z } from "zod";
+import type { Logger } from "pino";
 import { safeNextPath } from "../../lib/safe-redirect";
+import { recordAudit } from "../audit-trail";
 import { json, jsonError } from "../http";
-import type { ConsoleRuntime } from "../runtime/runtime";
-import { recordAudit } from "../services/audit";
 import { identifyClient, servedOverHttps } from "./client-address";
 import { checkOrigin } from "./origin-check";
 import { LoginThrottle } from "./rate-limit";
@@ -28,13 +30,20 @@ export function loginThrottle(): LoginThrottle {
   return holder[THROTTLE_KEY];
 }
 
+/** What the login flows use: the database, the log (for refusals) and the session lifetime. */
+export interface AuthRuntime {
+  readonly db: Db;
+  readonly log: Logger;
+  readonly options: { readonly sessionTtlMs: number };
+}
+
 export interface AuthRouteOptions {
   security?: RequestSecurity;
   throttle?: LoginThrottle;
   auditor?: SecurityAuditor;
 }
 
-export async function handleLogin(rt: ConsoleRuntime, req: Request, options: AuthRouteOptions = {}): Promise<Response> {
+export async function handleLogin(rt: AuthRuntime, req: Request, options: AuthRouteOptions = {}): Promise<Response> {
   const security = options.security ?? DEFAULT_REQUEST_SECURITY;
   const throttle = options.throttle ?? loginThrottle();
   const auditor = options.auditor ?? securityAuditor();
@@ -79,7 +88,7 @@ export async function handleLogin(rt: ConsoleRuntime, req: Request, options: Aut
   return json({ ok: true, user: { username: user.username, role: user.role } }, 200, { "set-cookie": cookie });
 }
 
-export function handleLogout(rt: ConsoleRuntime, req: Request, options: AuthRouteOptions = {}): Response {
+export function handleLogout(rt: AuthRuntime, req: Request, options: AuthRouteOptions = {}): Response {
   const security = options.security ?? DEFAULT_REQUEST_SECURITY;
   const client = identifyClient(req.headers, security);
   const token = tokenFromCookieHeader(req.headers.get("cookie"));

@@ -6,6 +6,7 @@
 // otherwise the host the request was addressed to: the Host header, or X-Forwarded-Host when the
 // peer is a trusted proxy. A browser cannot set Host or the forwarded headers on a cross-site request,
 // but any client can: a forwarded host from an untrusted peer is ignored.
+import "server-only";
 import { forwardedHeader, type Client } from "./client-address";
 import type { RequestSecurity } from "./request-security";
 

@@ -1,5 +1,6 @@
 // A refused request, answered and recorded the same way everywhere: a JSON error for the caller, a
 // warn line in the log (no stack: nothing failed), and a row in the audit log (security-audit.ts).
+import "server-only";
 import type { Logger } from "pino";
 import type { Db } from "@meridian/db";
 import { jsonError } from "../http";

@@ -1,5 +1,6 @@
 // Sessions: the cookie carries 32 random bytes (base64url); the table keeps their SHA-256, so a
 // copy of the database cannot be replayed as a live session.
+import "server-only";
 import { createHash, randomBytes } from "node:crypto";
 import { eq, lt } from "drizzle-orm";
 import { sessions, users, type Db } from "@meridian/db";

@@ -5,7 +5,7 @@ import { createHarness, type Harness } from "../testing/harness";
 import { entrypointMap } from "../services/lbs";
 import { rttMatrix } from "../services/regions";
 import { seedDemoTopology } from "./seed";
-import { demoTopology } from "./topology";
+import { demoTopology } from "../../lib/demo-topology";
 
 describe("demo topology", () => {
   let h: Harness;

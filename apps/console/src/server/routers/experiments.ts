@@ -1,4 +1,5 @@
 // experiments router: validates input, calls one service function, maps domain errors (see ../trpc/errors.ts).
+import "server-only";
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { experimentStatus, listExperiments, listTraces, liveSummary, runExperiment, saveExperiment } from "../services/experiments";

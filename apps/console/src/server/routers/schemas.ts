@@ -1,4 +1,5 @@
 // Input schemas shared by the routers. Messages are written for the UI.
+import "server-only";
 import { z } from "zod";
 import { POLICY_NAMES } from "@meridian/routing";
 
@@ -23,7 +24,7 @@ export const replicaState = z.enum(["enabled", "disabled", "draining"]);
 export const engineKind = z.enum(["sglang", "vllm"], { error: "engine must be sglang or vllm" });
 export const policyName = z.enum(POLICY_NAMES, { error: `policy must be one of ${POLICY_NAMES.join(", ")}` });
 /** The simulator also offers "gorgo-online" (gorgo with the online tuner). */
-export const EXPERIMENT_POLICIES = [...POLICY_NAMES, "gorgo-online"] as const;
+const EXPERIMENT_POLICIES = [...POLICY_NAMES, "gorgo-online"] as const;
 export const experimentPolicy = z.enum(EXPERIMENT_POLICIES, { error: `policies must be among ${EXPERIMENT_POLICIES.join(", ")}` });
 export const crossRegion = z.enum(["direct", "via-peer"], { error: "crossRegion must be direct or via-peer" });
 

@@ -1,4 +1,5 @@
 // tuner router: validates input, calls one service function, maps domain errors (see ../trpc/errors.ts).
+import "server-only";
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { resetTuner, setManualWeights, startTuner, stopTuner, tunerByLb, updateTuner } from "../services/tuner";

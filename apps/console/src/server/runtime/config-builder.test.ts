@@ -68,7 +68,7 @@ describe("HealthMonitor at startup", () => {
     await h.rt.health.tick();
     const never = h.rt.db.select().from(loadBalancers).where(eq(loadBalancers.id, "lb-never")).get()!;
     assert.equal(never.state, "healthy");
-    assert.equal(h.rt.health.isHealthy("lb-never"), false);
-    assert.equal(h.rt.health.isHealthy("lb-up"), true);
+    assert.equal(h.rt.lbHealth.isHealthy("lb-never"), false);
+    assert.equal(h.rt.lbHealth.isHealthy("lb-up"), true);
   });
 });

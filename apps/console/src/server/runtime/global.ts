@@ -1,5 +1,6 @@
 // The process-wide runtime. Next may load this module in several bundles (instrumentation, route
 // handlers) and re-evaluate it on HMR, so the instance lives on globalThis: one runtime, started once.
+import "server-only";
 import pino from "pino";
 import { openDb } from "@meridian/db";
 import { getEnv } from "../../env";

@@ -1,12 +1,19 @@
-// The console's server runtime: the database and the long-running services, wired together.
-// Created once per process (see global.ts); tests create their own with a temp DB and fake LBs.
+// The composition root of the console's server: the database and the long-running services, each
+// built here with the few collaborators it uses (its *Deps interface) and nothing more. Only entry
+// points import this module: global.ts (route handlers, instrumentation.ts) and the tests' harness.
+// Everything else sees the narrow ServiceRuntime (services/context.ts), which this class satisfies
+// structurally (checked where global.ts and the harness hand it over; importing the interface here
+// would point the root back at the services). Structure and wiring order: apps/console/README.md,
+// "Runtime structure".
+import "server-only";
 import pino, { type Logger } from "pino";
 import { migrate, type Db } from "@meridian/db";
 import { ConfigPublisher } from "./config-publisher";
-import { ExperimentRunner, defaultSimCommand, type SimCommand } from "./experiment-runner";
+import { defaultSimCommand, ExperimentRunner, type SimCommand } from "./experiment-runner";
 import { FailoverService } from "./failover";
 import { HealthMonitor } from "./health-monitor";
 import { LbAdminClient } from "./lb-admin-client";
+import { LbHealthBook } from "./lb-health";
 import { TelemetryHub } from "./telemetry-hub";
 import { TunerService } from "./tuner-service";
 
@@ -25,6 +32,7 @@ export interface RuntimeOptions {
 
 export class ConsoleRuntime {
   readonly lbClient: LbAdminClient;
+  readonly lbHealth = new LbHealthBook();
   readonly publisher: ConfigPublisher;
   readonly health: HealthMonitor;
   readonly telemetry: TelemetryHub;
@@ -38,13 +46,35 @@ export class ConsoleRuntime {
     readonly options: RuntimeOptions,
     readonly log: Logger = pino({ level: "silent" }),
   ) {
-    this.lbClient = new LbAdminClient(options.lbToken, options.probeTimeoutMs ?? 2_000);
-    this.publisher = new ConfigPublisher(this);
-    this.health = new HealthMonitor(this);
-    this.telemetry = new TelemetryHub(this);
-    this.tuners = new TunerService(this);
-    this.failover = new FailoverService(this);
-    this.experiments = new ExperimentRunner(this, options.simCommand ?? defaultSimCommand(options.repoRoot), options.traceDirs);
+    // Built in dependency order: each component receives only components built before it, so no
+    // component reaches another through this container.
+    const lbClient = new LbAdminClient({ token: options.lbToken, timeoutMs: options.probeTimeoutMs ?? 2_000 });
+    const publisher = new ConfigPublisher({ db, log, lbClient });
+    const telemetry = new TelemetryHub({ db, log, lbClient });
+    const failover = new FailoverService({ db, log, book: this.lbHealth, publisher });
+    this.lbClient = lbClient;
+    this.publisher = publisher;
+    this.telemetry = telemetry;
+    this.failover = failover;
+    this.tuners = new TunerService({ db, log, telemetry, publisher });
+    this.health = new HealthMonitor({
+      db,
+      log,
+      lbClient,
+      book: this.lbHealth,
+      publisher,
+      telemetry,
+      failover,
+      intervalMs: options.healthIntervalMs,
+      failoverAfter: options.failoverAfter,
+      autoFailover: options.autoFailover,
+    });
+    this.experiments = new ExperimentRunner({
+      db,
+      repoRoot: options.repoRoot,
+      simCommand: options.simCommand ?? defaultSimCommand(options.repoRoot),
+      traceDirs: options.traceDirs,
+    });
   }
 
   /** Applies migrations only (no background work). */

@@ -10,13 +10,24 @@
 //   with an empty window that the TelemetryHub's replay refills, so no event is scored twice or for
 //   weights other than the ones that routed it.
 // "running" = the ES is stepping (mode online and started). stop() freezes the incumbent (static).
+import "server-only";
 import { and, desc, eq, isNull } from "drizzle-orm";
+import type { Logger } from "pino";
 import { EsTuner, TunerInputError, type TunerConfig, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
-import { loadBalancers, tunerRuns, tunerSteps, type TunerRunRow } from "@meridian/db";
+import { loadBalancers, tunerRuns, tunerSteps, type Db, type TunerRunRow } from "@meridian/db";
 import { invalid, notFound } from "../errors";
+import type { ConfigPublisher } from "./config-publisher";
 import { isError } from "./rolling-stats";
-import type { ConsoleRuntime } from "./runtime";
+import type { TelemetryHub } from "./telemetry-hub";
+
+/** What the tuner service uses, and nothing else. */
+export interface TunerServiceDeps {
+  db: Db;
+  log: Logger;
+  telemetry: Pick<TelemetryHub, "onEvent">;
+  publisher: Pick<ConfigPublisher, "onNewVersion" | "publish">;
+}
 
 /** Operator-tunable settings, as stored in tuner_runs.settings_json. */
 export interface TunerSettings {
@@ -40,7 +51,7 @@ function seedFor(lbId: string, runId: number): number {
   return hash;
 }
 
-export function settingsOf(config: TunerConfig): TunerSettings {
+function settingsOf(config: TunerConfig): TunerSettings {
   return {
     bounds: { rtt: [config.bounds.rtt[0], config.bounds.rtt[1]], queue: [config.bounds.queue[0], config.bounds.queue[1]] },
     window: config.window,
@@ -85,12 +96,12 @@ function guard<T>(fn: () => T): T {
 export class TunerService {
   private readonly tuners = new Map<string, LiveTuner>();
 
-  constructor(private readonly rt: ConsoleRuntime) {}
+  constructor(private readonly deps: TunerServiceDeps) {}
 
   start(): void {
-    for (const lb of this.rt.db.select({ id: loadBalancers.id }).from(loadBalancers).all()) this.ensure(lb.id);
-    this.rt.telemetry.onEvent((event) => this.observe(event));
-    this.rt.publisher.onNewVersion((lbId, version, config) => this.onNewVersion(lbId, version, config));
+    for (const lb of this.deps.db.select({ id: loadBalancers.id }).from(loadBalancers).all()) this.ensure(lb.id);
+    this.deps.telemetry.onEvent((event) => this.observe(event));
+    this.deps.publisher.onNewVersion((lbId, version, config) => this.onNewVersion(lbId, version, config));
     // Publish whatever the tuners want live (a restored candidate whose version the LB never took).
     for (const lbId of this.tuners.keys()) this.applyCurrent(lbId);
   }
@@ -107,7 +118,7 @@ export class TunerService {
   ensure(lbId: string): LiveTuner {
     const existing = this.tuners.get(lbId);
     if (existing) return existing;
-    const lb = this.rt.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+    const lb = this.deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
     if (!lb) throw notFound("load balancer", lbId);
     let run = this.currentRun(lbId);
     let tuner: EsTuner | null = null;
@@ -119,7 +130,7 @@ export class TunerService {
         // events twice. Start the window empty: the replay refills it from the LB's own record.
         tuner = EsTuner.restore({ ...stored, window: [], samplesSinceEvaluation: 0 });
       } catch (error) {
-        this.rt.log.error({ lbId, err: error }, "stored tuner state unreadable; starting a new run");
+        this.deps.log.error({ lbId, err: error }, "stored tuner state unreadable; starting a new run");
         run = undefined;
       }
     }
@@ -134,7 +145,7 @@ export class TunerService {
   }
 
   private currentRun(lbId: string): TunerRunRow | undefined {
-    return this.rt.db
+    return this.deps.db
       .select()
       .from(tunerRuns)
       .where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt)))
@@ -146,7 +157,7 @@ export class TunerService {
   /** Ends the LB's current run and starts a fresh one (new tuner, empty trajectory). */
   private newRun(lbId: string, weights: Weights, settings: TunerSettings | null, running: boolean): { run: TunerRunRow; tuner: EsTuner } {
     const now = Date.now();
-    return this.rt.db.transaction((tx) => {
+    return this.deps.db.transaction((tx) => {
       tx.update(tunerRuns).set({ endedAt: now }).where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt))).run();
       const inserted = tx
         .insert(tunerRuns)
@@ -175,7 +186,7 @@ export class TunerService {
   private persist(live: LiveTuner, step: TunerStep | null): void {
     const state = live.tuner.state();
     const now = Date.now();
-    this.rt.db.transaction((tx) => {
+    this.deps.db.transaction((tx) => {
       if (step) {
         tx.insert(tunerSteps)
           .values({
@@ -213,10 +224,10 @@ export class TunerService {
     if (!live) return;
     const current = live.tuner.current();
     if (current.version !== null) return;
-    const lb = this.rt.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+    const lb = this.deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
     if (!lb) return;
     if (!sameWeights({ rtt: lb.weightRtt, queue: lb.weightQueue }, current.weights)) {
-      this.rt.db
+      this.deps.db
         .update(loadBalancers)
         .set({ weightRtt: current.weights.rtt, weightQueue: current.weights.queue })
         .where(eq(loadBalancers.id, lbId))
@@ -226,7 +237,7 @@ export class TunerService {
     // right after Start, a candidate clipped onto the incumbent): a reused version would let events
     // routed before this window — already scored, or replayed after a restart — count for it.
     const measuring = current.role !== "incumbent";
-    const version = this.rt.publisher.publish(lbId, { force: measuring });
+    const version = this.deps.publisher.publish(lbId, { force: measuring });
     // publish() binds through onNewVersion when it recorded a version; for frozen weights an unchanged
     // config keeps its version, which then carries these weights.
     if (version !== null && live.tuner.current().version === null) live.tuner.bind(version);
@@ -241,7 +252,7 @@ export class TunerService {
 
   observe(event: TelemetryEvent): TunerStep | null {
     const live = this.tuners.get(event.lbId);
-    if (!live || !live.running) return null;
+    if (!live?.running) return null;
     const step = live.tuner.observe({
       configVersion: event.configVersion,
       ttftMs: event.ttftMs,
@@ -319,7 +330,7 @@ export class TunerService {
     const live = this.ensure(lbId);
     const state = live.tuner.state();
     const current = live.tuner.current();
-    const steps = this.rt.db
+    const steps = this.deps.db
       .select()
       .from(tunerSteps)
       .where(eq(tunerSteps.runId, live.runId))

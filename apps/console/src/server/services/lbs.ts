@@ -1,12 +1,14 @@
 // Load balancers: CRUD, policy, failover/failback and the entrypoint map.
+import "server-only";
 import { desc, eq } from "drizzle-orm";
 import { POLICY_NAMES } from "@meridian/routing";
-import { entrypoints, lbConfigs, loadBalancers, regions, replicas, type LoadBalancerRow } from "@meridian/db";
+import { entrypoints, lbConfigs, loadBalancers, replicas, type LoadBalancerRow } from "@meridian/db";
+import { regionNamesById } from "../region-names";
+import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, invalid, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
 import type { FailoverResult } from "../runtime/failover";
-import { recordAudit } from "./audit";
-import type { Actor, ServiceRuntime } from "./context";
+import type { ServiceRuntime } from "./context";
 import { newId } from "./ids";
 import { requireRegion } from "./regions";
 import { requireHttpUrl } from "./validation";
@@ -42,7 +44,7 @@ export interface LbView {
 }
 
 export function listLbs(rt: ServiceRuntime): LbView[] {
-  const regionNames = new Map(rt.db.select().from(regions).all().map((r) => [r.id, r.name]));
+  const regionNames = regionNamesById(rt.db);
   const allReplicas = rt.db.select().from(replicas).orderBy(replicas.id).all();
   const entries = rt.db.select().from(entrypoints).all();
   return rt.db
@@ -51,7 +53,7 @@ export function listLbs(rt: ServiceRuntime): LbView[] {
     .orderBy(loadBalancers.name)
     .all()
     .map((lb) => {
-      const health = rt.health.lb(lb.id);
+      const health = rt.lbHealth.lb(lb.id);
       return {
         id: lb.id,
         name: lb.name,
@@ -89,7 +91,7 @@ export function lbById(rt: ServiceRuntime, input: { id: string }) {
     .limit(20)
     .all()
     .map((c) => ({ version: c.version, createdAt: c.createdAt, acknowledgedAt: c.acknowledgedAt, config: JSON.parse(c.json) as unknown }));
-  return { ...view, configs, live: rt.health.lb(input.id)?.state ?? null };
+  return { ...view, configs, live: rt.lbHealth.lb(input.id)?.state ?? null };
 }
 
 export interface LbInput {
@@ -196,7 +198,7 @@ export function deleteLb(rt: ServiceRuntime, actor: Actor, input: { id: string }
   });
   rt.tuners.forget(input.id);
   rt.publisher.forget(input.id);
-  rt.health.forget(input.id);
+  rt.lbHealth.forget(input.id);
   rt.telemetry.sync();
   rt.publisher.publishAll();
 }
@@ -222,7 +224,7 @@ export function failbackLb(rt: ServiceRuntime, actor: Actor, input: { id: string
 
 /** Region name → the LB its clients use. */
 export function entrypointMap(rt: ServiceRuntime): Record<string, { lbId: string; url: string }> {
-  const regionNames = new Map(rt.db.select().from(regions).all().map((r) => [r.id, r.name]));
+  const regionNames = regionNamesById(rt.db);
   const lbs = new Map(rt.db.select().from(loadBalancers).all().map((l) => [l.id, l]));
   const out: Record<string, { lbId: string; url: string }> = {};
   for (const entry of rt.db.select().from(entrypoints).all()) {

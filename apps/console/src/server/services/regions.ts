@@ -1,9 +1,10 @@
 // Regions: list, create, rename, delete, and the observed RTT matrix.
+import "server-only";
 import { eq } from "drizzle-orm";
 import { entrypoints, loadBalancers, observedRtts, regions, replicas, type RegionRow } from "@meridian/db";
+import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, notFound, precondition } from "../errors";
-import { recordAudit } from "./audit";
-import type { Actor, DbLike, ServiceRuntime } from "./context";
+import type { DbLike, ServiceRuntime } from "./context";
 import { newId } from "./ids";
 
 export interface RegionSummary {
@@ -35,7 +36,7 @@ export function listRegions(rt: ServiceRuntime): RegionSummary[] {
 }
 
 /** A region by its name (what operators type) or its id. */
-export function findRegion(db: DbLike, nameOrId: string): RegionRow | undefined {
+function findRegion(db: DbLike, nameOrId: string): RegionRow | undefined {
   return (
     db.select().from(regions).where(eq(regions.name, nameOrId)).get() ??
     db.select().from(regions).where(eq(regions.id, nameOrId)).get()

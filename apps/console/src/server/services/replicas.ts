@@ -1,12 +1,14 @@
 // Replicas: CRUD and state (enabled / disabled / draining). Every change is pushed to the LBs
 // whose config it alters (the publisher skips LBs whose config did not change).
+import "server-only";
 import { eq } from "drizzle-orm";
-import { loadBalancers, regions, replicas, type ReplicaRow } from "@meridian/db";
+import { loadBalancers, replicas, type ReplicaRow } from "@meridian/db";
+import { regionNamesById } from "../region-names";
+import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
 import type { SharePoint } from "../runtime/rolling-stats";
-import { recordAudit } from "./audit";
-import type { Actor, DbLike, ServiceRuntime } from "./context";
+import type { DbLike, ServiceRuntime } from "./context";
 import { newId } from "./ids";
 import { requireRegion } from "./regions";
 import { requireHttpUrl } from "./validation";
@@ -38,7 +40,7 @@ export interface ReplicaView {
 }
 
 export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
-  const regionNames = new Map(rt.db.select().from(regions).all().map((r) => [r.id, r.name]));
+  const regionNames = regionNamesById(rt.db);
   const lbNames = new Map(rt.db.select().from(loadBalancers).all().map((l) => [l.id, l.name]));
   const windowStats = rt.telemetry.stats.replicaStats();
   return rt.db
@@ -48,7 +50,7 @@ export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
     .all()
     .map((r) => {
       const serving = effectiveHome(r);
-      const live = rt.health.replica(r.id, serving);
+      const live = rt.lbHealth.replica(r.id, serving);
       const stats = windowStats.get(r.id);
       return {
         id: r.id,

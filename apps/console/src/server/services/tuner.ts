@@ -1,10 +1,11 @@
 // Operator actions on an LB's tuner; each audited with the tuner's settings before and after.
+import "server-only";
 import { eq } from "drizzle-orm";
 import { loadBalancers } from "@meridian/db";
+import { type Actor, recordAudit } from "../audit-trail";
 import { notFound } from "../errors";
 import type { TunerSettings } from "../runtime/tuner-service";
-import { recordAudit } from "./audit";
-import type { Actor, ServiceRuntime } from "./context";
+import type { ServiceRuntime } from "./context";
 
 function requireLb(rt: ServiceRuntime, lbId: string): void {
   if (!rt.db.select({ id: loadBalancers.id }).from(loadBalancers).where(eq(loadBalancers.id, lbId)).get()) {

@@ -1,11 +1,11 @@
 // Requests to the console's HTTP handlers the way `next start` delivers them: a fetch Request whose
 // TCP peer is stamped (auth/peer-address.ts), a Host header, and by default a same-origin Origin.
 // Shared by the auth, security and domain-error suites.
+import "server-only";
 import superjson from "superjson";
 import { stampPeer } from "../auth/peer-address";
 import type { RequestSecurity } from "../auth/request-security";
 import type { SecurityAuditor } from "../auth/security-audit";
-import type { ConsoleRuntime } from "../runtime/runtime";
 import { handleTrpcRequest } from "../trpc/handler";
 
 export const CONSOLE_HOST = "console.test";
@@ -51,7 +51,7 @@ export interface TrpcResult {
 
 /** One tRPC call through the real handler (superjson envelope, as the browser sends it). */
 export async function trpcCall(
-  rt: ConsoleRuntime,
+  rt: Parameters<typeof handleTrpcRequest>[0],
   path: string,
   input: unknown,
   options: RequestOptions & { mutation?: boolean; security?: RequestSecurity; auditor?: SecurityAuditor } = {},

@@ -1,5 +1,6 @@
 // A fake meridian-proxy admin API on loopback port 0, for tests: GET /health, GET /admin/state,
 // PUT /admin/config (409 unless the version is newer), GET /admin/telemetry?since=N (NDJSON).
+import "server-only";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
