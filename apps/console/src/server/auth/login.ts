@@ -24,7 +24,7 @@ const Credentials = z.object({
 
 const THROTTLE_KEY = Symbol.for("meridian.console.login-throttle");
 /** One throttle per process (it must survive module re-evaluation like the runtime). */
-export function loginThrottle(): LoginThrottle {
+function loginThrottle(): LoginThrottle {
   const holder = globalThis as { [THROTTLE_KEY]?: LoginThrottle };
   holder[THROTTLE_KEY] ??= new LoginThrottle();
   return holder[THROTTLE_KEY];

@@ -8,7 +8,7 @@ import type { RequestSecurity } from "../auth/request-security";
 import type { SecurityAuditor } from "../auth/security-audit";
 import { handleTrpcRequest } from "../trpc/handler";
 
-export const CONSOLE_HOST = "console.test";
+const CONSOLE_HOST = "console.test";
 export const CONSOLE_ORIGIN = `http://${CONSOLE_HOST}`;
 
 export interface RequestOptions {
