@@ -1,5 +1,5 @@
 // Shared drivers for the tuner tests: a synthetic fleet whose p95 TTFT is a known function of the weights.
-import { EsTuner, type TunerStep, type TunerSample, type Weights } from "./index";
+import type { EsTuner, TunerStep, TunerSample, Weights } from "./index";
 import { nextNormal, nextUniform, seedPrng, type PrngState } from "./prng";
 
 export type SampleSource = (weights: Weights, version: number, rng: PrngState) => TunerSample;

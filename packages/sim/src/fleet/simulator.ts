@@ -119,7 +119,7 @@ export interface FleetRunResult {
 
 // ---------------------------------------------------------------------------------------------------
 
-const enum Kind {
+enum Kind {
   ArriveLb,
   Submit,
   EngineWake,
