@@ -6,8 +6,8 @@
 
 import { createWriteStream, existsSync, type WriteStream } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { DEFAULT_WEIGHTS, type Weights } from "@meridian/routing";
-import { DEFAULT_BOUNDS, type WeightBounds } from "@meridian/tuner";
+import { DEFAULT_WEIGHTS, WEIGHT_BOUNDS, type Weights } from "@meridian/routing";
+import type { WeightBounds } from "@meridian/tuner";
 import { bundledTracePath, loadTrace, TraceRowError, type TraceRequest } from "@meridian/workload";
 import {
   buildSimRequests,
@@ -111,8 +111,8 @@ function readTuner(flags: FlagReader, initial: Weights, tunerRuns: boolean): Tun
   const rttRaw = flags.string("rtt-bounds");
   const queueRaw = flags.string("queue-bounds");
   const bounds: WeightBounds = {
-    rtt: rttRaw === undefined ? DEFAULT_BOUNDS.rtt : parseBounds("rtt-bounds", rttRaw),
-    queue: queueRaw === undefined ? DEFAULT_BOUNDS.queue : parseBounds("queue-bounds", queueRaw),
+    rtt: rttRaw === undefined ? WEIGHT_BOUNDS.rtt : parseBounds("rtt-bounds", rttRaw),
+    queue: queueRaw === undefined ? WEIGHT_BOUNDS.queue : parseBounds("queue-bounds", queueRaw),
   };
   for (const name of ["rtt", "queue"] as const) {
     const [lo, hi] = bounds[name];

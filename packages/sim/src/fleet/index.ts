@@ -7,3 +7,4 @@ export * from "./summary";
 export * from "./workload";
 export * from "./simulator";
 export * from "./experiments";
+export * from "./result-json";

@@ -40,7 +40,11 @@ export interface ReplicaScrapeStats {
 export interface FleetSummary {
   name: string;
   requests: number;
+  /** Requests answered 2xx (every latency, share and cache figure is over these). */
   completed: number;
+  /** Requests an LB refused: its hold queue was full, the wait bound passed, or no replica served them. */
+  failed: number;
+  failed_by_code: Record<string, number>;
   ttft_ms: Percentiles;
   e2e_ms: Percentiles;
   itl_ms_p50: number;
@@ -66,7 +70,13 @@ export interface FleetSummary {
   duration_ms: number;
 }
 
-export function summarize(name: string, records: readonly RequestRecord[], replicas: readonly ReplicaScrapeStats[]): FleetSummary {
+export function summarize(
+  name: string,
+  records: readonly RequestRecord[],
+  replicas: readonly ReplicaScrapeStats[],
+  failedByCode: Readonly<Record<string, number>> = {},
+): FleetSummary {
+  const failed = Object.values(failedByCode).reduce((sum, n) => sum + n, 0);
   const n = records.length;
   const ttft = new Float64Array(n);
   const e2e = new Float64Array(n);
@@ -112,8 +122,10 @@ export function summarize(name: string, records: readonly RequestRecord[], repli
   const arrivalSpanS = n <= 1 ? NaN : (lastArrival - firstArrival) / 1000;
   return {
     name,
-    requests: n,
+    requests: n + failed,
     completed: n,
+    failed,
+    failed_by_code: { ...failedByCode },
     ttft_ms: { p50: percentileOfSorted(ttft, 50), p95: percentileOfSorted(ttft, 95), p99: percentileOfSorted(ttft, 99) },
     e2e_ms: { p50: percentileOfSorted(e2e, 50), p95: percentileOfSorted(e2e, 95), p99: percentileOfSorted(e2e, 99) },
     itl_ms_p50: percentileOfSorted(itlSorted, 50),

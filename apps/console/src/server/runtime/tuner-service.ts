@@ -11,7 +11,8 @@
 //   weights other than the ones that routed it.
 // "running" = the ES is stepping (mode online and started). stop() freezes the incumbent (static).
 import { and, desc, eq, isNull } from "drizzle-orm";
-import { EsTuner, TunerInputError, type TunerConfig, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
+import { EsTuner, TunerInputError, type EvaluationMode, type TunerConfig, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
+import { WEIGHT_BOUNDS } from "@meridian/routing/types";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
 import { loadBalancers, tunerRuns, tunerSteps, type TunerRunRow } from "@meridian/db";
 import { invalid, notFound } from "../errors";
@@ -23,7 +24,7 @@ export interface TunerSettings {
   bounds: { rtt: [number, number]; queue: [number, number] };
   window: number;
   hop: number;
-  evaluation: "versioned" | "paper";
+  evaluation: EvaluationMode;
   guardrails: { enabled: boolean; e2eRatio: number; maxShare: number; maxErrorRate: number };
 }
 
@@ -154,7 +155,7 @@ export class TunerService {
         .returning()
         .get();
       const patch = settings ? configPatch(settings) : {};
-      const bounds = (patch.bounds ?? { rtt: [0.05, 2.0], queue: [0.05, 0.5] }) as TunerSettings["bounds"];
+      const bounds = (patch.bounds ?? WEIGHT_BOUNDS) as TunerSettings["bounds"];
       // Weights from an older configuration may sit outside the bounds: start from the nearest legal point.
       const initial = {
         rtt: Math.min(Math.max(weights.rtt, bounds.rtt[0]), bounds.rtt[1]),
