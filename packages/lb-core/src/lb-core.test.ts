@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { chatBlockKeys } from "@meridian/routing";
 import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
-import { LbCore, type PlacementLogEntry } from "./lb-core";
+import { LbCore } from "./lb-core";
+import type { PlacementLogEntry } from "./placement";
 import { nextRttEwma, RTT_EWMA_ALPHA } from "./rtt";
 import type { Outcome } from "./completion";
 

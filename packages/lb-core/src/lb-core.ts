@@ -18,32 +18,15 @@ import {
 import type { LbConfig } from "@meridian/protocol";
 import { completeTicket, headersLearning, type Completion, type LearnInstruction, type Outcome } from "./completion";
 import { HoldQueue } from "./hold-queue";
-import { knownModel, planPlacement, type Placement, type PlacementContext } from "./placement";
+import { knownModel, placementLogEntry, planPlacement, type Placement, type PlacementContext, type PlacementLogEntry } from "./placement";
 import { buildLbState, buildPeerReport, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
-import { PeerRecord, PredictionSums, ReplicaRecord, type HealthChange, type PeerReportBody } from "./targets";
+import { PeerRecord, PredictionSums, ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
 import { failures, Ticket, type AdmitInput, type Failure } from "./ticket";
 
 /** A request is tried on at most this many targets (the first and one retry). */
 export const MAX_ATTEMPTS = 2;
 /** Block keys sent to peers in a prefix snapshot by default (most recently used first). */
 export const DEFAULT_PEER_SNAPSHOT_KEYS = 4_096;
-
-/** One line of the placement log: what the core decided for a request, with no clock in it, so a
- * proxy run and a simulator run of the same script can be compared line by line. */
-export interface PlacementLogEntry {
-  lb: string;
-  session: string;
-  hop: number;
-  /** 1 for the first try, 2 for a retry. */
-  attempt: number;
-  outcome: Placement["kind"];
-  /** Replica or peer id; null for hold and fail. */
-  target: string | null;
-  /** Failure code (queue_full, queue_timeout, no_replica, ...); null otherwise. */
-  code: string | null;
-  /** Cached prompt tokens the index predicted on the chosen replica; null otherwise. */
-  predictedCachedTokens: number | null;
-}
 
 /** A queued request the core has now placed, forwarded or refused. */
 export interface Settled<J> {
@@ -58,15 +41,7 @@ export interface LbCoreOptions {
   /** How often peers are polled: their reports go stale after 3 intervals. */
   peerPollIntervalMs: number;
   /** Observes every placement decision, with the candidate views the policy saw (tests, tracing). */
-  onPlacement?: (entry: PlacementLogEntry, candidates: readonly CandidateView[]) => void;
-}
-
-/** Targets the shell must start or stop I/O for after a config change. */
-export interface TargetChanges {
-  addedReplicas: ReplicaRecord[];
-  removedReplicas: ReplicaRecord[];
-  addedPeers: PeerRecord[];
-  removedPeers: PeerRecord[];
+  onPlacement?: (entry: PlacementLogEntry, candidates: readonly CandidateView[], ticket: Ticket<unknown>) => void;
 }
 
 export class LbCore<J> {
@@ -85,6 +60,7 @@ export class LbCore<J> {
   private policy: Policy;
   private readonly rng: Rng;
   private readonly onPlacement: LbCoreOptions["onPlacement"];
+  private readonly placementContext: PlacementContext;
 
   constructor(options: LbCoreOptions) {
     this.config = options.config;
@@ -94,7 +70,17 @@ export class LbCore<J> {
     this.policy = createPolicy(this.config.policy);
     this.index = this.newIndex(this.config);
     this.peerIndex = this.newIndex(this.config);
-    this.syncTargets(this.config);
+    syncTargets(this.config, this.replicas, this.peers, this.index, this.peerIndex);
+    this.placementContext = {
+      config: this.config,
+      replicas: this.replicas,
+      peers: this.peers,
+      peerPollIntervalMs: this.peerPollIntervalMs,
+      policy: this.policy,
+      index: this.index,
+      peerIndex: this.peerIndex,
+      rng: this.rng,
+    };
   }
 
   // ---------------------------------------------------------------- config and targets
@@ -109,53 +95,11 @@ export class LbCore<J> {
       this.index = this.newIndex(next);
       this.peerIndex = this.newIndex(next);
     }
-    return this.syncTargets(next);
+    return syncTargets(next, this.replicas, this.peers, this.index, this.peerIndex);
   }
 
   private newIndex(config: LbConfig): PrefixIndex {
     return new PrefixIndex({ capacityBlocks: config.index.capacityBlocks, ttlMs: config.index.ttlMs });
-  }
-
-  /** A target whose id disappeared or whose URL changed is a new target: it starts from nothing. */
-  private syncTargets(config: LbConfig): TargetChanges {
-    const changes: TargetChanges = { addedReplicas: [], removedReplicas: [], addedPeers: [], removedPeers: [] };
-    const wanted = new Map(config.replicas.map((r) => [r.id, r]));
-    for (const [id, record] of this.replicas) {
-      const next = wanted.get(id);
-      if (next && next.url === record.config.url) continue;
-      this.replicas.delete(id);
-      this.index.removeReplica(id);
-      changes.removedReplicas.push(record);
-    }
-    for (const replicaConfig of config.replicas) {
-      const existing = this.replicas.get(replicaConfig.id);
-      if (existing) {
-        existing.config = replicaConfig;
-        continue;
-      }
-      const record = new ReplicaRecord(replicaConfig);
-      this.replicas.set(record.id, record);
-      changes.addedReplicas.push(record);
-    }
-    const wantedPeers = new Map(config.peers.map((p) => [p.id, p]));
-    for (const [id, record] of this.peers) {
-      const next = wantedPeers.get(id);
-      if (next && next.url === record.config.url) continue;
-      this.peers.delete(id);
-      this.peerIndex.removeReplica(id);
-      changes.removedPeers.push(record);
-    }
-    for (const peerConfig of config.peers) {
-      const existing = this.peers.get(peerConfig.id);
-      if (existing) {
-        existing.config = peerConfig;
-        continue;
-      }
-      const record = new PeerRecord(peerConfig);
-      this.peers.set(record.id, record);
-      changes.addedPeers.push(record);
-    }
-    return changes;
   }
 
   // ---------------------------------------------------------------- what probes, scrapes and polls report
@@ -197,6 +141,12 @@ export class LbCore<J> {
     const first = peer.lastError === null;
     peer.lastError = error;
     return first;
+  }
+
+  /** Block keys to ask each peer for in its report: the peer index only steers `via-peer`
+   * forwarding, so a `direct` LB asks for none. */
+  snapshotKeysWanted(max: number): number {
+    return this.config.crossRegion === "via-peer" ? max : 0;
   }
 
   // ---------------------------------------------------------------- the request path
@@ -351,16 +301,12 @@ export class LbCore<J> {
   }
 
   private plan(ticket: Ticket<J>, now: number): Placement {
-    const ctx: PlacementContext = {
-      config: this.config,
-      replicas: this.replicas,
-      peers: this.peers,
-      peerPollIntervalMs: this.peerPollIntervalMs,
-      policy: this.policy,
-      index: this.index,
-      peerIndex: this.peerIndex,
-      rng: this.rng,
-    };
+    // Refreshed in place rather than rebuilt: plan() runs once per request and per queue retry.
+    const ctx = this.placementContext;
+    ctx.config = this.config;
+    ctx.policy = this.policy;
+    ctx.index = this.index;
+    ctx.peerIndex = this.peerIndex;
     try {
       return planPlacement(ctx, ticket, now);
     } catch (error) {
@@ -378,30 +324,23 @@ export class LbCore<J> {
         replica.queuedTokens += ticket.view.inputTokens;
       }
       ticket.attempts++;
-      ticket.target = { kind: "replica", id: placement.replicaId, predictedCachedTokens: placement.decision.predictedCachedTokens, released: false };
+      ticket.target = {
+        kind: "replica",
+        id: placement.replicaId,
+        predictedCachedTokens: placement.decision.predictedCachedTokens,
+        reason: placement.decision.reason ?? null,
+        released: false,
+      };
     } else if (placement.kind === "peer") {
       this.totals.forwarded++;
       ticket.attempts++;
-      ticket.target = { kind: "peer", id: placement.peerId, predictedCachedTokens: 0, released: false };
+      ticket.target = { kind: "peer", id: placement.peerId, predictedCachedTokens: 0, reason: placement.reason, released: false };
     }
     this.log(ticket, placement, placement.kind === "replica" ? placement.candidates : []);
     return placement;
   }
 
   private log(ticket: Ticket<J>, placement: Placement, candidates: readonly CandidateView[]): void {
-    if (!this.onPlacement) return;
-    this.onPlacement(
-      {
-        lb: this.config.lbId,
-        session: ticket.view.sessionKey,
-        hop: ticket.hop,
-        attempt: ticket.attempts + (placement.kind === "replica" || placement.kind === "peer" ? 0 : 1),
-        outcome: placement.kind,
-        target: placement.kind === "replica" ? placement.replicaId : placement.kind === "peer" ? placement.peerId : null,
-        code: placement.kind === "fail" ? placement.failure.code : null,
-        predictedCachedTokens: placement.kind === "replica" ? placement.decision.predictedCachedTokens : null,
-      },
-      candidates,
-    );
+    this.onPlacement?.(placementLogEntry(this.config.lbId, ticket, placement), candidates, ticket);
   }
 }

@@ -14,6 +14,38 @@ export type Placement =
   | { kind: "hold"; reason: string }
   | { kind: "fail"; failure: Failure };
 
+/** One line of the placement log: what the core decided for a request, with no clock in it, so a
+ * proxy run and a simulator run of the same script can be compared line by line. */
+export interface PlacementLogEntry {
+  lb: string;
+  session: string;
+  hop: number;
+  /** 1 for the first try, 2 for a retry. */
+  attempt: number;
+  outcome: Placement["kind"];
+  /** Replica or peer id; null for hold and fail. */
+  target: string | null;
+  /** Failure code (queue_full, queue_timeout, no_replica, ...); null otherwise. */
+  code: string | null;
+  /** Cached prompt tokens the index predicted on the chosen replica; null otherwise. */
+  predictedCachedTokens: number | null;
+}
+
+/** The log line for one placement of `ticket` (attempt = the try it was made for). */
+export function placementLogEntry(lbId: string, ticket: Ticket<unknown>, placement: Placement): PlacementLogEntry {
+  const placed = placement.kind === "replica" || placement.kind === "peer";
+  return {
+    lb: lbId,
+    session: ticket.view.sessionKey,
+    hop: ticket.hop,
+    attempt: ticket.attempts + (placed ? 0 : 1),
+    outcome: placement.kind,
+    target: placement.kind === "replica" ? placement.replicaId : placement.kind === "peer" ? placement.peerId : null,
+    code: placement.kind === "fail" ? placement.failure.code : null,
+    predictedCachedTokens: placement.kind === "replica" ? placement.decision.predictedCachedTokens : null,
+  };
+}
+
 export interface PlacementContext {
   config: LbConfig;
   replicas: ReadonlyMap<string, ReplicaRecord>;

@@ -4,7 +4,8 @@
 // polls; everything derived from them (freshness, SkyLB fullness, the views policies see) is computed
 // here, once.
 import { isReplicaFull, type CandidateView, type PeerView, type ScrapedLoad } from "@meridian/routing";
-import type { PeerConfig, PeerReport, Probes, ReplicaConfig } from "@meridian/protocol";
+import type { PrefixIndex } from "@meridian/routing";
+import type { LbConfig, PeerConfig, PeerReport, Probes, ReplicaConfig } from "@meridian/protocol";
 import { RttEstimate } from "./rtt";
 
 /** A scrape or a peer report older than this many intervals is stale: acted on as if absent. */
@@ -180,4 +181,61 @@ export class PeerRecord {
     this.reportAt = now;
     this.lastError = null;
   }
+}
+
+/** Targets the shell must start or stop I/O for after a config change. */
+export interface TargetChanges {
+  addedReplicas: ReplicaRecord[];
+  removedReplicas: ReplicaRecord[];
+  addedPeers: PeerRecord[];
+  removedPeers: PeerRecord[];
+}
+
+/** Brings the records in line with a config. A target whose id disappeared or whose URL changed is a
+ * new target: it starts from nothing, and the index forgets its routes. */
+export function syncTargets(
+  config: LbConfig,
+  replicas: Map<string, ReplicaRecord>,
+  peers: Map<string, PeerRecord>,
+  index: PrefixIndex,
+  peerIndex: PrefixIndex,
+): TargetChanges {
+  const changes: TargetChanges = { addedReplicas: [], removedReplicas: [], addedPeers: [], removedPeers: [] };
+  const wanted = new Map(config.replicas.map((r) => [r.id, r]));
+  for (const [id, record] of replicas) {
+    const next = wanted.get(id);
+    if (next && next.url === record.config.url) continue;
+    replicas.delete(id);
+    index.removeReplica(id);
+    changes.removedReplicas.push(record);
+  }
+  for (const replicaConfig of config.replicas) {
+    const existing = replicas.get(replicaConfig.id);
+    if (existing) {
+      existing.config = replicaConfig;
+      continue;
+    }
+    const record = new ReplicaRecord(replicaConfig);
+    replicas.set(record.id, record);
+    changes.addedReplicas.push(record);
+  }
+  const wantedPeers = new Map(config.peers.map((p) => [p.id, p]));
+  for (const [id, record] of peers) {
+    const next = wantedPeers.get(id);
+    if (next && next.url === record.config.url) continue;
+    peers.delete(id);
+    peerIndex.removeReplica(id);
+    changes.removedPeers.push(record);
+  }
+  for (const peerConfig of config.peers) {
+    const existing = peers.get(peerConfig.id);
+    if (existing) {
+      existing.config = peerConfig;
+      continue;
+    }
+    const record = new PeerRecord(peerConfig);
+    peers.set(record.id, record);
+    changes.addedPeers.push(record);
+  }
+  return changes;
 }

@@ -32,6 +32,8 @@ export interface Target {
   id: string;
   /** Cached prompt tokens the index predicted on the chosen replica (0 for a peer). */
   predictedCachedTokens: number;
+  /** Why the policy deviated from its main rule (e.g. "fallback:least-request"), or the forward reason. */
+  reason: string | null;
   /** Set once this LB's in-flight counters no longer include the request. */
   released: boolean;
 }

@@ -74,6 +74,7 @@ export class Balancer implements ExchangeHost<Job> {
     this.telemetry = new TelemetryLog(this.settings.telemetryBufferSize);
     this.targets = new TargetRuntimes(this.settings, options.token, {
       region: () => this.core.config.region,
+      snapshotKeys: () => this.core.snapshotKeysWanted(this.settings.peerSnapshotMaxKeys),
       replica: (id, observation) => this.onReplicaObservation(id, observation),
       peer: (id, observation) => this.onPeerObservation(id, observation),
     });

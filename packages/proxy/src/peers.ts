@@ -17,7 +17,8 @@ export class PeerRuntime {
     public config: PeerConfig,
     private readonly token: string | null,
     private readonly pollIntervalMs: number,
-    private readonly snapshotKeys: number,
+    /** Block keys to ask for in the prefix snapshot (the LB core says how many it wants). */
+    private readonly snapshotKeys: () => number,
     private readonly observe: (peerId: string, observation: PeerObservation) => void,
     connectTimeoutMs: number,
     maxConnections: number,
@@ -48,7 +49,7 @@ export class PeerRuntime {
       if (this.token) headers["authorization"] = `Bearer ${this.token}`;
       const { statusCode, body } = await this.pool.request({
         method: "GET",
-        path: `${this.basePath}/admin/peer?snapshot=${this.snapshotKeys}`,
+        path: `${this.basePath}/admin/peer?snapshot=${this.snapshotKeys()}`,
         headers,
         signal: AbortSignal.timeout(Math.max(1_000, this.pollIntervalMs)),
       });

@@ -9,6 +9,8 @@ import type { ProcessSettings } from "./settings";
 
 export interface TargetObservers {
   region(): string;
+  /** Block keys to ask each peer for in its prefix snapshot. */
+  snapshotKeys(): number;
   replica(replicaId: string, observation: ReplicaObservation): void;
   peer(peerId: string, observation: PeerObservation): void;
 }
@@ -58,7 +60,7 @@ export class TargetRuntimes {
         peerConfig,
         this.token,
         this.settings.peerPollIntervalMs,
-        this.settings.peerSnapshotMaxKeys,
+        this.observers.snapshotKeys,
         this.observers.peer,
         config.limits.connectTimeoutMs,
         config.limits.maxConnectionsPerReplica,

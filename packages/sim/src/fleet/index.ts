@@ -6,5 +6,7 @@ export * from "./stats";
 export * from "./summary";
 export * from "./workload";
 export * from "./simulator";
+export { LbDriver, SIM_MODEL, simLbConfig } from "./lb-driver";
+export type { LbDriverSettings, LbTransport, Leg, SimLb, SimLbSpec } from "./lb-driver";
 export * from "./experiments";
 export * from "./result-json";
