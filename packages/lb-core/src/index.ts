@@ -14,3 +14,17 @@ export { PeerRecord, PredictionSums, ReplicaRecord, STALE_AFTER_INTERVALS } from
 export type { HealthChange, PeerReportBody, ScrapeRecord } from "./targets";
 export type { LbStateBody, StateExtras } from "./reports";
 export { nextRttEwma, RTT_EWMA_ALPHA, RttEstimate } from "./rtt";
+export {
+  canonicalStep,
+  expectedOf,
+  SCENARIO_MODEL,
+  SCENARIO_PROBES,
+  SCENARIO_REPLY,
+  scenarioMessages,
+  scenarioNextTurnKeys,
+  scenarioOutcome,
+  scenarioPromptChars,
+  scenarioSessionKey,
+  scenarioUsage,
+} from "./scenario";
+export type { ExpectedPlacement, LbScenario, ScenarioLb, ScenarioLimits, ScenarioReplica, ScenarioStep } from "./scenario";

@@ -59,7 +59,6 @@ export class Balancer implements ExchangeHost<Job> {
   private readonly settings: ProcessSettings;
   private expiryTimer: NodeJS.Timeout | null = null;
   private expiryAt: number | null = null;
-  private drainScheduled = false;
   private closed = false;
 
   constructor(options: BalancerOptions) {
@@ -111,6 +110,17 @@ export class Balancer implements ExchangeHost<Job> {
     const started = this.targets.apply(next, this.core.applyConfig(next));
     this.drain();
     return started;
+  }
+
+  /** Scrapes every replica now; resolves when all answered (or failed). With pollPeersNow(), for tests
+   * that step a script (the periodic timers keep running regardless). */
+  async scrapeNow(): Promise<void> {
+    await Promise.all([...this.targets.replicas.values()].map((r) => r.scrapeMetrics()));
+  }
+
+  /** Polls every peer now; resolves when all answered (or failed). */
+  async pollPeersNow(): Promise<void> {
+    await Promise.all([...this.targets.peers.values()].map((p) => p.poll()));
   }
 
   async close(): Promise<void> {
@@ -213,16 +223,6 @@ export class Balancer implements ExchangeHost<Job> {
     if (this.closed) return;
     for (const { ticket, placement } of this.core.drain(Date.now())) this.act(ticket.owner, placement);
     this.armExpiryTimer();
-  }
-
-  /** A drain on the next turn of the event loop, coalesced (a freed slot after a response ends). */
-  private drainSoon(): void {
-    if (this.drainScheduled) return;
-    this.drainScheduled = true;
-    setImmediate(() => {
-      this.drainScheduled = false;
-      this.drain();
-    });
   }
 
   /** One timer for the whole hold queue, at the head's expiry. */
@@ -346,8 +346,9 @@ export class Balancer implements ExchangeHost<Job> {
     if (job.done) return;
     job.done = true;
     recordCompletion(this.completionSinks, job.ticket, job.arrival, status, facts, error);
-    // A slot may have freed: the head of the hold queue may fit now.
-    this.drainSoon();
+    // A slot may have freed: the head of the hold queue may fit now. At once, as the simulator does,
+    // so no peer report can show the freed slot before the queue head has taken it.
+    this.drain();
   }
 
   /** Learning waits a tick: engines send headers with the first token, and indexing an 80 KB prompt

@@ -238,8 +238,9 @@ export class FleetRun implements LbTransport<Flight> {
   private arriveAtLb(f: Flight, lb: SimLb<Flight>, hop: number): void {
     const { req } = f;
     const input = { keys: req.keys, sessionKey: req.sessionKey, model: null, hop, clientRegion: req.clientRegion, inputTokens: req.inputTokens, tokensPerBlock: req.tokensPerBlock };
-    const leg = this.driver.arrive(lb, f, input, this.now);
+    const leg = this.driver.admit(lb, f, input, this.now);
     if (hop === 0) f.entry = leg;
+    this.driver.route(leg, this.now);
   }
 
   toReplica(leg: Leg<Flight>, replicaId: string, now: number): void {

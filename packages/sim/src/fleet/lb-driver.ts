@@ -14,8 +14,8 @@ import {
   type PlacementLogEntry,
   type Ticket,
 } from "@meridian/lb-core";
-import { DEFAULT_LIMITS, DEFAULT_PROBES, DEFAULT_SESSION_KEY_BLOCKS, LB_CONFIG_SCHEMA, type LbConfig, type Limits } from "@meridian/protocol";
-import type { CandidateView, CrossRegionMode, PolicyName, ScrapedLoad, Weights } from "@meridian/routing";
+import { DEFAULT_LIMITS, DEFAULT_PROBES, DEFAULT_SESSION_KEY_BLOCKS, LB_CONFIG_SCHEMA, type LbConfig, type Limits, type Probes } from "@meridian/protocol";
+import type { CandidateView, CrossRegionMode, PolicyName, ReplicaStateName, ScrapedLoad, Weights } from "@meridian/routing";
 
 /** One LB's part in a request: a flight forwarded to a peer has two legs (entry LB, peer LB). */
 export interface Leg<F> {
@@ -49,19 +49,29 @@ export interface LbTransport<F> {
   wakeAt(lb: SimLb<F>, at: number): void;
 }
 
+export interface SimReplicaSpec {
+  id: string;
+  region: string;
+  /** Default SIM_MODEL (trace requests name no model). */
+  model?: string;
+  state?: ReplicaStateName;
+}
+
 export interface SimLbSpec {
   id: string;
   region: string;
   policy: PolicyName;
   weights: Weights;
   crossRegion: CrossRegionMode;
+  /** The replicas in this LB's config; default: every replica of the fleet. */
+  replicas?: readonly SimReplicaSpec[];
 }
 
 export interface LbDriverSettings {
-  replicas: readonly { id: string; region: string }[];
+  replicas: readonly SimReplicaSpec[];
   lbs: readonly SimLbSpec[];
   limits?: Partial<Pick<Limits, "queueMaxLength" | "queueMaxWaitMs" | "peerQueueTau">>;
-  probes: { rttIntervalMs: number; scrapeIntervalMs: number };
+  probes: Partial<Probes> & { rttIntervalMs: number; scrapeIntervalMs: number };
   index: { capacityBlocks: number; ttlMs: number };
   peerPollIntervalMs: number;
   /** Seed per LB (policy tie-breaks and random policies). */
@@ -84,7 +94,14 @@ export function simLbConfig(settings: LbDriverSettings, lb: SimLbSpec): LbConfig
     weights: lb.weights,
     crossRegion: lb.crossRegion,
     sessionKeyBlocks: DEFAULT_SESSION_KEY_BLOCKS,
-    replicas: settings.replicas.map((r) => ({ id: r.id, url: simUrl("replica", r.id), region: r.region, model: SIM_MODEL, engine: "sglang", state: "enabled" })),
+    replicas: (lb.replicas ?? settings.replicas).map((r) => ({
+      id: r.id,
+      url: simUrl("replica", r.id),
+      region: r.region,
+      model: r.model ?? SIM_MODEL,
+      engine: "sglang",
+      state: r.state ?? "enabled",
+    })),
     peers: settings.lbs.filter((p) => p.id !== lb.id).map((p) => ({ id: p.id, url: simUrl("lb", p.id), region: p.region })),
     limits: { ...DEFAULT_LIMITS, ...settings.limits },
     probes: { ...DEFAULT_PROBES, ...settings.probes },
@@ -167,13 +184,17 @@ export class LbDriver<F> {
 
   // ---- the request path
 
-  /** A request reaches `lb` (hop 0 from a client, hop 1 from a peer LB). */
-  arrive(lb: SimLb<F>, flight: F, input: AdmitInput, now: number): Leg<F> {
+  /** A request reaches `lb` (hop 0 from a client, hop 1 from a peer LB). Route it with route(); the
+   * two steps let the caller file the leg before the LB acts on it. */
+  admit(lb: SimLb<F>, flight: F, input: AdmitInput, now: number): Leg<F> {
     const leg = { flight, lb, arrivedAt: now, refusal: null } as Omit<Leg<F>, "ticket"> as Leg<F>;
     leg.ticket = lb.core.admit(leg, input, now);
-    this.act(leg, lb.core.route(leg.ticket, now), now);
-    this.armWake(lb);
     return leg;
+  }
+
+  route(leg: Leg<F>, now: number): void {
+    this.act(leg, leg.lb.core.route(leg.ticket, now), now);
+    this.armWake(leg.lb);
   }
 
   /** Response headers reached the leg's LB. False when it retried elsewhere (a 5xx from a peer). */
