@@ -16,65 +16,18 @@
 // prompt. Chaining also makes the answer meaningful: holding key_k means the replica was sent blocks
 // 0..k, so depth = 1 + the deepest held block found.
 
+import { BlockTable, NIL } from "./block-table";
 import { RoutingInputError, describe, requireFiniteNumber } from "./errors";
+import { ReplicaIds } from "./replica-ids";
+import type { MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixSnapshot, RouteInfo } from "./prefix-index-types";
 import type { BlockKey, Trust } from "./types";
 
-const NIL = -1;
+export type { MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixSnapshot, RouteInfo } from "./prefix-index-types";
+
 const LOCAL = 0;
 const REMOTE = 1;
 const MAX_BLOCK_KEY = Number.MAX_SAFE_INTEGER;
 const INITIAL_POOL = 1024;
-const INITIAL_TABLE = 2048;
-
-export interface PrefixIndexOptions {
-  /** Upper bound on stored routes, i.e. (block, replica) pairs. Not distinct blocks. */
-  capacityBlocks: number;
-  /** Routes older than this since last learned are ignored and reclaimed. Default 1 h. */
-  ttlMs?: number;
-  /** Most replicas (or peers) one block may list; the oldest-learned route on the block makes room.
-   * Bounds the per-block chain walk, so lookups stay O(1) whatever ids arrive. Default 64. */
-  maxReplicasPerBlock?: number;
-}
-
-export interface MatchResult {
-  /** Matched depth (leading blocks held) per replica. When `only` was given, every listed id is
-   * present (0 when nothing matched); otherwise only replicas with depth ≥ 1. */
-  depthByReplica: Map<string, number>;
-  maxDepth: number;
-}
-
-/** LOCAL block keys, most recently used first; what one LB shares with its peers. */
-export type PrefixSnapshot = BlockKey[];
-
-export interface RouteInfo {
-  replicaId: string;
-  lastUse: number;
-  learnedAt: number;
-  trust: Trust;
-}
-
-export interface PrefixIndexStats {
-  /** Stored (block, replica) pairs. */
-  routes: number;
-  /** Distinct blocks stored. */
-  blocks: number;
-  localRoutes: number;
-  remoteRoutes: number;
-  /** Distinct replica / peer ids with at least one route. */
-  replicas: number;
-  capacityBlocks: number;
-  ttlMs: number;
-  /** Routes evicted for capacity. */
-  evictions: number;
-  /** Routes reclaimed because their TTL ran out. */
-  expirations: number;
-  /** match() calls that found at least one block. */
-  hits: number;
-  /** match() calls. */
-  lookups: number;
-  /** Sum over match() calls of the deepest match, for an average-depth gauge. */
-  matchedBlocks: number;
-}
 
 function checkKeys(field: string, keys: readonly BlockKey[]): void {
   if (!Array.isArray(keys)) throw new RoutingInputError(field, `must be an array of block keys, got ${describe(keys)}`);
@@ -96,11 +49,6 @@ function checkTrust(trust: unknown): number {
 function checkReplicaId(field: string, id: unknown): string {
   if (typeof id !== "string" || id.length === 0) throw new RoutingInputError(field, `must be a non-empty string, got ${describe(id)}`);
   return id;
-}
-
-/** Table slot for a key: block keys are already hashes, one multiply spreads them over the mask. */
-function tableHash(key: number): number {
-  return Math.imul((key >>> 0) ^ ((key / 4294967296) | 0), 0x9e3779b1) >>> 0;
 }
 
 export class PrefixIndex {
@@ -126,17 +74,10 @@ export class PrefixIndex {
   private readonly trustRoutes = [0, 0];
 
   // Block table: key -> first route slot.
-  private tableKeys: Float64Array = new Float64Array(0);
-  private tableHeads: Int32Array = new Int32Array(0);
-  private tableMask = 0;
-  private blockCount = 0;
+  private readonly table = new BlockTable();
 
   // Replica ids <-> small ints; an id's number is recycled when its last route goes.
-  private replicaIds: (string | undefined)[] = [];
-  private readonly replicaNumbers = new Map<string, number>();
-  private replicaRoutes: number[] = [];
-  private freeReplicaNumbers: number[] = [];
-  private pinnedReplica = NIL;
+  private readonly replicas = new ReplicaIds();
 
   private evictions = 0;
   private expirations = 0;
@@ -181,15 +122,8 @@ export class PrefixIndex {
     this.lruTail.fill(NIL);
     this.trustRoutes[LOCAL] = 0;
     this.trustRoutes[REMOTE] = 0;
-    this.tableKeys = new Float64Array(INITIAL_TABLE);
-    this.tableHeads = new Int32Array(INITIAL_TABLE).fill(NIL);
-    this.tableMask = INITIAL_TABLE - 1;
-    this.blockCount = 0;
-    this.replicaIds = [];
-    this.replicaNumbers.clear();
-    this.replicaRoutes = [];
-    this.freeReplicaNumbers = [];
-    this.pinnedReplica = NIL;
+    this.table.reset();
+    this.replicas.reset();
   }
 
   // ---------------------------------------------------------------- public API
@@ -209,7 +143,7 @@ export class PrefixIndex {
       wanted = new Set<number>();
       for (const id of only) {
         depthByReplica.set(id, 0);
-        const r = this.replicaNumbers.get(id);
+        const r = this.replicas.find(id);
         if (r !== undefined) wanted.add(r);
       }
     }
@@ -217,10 +151,10 @@ export class PrefixIndex {
     let maxDepth = 0;
     if (n === 0 || (wanted !== null && wanted.size === 0)) return { depthByReplica, maxDepth };
 
-    const first = this.findTable(keys[0] as number);
+    const first = this.table.find(keys[0] as number);
     if (first < 0) return { depthByReplica, maxDepth };
     const expiredBefore = now - this.ttlMs;
-    for (let s = this.tableHeads[first] as number; s !== NIL; s = this.blockNext[s] as number) {
+    for (let s = this.table.heads[first] as number; s !== NIL; s = this.blockNext[s] as number) {
       const r = this.slotReplica[s] as number;
       if (wanted !== null && !wanted.has(r)) continue;
       if ((this.slotLearnedAt[s] as number) <= expiredBefore) continue;
@@ -235,7 +169,7 @@ export class PrefixIndex {
         else hi = mid - 1;
       }
       const depth = lo + 1;
-      depthByReplica.set(this.replicaIds[r] as string, depth);
+      depthByReplica.set(this.replicas.name(r), depth);
       if (depth > maxDepth) maxDepth = depth;
     }
     if (maxDepth > 0) this.hits++;
@@ -250,20 +184,18 @@ export class PrefixIndex {
     const trustLevel = checkTrust(trust);
     requireFiniteNumber("now", now);
     this.sweepExpired(now);
-    const r = this.replicaNumber(replicaId);
-    this.pinnedReplica = r;
+    const r = this.replicas.pin(replicaId);
     try {
       // Deepest first, so the shallow (shared) blocks end up most recent; see the file header.
       for (let k = keys.length - 1; k >= 0; k--) this.upsert(keys[k] as number, r, trustLevel, now);
     } finally {
-      this.pinnedReplica = NIL;
-      this.releaseReplicaIfEmpty(r);
+      this.replicas.unpin(r);
     }
   }
 
   /** LOCAL block keys, most recently used first, at most `maxBlocks` (default: all). */
   snapshot(maxBlocks?: number, now?: number): PrefixSnapshot {
-    let limit = this.blockCount;
+    let limit = this.table.count;
     if (maxBlocks !== undefined) {
       if (!Number.isInteger(maxBlocks) || maxBlocks < 0) throw new RoutingInputError("maxBlocks", `must be a non-negative integer, got ${describe(maxBlocks)}`);
       limit = Math.min(limit, maxBlocks);
@@ -288,16 +220,14 @@ export class PrefixIndex {
     checkKeys("snapshot", snapshot);
     requireFiniteNumber("now", now);
     this.sweepExpired(now);
-    const r = this.replicaNumber(peerId);
-    this.pinnedReplica = r;
+    const r = this.replicas.pin(peerId);
     try {
       // Least recent first so the peer's most recent blocks end up most recent here too; anything
       // beyond our capacity would be evicted immediately, so it is not even inserted.
       const start = Math.min(snapshot.length, this.capacityBlocks) - 1;
       for (let i = start; i >= 0; i--) this.upsert(snapshot[i] as number, r, REMOTE, now);
     } finally {
-      this.pinnedReplica = NIL;
-      this.releaseReplicaIfEmpty(r);
+      this.replicas.unpin(r);
     }
   }
 
@@ -305,7 +235,7 @@ export class PrefixIndex {
    * tokens than predicted). Returns the number of routes removed. */
   forget(keys: readonly BlockKey[], replicaId: string, fromDepth = 0): number {
     checkKeys("keys", keys);
-    const r = this.replicaNumbers.get(checkReplicaId("replicaId", replicaId));
+    const r = this.replicas.find(checkReplicaId("replicaId", replicaId));
     if (r === undefined) return 0;
     let removed = 0;
     for (let k = Math.max(0, fromDepth); k < keys.length; k++) {
@@ -320,7 +250,7 @@ export class PrefixIndex {
 
   /** Drops every route of a replica (or peer). Returns the number removed. */
   removeReplica(replicaId: string): number {
-    const r = this.replicaNumbers.get(checkReplicaId("replicaId", replicaId));
+    const r = this.replicas.find(checkReplicaId("replicaId", replicaId));
     if (r === undefined) return 0;
     let removed = 0;
     for (let s = 0; s < this.used; s++) {
@@ -334,12 +264,12 @@ export class PrefixIndex {
 
   /** Routes stored for one block (for debugging and tests). */
   routesOf(key: BlockKey): RouteInfo[] {
-    const t = this.findTable(key);
+    const t = this.table.find(key);
     const out: RouteInfo[] = [];
     if (t < 0) return out;
-    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
+    for (let s = this.table.heads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
       out.push({
-        replicaId: this.replicaIds[this.slotReplica[s] as number] as string,
+        replicaId: this.replicas.name(this.slotReplica[s] as number),
         lastUse: this.slotLastUse[s] as number,
         learnedAt: this.slotLearnedAt[s] as number,
         trust: this.slotTrust[s] === LOCAL ? "LOCAL" : "REMOTE",
@@ -351,10 +281,10 @@ export class PrefixIndex {
   stats(): PrefixIndexStats {
     return {
       routes: this.trustRoutes[LOCAL]! + this.trustRoutes[REMOTE]!,
-      blocks: this.blockCount,
+      blocks: this.table.count,
       localRoutes: this.trustRoutes[LOCAL]!,
       remoteRoutes: this.trustRoutes[REMOTE]!,
-      replicas: this.replicaNumbers.size,
+      replicas: this.replicas.size,
       capacityBlocks: this.capacityBlocks,
       ttlMs: this.ttlMs,
       evictions: this.evictions,
@@ -368,18 +298,18 @@ export class PrefixIndex {
   // ---------------------------------------------------------------- routes
 
   private holds(key: number, r: number, expiredBefore: number): boolean {
-    const t = this.findTable(key);
+    const t = this.table.find(key);
     if (t < 0) return false;
-    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
+    for (let s = this.table.heads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
       if (this.slotReplica[s] === r) return (this.slotLearnedAt[s] as number) > expiredBefore;
     }
     return false;
   }
 
   private findRoute(key: number, r: number): number {
-    const t = this.findTable(key);
+    const t = this.table.find(key);
     if (t < 0) return NIL;
-    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
+    for (let s = this.table.heads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
       if (this.slotReplica[s] === r) return s;
     }
     return NIL;
@@ -409,27 +339,27 @@ export class PrefixIndex {
     this.slotLearnedAt[s] = now;
     this.slotTrust[s] = trust;
     this.trustRoutes[trust]!++;
-    this.replicaRoutes[r] = (this.replicaRoutes[r] ?? 0) + 1;
+    this.replicas.routeAdded(r);
     this.lruPushFront(s);
-    let t = this.findTable(key);
+    let t = this.table.find(key);
     if (t < 0) {
-      t = this.insertTable(key);
-      this.tableHeads[t] = s;
+      t = this.table.insert(key);
+      this.table.heads[t] = s;
       this.blockNext[s] = NIL;
     } else {
-      this.blockNext[s] = this.tableHeads[t] as number;
-      this.tableHeads[t] = s;
+      this.blockNext[s] = this.table.heads[t] as number;
+      this.table.heads[t] = s;
     }
   }
 
   /** Enforces maxReplicasPerBlock before a new route joins `key`'s chain. New routes go to the chain
    * head, so the chain's last route is the one learned longest ago. */
   private makeRoomOnBlock(key: number): void {
-    const t = this.findTable(key);
+    const t = this.table.find(key);
     if (t < 0) return;
     let length = 0;
     let last = NIL;
-    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
+    for (let s = this.table.heads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
       length++;
       last = s;
     }
@@ -461,24 +391,23 @@ export class PrefixIndex {
 
   private removeRoute(s: number): void {
     const key = this.slotKey[s] as number;
-    const t = this.findTable(key);
+    const t = this.table.find(key);
     if (t >= 0) {
       let prev = NIL;
-      for (let cur = this.tableHeads[t] as number; cur !== NIL; prev = cur, cur = this.blockNext[cur] as number) {
+      for (let cur = this.table.heads[t] as number; cur !== NIL; prev = cur, cur = this.blockNext[cur] as number) {
         if (cur === s) {
-          if (prev === NIL) this.tableHeads[t] = this.blockNext[s] as number;
+          if (prev === NIL) this.table.heads[t] = this.blockNext[s] as number;
           else this.blockNext[prev] = this.blockNext[s] as number;
           break;
         }
       }
-      if (this.tableHeads[t] === NIL) this.deleteTable(t);
+      if (this.table.heads[t] === NIL) this.table.remove(t);
     }
     this.lruUnlink(s);
     const trust = this.slotTrust[s] as number;
     this.trustRoutes[trust]!--;
     const r = this.slotReplica[s] as number;
-    this.replicaRoutes[r] = (this.replicaRoutes[r] ?? 1) - 1;
-    this.releaseReplicaIfEmpty(r);
+    this.replicas.routeRemoved(r);
     this.slotReplica[s] = NIL;
     this.blockNext[s] = this.freeSlot;
     this.freeSlot = s;
@@ -546,90 +475,5 @@ export class PrefixIndex {
     else this.lruHead[trust] = next;
     if (next !== NIL) this.slotPrev[next] = prev;
     else this.lruTail[trust] = prev;
-  }
-
-  // ---------------------------------------------------------------- replicas
-
-  private replicaNumber(id: string): number {
-    const known = this.replicaNumbers.get(id);
-    if (known !== undefined) return known;
-    const r = this.freeReplicaNumbers.pop() ?? this.replicaIds.length;
-    this.replicaIds[r] = id;
-    this.replicaRoutes[r] = 0;
-    this.replicaNumbers.set(id, r);
-    return r;
-  }
-
-  private releaseReplicaIfEmpty(r: number): void {
-    if (r === this.pinnedReplica || this.replicaRoutes[r] !== 0) return;
-    const id = this.replicaIds[r];
-    if (id === undefined) return;
-    this.replicaNumbers.delete(id);
-    this.replicaIds[r] = undefined;
-    this.freeReplicaNumbers.push(r);
-  }
-
-  // ---------------------------------------------------------------- block table
-
-  /** Table index of `key`, or -1. */
-  private findTable(key: number): number {
-    const mask = this.tableMask;
-    const keys = this.tableKeys;
-    const heads = this.tableHeads;
-    let i = tableHash(key) & mask;
-    while (heads[i] !== NIL) {
-      if (keys[i] === key) return i;
-      i = (i + 1) & mask;
-    }
-    return -1;
-  }
-
-  private insertTable(key: number): number {
-    // Keep the load factor ≤ 1/2 so probes stay short.
-    if ((this.blockCount + 1) * 2 > this.tableKeys.length) this.growTable();
-    const mask = this.tableMask;
-    let i = tableHash(key) & mask;
-    while (this.tableHeads[i] !== NIL) i = (i + 1) & mask;
-    this.tableKeys[i] = key;
-    this.blockCount++;
-    return i;
-  }
-
-  private deleteTable(hole: number): void {
-    const mask = this.tableMask;
-    const keys = this.tableKeys;
-    const heads = this.tableHeads;
-    let i = hole;
-    let j = hole;
-    for (;;) {
-      j = (j + 1) & mask;
-      if (heads[j] === NIL) break;
-      const ideal = tableHash(keys[j] as number) & mask;
-      // Move j back into the hole unless its ideal slot lies cyclically in (i, j].
-      const inRange = i <= j ? ideal > i && ideal <= j : ideal > i || ideal <= j;
-      if (!inRange) {
-        keys[i] = keys[j] as number;
-        heads[i] = heads[j] as number;
-        i = j;
-      }
-    }
-    heads[i] = NIL;
-    this.blockCount--;
-  }
-
-  private growTable(): void {
-    const oldKeys = this.tableKeys;
-    const oldHeads = this.tableHeads;
-    const size = oldKeys.length * 2;
-    this.tableKeys = new Float64Array(size);
-    this.tableHeads = new Int32Array(size).fill(NIL);
-    this.tableMask = size - 1;
-    for (let i = 0; i < oldKeys.length; i++) {
-      if (oldHeads[i] === NIL) continue;
-      let j = tableHash(oldKeys[i] as number) & this.tableMask;
-      while (this.tableHeads[j] !== NIL) j = (j + 1) & this.tableMask;
-      this.tableKeys[j] = oldKeys[i] as number;
-      this.tableHeads[j] = oldHeads[i] as number;
-    }
   }
 }
