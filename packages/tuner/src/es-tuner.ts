@@ -162,7 +162,7 @@ function validateSample(value: unknown): TunerSample {
 }
 
 /**
- * (1+1)-ES over the GORGO cost weights (DESIGN.md, Tuner). Pure: the caller feeds samples and
+ * (1+1)-ES over the GORGO cost weights (docs/ARCHITECTURE.md, "The tuner path"). Pure: the caller feeds samples and
  * publishes whatever `current()` says; nothing here reads a clock or does I/O.
  */
 export class EsTuner {

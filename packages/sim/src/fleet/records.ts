@@ -4,13 +4,13 @@
 import type { Completion } from "@meridian/lb-core";
 import type { Flight } from "./event-loop";
 import type { FleetRunOptions } from "./simulator";
-import type { RequestRecord } from "./summary";
+import type { RefusedRecord, RequestRecord } from "./summary";
 
 export class RunRecords {
   /** Requests whose client has its answer (served or refused). */
   settled = 0;
   readonly served: RequestRecord[] = [];
-  readonly failedByCode: Record<string, number> = {};
+  readonly refused: RefusedRecord[] = [];
   private readonly progressEvery: number;
 
   constructor(
@@ -27,7 +27,7 @@ export class RunRecords {
     else {
       // The entry LB's own refusal, or what the peer it forwarded to answered.
       const code = f.entry?.refusal?.code ?? `upstream_${status}`;
-      this.failedByCode[code] = (this.failedByCode[code] ?? 0) + 1;
+      this.refused.push({ arrival_ms: f.req.arrivalMs, input_tokens: f.req.inputTokens, code });
     }
     this.settled++;
     const onProgress = this.options.onProgress;

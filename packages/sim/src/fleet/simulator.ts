@@ -61,7 +61,7 @@ export function simulateFleet(spec: FleetSpec, requests: readonly SimRequest[], 
   const result: FleetRunResult = {
     label,
     policy: options.policy,
-    summary: summarize(label, records.served, replicaStats, records.failedByCode),
+    summary: summarize(label, records.served, replicaStats, records.refused),
     tuners: run.tuners.flatMap((t) => (t ? [t.report()] : [])),
   };
   if (options.recordRequests) result.records = records.served;

@@ -31,6 +31,14 @@ export interface RequestRecord {
   reason: string | null;
 }
 
+/** A request an LB refused (503 queue full or wait exceeded, no replica): it counts in the offered load. */
+export interface RefusedRecord {
+  arrival_ms: number;
+  input_tokens: number;
+  /** The refusal code (queue_full, queue_timeout, no_replica, ...). */
+  code: string;
+}
+
 export interface ReplicaScrapeStats {
   id: string;
   scrapes: number;
@@ -50,7 +58,7 @@ export interface FleetSummary {
   itl_ms_p50: number;
   /** Completed requests per second of virtual time, first arrival to last completion. */
   throughput_rps: number;
-  /** Arrivals per second over the arrival span. */
+  /** Arrivals (served and refused) per second over the arrival span. */
   offered_rps: number;
   /** Prompt tokens per second offered over the arrival span (the paper's "Input (tok/s)"). */
   input_tokens_per_s: number;
@@ -74,9 +82,10 @@ export function summarize(
   name: string,
   records: readonly RequestRecord[],
   replicas: readonly ReplicaScrapeStats[],
-  failedByCode: Readonly<Record<string, number>> = {},
+  refused: readonly RefusedRecord[] = [],
 ): FleetSummary {
-  const failed = Object.values(failedByCode).reduce((sum, n) => sum + n, 0);
+  const failed = refused.length;
+  const failedByCode: Record<string, number> = {};
   const n = records.length;
   const ttft = new Float64Array(n);
   const e2e = new Float64Array(n);
@@ -106,6 +115,15 @@ export function summarize(
     union += Math.max(r.predicted_cached_tokens, r.cached_tokens);
     if (r.predicted_cached_tokens === r.cached_tokens) exact++;
   }
+  // Refused requests were offered too: they count in the arrival span and the offered load.
+  let offeredInputTokens = inputTokens;
+  for (const r of refused) {
+    failedByCode[r.code] = (failedByCode[r.code] ?? 0) + 1;
+    offeredInputTokens += r.input_tokens;
+    if (r.arrival_ms < firstArrival) firstArrival = r.arrival_ms;
+    if (r.arrival_ms > lastArrival) lastArrival = r.arrival_ms;
+  }
+  const offered = n + failed;
   ttft.sort();
   e2e.sort();
   const itlSorted = Float64Array.from(itl).sort();
@@ -119,10 +137,10 @@ export function summarize(
   const queued: Record<string, number> = {};
   for (const r of replicas) queued[r.id] = r.scrapes === 0 ? 0 : r.scrapesWithWaiting / r.scrapes;
   const durationMs = n === 0 ? 0 : lastDone - firstArrival;
-  const arrivalSpanS = n <= 1 ? NaN : (lastArrival - firstArrival) / 1000;
+  const arrivalSpanS = offered <= 1 ? NaN : (lastArrival - firstArrival) / 1000;
   return {
     name,
-    requests: n + failed,
+    requests: offered,
     completed: n,
     failed,
     failed_by_code: { ...failedByCode },
@@ -130,8 +148,8 @@ export function summarize(
     e2e_ms: { p50: percentileOfSorted(e2e, 50), p95: percentileOfSorted(e2e, 95), p99: percentileOfSorted(e2e, 99) },
     itl_ms_p50: percentileOfSorted(itlSorted, 50),
     throughput_rps: durationMs > 0 ? n / (durationMs / 1000) : NaN,
-    offered_rps: n / arrivalSpanS,
-    input_tokens_per_s: inputTokens / arrivalSpanS,
+    offered_rps: offered / arrivalSpanS,
+    input_tokens_per_s: offeredInputTokens / arrivalSpanS,
     cache_hit_rate: inputTokens === 0 ? 0 : cachedTokens / inputTokens,
     prediction_accuracy: union === 0 ? 1 : overlap / union,
     prediction_exact_rate: n === 0 ? 1 : exact / n,
