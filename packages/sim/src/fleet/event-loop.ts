@@ -15,7 +15,8 @@ import { EventQueue } from "./event-queue";
 import { LbDriver, type Leg, type LbTransport, type SimLb } from "./lb-driver";
 import { RunRecords } from "./records";
 import { rttBetween, type FleetSpec } from "./spec";
-import type { FleetRunOptions } from "./simulator";
+import type { Flight, ReplicaState } from "./flight";
+import type { FleetRunOptions } from "./run-options";
 import { mixSeed } from "./seeds";
 import { TunerDriver } from "./tuner-driver";
 import type { SimRequest } from "./workload";
@@ -35,20 +36,6 @@ const enum Kind {
   LbWake,
 }
 
-/** One request's journey. */
-export interface Flight {
-  req: SimRequest;
-  /** The leg at the LB the client sent to, and the leg that dispatched to a replica (the same unless forwarded). */
-  entry: Leg<Flight> | null;
-  serving: Leg<Flight> | null;
-  replica: ReplicaState | null;
-  /** Virtual time the first token reached the entry LB and the serving LB. */
-  entryFirstMs: number;
-  servingFirstMs: number;
-  cachedTokens: number;
-  itlMs: number;
-}
-
 type SimEvent =
   | { k: Kind.ArriveLb; f: Flight; lb: SimLb<Flight>; hop: number }
   | { k: Kind.Submit; f: Flight; rep: ReplicaState }
@@ -62,18 +49,6 @@ type SimEvent =
   | { k: Kind.PeerPoll; lb: SimLb<Flight>; peer: SimLb<Flight> }
   | { k: Kind.PeerReport; lb: SimLb<Flight>; report: ReturnType<LbDriver<Flight>["peerReport"]>; sampleMs: number }
   | { k: Kind.LbWake; lb: SimLb<Flight> };
-
-export interface ReplicaState {
-  idx: number;
-  id: string;
-  region: string;
-  engine: EngineModel;
-  wakeAt: number;
-  wakeGen: number;
-  flights: Map<string, Flight>;
-  scrapes: number;
-  scrapesWithWaiting: number;
-}
 
 export class FleetRun implements LbTransport<Flight> {
   private readonly queue = new EventQueue<SimEvent>();

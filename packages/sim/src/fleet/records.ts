@@ -2,8 +2,8 @@
 // served request (client-side TTFT and E2E, the serving LB's prediction, the engine's truth), a count
 // by refusal code for a refused one, and the progress callback.
 import type { Completion } from "@meridian/lb-core";
-import type { Flight } from "./event-loop";
-import type { FleetRunOptions } from "./simulator";
+import type { Flight } from "./flight";
+import type { FleetRunOptions } from "./run-options";
 import type { RefusedRecord, RequestRecord } from "./summary";
 
 export class RunRecords {

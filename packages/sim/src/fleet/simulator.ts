@@ -3,41 +3,17 @@
 // engines), the LB model (lb-driver.ts: one @meridian/lb-core LbCore per LB, the same core the proxy
 // runs), the tuner path (tuner-driver.ts: telemetry → @meridian/tuner → config push) and the per-request
 // records (records.ts). Nothing here decides where a request goes.
-import type { PolicyName, ScrapedLoad, Weights } from "@meridian/routing";
+import type { PolicyName } from "@meridian/routing";
 import { FleetRun } from "./event-loop";
+import type { FleetRunOptions } from "./run-options";
 import { validateFleetSpec, type FleetSpec } from "./spec";
 import { summarize, type FleetSummary, type RequestRecord } from "./summary";
-import type { TunerReport, TunerRunOptions } from "./tuner-driver";
+import type { TunerReport } from "./tuner-driver";
 import type { SimRequest } from "./workload";
 
 export type { TunerReport, TunerRunOptions, TunerTrajectoryPoint } from "./tuner-driver";
 export { mixSeed } from "./seeds";
-
-export interface FleetRunOptions {
-  policy: PolicyName;
-  /** Name in the output; defaults to the policy name. */
-  label?: string;
-  /** Cost weights for gorgo (and the tuner's starting point). Defaults to rtt 0.5, queue 0.1. */
-  weights?: Weights;
-  /** Run the online (1+1)-ES on each LB (gorgo only). */
-  tuner?: TunerRunOptions;
-  seed: number;
-  /** Keep one record per served request in the result (for --jsonl). */
-  recordRequests?: boolean;
-  /** Observes every routing decision with the LB's view next to the engines' true state (tests, debugging). */
-  onDecision?: (trace: DecisionTrace) => void;
-  /** Called as requests settle (served or refused), at most ~200 times per run. */
-  onProgress?: (done: number, total: number) => void;
-}
-
-export interface DecisionTrace {
-  nowMs: number;
-  lb: string;
-  requestId: number;
-  choice: string;
-  /** Per candidate: what the LB believed (last scrape, its own counts) and what the engine had. */
-  views: { replica: string; scraped: ScrapedLoad | null; inFlight: number; queuedTokens: number; rttMs: number; actualRunning: number; actualWaiting: number }[];
-}
+export type { DecisionTrace, FleetRunOptions } from "./run-options";
 
 export interface FleetRunResult {
   label: string;
