@@ -201,41 +201,37 @@ export function syncTargets(
   peerIndex: PrefixIndex,
 ): TargetChanges {
   const changes: TargetChanges = { addedReplicas: [], removedReplicas: [], addedPeers: [], removedPeers: [] };
-  const wanted = new Map(config.replicas.map((r) => [r.id, r]));
-  for (const [id, record] of replicas) {
-    const next = wanted.get(id);
-    if (next && next.url === record.config.url) continue;
-    replicas.delete(id);
-    index.removeReplica(id);
-    changes.removedReplicas.push(record);
-  }
-  for (const replicaConfig of config.replicas) {
-    const existing = replicas.get(replicaConfig.id);
-    if (existing) {
-      existing.config = replicaConfig;
-      continue;
-    }
-    const record = new ReplicaRecord(replicaConfig);
-    replicas.set(record.id, record);
-    changes.addedReplicas.push(record);
-  }
-  const wantedPeers = new Map(config.peers.map((p) => [p.id, p]));
-  for (const [id, record] of peers) {
-    const next = wantedPeers.get(id);
-    if (next && next.url === record.config.url) continue;
-    peers.delete(id);
-    peerIndex.removeReplica(id);
-    changes.removedPeers.push(record);
-  }
-  for (const peerConfig of config.peers) {
-    const existing = peers.get(peerConfig.id);
-    if (existing) {
-      existing.config = peerConfig;
-      continue;
-    }
-    const record = new PeerRecord(peerConfig);
-    peers.set(record.id, record);
-    changes.addedPeers.push(record);
-  }
+  syncRecords(config.replicas, replicas, (c) => new ReplicaRecord(c), index, changes.addedReplicas, changes.removedReplicas);
+  syncRecords(config.peers, peers, (c) => new PeerRecord(c), peerIndex, changes.addedPeers, changes.removedPeers);
   return changes;
+}
+
+/** One kind of target: drop records whose id went or whose URL changed (and their index routes),
+ * update the config of the others, and create records for new ids. */
+function syncRecords<C extends { id: string; url: string }, R extends { config: C; readonly id: string }>(
+  wanted: readonly C[],
+  records: Map<string, R>,
+  create: (config: C) => R,
+  index: PrefixIndex,
+  added: R[],
+  removed: R[],
+): void {
+  const byId = new Map(wanted.map((c) => [c.id, c]));
+  for (const [id, record] of records) {
+    const next = byId.get(id);
+    if (next && next.url === record.config.url) continue;
+    records.delete(id);
+    index.removeReplica(id);
+    removed.push(record);
+  }
+  for (const config of wanted) {
+    const existing = records.get(config.id);
+    if (existing) {
+      existing.config = config;
+      continue;
+    }
+    const record = create(config);
+    records.set(record.id, record);
+    added.push(record);
+  }
 }

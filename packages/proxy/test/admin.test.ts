@@ -38,26 +38,15 @@ async function put(path: string, body: unknown, token = TOKEN): Promise<{ status
 }
 
 /** Reads telemetry lines from ?since= until `count` event lines arrived, then disconnects. */
+/** The lines of a telemetry subscription from `since` until `count` events have arrived. */
 async function readTelemetry(since: number, count: number): Promise<TelemetryStreamLine[]> {
-  const controller = new AbortController();
-  const response = await request(`${lb.url}/admin/telemetry?since=${since}`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: controller.signal });
-  assert.equal(response.headers["content-type"], "application/x-ndjson");
-  const lines: TelemetryStreamLine[] = [];
-  let buffer = "";
+  const tail = await tailTelemetry(since);
   try {
-    for await (const chunk of response.body) {
-      buffer += (chunk as Buffer).toString();
-      let at: number;
-      while ((at = buffer.indexOf("\n")) >= 0) {
-        lines.push(parseTelemetryNdjsonLine(buffer.slice(0, at)));
-        buffer = buffer.slice(at + 1);
-      }
-      if (lines.filter((l) => l.type === "event").length >= count) break;
-    }
+    await tail.until(`${count} telemetry events`, (lines) => lines.filter((l) => l.type === "event").length >= count);
+    return [...tail.lines];
   } finally {
-    controller.abort();
+    tail.close();
   }
-  return lines;
 }
 
 const chat = (text: string) => post(`${lb.url}/v1/chat/completions`, chatBody(text));
@@ -158,9 +147,10 @@ test("a telemetry stream that disconnects and resumes delivers every event exact
 async function tailTelemetry(since: number): Promise<{ lines: TelemetryStreamLine[]; until(what: string, check: (lines: TelemetryStreamLine[]) => boolean): Promise<void>; close(): void }> {
   const controller = new AbortController();
   const response = await request(`${lb.url}/admin/telemetry?since=${since}`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: controller.signal });
+  assert.equal(response.headers["content-type"], "application/x-ndjson");
   const lines: TelemetryStreamLine[] = [];
   let buffer = "";
-  const reading = (async () => {
+  void (async () => {
     for await (const chunk of response.body) {
       buffer += (chunk as Buffer).toString();
       let at: number;
@@ -173,10 +163,7 @@ async function tailTelemetry(since: number): Promise<{ lines: TelemetryStreamLin
   return {
     lines,
     until: (what, check) => waitFor(what, () => check(lines)).then(() => undefined),
-    close: () => {
-      controller.abort();
-      void reading;
-    },
+    close: () => controller.abort(),
   };
 }
 
