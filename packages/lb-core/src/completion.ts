@@ -45,16 +45,6 @@ export interface Outcome {
   e2eMs: number;
 }
 
-export interface Completion {
-  telemetry: TelemetryEventBody;
-  /** Next-turn learning, or null. */
-  learn: LearnInstruction | null;
-  /** Predicted vs reported cached tokens, when the replica reported them (for metrics). */
-  prediction: { predicted: number; actual: number } | null;
-  /** The target as metrics label it: a replica id, `peer:<id>`, or `none`. */
-  targetLabel: string;
-}
-
 export function isSuccess(status: number): boolean {
   return status >= 200 && status < 300;
 }
@@ -74,7 +64,54 @@ export interface CompletionContext {
   lbPrediction: PredictionSums;
 }
 
-/** Records a finished request on the replica and builds its telemetry event and next-turn learning. */
+/** What the core returns when a request ends. The telemetry event is built on demand: the proxy logs
+ * every one, the simulator only feeds its tuner. */
+export class Completion {
+  constructor(
+    private readonly ticket: Ticket<unknown>,
+    readonly outcome: Outcome,
+    private readonly lbId: string,
+    private readonly region: string,
+    /** Next-turn learning, or null. */
+    readonly learn: LearnInstruction | null,
+    /** Predicted vs reported cached tokens, when the replica reported them (for metrics). */
+    readonly prediction: { predicted: number; actual: number } | null,
+  ) {}
+
+  /** The target as metrics label it: a replica id, `peer:<id>`, or `none`. */
+  get targetLabel(): string {
+    const target = this.ticket.target;
+    return target ? (target.kind === "peer" ? `peer:${target.id}` : target.id) : "none";
+  }
+
+  telemetry(): TelemetryEventBody {
+    const { ticket, outcome } = this;
+    const target = ticket.target;
+    return {
+      time: ticket.arrivalMs,
+      lbId: this.lbId,
+      region: this.region,
+      replicaId: target?.kind === "replica" ? target.id : null,
+      configVersion: ticket.configVersion,
+      policy: ticket.policy,
+      weights: ticket.weights,
+      inputTokens: Math.round(ticket.view.inputTokens),
+      predictedCachedTokens: Math.round(target?.predictedCachedTokens ?? 0),
+      actualCachedTokens: outcome.usage?.cachedTokens ?? null,
+      ttftMs: outcome.ttftMs,
+      e2eMs: outcome.e2eMs,
+      outputTokens: outcome.usage?.completionTokens ?? outcome.outputEvents,
+      status: outcome.status,
+      error: outcome.error,
+      forwarded: target?.kind === "peer",
+      hop: ticket.hop,
+      sessionKey: ticket.view.sessionKey,
+      clientRegion: ticket.view.clientRegion,
+    };
+  }
+}
+
+/** Records a finished request on the replica and returns its completion (next-turn learning, accuracy). */
 export function completeTicket(ctx: CompletionContext, ticket: Ticket<unknown>, outcome: Outcome): Completion {
   const target = ticket.target;
   const replica = target?.kind === "replica" ? ctx.replica : null;
@@ -82,10 +119,10 @@ export function completeTicket(ctx: CompletionContext, ticket: Ticket<unknown>, 
   const usage = outcome.usage;
   if (replica && ok) replica.requests++;
   if (replica && usage?.promptTokens != null) replica.promptTokensSum += usage.promptTokens;
-  const predicted = target?.predictedCachedTokens ?? 0;
   const actual = usage?.cachedTokens ?? null;
   let prediction: Completion["prediction"] = null;
   if (replica && actual !== null) {
+    const predicted = target?.predictedCachedTokens ?? 0;
     replica.prediction.add(predicted, actual);
     ctx.lbPrediction.add(predicted, actual);
     prediction = { predicted, actual };
@@ -95,27 +132,5 @@ export function completeTicket(ctx: CompletionContext, ticket: Ticket<unknown>, 
     const keys = (outcome.reply.length > 0 ? ticket.nextTurnKeys?.(outcome.reply) : null) ?? ticket.view.keys;
     if (keys.length > 0) learn = { index: "local", keys, targetId: replica.id };
   }
-  const telemetry: TelemetryEventBody = {
-    time: ticket.arrivalMs,
-    lbId: ctx.lbId,
-    region: ctx.region,
-    replicaId: target?.kind === "replica" ? target.id : null,
-    configVersion: ticket.configVersion,
-    policy: ticket.policy,
-    weights: ticket.weights,
-    inputTokens: Math.round(ticket.view.inputTokens),
-    predictedCachedTokens: Math.round(predicted),
-    actualCachedTokens: actual,
-    ttftMs: outcome.ttftMs,
-    e2eMs: outcome.e2eMs,
-    outputTokens: usage?.completionTokens ?? outcome.outputEvents,
-    status: outcome.status,
-    error: outcome.error,
-    forwarded: target?.kind === "peer",
-    hop: ticket.hop,
-    sessionKey: ticket.view.sessionKey,
-    clientRegion: ticket.view.clientRegion,
-  };
-  const targetLabel = target ? (target.kind === "peer" ? `peer:${target.id}` : target.id) : "none";
-  return { telemetry, learn, prediction, targetLabel };
+  return new Completion(ticket, outcome, ctx.lbId, ctx.region, learn, prediction);
 }

@@ -146,9 +146,9 @@ describe("completion", () => {
     assert.equal(lb.headersReceived(ticket, 500), null);
     const done = lb.complete(ticket, served("a reply"));
     assert.deepEqual(done.learn?.keys, [...keys, 42]);
-    assert.equal(done.telemetry.time, 100);
-    assert.equal(done.telemetry.status, 200);
-    assert.equal(done.telemetry.replicaId, ticket.target!.id);
+    assert.equal(done.telemetry().time, 100);
+    assert.equal(done.telemetry().status, 200);
+    assert.equal(done.telemetry().replicaId, ticket.target!.id);
     assert.deepEqual(done.prediction, { predicted: 0, actual: 0 });
     assert.equal(lb.replicas.get(ticket.target!.id)!.inFlight, 0);
     assert.equal(lb.totals.requests, 1);

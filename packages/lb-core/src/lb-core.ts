@@ -80,6 +80,8 @@ export class LbCore<J> {
       index: this.index,
       peerIndex: this.peerIndex,
       rng: this.rng,
+      scratchLocal: [],
+      scratchPeers: [],
     };
   }
 
@@ -249,7 +251,7 @@ export class LbCore<J> {
   }
 
   /** The request ended (served, failed or refused): releases it, calibrates the token estimate,
-   * records accuracy and totals, and returns the telemetry event and the next-turn learning. */
+   * records accuracy and totals, and returns the completion (telemetry event, next-turn learning). */
   complete(ticket: Ticket<J>, outcome: Outcome): Completion {
     this.release(ticket);
     ticket.done = true;

@@ -56,6 +56,9 @@ export interface PlacementContext {
   /** SkyLB snapshot index: which peer LB is believed to hold which blocks. */
   peerIndex: PrefixIndex;
   rng: Rng;
+  /** Arrays refilled by each plan (a plan runs per request and per queue retry; nothing keeps them). */
+  scratchLocal: CandidateView[];
+  scratchPeers: PeerView[];
 }
 
 /** Decides without side effects on the records; a "hold" may be retried later with no trace left. */
@@ -63,14 +66,16 @@ export function planPlacement(ctx: PlacementContext, ticket: Ticket<unknown>, no
   const { config } = ctx;
   const mode = config.crossRegion;
   const model = ticket.model;
-  const local: CandidateView[] = [];
+  const local = ctx.scratchLocal;
+  local.length = 0;
   for (const r of ctx.replicas.values()) {
     if (!r.routable() || ticket.isExcluded(r.id)) continue;
     if (model !== null && r.config.model !== model) continue;
     if (mode === "via-peer" && r.config.region !== config.region) continue;
     local.push(r.candidateView(now, config.probes));
   }
-  const peers: PeerView[] = [];
+  const peers = ctx.scratchPeers;
+  peers.length = 0;
   if (mode === "via-peer" && ticket.hop === 0) {
     for (const peer of ctx.peers.values()) {
       if (ticket.isExcluded(peer.id)) continue;

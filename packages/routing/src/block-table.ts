@@ -3,7 +3,8 @@
 // are already hashes, so one multiply spreads them over the mask. The load factor stays ≤ 1/2 so
 // probes stay short.
 
-export const NIL = -1;
+/** An empty index (also the "no route" slot of prefix-index.ts, which declares its own copy). */
+const NIL = -1;
 const INITIAL_TABLE = 2048;
 
 /** Table slot for a key: block keys are already hashes, one multiply spreads them over the mask. */

@@ -16,7 +16,7 @@
 // prompt. Chaining also makes the answer meaningful: holding key_k means the replica was sent blocks
 // 0..k, so depth = 1 + the deepest held block found.
 
-import { BlockTable, NIL } from "./block-table";
+import { BlockTable } from "./block-table";
 import { RoutingInputError, describe, requireFiniteNumber } from "./errors";
 import { ReplicaIds } from "./replica-ids";
 import type { MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixSnapshot, RouteInfo } from "./prefix-index-types";
@@ -24,6 +24,9 @@ import type { BlockKey, Trust } from "./types";
 
 export type { MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixSnapshot, RouteInfo } from "./prefix-index-types";
 
+// The empty-slot sentinel, -1 in every module of the index. Declared here rather than imported: an
+// imported binding is not a compile-time constant, and the hot loops compare against it constantly.
+const NIL = -1;
 const LOCAL = 0;
 const REMOTE = 1;
 const MAX_BLOCK_KEY = Number.MAX_SAFE_INTEGER;

@@ -8,7 +8,7 @@
 // scrapes (sampled at the replica half an RTT after they are sent, known at the LB a full RTT after),
 // peer reports (built when a poll reaches the peer, known at the poller a poll RTT after) and their own
 // counters. Views are therefore stale exactly as in production.
-import type { Completion } from "@meridian/lb-core";
+import type { AdmitInput, Completion } from "@meridian/lb-core";
 import { createRng, DEFAULT_WEIGHTS, type Rng, type ScrapedLoad } from "@meridian/routing";
 import { EngineModel, type EngineEvent } from "../engine";
 import { EventQueue } from "./event-queue";
@@ -61,6 +61,15 @@ export class FleetRun implements LbTransport<Flight> {
   private readonly jitterRng: Rng;
   readonly records: RunRecords;
   private now = 0;
+  private readonly admitInput: AdmitInput & { clientRegion: string; inputTokens: number; tokensPerBlock: number } = {
+    keys: [],
+    sessionKey: "",
+    model: null,
+    hop: 0,
+    clientRegion: "",
+    inputTokens: 0,
+    tokensPerBlock: 1,
+  };
 
   constructor(
     private readonly spec: FleetSpec,
@@ -212,7 +221,14 @@ export class FleetRun implements LbTransport<Flight> {
 
   private arriveAtLb(f: Flight, lb: SimLb<Flight>, hop: number): void {
     const { req } = f;
-    const input = { keys: req.keys, sessionKey: req.sessionKey, model: null, hop, clientRegion: req.clientRegion, inputTokens: req.inputTokens, tokensPerBlock: req.tokensPerBlock };
+    // One input object refilled per arrival: admit() copies what it keeps (12k arrivals a run).
+    const input = this.admitInput;
+    input.keys = req.keys;
+    input.sessionKey = req.sessionKey;
+    input.hop = hop;
+    input.clientRegion = req.clientRegion;
+    input.inputTokens = req.inputTokens;
+    input.tokensPerBlock = req.tokensPerBlock;
     const leg = this.driver.admit(lb, f, input, this.now);
     if (hop === 0) f.entry = leg;
     this.driver.route(leg, this.now);
@@ -235,13 +251,13 @@ export class FleetRun implements LbTransport<Flight> {
     const f = leg.flight;
     const tuner = this.tuners[leg.lb.idx];
     if (tuner) {
-      const next = tuner.observe(completion.telemetry, leg.lb.core.config, now);
+      const next = tuner.observe(completion.telemetry(), leg.lb.core.config, now);
       if (next) this.driver.applyConfig(leg.lb, next, now);
     }
     if (leg.ticket.hop > 0) {
       // A peer LB answered the LB that forwarded to it.
       const entry = f.entry!;
-      const { status, error } = completion.telemetry;
+      const { status, error } = completion.outcome;
       this.queue.push(now + this.lbHalfRtt(leg.lb, entry.lb), { k: Kind.DoneAtLb, leg: entry, status, error });
       return;
     }

@@ -22,7 +22,7 @@ export class RunRecords {
 
   /** The entry LB answered the client at `now`; the answer reaches the client `clientHalfMs` later. */
   answered(f: Flight, completion: Completion, now: number, clientHalfMs: number): void {
-    const { status } = completion.telemetry;
+    const { status } = completion.outcome;
     if (status >= 200 && status < 300) this.served.push(record(f, completion, now, clientHalfMs));
     else {
       // The entry LB's own refusal, or what the peer it forwarded to answered.
@@ -57,7 +57,7 @@ function record(f: Flight, completion: Completion, now: number, clientHalfMs: nu
     ttft_ms: f.entryFirstMs + clientHalfMs - req.arrivalMs,
     e2e_ms: now + clientHalfMs - req.arrivalMs,
     itl_ms: f.itlMs,
-    lb_ttft_ms: completion.telemetry.ttftMs ?? Number.NaN,
+    lb_ttft_ms: completion.outcome.ttftMs ?? Number.NaN,
     config_version: serving.ticket.configVersion,
     weights: serving.ticket.weights,
     reason: target?.reason ?? null,

@@ -57,13 +57,13 @@ export function runLbScenario(scenario: LbScenario): ScenarioRun {
       if (leg.ticket.hop > 0) {
         // The peer's answer is what the forwarding LB's upstream exchange receives.
         const entry = r.entry!;
-        const { status, error } = completion.telemetry;
+        const { status, error } = completion.outcome;
         if (status >= 400 && !driver.headers(entry, status, now)) return;
         driver.done(entry, status < 400 ? scenarioOutcome(r.text, 0, 0) : { ...scenarioOutcome(r.text, null, 0), status, error, usage: null, reply: "" }, now);
         return;
       }
       r.answered = true;
-      statuses[r.id] = completion.telemetry.status;
+      statuses[r.id] = completion.outcome.status;
     },
     wakeAt: (lb, at) => {
       wakes.set(lb, at);
