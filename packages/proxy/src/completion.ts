@@ -64,6 +64,6 @@ export function recordCompletion(
     if (outcome.ttftMs !== null) metrics.ttft.observe({ replica: completion.targetLabel }, outcome.ttftMs / 1000);
   }
   if (completion.prediction) metrics.observePrediction(completion.prediction.predicted, completion.prediction.actual);
-  sinks.telemetry.append(completion.telemetry);
+  sinks.telemetry.append(completion.telemetry());
   if (completion.learn) sinks.learnLater(completion.learn);
 }
