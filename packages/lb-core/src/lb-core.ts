@@ -74,6 +74,7 @@ export class LbCore<J> {
     this.placementContext = {
       config: this.config,
       replicas: this.replicas,
+      replicaList: [...this.replicas.values()],
       peers: this.peers,
       peerPollIntervalMs: this.peerPollIntervalMs,
       policy: this.policy,
@@ -97,7 +98,9 @@ export class LbCore<J> {
       this.index = this.newIndex(next);
       this.peerIndex = this.newIndex(next);
     }
-    return syncTargets(next, this.replicas, this.peers, this.index, this.peerIndex);
+    const changes = syncTargets(next, this.replicas, this.peers, this.index, this.peerIndex);
+    this.placementContext.replicaList = [...this.replicas.values()];
+    return changes;
   }
 
   private newIndex(config: LbConfig): PrefixIndex {
@@ -161,9 +164,23 @@ export class LbCore<J> {
   admit(owner: J, input: AdmitInput, now: number): Ticket<J> {
     const inputTokens = input.inputTokens ?? this.estimator.estimate(input.promptChars ?? 0);
     const tokensPerBlock = input.tokensPerBlock ?? DEFAULT_BLOCK_CHARS / this.estimator.charsPerToken;
-    const view = { keys: input.keys, inputTokens, tokensPerBlock, sessionKey: input.sessionKey, clientRegion: input.clientRegion ?? this.config.region };
     const { config } = this;
-    return new Ticket(owner, view, input.model, input.hop, input.promptChars ?? null, input.nextTurnKeys ?? null, now, config.version, config.policy, config.weights);
+    return new Ticket(
+      owner,
+      input.keys,
+      inputTokens,
+      tokensPerBlock,
+      input.sessionKey,
+      input.clientRegion ?? config.region,
+      input.model,
+      input.hop,
+      input.promptChars ?? null,
+      input.nextTurnKeys ?? null,
+      now,
+      config.version,
+      config.policy,
+      config.weights,
+    );
   }
 
   /** Places a new (or retried) request now, or holds it. A hold that finds the queue full is a

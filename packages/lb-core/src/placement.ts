@@ -49,6 +49,8 @@ export function placementLogEntry(lbId: string, ticket: Ticket<unknown>, placeme
 export interface PlacementContext {
   config: LbConfig;
   replicas: ReadonlyMap<string, ReplicaRecord>;
+  /** The same records in config order, iterated per plan without an iterator object. */
+  replicaList: readonly ReplicaRecord[];
   peers: ReadonlyMap<string, PeerRecord>;
   peerPollIntervalMs: number;
   policy: Policy;
@@ -68,7 +70,9 @@ export function planPlacement(ctx: PlacementContext, ticket: Ticket<unknown>, no
   const model = ticket.model;
   const local = ctx.scratchLocal;
   local.length = 0;
-  for (const r of ctx.replicas.values()) {
+  const replicas = ctx.replicaList;
+  for (let i = 0; i < replicas.length; i++) {
+    const r = replicas[i] as ReplicaRecord;
     if (!r.routable() || ticket.isExcluded(r.id)) continue;
     if (model !== null && r.config.model !== model) continue;
     if (mode === "via-peer" && r.config.region !== config.region) continue;

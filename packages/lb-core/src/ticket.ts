@@ -38,7 +38,9 @@ export interface Target {
   released: boolean;
 }
 
-export class Ticket<J> {
+/** A ticket is its own RequestView (what the policies see), so a request in flight is one object,
+ * not two: tickets live as long as their requests and would otherwise double what the GC promotes. */
+export class Ticket<J> implements RequestView {
   /** Targets that failed this request before any byte reached the client. */
   excluded: Set<string> | null = null;
   /** Placements so far (the first try and retries). */
@@ -50,7 +52,11 @@ export class Ticket<J> {
   constructor(
     /** The driver's own object for this request (a proxy job, a simulated flight). */
     readonly owner: J,
-    readonly view: RequestView,
+    readonly keys: readonly BlockKey[],
+    readonly inputTokens: number,
+    readonly tokensPerBlock: number,
+    readonly sessionKey: string,
+    readonly clientRegion: string,
     readonly model: string | null,
     readonly hop: number,
     readonly promptChars: number | null,
@@ -61,6 +67,11 @@ export class Ticket<J> {
     readonly policy: PolicyName,
     readonly weights: Weights,
   ) {}
+
+  /** What the policies see of the request (this ticket itself). */
+  get view(): RequestView {
+    return this;
+  }
 
   isExcluded(id: string): boolean {
     return this.excluded !== null && this.excluded.has(id);

@@ -16,21 +16,20 @@
 // prompt. Chaining also makes the answer meaningful: holding key_k means the replica was sent blocks
 // 0..k, so depth = 1 + the deepest held block found.
 
-import { BlockTable } from "./block-table";
 import { RoutingInputError, describe, requireFiniteNumber } from "./errors";
-import { ReplicaIds } from "./replica-ids";
+import { RouteStore } from "./route-store";
 import type { MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixSnapshot, RouteInfo } from "./prefix-index-types";
 import type { BlockKey, Trust } from "./types";
 
-export type { MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixSnapshot, RouteInfo } from "./prefix-index-types";
-
-// The empty-slot sentinel, -1 in every module of the index. Declared here rather than imported: an
-// imported binding is not a compile-time constant, and the hot loops compare against it constantly.
+// Local copies of route-store.ts's sentinel and trust levels: an imported binding is not folded into
+// the hot loops' comparisons.
 const NIL = -1;
 const LOCAL = 0;
 const REMOTE = 1;
+
+export type { MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixSnapshot, RouteInfo } from "./prefix-index-types";
+
 const MAX_BLOCK_KEY = Number.MAX_SAFE_INTEGER;
-const INITIAL_POOL = 1024;
 
 function checkKeys(field: string, keys: readonly BlockKey[]): void {
   if (!Array.isArray(keys)) throw new RoutingInputError(field, `must be an array of block keys, got ${describe(keys)}`);
@@ -54,33 +53,25 @@ function checkReplicaId(field: string, id: unknown): string {
   return id;
 }
 
-export class PrefixIndex {
-  readonly capacityBlocks: number;
+function checkOptions(options: PrefixIndexOptions): { capacity: number; ttl: number; perBlock: number } {
+  if (options === null || typeof options !== "object") throw new RoutingInputError("options", "must be an object");
+  const capacity = options.capacityBlocks;
+  if (typeof capacity !== "number" || !Number.isInteger(capacity) || capacity <= 0 || capacity > 0x7fffffff) {
+    throw new RoutingInputError("capacityBlocks", `must be a positive integer < 2^31, got ${describe(capacity)}`);
+  }
+  const ttl = options.ttlMs ?? 3_600_000;
+  if (typeof ttl !== "number" || !(ttl > 0)) throw new RoutingInputError("ttlMs", `must be a positive number, got ${describe(ttl)}`);
+  const perBlock = options.maxReplicasPerBlock ?? 64;
+  if (typeof perBlock !== "number" || !Number.isInteger(perBlock) || perBlock <= 0) {
+    throw new RoutingInputError("maxReplicasPerBlock", `must be a positive integer, got ${describe(perBlock)}`);
+  }
+  return { capacity, ttl, perBlock };
+}
+
+export class PrefixIndex extends RouteStore {
   readonly ttlMs: number;
   readonly maxReplicasPerBlock: number;
 
-  // Route pool (struct of arrays), grown by doubling up to capacityBlocks.
-  private poolSize = 0;
-  private used = 0; // slots ever handed out (high-water mark)
-  private freeSlot = NIL; // free list threaded through blockNext
-  private slotKey: Float64Array = new Float64Array(0);
-  private slotReplica: Int32Array = new Int32Array(0); // NIL when the slot is free
-  private slotLastUse: Float64Array = new Float64Array(0);
-  private slotLearnedAt: Float64Array = new Float64Array(0);
-  private slotTrust: Uint8Array = new Uint8Array(0);
-  private slotPrev: Int32Array = new Int32Array(0); // LRU: towards most recent
-  private slotNext: Int32Array = new Int32Array(0); // LRU: towards least recent
-  private blockNext: Int32Array = new Int32Array(0); // next route of the same block
-
-  private readonly lruHead = new Int32Array([NIL, NIL]); // most recent, per trust
-  private readonly lruTail = new Int32Array([NIL, NIL]); // least recent, per trust
-  private readonly trustRoutes = [0, 0];
-
-  // Block table: key -> first route slot.
-  private readonly table = new BlockTable();
-
-  // Replica ids <-> small ints; an id's number is recycled when its last route goes.
-  private readonly replicas = new ReplicaIds();
 
   private evictions = 0;
   private expirations = 0;
@@ -89,20 +80,10 @@ export class PrefixIndex {
   private matchedBlockSum = 0;
 
   constructor(options: PrefixIndexOptions) {
-    if (options === null || typeof options !== "object") throw new RoutingInputError("options", "must be an object");
-    const capacity = options.capacityBlocks;
-    if (typeof capacity !== "number" || !Number.isInteger(capacity) || capacity <= 0 || capacity > 0x7fffffff) {
-      throw new RoutingInputError("capacityBlocks", `must be a positive integer < 2^31, got ${describe(capacity)}`);
-    }
-    const ttl = options.ttlMs ?? 3_600_000;
-    if (typeof ttl !== "number" || !(ttl > 0)) throw new RoutingInputError("ttlMs", `must be a positive number, got ${describe(ttl)}`);
-    const perBlock = options.maxReplicasPerBlock ?? 64;
-    if (typeof perBlock !== "number" || !Number.isInteger(perBlock) || perBlock <= 0) {
-      throw new RoutingInputError("maxReplicasPerBlock", `must be a positive integer, got ${describe(perBlock)}`);
-    }
-    this.capacityBlocks = capacity;
-    this.ttlMs = ttl;
-    this.maxReplicasPerBlock = perBlock;
+    const checked = checkOptions(options);
+    super(checked.capacity);
+    this.ttlMs = checked.ttl;
+    this.maxReplicasPerBlock = checked.perBlock;
     this.reset();
   }
 
@@ -117,16 +98,7 @@ export class PrefixIndex {
   }
 
   private reset(): void {
-    this.poolSize = 0;
-    this.used = 0;
-    this.freeSlot = NIL;
-    this.growPool(Math.min(INITIAL_POOL, this.capacityBlocks));
-    this.lruHead.fill(NIL);
-    this.lruTail.fill(NIL);
-    this.trustRoutes[LOCAL] = 0;
-    this.trustRoutes[REMOTE] = 0;
-    this.table.reset();
-    this.replicas.reset();
+    this.resetStore();
   }
 
   // ---------------------------------------------------------------- public API
@@ -154,10 +126,10 @@ export class PrefixIndex {
     let maxDepth = 0;
     if (n === 0 || (wanted !== null && wanted.size === 0)) return { depthByReplica, maxDepth };
 
-    const first = this.table.find(keys[0] as number);
+    const first = this.findTable(keys[0] as number);
     if (first < 0) return { depthByReplica, maxDepth };
     const expiredBefore = now - this.ttlMs;
-    for (let s = this.table.heads[first] as number; s !== NIL; s = this.blockNext[s] as number) {
+    for (let s = this.tableHeads[first] as number; s !== NIL; s = this.blockNext[s] as number) {
       const r = this.slotReplica[s] as number;
       if (wanted !== null && !wanted.has(r)) continue;
       if ((this.slotLearnedAt[s] as number) <= expiredBefore) continue;
@@ -198,7 +170,7 @@ export class PrefixIndex {
 
   /** LOCAL block keys, most recently used first, at most `maxBlocks` (default: all). */
   snapshot(maxBlocks?: number, now?: number): PrefixSnapshot {
-    let limit = this.table.count;
+    let limit = this.blockCount;
     if (maxBlocks !== undefined) {
       if (!Number.isInteger(maxBlocks) || maxBlocks < 0) throw new RoutingInputError("maxBlocks", `must be a non-negative integer, got ${describe(maxBlocks)}`);
       limit = Math.min(limit, maxBlocks);
@@ -267,10 +239,10 @@ export class PrefixIndex {
 
   /** Routes stored for one block (for debugging and tests). */
   routesOf(key: BlockKey): RouteInfo[] {
-    const t = this.table.find(key);
+    const t = this.findTable(key);
     const out: RouteInfo[] = [];
     if (t < 0) return out;
-    for (let s = this.table.heads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
+    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
       out.push({
         replicaId: this.replicas.name(this.slotReplica[s] as number),
         lastUse: this.slotLastUse[s] as number,
@@ -284,7 +256,7 @@ export class PrefixIndex {
   stats(): PrefixIndexStats {
     return {
       routes: this.trustRoutes[LOCAL]! + this.trustRoutes[REMOTE]!,
-      blocks: this.table.count,
+      blocks: this.blockCount,
       localRoutes: this.trustRoutes[LOCAL]!,
       remoteRoutes: this.trustRoutes[REMOTE]!,
       replicas: this.replicas.size,
@@ -301,18 +273,18 @@ export class PrefixIndex {
   // ---------------------------------------------------------------- routes
 
   private holds(key: number, r: number, expiredBefore: number): boolean {
-    const t = this.table.find(key);
+    const t = this.findTable(key);
     if (t < 0) return false;
-    for (let s = this.table.heads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
+    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
       if (this.slotReplica[s] === r) return (this.slotLearnedAt[s] as number) > expiredBefore;
     }
     return false;
   }
 
   private findRoute(key: number, r: number): number {
-    const t = this.table.find(key);
+    const t = this.findTable(key);
     if (t < 0) return NIL;
-    for (let s = this.table.heads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
+    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
       if (this.slotReplica[s] === r) return s;
     }
     return NIL;
@@ -344,25 +316,25 @@ export class PrefixIndex {
     this.trustRoutes[trust]!++;
     this.replicas.routeAdded(r);
     this.lruPushFront(s);
-    let t = this.table.find(key);
+    let t = this.findTable(key);
     if (t < 0) {
-      t = this.table.insert(key);
-      this.table.heads[t] = s;
+      t = this.insertTable(key);
+      this.tableHeads[t] = s;
       this.blockNext[s] = NIL;
     } else {
-      this.blockNext[s] = this.table.heads[t] as number;
-      this.table.heads[t] = s;
+      this.blockNext[s] = this.tableHeads[t] as number;
+      this.tableHeads[t] = s;
     }
   }
 
   /** Enforces maxReplicasPerBlock before a new route joins `key`'s chain. New routes go to the chain
    * head, so the chain's last route is the one learned longest ago. */
   private makeRoomOnBlock(key: number): void {
-    const t = this.table.find(key);
+    const t = this.findTable(key);
     if (t < 0) return;
     let length = 0;
     let last = NIL;
-    for (let s = this.table.heads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
+    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
       length++;
       last = s;
     }
@@ -394,17 +366,17 @@ export class PrefixIndex {
 
   private removeRoute(s: number): void {
     const key = this.slotKey[s] as number;
-    const t = this.table.find(key);
+    const t = this.findTable(key);
     if (t >= 0) {
       let prev = NIL;
-      for (let cur = this.table.heads[t] as number; cur !== NIL; prev = cur, cur = this.blockNext[cur] as number) {
+      for (let cur = this.tableHeads[t] as number; cur !== NIL; prev = cur, cur = this.blockNext[cur] as number) {
         if (cur === s) {
-          if (prev === NIL) this.table.heads[t] = this.blockNext[s] as number;
+          if (prev === NIL) this.tableHeads[t] = this.blockNext[s] as number;
           else this.blockNext[prev] = this.blockNext[s] as number;
           break;
         }
       }
-      if (this.table.heads[t] === NIL) this.table.remove(t);
+      if (this.tableHeads[t] === NIL) this.deleteTable(t);
     }
     this.lruUnlink(s);
     const trust = this.slotTrust[s] as number;
@@ -430,53 +402,5 @@ export class PrefixIndex {
       this.removeRoute(s);
       this.expirations++;
     }
-  }
-
-  private growPool(size: number): void {
-    const copyF64 = (old: Float64Array): Float64Array => {
-      const next = new Float64Array(size);
-      next.set(old.subarray(0, Math.min(old.length, size)));
-      return next;
-    };
-    const copyI32 = (old: Int32Array): Int32Array => {
-      const next = new Int32Array(size);
-      next.set(old.subarray(0, Math.min(old.length, size)));
-      return next;
-    };
-    const wasEmpty = this.poolSize === 0;
-    this.slotKey = wasEmpty ? new Float64Array(size) : copyF64(this.slotKey);
-    this.slotLastUse = wasEmpty ? new Float64Array(size) : copyF64(this.slotLastUse);
-    this.slotLearnedAt = wasEmpty ? new Float64Array(size) : copyF64(this.slotLearnedAt);
-    this.slotReplica = wasEmpty ? new Int32Array(size) : copyI32(this.slotReplica);
-    this.slotPrev = wasEmpty ? new Int32Array(size) : copyI32(this.slotPrev);
-    this.slotNext = wasEmpty ? new Int32Array(size) : copyI32(this.slotNext);
-    this.blockNext = wasEmpty ? new Int32Array(size) : copyI32(this.blockNext);
-    const trust = new Uint8Array(size);
-    if (!wasEmpty) trust.set(this.slotTrust.subarray(0, Math.min(this.slotTrust.length, size)));
-    this.slotTrust = trust;
-    this.slotReplica.fill(NIL, this.poolSize);
-    this.poolSize = size;
-  }
-
-  // ---------------------------------------------------------------- LRU lists
-
-  private lruPushFront(s: number): void {
-    const trust = this.slotTrust[s] as number;
-    const head = this.lruHead[trust] as number;
-    this.slotPrev[s] = NIL;
-    this.slotNext[s] = head;
-    if (head !== NIL) this.slotPrev[head] = s;
-    else this.lruTail[trust] = s;
-    this.lruHead[trust] = s;
-  }
-
-  private lruUnlink(s: number): void {
-    const trust = this.slotTrust[s] as number;
-    const prev = this.slotPrev[s] as number;
-    const next = this.slotNext[s] as number;
-    if (prev !== NIL) this.slotNext[prev] = next;
-    else this.lruHead[trust] = next;
-    if (next !== NIL) this.slotPrev[next] = prev;
-    else this.lruTail[trust] = prev;
   }
 }
