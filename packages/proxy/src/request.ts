@@ -4,8 +4,13 @@
 import type { IncomingMessage } from "node:http";
 import { StringDecoder } from "node:string_decoder";
 import {
+  chatBlockKeys,
   chatBlockKeysWithState,
   chatSerialisedLength,
+  continueChatBlockKeys,
+  continuePromptBlockKeys,
+  DEFAULT_BLOCK_CHARS,
+  promptBlockKeys,
   promptBlockKeysWithState,
   type BlockKeyerState,
   RoutingInputError,
@@ -224,4 +229,24 @@ export function upstreamBody(request: ParsedInference): Buffer | Buffer[] {
 
 export function bodyLength(body: Buffer | readonly Buffer[]): number {
   return Array.isArray(body) ? body.reduce((total, part) => total + part.length, 0) : body.length;
+}
+
+const ASSISTANT_ROLE = "assistant";
+
+/** Keys of prompt + assistant reply as the next turn presents them, or null when the reply completes
+ * no new block (the prompt's keys, already learned, are the next turn's). From the prompt's keyer
+ * state only the reply is hashed, so an 80 KB prompt is not re-keyed to learn a few hundred
+ * characters of reply; the keys equal re-keying the whole conversation (keys.test.ts). */
+export function nextTurnKeys(request: ParsedInference, reply: string): BlockKey[] | null {
+  // Chat serialisation adds `role ␟ content ␞` per message (chatSerialisedLength's +2).
+  const added = request.messages !== null ? ASSISTANT_ROLE.length + 2 + reply.length : reply.length;
+  if (Math.floor((request.promptChars + added) / DEFAULT_BLOCK_CHARS) <= request.keys.length) return null;
+  const state = request.keyerState;
+  if (state !== undefined) {
+    const more = request.messages !== null ? continueChatBlockKeys(state, [{ role: ASSISTANT_ROLE, content: reply }]).keys : continuePromptBlockKeys(state, reply).keys;
+    return more.length === 0 ? null : request.keys.concat(more);
+  }
+  return request.messages !== null
+    ? chatBlockKeys([...request.messages, { role: ASSISTANT_ROLE, content: reply }])
+    : promptBlockKeys((request.prompt ?? "") + reply);
 }

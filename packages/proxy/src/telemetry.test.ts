@@ -3,11 +3,11 @@ import { PassThrough } from "node:stream";
 import { test } from "node:test";
 import type { ServerResponse } from "node:http";
 import { parseTelemetryNdjsonLine, type TelemetryStreamLine } from "@meridian/protocol";
-import { TelemetryLog, type TelemetryEventInput } from "./telemetry";
-import { AdmissionQueue } from "./admission-queue";
+import type { TelemetryEventBody } from "@meridian/lb-core";
+import { TelemetryLog } from "./telemetry";
 import { tokenMatches } from "./admin";
 
-const sample = (i: number): TelemetryEventInput => ({
+const sample = (i: number): TelemetryEventBody => ({
   time: 1_000 + i,
   lbId: "lb",
   region: "r",
@@ -72,34 +72,6 @@ test("resume from the last seen seq delivers each event exactly once", async () 
   const seqs = [...first.lines, ...second.lines].flatMap((l) => (l.type === "event" ? [l.event.seq] : []));
   assert.deepEqual(seqs, [3, 4, 5, 6, 7, 8]);
   log.close();
-});
-
-test("admission queue is FIFO, bounded in length, and expires waiters", async () => {
-  const queue = new AdmissionQueue(() => ({ maxLength: 2, maxWaitMs: 20 }));
-  const order: string[] = [];
-  let open = false;
-  const request = (name: string) => ({
-    enqueuedAt: Date.now(),
-    attempt: () => {
-      if (!open) return false;
-      order.push(name);
-      return true;
-    },
-    expire: () => order.push(`expired:${name}`),
-  });
-  assert.equal(queue.offer(request("a")).accepted, true);
-  assert.equal(queue.offer(request("b")).accepted, true);
-  assert.equal(queue.offer(request("c")).accepted, false);
-  queue.drain();
-  assert.deepEqual(order, []);
-  open = true;
-  queue.drain();
-  assert.deepEqual(order, ["a", "b"]);
-  open = false;
-  queue.offer(request("d"));
-  await new Promise((r) => setTimeout(r, 60));
-  assert.deepEqual(order, ["a", "b", "expired:d"]);
-  assert.equal(queue.length, 0);
 });
 
 test("admin token comparison", () => {

@@ -9,7 +9,7 @@ import { after, before, test } from "node:test";
 import { request } from "undici";
 import { parseLbState, parsePeerReport, parseTelemetryNdjsonLine, type LbConfig, type LbState, type TelemetryStreamLine } from "@meridian/protocol";
 import { parsePrometheusText, type RunningProxy } from "../src/index";
-import { adminGet, chatBody, lbConfig, MODEL, post, startEngine, startLb, TOKEN, type Engine } from "./helpers";
+import { adminGet, chatBody, lbConfig, MODEL, post, startEngine, startLb, TOKEN, waitFor, type Engine } from "./helpers";
 
 let engine: Engine;
 let lb: RunningProxy;
@@ -38,26 +38,15 @@ async function put(path: string, body: unknown, token = TOKEN): Promise<{ status
 }
 
 /** Reads telemetry lines from ?since= until `count` event lines arrived, then disconnects. */
+/** The lines of a telemetry subscription from `since` until `count` events have arrived. */
 async function readTelemetry(since: number, count: number): Promise<TelemetryStreamLine[]> {
-  const controller = new AbortController();
-  const response = await request(`${lb.url}/admin/telemetry?since=${since}`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: controller.signal });
-  assert.equal(response.headers["content-type"], "application/x-ndjson");
-  const lines: TelemetryStreamLine[] = [];
-  let buffer = "";
+  const tail = await tailTelemetry(since);
   try {
-    for await (const chunk of response.body) {
-      buffer += (chunk as Buffer).toString();
-      let at: number;
-      while ((at = buffer.indexOf("\n")) >= 0) {
-        lines.push(parseTelemetryNdjsonLine(buffer.slice(0, at)));
-        buffer = buffer.slice(at + 1);
-      }
-      if (lines.filter((l) => l.type === "event").length >= count) break;
-    }
+    await tail.until(`${count} telemetry events`, (lines) => lines.filter((l) => l.type === "event").length >= count);
+    return [...tail.lines];
   } finally {
-    controller.abort();
+    tail.close();
   }
-  return lines;
 }
 
 const chat = (text: string) => post(`${lb.url}/v1/chat/completions`, chatBody(text));
@@ -154,15 +143,43 @@ test("a telemetry stream that disconnects and resumes delivers every event exact
   assert.ok(next?.type === "event" && next.event.seq === dropped.toSeq + 1);
 });
 
+/** A live telemetry subscription whose lines the test can wait on as they arrive. */
+async function tailTelemetry(since: number): Promise<{ lines: TelemetryStreamLine[]; until(what: string, check: (lines: TelemetryStreamLine[]) => boolean): Promise<void>; close(): void }> {
+  const controller = new AbortController();
+  const response = await request(`${lb.url}/admin/telemetry?since=${since}`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: controller.signal });
+  assert.equal(response.headers["content-type"], "application/x-ndjson");
+  const lines: TelemetryStreamLine[] = [];
+  let buffer = "";
+  void (async () => {
+    for await (const chunk of response.body) {
+      buffer += (chunk as Buffer).toString();
+      let at: number;
+      while ((at = buffer.indexOf("\n")) >= 0) {
+        lines.push(parseTelemetryNdjsonLine(buffer.slice(0, at)));
+        buffer = buffer.slice(at + 1);
+      }
+    }
+  })().catch(() => undefined);
+  return {
+    lines,
+    until: (what, check) => waitFor(what, () => check(lines)).then(() => undefined),
+    close: () => controller.abort(),
+  };
+}
+
 test("live tail and heartbeats", async () => {
   const lastSeq = (await adminGet<LbState>(lb, "/admin/state")).telemetry.lastSeq;
-  const reading = readTelemetry(lastSeq, 1);
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  assert.equal((await chat("tail me")).status, 200);
-  const lines = await reading;
-  assert.ok(lines.some((l) => l.type === "heartbeat" && l.seq === lastSeq));
-  const event = lines.find((l) => l.type === "event");
-  assert.ok(event?.type === "event" && event.event.seq === lastSeq + 1);
+  const tail = await tailTelemetry(lastSeq);
+  try {
+    // An idle stream says where the log stands: a heartbeat at the current seq, before any event.
+    await tail.until("a heartbeat", (lines) => lines.some((l) => l.type === "heartbeat" && l.seq === lastSeq));
+    assert.equal((await chat("tail me")).status, 200);
+    await tail.until("the next event", (lines) => lines.some((l) => l.type === "event"));
+    const event = tail.lines.find((l) => l.type === "event");
+    assert.ok(event?.type === "event" && event.event.seq === lastSeq + 1);
+  } finally {
+    tail.close();
+  }
 });
 
 test("GET /metrics exposes the LB's series in valid Prometheus text", async () => {

@@ -1,9 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { DEFAULT_BOUNDS, EsTuner, TunerInputError, type TunerStep, type Weights } from "./index";
+import { WEIGHT_BOUNDS } from "@meridian/routing/types";
+import { EsTuner, TunerInputError, type TunerStep, type Weights } from "./index";
 import { bowlTtftMs, drive, feed, noisyBowl, OPTIMUM, sample } from "./test-helpers";
 
-function withinBounds(weights: Weights, bounds = DEFAULT_BOUNDS): boolean {
+function withinBounds(weights: Weights, bounds = WEIGHT_BOUNDS): boolean {
   return (
     weights.rtt >= bounds.rtt[0] && weights.rtt <= bounds.rtt[1] && weights.queue >= bounds.queue[0] && weights.queue <= bounds.queue[1]
   );

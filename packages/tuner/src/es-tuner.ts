@@ -8,13 +8,13 @@ import {
   validateBounds,
   validateMode,
   validateWeights,
-  DEFAULT_INITIAL_WEIGHTS,
   WEIGHT_NAMES,
   type TunerConfig,
   type TunerMode,
   type WeightBounds,
   type Weights,
 } from "./config";
+import { DEFAULT_WEIGHTS } from "@meridian/routing/types";
 import { nextNormal, seedPrng, type PrngState } from "./prng";
 import { summarizeWindow, type TunerSample, type WindowSummary } from "./window";
 
@@ -162,7 +162,7 @@ function validateSample(value: unknown): TunerSample {
 }
 
 /**
- * (1+1)-ES over the GORGO cost weights (DESIGN.md, Tuner). Pure: the caller feeds samples and
+ * (1+1)-ES over the GORGO cost weights (docs/ARCHITECTURE.md, "The tuner path"). Pure: the caller feeds samples and
  * publishes whatever `current()` says; nothing here reads a clock or does I/O.
  */
 export class EsTuner {
@@ -170,7 +170,7 @@ export class EsTuner {
 
   constructor(config: Partial<TunerConfig> & { seed: number }, initial?: Weights) {
     const resolved = resolveConfig(config);
-    const start = validateWeights("initial", initial ?? DEFAULT_INITIAL_WEIGHTS);
+    const start = validateWeights("initial", initial ?? DEFAULT_WEIGHTS);
     requireWithinBounds("initial", start, resolved.bounds);
     this.#s = EsTuner.#fresh(resolved, start);
   }

@@ -86,7 +86,7 @@ function ResultView({ result }: { result: ExperimentResult }) {
   const rows = result.policies;
   const latency = rows.map((p) => ({ name: p.name, ttftP95: p.ttft_ms.p95, e2eP95: p.e2e_ms.p95 }));
   const share = rows.map((p) => ({ name: p.name, maxShare: p.max_share, cacheHit: p.cache_hit_rate }));
-  const bestTtft = Math.min(...rows.map((p) => p.ttft_ms.p95));
+  const bestTtft = Math.min(...rows.flatMap((p) => (p.ttft_ms.p95 === null ? [] : [p.ttft_ms.p95])));
   return (
     <>
       <div className="table-wrap">

@@ -4,6 +4,7 @@ import { useState, type FormEvent } from "react";
 import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
+import { ENGINE_KINDS } from "@meridian/routing/types";
 import { fmtNum, fmtPct } from "../lib/format";
 import { ShareHistoryChart } from "./charts";
 import { useCanMutate } from "./session";
@@ -13,7 +14,7 @@ import { useInvalidateAll } from "./use-action";
 type ReplicaRow = RouterOutputs["replicas"]["list"][number];
 type ReplicaState = ReplicaRow["state"];
 
-const ENGINES = ["sglang", "vllm"] as const;
+const ENGINES = ENGINE_KINDS;
 type Engine = (typeof ENGINES)[number];
 
 function ReplicaActions({ replica }: { replica: ReplicaRow }) {

@@ -4,6 +4,7 @@
 // tuner.tsx, which shows the run.
 import { useMutation } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
+import { EVALUATION_MODES, type EvaluationMode } from "@meridian/tuner";
 import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
 import { ErrorText } from "./ui";
@@ -11,10 +12,6 @@ import { useInvalidateAll } from "./use-action";
 
 type TunerState = RouterOutputs["tuner"]["byLb"];
 type Bounds = TunerState["bounds"];
-
-/** Evaluation modes from the design: score only the candidate's own events, or the paper's trailing window. */
-const EVALUATION_MODES = ["versioned", "paper"] as const satisfies readonly TunerState["evaluation"][];
-type EvaluationMode = (typeof EVALUATION_MODES)[number];
 
 function outOfBounds(value: number, [lo, hi]: readonly [number, number]): boolean {
   return !Number.isFinite(value) || value < lo || value > hi;

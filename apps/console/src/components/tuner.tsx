@@ -12,6 +12,11 @@ import { ManualWeightsForm, ModeControls, ReadOnlySettings, SettingsForm } from 
 
 type TunerState = RouterOutputs["tuner"]["byLb"];
 
+/**
+ * Shown while the incumbent's latest window breaks an absolute guardrail: the weights in force are
+ * known-bad (typically the W_queue → 0 reward hack), and the tuner is accepting less-bad candidates to
+ * get out, so accepted rows may themselves carry a guardrail verdict.
+ */
 function IncumbentGuardrailWarning({ state }: { state: TunerState }) {
   if (state.incumbentGuardrail === "pass") return null;
   const what = state.incumbentGuardrail === "share"

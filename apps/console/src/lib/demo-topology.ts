@@ -5,6 +5,8 @@
 //   engines  B+1 .. B+6   (two per region)
 //   LBs      B+11 .. B+13 (one meridian-proxy per region)
 
+import type { EngineKind } from "@meridian/routing/types";
+
 export const DEMO_REGIONS = ["us-ashburn", "eu-frankfurt", "ap-seoul"] as const;
 export type DemoRegion = (typeof DEMO_REGIONS)[number];
 
@@ -30,7 +32,7 @@ export interface DemoEngine {
   region: DemoRegion;
   port: number;
   url: string;
-  engine: "sglang" | "vllm";
+  engine: EngineKind;
   homeLbId: string;
 }
 

@@ -1,4 +1,5 @@
 import { integer, real, sqliteTable, text, type AnySQLiteColumn } from "drizzle-orm/sqlite-core";
+import { CROSS_REGION_MODES, DEFAULT_WEIGHTS } from "@meridian/routing/types";
 import { regions } from "./regions";
 
 export const LB_STATES = ["healthy", "failed", "failed-over"] as const;
@@ -18,9 +19,9 @@ export const loadBalancers = sqliteTable("load_balancers", {
     .references(() => regions.id),
   state: text("state", { enum: LB_STATES }).notNull().default("healthy"),
   policy: text("policy").notNull().default("gorgo"),
-  crossRegion: text("cross_region", { enum: ["direct", "via-peer"] }).notNull().default("direct"),
-  weightRtt: real("weight_rtt").notNull().default(0.5),
-  weightQueue: real("weight_queue").notNull().default(0.1),
+  crossRegion: text("cross_region", { enum: CROSS_REGION_MODES }).notNull().default("direct"),
+  weightRtt: real("weight_rtt").notNull().default(DEFAULT_WEIGHTS.rtt),
+  weightQueue: real("weight_queue").notNull().default(DEFAULT_WEIGHTS.queue),
   /** Latest config version the console wants this LB to run (lb_configs holds the history). */
   configVersion: integer("config_version").notNull().default(0),
   /** Latest version the LB acknowledged (PUT /admin/config answered 2xx). */

@@ -6,8 +6,8 @@
 
 import { createWriteStream, existsSync, type WriteStream } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { DEFAULT_WEIGHTS, type Weights } from "@meridian/routing";
-import { DEFAULT_BOUNDS, type WeightBounds } from "@meridian/tuner";
+import { DEFAULT_WEIGHTS, WEIGHT_BOUNDS, type Weights } from "@meridian/routing";
+import type { WeightBounds } from "@meridian/tuner";
 import { bundledTracePath, loadTrace, TraceRowError, type TraceRequest } from "@meridian/workload";
 import {
   buildSimRequests,
@@ -111,8 +111,8 @@ function readTuner(flags: FlagReader, initial: Weights, tunerRuns: boolean): Tun
   const rttRaw = flags.string("rtt-bounds");
   const queueRaw = flags.string("queue-bounds");
   const bounds: WeightBounds = {
-    rtt: rttRaw === undefined ? DEFAULT_BOUNDS.rtt : parseBounds("rtt-bounds", rttRaw),
-    queue: queueRaw === undefined ? DEFAULT_BOUNDS.queue : parseBounds("queue-bounds", queueRaw),
+    rtt: rttRaw === undefined ? WEIGHT_BOUNDS.rtt : parseBounds("rtt-bounds", rttRaw),
+    queue: queueRaw === undefined ? WEIGHT_BOUNDS.queue : parseBounds("queue-bounds", queueRaw),
   };
   for (const name of ["rtt", "queue"] as const) {
     const [lo, hi] = bounds[name];
@@ -169,9 +169,10 @@ function writeJson(value: unknown): void {
 
 function policyTable(rows: readonly ComparePolicyRow[]): string {
   return formatTable(
-    ["policy", "TTFT p50", "p95", "p99 (ms)", "E2E p50", "p95", "p99 (s)", "ITL p50", "rps", "cache hit", "pred acc", "max share"],
+    ["policy", "refused", "TTFT p50", "p95", "p99 (ms)", "E2E p50", "p95", "p99 (s)", "ITL p50", "rps", "cache hit", "pred acc", "max share"],
     rows.map((r) => [
       r.name,
+      String(r.failed),
       fmtMs(r.ttft_ms.p50),
       fmtMs(r.ttft_ms.p95),
       fmtMs(r.ttft_ms.p99),
@@ -288,7 +289,7 @@ async function runSweep(flags: FlagReader): Promise<void> {
   if (common.json) return writeJson(json);
   console.log(describeRun(common, baseRows.length, 0));
   console.log(
-    `saturated = p95 E2E > ${rule.e2eP95Ms} ms, or requests waiting for admission at ≥ ${rule.queuedScrapeFraction * 100}% of a replica's scrapes, or a backlog draining > ${rule.drainMs} ms after the last arrival\n`,
+    `saturated = p95 E2E > ${rule.e2eP95Ms} ms, or requests waiting for admission at ≥ ${rule.queuedScrapeFraction * 100}% of a replica's scrapes, or a backlog draining > ${rule.drainMs} ms after the last arrival, or any request refused by an LB\n`,
   );
   console.log(
     formatTable(

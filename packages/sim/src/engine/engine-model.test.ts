@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { EngineModel, type DoneEvent, type EngineEvent, type EngineRequest, type FirstTokenEvent } from "./engine-model";
+import { EngineModel } from "./engine-model";
+import type { DoneEvent, EngineEvent, EngineRequest, FirstTokenEvent } from "./engine-types";
 import { PAPER_ENGINE_PARAMS, type EngineParams } from "./params";
 import { PrefixCache } from "./prefix-cache";
 

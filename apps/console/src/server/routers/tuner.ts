@@ -2,6 +2,7 @@
 import "server-only";
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
+import { EVALUATION_MODES } from "@meridian/tuner";
 import { resetTuner, setManualWeights, startTuner, stopTuner, tunerByLb, updateTuner } from "../services/tuner";
 import { call } from "../trpc/errors";
 import { operatorProcedure, viewerProcedure } from "../trpc/init";
@@ -21,7 +22,7 @@ export const tunerRouter = {
         bounds: bounds.optional(),
         window: z.int({ error: "window must be a whole number of samples" }).min(8, { error: "window must be at least 8 samples" }).max(100_000).optional(),
         hop: z.int({ error: "hop must be a whole number of samples" }).min(1).max(100_000).optional(),
-        evaluation: z.enum(["versioned", "paper"], { error: "evaluation must be versioned or paper" }).optional(),
+        evaluation: z.enum(EVALUATION_MODES, { error: `evaluation must be one of ${EVALUATION_MODES.join(", ")}` }).optional(),
         guardrails: guardrails.optional(),
       }),
     )

@@ -13,7 +13,8 @@
 import "server-only";
 import { and, desc, eq, isNull } from "drizzle-orm";
 import type { Logger } from "pino";
-import { EsTuner, TunerInputError, type TunerConfig, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
+import { EsTuner, TunerInputError, type EvaluationMode, type TunerConfig, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
+import { WEIGHT_BOUNDS } from "@meridian/routing/types";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
 import { loadBalancers, tunerRuns, tunerSteps, type Db, type TunerRunRow } from "@meridian/db";
 import { invalid, notFound } from "../errors";
@@ -34,7 +35,7 @@ export interface TunerSettings {
   bounds: { rtt: [number, number]; queue: [number, number] };
   window: number;
   hop: number;
-  evaluation: "versioned" | "paper";
+  evaluation: EvaluationMode;
   guardrails: { enabled: boolean; e2eRatio: number; maxShare: number; maxErrorRate: number };
 }
 
@@ -165,7 +166,7 @@ export class TunerService {
         .returning()
         .get();
       const patch = settings ? configPatch(settings) : {};
-      const bounds = (patch.bounds ?? { rtt: [0.05, 2.0], queue: [0.05, 0.5] }) as TunerSettings["bounds"];
+      const bounds = (patch.bounds ?? WEIGHT_BOUNDS) as TunerSettings["bounds"];
       // Weights from an older configuration may sit outside the bounds: start from the nearest legal point.
       const initial = {
         rtt: Math.min(Math.max(weights.rtt, bounds.rtt[0]), bounds.rtt[1]),
