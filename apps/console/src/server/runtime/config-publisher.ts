@@ -5,6 +5,9 @@
 // - Versions increase per LB; a 409 (the LB runs a newer version, e.g. after the console's DB was
 //   reset) re-records the same content above the LB's version.
 // - One push loop per LB retries with backoff; only the latest version is ever pushed.
+// - Until an LB has answered once, an unreachable LB is only starting (npm start brings the LBs and
+//   the console up in any order): those retries log at debug. Once it has answered, losing it is
+//   news and logs at warn.
 import { and, desc, eq, sql } from "drizzle-orm";
 import type { LbConfig } from "@meridian/protocol";
 import { lbConfigs, loadBalancers } from "@meridian/db";
@@ -22,6 +25,8 @@ export interface PushStatus {
 interface PushLoop {
   signal: WakeSignal;
   status: PushStatus;
+  /** The LB answered a push at least once (any HTTP answer). */
+  answered: boolean;
 }
 
 export class ConfigPublisher {
@@ -99,7 +104,7 @@ export class ConfigPublisher {
       existing.signal.wake();
       return;
     }
-    const loop: PushLoop = { signal: new WakeSignal(), status: { lastAttemptAt: null, lastError: null } };
+    const loop: PushLoop = { signal: new WakeSignal(), status: { lastAttemptAt: null, lastError: null }, answered: false };
     this.loops.set(lbId, loop);
     void this.runLoop(lbId, loop).catch((error: unknown) => {
       this.rt.log.error({ lbId, err: error }, "config push loop crashed");
@@ -149,6 +154,7 @@ export class ConfigPublisher {
         { id: lb.id, adminBase: lb.adminUrl ?? lb.url },
         JSON.parse(row.json) as LbConfig,
       );
+      if (result.kind !== "unreachable") loop.answered = true;
       if (result.kind === "acked") {
         loop.status.lastError = null;
         attempt = 0;
@@ -168,7 +174,10 @@ export class ConfigPublisher {
         continue;
       }
       // First failure and then every tenth: a dead LB retries for as long as it stays dead.
-      if (attempt % 10 === 0) this.rt.log.warn({ lbId, version: row.version, attempt, error: result.message }, "config push failed; retrying");
+      if (attempt % 10 === 0) {
+        const level = loop.answered || result.kind === "rejected" ? "warn" : "debug";
+        this.rt.log[level]({ lbId, version: row.version, attempt, error: result.message }, loop.answered ? "config push failed; retrying" : "LB not answering yet; config push retrying");
+      }
       await loop.signal.wait(backoffMs(attempt, 250, result.kind === "rejected" ? 30_000 : 10_000));
       attempt += 1;
     }

@@ -1,7 +1,8 @@
 // HealthMonitor: probes every LB on an interval.
 // - LB health: GET /health. After `failoverAfter` consecutive failures the LB is failed over
 //   automatically (when enabled) or marked failed; a failed (not failed-over) LB that answers again
-//   is marked healthy.
+//   is marked healthy; one the monitor failed over is failed back after a healthy period
+//   (auto-failback.ts).
 // - Replica health, in-flight, queued tokens and share: from each LB's GET /admin/state.
 // - Observed RTTs (LB region -> replica region) are folded into observed_rtts (EWMA).
 // - An LB that reports an older config version than it acknowledged (restarted without its state
@@ -222,6 +223,7 @@ export class HealthMonitor {
   }
 
   private afterProbe(lb: LoadBalancerRow, entry: LbHealth): void {
+    this.rt.autoFailback.afterProbe(lb, entry.healthy === true, entry.lastProbeAt ?? Date.now());
     const { failoverAfter, autoFailover } = this.rt.options;
     const inGrace = !entry.everHealthy && Date.now() - this.startedAt < STARTUP_GRACE_MS;
     if (entry.healthy === false && entry.consecutiveFailures >= failoverAfter && lb.state === "healthy" && !inGrace) {

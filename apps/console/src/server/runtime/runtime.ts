@@ -2,6 +2,7 @@
 // Created once per process (see global.ts); tests create their own with a temp DB and fake LBs.
 import pino, { type Logger } from "pino";
 import { migrate, type Db } from "@meridian/db";
+import { AutoFailback } from "./auto-failback";
 import { ConfigPublisher } from "./config-publisher";
 import { ExperimentRunner, defaultSimCommand, type SimCommand } from "./experiment-runner";
 import { FailoverService } from "./failover";
@@ -16,6 +17,9 @@ export interface RuntimeOptions {
   healthIntervalMs: number;
   failoverAfter: number;
   autoFailover: boolean;
+  /** How long an automatically failed-over LB must stay healthy before it is failed back; 0 or
+   * unset: never automatically. */
+  autoFailbackAfterMs?: number;
   sessionTtlMs: number;
   /** Extra folders whose *.jsonl traces the experiments page offers. */
   traceDirs: string[];
@@ -30,6 +34,7 @@ export class ConsoleRuntime {
   readonly telemetry: TelemetryHub;
   readonly tuners: TunerService;
   readonly failover: FailoverService;
+  readonly autoFailback: AutoFailback;
   readonly experiments: ExperimentRunner;
   private started = false;
 
@@ -44,6 +49,7 @@ export class ConsoleRuntime {
     this.telemetry = new TelemetryHub(this);
     this.tuners = new TunerService(this);
     this.failover = new FailoverService(this);
+    this.autoFailback = new AutoFailback({ log, failover: this.failover, healthyForMs: options.autoFailbackAfterMs ?? 0 });
     this.experiments = new ExperimentRunner(this, options.simCommand ?? defaultSimCommand(options.repoRoot), options.traceDirs);
   }
 

@@ -26,7 +26,8 @@ export interface FakeLb {
   close(): Promise<void>;
 }
 
-export async function startFakeLb(options: { id: string; region: string; token: string }): Promise<FakeLb> {
+/** `port`: listen there (an LB that comes up where the console already expects it); default any. */
+export async function startFakeLb(options: { id: string; region: string; token: string; port?: number }): Promise<FakeLb> {
   const events: TelemetryEvent[] = [];
   const streams = new Set<ServerResponse>();
   const lb: FakeLb = {
@@ -149,7 +150,7 @@ export async function startFakeLb(options: { id: string; region: string; token: 
     }
     res.writeHead(404).end();
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
   lb.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return lb;
 }
