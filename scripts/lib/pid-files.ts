@@ -29,7 +29,8 @@ export function removePidFile(dir: string, name: string): void {
   rmSync(pidFilePath(dir, name), { force: true });
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this PID exists (signal 0 delivers nothing). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
+import { isAlive } from "./pid-files";
 import { backoffDelayMs, Supervisor, type RestartPolicy, type SupervisorEvent } from "./supervisor";
 
 // Tiny children: node itself, so nothing but the running Node is needed.
@@ -20,14 +21,6 @@ async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_00
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const supervisors: Supervisor[] = [];
 function supervisor(policy: RestartPolicy = FAST): { sup: Supervisor; events: SupervisorEvent[] } {
@@ -91,11 +84,11 @@ describe("Supervisor", () => {
 
     const fleet = sup.status("fleet")!;
     assert.deepEqual({ pid: fleet.pid, running: fleet.running, restarts: fleet.restarts }, { pid: fleetPid, running: true, restarts: 0 });
-    assert.ok(alive(fleetPid), "the fleet process was not touched");
+    assert.ok(isAlive(fleetPid), "the fleet process was not touched");
     assert.equal(of(events, "exited", "fleet").length, 0);
 
     await sup.stop(2_000);
-    assert.ok(!alive(fleetPid) && !alive(console2.pid!), "stop() ended both");
+    assert.ok(!isAlive(fleetPid) && !isAlive(console2.pid!), "stop() ended both");
     assert.equal(of(events, "started").length, 3, "nothing restarted after stop()");
     const exits = of(events, "exited").map((e) => `${e.name}:${e.signal}`);
     assert.deepEqual(exits.slice(1).sort(), ["console:SIGTERM", "fleet:SIGTERM"]);
@@ -111,7 +104,7 @@ describe("Supervisor", () => {
     await waitFor(() => existsSync(readyFile), "the child to install its SIGTERM handler");
     await sup.stop(200);
     assert.equal(of(events, "exited", "stubborn")[0]?.signal, "SIGKILL");
-    assert.ok(!alive(pid));
+    assert.ok(!isAlive(pid));
   });
 
   test("a fatal exit code of a child that never stayed up gives up at once", async () => {

@@ -5,6 +5,7 @@
 //   (auto-failback.ts).
 // - Replica health, in-flight, queued tokens and share: from each LB's GET /admin/state.
 // - Observed RTTs (LB region -> replica region) are folded into observed_rtts (EWMA).
+// - Replicas that joined in a surprising way are logged once (replica-warnings.ts).
 // - An LB that reports an older config version than it acknowledged (restarted without its state
 //   file) gets a fresh push.
 import { eq, sql } from "drizzle-orm";
@@ -12,6 +13,7 @@ import type { LbState, ReplicaRuntimeState } from "@meridian/protocol";
 import { loadBalancers, observedRtts, regions, replicas, type LoadBalancerRow } from "@meridian/db";
 import { SYSTEM_HEALTH } from "../services/context";
 import { recordAudit } from "../services/audit";
+import { ReplicaWarningLog, replicaWarningsFrom } from "./replica-warnings";
 import type { ConsoleRuntime } from "./runtime";
 
 export interface LbHealth {
@@ -49,8 +51,11 @@ export class HealthMonitor {
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   private startedAt = Date.now();
+  private readonly replicaWarnings: ReplicaWarningLog;
 
-  constructor(private readonly rt: ConsoleRuntime) {}
+  constructor(private readonly rt: ConsoleRuntime) {
+    this.replicaWarnings = new ReplicaWarningLog(rt.log);
+  }
 
   start(): void {
     if (this.timer) return;
@@ -131,6 +136,7 @@ export class HealthMonitor {
     for (const id of this.lbs.keys()) if (!known.has(id)) this.lbs.delete(id);
     await Promise.all(rows.map((lb) => this.probe(lb)));
     this.rt.telemetry.sync();
+    this.replicaWarnings.report(replicaWarningsFrom(this.rt.db, (lbId) => this.lbs.get(lbId)?.state ?? null));
   }
 
   private async probe(lb: LoadBalancerRow): Promise<void> {

@@ -4,6 +4,7 @@ import { eq } from "drizzle-orm";
 import { loadBalancers, regions, replicas, type ReplicaRow } from "@meridian/db";
 import { conflict, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
+import { replicaWarningsFrom, type ReplicaWarning } from "../runtime/replica-warnings";
 import type { SharePoint } from "../runtime/rolling-stats";
 import { recordAudit } from "./audit";
 import type { Actor, DbLike, ServiceRuntime } from "./context";
@@ -35,12 +36,15 @@ export interface ReplicaView {
   cacheHitRate: number | null;
   predictionAccuracy: number | null;
   rttMs: number | null;
+  /** Setup problems the operator should see (no RTT emulation, a model its LB's clients do not use). */
+  warnings: ReplicaWarning[];
 }
 
 export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
   const regionNames = new Map(rt.db.select().from(regions).all().map((r) => [r.id, r.name]));
   const lbNames = new Map(rt.db.select().from(loadBalancers).all().map((l) => [l.id, l.name]));
   const windowStats = rt.telemetry.stats.replicaStats();
+  const warnings = replicaWarningsFrom(rt.db, (lbId) => rt.health.lb(lbId)?.state ?? null);
   return rt.db
     .select()
     .from(replicas)
@@ -69,6 +73,7 @@ export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
         cacheHitRate: stats?.cacheHitRate ?? live?.cacheHitRate ?? null,
         predictionAccuracy: stats?.predictionAccuracy ?? live?.predictionAccuracy ?? null,
         rttMs: live?.rttMs ?? null,
+        warnings: warnings.get(r.id) ?? [],
       };
     });
 }

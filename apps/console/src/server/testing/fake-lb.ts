@@ -26,8 +26,15 @@ export interface FakeLb {
   close(): Promise<void>;
 }
 
-/** `port`: listen there (an LB that comes up where the console already expects it); default any. */
-export async function startFakeLb(options: { id: string; region: string; token: string; port?: number }): Promise<FakeLb> {
+/** `port`: listen there (an LB that comes up where the console already expects it); default any.
+ * `rttMs`: what the LB reports measuring to a replica; default 37 ms in its region, 300 ms elsewhere. */
+export async function startFakeLb(options: {
+  id: string;
+  region: string;
+  token: string;
+  port?: number;
+  rttMs?: (replica: { id: string; region: string }) => number;
+}): Promise<FakeLb> {
   const events: TelemetryEvent[] = [];
   const streams = new Set<ServerResponse>();
   const lb: FakeLb = {
@@ -84,7 +91,7 @@ export async function startFakeLb(options: { id: string; region: string; token: 
         model: r.model,
         state: r.state,
         healthy: true,
-        rttMs: r.region === options.region ? 37 : 300,
+        rttMs: options.rttMs ? options.rttMs(r) : r.region === options.region ? 37 : 300,
         inFlight: 1,
         queuedTokens: 10,
         peerQueuedTokens: 0,
