@@ -163,7 +163,7 @@ export function LbsPage() {
                           {lb.failedOverTo ? <div className="muted small" data-testid={`lb-failed-over-to-${lb.name}`}>→ {lbNames.get(lb.failedOverTo) ?? lb.failedOverTo}</div> : null}
                           {lb.failedOverTo && lb.autoFailbackAt !== null ? (
                             <div className="muted small" data-testid={`lb-auto-failback-${lb.name}`}>
-                              fails back at {new Date(lb.autoFailbackAt).toLocaleTimeString()} if it keeps answering
+                              auto failback {new Date(lb.autoFailbackAt).toLocaleTimeString()}
                             </div>
                           ) : null}
                         </td>
