@@ -84,6 +84,9 @@ if (flag("MERIDIAN_SKIP_BUILD", false)) {
 // --- 3. environment --------------------------------------------------------------------------
 const demo = flag("MERIDIAN_DEMO", true);
 const port = Number(process.env.MERIDIAN_PORT || 3000);
+// Loopback unless told otherwise: the demo's passwords are printed and fixed.
+const host = process.env.MERIDIAN_HOST || "127.0.0.1";
+const consoleUrl = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}`;
 const basePort = Number(process.env.MERIDIAN_DEMO_BASE_PORT || 4100);
 const generatedAdmin = !process.env.MERIDIAN_ADMIN_PASSWORD && !demo;
 const env = {
@@ -99,7 +102,7 @@ const env = {
   MERIDIAN_ADMIN_PASSWORD:
     process.env.MERIDIAN_ADMIN_PASSWORD || (demo ? "meridian-admin" : randomBytes(12).toString("base64url")),
   MERIDIAN_VIEWER_PASSWORD: process.env.MERIDIAN_VIEWER_PASSWORD || (demo ? "meridian-viewer" : ""),
-  MERIDIAN_CONSOLE_URL: `http://127.0.0.1:${port}`,
+  MERIDIAN_CONSOLE_URL: consoleUrl,
 };
 if (!env.MERIDIAN_VIEWER_PASSWORD) delete env.MERIDIAN_VIEWER_PASSWORD;
 
@@ -160,14 +163,14 @@ if (demo) {
   supervisor.add({ name: "demo fleet", command: process.execPath, args: ["--import", "tsx", join(root, "scripts", "demo-fleet.ts")], cwd: root, env, fatalExitCodes: [2] });
 }
 const nextBin = join(root, "node_modules", "next", "dist", "bin", "next");
-say(`starting the console on http://127.0.0.1:${port} (db ${env.MERIDIAN_DB_PATH}${demo ? ", demo topology" : ""})`);
-supervisor.add({ name: "console", command: process.execPath, args: [nextBin, "start", "-p", String(port)], cwd: consoleDir, env });
+say(`starting the console on ${consoleUrl} (db ${env.MERIDIAN_DB_PATH}${demo ? ", demo topology" : ""})`);
+supervisor.add({ name: "console", command: process.execPath, args: [nextBin, "start", "-H", host, "-p", String(port)], cwd: consoleDir, env });
 
 async function waitForHealth(timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && !stopping) {
     try {
-      const res = await fetch(`http://127.0.0.1:${port}/api/health`);
+      const res = await fetch(`${consoleUrl}/api/health`);
       if (res.ok) return true;
     } catch {
       // not up yet
@@ -182,7 +185,7 @@ if (!(await waitForHealth(60_000))) {
   await stop(1);
 } else {
   say("");
-  say(`Meridian console: http://127.0.0.1:${port}`);
+  say(`Meridian console: ${consoleUrl}`);
   say(`  operator: admin / ${demo && !process.env.MERIDIAN_ADMIN_PASSWORD ? env.MERIDIAN_ADMIN_PASSWORD : generatedAdmin ? `${env.MERIDIAN_ADMIN_PASSWORD} (generated; set MERIDIAN_ADMIN_PASSWORD to choose one)` : "(MERIDIAN_ADMIN_PASSWORD)"}`);
   if (env.MERIDIAN_VIEWER_PASSWORD) {
     say(`  viewer:   viewer / ${demo && !process.env.MERIDIAN_VIEWER_PASSWORD ? env.MERIDIAN_VIEWER_PASSWORD : "(MERIDIAN_VIEWER_PASSWORD)"}`);
