@@ -56,8 +56,8 @@ test("a dead LB is restarted by the demo fleet, failed over while down and faile
   // The fleet restarts it under a new PID; once it answers, the console schedules the failback.
   await expect.poll(() => fleetPid(lb.id), { timeout: 30_000 }).not.toBe(pid);
   await expect.poll(async () => (await lbs()).find((l) => l.id === lb.id)?.autoFailbackAt ?? null, { timeout: 30_000 }).not.toBeNull();
+  // The page shows the pending failback (not asserted: the period may end while the page loads).
   await page.goto("/lbs");
-  await expect(page.getByTestId(`lb-state-${lb.name}`)).toHaveText("failed-over");
   await screenshot(page, testInfo, "load-balancers-auto-failback-pending");
 
   // Failed back by the system, after answering for the whole healthy period.
