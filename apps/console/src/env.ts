@@ -30,6 +30,9 @@ const EnvSchema = z.object({
   /** Consecutive failed LB probes before an automatic failover. */
   MERIDIAN_FAILOVER_AFTER: z.coerce.number().int().min(1).default(3),
   MERIDIAN_AUTO_FAILOVER: flag.default(true),
+  /** Seconds an LB that was failed over automatically must answer every probe before the console
+   * fails it back on its own; 0 = never. Unset: DEMO_AUTO_FAILBACK_AFTER_S in the demo, else 0. */
+  MERIDIAN_AUTO_FAILBACK_AFTER_S: z.coerce.number().min(0).optional(),
   MERIDIAN_SESSION_TTL_HOURS: z.coerce.number().positive().default(12),
   /** Reverse proxies whose X-Forwarded-For/-Host/-Proto are believed: IPs, CIDR blocks, "loopback".
    * Empty: none (the socket's peer is the client; the Host header names the console). */
@@ -54,6 +57,15 @@ const EnvSchema = z.object({
 });
 
 export type ConsoleEnv = z.output<typeof EnvSchema> & { repoRoot: string; dbPath: string };
+
+/** The demo's automatic failback period: long enough that one lucky probe does not count, short
+ * enough to watch a killed LB come back within a minute. */
+export const DEMO_AUTO_FAILBACK_AFTER_S = 30;
+
+/** Automatic failback, on by default only in the demo (a real fleet's operator opts in). */
+export function autoFailbackAfterMs(env: Pick<ConsoleEnv, "MERIDIAN_AUTO_FAILBACK_AFTER_S" | "MERIDIAN_DEMO">): number {
+  return (env.MERIDIAN_AUTO_FAILBACK_AFTER_S ?? (env.MERIDIAN_DEMO ? DEMO_AUTO_FAILBACK_AFTER_S : 0)) * 1000;
+}
 
 /** The repository root: the nearest ancestor of the working directory holding turbo.json
  * (`next start` runs in apps/console, scripts run at the root). */

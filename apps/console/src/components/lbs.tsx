@@ -161,6 +161,11 @@ export function LbsPage() {
                             <HealthBadge healthy={lb.healthy} testId={`lb-health-${lb.name}`} />
                           </div>
                           {lb.failedOverTo ? <div className="muted small" data-testid={`lb-failed-over-to-${lb.name}`}>→ {lbNames.get(lb.failedOverTo) ?? lb.failedOverTo}</div> : null}
+                          {lb.failedOverTo && lb.autoFailbackAt !== null ? (
+                            <div className="muted small" data-testid={`lb-auto-failback-${lb.name}`}>
+                              auto failback {new Date(lb.autoFailbackAt).toLocaleTimeString()}
+                            </div>
+                          ) : null}
                         </td>
                         <td><div className="mono" data-testid={`lb-policy-${lb.name}`}>{lb.policy}</div><div className="muted small">{lb.crossRegion}</div></td>
                         <td className="num mono">{fmtWeight(lb.weights.rtt)} / {fmtWeight(lb.weights.queue)}</td>

@@ -109,6 +109,7 @@ export function ReplicasPage() {
       </PageHeader>
       {!canMutate ? <ReadOnlyNote /> : null}
       {adding && canMutate ? <Panel title="Add replica"><AddReplicaForm onDone={() => setAdding(false)} /></Panel> : null}
+      <ReplicaWarnings rows={replicas.data ?? []} />
       <Panel title="Fleet">
         <QueryView query={replicas} isEmpty={(d) => d.length === 0} empty="No replicas registered.">
           {(rows) => (
@@ -124,7 +125,13 @@ export function ReplicasPage() {
                 <tbody>
                   {rows.map((r) => (
                     <tr key={r.id} data-testid={`replica-row-${r.name}`} data-replica-id={r.id}>
-                      <td><div className="strong">{r.name}</div><div className="muted mono small">{r.url}</div></td>
+                      <td>
+                        <div className="strong">
+                          {r.name}
+                          {r.warnings.length > 0 ? <> <Badge tone="warn" testId={`replica-warning-${r.name}`}>check setup</Badge></> : null}
+                        </div>
+                        <div className="muted mono small">{r.url}</div>
+                      </td>
                       <td className="nowrap">
                         <div>{r.region}</div>
                         <div className="muted small">
@@ -155,5 +162,25 @@ export function ReplicasPage() {
         </QueryView>
       </Panel>
     </div>
+  );
+}
+
+/** Replicas that joined in a way that will surprise the operator (no RTT emulation, a model its LB's
+ * clients do not ask for); the server explains each (src/server/runtime/replica-warnings.ts). */
+function ReplicaWarnings({ rows }: { rows: { name: string; warnings: { kind: string; message: string }[] }[] }) {
+  const flagged = rows.filter((r) => r.warnings.length > 0);
+  if (flagged.length === 0) return null;
+  return (
+    <Panel title="Needs attention">
+      <ul className="plain-list" data-testid="replica-warnings">
+        {flagged.flatMap((r) =>
+          r.warnings.map((w) => (
+            <li key={`${r.name}-${w.kind}`} data-testid={`replica-warning-${r.name}-${w.kind}`}>
+              <Badge tone="warn">{r.name}</Badge> {w.message}
+            </li>
+          )),
+        )}
+      </ul>
+    </Panel>
   );
 }

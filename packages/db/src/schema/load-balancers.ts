@@ -28,6 +28,9 @@ export const loadBalancers = sqliteTable("load_balancers", {
   ackedVersion: integer("acked_version").notNull().default(0),
   /** Set while failed over: the LB that took over this LB's replicas and entrypoint. */
   failedOverTo: text("failed_over_to").references((): AnySQLiteColumn => loadBalancers.id, { onDelete: "set null" }),
+  /** Set while failed over by the health monitor (not by an operator): only such a failover is
+   * failed back automatically once the LB stays healthy (apps/console/src/server/runtime/auto-failback.ts). */
+  failedOverAutomatically: integer("failed_over_automatically", { mode: "boolean" }).notNull().default(false),
   createdAt: integer("created_at").notNull(),
 });
 

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { DEMO_ENGINE_PARAMS, PAPER_ENGINE_PARAMS } from "../engine";
-import { loadConfig } from "./config";
+import { engineSetupWarnings, loadConfig } from "./config";
+import { DEMO_MODEL, DEMO_RTT_MS } from "./demo-network";
 
 describe("meridian-engine config", () => {
   it("has defaults", () => {
@@ -28,5 +29,20 @@ describe("meridian-engine config", () => {
     assert.throws(() => loadConfig(["--rtt-matrix", "{nope"], {}), /--rtt-matrix/);
     assert.throws(() => loadConfig(["--params", '{"unknownKnob":1}'], {}), /--params/);
     assert.throws(() => loadConfig(["--bogus", "1"], {}), /bogus/);
+  });
+
+  it("defaults to the demo fleet's model and network, so a hand-started engine joins the demo as one of its own", () => {
+    const config = loadConfig(["--region", "eu-frankfurt"], {});
+    assert.equal(config.server.model, DEMO_MODEL);
+    assert.deepEqual(config.server.rttMatrix, DEMO_RTT_MS);
+    assert.deepEqual(engineSetupWarnings(config.server), []);
+  });
+
+  it("warns when the engine's region gets no emulated delay, and only then", () => {
+    const [warning] = engineSetupWarnings(loadConfig([], {}).server);
+    assert.match(warning ?? "", /no RTT emulation for region "local": every LB will measure this engine at ~1 ms/);
+    assert.match(warning ?? "", /--rtt-matrix/);
+    assert.equal(engineSetupWarnings(loadConfig(["--region", "us-ashburn", "--rtt-matrix", "{}"], {}).server).length, 1, "emulation turned off");
+    assert.deepEqual(engineSetupWarnings(loadConfig(["--region", "ap-seoul", "--rtt-matrix", '{"us-ashburn":{"ap-seoul":464}}'], {}).server), [], "the reverse entry counts");
   });
 });

@@ -8,6 +8,9 @@
 // - The version each LB reports running (HealthMonitor's probes, 409 answers) is remembered: new
 //   versions are numbered above it, and an LB that reports less than it acknowledged lost its config
 //   and is pushed a fresh version.
+// - Until an LB has answered once, an unreachable LB is only starting (npm start brings the LBs and
+//   the console up in any order): those retries log at debug. Once it has answered, losing it is
+//   news and logs at warn.
 import "server-only";
 import { and, desc, eq, sql } from "drizzle-orm";
 import type { Logger } from "pino";
@@ -34,6 +37,8 @@ export interface ConfigPublisherDeps {
 interface PushLoop {
   signal: WakeSignal;
   status: PushStatus;
+  /** The LB answered a push at least once (any HTTP answer). */
+  answered: boolean;
 }
 
 export class ConfigPublisher {
@@ -113,7 +118,7 @@ export class ConfigPublisher {
       existing.signal.wake();
       return;
     }
-    const loop: PushLoop = { signal: new WakeSignal(), status: { lastAttemptAt: null, lastError: null } };
+    const loop: PushLoop = { signal: new WakeSignal(), status: { lastAttemptAt: null, lastError: null }, answered: false };
     this.loops.set(lbId, loop);
     void this.runLoop(lbId, loop).catch((error: unknown) => {
       this.deps.log.error({ lbId, err: error }, "config push loop crashed");
@@ -177,6 +182,7 @@ export class ConfigPublisher {
         { id: lb.id, adminBase: lb.adminUrl ?? lb.url },
         JSON.parse(row.json) as LbConfig,
       );
+      if (result.kind !== "unreachable") loop.answered = true;
       if (result.kind === "acked") {
         loop.status.lastError = null;
         attempt = 0;
@@ -196,7 +202,10 @@ export class ConfigPublisher {
         continue;
       }
       // First failure and then every tenth: a dead LB retries for as long as it stays dead.
-      if (attempt % 10 === 0) this.deps.log.warn({ lbId, version: row.version, attempt, error: result.message }, "config push failed; retrying");
+      if (attempt % 10 === 0) {
+        const level = loop.answered || result.kind === "rejected" ? "warn" : "debug";
+        this.deps.log[level]({ lbId, version: row.version, attempt, error: result.message }, loop.answered ? "config push failed; retrying" : "LB not answering yet; config push retrying");
+      }
       await loop.signal.wait(backoffMs(attempt, 250, result.kind === "rejected" ? 30_000 : 10_000));
       attempt += 1;
     }

@@ -1,7 +1,8 @@
 // Failover (after SkyLB): an LB that fails (operator-triggered, or after N failed probes) hands its
 // replicas and its region's entrypoint to the nearest healthy LB by the observed region RTT matrix.
 // The target then treats those replicas as local (it is pushed a config including them). Failback
-// reverses both. One transaction per operation; every operation audited.
+// reverses both. One transaction per operation; every operation audited. A failover the health
+// monitor made is marked (failedOverAutomatically) so that auto-failback.ts may undo it.
 import "server-only";
 import { and, eq, inArray, or } from "drizzle-orm";
 import type { Logger } from "pino";
@@ -92,7 +93,10 @@ export class FailoverService {
       const entries = tx.select().from(entrypoints).where(eq(entrypoints.lbId, lb.id)).all();
       const now = Date.now();
       tx.update(entrypoints).set({ lbId: target.id, updatedAt: now }).where(eq(entrypoints.lbId, lb.id)).run();
-      tx.update(loadBalancers).set({ state: "failed-over", failedOverTo: target.id }).where(eq(loadBalancers.id, lb.id)).run();
+      tx.update(loadBalancers)
+        .set({ state: "failed-over", failedOverTo: target.id, failedOverAutomatically: options.automatic === true })
+        .where(eq(loadBalancers.id, lb.id))
+        .run();
       const outcome: FailoverResult = {
         lbId: lb.id,
         targetLbId: target.id,
@@ -115,7 +119,8 @@ export class FailoverService {
     return result;
   }
 
-  failback(lbId: string, actor: Actor): FailoverResult {
+  /** `automatic`: the health monitor fails back after the LB stayed healthy for `healthyForMs`. */
+  failback(lbId: string, actor: Actor, options: { automatic?: boolean; healthyForMs?: number } = {}): FailoverResult {
     const result = this.deps.db.transaction((tx) => {
       const lb = tx.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
       if (!lb) throw notFound("load balancer", lbId);
@@ -138,7 +143,7 @@ export class FailoverService {
         .values({ regionId: lb.regionId, lbId: lb.id, updatedAt: now })
         .onConflictDoUpdate({ target: entrypoints.regionId, set: { lbId: lb.id, updatedAt: now } })
         .run();
-      tx.update(loadBalancers).set({ state: "healthy", failedOverTo: null }).where(eq(loadBalancers.id, lb.id)).run();
+      tx.update(loadBalancers).set({ state: "healthy", failedOverTo: null, failedOverAutomatically: false }).where(eq(loadBalancers.id, lb.id)).run();
       const outcome: FailoverResult = {
         lbId: lb.id,
         targetLbId: target ?? lb.id,
@@ -148,10 +153,15 @@ export class FailoverService {
       recordAudit(
         tx,
         actor,
-        "lb.failback",
+        options.automatic ? "lb.failback.automatic" : "lb.failback",
         `lb:${lb.id}`,
         { state: lb.state, failedOverTo: target, entrypoint: before?.lbId ?? null, replicas: returning.map((r) => ({ id: r.id, servedBy: r.rehomedToLbId })) },
-        { state: "healthy", entrypoint: lb.id, replicas: returning.map((r) => ({ id: r.id, servedBy: lb.id })) },
+        {
+          state: "healthy",
+          entrypoint: lb.id,
+          replicas: returning.map((r) => ({ id: r.id, servedBy: lb.id })),
+          ...(options.healthyForMs !== undefined ? { healthyForMs: options.healthyForMs } : {}),
+        },
         now,
       );
       return outcome;

@@ -1,9 +1,11 @@
 // HealthMonitor: probes every LB on an interval and records what it learns in the LbHealthBook.
 // - LB health: GET /health. After `failoverAfter` consecutive failures the LB is failed over
 //   automatically (when enabled) or marked failed; a failed (not failed-over) LB that answers again
-//   is marked healthy.
+//   is marked healthy; one the monitor failed over is failed back after a healthy period
+//   (auto-failback.ts).
 // - Replica health, in-flight, queued tokens and share: from each LB's GET /admin/state.
 // - Observed RTTs (LB region -> replica region) are folded into observed_rtts (EWMA).
+// - Replicas that joined in a surprising way are logged once (replica-warnings.ts).
 // - The config version each LB reports goes to the ConfigPublisher, which re-pushes when the LB
 //   lost its config (restarted without its state file).
 import "server-only";
@@ -13,10 +15,12 @@ import type { LbState } from "@meridian/protocol";
 import { loadBalancers, observedRtts, replicas, type Db, type LoadBalancerRow } from "@meridian/db";
 import { regionNamesById } from "../region-names";
 import { recordAudit, SYSTEM_HEALTH } from "../audit-trail";
+import type { AutoFailback } from "./auto-failback";
 import type { ConfigPublisher } from "./config-publisher";
 import type { FailoverService } from "./failover";
 import type { LbAdminClient } from "./lb-admin-client";
 import type { LbHealth, LbHealthBook } from "./lb-health";
+import { replicaWarningsFrom, type ReplicaWarningLog } from "./replica-warnings";
 import type { TelemetryHub } from "./telemetry-hub";
 
 /** What the monitor uses, and nothing else. */
@@ -28,6 +32,8 @@ export interface HealthMonitorDeps {
   publisher: Pick<ConfigPublisher, "onReportedVersion" | "publishAll">;
   telemetry: Pick<TelemetryHub, "sync">;
   failover: Pick<FailoverService, "failover">;
+  autoFailback: Pick<AutoFailback, "afterProbe">;
+  replicaWarnings: Pick<ReplicaWarningLog, "report">;
   intervalMs: number;
   /** Consecutive failed probes before an LB is failed over (or marked failed). */
   failoverAfter: number;
@@ -72,6 +78,7 @@ export class HealthMonitor {
     this.deps.book.keepOnly(new Set(rows.map((r) => r.id)));
     await Promise.all(rows.map((lb) => this.probe(lb)));
     this.deps.telemetry.sync();
+    this.deps.replicaWarnings.report(replicaWarningsFrom(this.deps.db, (lbId) => this.deps.book.lb(lbId)?.state ?? null));
   }
 
   private async probe(lb: LoadBalancerRow): Promise<void> {
@@ -157,6 +164,7 @@ export class HealthMonitor {
   }
 
   private afterProbe(lb: LoadBalancerRow, entry: LbHealth): void {
+    this.deps.autoFailback.afterProbe(lb, entry.healthy === true, entry.lastProbeAt ?? Date.now());
     const { failoverAfter, autoFailover } = this.deps;
     const inGrace = !entry.everHealthy && Date.now() - this.startedAt < STARTUP_GRACE_MS;
     if (entry.healthy === false && entry.consecutiveFailures >= failoverAfter && lb.state === "healthy" && !inGrace) {

@@ -8,12 +8,14 @@
 import "server-only";
 import pino, { type Logger } from "pino";
 import { migrate, type Db } from "@meridian/db";
+import { AutoFailback } from "./auto-failback";
 import { ConfigPublisher } from "./config-publisher";
 import { defaultSimCommand, ExperimentRunner, type SimCommand } from "./experiment-runner";
 import { FailoverService } from "./failover";
 import { HealthMonitor } from "./health-monitor";
 import { LbAdminClient } from "./lb-admin-client";
 import { LbHealthBook } from "./lb-health";
+import { ReplicaWarningLog } from "./replica-warnings";
 import { TelemetryHub } from "./telemetry-hub";
 import { TunerService } from "./tuner-service";
 
@@ -23,6 +25,9 @@ export interface RuntimeOptions {
   healthIntervalMs: number;
   failoverAfter: number;
   autoFailover: boolean;
+  /** How long an automatically failed-over LB must stay healthy before it is failed back; 0 or
+   * unset: never automatically. */
+  autoFailbackAfterMs?: number;
   sessionTtlMs: number;
   /** Extra folders whose *.jsonl traces the experiments page offers. */
   traceDirs: string[];
@@ -38,6 +43,7 @@ export class ConsoleRuntime {
   readonly telemetry: TelemetryHub;
   readonly tuners: TunerService;
   readonly failover: FailoverService;
+  readonly autoFailback: AutoFailback;
   readonly experiments: ExperimentRunner;
   private started = false;
 
@@ -52,10 +58,12 @@ export class ConsoleRuntime {
     const publisher = new ConfigPublisher({ db, log, lbClient });
     const telemetry = new TelemetryHub({ db, log, lbClient });
     const failover = new FailoverService({ db, log, book: this.lbHealth, publisher });
+    const autoFailback = new AutoFailback({ log, failover, healthyForMs: options.autoFailbackAfterMs ?? 0 });
     this.lbClient = lbClient;
     this.publisher = publisher;
     this.telemetry = telemetry;
     this.failover = failover;
+    this.autoFailback = autoFailback;
     this.tuners = new TunerService({ db, log, telemetry, publisher });
     this.health = new HealthMonitor({
       db,
@@ -65,6 +73,8 @@ export class ConsoleRuntime {
       publisher,
       telemetry,
       failover,
+      autoFailback,
+      replicaWarnings: new ReplicaWarningLog(log),
       intervalMs: options.healthIntervalMs,
       failoverAfter: options.failoverAfter,
       autoFailover: options.autoFailover,

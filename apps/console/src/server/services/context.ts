@@ -3,6 +3,7 @@
 // it; services never import the root, so the root can import them without a cycle.
 import "server-only";
 import type { Db } from "@meridian/db";
+import type { AutoFailback } from "../runtime/auto-failback";
 import type { ConfigPublisher } from "../runtime/config-publisher";
 import type { ExperimentRunner } from "../runtime/experiment-runner";
 import type { FailoverService } from "../runtime/failover";
@@ -20,6 +21,7 @@ export interface ServiceRuntime {
     "ensure" | "forget" | "describe" | "startTuning" | "stopTuning" | "reset" | "setManual" | "updateSettings"
   >;
   readonly failover: Pick<FailoverService, "failover" | "failback">;
+  readonly autoFailback: Pick<AutoFailback, "dueAt">;
   readonly experiments: Pick<ExperimentRunner, "traces" | "start" | "list">;
 }
 

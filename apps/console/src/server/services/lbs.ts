@@ -40,6 +40,11 @@ export interface LbView {
   /** Replicas it serves as local (its own and any re-homed to it). */
   replicas: string[];
   failedOverTo: string | null;
+  /** Failed over by the health monitor (an operator's failover is never undone automatically). */
+  failedOverAutomatically: boolean;
+  /** When the console fails it back on its own if it keeps answering; null when it will not
+   * (not failed over automatically, not answering yet, or automatic failback off). */
+  autoFailbackAt: number | null;
   entrypointFor: string[];
 }
 
@@ -75,6 +80,8 @@ export function listLbs(rt: ServiceRuntime): LbView[] {
         pushError: rt.publisher.status(lb.id).lastError,
         replicas: allReplicas.filter((r) => effectiveHome(r) === lb.id).map((r) => r.id),
         failedOverTo: lb.failedOverTo,
+        failedOverAutomatically: lb.failedOverAutomatically,
+        autoFailbackAt: rt.autoFailback.dueAt(lb),
         entrypointFor: entries.filter((e) => e.lbId === lb.id).map((e) => regionNames.get(e.regionId) ?? e.regionId),
       };
     });

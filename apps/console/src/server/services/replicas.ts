@@ -7,6 +7,7 @@ import { regionNamesById } from "../region-names";
 import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
+import { replicaWarningsFrom, type ReplicaWarning } from "../runtime/replica-warnings";
 import type { SharePoint } from "../runtime/rolling-stats";
 import type { DbLike, ServiceRuntime } from "./context";
 import { newId } from "./ids";
@@ -37,12 +38,15 @@ export interface ReplicaView {
   cacheHitRate: number | null;
   predictionAccuracy: number | null;
   rttMs: number | null;
+  /** Setup problems the operator should see (no RTT emulation, a model its LB's clients do not use). */
+  warnings: ReplicaWarning[];
 }
 
 export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
   const regionNames = regionNamesById(rt.db);
   const lbNames = new Map(rt.db.select().from(loadBalancers).all().map((l) => [l.id, l.name]));
   const windowStats = rt.telemetry.stats.replicaStats();
+  const warnings = replicaWarningsFrom(rt.db, (lbId) => rt.lbHealth.lb(lbId)?.state ?? null);
   return rt.db
     .select()
     .from(replicas)
@@ -71,6 +75,7 @@ export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
         cacheHitRate: stats?.cacheHitRate ?? live?.cacheHitRate ?? null,
         predictionAccuracy: stats?.predictionAccuracy ?? live?.predictionAccuracy ?? null,
         rttMs: live?.rttMs ?? null,
+        warnings: warnings.get(r.id) ?? [],
       };
     });
 }

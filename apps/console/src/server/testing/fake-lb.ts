@@ -27,7 +27,15 @@ export interface FakeLb {
   close(): Promise<void>;
 }
 
-export async function startFakeLb(options: { id: string; region: string; token: string }): Promise<FakeLb> {
+/** `port`: listen there (an LB that comes up where the console already expects it); default any.
+ * `rttMs`: what the LB reports measuring to a replica; default 37 ms in its region, 300 ms elsewhere. */
+export async function startFakeLb(options: {
+  id: string;
+  region: string;
+  token: string;
+  port?: number;
+  rttMs?: (replica: { id: string; region: string }) => number;
+}): Promise<FakeLb> {
   const events: TelemetryEvent[] = [];
   const streams = new Set<ServerResponse>();
   const lb: FakeLb = {
@@ -84,7 +92,7 @@ export async function startFakeLb(options: { id: string; region: string; token: 
         model: r.model,
         state: r.state,
         healthy: true,
-        rttMs: r.region === options.region ? 37 : 300,
+        rttMs: options.rttMs ? options.rttMs(r) : r.region === options.region ? 37 : 300,
         inFlight: 1,
         queuedTokens: 10,
         peerQueuedTokens: 0,
@@ -150,7 +158,7 @@ export async function startFakeLb(options: { id: string; region: string; token: 
     }
     res.writeHead(404).end();
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
   lb.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return lb;
 }
