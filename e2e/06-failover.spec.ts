@@ -97,9 +97,7 @@ test("failing an LB over re-homes its replicas and moves its entrypoint without 
   // Failback reverses both moves.
   await page.getByTestId(`lb-failback-${failed.name}`).click();
   await expect(page.getByTestId(`lb-state-${failed.name}`)).not.toHaveText("failed-over");
-  await expect
-    .poll(async () => (await trpcQuery<Entrypoints>(page.request, "lbs.entrypoints"))[region]?.lbId)
-    .toBe(failed.id);
+  await expect.poll(async () => (await trpcQuery<Entrypoints>(page.request, "lbs.entrypoints"))[region]?.lbId).toBe(failed.id);
   await expect
     .poll(async () => [...(await trpcQuery<LbRow[]>(page.request, "lbs.list")).find((lb) => lb.id === failed.id)!.replicas].sort())
     .toEqual(ownedBefore);

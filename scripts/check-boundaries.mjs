@@ -33,7 +33,11 @@ try {
 
 const problems = [];
 for (const v of result.summary.violations) {
-  const where = v.cycle ? [v.from, ...v.cycle.map((step) => (typeof step === "string" ? step : step.name))].join(" → ") : v.from === v.to ? v.from : `${v.from} → ${v.to}`;
+  const where = v.cycle
+    ? [v.from, ...v.cycle.map((step) => (typeof step === "string" ? step : step.name))].join(" → ")
+    : v.from === v.to
+      ? v.from
+      : `${v.from} → ${v.to}`;
   problems.push(`${v.rule.name}: ${where}`);
 }
 

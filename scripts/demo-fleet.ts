@@ -110,7 +110,9 @@ async function main(): Promise<void> {
   const busy: number[] = [];
   for (const port of ports) if (!(await portIsFree(topology.host, port))) busy.push(port);
   if (busy.length > 0) {
-    throw new SetupError(`port${busy.length > 1 ? "s" : ""} ${busy.join(", ")} on ${topology.host} already in use; choose other ports with MERIDIAN_DEMO_BASE_PORT`);
+    throw new SetupError(
+      `port${busy.length > 1 ? "s" : ""} ${busy.join(", ")} on ${topology.host} already in use; choose other ports with MERIDIAN_DEMO_BASE_PORT`,
+    );
   }
 
   let generator: LoadGenerator | null = null;

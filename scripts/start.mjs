@@ -99,8 +99,7 @@ const env = {
   MERIDIAN_DEMO: demo ? "1" : "0",
   MERIDIAN_DEMO_BASE_PORT: String(basePort),
   MERIDIAN_LB_TOKEN: process.env.MERIDIAN_LB_TOKEN || randomBytes(18).toString("base64url"),
-  MERIDIAN_ADMIN_PASSWORD:
-    process.env.MERIDIAN_ADMIN_PASSWORD || (demo ? "meridian-admin" : randomBytes(12).toString("base64url")),
+  MERIDIAN_ADMIN_PASSWORD: process.env.MERIDIAN_ADMIN_PASSWORD || (demo ? "meridian-admin" : randomBytes(12).toString("base64url")),
   MERIDIAN_VIEWER_PASSWORD: process.env.MERIDIAN_VIEWER_PASSWORD || (demo ? "meridian-viewer" : ""),
   MERIDIAN_CONSOLE_URL: consoleUrl,
 };
@@ -160,7 +159,14 @@ process.once("SIGTERM", () => void stop(0));
 if (demo) {
   say(`starting the demo fleet (ports ${basePort + 1}-${basePort + 13})`);
   // Status 2 is the fleet's "cannot start" (a port in use): retrying would only repeat it.
-  supervisor.add({ name: "demo fleet", command: process.execPath, args: ["--import", "tsx", join(root, "scripts", "demo-fleet.ts")], cwd: root, env, fatalExitCodes: [2] });
+  supervisor.add({
+    name: "demo fleet",
+    command: process.execPath,
+    args: ["--import", "tsx", join(root, "scripts", "demo-fleet.ts")],
+    cwd: root,
+    env,
+    fatalExitCodes: [2],
+  });
 }
 const nextBin = join(root, "node_modules", "next", "dist", "bin", "next");
 say(`starting the console on ${consoleUrl} (db ${env.MERIDIAN_DB_PATH}${demo ? ", demo topology" : ""})`);
@@ -186,7 +192,9 @@ if (!(await waitForHealth(60_000))) {
 } else {
   say("");
   say(`Meridian console: ${consoleUrl}`);
-  say(`  operator: admin / ${demo && !process.env.MERIDIAN_ADMIN_PASSWORD ? env.MERIDIAN_ADMIN_PASSWORD : generatedAdmin ? `${env.MERIDIAN_ADMIN_PASSWORD} (generated; set MERIDIAN_ADMIN_PASSWORD to choose one)` : "(MERIDIAN_ADMIN_PASSWORD)"}`);
+  say(
+    `  operator: admin / ${demo && !process.env.MERIDIAN_ADMIN_PASSWORD ? env.MERIDIAN_ADMIN_PASSWORD : generatedAdmin ? `${env.MERIDIAN_ADMIN_PASSWORD} (generated; set MERIDIAN_ADMIN_PASSWORD to choose one)` : "(MERIDIAN_ADMIN_PASSWORD)"}`,
+  );
   if (env.MERIDIAN_VIEWER_PASSWORD) {
     say(`  viewer:   viewer / ${demo && !process.env.MERIDIAN_VIEWER_PASSWORD ? env.MERIDIAN_VIEWER_PASSWORD : "(MERIDIAN_VIEWER_PASSWORD)"}`);
   }

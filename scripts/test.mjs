@@ -68,12 +68,15 @@ if (nodeFiles.length > 0) {
       // The console's server modules `import "server-only"`, which throws unless resolved under the
       // react-server condition (as Next does for server code); packages are unaffected by it.
       "--conditions=react-server",
-      "--import", "tsx",
+      "--import",
+      "tsx",
       "--test",
       "--test-concurrency=2",
       "--test-timeout=180000",
-      "--test-reporter=spec", "--test-reporter-destination=stdout",
-      "--test-reporter=tap", `--test-reporter-destination=${tap}`,
+      "--test-reporter=spec",
+      "--test-reporter-destination=stdout",
+      "--test-reporter=tap",
+      `--test-reporter-destination=${tap}`,
       ...nodeFiles.map((f) => relative(root, f)),
     ],
     { cwd: root, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, NODE_ENV: "test" } },

@@ -44,7 +44,13 @@ export function percentile(sorted: readonly number[], p: number): number {
 export const round = (x: number, digits = 3): number => Math.round(x * 10 ** digits) / 10 ** digits;
 
 /** Closed loop: `concurrency` workers each send back-to-back until the phase ends. */
-export async function loadPhase(origins: readonly string[], bodies: readonly Buffer[], concurrency: number, durationMs: number, proxyPid?: number): Promise<PhaseResult> {
+export async function loadPhase(
+  origins: readonly string[],
+  bodies: readonly Buffer[],
+  concurrency: number,
+  durationMs: number,
+  proxyPid?: number,
+): Promise<PhaseResult> {
   const pools = origins.map((origin) => new Pool(origin, { connections: Math.ceil(concurrency / origins.length), pipelining: 1, keepAliveTimeout: 60_000 }));
   const latencies: number[] = [];
   let errors = 0;
@@ -91,13 +97,23 @@ export async function loadPhase(origins: readonly string[], bodies: readonly Buf
  * One request at a time, alternating direct and through the LB (so machine noise hits both alike);
  * time to the first content chunk of a stream. Returns both sorted sample sets.
  */
-export async function ttftPairs(directOrigin: string, lbOrigin: string, bodies: readonly Buffer[], samples: number): Promise<{ direct: number[]; lb: number[] }> {
+export async function ttftPairs(
+  directOrigin: string,
+  lbOrigin: string,
+  bodies: readonly Buffer[],
+  samples: number,
+): Promise<{ direct: number[]; lb: number[] }> {
   const pools = [new Pool(directOrigin, { connections: 1 }), new Pool(lbOrigin, { connections: 1 })];
   const out: [number[], number[]] = [[], []];
   for (let i = 0; i < samples + 50; i++) {
     for (let side = 0; side < 2; side++) {
       const started = performance.now();
-      const response = await (pools[side] as Pool).request({ method: "POST", path: "/v1/chat/completions", headers: { "content-type": "application/json" }, body: bodies[i % bodies.length] as Buffer });
+      const response = await (pools[side] as Pool).request({
+        method: "POST",
+        path: "/v1/chat/completions",
+        headers: { "content-type": "application/json" },
+        body: bodies[i % bodies.length] as Buffer,
+      });
       let first: number | null = null;
       for await (const chunk of response.body) {
         if (first === null && (chunk as Buffer).includes('"content"')) first = performance.now() - started;

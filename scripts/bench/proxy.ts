@@ -43,7 +43,8 @@ function runUpstream(ports: number[]): void {
   });
   const chunk = (content: string): string =>
     `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":0,"model":"${MODEL}","choices":[{"index":0,"delta":{"content":"${content}"},"finish_reason":null}]}\n\n`;
-  const streamBody = Array.from({ length: 8 }, (_, i) => chunk(`tok${i} `)).join("") +
+  const streamBody =
+    Array.from({ length: 8 }, (_, i) => chunk(`tok${i} `)).join("") +
     `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":0,"model":"${MODEL}","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n`;
   const usageChunk = `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":0,"model":"${MODEL}","choices":[],"usage":{"prompt_tokens":20000,"completion_tokens":8,"total_tokens":20008,"prompt_tokens_details":{"cached_tokens":0}}}\n\n`;
   const metrics = "sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\nsglang:num_used_tokens 0\n";
@@ -51,7 +52,8 @@ function runUpstream(ports: number[]): void {
   const usageMarker = Buffer.from('"include_usage":true');
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     if (req.method === "GET") {
-      const body = req.url === "/metrics" ? metrics : req.url === "/v1/models" ? `{"object":"list","data":[{"id":"${MODEL}","object":"model"}]}` : '{"status":"ok"}';
+      const body =
+        req.url === "/metrics" ? metrics : req.url === "/v1/models" ? `{"object":"list","data":[{"id":"${MODEL}","object":"model"}]}` : '{"status":"ok"}';
       res.writeHead(200, { "content-type": req.url === "/metrics" ? "text/plain" : "application/json", "content-length": Buffer.byteLength(body) });
       res.end(body);
       return;
@@ -263,7 +265,9 @@ async function main(): Promise<void> {
         },
       }),
     );
-    const lbProcess = startChild(process.execPath, [join(ROOT, "packages/proxy/bin/meridian-proxy.mjs"), "--config", configPath, "--port", String(lbPort)], { LOG_LEVEL: "warn" });
+    const lbProcess = startChild(process.execPath, [join(ROOT, "packages/proxy/bin/meridian-proxy.mjs"), "--config", configPath, "--port", String(lbPort)], {
+      LOG_LEVEL: "warn",
+    });
     await waitHttp(`http://127.0.0.1:${lbPort}/health`);
 
     let nginxPort: number | null = null;
@@ -333,12 +337,18 @@ async function main(): Promise<void> {
         smallMeridianVsNginx: nginx && small.nginx ? round(small.meridian.rps / small.nginx.rps) : null,
         streamed80KBMeridianVsNginx: nginx && large.nginx ? round(large.meridian.rps / large.nginx.rps) : null,
         smallMeridianVsNginxCpuPerRequest:
-          small.nginx?.proxyCpuMsPerRequest && small.meridian.proxyCpuMsPerRequest ? round(small.nginx.proxyCpuMsPerRequest / small.meridian.proxyCpuMsPerRequest) : null,
+          small.nginx?.proxyCpuMsPerRequest && small.meridian.proxyCpuMsPerRequest
+            ? round(small.nginx.proxyCpuMsPerRequest / small.meridian.proxyCpuMsPerRequest)
+            : null,
         smallMeridianVsDirect: round(small.meridian.rps / small.direct.rps),
         smallMeridianVsNodeFloorCpuPerRequest:
-          small.nodeFloor.proxyCpuMsPerRequest && small.meridian.proxyCpuMsPerRequest ? round(small.nodeFloor.proxyCpuMsPerRequest / small.meridian.proxyCpuMsPerRequest) : null,
+          small.nodeFloor.proxyCpuMsPerRequest && small.meridian.proxyCpuMsPerRequest
+            ? round(small.nodeFloor.proxyCpuMsPerRequest / small.meridian.proxyCpuMsPerRequest)
+            : null,
         streamed80KBMeridianVsNodeFloorCpuPerRequest:
-          large.nodeFloor.proxyCpuMsPerRequest && large.meridian.proxyCpuMsPerRequest ? round(large.nodeFloor.proxyCpuMsPerRequest / large.meridian.proxyCpuMsPerRequest) : null,
+          large.nodeFloor.proxyCpuMsPerRequest && large.meridian.proxyCpuMsPerRequest
+            ? round(large.nodeFloor.proxyCpuMsPerRequest / large.meridian.proxyCpuMsPerRequest)
+            : null,
       },
       ttftAddedByLbMs: {
         method: `${TTFT_SAMPLES} sequential requests each way, alternating direct and via LB; p50/p99 of LB minus p50/p99 of direct`,

@@ -42,10 +42,7 @@ describe("installedTreeMatches", () => {
     assert.equal(installedTreeMatches(checkout(locked, null)), false);
     assert.equal(installedTreeMatches(checkout(locked, { "node_modules/a": { version: "0.9.0" } })), false);
     assert.equal(installedTreeMatches(checkout({ ...locked, "node_modules/b": { version: "2.0.0" } }, { "node_modules/a": { version: "1.0.0" } })), false);
-    assert.equal(
-      installedTreeMatches(checkout(locked, { "node_modules/a": { version: "1.0.0" }, "node_modules/stale": { version: "3.0.0" } })),
-      false,
-    );
+    assert.equal(installedTreeMatches(checkout(locked, { "node_modules/a": { version: "1.0.0" }, "node_modules/stale": { version: "3.0.0" } })), false);
   });
 
   test("a native addon without its built binary (npm ci --ignore-scripts) is not installed", () => {

@@ -10,7 +10,9 @@ import { readPidFile, stopLeftovers, writePidFile } from "./pid-files";
 const dir = mkdtempSync(join(tmpdir(), "meridian-pids-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-test("a leftover whose command line still carries its marker is stopped; a recycled PID is left alone", { skip: !existsSync("/proc/self/cmdline") }, async () => {
+test("a leftover whose command line still carries its marker is stopped; a recycled PID is left alone", {
+  skip: !existsSync("/proc/self/cmdline"),
+}, async () => {
   // A child that stands in for an engine a killed fleet left behind; its argv carries the marker.
   const leftover = spawn(process.execPath, ["-e", "setInterval(() => {}, 1e6)", "--", "--id", "us-ashburn-a"], { stdio: "ignore" });
   const exited = once(leftover, "exit");

@@ -21,7 +21,6 @@ async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_00
   }
 }
 
-
 const supervisors: Supervisor[] = [];
 function supervisor(policy: RestartPolicy = FAST): { sup: Supervisor; events: SupervisorEvent[] } {
   const events: SupervisorEvent[] = [];
@@ -38,7 +37,10 @@ const of = <K extends SupervisorEvent["kind"]>(events: SupervisorEvent[], kind: 
 
 describe("backoffDelayMs", () => {
   test("doubles from the initial delay and stays at the cap", () => {
-    assert.deepEqual([1, 2, 3, 4, 5, 40].map((n) => backoffDelayMs({ initialDelayMs: 500, maxDelayMs: 3_000 }, n)), [500, 1_000, 2_000, 3_000, 3_000, 3_000]);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 40].map((n) => backoffDelayMs({ initialDelayMs: 500, maxDelayMs: 3_000 }, n)),
+      [500, 1_000, 2_000, 3_000, 3_000, 3_000],
+    );
   });
 });
 
@@ -47,11 +49,17 @@ describe("Supervisor", () => {
     const { sup, events } = supervisor();
     sup.add({ name: "flaky", command: process.execPath, args: EXIT_AT_ONCE });
     await waitFor(() => of(events, "gave-up").length === 1, "the supervisor to give up");
-    assert.deepEqual(of(events, "restart-scheduled").map((e) => e.delayMs), [20, 40, 80, 80]);
+    assert.deepEqual(
+      of(events, "restart-scheduled").map((e) => e.delayMs),
+      [20, 40, 80, 80],
+    );
     const starts = of(events, "started");
     assert.equal(starts.length, 5, "started once and restarted four times");
     assert.equal(new Set(starts.map((e) => e.pid)).size, 5, "a new process each time");
-    assert.deepEqual(of(events, "exited").map((e) => e.code), [3, 3, 3, 3, 3]);
+    assert.deepEqual(
+      of(events, "exited").map((e) => e.code),
+      [3, 3, 3, 3, 3],
+    );
     assert.deepEqual(sup.status("flaky"), { name: "flaky", pid: starts.at(-1)!.pid, running: false, restarts: 4, gaveUp: true });
   });
 

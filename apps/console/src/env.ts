@@ -8,9 +8,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
 import { parseTrustedProxies } from "./server/auth/trusted-proxies";
 
-const flag = z
-  .enum(["0", "1", "true", "false", "yes", "no", ""])
-  .transform((value) => value === "1" || value === "true" || value === "yes");
+const flag = z.enum(["0", "1", "true", "false", "yes", "no", ""]).transform((value) => value === "1" || value === "true" || value === "yes");
 
 const EnvSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("production"),

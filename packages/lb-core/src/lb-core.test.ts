@@ -26,7 +26,15 @@ function core(extra: Partial<LbConfigInput> = {}, log: PlacementLogEntry[] = [])
 
 const keys = chatBlockKeys([{ role: "user", content: "x".repeat(300) }]);
 const admitInput = (session: string, model: string | null = null) => ({ keys, sessionKey: session, model, hop: 0, promptChars: 300 });
-const served = (reply = ""): Outcome => ({ status: 200, error: null, usage: { promptTokens: 75, completionTokens: 3, cachedTokens: 0 }, reply, outputEvents: 3, ttftMs: 5, e2eMs: 9 });
+const served = (reply = ""): Outcome => ({
+  status: 200,
+  error: null,
+  usage: { promptTokens: 75, completionTokens: 3, cachedTokens: 0 },
+  reply,
+  outputEvents: 3,
+  ttftMs: 5,
+  e2eMs: 9,
+});
 
 describe("RTT estimate", () => {
   it("seeds with the first sample, then moves by alpha 0.3", () => {
@@ -125,7 +133,16 @@ describe("placement", () => {
     ];
     const lb = core({ crossRegion: "via-peer", replicas: [replica("a"), replica("e", "eu")], peers });
     lb.scrapeSucceeded("a", { running: 1, waiting: 1, usedTokens: 0 }, 0);
-    const report = (lbId: string, snapshot: number[]) => ({ lbId, region: "x", time: 0, configVersion: 1, replicas: [], queueLength: 0, availableReplicas: 1, snapshot: { keys: snapshot, truncated: false } });
+    const report = (lbId: string, snapshot: number[]) => ({
+      lbId,
+      region: "x",
+      time: 0,
+      configVersion: 1,
+      replicas: [],
+      queueLength: 0,
+      availableReplicas: 1,
+      snapshot: { keys: snapshot, truncated: false },
+    });
     lb.peerReported("lb-eu", report("lb-eu", []), 80, 0);
     lb.peerReported("lb-ap", report("lb-ap", [...keys]), 150, 0);
     const placement = lb.route(lb.admit("r", admitInput("s"), 0), 0);

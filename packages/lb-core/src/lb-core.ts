@@ -20,7 +20,7 @@ import { completeTicket, headersLearning, type Completion, type LearnInstruction
 import { HoldQueue } from "./hold-queue";
 import { knownModel, placementLogEntry, planPlacement, type Placement, type PlacementContext, type PlacementLogEntry } from "./placement";
 import { buildLbState, buildPeerReport, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
-import { PeerRecord, PredictionSums, ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
+import { type PeerRecord, PredictionSums, type ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
 import { failures, Ticket, type AdmitInput, type Failure } from "./ticket";
 
 /** A request is tried on at most this many targets (the first and one retry). */
@@ -316,7 +316,14 @@ export class LbCore<J> {
   // ---------------------------------------------------------------- internals
 
   private sources(): ReportSources {
-    return { config: this.config, replicas: this.replicas, peers: this.peers, peerPollIntervalMs: this.peerPollIntervalMs, index: this.index, queue: this.queue };
+    return {
+      config: this.config,
+      replicas: this.replicas,
+      peers: this.peers,
+      peerPollIntervalMs: this.peerPollIntervalMs,
+      index: this.index,
+      queue: this.queue,
+    };
   }
 
   private plan(ticket: Ticket<J>, now: number): Placement {

@@ -4,7 +4,15 @@
 // model in virtual time. Both record the LB cores' placement logs, which must be identical: that is
 // the evidence that both run the same LB. The helpers below build what both sides send and answer,
 // so the two runs see the same bytes and the same usage.
-import { chatBlockKeys, chatSerialisedLength, type BlockKey, type ChatMessageLike, type CrossRegionMode, type PolicyName, type ReplicaStateName } from "@meridian/routing";
+import {
+  chatBlockKeys,
+  chatSerialisedLength,
+  type BlockKey,
+  type ChatMessageLike,
+  type CrossRegionMode,
+  type PolicyName,
+  type ReplicaStateName,
+} from "@meridian/routing";
 import type { Outcome, Usage } from "./completion";
 import type { PlacementLogEntry } from "./placement";
 

@@ -1,15 +1,6 @@
 import { z } from "zod";
 import { DEFAULT_WEIGHTS } from "@meridian/routing/types";
-import {
-  crossRegionMode,
-  engineKind,
-  httpUrl,
-  nonEmptyString,
-  policyName,
-  positiveInt,
-  replicaState,
-  weights,
-} from "./common";
+import { crossRegionMode, engineKind, httpUrl, nonEmptyString, policyName, positiveInt, replicaState, weights } from "./common";
 import { makeParsers, schemaTag } from "./errors";
 
 export const LB_CONFIG_SCHEMA = "meridian.lb-config/1";

@@ -80,7 +80,13 @@ export class Balancer implements ExchangeHost<Job> {
     const core = this.core;
     this.metrics = new ProxyMetrics({
       replicaGauges: () =>
-        [...core.replicas.values()].map((r) => ({ id: r.id, inFlight: r.inFlight, queuedTokens: r.queuedTokens + r.peerQueuedTokens, rttMs: r.rtt.ms, healthy: r.healthy })),
+        [...core.replicas.values()].map((r) => ({
+          id: r.id,
+          inFlight: r.inFlight,
+          queuedTokens: r.queuedTokens + r.peerQueuedTokens,
+          rttMs: r.rtt.ms,
+          healthy: r.healthy,
+        })),
       queueLength: () => core.queue.length,
       indexRoutes: () => core.index.stats().routes,
       predictionAccuracy: () => core.prediction.accuracy() ?? 1,
@@ -175,7 +181,10 @@ export class Balancer implements ExchangeHost<Job> {
       return;
     }
     const hopHeader = req.headers["x-meridian-hop"];
-    const job = { kind, path, req, res, request, body: upstreamBody(request), arrival, exchange: null, clientGone: false, done: false } as Omit<Job, "ticket"> as Job;
+    const job = { kind, path, req, res, request, body: upstreamBody(request), arrival, exchange: null, clientGone: false, done: false } as Omit<
+      Job,
+      "ticket"
+    > as Job;
     job.ticket = this.core.admit(
       job,
       {
@@ -233,11 +242,14 @@ export class Balancer implements ExchangeHost<Job> {
     this.expiryTimer = null;
     this.expiryAt = at;
     if (at === null) return;
-    this.expiryTimer = setTimeout(() => {
-      this.expiryTimer = null;
-      this.expiryAt = null;
-      this.drain();
-    }, Math.max(1, at - Date.now()));
+    this.expiryTimer = setTimeout(
+      () => {
+        this.expiryTimer = null;
+        this.expiryAt = null;
+        this.drain();
+      },
+      Math.max(1, at - Date.now()),
+    );
   }
 
   private act(job: Job, placement: Placement): void {
@@ -252,11 +264,16 @@ export class Balancer implements ExchangeHost<Job> {
         const peer = this.targets.peers.get(placement.peerId);
         if (!peer) return this.failJob(job, new HttpError(502, `peer ${placement.peerId} is gone`, "server_error", "upstream_error"), "upstream_error");
         this.metrics.forwarded.inc({ peer: peer.id });
-        return this.dispatch(job, { kind: "peer", id: peer.id, pool: peer.pool, path: peer.basePath + job.path }, { "x-meridian-hop": String(job.ticket.hop + 1) });
+        return this.dispatch(
+          job,
+          { kind: "peer", id: peer.id, pool: peer.pool, path: peer.basePath + job.path },
+          { "x-meridian-hop": String(job.ticket.hop + 1) },
+        );
       }
       case "replica": {
         const replica = this.targets.replicas.get(placement.replicaId);
-        if (!replica) return this.failJob(job, new HttpError(502, `replica ${placement.replicaId} is gone`, "server_error", "upstream_error"), "upstream_error");
+        if (!replica)
+          return this.failJob(job, new HttpError(502, `replica ${placement.replicaId} is gone`, "server_error", "upstream_error"), "upstream_error");
         return this.dispatch(job, { kind: "replica", id: replica.id, pool: replica.pool, path: replica.basePath + job.path }, {});
       }
     }
@@ -362,7 +379,10 @@ export class Balancer implements ExchangeHost<Job> {
   // ------------------------------------------------------------------ snapshots
 
   state(): LbState {
-    return { schema: LB_STATE_SCHEMA, ...this.core.state(Date.now(), { startedAt: this.startedAt, telemetry: { lastSeq: this.telemetry.latestSeq, bufferSize: this.telemetry.capacity } }) };
+    return {
+      schema: LB_STATE_SCHEMA,
+      ...this.core.state(Date.now(), { startedAt: this.startedAt, telemetry: { lastSeq: this.telemetry.latestSeq, bufferSize: this.telemetry.capacity } }),
+    };
   }
 
   /** What GET /admin/peer returns to other LBs. */

@@ -55,7 +55,10 @@ test("bad input is a 400 naming the field", () => {
       body,
     );
   }
-  assert.throws(() => parseInference("completion", Buffer.from("{}"), undefined, 16), (e: unknown) => e instanceof HttpError && e.param === "prompt");
+  assert.throws(
+    () => parseInference("completion", Buffer.from("{}"), undefined, 16),
+    (e: unknown) => e instanceof HttpError && e.param === "prompt",
+  );
 });
 
 test("streams ask upstream for usage; the splice keeps the body valid and the client's fields intact", () => {

@@ -123,12 +123,7 @@ function keysOrBadRequest<T>(compute: () => T): T {
   }
 }
 
-export function parseInference(
-  kind: InferenceKind,
-  received: Buffer | Buffer[],
-  sessionHeader: string | undefined,
-  sessionKeyBlocks: number,
-): ParsedInference {
+export function parseInference(kind: InferenceKind, received: Buffer | Buffer[], sessionHeader: string | undefined, sessionKeyBlocks: number): ParsedInference {
   const raw = Buffer.isBuffer(received) ? [received] : received;
   const body = parseJsonBody(raw);
   const modelField = body["model"];
@@ -161,7 +156,11 @@ export function parseInference(
     // A batch prompt (array) is routed by its first element: the batch shares one replica.
     const text = typeof field === "string" ? field : Array.isArray(field) && typeof field[0] === "string" ? field.join("") : null;
     if (text === null) {
-      throw badRequest("'prompt' is required and must be a string or an array of strings", "prompt", field === undefined ? "missing_required_parameter" : "invalid_type");
+      throw badRequest(
+        "'prompt' is required and must be a string or an array of strings",
+        "prompt",
+        field === undefined ? "missing_required_parameter" : "invalid_type",
+      );
     }
     prompt = text;
     ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(text)));
@@ -243,7 +242,8 @@ export function nextTurnKeys(request: ParsedInference, reply: string): BlockKey[
   if (Math.floor((request.promptChars + added) / DEFAULT_BLOCK_CHARS) <= request.keys.length) return null;
   const state = request.keyerState;
   if (state !== undefined) {
-    const more = request.messages !== null ? continueChatBlockKeys(state, [{ role: ASSISTANT_ROLE, content: reply }]).keys : continuePromptBlockKeys(state, reply).keys;
+    const more =
+      request.messages !== null ? continueChatBlockKeys(state, [{ role: ASSISTANT_ROLE, content: reply }]).keys : continuePromptBlockKeys(state, reply).keys;
     return more.length === 0 ? null : request.keys.concat(more);
   }
   return request.messages !== null

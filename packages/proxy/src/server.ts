@@ -79,13 +79,21 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
     }
     if (req.method === "GET" && pathname === "/health") {
       const routable = [...balancer.core.replicas.values()].filter((r) => r.routable()).length;
-      sendJson(res, 200, { status: "ok", lbId: balancer.config.lbId, region: balancer.config.region, configVersion: balancer.config.version, healthyReplicas: routable });
+      sendJson(res, 200, {
+        status: "ok",
+        lbId: balancer.config.lbId,
+        region: balancer.config.region,
+        configVersion: balancer.config.version,
+        healthyReplicas: routable,
+      });
       return;
     }
     if (req.method === "GET" && pathname === "/v1/models") {
       sendJson(res, 200, {
         object: "list",
-        data: balancer.models().map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "meridian", replicas: m.replicas, healthy_replicas: m.healthy })),
+        data: balancer
+          .models()
+          .map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "meridian", replicas: m.replicas, healthy_replicas: m.healthy })),
       });
       return;
     }

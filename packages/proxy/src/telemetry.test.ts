@@ -47,13 +47,19 @@ test("ring keeps the newest events with gap-free seqs; a late resume gets an exp
   for (let i = 1; i <= 6; i++) log.append(sample(i));
   assert.equal(log.latestSeq, 6);
   assert.equal(log.oldestSeq, 3);
-  assert.deepEqual(log.since(4).map((e) => e.seq), [5, 6]);
+  assert.deepEqual(
+    log.since(4).map((e) => e.seq),
+    [5, 6],
+  );
   const { res, lines, end } = sink();
   log.subscribe(res, 0, 60_000);
   log.append(sample(7));
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(lines[0], { type: "dropped", fromSeq: 1, toSeq: 2, count: 2 });
-  assert.deepEqual(lines.slice(1).map((l) => (l.type === "event" ? l.event.seq : -1)), [3, 4, 5, 6, 7]);
+  assert.deepEqual(
+    lines.slice(1).map((l) => (l.type === "event" ? l.event.seq : -1)),
+    [3, 4, 5, 6, 7],
+  );
   end();
   log.close();
 });

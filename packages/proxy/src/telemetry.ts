@@ -4,12 +4,7 @@
 // has moved past its cursor it is told exactly which events were dropped.
 import type { ServerResponse } from "node:http";
 import type { TelemetryEventBody } from "@meridian/lb-core";
-import {
-  formatTelemetryNdjsonLine,
-  TELEMETRY_EVENT_SCHEMA,
-  type TelemetryEvent,
-  type TelemetryStreamLine,
-} from "@meridian/protocol";
+import { formatTelemetryNdjsonLine, TELEMETRY_EVENT_SCHEMA, type TelemetryEvent, type TelemetryStreamLine } from "@meridian/protocol";
 
 export class TelemetryLog {
   private readonly ring: (TelemetryEvent | undefined)[];

@@ -28,7 +28,11 @@ after(async () => {
   rmSync(stateDir, { recursive: true, force: true });
 });
 
-async function put(path: string, body: unknown, token = TOKEN): Promise<{ status: number; json: { error?: { message: string; code: string }; version?: number } }> {
+async function put(
+  path: string,
+  body: unknown,
+  token = TOKEN,
+): Promise<{ status: number; json: { error?: { message: string; code: string }; version?: number } }> {
   const response = await request(`${lb.url}${path}`, {
     method: "PUT",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
@@ -68,8 +72,12 @@ test("bad input gets OpenAI errors and the LB keeps serving", async () => {
     assert.equal(typeof body.error.type, "string");
   }
   // Same shape as OpenAI's own answer to an unknown model (recorded, test/fixtures/SOURCES.md).
-  const recorded = JSON.parse(readFileSync(new URL("./fixtures/error-openai-model-not-found.json", import.meta.url), "utf8")) as { error: Record<string, unknown> };
-  const ours = JSON.parse((await post(`${lb.url}/v1/chat/completions`, chatBody("hi", { model: "gpt-4.1-nano-wrong" }))).text) as { error: Record<string, unknown> };
+  const recorded = JSON.parse(readFileSync(new URL("./fixtures/error-openai-model-not-found.json", import.meta.url), "utf8")) as {
+    error: Record<string, unknown>;
+  };
+  const ours = JSON.parse((await post(`${lb.url}/v1/chat/completions`, chatBody("hi", { model: "gpt-4.1-nano-wrong" }))).text) as {
+    error: Record<string, unknown>;
+  };
   assert.deepEqual(Object.keys(ours.error).sort(), Object.keys(recorded.error).sort());
   assert.equal(ours.error["code"], recorded.error["code"]);
   assert.equal(ours.error["type"], recorded.error["type"]);
@@ -130,7 +138,10 @@ test("a telemetry stream that disconnects and resumes delivers every event exact
   const second = await readTelemetry(lastSeen, total - lastSeen);
   const secondSeqs = second.flatMap((l) => (l.type === "event" ? [l.event.seq] : []));
   const all = [...firstSeqs, ...secondSeqs];
-  assert.deepEqual(all, Array.from({ length: 6 }, (_, i) => start + 1 + i));
+  assert.deepEqual(
+    all,
+    Array.from({ length: 6 }, (_, i) => start + 1 + i),
+  );
 
   // The ring holds 8 events: resuming from 0 once more happened says which were dropped, then
   // continues gap-free.
@@ -144,7 +155,9 @@ test("a telemetry stream that disconnects and resumes delivers every event exact
 });
 
 /** A live telemetry subscription whose lines the test can wait on as they arrive. */
-async function tailTelemetry(since: number): Promise<{ lines: TelemetryStreamLine[]; until(what: string, check: (lines: TelemetryStreamLine[]) => boolean): Promise<void>; close(): void }> {
+async function tailTelemetry(
+  since: number,
+): Promise<{ lines: TelemetryStreamLine[]; until(what: string, check: (lines: TelemetryStreamLine[]) => boolean): Promise<void>; close(): void }> {
   const controller = new AbortController();
   const response = await request(`${lb.url}/admin/telemetry?since=${since}`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: controller.signal });
   assert.equal(response.headers["content-type"], "application/x-ndjson");

@@ -5,15 +5,7 @@
 // by step, and match what the script expects.
 import { strict as assert } from "node:assert";
 import { after, test } from "node:test";
-import {
-  canonicalStep,
-  expectedOf,
-  SCENARIO_MODEL,
-  SCENARIO_PROBES,
-  SCENARIOS,
-  scenarioMessages,
-  type LbScenario,
-} from "@meridian/lb-core/testing";
+import { canonicalStep, expectedOf, SCENARIO_MODEL, SCENARIO_PROBES, SCENARIOS, scenarioMessages, type LbScenario } from "@meridian/lb-core/testing";
 import type { PlacementLogEntry } from "@meridian/lb-core";
 import type { LbConfigInput } from "@meridian/protocol";
 import { runLbScenario } from "@meridian/sim";
@@ -49,14 +41,25 @@ async function runOnProxies(scenario: LbScenario): Promise<ProxyRun> {
       region: lb.region,
       policy: scenario.policy,
       crossRegion: scenario.mode,
-      replicas: lb.replicas.map((r) => ({ id: r.id, url: engines.get(r.id)!.url, region: r.region, model: r.model ?? SCENARIO_MODEL, engine: "sglang", state: r.state ?? "enabled" })),
+      replicas: lb.replicas.map((r) => ({
+        id: r.id,
+        url: engines.get(r.id)!.url,
+        region: r.region,
+        model: r.model ?? SCENARIO_MODEL,
+        engine: "sglang",
+        state: r.state ?? "enabled",
+      })),
       limits: scenario.limits,
       probes: SCENARIO_PROBES,
     }),
   );
   const lbs = new Map<string, RunningProxy>();
   for (const [i, config] of configs.entries()) {
-    const lb = await startLb(config, { seed: scenario.seed, onPlacement: (entry) => log.push(entry), settings: { peerPollIntervalMs: SCENARIO_PROBES.scrapeIntervalMs } });
+    const lb = await startLb(config, {
+      seed: scenario.seed,
+      onPlacement: (entry) => log.push(entry),
+      settings: { peerPollIntervalMs: SCENARIO_PROBES.scrapeIntervalMs },
+    });
     open.push(lb);
     lbs.set(scenario.lbs[i]!.id, lb);
   }

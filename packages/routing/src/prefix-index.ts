@@ -72,7 +72,6 @@ export class PrefixIndex extends RouteStore {
   readonly ttlMs: number;
   readonly maxReplicasPerBlock: number;
 
-
   private evictions = 0;
   private expirations = 0;
   private hits = 0;

@@ -70,7 +70,7 @@ function families(text: string): Map<string, { type: string; labelSets: Set<stri
     const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     assert.ok(sample, `sample line: ${line}`);
     const name = sample[1]!;
-    const family = [...result.keys()].find((f) => name === f || /^_(sum|count|bucket)$/.test(name.slice(f.length)) && name.startsWith(f));
+    const family = [...result.keys()].find((f) => name === f || (/^_(sum|count|bucket)$/.test(name.slice(f.length)) && name.startsWith(f)));
     assert.ok(family, `sample ${name} has a TYPE line`);
     assert.ok(!Number.isNaN(Number(sample[3]!.replace("+Inf", "Infinity"))), `value of ${line}`);
     const labelNames = [...(sample[2] ?? "").matchAll(/([a-zA-Z_]\w*)="/g)].map((m) => m[1]).join(",");
@@ -189,7 +189,10 @@ describe("simulated engine server", () => {
   });
 
   it("/flush_cache resets the cached tokens", async () => {
-    const messages = [{ role: "system", content: `${SYSTEM_PROMPT} (flush test)` }, { role: "user", content: "flush?" }];
+    const messages = [
+      { role: "system", content: `${SYSTEM_PROMPT} (flush test)` },
+      { role: "user", content: "flush?" },
+    ];
     await chat(sglang, { messages, max_tokens: 2 });
     const warm = await chat(sglang, { messages, max_tokens: 2 });
     assert.ok(warm.usage.prompt_tokens_details.cached_tokens > 0);
@@ -227,7 +230,10 @@ describe("simulated engine server", () => {
   it("lists its model and answers /health", async () => {
     const models = (await (await fetch(`${vllm.url}/v1/models`)).json()) as { object: string; data: { id: string }[] };
     assert.equal(models.object, "list");
-    assert.deepEqual(models.data.map((m) => m.id), ["meridian-sim-vllm"]);
+    assert.deepEqual(
+      models.data.map((m) => m.id),
+      ["meridian-sim-vllm"],
+    );
     const health = await fetch(`${sglang.url}/health`);
     assert.equal(health.status, 200);
     assert.deepEqual(await health.json(), { status: "ok" });
@@ -287,7 +293,11 @@ describe("simulated engine server", () => {
       await chat(sglang, { messages: [{ role: "user", content: "rtt probe" }], max_tokens: 1 }, headers);
       return performance.now() - start;
     };
-    const chats = await interleaved({ local: timed({}), far: timed({ "x-meridian-src-region": "ap-seoul" }), unknown: timed({ "x-meridian-src-region": "nowhere" }) });
+    const chats = await interleaved({
+      local: timed({}),
+      far: timed({ "x-meridian-src-region": "ap-seoul" }),
+      unknown: timed({ "x-meridian-src-region": "nowhere" }),
+    });
     for (const far of chats.far!) assert.ok(far >= FAR_RTT_MS - TIMER_SLACK_MS, `far request took ${far.toFixed(0)} ms`);
     assert.ok(median(chats.far!) > median(chats.local!), JSON.stringify(chats));
     assert.ok(median(chats.far!) > median(chats.unknown!), JSON.stringify(chats));
@@ -342,7 +352,12 @@ describe("simulated engine server", () => {
       { body: JSON.stringify({ messages: "hi" }), status: 400, code: "invalid_type", param: "messages" },
       { body: JSON.stringify({ messages: [{ role: "user", content: 5 }] }), status: 400, code: "invalid_type", param: "messages[0].content" },
       { body: JSON.stringify({ messages: [{ role: "robot", content: "x" }] }), status: 400, code: "invalid_value", param: "messages[0].role" },
-      { body: JSON.stringify({ messages: [{ role: "user", content: "x" }], max_tokens: 0 }), status: 400, code: "integer_below_min_value", param: "max_tokens" },
+      {
+        body: JSON.stringify({ messages: [{ role: "user", content: "x" }], max_tokens: 0 }),
+        status: 400,
+        code: "integer_below_min_value",
+        param: "max_tokens",
+      },
       { body: JSON.stringify({ messages: [{ role: "user", content: "x" }], max_tokens: "ten" }), status: 400, code: "invalid_type", param: "max_tokens" },
       { body: JSON.stringify({ messages: [{ role: "user", content: "x" }], stream: "yes" }), status: 400, code: "invalid_type", param: "stream" },
     ];
@@ -364,7 +379,11 @@ describe("simulated engine server", () => {
     const badHeader = await post(url, { messages: [{ role: "user", content: "x" }] }, { "x-meridian-output-tokens": "-3" });
     assert.equal(badHeader.status, 400);
     await badHeader.text();
-    for (const [method, path] of [["GET", "/v2/nothing"], ["POST", "/health"], ["GET", "/v1/chat/completions"]] as const) {
+    for (const [method, path] of [
+      ["GET", "/v2/nothing"],
+      ["POST", "/health"],
+      ["GET", "/v1/chat/completions"],
+    ] as const) {
       const res = await fetch(`${sglang.url}${path}`, { method });
       assert.equal(res.status, 404, `${method} ${path}`);
       assert.equal(((await res.json()) as { error: { type: string } }).error.type, "invalid_request_error");

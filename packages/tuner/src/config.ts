@@ -54,7 +54,6 @@ export interface TunerConfig {
   maxTrajectory: number;
 }
 
-
 export const DEFAULT_GUARDRAILS: GuardrailConfig = {
   enabled: true,
   e2eTolerance: 0.25,
@@ -197,7 +196,8 @@ export function resolveConfig(partial: Partial<TunerConfig> & { seed: number }):
   requireInteger("window", merged.window, 1);
   requireInteger("hop", merged.hop, 1);
   // hop only matters in paper mode; a versioned tuner with a small window must not trip over the default hop.
-  if (merged.evaluation === "paper" && merged.hop > merged.window) throw new TunerInputError("hop", `must not exceed window (${merged.window}), received ${merged.hop}`);
+  if (merged.evaluation === "paper" && merged.hop > merged.window)
+    throw new TunerInputError("hop", `must not exceed window (${merged.window}), received ${merged.hop}`);
   merged.bounds = validateBounds("bounds", merged.bounds);
   requirePositive("sigma0", merged.sigma0);
   requirePositive("sigmaMin", merged.sigmaMin);

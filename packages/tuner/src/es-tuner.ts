@@ -222,7 +222,10 @@ export class EsTuner {
     incumbent.errorRate ??= null;
     incumbent.guardrail ??= "pass";
     if (!INCUMBENT_GUARDRAILS.includes(incumbent.guardrail)) {
-      throw new TunerInputError("state.incumbent.guardrail", `expected one of ${INCUMBENT_GUARDRAILS.join(", ")}, received ${JSON.stringify(incumbent.guardrail)}`);
+      throw new TunerInputError(
+        "state.incumbent.guardrail",
+        `expected one of ${INCUMBENT_GUARDRAILS.join(", ")}, received ${JSON.stringify(incumbent.guardrail)}`,
+      );
     }
     for (const step of restored.trajectory ?? []) step.incumbentGuardrail ??= "pass";
     const tuner = new EsTuner({ seed: config.seed });
@@ -377,7 +380,12 @@ export class EsTuner {
     // E2E is judged relative to the incumbent, which only makes sense if the incumbent is itself healthy:
     // a hacked incumbent's E2E (fast, because everything hits the nearest replica) would block the way out.
     const incumbentE2e = s.incumbent.e2eP95Ms;
-    if (s.config.guardrails.enabled && s.incumbent.guardrail === "pass" && incumbentE2e !== null && summary.e2eP95Ms > (1 + s.config.guardrails.e2eTolerance) * incumbentE2e) {
+    if (
+      s.config.guardrails.enabled &&
+      s.incumbent.guardrail === "pass" &&
+      incumbentE2e !== null &&
+      summary.e2eP95Ms > (1 + s.config.guardrails.e2eTolerance) * incumbentE2e
+    ) {
       return "e2e";
     }
     return "pass";

@@ -19,9 +19,10 @@ type TunerState = RouterOutputs["tuner"]["byLb"];
  */
 function IncumbentGuardrailWarning({ state }: { state: TunerState }) {
   if (state.incumbentGuardrail === "pass") return null;
-  const what = state.incumbentGuardrail === "share"
-    ? `breaks the share cap (max replica share ${fmtPct(state.incumbentMaxShare)} > ${fmtPct(state.guardrails.maxShare)})`
-    : `breaks the error-rate cap (${fmtPct(state.incumbentErrorRate)} > ${fmtPct(state.guardrails.maxErrorRate)})`;
+  const what =
+    state.incumbentGuardrail === "share"
+      ? `breaks the share cap (max replica share ${fmtPct(state.incumbentMaxShare)} > ${fmtPct(state.guardrails.maxShare)})`
+      : `breaks the error-rate cap (${fmtPct(state.incumbentErrorRate)} > ${fmtPct(state.guardrails.maxErrorRate)})`;
   const action = state.running ? "the tuner is climbing out" : "start the tuner to climb out, or set weights by hand";
   return (
     <div className="stale-banner" role="alert" data-testid="tuner-incumbent-guardrail">
@@ -36,7 +37,14 @@ function StepOutcome({ step }: { step: TunerState["steps"][number] }) {
   return (
     <>
       <Badge tone="ok">accepted</Badge>
-      {step.guardrail ? <> <Badge tone="warn" testId="tuner-step-accepted-guardrail">still breaks {step.guardrail} (less than before)</Badge></> : null}
+      {step.guardrail ? (
+        <>
+          {" "}
+          <Badge tone="warn" testId="tuner-step-accepted-guardrail">
+            still breaks {step.guardrail} (less than before)
+          </Badge>
+        </>
+      ) : null}
     </>
   );
 }
@@ -62,20 +70,48 @@ function TunerView({ lbId }: { lbId: string }) {
               <Stat label="W_rtt" value={fmtWeight(state.weights.rtt)} testId="tuner-weight-rtt" />
               <Stat label="W_queue" value={fmtWeight(state.weights.queue)} testId="tuner-weight-queue" />
               <Stat label="σ" value={state.sigma.toFixed(3)} testId="tuner-sigma" />
-              <Stat label="Window fill" value={<span data-testid="tuner-window-fill">{state.windowFill} / {state.window}</span>} />
+              <Stat
+                label="Window fill"
+                value={
+                  <span data-testid="tuner-window-fill">
+                    {state.windowFill} / {state.window}
+                  </span>
+                }
+              />
               <Stat label="Incumbent p95 TTFT" value={fmtMs(state.incumbentP95TtftMs)} testId="tuner-incumbent-p95" />
-              <Stat label="Steps (accepted)" value={<span data-testid="tuner-steps">{state.steps.length} ({accepted})</span>} />
-              <Stat label="Converged" value={state.converged ? <Badge tone="ok">converged</Badge> : <Badge tone="neutral">no</Badge>} testId="tuner-converged" />
+              <Stat
+                label="Steps (accepted)"
+                value={
+                  <span data-testid="tuner-steps">
+                    {state.steps.length} ({accepted})
+                  </span>
+                }
+              />
+              <Stat
+                label="Converged"
+                value={state.converged ? <Badge tone="ok">converged</Badge> : <Badge tone="neutral">no</Badge>}
+                testId="tuner-converged"
+              />
             </div>
             {canMutate ? (
               <div className="grid-2">
-                <Panel title="Mode"><ModeControls lbId={lbId} state={state} /></Panel>
-                <Panel title="Manual weights"><ManualWeightsForm key={`${lbId}:${state.weights.rtt}:${state.weights.queue}`} lbId={lbId} state={state} /></Panel>
+                <Panel title="Mode">
+                  <ModeControls lbId={lbId} state={state} />
+                </Panel>
+                <Panel title="Manual weights">
+                  <ManualWeightsForm key={`${lbId}:${state.weights.rtt}:${state.weights.queue}`} lbId={lbId} state={state} />
+                </Panel>
               </div>
             ) : null}
             <div className="grid-2">
               <Panel title="Fitness: p95 TTFT per step" testId="tuner-fitness-panel">
-                {scoredSteps.length === 0 ? <div className="state state-empty" data-testid="tuner-fitness-empty">No scored steps yet. Start the tuner; a point appears after each evaluation window.</div> : <FitnessChart steps={state.steps} />}
+                {scoredSteps.length === 0 ? (
+                  <div className="state state-empty" data-testid="tuner-fitness-empty">
+                    No scored steps yet. Start the tuner; a point appears after each evaluation window.
+                  </div>
+                ) : (
+                  <FitnessChart steps={state.steps} />
+                )}
               </Panel>
               <Panel title="Step size σ">
                 {state.steps.length === 0 ? <div className="state state-empty">No steps yet.</div> : <SigmaChart steps={state.steps} />}
@@ -90,24 +126,51 @@ function TunerView({ lbId }: { lbId: string }) {
               </Panel>
             </div>
             <Panel title="Recent steps">
-              {state.steps.length === 0 ? <div className="state state-empty">No steps yet.</div> : (
+              {state.steps.length === 0 ? (
+                <div className="state state-empty">No steps yet.</div>
+              ) : (
                 <div className="table-wrap scroll-y">
                   <table className="table compact" data-testid="tuner-steps-table">
-                    <thead><tr><th>Step</th><th>At</th><th>Kind</th><th className="num">W_rtt</th><th className="num">W_queue</th><th className="num">p95 TTFT</th><th className="num">σ</th><th>Outcome</th><th>Incumbent</th></tr></thead>
+                    <thead>
+                      <tr>
+                        <th>Step</th>
+                        <th>At</th>
+                        <th>Kind</th>
+                        <th className="num">W_rtt</th>
+                        <th className="num">W_queue</th>
+                        <th className="num">p95 TTFT</th>
+                        <th className="num">σ</th>
+                        <th>Outcome</th>
+                        <th>Incumbent</th>
+                      </tr>
+                    </thead>
                     <tbody>
-                      {state.steps.slice(-30).reverse().map((s) => (
-                        <tr key={`${s.step}-${s.kind}`} data-testid="tuner-step-row">
-                          <td className="num">{s.step}</td>
-                          <td>{fmtClock(s.at)}</td>
-                          <td>{s.kind}</td>
-                          <td className="num">{fmtWeight(s.weights.rtt)}</td>
-                          <td className="num">{fmtWeight(s.weights.queue)}</td>
-                          <td className="num">{fmtMs(s.fitnessP95TtftMs)}</td>
-                          <td className="num">{s.sigma.toFixed(3)}</td>
-                          <td><StepOutcome step={s} /></td>
-                          <td>{s.incumbentGuardrail == null ? <span className="muted">–</span> : s.incumbentGuardrail === "pass" ? <span className="muted">ok</span> : <Badge tone="warn">breaks {s.incumbentGuardrail}</Badge>}</td>
-                        </tr>
-                      ))}
+                      {state.steps
+                        .slice(-30)
+                        .reverse()
+                        .map((s) => (
+                          <tr key={`${s.step}-${s.kind}`} data-testid="tuner-step-row">
+                            <td className="num">{s.step}</td>
+                            <td>{fmtClock(s.at)}</td>
+                            <td>{s.kind}</td>
+                            <td className="num">{fmtWeight(s.weights.rtt)}</td>
+                            <td className="num">{fmtWeight(s.weights.queue)}</td>
+                            <td className="num">{fmtMs(s.fitnessP95TtftMs)}</td>
+                            <td className="num">{s.sigma.toFixed(3)}</td>
+                            <td>
+                              <StepOutcome step={s} />
+                            </td>
+                            <td>
+                              {s.incumbentGuardrail == null ? (
+                                <span className="muted">–</span>
+                              ) : s.incumbentGuardrail === "pass" ? (
+                                <span className="muted">ok</span>
+                              ) : (
+                                <Badge tone="warn">breaks {s.incumbentGuardrail}</Badge>
+                              )}
+                            </td>
+                          </tr>
+                        ))}
                     </tbody>
                   </table>
                 </div>
@@ -134,7 +197,11 @@ export function TunerPage() {
           <label className="inline-label">
             Load balancer
             <select value={lbId ?? ""} onChange={(e) => setSelected(e.target.value)} data-testid="tuner-lb-select">
-              {lbs.data.map((lb) => <option key={lb.id} value={lb.id}>{lb.name} ({lb.region})</option>)}
+              {lbs.data.map((lb) => (
+                <option key={lb.id} value={lb.id}>
+                  {lb.name} ({lb.region})
+                </option>
+              ))}
             </select>
           </label>
         ) : null}

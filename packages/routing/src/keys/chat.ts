@@ -28,10 +28,7 @@ function feedContent(chainer: CanonicalStream, content: unknown, index: number):
   }
   if (content === null || content === undefined) return; // e.g. assistant tool-call turns
   if (!Array.isArray(content)) {
-    throw new RoutingInputError(
-      `messages[${index}].content`,
-      `must be a string, null or an array of content parts, got ${describe(content)}`,
-    );
+    throw new RoutingInputError(`messages[${index}].content`, `must be a string, null or an array of content parts, got ${describe(content)}`);
   }
   for (let p = 0; p < content.length; p++) {
     const part: unknown = content[p];

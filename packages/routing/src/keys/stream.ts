@@ -346,7 +346,15 @@ export interface BlockKeyerState {
   readonly messages: number;
 }
 
-export function keyerState(kind: "chat" | "prompt", blockChars: number, keys: readonly BlockKey[], chainer: CanonicalStream, origin: number, blocksBefore: number, messages: number): BlockKeyerState {
+export function keyerState(
+  kind: "chat" | "prompt",
+  blockChars: number,
+  keys: readonly BlockKey[],
+  chainer: CanonicalStream,
+  origin: number,
+  blocksBefore: number,
+  messages: number,
+): BlockKeyerState {
   return {
     kind,
     blockChars,

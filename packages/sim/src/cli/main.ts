@@ -89,7 +89,10 @@ function readCommon(flags: FlagReader): CommonOptions {
 function readPolicies(flags: FlagReader, fallback: readonly string[]): string[] {
   const raw = flags.string("policies");
   if (raw === undefined) return [...fallback];
-  const names = raw.split(",").map((s) => s.trim()).filter((s) => s.length > 0);
+  const names = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   if (names.length === 0) throw new UsageError("--policies: expected a comma-separated list of policy names");
   for (const name of names) {
     if (!isComparePolicy(name)) throw new UsageError(`unknown policy "${name}" (expected one of ${COMPARE_POLICY_NAMES.join(", ")})`);
@@ -228,7 +231,10 @@ async function runCompare(flags: FlagReader): Promise<void> {
     ),
   );
   for (const p of json.policies) {
-    if (p.tuner) console.log(`\n${p.name}: tuned to rtt=${p.tuner.weights.rtt}, queue=${p.tuner.weights.queue} in ${p.tuner.steps} steps (converged: ${p.tuner.converged})`);
+    if (p.tuner)
+      console.log(
+        `\n${p.name}: tuned to rtt=${p.tuner.weights.rtt}, queue=${p.tuner.weights.queue} in ${p.tuner.steps} steps (converged: ${p.tuner.converged})`,
+      );
   }
 }
 
@@ -264,7 +270,9 @@ async function runTune(flags: FlagReader): Promise<void> {
   console.log(
     `\nlearned weights: rtt=${json.weights.rtt}, queue=${json.weights.queue}; best after ${json.samples_to_best} samples; ${json.steps} steps; converged: ${json.converged}`,
   );
-  console.log(`tuning run: TTFT p95 ${fmtMs(json.summary.ttft_ms.p95)} ms, E2E p95 ${fmtSeconds(json.summary.e2e_ms.p95)} s, max share ${fmtPercent(json.summary.max_share)}`);
+  console.log(
+    `tuning run: TTFT p95 ${fmtMs(json.summary.ttft_ms.p95)} ms, E2E p95 ${fmtSeconds(json.summary.e2e_ms.p95)} s, max share ${fmtPercent(json.summary.max_share)}`,
+  );
 }
 
 async function runSweep(flags: FlagReader): Promise<void> {

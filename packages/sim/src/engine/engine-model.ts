@@ -60,9 +60,7 @@ export class EngineModel {
   private readonly waitingQueue = new Fifo<RequestState>();
   private readonly prefillQueue = new Fifo<RequestState>();
   private readonly decodingSet = new Set<RequestState>();
-  private readonly doneHeap = new MinHeap<RequestState>((a, b) =>
-    a.decodeEnd !== b.decodeEnd ? a.decodeEnd < b.decodeEnd : a.seq < b.seq,
-  );
+  private readonly doneHeap = new MinHeap<RequestState>((a, b) => (a.decodeEnd !== b.decodeEnd ? a.decodeEnd < b.decodeEnd : a.seq < b.seq));
   private pendingEvents: EngineEvent[] = [];
   private stepListener: StepListener | null = null;
 
@@ -198,8 +196,7 @@ export class EngineModel {
       prefixCacheBlocks: this.params.prefixCacheBlocks,
       promptTokensTotal: this.promptTokensTotal,
       cachedTokensTotal: this.cachedTokensTotal,
-      generationTokensTotal:
-        this.generatedByFinished + decoding * (1 + this.decodeSteps) - this.decodeStartSum,
+      generationTokensTotal: this.generatedByFinished + decoding * (1 + this.decodeSteps) - this.decodeStartSum,
       requestsFinished: this.requestsFinished,
       requestsCancelled: this.requestsCancelled,
       preemptionsTotal: 0,
@@ -265,11 +262,7 @@ export class EngineModel {
     this.busy = true;
     this.stepDecoders = decoders;
     this.stepPrefillTokens = prefillTokens;
-    this.stepDuration =
-      p.itlBaseMs +
-      p.itlPerSeqMs * decoders +
-      (p.itlPerKTokMs * this.usedTokens()) / 1000 +
-      (prefillTokens * 1000) / p.prefillTokensPerSec;
+    this.stepDuration = p.itlBaseMs + p.itlPerSeqMs * decoders + (p.itlPerKTokMs * this.usedTokens()) / 1000 + (prefillTokens * 1000) / p.prefillTokensPerSec;
     this.stepSlope = (p.itlPerKTokMs * decoders) / 1000;
     this.stepEnd = time + this.stepDuration;
   }

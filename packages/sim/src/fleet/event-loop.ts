@@ -120,7 +120,15 @@ export class FleetRun implements LbTransport<Flight> {
                   views: candidates.map((c) => {
                     const load = this.replicaById.get(c.id)!.engine.load();
                     const scraped = c.scraped ? { ...c.scraped } : null;
-                    return { replica: c.id, scraped, inFlight: c.inFlight, queuedTokens: c.queuedTokens, rttMs: c.rttMs, actualRunning: load.running, actualWaiting: load.waiting };
+                    return {
+                      replica: c.id,
+                      scraped,
+                      inFlight: c.inFlight,
+                      queuedTokens: c.queuedTokens,
+                      rttMs: c.rttMs,
+                      actualRunning: load.running,
+                      actualWaiting: load.waiting,
+                    };
                   }),
                 });
               },

@@ -64,8 +64,6 @@ export function runPolicy(
   });
 }
 
-
-
 export function compareRow(result: FleetRunResult, weights: Weights | null): ComparePolicyRow {
   const s = result.summary;
   const row: ComparePolicyRow = {
@@ -118,8 +116,6 @@ export function compare(
   };
 }
 
-
-
 function roundWeights(w: Weights): Weights {
   return { rtt: roundOrNull(w.rtt, 4) ?? w.rtt, queue: roundOrNull(w.queue, 4) ?? w.queue };
 }
@@ -156,7 +152,6 @@ export function tunerJson(report: TunerReport): TunerJson {
   };
 }
 
-
 export function tune(base: ExperimentBase, tuner: TunerSettings): { json: TuneJson; result: FleetRunResult } {
   const result = runPolicy(base, ONLINE_GORGO, tuner, {
     ...(base.onProgress ? { onProgress: (done: number, total: number) => base.onProgress!(done, total, ONLINE_GORGO) } : {}),
@@ -171,7 +166,6 @@ export function tune(base: ExperimentBase, tuner: TunerSettings): { json: TuneJs
   };
 }
 
-
 export const DEFAULT_SATURATION_RULE: SaturationRule = { e2eP95Ms: 15_000, queuedScrapeFraction: 0.05, drainMs: 30_000 };
 
 export function saturationReasons(summary: FleetSummary, rule: SaturationRule = DEFAULT_SATURATION_RULE): string[] {
@@ -183,8 +177,6 @@ export function saturationReasons(summary: FleetSummary, rule: SaturationRule = 
   if (summary.failed > 0) reasons.push(`refused_${summary.failed}`);
   return reasons;
 }
-
-
 
 /** `workloadAt(scale)` builds the requests for one time scale (the CLI re-reads the trace window). */
 export function sweep(

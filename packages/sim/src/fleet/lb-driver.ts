@@ -246,7 +246,15 @@ export class LbDriver<F> {
       case "fail": {
         if (placement.failure.cause !== undefined) throw placement.failure.cause;
         leg.refusal = placement.failure;
-        const refused: Outcome = { status: placement.failure.status, error: placement.failure.message, usage: null, reply: "", outputEvents: 0, ttftMs: null, e2eMs: now - leg.arrivedAt };
+        const refused: Outcome = {
+          status: placement.failure.status,
+          error: placement.failure.message,
+          usage: null,
+          reply: "",
+          outputEvents: 0,
+          ttftMs: null,
+          e2eMs: now - leg.arrivedAt,
+        };
         this.done(leg, refused, now);
       }
     }

@@ -25,5 +25,13 @@ export interface DecisionTrace {
   requestId: number;
   choice: string;
   /** Per candidate: what the LB believed (last scrape, its own counts) and what the engine had. */
-  views: { replica: string; scraped: ScrapedLoad | null; inFlight: number; queuedTokens: number; rttMs: number; actualRunning: number; actualWaiting: number }[];
+  views: {
+    replica: string;
+    scraped: ScrapedLoad | null;
+    inFlight: number;
+    queuedTokens: number;
+    rttMs: number;
+    actualRunning: number;
+    actualWaiting: number;
+  }[];
 }

@@ -62,7 +62,18 @@ test("compare produces the JSON contract fields for each policy", async () => {
   const { json } = compare({ spec, requests, seed: 3 }, ["gorgo", "least-request", "prefix-cache"], { evaluation: "versioned", guardrails: true });
   assert.equal(json.policies.length, 3);
   for (const p of json.policies) {
-    for (const field of ["name", "requests", "completed", "ttft_ms", "e2e_ms", "itl_ms_p50", "throughput_rps", "cache_hit_rate", "replica_share", "max_share"]) {
+    for (const field of [
+      "name",
+      "requests",
+      "completed",
+      "ttft_ms",
+      "e2e_ms",
+      "itl_ms_p50",
+      "throughput_rps",
+      "cache_hit_rate",
+      "replica_share",
+      "max_share",
+    ]) {
       assert.ok(field in p, `missing ${field}`);
     }
     for (const q of ["p50", "p95", "p99"] as const) {
@@ -143,7 +154,10 @@ test("reward hack: W_queue at zero sends every request to the nearest replica th
   const ashburnOffered = decisions.filter((d) => d.views.some((v) => v.replica === "us-ashburn"));
   assert.ok(ashburnOffered.length > 0);
   for (const d of ashburnOffered) assert.equal(d.choice, "us-ashburn");
-  assert.ok(hacked.summary.replica_share["us-ashburn"]! > balanced.summary.replica_share["us-ashburn"]!, JSON.stringify([hacked.summary.replica_share, balanced.summary.replica_share]));
+  assert.ok(
+    hacked.summary.replica_share["us-ashburn"]! > balanced.summary.replica_share["us-ashburn"]!,
+    JSON.stringify([hacked.summary.replica_share, balanced.summary.replica_share]),
+  );
   assert.equal(hacked.summary.replica_share["ap-seoul"], 0);
 });
 

@@ -15,7 +15,20 @@ describe("meridian-engine config", () => {
 
   it("reads flags over env and parses JSON options", () => {
     const config = loadConfig(
-      ["--port", "4101", "--id", "us-1", "--region", "us-ashburn", "--rtt-matrix", '{"us-ashburn":{"ap-seoul":464}}', "--preset", "paper", "--params", '{"prefillTokensPerSec":9000}'],
+      [
+        "--port",
+        "4101",
+        "--id",
+        "us-1",
+        "--region",
+        "us-ashburn",
+        "--rtt-matrix",
+        '{"us-ashburn":{"ap-seoul":464}}',
+        "--preset",
+        "paper",
+        "--params",
+        '{"prefillTokensPerSec":9000}',
+      ],
       { MERIDIAN_ENGINE_PORT: "5000", MERIDIAN_ENGINE_DIALECT: "vllm" },
     );
     assert.equal(config.server.port, 4101);
@@ -43,6 +56,10 @@ describe("meridian-engine config", () => {
     assert.match(warning ?? "", /no RTT emulation for region "local": every LB will measure this engine at ~1 ms/);
     assert.match(warning ?? "", /--rtt-matrix/);
     assert.equal(engineSetupWarnings(loadConfig(["--region", "us-ashburn", "--rtt-matrix", "{}"], {}).server).length, 1, "emulation turned off");
-    assert.deepEqual(engineSetupWarnings(loadConfig(["--region", "ap-seoul", "--rtt-matrix", '{"us-ashburn":{"ap-seoul":464}}'], {}).server), [], "the reverse entry counts");
+    assert.deepEqual(
+      engineSetupWarnings(loadConfig(["--region", "ap-seoul", "--rtt-matrix", '{"us-ashburn":{"ap-seoul":464}}'], {}).server),
+      [],
+      "the reverse entry counts",
+    );
   });
 });

@@ -89,7 +89,9 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Eng
   }
   const parsed = ConfigSchema.safeParse(raw);
   if (!parsed.success) {
-    throw new Error(parsed.error.issues.map((issue) => `--${String(issue.path[0] ?? "").replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${issue.message}`).join("\n"));
+    throw new Error(
+      parsed.error.issues.map((issue) => `--${String(issue.path[0] ?? "").replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${issue.message}`).join("\n"),
+    );
   }
   const config = parsed.data;
   const params: EngineParams = { ...PRESETS[config.preset], ...config.params };

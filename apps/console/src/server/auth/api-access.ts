@@ -23,6 +23,13 @@ export function requireTokenOrSession(
   if (resolveSession(rt.db, tokenFromCookieHeader(req.headers.get("cookie"))) !== null) return null;
   const client = identifyClient(req.headers, options.security ?? DEFAULT_REQUEST_SECURITY);
   const reason = req.headers.has("authorization") ? "wrong bearer token" : "no bearer token and no session";
-  const event = { action: "auth.denied", actor: "anonymous", target: `api:${new URL(req.url).pathname}`, address: client.address, status: 401, reason } as const;
+  const event = {
+    action: "auth.denied",
+    actor: "anonymous",
+    target: `api:${new URL(req.url).pathname}`,
+    address: client.address,
+    status: 401,
+    reason,
+  } as const;
   return refuse(rt, event, "a bearer token or a session is required", { auditor: options.auditor });
 }

@@ -28,7 +28,12 @@ function forwardedIp(entry: string): string | null {
 
 function headerList(headers: Headers, name: string): string[] {
   const value = headers.get(name);
-  return value ? value.split(",").map((part) => part.trim()).filter((part) => part !== "") : [];
+  return value
+    ? value
+        .split(",")
+        .map((part) => part.trim())
+        .filter((part) => part !== "")
+    : [];
 }
 
 export function identifyClient(headers: Headers, security: RequestSecurity): Client {

@@ -50,7 +50,14 @@ export async function handleLogin(rt: AuthRuntime, req: Request, options: AuthRo
   const client = identifyClient(req.headers, security);
   const origin = checkOrigin(req.headers, client, security, { allowNonBrowser: true });
   if (!origin.ok) {
-    const event = { action: "auth.denied", actor: "anonymous", target: "api:/api/auth/login", address: client.address, status: 403, reason: origin.reason } as const;
+    const event = {
+      action: "auth.denied",
+      actor: "anonymous",
+      target: "api:/api/auth/login",
+      address: client.address,
+      status: 403,
+      reason: origin.reason,
+    } as const;
     return refuse(rt, event, `cross-origin login refused: ${origin.reason}`, { auditor });
   }
   const contentType = req.headers.get("content-type") ?? "";
@@ -75,7 +82,14 @@ export async function handleLogin(rt: AuthRuntime, req: Request, options: AuthRo
   const secure = servedOverHttps(req.headers, client, security);
   if (!user) {
     throttle.fail(client.address, username);
-    const event = { action: "auth.login.failed", actor: "anonymous", target, address: client.address, status: 401, reason: "invalid username or password" } as const;
+    const event = {
+      action: "auth.login.failed",
+      actor: "anonymous",
+      target,
+      address: client.address,
+      status: 401,
+      reason: "invalid username or password",
+    } as const;
     recordRefusal(rt, event, auditor);
     if (isForm) return new Response(null, { status: 303, headers: { location: `/login?error=invalid&next=${encodeURIComponent(next)}` } });
     return jsonError(401, "invalid username or password");
@@ -95,7 +109,14 @@ export function handleLogout(rt: AuthRuntime, req: Request, options: AuthRouteOp
   const user = resolveSession(rt.db, token);
   const origin = checkOrigin(req.headers, client, security);
   if (!origin.ok) {
-    const event = { action: "auth.denied", actor: user?.username ?? "anonymous", target: "api:/api/auth/logout", address: client.address, status: 403, reason: origin.reason } as const;
+    const event = {
+      action: "auth.denied",
+      actor: user?.username ?? "anonymous",
+      target: "api:/api/auth/logout",
+      address: client.address,
+      status: 403,
+      reason: origin.reason,
+    } as const;
     return refuse(rt, event, `cross-origin logout refused: ${origin.reason}`, { auditor: options.auditor });
   }
   deleteSession(rt.db, token);

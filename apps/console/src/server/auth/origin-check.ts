@@ -40,7 +40,5 @@ export function checkOrigin(headers: Headers, client: Client, security: RequestS
   }
   const host = forwardedHeader(headers, client, "x-forwarded-host") ?? headers.get("host");
   if (!host) return { ok: false, reason: "the request names no host" };
-  return parsed.host === host.toLowerCase()
-    ? { ok: true }
-    : { ok: false, reason: `Origin ${parsed.origin} does not match the console's host ${host}` };
+  return parsed.host === host.toLowerCase() ? { ok: true } : { ok: false, reason: `Origin ${parsed.origin} does not match the console's host ${host}` };
 }

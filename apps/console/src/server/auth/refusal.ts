@@ -13,7 +13,10 @@ export interface RefusalSink {
 
 export function recordRefusal(sink: RefusalSink, event: SecurityEvent, auditor: SecurityAuditor = securityAuditor()): void {
   auditor.record(sink.db, event);
-  sink.log.warn({ action: event.action, actor: event.actor, target: event.target, address: event.address, status: event.status, reason: event.reason }, "request refused");
+  sink.log.warn(
+    { action: event.action, actor: event.actor, target: event.target, address: event.address, status: event.status, reason: event.reason },
+    "request refused",
+  );
 }
 
 export function refuse(

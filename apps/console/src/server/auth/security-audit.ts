@@ -55,12 +55,20 @@ export class SecurityAuditor {
       }
     }
     // The audit row keeps the actor's name only; the role passed here is not stored.
-    recordAudit(db, { username: event.actor, role: "viewer" }, event.action, event.target, null, {
-      address: event.address,
-      status: event.status,
-      reason: event.reason,
-      ...(folded > 0 ? { repeated: folded } : {}),
-    }, now);
+    recordAudit(
+      db,
+      { username: event.actor, role: "viewer" },
+      event.action,
+      event.target,
+      null,
+      {
+        address: event.address,
+        status: event.status,
+        reason: event.reason,
+        ...(folded > 0 ? { repeated: folded } : {}),
+      },
+      now,
+    );
     return true;
   }
 }

@@ -16,7 +16,9 @@ export function createSession(db: Db, userId: number, ttlMs: number, now: number
   db.transaction((tx) => {
     // Expired sessions are garbage; sweeping them at login keeps the table small.
     tx.delete(sessions).where(lt(sessions.expiresAt, now)).run();
-    tx.insert(sessions).values({ tokenHash: hashToken(token), userId, createdAt: now, expiresAt }).run();
+    tx.insert(sessions)
+      .values({ tokenHash: hashToken(token), userId, createdAt: now, expiresAt })
+      .run();
   });
   return { token, expiresAt };
 }
@@ -31,7 +33,9 @@ export function resolveSession(db: Db, token: string | undefined | null, now: nu
     .get();
   if (!row) return null;
   if (row.expiresAt <= now) {
-    db.delete(sessions).where(eq(sessions.tokenHash, hashToken(token))).run();
+    db.delete(sessions)
+      .where(eq(sessions.tokenHash, hashToken(token)))
+      .run();
     return null;
   }
   return { id: row.id, username: row.username, role: row.role };
@@ -39,7 +43,9 @@ export function resolveSession(db: Db, token: string | undefined | null, now: nu
 
 export function deleteSession(db: Db, token: string | undefined | null): void {
   if (!token) return;
-  db.delete(sessions).where(eq(sessions.tokenHash, hashToken(token))).run();
+  db.delete(sessions)
+    .where(eq(sessions.tokenHash, hashToken(token)))
+    .run();
 }
 
 /** The session token from a Cookie header; null when there is none or it is malformed. Our tokens

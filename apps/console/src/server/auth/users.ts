@@ -16,11 +16,16 @@ function ensureUser(db: Db, username: string, role: UserRole, password: string):
   const now = Date.now();
   const existing = db.select().from(users).where(eq(users.username, username)).get();
   if (!existing) {
-    db.insert(users).values({ username, role, passwordHash: hashPassword(password), createdAt: now, updatedAt: now }).run();
+    db.insert(users)
+      .values({ username, role, passwordHash: hashPassword(password), createdAt: now, updatedAt: now })
+      .run();
     return;
   }
   if (existing.role !== role || !verifyPassword(password, existing.passwordHash)) {
-    db.update(users).set({ role, passwordHash: hashPassword(password), updatedAt: now }).where(eq(users.id, existing.id)).run();
+    db.update(users)
+      .set({ role, passwordHash: hashPassword(password), updatedAt: now })
+      .where(eq(users.id, existing.id))
+      .run();
   }
 }
 

@@ -28,7 +28,5 @@ export const experimentsRouter = {
         }),
     )
     .mutation(({ ctx, input }) => call(() => runExperiment(ctx.rt, ctx.actor, input))),
-  save: operatorProcedure
-    .input(z.object({ id: z.string().min(1), name }))
-    .mutation(({ ctx, input }) => call(() => saveExperiment(ctx.rt, ctx.actor, input))),
+  save: operatorProcedure.input(z.object({ id: z.string().min(1), name })).mutation(({ ctx, input }) => call(() => saveExperiment(ctx.rt, ctx.actor, input))),
 } satisfies TRPCRouterRecord;

@@ -7,11 +7,7 @@ import { COMPARE_POLICY_NAMES } from "@meridian/sim/results";
 export const idInput = z.object({ id: z.string().trim().min(1, { error: "id is required" }) });
 export const lbIdInput = z.object({ lbId: z.string().trim().min(1, { error: "lbId is required" }) });
 
-export const name = z
-  .string()
-  .trim()
-  .min(1, { error: "name must not be empty" })
-  .max(64, { error: "name must be at most 64 characters" });
+export const name = z.string().trim().min(1, { error: "name must not be empty" }).max(64, { error: "name must be at most 64 characters" });
 
 export const regionName = z
   .string()

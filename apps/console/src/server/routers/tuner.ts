@@ -13,9 +13,7 @@ export const tunerRouter = {
   start: operatorProcedure.input(lbIdInput).mutation(({ ctx, input }) => call(() => startTuner(ctx.rt, ctx.actor, input))),
   stop: operatorProcedure.input(lbIdInput).mutation(({ ctx, input }) => call(() => stopTuner(ctx.rt, ctx.actor, input))),
   reset: operatorProcedure.input(lbIdInput).mutation(({ ctx, input }) => call(() => resetTuner(ctx.rt, ctx.actor, input))),
-  setManual: operatorProcedure
-    .input(lbIdInput.extend({ weights }))
-    .mutation(({ ctx, input }) => call(() => setManualWeights(ctx.rt, ctx.actor, input))),
+  setManual: operatorProcedure.input(lbIdInput.extend({ weights })).mutation(({ ctx, input }) => call(() => setManualWeights(ctx.rt, ctx.actor, input))),
   update: operatorProcedure
     .input(
       lbIdInput.extend({

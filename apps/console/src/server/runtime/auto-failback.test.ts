@@ -73,7 +73,10 @@ describe("automatic failback", () => {
     h.rt.autoFailback.afterProbe(row("lb-us-ashburn"), true, t0 + PERIOD);
 
     const back = row("lb-us-ashburn");
-    assert.deepEqual({ state: back.state, failedOverTo: back.failedOverTo, auto: back.failedOverAutomatically }, { state: "healthy", failedOverTo: null, auto: false });
+    assert.deepEqual(
+      { state: back.state, failedOverTo: back.failedOverTo, auto: back.failedOverAutomatically },
+      { state: "healthy", failedOverTo: null, auto: false },
+    );
     assert.equal(entrypointMap(h.rt)["us-ashburn"]?.lbId, "lb-us-ashburn");
     assert.equal(listReplicas(h.rt).find((r) => r.id === "us-ashburn-a")?.homeLbId, "lb-us-ashburn");
     const [entry] = listAudit(h.rt, { action: "lb.failback" });

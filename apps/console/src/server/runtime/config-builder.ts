@@ -31,8 +31,7 @@ export function buildLbConfig(db: Pick<Db, "select">, lbId: string, version: num
   if (!lb) return null;
   const regionNames = regionNamesById(db);
   const allReplicas = db.select().from(replicas).orderBy(replicas.id).all();
-  const chosen =
-    lb.crossRegion === "via-peer" ? allReplicas.filter((r) => effectiveHome(r) === lb.id) : allReplicas;
+  const chosen = lb.crossRegion === "via-peer" ? allReplicas.filter((r) => effectiveHome(r) === lb.id) : allReplicas;
   const peers = db
     .select()
     .from(loadBalancers)

@@ -47,13 +47,20 @@ describe("config pushes while an LB starts", () => {
     createLb(h.rt, OPERATOR, { name: "lb-us", url: `http://127.0.0.1:${port}`, region: "us-ashburn" }, "lb-us");
     h.rt.publisher.start();
     await waitFor(() => lines.some((l) => l.lbId === "lb-us" && /not answering yet/.test(l.msg)), 5_000, "a retried push");
-    assert.deepEqual(lines.filter((l) => l.level >= 40).map((l) => l.msg), [], "nothing at warn or above while the LB starts");
+    assert.deepEqual(
+      lines.filter((l) => l.level >= 40).map((l) => l.msg),
+      [],
+      "nothing at warn or above while the LB starts",
+    );
     assert.equal(lines.find((l) => /not answering yet/.test(l.msg))?.level, 20, "debug");
 
     lb = await startFakeLb({ id: "lb-us", region: "us-ashburn", token: TEST_TOKEN, port });
     h.rt.publisher.kick("lb-us");
     await waitFor(() => lb!.version > 0, 5_000, "the push to be acknowledged");
-    assert.deepEqual(lines.filter((l) => l.level >= 40).map((l) => l.msg), []);
+    assert.deepEqual(
+      lines.filter((l) => l.level >= 40).map((l) => l.msg),
+      [],
+    );
 
     await lb.close();
     lb = null;

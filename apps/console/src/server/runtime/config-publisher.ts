@@ -79,13 +79,7 @@ export class ConfigPublisher {
     const outcome = db.transaction((tx) => {
       const lb = tx.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
       if (!lb) return null;
-      const latest = tx
-        .select()
-        .from(lbConfigs)
-        .where(eq(lbConfigs.lbId, lbId))
-        .orderBy(desc(lbConfigs.version))
-        .limit(1)
-        .get();
+      const latest = tx.select().from(lbConfigs).where(eq(lbConfigs.lbId, lbId)).orderBy(desc(lbConfigs.version)).limit(1).get();
       const draft = buildLbConfig(tx, lbId, 0);
       if (!draft) return null;
       if (!options.force && latest && configContent(JSON.parse(latest.json) as LbConfig) === configContent(draft)) {
@@ -93,7 +87,9 @@ export class ConfigPublisher {
       }
       const version = this.nextVersion(tx, lbId, lb.configVersion, lb.ackedVersion, latest?.version ?? 0);
       const config: LbConfig = { ...draft, version };
-      tx.insert(lbConfigs).values({ lbId, version, json: JSON.stringify(config), createdAt: Date.now() }).run();
+      tx.insert(lbConfigs)
+        .values({ lbId, version, json: JSON.stringify(config), createdAt: Date.now() })
+        .run();
       tx.update(loadBalancers).set({ configVersion: version }).where(eq(loadBalancers.id, lbId)).run();
       return { version, config };
     });
@@ -178,10 +174,7 @@ export class ConfigPublisher {
         continue;
       }
       loop.status.lastAttemptAt = Date.now();
-      const result = await this.deps.lbClient.putConfig(
-        { id: lb.id, adminBase: lb.adminUrl ?? lb.url },
-        JSON.parse(row.json) as LbConfig,
-      );
+      const result = await this.deps.lbClient.putConfig({ id: lb.id, adminBase: lb.adminUrl ?? lb.url }, JSON.parse(row.json) as LbConfig);
       if (result.kind !== "unreachable") loop.answered = true;
       if (result.kind === "acked") {
         loop.status.lastError = null;
@@ -204,7 +197,10 @@ export class ConfigPublisher {
       // First failure and then every tenth: a dead LB retries for as long as it stays dead.
       if (attempt % 10 === 0) {
         const level = loop.answered || result.kind === "rejected" ? "warn" : "debug";
-        this.deps.log[level]({ lbId, version: row.version, attempt, error: result.message }, loop.answered ? "config push failed; retrying" : "LB not answering yet; config push retrying");
+        this.deps.log[level](
+          { lbId, version: row.version, attempt, error: result.message },
+          loop.answered ? "config push failed; retrying" : "LB not answering yet; config push retrying",
+        );
       }
       await loop.signal.wait(backoffMs(attempt, 250, result.kind === "rejected" ? 30_000 : 10_000));
       attempt += 1;

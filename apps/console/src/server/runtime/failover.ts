@@ -87,7 +87,12 @@ export class FailoverService {
       if (moved.length > 0) {
         tx.update(replicas)
           .set({ rehomedToLbId: target.id })
-          .where(inArray(replicas.id, moved.map((r) => r.id)))
+          .where(
+            inArray(
+              replicas.id,
+              moved.map((r) => r.id),
+            ),
+          )
           .run();
       }
       const entries = tx.select().from(entrypoints).where(eq(entrypoints.lbId, lb.id)).all();
@@ -108,7 +113,11 @@ export class FailoverService {
         actor,
         options.automatic ? "lb.failover.automatic" : "lb.failover",
         `lb:${lb.id}`,
-        { state: lb.state, replicas: moved.map((r) => ({ id: r.id, servedBy: r.rehomedToLbId ?? r.homeLbId })), entrypoints: entries.map((e) => ({ region: e.regionId, lbId: e.lbId })) },
+        {
+          state: lb.state,
+          replicas: moved.map((r) => ({ id: r.id, servedBy: r.rehomedToLbId ?? r.homeLbId })),
+          entrypoints: entries.map((e) => ({ region: e.regionId, lbId: e.lbId })),
+        },
         { state: "failed-over", failedOverTo: target.id, ...outcome },
         now,
       );
@@ -129,11 +138,21 @@ export class FailoverService {
         throw precondition(`cannot fail back "${lb.name}": it does not answer its health probe (${this.deps.book.lb(lb.id)?.error ?? "no answer"})`);
       }
       const target = lb.failedOverTo;
-      const returning = tx.select().from(replicas).where(eq(replicas.homeLbId, lb.id)).all().filter((r) => r.rehomedToLbId !== null);
+      const returning = tx
+        .select()
+        .from(replicas)
+        .where(eq(replicas.homeLbId, lb.id))
+        .all()
+        .filter((r) => r.rehomedToLbId !== null);
       if (returning.length > 0) {
         tx.update(replicas)
           .set({ rehomedToLbId: null })
-          .where(inArray(replicas.id, returning.map((r) => r.id)))
+          .where(
+            inArray(
+              replicas.id,
+              returning.map((r) => r.id),
+            ),
+          )
           .run();
       }
       // The LB's own region points back at it (other regions it had stood in for stay where they are).

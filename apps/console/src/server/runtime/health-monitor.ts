@@ -134,7 +134,11 @@ export class HealthMonitor {
     // The replica's real region from the DB: a re-homed replica is presented to its new LB with
     // that LB's region (config-builder.ts), which would file its RTT under the wrong pair.
     const replicaRegion = new Map(
-      this.deps.db.select({ id: replicas.id, regionId: replicas.regionId }).from(replicas).all().map((r) => [r.id, regionNames.get(r.regionId)]),
+      this.deps.db
+        .select({ id: replicas.id, regionId: replicas.regionId })
+        .from(replicas)
+        .all()
+        .map((r) => [r.id, regionNames.get(r.regionId)]),
     );
     const samples = new Map<string, number[]>();
     for (const replica of state.replicas) {

@@ -65,9 +65,7 @@ export class LbAdminClient {
         signal: AbortSignal.timeout(this.timeoutMs),
       });
       await res.body.dump();
-      return res.statusCode >= 200 && res.statusCode < 300
-        ? { ok: true, error: null }
-        : { ok: false, error: `GET /health answered ${res.statusCode}` };
+      return res.statusCode >= 200 && res.statusCode < 300 ? { ok: true, error: null } : { ok: false, error: `GET /health answered ${res.statusCode}` };
     } catch (error) {
       return { ok: false, error: describe(error) };
     }

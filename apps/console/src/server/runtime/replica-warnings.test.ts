@@ -75,8 +75,24 @@ describe("replicaWarnings", () => {
       { id: "r1", name: "r1", region: "eu-frankfurt", model: "m", servingLbId: "lb-eu" },
     ];
     const lbs: LbView[] = [
-      { id: "lb-us", name: "lb-us", region: "us-ashburn", rttMs: new Map([["l1", 1], ["r1", 1]]) },
-      { id: "lb-eu", name: "lb-eu", region: "eu-frankfurt", rttMs: new Map([["l1", null], ["r1", 1]]) },
+      {
+        id: "lb-us",
+        name: "lb-us",
+        region: "us-ashburn",
+        rttMs: new Map([
+          ["l1", 1],
+          ["r1", 1],
+        ]),
+      },
+      {
+        id: "lb-eu",
+        name: "lb-eu",
+        region: "eu-frankfurt",
+        rttMs: new Map([
+          ["l1", null],
+          ["r1", 1],
+        ]),
+      },
     ];
     assert.equal(replicaWarnings(lone, lbs).size, 0);
     const near = fleet([{ id: NO_EMULATION, name: NO_EMULATION, region: "us-ashburn", model: "meridian-demo", servingLbId: "lb-us-ashburn" }]);
@@ -105,11 +121,21 @@ describe("replica warnings in the console", () => {
       createRegion(h.rt, OPERATOR, { name: region });
       createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: fake.url, region, crossRegion: "direct" }, `lb-${region}`);
       for (const s of ["a", "b"]) {
-        createReplica(h.rt, OPERATOR, { name: `${region}-${s}`, url: `http://127.0.0.1:9/${s}`, region, engine: "sglang", model: "meridian-demo", homeLbId: `lb-${region}` }, `${region}-${s}`);
+        createReplica(
+          h.rt,
+          OPERATOR,
+          { name: `${region}-${s}`, url: `http://127.0.0.1:9/${s}`, region, engine: "sglang", model: "meridian-demo", homeLbId: `lb-${region}` },
+          `${region}-${s}`,
+        );
       }
     }
     // The trap: the engine CLI's old defaults (no --rtt-matrix, model meridian-sim-8b) in us-ashburn.
-    createReplica(h.rt, OPERATOR, { name: NO_EMULATION, url: "http://127.0.0.1:9/new", region: "us-ashburn", engine: "sglang", model: "meridian-sim-8b", homeLbId: "lb-us-ashburn" }, NO_EMULATION);
+    createReplica(
+      h.rt,
+      OPERATOR,
+      { name: NO_EMULATION, url: "http://127.0.0.1:9/new", region: "us-ashburn", engine: "sglang", model: "meridian-sim-8b", homeLbId: "lb-us-ashburn" },
+      NO_EMULATION,
+    );
     h.rt.start();
   });
   after(async () => {
@@ -121,11 +147,20 @@ describe("replica warnings in the console", () => {
     await waitFor(() => lbs.every((lb) => lb.version > 0), 5_000, "configs pushed");
     await h.rt.health.tick();
     const view = listReplicas(h.rt);
-    assert.deepEqual(view.find((r) => r.id === NO_EMULATION)!.warnings.map((w) => w.kind).sort(), ["looks-local", "model-not-served"]);
+    assert.deepEqual(
+      view
+        .find((r) => r.id === NO_EMULATION)!
+        .warnings.map((w) => w.kind)
+        .sort(),
+      ["looks-local", "model-not-served"],
+    );
     assert.ok(view.filter((r) => r.id !== NO_EMULATION).every((r) => r.warnings.length === 0));
 
     await h.rt.health.tick();
-    const logged = lines.filter((l) => l.replicaId === NO_EMULATION && l.level === 40).map((l) => l.kind).sort();
+    const logged = lines
+      .filter((l) => l.replicaId === NO_EMULATION && l.level === 40)
+      .map((l) => l.kind)
+      .sort();
     assert.deepEqual(logged, ["looks-local", "model-not-served"], "each warning logged once over two probe rounds");
   });
 });

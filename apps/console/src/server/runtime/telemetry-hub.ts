@@ -139,11 +139,7 @@ export class TelemetryHub {
 
   /** Reads the stream until it ends; true when at least one line arrived (resets the backoff). */
   private async readOnce(lbId: string, sub: Subscription): Promise<boolean> {
-    const response = await this.deps.lbClient.telemetry(
-      { id: lbId, adminBase: sub.adminBase },
-      sub.status.lastSeq,
-      sub.controller.signal,
-    );
+    const response = await this.deps.lbClient.telemetry({ id: lbId, adminBase: sub.adminBase }, sub.status.lastSeq, sub.controller.signal);
     if (response.statusCode !== 200) {
       await response.body.dump();
       throw new Error(`GET /admin/telemetry answered ${response.statusCode}`);

@@ -159,7 +159,10 @@ export class TunerService {
   private newRun(lbId: string, weights: Weights, settings: TunerSettings | null, running: boolean): { run: TunerRunRow; tuner: EsTuner } {
     const now = Date.now();
     return this.deps.db.transaction((tx) => {
-      tx.update(tunerRuns).set({ endedAt: now }).where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt))).run();
+      tx.update(tunerRuns)
+        .set({ endedAt: now })
+        .where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt)))
+        .run();
       const inserted = tx
         .insert(tunerRuns)
         .values({ lbId, mode: running ? "online" : "static", running, settingsJson: "{}", startedAt: now, updatedAt: now })
@@ -228,11 +231,7 @@ export class TunerService {
     const lb = this.deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
     if (!lb) return;
     if (!sameWeights({ rtt: lb.weightRtt, queue: lb.weightQueue }, current.weights)) {
-      this.deps.db
-        .update(loadBalancers)
-        .set({ weightRtt: current.weights.rtt, weightQueue: current.weights.queue })
-        .where(eq(loadBalancers.id, lbId))
-        .run();
+      this.deps.db.update(loadBalancers).set({ weightRtt: current.weights.rtt, weightQueue: current.weights.queue }).where(eq(loadBalancers.id, lbId)).run();
     }
     // A measurement gets a version of its own even when its config equals the latest one (a remeasure
     // right after Start, a candidate clipped onto the incumbent): a reused version would let events
@@ -331,14 +330,7 @@ export class TunerService {
     const live = this.ensure(lbId);
     const state = live.tuner.state();
     const current = live.tuner.current();
-    const steps = this.deps.db
-      .select()
-      .from(tunerSteps)
-      .where(eq(tunerSteps.runId, live.runId))
-      .orderBy(desc(tunerSteps.step))
-      .limit(500)
-      .all()
-      .reverse();
+    const steps = this.deps.db.select().from(tunerSteps).where(eq(tunerSteps.runId, live.runId)).orderBy(desc(tunerSteps.step)).limit(500).all().reverse();
     // tuner_steps has no column for the incumbent's guardrail standing; the tuner's own trajectory
     // (its last maxTrajectory steps, persisted with the state) carries it, which covers the rows the
     // UI shows. Older rows report null: unknown, not "pass".

@@ -152,11 +152,7 @@ export function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput, fixed
   return { id };
 }
 
-export function updateLb(
-  rt: ServiceRuntime,
-  actor: Actor,
-  input: { id: string } & Partial<Omit<LbInput, "policy" | "crossRegion">>,
-): void {
+export function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: string } & Partial<Omit<LbInput, "policy" | "crossRegion">>): void {
   rt.db.transaction((tx) => {
     const before = tx.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).get();
     if (!before) throw notFound("load balancer", input.id);
@@ -184,7 +180,11 @@ export function deleteLb(rt: ServiceRuntime, actor: Actor, input: { id: string }
   rt.db.transaction((tx) => {
     const before = tx.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).get();
     if (!before) throw notFound("load balancer", input.id);
-    const homed = tx.select().from(replicas).all().filter((r) => r.homeLbId === input.id || r.rehomedToLbId === input.id);
+    const homed = tx
+      .select()
+      .from(replicas)
+      .all()
+      .filter((r) => r.homeLbId === input.id || r.rehomedToLbId === input.id);
     if (homed.length > 0) {
       throw precondition(
         `load balancer "${before.name}" still serves ${homed.length} replica(s) (${homed.map((r) => r.name).join(", ")}); move or delete them first`,
@@ -216,7 +216,14 @@ export function setPolicy(rt: ServiceRuntime, actor: Actor, input: { id: string;
     const before = tx.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).get();
     if (!before) throw notFound("load balancer", input.id);
     tx.update(loadBalancers).set({ policy, crossRegion: input.crossRegion }).where(eq(loadBalancers.id, input.id)).run();
-    recordAudit(tx, actor, "lb.set-policy", `lb:${input.id}`, { policy: before.policy, crossRegion: before.crossRegion }, { policy, crossRegion: input.crossRegion });
+    recordAudit(
+      tx,
+      actor,
+      "lb.set-policy",
+      `lb:${input.id}`,
+      { policy: before.policy, crossRegion: before.crossRegion },
+      { policy, crossRegion: input.crossRegion },
+    );
   });
   rt.publisher.publish(input.id);
 }
@@ -232,7 +239,13 @@ export function failbackLb(rt: ServiceRuntime, actor: Actor, input: { id: string
 /** Region name → the LB its clients use. */
 export function entrypointMap(rt: ServiceRuntime): Record<string, { lbId: string; url: string }> {
   const regionNames = regionNamesById(rt.db);
-  const lbs = new Map(rt.db.select().from(loadBalancers).all().map((l) => [l.id, l]));
+  const lbs = new Map(
+    rt.db
+      .select()
+      .from(loadBalancers)
+      .all()
+      .map((l) => [l.id, l]),
+  );
   const out: Record<string, { lbId: string; url: string }> = {};
   for (const entry of rt.db.select().from(entrypoints).all()) {
     const lb = lbs.get(entry.lbId);

@@ -44,7 +44,13 @@ export interface ReplicaView {
 
 export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
   const regionNames = regionNamesById(rt.db);
-  const lbNames = new Map(rt.db.select().from(loadBalancers).all().map((l) => [l.id, l.name]));
+  const lbNames = new Map(
+    rt.db
+      .select()
+      .from(loadBalancers)
+      .all()
+      .map((l) => [l.id, l.name]),
+  );
   const windowStats = rt.telemetry.stats.replicaStats();
   const warnings = replicaWarningsFrom(rt.db, (lbId) => rt.lbHealth.lb(lbId)?.state ?? null);
   return rt.db
@@ -128,11 +134,7 @@ export function createReplica(rt: ServiceRuntime, actor: Actor, input: ReplicaIn
   return { id };
 }
 
-export function updateReplica(
-  rt: ServiceRuntime,
-  actor: Actor,
-  input: { id: string } & Partial<ReplicaInput>,
-): void {
+export function updateReplica(rt: ServiceRuntime, actor: Actor, input: { id: string } & Partial<ReplicaInput>): void {
   rt.db.transaction((tx) => {
     const before = tx.select().from(replicas).where(eq(replicas.id, input.id)).get();
     if (!before) throw notFound("replica", input.id);
@@ -164,7 +166,14 @@ export function setReplicaState(rt: ServiceRuntime, actor: Actor, input: { id: s
     const before = tx.select().from(replicas).where(eq(replicas.id, input.id)).get();
     if (!before) throw notFound("replica", input.id);
     tx.update(replicas).set({ state: input.state }).where(eq(replicas.id, input.id)).run();
-    recordAudit(tx, actor, `replica.${input.state === "enabled" ? "enable" : input.state === "disabled" ? "disable" : "drain"}`, `replica:${input.id}`, { state: before.state }, { state: input.state });
+    recordAudit(
+      tx,
+      actor,
+      `replica.${input.state === "enabled" ? "enable" : input.state === "disabled" ? "disable" : "drain"}`,
+      `replica:${input.id}`,
+      { state: before.state },
+      { state: input.state },
+    );
   });
   rt.publisher.publishAll();
 }

@@ -15,7 +15,16 @@ function requireLb(rt: ServiceRuntime, lbId: string): void {
 
 function snapshot(rt: ServiceRuntime, lbId: string) {
   const d = rt.tuners.describe(lbId);
-  return { mode: d.mode, running: d.running, weights: d.weights, bounds: d.bounds, window: d.window, hop: d.hop, evaluation: d.evaluation, guardrails: d.guardrails };
+  return {
+    mode: d.mode,
+    running: d.running,
+    weights: d.weights,
+    bounds: d.bounds,
+    window: d.window,
+    hop: d.hop,
+    evaluation: d.evaluation,
+    guardrails: d.guardrails,
+  };
 }
 
 function audited(rt: ServiceRuntime, actor: Actor, action: string, lbId: string, change: () => void): void {

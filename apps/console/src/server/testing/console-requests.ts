@@ -65,8 +65,12 @@ export async function trpcCall(
     const query = input === undefined ? "" : `?input=${encodeURIComponent(JSON.stringify(superjson.serialize(input)))}`;
     req = new Request(`${CONSOLE_ORIGIN}/api/trpc/${path}${query}`, { headers });
   }
-  const res = await handleTrpcRequest(rt, req, { ...(options.security ? { security: options.security } : {}), ...(options.auditor ? { auditor: options.auditor } : {}) });
+  const res = await handleTrpcRequest(rt, req, {
+    ...(options.security ? { security: options.security } : {}),
+    ...(options.auditor ? { auditor: options.auditor } : {}),
+  });
   const body = (await res.json()) as { result?: { data: unknown }; error?: { json: TrpcResult["error"] } | { message: string } };
-  const error = body.error && "json" in body.error ? body.error.json : body.error ? { message: body.error.message, data: { code: "", httpStatus: res.status } } : undefined;
+  const error =
+    body.error && "json" in body.error ? body.error.json : body.error ? { message: body.error.message, data: { code: "", httpStatus: res.status } } : undefined;
   return { status: res.status, data: body.result ? superjson.deserialize(body.result.data as never) : undefined, error };
 }

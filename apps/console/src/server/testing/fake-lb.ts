@@ -3,12 +3,7 @@
 import "server-only";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import {
-  LB_STATE_SCHEMA,
-  type LbConfig,
-  type LbState,
-  type TelemetryEvent,
-} from "@meridian/protocol";
+import { LB_STATE_SCHEMA, type LbConfig, type LbState, type TelemetryEvent } from "@meridian/protocol";
 import { telemetryEvent } from "./telemetry-event";
 
 export interface FakeLb {
@@ -136,7 +131,10 @@ export async function startFakeLb(options: {
         const config = JSON.parse(body) as LbConfig;
         if (config.version <= lb.version) {
           res.writeHead(409, { "content-type": "application/json" }).end(
-            JSON.stringify({ error: { message: `stale version ${config.version}; running ${lb.version}`, type: "conflict", code: "stale_config" }, currentVersion: lb.version }),
+            JSON.stringify({
+              error: { message: `stale version ${config.version}; running ${lb.version}`, type: "conflict", code: "stale_config" },
+              currentVersion: lb.version,
+            }),
           );
           return;
         }

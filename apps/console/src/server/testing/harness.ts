@@ -22,17 +22,21 @@ export interface Harness {
 export function createHarness(options: Partial<RuntimeOptions> = {}, log?: Logger): Harness {
   const dir = mkdtempSync(join(tmpdir(), "meridian-console-"));
   const db = openDb(join(dir, "console.db"));
-  const rt = new ConsoleRuntime(db, {
-    lbToken: TEST_TOKEN,
-    repoRoot: findRepoRoot(),
-    healthIntervalMs: 60_000,
-    failoverAfter: 2,
-    autoFailover: true,
-    sessionTtlMs: 3_600_000,
-    traceDirs: [],
-    probeTimeoutMs: 1_000,
-    ...options,
-  }, log);
+  const rt = new ConsoleRuntime(
+    db,
+    {
+      lbToken: TEST_TOKEN,
+      repoRoot: findRepoRoot(),
+      healthIntervalMs: 60_000,
+      failoverAfter: 2,
+      autoFailover: true,
+      sessionTtlMs: 3_600_000,
+      traceDirs: [],
+      probeTimeoutMs: 1_000,
+      ...options,
+    },
+    log,
+  );
   rt.migrate();
   return {
     rt,

@@ -29,7 +29,14 @@ export function handleTrpcRequest(rt: ServiceRuntime & { readonly log: Logger },
     const origin = checkOrigin(req.headers, client, security);
     if (!origin.ok) {
       const path = new URL(req.url).pathname.slice(endpoint.length + 1) || "?";
-      const event = { action: "auth.denied", actor: ctx.user?.username ?? "anonymous", target: `trpc:${path}`, address: client.address, status: 403, reason: origin.reason } as const;
+      const event = {
+        action: "auth.denied",
+        actor: ctx.user?.username ?? "anonymous",
+        target: `trpc:${path}`,
+        address: client.address,
+        status: 403,
+        reason: origin.reason,
+      } as const;
       return refuse(rt, event, `cross-origin request refused: ${origin.reason}`, { auditor: options.auditor });
     }
   }

@@ -17,9 +17,7 @@ export interface TrpcContext {
 
 /** "name: must not be empty; url: expected an http or https URL" from a ZodError. */
 function describeZodError(error: ZodError): string {
-  return error.issues
-    .map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
-    .join("; ");
+  return error.issues.map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message)).join("; ");
 }
 
 const t = initTRPC.context<TrpcContext>().create({

@@ -24,7 +24,14 @@ export function reportTrpcError(sink: RefusalSink, report: TrpcErrorReport, audi
     return;
   }
   if (status === 401 || status === 403) {
-    const event = { action: "auth.denied", actor: report.username ?? "anonymous", target: `trpc:${path ?? "?"}`, address: client.address, status, reason: error.message } as const;
+    const event = {
+      action: "auth.denied",
+      actor: report.username ?? "anonymous",
+      target: `trpc:${path ?? "?"}`,
+      address: client.address,
+      status,
+      reason: error.message,
+    } as const;
     recordRefusal(sink, event, auditor);
     return;
   }
