@@ -58,7 +58,7 @@ export type ConsoleEnv = z.output<typeof EnvSchema> & { repoRoot: string; dbPath
 
 /** The demo's automatic failback period: long enough that one lucky probe does not count, short
  * enough to watch a killed LB come back within a minute. */
-export const DEMO_AUTO_FAILBACK_AFTER_S = 30;
+const DEMO_AUTO_FAILBACK_AFTER_S = 30;
 
 /** Automatic failback, on by default only in the demo (a real fleet's operator opts in). */
 export function autoFailbackAfterMs(env: Pick<ConsoleEnv, "MERIDIAN_AUTO_FAILBACK_AFTER_S" | "MERIDIAN_DEMO">): number {

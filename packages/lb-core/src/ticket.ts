@@ -74,7 +74,7 @@ export class Ticket<J> implements RequestView {
   }
 
   isExcluded(id: string): boolean {
-    return this.excluded !== null && this.excluded.has(id);
+    return this.excluded?.has(id) === true;
   }
 }
 

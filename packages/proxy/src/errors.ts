@@ -22,7 +22,7 @@ export const badRequest = (message: string, param: string | null = null, code = 
 // OpenAI answers an unknown model with type invalid_request_error, code model_not_found; unknown
 // routes get not_found_error.
 export const notFound = (message: string, code = "not_found", type: OpenAiErrorType = "not_found_error"): HttpError => new HttpError(404, message, type, code);
-export const unavailable = (message: string, retryAfterSeconds: number, code = "no_capacity", status = 503): HttpError =>
+const unavailable = (message: string, retryAfterSeconds: number, code = "no_capacity", status = 503): HttpError =>
   new HttpError(status, message, "server_error", code, null, { "retry-after": String(Math.max(1, Math.ceil(retryAfterSeconds))) });
 
 /** The HTTP answer for a refusal the LB core decided. */

@@ -1,5 +1,6 @@
-export { EsTuner, TUNER_STATE_FORMAT } from "./es-tuner";
-export type { GuardrailVerdict, IncumbentGuardrail, TunerCurrent, TunerRole, TunerState, TunerStep } from "./es-tuner";
+export { EsTuner } from "./es-tuner";
+export { TUNER_STATE_FORMAT } from "./state";
+export type { GuardrailVerdict, IncumbentGuardrail, TunerCurrent, TunerRole, TunerState, TunerStep } from "./state";
 export {
   DEFAULT_GUARDRAILS,
   DEFAULT_TUNER_CONFIG,

@@ -25,7 +25,7 @@
 // simulator pays per completion and per prefill chunk, not per token. Per-token events exist only
 // with `emitTokenEvents`, which also turns the skipping off.
 import type { BlockKey } from "@meridian/routing";
-import type { DoneEvent, EngineEvent, EngineLoad, EngineRequest, FirstTokenEvent, StepListener, TokensEvent } from "./engine-types";
+import type { EngineEvent, EngineLoad, EngineRequest, StepListener } from "./engine-types";
 import { Fifo } from "./fifo";
 import { MinHeap } from "./min-heap";
 import { validateEngineParams, type EngineParams } from "./params";

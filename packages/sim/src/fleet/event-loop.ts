@@ -74,7 +74,7 @@ export class FleetRun implements LbTransport<Flight> {
   constructor(
     private readonly spec: FleetSpec,
     private readonly requests: readonly SimRequest[],
-    private readonly options: FleetRunOptions,
+    options: FleetRunOptions,
   ) {
     const seed = options.seed;
     this.jitterRng = createRng(mixSeed(seed, 0x5eed));

@@ -80,9 +80,10 @@ describe("automatic failback", () => {
     assert.equal(entrypointMap(h.rt)["us-ashburn"]?.lbId, "lb-us-ashburn");
     assert.equal(listReplicas(h.rt).find((r) => r.id === "us-ashburn-a")?.homeLbId, "lb-us-ashburn");
     const [entry] = listAudit(h.rt, { action: "lb.failback" });
-    assert.equal(entry?.action, "lb.failback.automatic");
-    assert.equal(entry?.actor, "system:health-monitor");
-    assert.equal((entry?.after as { healthyForMs?: number }).healthyForMs, PERIOD);
+    assert.ok(entry, "the failback is audited");
+    assert.equal(entry.action, "lb.failback.automatic");
+    assert.equal(entry.actor, "system:health-monitor");
+    assert.equal((entry.after as { healthyForMs?: number }).healthyForMs, PERIOD);
     // The LB gets its own replicas back in its next config.
     await waitFor(() => lbs["us-ashburn"]!.configs.at(-1)?.replicas.some((r) => r.id === "us-ashburn-a"), 5_000, "config with its replica");
   });
