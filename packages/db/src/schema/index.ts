@@ -1,4 +1,5 @@
-// One module per table; drizzle-kit reads this barrel (see drizzle.config.ts).
+// The SQLite tables, one module per table; drizzle-kit's SQLite config reads this barrel
+// (drizzle.config.ts). The PostgreSQL tables are built from the same declarations (pg.ts).
 export * from "./regions";
 export * from "./load-balancers";
 export * from "./replicas";
@@ -11,3 +12,4 @@ export * from "./audit-log";
 export * from "./users";
 export * from "./sessions";
 export * from "./experiments";
+export * from "./console-leases";

@@ -1,11 +1,12 @@
-import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { col, defineTable } from "./columns";
 
 /** A region (e.g. us-ashburn). `id` is a stable slug; `name` is what LB configs and telemetry carry. */
-export const regions = sqliteTable("regions", {
-  id: text("id").primaryKey(),
-  name: text("name").notNull().unique(),
-  displayName: text("display_name"),
-  createdAt: integer("created_at").notNull(),
+export const regionsTable = defineTable("regions", {
+  id: col.text("id").primaryKey(),
+  name: col.text("name").notNull().unique(),
+  displayName: col.text("display_name"),
+  createdAt: col.epochMs("created_at").notNull(),
 });
+export const regions = regionsTable.sqlite;
 
 export type RegionRow = typeof regions.$inferSelect;
