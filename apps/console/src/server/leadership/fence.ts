@@ -1,0 +1,13 @@
+// Fencing: a write that only the leader may make carries the term it leads under, and succeeds only
+// while that term is still the lease's. A deposed leader that has not noticed yet (paused, cut off
+// from the database longer than its lease) then changes nothing: its successor's term is higher.
+// Use inside the WHERE of an UPDATE (and check `.returning()` for the rows it touched).
+import "server-only";
+import { type SQL, sql } from "drizzle-orm";
+import type { Store } from "@meridian/db";
+import { LEASE_NAME } from "./leader-elector";
+
+export function whileLeading(store: Pick<Store, "tables">, term: number): SQL {
+  const lease = store.tables.consoleLeases;
+  return sql`${term} = (select ${lease.term} from ${lease} where ${lease.name} = ${LEASE_NAME})`;
+}
