@@ -68,8 +68,24 @@ export function createDatabase(settings: DatabaseSettings): Database {
 
 function openSqlite(path: string): SqliteDatabase {
   const db = openDb(path);
+  const store = sqliteStore(db);
+  return {
+    dialect: "sqlite",
+    db,
+    store,
+    location: path,
+    migrate: async () => migrateSqlite(db),
+    close: async () => {
+      db.$client.close();
+    },
+  };
+}
+
+/** The Store of an open SQLite database (createDatabase builds it; exported for code that opened
+ * the file itself with openDb). */
+export function sqliteStore(db: Db): Store {
   let queue: Promise<unknown> = Promise.resolve();
-  const store: Store = {
+  return {
     dialect: "sqlite",
     db: db as unknown as StoreDb,
     tables: sqliteTables as unknown as typeof pgTables,
@@ -88,16 +104,6 @@ function openSqlite(path: string): SqliteDatabase {
       });
       queue = run.catch(() => undefined);
       return run;
-    },
-  };
-  return {
-    dialect: "sqlite",
-    db,
-    store,
-    location: path,
-    migrate: async () => migrateSqlite(db),
-    close: async () => {
-      db.$client.close();
     },
   };
 }

@@ -5,6 +5,7 @@ export { openDb, migrate, migrationsFolder, type Db } from "./client";
 export {
   createDatabase,
   isPostgresUrl,
+  sqliteStore,
   type Database,
   type DatabaseSettings,
   type PgDb,

@@ -18,7 +18,7 @@ import * as sqlite from "drizzle-orm/sqlite-core";
 type ForeignKeyActions = { onDelete?: "cascade" | "set null" | "restrict" | "no action" };
 
 /** A column as both dialects build it. Each modifier applies to both builders, so the two never drift. */
-export class Column<S extends ColumnBuilderBase, P extends ColumnBuilderBase> {
+class Column<S extends ColumnBuilderBase, P extends ColumnBuilderBase> {
   constructor(
     readonly sqlite: S,
     readonly pg: P,

@@ -130,7 +130,7 @@ for (const { name, open } of stores) {
         database.store.db
           .update(database.store.tables.loadBalancers)
           .set({ configVersion: version })
-          .where(and(eq(database.store.tables.loadBalancers.id, "lb"), whileLeading(database.store, term)))
+          .where(and(eq(database.store.tables.loadBalancers.id, "lb"), whileLeading(database.store.tables.consoleLeases, term)))
           .returning();
       assert.equal((await bump(dbA, 1, 1)).length, 1, "the leader's write lands");
       clock.now += timing.ttlMs + 1;

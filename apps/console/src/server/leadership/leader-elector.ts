@@ -43,6 +43,7 @@ export class LeaderElector {
   private leading: { term: number; until: number } | null = null;
   private timer: NodeJS.Timeout | null = null;
   private running = false;
+  private stopped = false;
   private ticking: Promise<void> | null = null;
 
   constructor(private readonly deps: LeaderElectorDeps) {
@@ -72,21 +73,26 @@ export class LeaderElector {
     void loop();
   }
 
-  /** Stops the loop; a leader releases its lease so that another console takes over at once. */
+  /** Stops the loop and the duties at once; a leader then releases its lease so that another
+   * console takes over without waiting for it to expire. */
   async stop(): Promise<void> {
+    this.stopped = true;
     this.running = false;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    await this.ticking?.catch(() => undefined);
-    const leading = this.leading;
-    if (!leading) return;
+    const held = this.leading?.term;
     this.depose();
+    await this.ticking?.catch(() => undefined);
+    // A round in flight may have renewed or taken the lease meanwhile; release whichever term we hold.
+    const term = this.leading?.term ?? held;
+    this.depose();
+    if (term === undefined) return;
     const { db, tables } = this.deps.store;
     const lease = tables.consoleLeases;
     await db
       .update(lease)
       .set({ expiresAt: 0 })
-      .where(and(eq(lease.name, LEASE_NAME), eq(lease.holder, this.deps.self.id), eq(lease.term, leading.term)))
+      .where(and(eq(lease.name, LEASE_NAME), eq(lease.holder, this.deps.self.id), eq(lease.term, term)))
       .catch((error: unknown) => this.deps.log.warn({ err: error }, "could not release the leadership lease; it expires by itself"));
   }
 
@@ -130,7 +136,7 @@ export class LeaderElector {
     const wasLeading = this.leading !== null;
     this.leading = { term: mine.term, until: leadsUntil(sentAt, this.deps.timing) };
     this.status = { self: this.deps.self.id, isLeader: true, leader: mine.holder, leaderUrl: mine.holderUrl, term: mine.term, expiresAt: mine.expiresAt };
-    if (!wasLeading) {
+    if (!wasLeading && !this.stopped) {
       this.deps.log.info({ term: mine.term }, "this console is now the leader");
       this.deps.onElected(mine.term);
     }

@@ -6,8 +6,12 @@
 // would point the root back at the services). Structure and wiring order: apps/console/README.md,
 // "Runtime structure".
 import "server-only";
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import pino, { type Logger } from "pino";
-import { migrate, type Db } from "@meridian/db";
+import { migrate, sqliteStore, type Db, type Store } from "@meridian/db";
+import { DEFAULT_LEASE_TIMING, type LeaseTiming } from "../leadership/lease";
+import { LeaderElector } from "../leadership/leader-elector";
 import { AutoFailback } from "./auto-failback";
 import { ConfigPublisher } from "./config-publisher";
 import { defaultSimCommand, ExperimentRunner, type SimCommand } from "./experiment-runner";
@@ -33,6 +37,10 @@ export interface RuntimeOptions {
   traceDirs: string[];
   simCommand?: SimCommand;
   probeTimeoutMs?: number;
+  /** Leadership of the background duties among the consoles sharing this database. `id` defaults
+   * to host:pid:random (unique per process), `url` (shown to operators as the leader's address) to
+   * none, `timing` to DEFAULT_LEASE_TIMING. */
+  leadership?: { id?: string; url?: string | null; timing?: LeaseTiming };
 }
 
 export class ConsoleRuntime {
@@ -45,7 +53,11 @@ export class ConsoleRuntime {
   readonly failover: FailoverService;
   readonly autoFailback: AutoFailback;
   readonly experiments: ExperimentRunner;
+  readonly store: Store;
+  readonly leadership: LeaderElector;
   private started = false;
+  /** While this console leads: the timer that turns edits made on any console into config versions. */
+  private reconcileTimer: NodeJS.Timeout | null = null;
 
   constructor(
     readonly db: Db,
@@ -54,8 +66,23 @@ export class ConsoleRuntime {
   ) {
     // Built in dependency order: each component receives only components built before it, so no
     // component reaches another through this container.
+    this.store = sqliteStore(db);
+    const timing = options.leadership?.timing ?? DEFAULT_LEASE_TIMING;
+    this.leadership = new LeaderElector({
+      store: this.store,
+      log,
+      self: { id: options.leadership?.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`, url: options.leadership?.url ?? null },
+      timing,
+      now: Date.now,
+      onElected: () => this.startDuties(timing.renewEveryMs),
+      onDeposed: () => this.stopDuties(),
+    });
+    // Before start() this runtime has no duties and no lease (a script, a test, the demo seed): it
+    // records config versions unfenced (term 0), as a lone console always did. Once started, only
+    // the leader records them, under its term.
+    const leadership = { currentTerm: () => (this.started ? this.leadership.currentTerm() : 0) };
     const lbClient = new LbAdminClient({ token: options.lbToken, timeoutMs: options.probeTimeoutMs ?? 2_000 });
-    const publisher = new ConfigPublisher({ db, log, lbClient });
+    const publisher = new ConfigPublisher({ db, log, lbClient, leadership });
     const telemetry = new TelemetryHub({ db, log, lbClient });
     const failover = new FailoverService({ db, log, book: this.lbHealth, publisher });
     const autoFailback = new AutoFailback({ log, failover, healthyForMs: options.autoFailbackAfterMs ?? 0 });
@@ -92,27 +119,46 @@ export class ConsoleRuntime {
     migrate(this.db);
   }
 
-  /** Starts the background services. Idempotent. */
+  /** Joins the leadership election; the background duties run while this console leads. Idempotent. */
   start(): void {
     if (this.started) return;
     this.started = true;
     this.experiments.recoverInterrupted();
+    this.leadership.start();
+  }
+
+  /** Stops the duties and leaves the election (a leader releases its lease, so another console
+   * takes over at once). */
+  async stop(): Promise<void> {
+    if (!this.started) return;
+    this.started = false;
+    this.stopDuties();
+    this.experiments.stop();
+    void this.lbClient.close();
+    await this.leadership.stop();
+  }
+
+  /** The duties only the leader runs: TelemetryHub, TunerService, ConfigPublisher, HealthMonitor
+   * (with failover and failback), and the reconcile that publishes what any console changed. */
+  private startDuties(reconcileEveryMs: number): void {
     this.telemetry.start();
     // Tuners first: they register for new config versions before the publisher's first pushes.
     this.tuners.start();
     this.publisher.start();
     this.health.start();
-    this.log.info("console services started");
+    // A follower that changes the topology records no config version (it does not lead): the
+    // leader records and pushes one when the built config differs (publish() compares contents).
+    this.reconcileTimer = setInterval(() => this.publisher.publishAll(), reconcileEveryMs);
+    this.reconcileTimer.unref();
+    this.log.info("console duties started (leader)");
   }
 
-  stop(): void {
-    if (!this.started) return;
-    this.started = false;
+  private stopDuties(): void {
+    if (this.reconcileTimer) clearInterval(this.reconcileTimer);
+    this.reconcileTimer = null;
     this.health.stop();
     this.telemetry.stop();
     this.publisher.stop();
     this.tuners.stop();
-    this.experiments.stop();
-    void this.lbClient.close();
   }
 }

@@ -96,13 +96,18 @@ function guard<T>(fn: () => T): T {
 
 export class TunerService {
   private readonly tuners = new Map<string, LiveTuner>();
+  private subscribed = false;
 
   constructor(private readonly deps: TunerServiceDeps) {}
 
   start(): void {
     for (const lb of this.deps.db.select({ id: loadBalancers.id }).from(loadBalancers).all()) this.ensure(lb.id);
-    this.deps.telemetry.onEvent((event) => this.observe(event));
-    this.deps.publisher.onNewVersion((lbId, version, config) => this.onNewVersion(lbId, version, config));
+    // A console that leads again after losing the lease starts its tuners again: subscribe once.
+    if (!this.subscribed) {
+      this.subscribed = true;
+      this.deps.telemetry.onEvent((event) => this.observe(event));
+      this.deps.publisher.onNewVersion((lbId, version, config) => this.onNewVersion(lbId, version, config));
+    }
     // Publish whatever the tuners want live (a restored candidate whose version the LB never took).
     for (const lbId of this.tuners.keys()) this.applyCurrent(lbId);
   }
