@@ -91,7 +91,7 @@ export class ConsoleRuntime {
     this.telemetry = telemetry;
     this.failover = failover;
     this.autoFailback = autoFailback;
-    this.tuners = new TunerService({ db, log, telemetry, publisher });
+    this.tuners = new TunerService({ db, log, telemetry, publisher, leadership });
     this.health = new HealthMonitor({
       db,
       log,

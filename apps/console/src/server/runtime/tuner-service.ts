@@ -11,12 +11,13 @@
 //   weights other than the ones that routed it.
 // "running" = the ES is stepping (mode online and started). stop() freezes the incumbent (static).
 import "server-only";
-import { and, desc, eq, isNull } from "drizzle-orm";
+import { and, desc, eq, isNull, TransactionRollbackError } from "drizzle-orm";
 import type { Logger } from "pino";
 import { EsTuner, TunerInputError, type EvaluationMode, type TunerConfig, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
 import { WEIGHT_BOUNDS } from "@meridian/routing/types";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
-import { loadBalancers, tunerRuns, tunerSteps, type Db, type TunerRunRow } from "@meridian/db";
+import { consoleLeases, loadBalancers, tunerRuns, tunerSteps, type Db, type TunerRunRow } from "@meridian/db";
+import { whileLeading } from "../leadership/fence";
 import { invalid, notFound } from "../errors";
 import type { ConfigPublisher } from "./config-publisher";
 import { isError } from "./rolling-stats";
@@ -28,6 +29,9 @@ export interface TunerServiceDeps {
   log: Logger;
   telemetry: Pick<TelemetryHub, "onEvent">;
   publisher: Pick<ConfigPublisher, "onNewVersion" | "publish">;
+  /** The leadership term this console steps the tuners under (null: not the leader, 0: no election
+   * runs). A step is recorded fenced by it, so a deposed leader that wakes up records none. */
+  leadership: { currentTerm(): number | null };
 }
 
 /** Operator-tunable settings, as stored in tuner_runs.settings_json. */
@@ -192,7 +196,9 @@ export class TunerService {
     });
   }
 
-  private persist(live: LiveTuner, step: TunerStep | null): void {
+  /** Records the state, and the step in the same transaction. With a `term`, the write is fenced by
+   * it: a console that lost the lease rolls back (TransactionRollbackError) and records neither. */
+  private persist(live: LiveTuner, step: TunerStep | null, term = 0): void {
     const state = live.tuner.state();
     const now = Date.now();
     this.deps.db.transaction((tx) => {
@@ -213,7 +219,8 @@ export class TunerService {
           })
           .run();
       }
-      tx.update(tunerRuns)
+      const { changes } = tx
+        .update(tunerRuns)
         .set({
           mode: state.mode,
           running: live.running,
@@ -222,8 +229,9 @@ export class TunerService {
           stateJson: JSON.stringify(state),
           updatedAt: now,
         })
-        .where(eq(tunerRuns.id, live.runId))
+        .where(and(eq(tunerRuns.id, live.runId), term === 0 ? undefined : whileLeading(consoleLeases, term)))
         .run();
+      if (changes === 0 && term !== 0) tx.rollback();
     });
   }
 
@@ -256,6 +264,9 @@ export class TunerService {
   }
 
   observe(event: TelemetryEvent): TunerStep | null {
+    // A leader whose lease ran out stops stepping at once, before its duties are stopped.
+    const term = this.deps.leadership.currentTerm();
+    if (term === null) return null;
     const live = this.tuners.get(event.lbId);
     if (!live?.running) return null;
     const step = live.tuner.observe({
@@ -267,7 +278,13 @@ export class TunerService {
     });
     if (!step) return null;
     if (step.converged) live.running = false;
-    this.persist(live, step);
+    try {
+      this.persist(live, step, term);
+    } catch (error) {
+      if (!(error instanceof TransactionRollbackError)) throw error;
+      this.deps.log.warn({ lbId: event.lbId, term, step: step.step }, "leadership lost while recording a tuner step; not recorded");
+      return null;
+    }
     this.applyCurrent(event.lbId);
     return step;
   }
