@@ -146,9 +146,13 @@ export class ConsoleRuntime {
     this.tuners.start();
     this.publisher.start();
     this.health.start();
-    // A follower that changes the topology records no config version (it does not lead): the
-    // leader records and pushes one when the built config differs (publish() compares contents).
-    this.reconcileTimer = setInterval(() => this.publisher.publishAll(), reconcileEveryMs);
+    // A follower that changes the topology or a tuner records no config version (it does not lead):
+    // the leader reloads tuners changed elsewhere, and records and pushes a version when the built
+    // config differs (publish() compares contents).
+    this.reconcileTimer = setInterval(() => {
+      this.tuners.reconcile();
+      this.publisher.publishAll();
+    }, reconcileEveryMs);
     this.reconcileTimer.unref();
     this.log.info("console duties started (leader)");
   }

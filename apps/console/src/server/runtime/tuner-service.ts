@@ -10,6 +10,10 @@
 //   with an empty window that the TelemetryHub's replay refills, so no event is scored twice or for
 //   weights other than the ones that routed it.
 // "running" = the ES is stepping (mode online and started). stop() freezes the incumbent (static).
+// - With several consoles, only the leader steps and publishes. A follower reads every tuner fresh
+//   from the database and writes an operator's change there without publishing; the leader's
+//   reconcile() reloads a run that someone else wrote and publishes what it wants live. A step whose
+//   run changed underneath is not recorded (the run is reloaded instead).
 import "server-only";
 import { and, desc, eq, isNull, TransactionRollbackError } from "drizzle-orm";
 import type { Logger } from "pino";
@@ -48,6 +52,9 @@ interface LiveTuner {
   tuner: EsTuner;
   running: boolean;
   settings: TunerSettings;
+  /** tuner_runs.updated_at as this console last read or wrote it: a different value means another
+   * console (an operator on a follower) changed the run. */
+  writtenAt: number;
 }
 
 function seedFor(lbId: string, runId: number): number {
@@ -105,6 +112,8 @@ export class TunerService {
   constructor(private readonly deps: TunerServiceDeps) {}
 
   start(): void {
+    // Copies read while following may be stale: lead from what the database holds.
+    this.tuners.clear();
     for (const lb of this.deps.db.select({ id: loadBalancers.id }).from(loadBalancers).all()) this.ensure(lb.id);
     // A console that leads again after losing the lease starts its tuners again: subscribe once.
     if (!this.subscribed) {
@@ -127,7 +136,8 @@ export class TunerService {
   /** The LB's live tuner, created (or restored from its current run) on first use. */
   ensure(lbId: string): LiveTuner {
     const existing = this.tuners.get(lbId);
-    if (existing) return existing;
+    // A follower's copy would go stale as the leader steps: it reads the run again every time.
+    if (existing && this.deps.leadership.currentTerm() !== null) return existing;
     const lb = this.deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
     if (!lb) throw notFound("load balancer", lbId);
     let run = this.currentRun(lbId);
@@ -149,7 +159,7 @@ export class TunerService {
       run = created.run;
       tuner = created.tuner;
     }
-    const live: LiveTuner = { runId: run.id, tuner, running: run.running, settings: settingsOf(tuner.state().config) };
+    const live: LiveTuner = { runId: run.id, tuner, running: run.running, settings: settingsOf(tuner.state().config), writtenAt: run.updatedAt };
     this.tuners.set(lbId, live);
     return live;
   }
@@ -229,16 +239,44 @@ export class TunerService {
           stateJson: JSON.stringify(state),
           updatedAt: now,
         })
-        .where(and(eq(tunerRuns.id, live.runId), term === 0 ? undefined : whileLeading(consoleLeases, term)))
+        .where(and(eq(tunerRuns.id, live.runId), term === 0 ? undefined : and(whileLeading(consoleLeases, term), eq(tunerRuns.updatedAt, live.writtenAt))))
         .run();
       if (changes === 0 && term !== 0) tx.rollback();
     });
+    live.writtenAt = now;
+  }
+
+  /** Leader: reloads each run that another console wrote since this one read it (an operator's
+   * change on a follower, a reset there) and publishes what the reloaded tuner wants live. */
+  reconcile(): void {
+    for (const [lbId, live] of this.tuners) {
+      const run = this.currentRun(lbId);
+      if (run?.id === live.runId && run.updatedAt === live.writtenAt) continue;
+      this.reload(lbId);
+    }
+  }
+
+  private reload(lbId: string): void {
+    this.tuners.delete(lbId);
+    if (this.deps.leadership.currentTerm() === null) return;
+    try {
+      this.ensure(lbId);
+    } catch (error) {
+      this.deps.log.warn({ lbId, err: error }, "tuner not reloaded");
+      return;
+    }
+    this.applyCurrent(lbId);
   }
 
   /** Publishes the tuner's current weights when they are not live yet, and binds the version. */
   private applyCurrent(lbId: string): void {
     const live = this.tuners.get(lbId);
     if (!live) return;
+    // A follower records the operator's change only; the leader's reconcile publishes it.
+    if (this.deps.leadership.currentTerm() === null) {
+      this.persist(live, null);
+      return;
+    }
     const current = live.tuner.current();
     if (current.version !== null) return;
     const lb = this.deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
@@ -282,7 +320,10 @@ export class TunerService {
       this.persist(live, step, term);
     } catch (error) {
       if (!(error instanceof TransactionRollbackError)) throw error;
-      this.deps.log.warn({ lbId: event.lbId, term, step: step.step }, "leadership lost while recording a tuner step; not recorded");
+      // The lease moved on, or another console changed this run: the step is not recorded, and
+      // the run is reloaded from the database (when this console still leads).
+      this.deps.log.warn({ lbId: event.lbId, term, step: step.step }, "tuner run changed elsewhere or leadership lost; step not recorded");
+      this.reload(event.lbId);
       return null;
     }
     this.applyCurrent(event.lbId);
@@ -312,7 +353,7 @@ export class TunerService {
     const live = this.ensure(lbId);
     const state = live.tuner.state();
     const created = this.newRun(lbId, state.initial, live.settings, live.running);
-    this.tuners.set(lbId, { runId: created.run.id, tuner: created.tuner, running: live.running, settings: live.settings });
+    this.tuners.set(lbId, { runId: created.run.id, tuner: created.tuner, running: live.running, settings: live.settings, writtenAt: created.run.updatedAt });
     this.applyCurrent(lbId);
   }
 
