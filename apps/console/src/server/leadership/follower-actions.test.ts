@@ -1,6 +1,6 @@
 // Two consoles in one process on one SQLite file: the first leads, the second follows. What an
 // operator does on the follower reaches the LB through the leader, and the follower shows the
-// leader's tuner as the database holds it.
+// leader's tuner as the database holds it; its pages see live LB health from its own probes.
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
 import { openDb } from "@meridian/db";
@@ -56,4 +56,9 @@ test("a tuner started and stepped through the leader is seen on the follower; th
   assert.equal(lb.configs.at(-1)?.weights.queue, 0.3);
   assert.deepEqual(tunerByLb(h.rt, { lbId: "lb-a" }).weights, { rtt: 1.25, queue: 0.3 });
   assert.equal(tunerByLb(follower, { lbId: "lb-a" }).mode, "manual");
+});
+
+test("the follower probes the LBs for its own pages but acts on nothing", async () => {
+  await waitFor(() => follower.lbHealth.lb("lb-a")?.healthy === true, 10_000, "the follower's health book");
+  assert.equal(follower.telemetry.status().length, 0, "no telemetry subscription on the follower");
 });

@@ -8,6 +8,8 @@
 // - Replicas that joined in a surprising way are logged once (replica-warnings.ts).
 // - The config version each LB reports goes to the ConfigPublisher, which re-pushes when the LB
 //   lost its config (restarted without its state file).
+// - Every console probes (so that any console's pages show live health), but only the leader acts
+//   on what it learns: failover, marks, failback, RTTs, telemetry subscriptions, re-pushes, warnings.
 import "server-only";
 import { eq, sql } from "drizzle-orm";
 import type { Logger } from "pino";
@@ -25,6 +27,8 @@ import type { TelemetryHub } from "./telemetry-hub";
 
 /** What the monitor uses, and nothing else. */
 export interface HealthMonitorDeps {
+  /** Whether this console leads (acts on probes) or only observes. */
+  acting: () => boolean;
   db: Db;
   log: Logger;
   lbClient: Pick<LbAdminClient, "health" | "state">;
@@ -77,6 +81,7 @@ export class HealthMonitor {
     const rows = this.deps.db.select().from(loadBalancers).all();
     this.deps.book.keepOnly(new Set(rows.map((r) => r.id)));
     await Promise.all(rows.map((lb) => this.probe(lb)));
+    if (!this.deps.acting()) return;
     this.deps.telemetry.sync();
     this.deps.replicaWarnings.report(replicaWarningsFrom(this.deps.db, (lbId) => this.deps.book.lb(lbId)?.state ?? null));
   }
@@ -107,7 +112,7 @@ export class HealthMonitor {
       if (state) {
         entry.state = state;
         entry.stateAt = now;
-        this.afterState(lb, state);
+        if (this.deps.acting()) this.afterState(lb, state);
       }
     } else {
       entry.healthy = false;
@@ -115,6 +120,7 @@ export class HealthMonitor {
       entry.error = health.error;
     }
     this.deps.book.record(lb.id, entry);
+    if (!this.deps.acting()) return;
     try {
       this.afterProbe(lb, entry);
     } catch (error) {

@@ -93,6 +93,7 @@ export class ConsoleRuntime {
     this.autoFailback = autoFailback;
     this.tuners = new TunerService({ db, log, telemetry, publisher, leadership });
     this.health = new HealthMonitor({
+      acting: () => this.leadership.currentTerm() !== null,
       db,
       log,
       lbClient,
@@ -124,6 +125,8 @@ export class ConsoleRuntime {
     if (this.started) return;
     this.started = true;
     this.experiments.recoverInterrupted();
+    // Every console probes the LBs for its own pages; the monitor acts only while this one leads.
+    this.health.start();
     this.leadership.start();
   }
 
@@ -133,19 +136,20 @@ export class ConsoleRuntime {
     if (!this.started) return;
     this.started = false;
     this.stopDuties();
+    this.health.stop();
     this.experiments.stop();
     void this.lbClient.close();
     await this.leadership.stop();
   }
 
-  /** The duties only the leader runs: TelemetryHub, TunerService, ConfigPublisher, HealthMonitor
-   * (with failover and failback), and the reconcile that publishes what any console changed. */
+  /** The duties only the leader runs: TelemetryHub, TunerService, ConfigPublisher, the
+   * HealthMonitor's actions (failover, failback, marks; it probes on every console), and the
+   * reconcile that publishes what any console changed. */
   private startDuties(reconcileEveryMs: number): void {
     this.telemetry.start();
     // Tuners first: they register for new config versions before the publisher's first pushes.
     this.tuners.start();
     this.publisher.start();
-    this.health.start();
     // A follower that changes the topology or a tuner records no config version (it does not lead):
     // the leader reloads tuners changed elsewhere, and records and pushes a version when the built
     // config differs (publish() compares contents).
@@ -160,7 +164,6 @@ export class ConsoleRuntime {
   private stopDuties(): void {
     if (this.reconcileTimer) clearInterval(this.reconcileTimer);
     this.reconcileTimer = null;
-    this.health.stop();
     this.telemetry.stop();
     this.publisher.stop();
     this.tuners.stop();
