@@ -30,3 +30,11 @@ test("MERIDIAN_AUTO_FAILBACK_AFTER_S: 30 s in the demo and off otherwise unless 
   assert.equal(autoFailbackAfterMs(parseConsoleEnv({ ...BASE, MERIDIAN_AUTO_FAILBACK_AFTER_S: "5" })), 5_000);
   assert.throws(() => parseConsoleEnv({ ...BASE, MERIDIAN_AUTO_FAILBACK_AFTER_S: "-1" }), /MERIDIAN_AUTO_FAILBACK_AFTER_S/);
 });
+
+test("DATABASE_URL is refused with a clear message while the console runs on SQLite only", () => {
+  assert.throws(
+    () => parseConsoleEnv({ ...BASE, DATABASE_URL: "postgres://meridian@db/meridian" }),
+    /DATABASE_URL is set, but this console runs on SQLite only/,
+  );
+  assert.equal(parseConsoleEnv({ ...BASE, DATABASE_URL: "" }).MERIDIAN_LEADER_LEASE_MS, 6000);
+});

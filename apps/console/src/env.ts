@@ -51,6 +51,14 @@ const EnvSchema = z.object({
     .url({ protocol: /^https?$/, error: "MERIDIAN_PUBLIC_URL must be an http or https URL, e.g. https://console.example.com" })
     .transform((text) => new URL(text).origin)
     .optional(),
+  /** PostgreSQL (postgres://…). The console's services do not run on it yet (apps/console/README.md,
+   * "PostgreSQL"): a console given one refuses to start rather than silently use SQLite. */
+  DATABASE_URL: z
+    .string()
+    .optional()
+    .refine((url) => !url, {
+      error: "DATABASE_URL is set, but this console runs on SQLite only (MERIDIAN_DB_PATH); see apps/console/README.md, PostgreSQL",
+    }),
   /** This console's instance id in the leadership election; unset: host:pid:random. */
   MERIDIAN_CONSOLE_ID: z.string().min(1).optional(),
   /** How long the leader's lease lasts without renewal; the leader renews every quarter of it. A
