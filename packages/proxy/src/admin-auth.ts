@@ -6,7 +6,7 @@
 //   early exit, so the answer's timing says nothing about how close a guess was.
 import type { LbConfig } from "@meridian/protocol";
 import { bearerOf, digestsEqual, sha256 } from "@meridian/protocol/credentials";
-import type { LbCredentials } from "./lb-credentials";
+import type { DigestCompare, LbCredentials } from "./lb-credentials";
 
 export type Caller = { kind: "console" } | { kind: "peer"; peerId: string } | { kind: "none"; reason: "missing" | "invalid" };
 
@@ -28,21 +28,21 @@ function peerVerifiers(config: LbConfig): PeerVerifier[] {
 }
 
 /** The peer whose credential has this digest, or null (compares against every verifier). */
-export function peerWithCredential(digest: Buffer, config: LbConfig): string | null {
+export function peerWithCredential(digest: Buffer, config: LbConfig, compare: DigestCompare = digestsEqual): string | null {
   let found: string | null = null;
   for (const verifier of peerVerifiers(config)) {
-    if (digestsEqual(digest, verifier.digest) && found === null) found = verifier.peerId;
+    if (compare(digest, verifier.digest) && found === null) found = verifier.peerId;
   }
   return found;
 }
 
 /** The caller an `Authorization` header names. */
-export function identifyCaller(authorization: string | undefined, credentials: LbCredentials, config: LbConfig): Caller {
+export function identifyCaller(authorization: string | undefined, credentials: LbCredentials, config: LbConfig, compare: DigestCompare = digestsEqual): Caller {
   const bearer = bearerOf(authorization);
   if (bearer === null) return { kind: "none", reason: "missing" };
   const digest = sha256(bearer);
-  const isConsole = credentials.isAdmin(digest);
-  const peerId = peerWithCredential(digest, config);
+  const isConsole = credentials.isAdmin(digest, compare);
+  const peerId = peerWithCredential(digest, config, compare);
   if (isConsole) return { kind: "console" };
   if (peerId !== null) return { kind: "peer", peerId };
   return { kind: "none", reason: "invalid" };

@@ -11,6 +11,7 @@ import type { ClientKeyEntry, LbConfig } from "@meridian/protocol";
 import { bearerOf, clientKeyIdOf, digestsEqual, PEER_CREDENTIAL_PREFIX, sha256 } from "@meridian/protocol/credentials";
 import { peerWithCredential } from "./admin-auth";
 import { HttpError } from "./errors";
+import type { DigestCompare } from "./lb-credentials";
 
 /** Who a request is counted for in the per-key metrics: a key, a peer LB, or nobody. */
 export interface ClientIdentity {
@@ -47,7 +48,7 @@ const MISSING = "You didn't provide an API key. You need to provide your API key
 const INVALID = "Incorrect API key provided. Ask the operator of this Meridian fleet for a key.";
 const refusal = (message: string) => new HttpError(401, message, "invalid_request_error", "invalid_api_key", null, { "www-authenticate": 'Bearer realm="meridian"' });
 
-export function checkClient(authorization: string | undefined, hop: number, config: LbConfig): ClientCheck {
+export function checkClient(authorization: string | undefined, hop: number, config: LbConfig, compare: DigestCompare = digestsEqual): ClientCheck {
   const { required } = config.clientAuth;
   const bearer = bearerOf(authorization);
   if (bearer === null) {
@@ -58,12 +59,12 @@ export function checkClient(authorization: string | undefined, hop: number, conf
   const keyId = clientKeyIdOf(bearer);
   if (keyId !== null) {
     const verifier = keyring(config).get(keyId);
-    const matches = digestsEqual(digest, verifier?.digest ?? DUMMY_DIGEST) && verifier !== undefined;
+    const matches = compare(digest, verifier?.digest ?? DUMMY_DIGEST) && verifier !== undefined;
     if (matches) return { ok: true, identity: { keyId, keyName: verifier.entry.name }, forwardAuthorization: null };
     if (required) return { ok: false, reason: "invalid", error: refusal(INVALID), keyId };
     return { ok: true, identity: ANONYMOUS, forwardAuthorization: null };
   }
-  const peerId = peerWithCredential(digest, config);
+  const peerId = peerWithCredential(digest, config, compare);
   if (peerId !== null && hop >= 1) return { ok: true, identity: { keyId: "peer", keyName: peerId }, forwardAuthorization: null };
   if (required) return { ok: false, reason: "invalid", error: refusal(INVALID), keyId: null };
   // Not ours: an engine's own key, passed through as before keys existed. A peer credential is ours.

@@ -46,18 +46,25 @@ export class PeerRuntime {
 
   /** The credential to present to this peer (null when this LB holds none). */
   credential(): string | null {
+    return this.credentialAt(this.preferred);
+  }
+
+  private credentialAt(index: number): string | null {
     const credentials = this.peerCredentials();
-    return credentials.length === 0 ? null : (credentials[this.preferred % credentials.length] as string);
+    return credentials.length === 0 ? null : (credentials[index % credentials.length] as string);
   }
 
   async poll(): Promise<void> {
     if (this.closed) return;
     let observation: PeerObservation;
     try {
-      let answer = await this.fetchReport();
-      if (answer.statusCode === 401 && this.peerCredentials().length > 1) {
-        this.preferred = (this.preferred + 1) % this.peerCredentials().length;
-        answer = await this.fetchReport();
+      const used = this.preferred;
+      let answer = await this.fetchReport(used);
+      const held = this.peerCredentials().length;
+      if (answer.statusCode === 401 && held > 1) {
+        const next = (used + 1) % held;
+        answer = await this.fetchReport(next);
+        if (answer.statusCode === 200) this.preferred = next;
       }
       const { statusCode, text, started } = answer;
       if (statusCode !== 200) throw new Error(`peer report returned ${statusCode}`);
@@ -70,9 +77,9 @@ export class PeerRuntime {
     if (!this.closed) this.observe(this.id, observation);
   }
 
-  private async fetchReport(): Promise<{ statusCode: number; text: string; started: number }> {
+  private async fetchReport(credentialIndex: number): Promise<{ statusCode: number; text: string; started: number }> {
     const started = performance.now();
-    const credential = this.credential();
+    const credential = this.credentialAt(credentialIndex);
     const { statusCode, body } = await this.pool.request({
       method: "GET",
       path: `${this.basePath}/admin/peer?snapshot=${this.snapshotKeys()}`,

@@ -5,7 +5,7 @@ import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
 import { request } from "undici";
 import type { LbState, PeerReport } from "@meridian/protocol";
-import type { RunningProxy } from "../src/index";
+import { parsePrometheusText, type RunningProxy } from "../src/index";
 import { adminGet, adminPutConfig, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, startEngine, startLb, waitFor, peerEntry, type Engine } from "./helpers";
 
 // One request at a time, ~1.6 s each, so "full" lasts long enough to observe on a loaded machine.
@@ -80,6 +80,11 @@ test("forwards to a peer LB when every local replica is full", async () => {
   assert.equal(forwarded.headers["x-meridian-replica"], "eu-1");
   const us = await adminGet<LbState>(lbUs, "/admin/state");
   assert.equal(us.totals.forwarded, 1);
+  // lb-us sent its read-only peer credential with the forwarded request, and lb-eu counted it as lb-us's.
+  const euMetrics = parsePrometheusText(await (await request(`${lbEu.url}/metrics`)).body.text());
+  const byPeer = euMetrics.samples.find((s) => s.name === "meridian_lb_client_requests_total" && s.labels.key_id === "peer");
+  assert.equal(byPeer?.labels.key_name, "lb-us");
+  assert.equal(byPeer?.value, 1);
   await Promise.all(filling);
 });
 
