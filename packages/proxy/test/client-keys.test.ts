@@ -55,16 +55,17 @@ after(async () => {
 });
 
 const client = (apiKey: string) => new OpenAI({ baseURL: `${lb.url}/v1`, apiKey, maxRetries: 0 });
-const ask = (apiKey: string, stream = false) =>
-  stream
-    ? client(apiKey)
-        .chat.completions.create({ ...(chatBody("hello") as never), stream: true, stream_options: { include_usage: true } })
-        .then(async (s) => {
-          for await (const _ of s) {
-            // drain
-          }
-        })
-    : client(apiKey).chat.completions.create(chatBody("hello") as never);
+async function ask(apiKey: string, stream = false): Promise<void> {
+  const body = chatBody("hello") as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
+  if (!stream) {
+    await client(apiKey).chat.completions.create(body);
+    return;
+  }
+  const chunks = await client(apiKey).chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } });
+  for await (const _ of chunks) {
+    // drained: the usage arrives with the last chunk
+  }
+}
 
 async function keySamples(): Promise<{ name: string; labels: Record<string, string>; value: number }[]> {
   const text = await (await request(`${lb.url}/metrics`)).body.text();

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { after, before, test } from "node:test";
-import { pino } from "pino";
+import { pino, type Logger } from "pino";
 import { request } from "undici";
 import { LB_CREDENTIALS_UPDATE_SCHEMA, type LbConfigInput, type LbState } from "@meridian/protocol";
 import { deriveLbKey, generateLbToken, lbKeyId, newNonce, peerCredentialHash, verifyProof } from "@meridian/protocol/credentials";
@@ -45,7 +45,7 @@ async function refusals(lb: RunningProxy): Promise<Record<string, number>> {
   return out;
 }
 
-function capturingLogger(): { logger: ReturnType<typeof pino>; lines: Record<string, unknown>[] } {
+function capturingLogger(): { logger: Logger; lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -53,7 +53,7 @@ function capturingLogger(): { logger: ReturnType<typeof pino>; lines: Record<str
       done();
     },
   });
-  return { logger: pino({ level: "warn" }, sink), lines };
+  return { logger: pino({ level: "warn" }, sink) as Logger, lines };
 }
 
 test("the challenge answers a proof per token and gives away no secret", async () => {
