@@ -1,5 +1,5 @@
-// GET /api/entrypoints: {"<region>": "http://lb-url"} for replay clients. Accepts the machine bearer
-// token (MERIDIAN_LB_TOKEN) or a logged-in session.
+// GET /api/entrypoints: {"<region>": "http://lb-url"} for replay clients. Accepts a logged-in
+// session, the machine token (MERIDIAN_ENTRYPOINTS_TOKEN) or an active client API key.
 import "server-only";
 import { requireTokenOrSession } from "../../../src/server/auth/api-access";
 import { requestSecurityFromEnv } from "../../../src/server/auth/request-security";

@@ -23,7 +23,8 @@ export function getRuntime(options: { start?: boolean } = {}): ConsoleRuntime {
     runtime = new ConsoleRuntime(
       db,
       {
-        lbToken: env.MERIDIAN_LB_TOKEN,
+        entrypointsTokenSha256: env.MERIDIAN_ENTRYPOINTS_TOKEN ?? null,
+        tokenGraceMs: env.MERIDIAN_LB_TOKEN_GRACE_S * 1000,
         repoRoot: env.repoRoot,
         healthIntervalMs: env.MERIDIAN_HEALTH_INTERVAL_MS,
         failoverAfter: env.MERIDIAN_FAILOVER_AFTER,
