@@ -3,7 +3,7 @@
 // retires the old one after a grace period: CredentialKeeper), and what the LBs page shows. Only key
 // ids (public fingerprints) reach the audit log and the UI, never a token after it was shown once.
 import "server-only";
-import { and, eq } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { lbProofs, lbTokens, loadBalancers, type LoadBalancerRow } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
 import { notFound, precondition } from "../errors";
@@ -112,13 +112,4 @@ export function rotateLbToken(rt: ServiceRuntime, actor: Actor, input: { id: str
   rt.publisher.publishAll();
   rt.credentials.wake();
   return { id: input.id, keyId };
-}
-
-/** True when the LB has a token in this state (tests and the demo seed). */
-export function hasToken(rt: ServiceRuntime, lbId: string, state: "current" | "pending" | "retiring"): boolean {
-  return !!rt.db
-    .select()
-    .from(lbTokens)
-    .where(and(eq(lbTokens.lbId, lbId), eq(lbTokens.state, state)))
-    .get();
 }
