@@ -6,6 +6,7 @@ import { openDb } from "@meridian/db";
 import { autoFailbackAfterMs, getEnv } from "../../env";
 import { ensureUsers } from "../auth/users";
 import { seedDemoTopology } from "../demo/seed";
+import { demoStateDir } from "../../lib/demo-files";
 import { ConsoleRuntime } from "./runtime";
 
 const KEY = Symbol.for("meridian.console.runtime");
@@ -37,7 +38,9 @@ export function getRuntime(options: { start?: boolean } = {}): ConsoleRuntime {
     );
     runtime.migrate();
     ensureUsers(db, { adminPassword: env.MERIDIAN_ADMIN_PASSWORD, viewerPassword: env.MERIDIAN_VIEWER_PASSWORD });
-    if (env.MERIDIAN_DEMO) seedDemoTopology(runtime, { basePort: env.MERIDIAN_DEMO_BASE_PORT });
+    if (env.MERIDIAN_DEMO) {
+      seedDemoTopology(runtime, { basePort: env.MERIDIAN_DEMO_BASE_PORT, tokenDir: demoStateDir(env.dbPath, env.MERIDIAN_DEMO_BASE_PORT) });
+    }
     log.info({ db: env.dbPath, demo: env.MERIDIAN_DEMO }, "console database ready");
     holder[KEY] = runtime;
   }
