@@ -49,6 +49,8 @@ export default defineConfig({
       MERIDIAN_DEMO_RATE: "6",
       // Shorter than the demo's 30 s, so 12-auto-failback.spec.ts waits less; still several probes.
       MERIDIAN_AUTO_FAILBACK_AFTER_S: String(AUTO_FAILBACK_AFTER_S),
+      // A rotated LB token's predecessor is retired after 3 s, so 13-credentials.spec.ts sees it through.
+      MERIDIAN_LB_TOKEN_GRACE_S: "3",
       LOG_LEVEL: "warn",
     },
   },

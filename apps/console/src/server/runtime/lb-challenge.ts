@@ -41,7 +41,7 @@ export async function challengeLb(
     return { ok: false, error: "GET /admin/proof answered something that is not JSON: not a Meridian LB", held: [], answered: true };
   }
   const parsed = safeParseLbProof(body);
-  if (!parsed.success) return { ok: false, error: `GET /admin/proof: ${parsed.error.message}`, held: [], answered: true };
+  if (!parsed.success) return { ok: false, error: `GET /admin/proof answered no proof (${parsed.error.message}): not a Meridian LB`, held: [], answered: true };
   const proof = parsed.data;
   const held = proof.proofs.map((p) => p.keyId);
   if (proof.lbId !== endpoint.id) {
