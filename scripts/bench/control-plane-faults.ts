@@ -23,7 +23,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { request } from "undici";
 import { openDb } from "@meridian/db";
-import { demoStateDir } from "../../apps/console/src/lib/demo-files";
+import { demoStateDir, demoTokenFile } from "../../apps/console/src/lib/demo-files";
 import { DEMO_MODEL } from "../../apps/console/src/lib/demo-topology";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -83,6 +83,12 @@ function startConsole(): ChildProcess {
 }
 const fleet = spawn(process.execPath, ["--import", "tsx", join(ROOT, "scripts", "demo-fleet.ts"), "--no-load"], { cwd: ROOT, env, stdio: "ignore" });
 let consoleProcess: ChildProcess | null = null;
+const lbTelemetrySeq = async (lbId: string): Promise<number> => {
+  const token = readFileSync(demoTokenFile(demoStateDir(dbPath, BASE_PORT), lbId), "utf8").trim();
+  const url = `http://127.0.0.1:${BASE_PORT + 11 + ["lb-us-ashburn", "lb-eu-frankfurt", "lb-ap-seoul"].indexOf(lbId)}`;
+  const res = await request(`${url}/admin/state`, { headers: { authorization: `Bearer ${token}` } });
+  return ((await res.body.json()) as { telemetry: { lastSeq: number } }).telemetry.lastSeq;
+};
 const fleetPid = (name: string) => Number(readFileSync(join(demoStateDir(dbPath, BASE_PORT), `${name}.pid`), "utf8").split("\n")[0]);
 
 // --- the console's API --------------------------------------------------------------------------
@@ -200,7 +206,16 @@ async function main(): Promise<Record<string, unknown>> {
     const answeringMs = since(restarted);
     await login();
     await until("the fleet managed again", managed, 60_000);
-    return { downMs: 8_000, consoleAnsweringAfterRestartMs: answeringMs, fleetManagedAfterRestartMs: since(restarted) };
+    const managedMs = since(restarted);
+    // Telemetry: the restarted console reads each LB's ring again from the start (events of the
+    // outage included, while they fit in the ring); a `dropped` line would count what no longer did.
+    const lbSeqs = await Promise.all((await lbs()).map(async (lb) => [lb.id, await lbTelemetrySeq(lb.id)] as const));
+    const telemetry = await until("telemetry caught up", async () => {
+      const status = (await query<{ telemetry: { lbId: string; lastSeq: number; dropped: number }[] }>("overview.summary")).telemetry;
+      const caughtUp = lbSeqs.every(([id, seq]) => (status.find((s) => s.lbId === id)?.lastSeq ?? 0) >= seq);
+      return caughtUp ? { caughtUpMs: since(restarted), dropped: status.reduce((sum, s) => sum + s.dropped, 0) } : null;
+    });
+    return { downMs: 8_000, consoleAnsweringAfterRestartMs: answeringMs, fleetManagedAfterRestartMs: managedMs, telemetry };
   });
 
   const dbLocked = await phase("db locked", async () => {
@@ -219,7 +234,10 @@ async function main(): Promise<Record<string, unknown>> {
     db.close();
     const after = performance.now();
     const retried = await mutate("lbs.setPolicy", { id: lb.id, policy: "least-load", crossRegion: "direct" });
-    await until("the change acknowledged", async () => (await lbs()).find((x) => x.id === lb.id)?.ackedVersion === (await lbs()).find((x) => x.id === lb.id)?.configVersion);
+    await until("the change acknowledged", async () => {
+      const now = (await lbs()).find((x) => x.id === lb.id);
+      return now?.policy === "least-load" && now.ackedVersion === now.configVersion;
+    });
     await mutate("lbs.setPolicy", { id: lb.id, policy: lb.policy, crossRegion: "direct" });
     return { lockMs: 8_000, mutationDuringLock: { status, ms: mutationMs }, readDuringLock: { ok: stillReadable, ms: readMs }, mutationAfterUnlock: { status: retried, ackedMs: since(after) } };
   });
