@@ -88,7 +88,9 @@ test("an LB token rotated on the LBs page keeps the LB serving", async ({ page }
     await expect(cell).not.toHaveAttribute("data-key-id", before ?? "");
     await screenshot(page, testInfo, "lb-token-rotating");
     // The previous token is retired after the grace period (MERIDIAN_LB_TOKEN_GRACE_S in playwright.config.ts).
-    await expect.poll(async () => (await lbs()).find((row) => row.id === lb.id)?.credential, { timeout: 60_000 }).toMatchObject({ retiringKeyId: null, proven: true });
+    await expect
+      .poll(async () => (await lbs()).find((row) => row.id === lb.id)?.credential, { timeout: 60_000 })
+      .toMatchObject({ retiringKeyId: null, proven: true });
     await expect(cell).toHaveAttribute("data-retiring", "");
     await expect.poll(() => statuses.length, { timeout: 30_000 }).toBeGreaterThan(5);
   } finally {
@@ -114,7 +116,9 @@ test("a listener registered as an LB is challenged and receives no credential", 
   const id = created.data!.id;
   try {
     await expect
-      .poll(async () => (await trpcQuery<LbWithCredential[]>(page.request, "lbs.list")).find((row) => row.id === id)?.credential.error ?? "", { timeout: 30_000 })
+      .poll(async () => (await trpcQuery<LbWithCredential[]>(page.request, "lbs.list")).find((row) => row.id === id)?.credential.error ?? "", {
+        timeout: 30_000,
+      })
       .toMatch(/not a Meridian LB/);
     await expect.poll(() => seen.filter((r) => r.path.startsWith("/admin/proof")).length, { timeout: 30_000 }).toBeGreaterThan(2);
     expect(seen.filter((r) => r.authorization !== undefined)).toEqual([]);

@@ -77,7 +77,11 @@ async function until<T>(what: string, check: () => Promise<T | null | undefined 
 const children: ChildProcess[] = [];
 function startConsole(): ChildProcess {
   const next = join(ROOT, "node_modules", "next", "dist", "bin", "next");
-  const child = spawn(process.execPath, [next, "start", "-H", "127.0.0.1", "-p", String(CONSOLE_PORT)], { cwd: join(ROOT, "apps", "console"), env, stdio: "ignore" });
+  const child = spawn(process.execPath, [next, "start", "-H", "127.0.0.1", "-p", String(CONSOLE_PORT)], {
+    cwd: join(ROOT, "apps", "console"),
+    env,
+    stdio: "ignore",
+  });
   children.push(child);
   return child;
 }
@@ -94,7 +98,11 @@ const fleetPid = (name: string) => Number(readFileSync(join(demoStateDir(dbPath,
 // --- the console's API --------------------------------------------------------------------------
 let cookie = "";
 async function login(): Promise<void> {
-  const res = await request(`${CONSOLE}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "admin", password: PASSWORD }) });
+  const res = await request(`${CONSOLE}/api/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username: "admin", password: PASSWORD }),
+  });
   await res.body.dump();
   if (res.statusCode !== 200) throw new Error(`login ${res.statusCode}`);
   cookie = String(res.headers["set-cookie"]).split(";")[0] as string;
@@ -171,12 +179,19 @@ function fail(cause: string): void {
   counts.failed += 1;
   counts.byCause[cause] = (counts.byCause[cause] ?? 0) + 1;
 }
-async function phase<T extends object>(name: string, run: () => Promise<T>): Promise<T & { requests: number; failed: number; failures: Record<string, number>; ms: number }> {
+async function phase<T extends object>(
+  name: string,
+  run: () => Promise<T>,
+): Promise<T & { requests: number; failed: number; failures: Record<string, number>; ms: number }> {
   const start = { ok: counts.ok, failed: counts.failed, byCause: { ...counts.byCause } };
   const t = performance.now();
   process.stderr.write(`[faults] ${name}\n`);
   const result = await run();
-  const failures = Object.fromEntries(Object.entries(counts.byCause).map(([cause, n]) => [cause, n - (start.byCause[cause] ?? 0)]).filter(([, n]) => (n as number) > 0));
+  const failures = Object.fromEntries(
+    Object.entries(counts.byCause)
+      .map(([cause, n]) => [cause, n - (start.byCause[cause] ?? 0)])
+      .filter(([, n]) => (n as number) > 0),
+  );
   return { ...result, requests: counts.ok + counts.failed - start.ok - start.failed, failed: counts.failed - start.failed, failures, ms: since(t) };
 }
 
@@ -239,7 +254,12 @@ async function main(): Promise<Record<string, unknown>> {
       return now?.policy === "least-load" && now.ackedVersion === now.configVersion;
     });
     await mutate("lbs.setPolicy", { id: lb.id, policy: lb.policy, crossRegion: "direct" });
-    return { lockMs: 8_000, mutationDuringLock: { status, ms: mutationMs }, readDuringLock: { ok: stillReadable, ms: readMs }, mutationAfterUnlock: { status: retried, ackedMs: since(after) } };
+    return {
+      lockMs: 8_000,
+      mutationDuringLock: { status, ms: mutationMs },
+      readDuringLock: { ok: stillReadable, ms: readMs },
+      mutationAfterUnlock: { status: retried, ackedMs: since(after) },
+    };
   });
 
   const tokenRotation = await phase("token rotation", async () => {
@@ -248,7 +268,9 @@ async function main(): Promise<Record<string, unknown>> {
     const t = performance.now();
     await until("every rotation finished", async () => {
       const now = await lbs();
-      return now.every((lb) => lb.credential.keyId !== before.find((b) => b.id === lb.id)?.credential.keyId && lb.credential.retiringKeyId === null && lb.credential.proven);
+      return now.every(
+        (lb) => lb.credential.keyId !== before.find((b) => b.id === lb.id)?.credential.keyId && lb.credential.retiringKeyId === null && lb.credential.proven,
+      );
     });
     return { lbs: before.length, statuses, graceMs: 2_000, allRetiredMs: since(t) };
   });
@@ -261,7 +283,9 @@ async function main(): Promise<Record<string, unknown>> {
     const pushStatus = await mutate("lbs.setPolicy", { id: victim.id, policy: "least-load", crossRegion: "direct" });
     await until("the automatic failover", async () => (await lbs()).find((lb) => lb.id === victim.id)?.state === "failed-over", 60_000);
     const failedOverMs = since(t);
-    const entrypointMovedMs = await until("clients moved", async () => (Object.values(entrypoints).includes(`http://127.0.0.1:${BASE_PORT + 11}`) ? null : since(t)));
+    const entrypointMovedMs = await until("clients moved", async () =>
+      Object.values(entrypoints).includes(`http://127.0.0.1:${BASE_PORT + 11}`) ? null : since(t),
+    );
     process.kill(pid, "SIGCONT");
     const resumed = performance.now();
     await until("the LB answering", async () => (await lbs()).find((lb) => lb.id === victim.id)?.healthy);
@@ -273,7 +297,17 @@ async function main(): Promise<Record<string, unknown>> {
     });
     const ackedAfterResumeMs = since(resumed);
     await mutate("lbs.setPolicy", { id: victim.id, policy: victim.policy, crossRegion: "direct" });
-    return { frozenMs: since(t), failoverAfterProbes: 5, probeIntervalMs: 1_000, failedOverMs, clientsMovedMs: entrypointMovedMs, pushStatus, failback, healthyAfterResumeMs, configAckedAfterResumeMs: ackedAfterResumeMs };
+    return {
+      frozenMs: since(t),
+      failoverAfterProbes: 5,
+      probeIntervalMs: 1_000,
+      failedOverMs,
+      clientsMovedMs: entrypointMovedMs,
+      pushStatus,
+      failback,
+      healthyAfterResumeMs,
+      configAckedAfterResumeMs: ackedAfterResumeMs,
+    };
   });
 
   const rotationLbAway = await phase("rotation, LB away", async () => {
@@ -300,7 +334,9 @@ async function main(): Promise<Record<string, unknown>> {
 async function cleanUp(): Promise<void> {
   stopTraffic = true;
   for (const child of [...children, fleet]) if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-  await Promise.all([...children, fleet].map((child) => (child.exitCode === null && child.signalCode === null ? new Promise((r) => child.once("exit", r)) : null)));
+  await Promise.all(
+    [...children, fleet].map((child) => (child.exitCode === null && child.signalCode === null ? new Promise((r) => child.once("exit", r)) : null)),
+  );
   rmSync(dir, { recursive: true, force: true });
 }
 

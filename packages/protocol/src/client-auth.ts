@@ -28,7 +28,10 @@ export const ClientAuthSchema = z
     /** When true, a request without a valid key (or a peer LB's credential on a forwarded request)
      * is refused with 401. When false, a valid key is still recognised and counted. */
     required: z.boolean().default(false),
-    keys: z.array(ClientKeyEntrySchema).max(MAX_CLIENT_KEYS_PER_CONFIG).default(() => []),
+    keys: z
+      .array(ClientKeyEntrySchema)
+      .max(MAX_CLIENT_KEYS_PER_CONFIG)
+      .default(() => []),
   })
   .superRefine((auth, ctx) => {
     const seen = new Set<string>();

@@ -37,7 +37,10 @@ export const LbCredentialsUpdateSchema = z.strictObject({
   /** A new LB token to accept beside the ones held (a rotation's first step). */
   install: z.string().min(1).optional(),
   /** Key ids to stop accepting (a rotation's last step, or tokens the console no longer knows). */
-  retire: z.array(keyId).max(8).default(() => []),
+  retire: z
+    .array(keyId)
+    .max(8)
+    .default(() => []),
 });
 
 export const LbCredentialsStatusSchema = z.strictObject({

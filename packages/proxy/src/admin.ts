@@ -161,7 +161,8 @@ async function updateCredentials(req: IncomingMessage, res: ServerResponse, deps
       throw badRequest((error as Error).message, "install", "invalid_credentials");
     }
     if (outcome === "retired") throw new HttpError(409, "that token was retired on this LB", "invalid_request_error", "token_retired", "install");
-    if (outcome === "full") throw new HttpError(409, "this LB holds as many tokens as it may; retire one first", "invalid_request_error", "too_many_tokens", "install");
+    if (outcome === "full")
+      throw new HttpError(409, "this LB holds as many tokens as it may; retire one first", "invalid_request_error", "too_many_tokens", "install");
     if (outcome === "installed") logger.info({ keyIds: credentials.keyIds() }, "LB token installed");
   }
   if (retire.length > 0) {

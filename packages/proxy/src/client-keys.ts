@@ -44,9 +44,11 @@ function keyring(config: LbConfig): Map<string, KeyVerifier> {
 
 // OpenAI's own 401 bodies: type invalid_request_error, code invalid_api_key; the SDKs raise
 // AuthenticationError on the status.
-const MISSING = "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
+const MISSING =
+  "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
 const INVALID = "Incorrect API key provided. Ask the operator of this Meridian fleet for a key.";
-const refusal = (message: string) => new HttpError(401, message, "invalid_request_error", "invalid_api_key", null, { "www-authenticate": 'Bearer realm="meridian"' });
+const refusal = (message: string) =>
+  new HttpError(401, message, "invalid_request_error", "invalid_api_key", null, { "www-authenticate": 'Bearer realm="meridian"' });
 
 export function checkClient(authorization: string | undefined, hop: number, config: LbConfig, compare: DigestCompare = digestsEqual): ClientCheck {
   const { required } = config.clientAuth;

@@ -8,7 +8,10 @@ export const ProxyEnvSchema = z.object({
   /** This LB's token, as the console showed it once (mlt_…); the console's admin bearer and the
    * source of the LB's proof key and peer credential. Without it (and without a credentials file)
    * the admin API answers 401 to everyone. */
-  MERIDIAN_LB_TOKEN: z.string().regex(/^mlt_[A-Za-z0-9_-]{43}$/, { error: "expected an LB token as the console issues them (mlt_ and 43 characters)" }).optional(),
+  MERIDIAN_LB_TOKEN: z
+    .string()
+    .regex(/^mlt_[A-Za-z0-9_-]{43}$/, { error: "expected an LB token as the console issues them (mlt_ and 43 characters)" })
+    .optional(),
   /** A file whose first line is the token (instead of MERIDIAN_LB_TOKEN). */
   MERIDIAN_LB_TOKEN_FILE: z.string().min(1).optional(),
   /** Where the tokens this LB accepts are persisted (default: beside the state file). */

@@ -59,7 +59,10 @@ test("settings validation names the field (process settings and env)", () => {
   writeFileSync(tokenFile, `${token}\n`);
   assert.equal(loadSettings({ env: readProxyEnv({ MERIDIAN_LB_TOKEN_FILE: tokenFile }), configPath: path }).token, token);
   writeFileSync(tokenFile, "not a token\n");
-  assert.throws(() => loadSettings({ env: readProxyEnv({ MERIDIAN_LB_TOKEN_FILE: tokenFile }), configPath: path }), /MERIDIAN_LB_TOKEN_FILE: .* does not hold an LB token/);
+  assert.throws(
+    () => loadSettings({ env: readProxyEnv({ MERIDIAN_LB_TOKEN_FILE: tokenFile }), configPath: path }),
+    /MERIDIAN_LB_TOKEN_FILE: .* does not hold an LB token/,
+  );
   assert.equal(loaded.lbConfig.version, 3);
   const inline = loadSettings({ env: readProxyEnv({ MERIDIAN_LB_CONFIG_JSON: JSON.stringify(goodConfig), MERIDIAN_LB_PORT: "5555" }) });
   assert.equal(inline.process.port, 5555);

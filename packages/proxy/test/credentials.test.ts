@@ -126,7 +126,8 @@ test("a token rotation keeps client traffic and peer polls going, and a restart 
   let euConfig: LbConfigInput = lbConfig("lb-eu", "eu-frankfurt", [engine]);
   let us = await startLb(usConfig, { token: oldToken, settings: { stateFile } });
   const eu = await startLb(euConfig, { token: euToken });
-  const push = async (lb: RunningProxy, token: string, config: LbConfigInput) => assert.equal((await call(lb, "PUT", "/admin/config", token, config)).status, 200);
+  const push = async (lb: RunningProxy, token: string, config: LbConfigInput) =>
+    assert.equal((await call(lb, "PUT", "/admin/config", token, config)).status, 200);
   const euSees = (hashes: string[]) => ({ id: "lb-us", url: us.url, region: "us-ashburn", credentialHashes: hashes });
   try {
     usConfig = { ...usConfig, version: 2, peers: [{ id: "lb-eu", url: eu.url, region: "eu-frankfurt", credentialHashes: [peerCredentialHash(euToken)] }] };

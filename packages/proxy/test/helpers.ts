@@ -64,7 +64,12 @@ export function lbConfig(lbId: string, region: Region, engines: readonly Engine[
 
 /** A peer entry for an LB's config, with the hash of the credential that peer polls with (the
  * console puts it there; see docs/ARCHITECTURE.md, "LB credentials"). */
-export function peerEntry(lb: { url: string }, id: string, region: string, token = TOKEN): { id: string; url: string; region: string; credentialHashes: string[] } {
+export function peerEntry(
+  lb: { url: string },
+  id: string,
+  region: string,
+  token = TOKEN,
+): { id: string; url: string; region: string; credentialHashes: string[] } {
   return { id, url: lb.url, region, credentialHashes: [peerCredentialHash(token)] };
 }
 

@@ -4,7 +4,20 @@ import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
 import type { LbState } from "@meridian/protocol";
 import type { RunningProxy } from "../src/index";
-import { adminGet, adminPutConfig, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, servedBy, startEngine, startLb, waitFor, peerEntry, type Engine } from "./helpers";
+import {
+  adminGet,
+  adminPutConfig,
+  chatBody,
+  DEMO_ENGINE_PARAMS,
+  lbConfig,
+  post,
+  servedBy,
+  startEngine,
+  startLb,
+  waitFor,
+  peerEntry,
+  type Engine,
+} from "./helpers";
 
 // Long replies keep the peer's requests in flight while we look.
 const SLOW = { ...DEMO_ENGINE_PARAMS, itlBaseMs: 20, maxOutputTokens: 150 };

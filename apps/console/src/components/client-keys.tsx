@@ -54,8 +54,8 @@ function CreateKeyForm({ regions }: { regions: Listing["regions"] }) {
     <>
       {created ? (
         <SecretOnce title={`Key "${created.name}" for ${created.region}`} secret={created.key} onDone={() => setCreated(null)} testId="key-created">
-          Give it to the client: the <span className="mono">openai</span> SDKs send it as <span className="mono">Authorization: Bearer</span>. It also
-          reads <span className="mono">/api/entrypoints</span>.
+          Give it to the client: the <span className="mono">openai</span> SDKs send it as <span className="mono">Authorization: Bearer</span>. It also reads{" "}
+          <span className="mono">/api/entrypoints</span>.
         </SecretOnce>
       ) : null}
       <form className="inline-form" onSubmit={submit} data-testid="key-create-form">

@@ -50,7 +50,13 @@ export function LbTokenActions({ lb }: { lb: LbRow }) {
   const busy = rotate.isPending || issue.isPending;
   return (
     <div className="row-actions action-line">
-      <ConfirmButton label="Rotate token" tone="warn" disabled={busy || lb.credential.keyId === null} onConfirm={() => rotate.mutate({ id: lb.id })} testId={`lb-rotate-${lb.name}`} />
+      <ConfirmButton
+        label="Rotate token"
+        tone="warn"
+        disabled={busy || lb.credential.keyId === null}
+        onConfirm={() => rotate.mutate({ id: lb.id })}
+        testId={`lb-rotate-${lb.name}`}
+      />
       <ConfirmButton label="Issue new token" tone="warn" disabled={busy} onConfirm={() => issue.mutate({ id: lb.id })} testId={`lb-issue-token-${lb.name}`} />
       <ErrorText error={rotate.error ?? issue.error} testId={`lb-token-action-error-${lb.name}`} />
       {issued ? <LbTokenOnce token={issued} onDone={() => setIssued(null)} testId={`lb-issued-token-${lb.name}`} /> : null}
@@ -61,8 +67,8 @@ export function LbTokenActions({ lb }: { lb: LbRow }) {
 export function LbTokenOnce({ token, onDone, testId }: { token: string; onDone: () => void; testId: string }) {
   return (
     <SecretOnce title="LB token" secret={token} onDone={onDone} testId={testId}>
-      Start the LB with <span className="mono">MERIDIAN_LB_TOKEN</span> set to it (or a file named by{" "}
-      <span className="mono">MERIDIAN_LB_TOKEN_FILE</span>). Until the LB proves it holds it, the console sends it nothing and no LB polls it.
+      Start the LB with <span className="mono">MERIDIAN_LB_TOKEN</span> set to it (or a file named by <span className="mono">MERIDIAN_LB_TOKEN_FILE</span>).
+      Until the LB proves it holds it, the console sends it nothing and no LB polls it.
     </SecretOnce>
   );
 }

@@ -6,7 +6,19 @@ import type { ReactNode } from "react";
  * do with it, and a Done button that drops it from the page. The server keeps no copy it could show
  * again (client keys: only a hash; LB tokens: only for presenting to that LB).
  */
-export function SecretOnce({ title, secret, children, onDone, testId }: { title: string; secret: string; children: ReactNode; onDone: () => void; testId: string }) {
+export function SecretOnce({
+  title,
+  secret,
+  children,
+  onDone,
+  testId,
+}: {
+  title: string;
+  secret: string;
+  children: ReactNode;
+  onDone: () => void;
+  testId: string;
+}) {
   return (
     <div className="secret-once" role="status" data-testid={testId}>
       <div className="strong">{title}</div>

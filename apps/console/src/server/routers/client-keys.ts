@@ -11,9 +11,7 @@ const keyId = z.string().regex(/^[0-9a-f]{12}$/, { error: "a client key id is 12
 
 export const clientKeysRouter = {
   list: viewerProcedure.query(({ ctx }) => call(() => listClientKeys(ctx.rt))),
-  create: operatorProcedure
-    .input(z.object({ region: regionName, name }))
-    .mutation(({ ctx, input }) => call(() => createClientKey(ctx.rt, ctx.actor, input))),
+  create: operatorProcedure.input(z.object({ region: regionName, name })).mutation(({ ctx, input }) => call(() => createClientKey(ctx.rt, ctx.actor, input))),
   revoke: operatorProcedure.input(z.object({ id: keyId })).mutation(({ ctx, input }) => call(() => revokeClientKey(ctx.rt, ctx.actor, input))),
   setRequired: operatorProcedure
     .input(z.object({ region: regionName, required: z.boolean() }))

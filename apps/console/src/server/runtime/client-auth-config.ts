@@ -9,7 +9,15 @@ import type { ClientAuth } from "@meridian/protocol";
 import { clientKeys, entrypoints, regions, type Db, type LoadBalancerRow } from "@meridian/db";
 
 export function clientAuthFor(db: Pick<Db, "select">, lb: Pick<LoadBalancerRow, "id" | "regionId">, regionNames: Map<string, string>): ClientAuth {
-  const served = new Set([lb.regionId, ...db.select().from(entrypoints).where(eq(entrypoints.lbId, lb.id)).all().map((e) => e.regionId)]);
+  const served = new Set([
+    lb.regionId,
+    ...db
+      .select()
+      .from(entrypoints)
+      .where(eq(entrypoints.lbId, lb.id))
+      .all()
+      .map((e) => e.regionId),
+  ]);
   const keys = db
     .select()
     .from(clientKeys)

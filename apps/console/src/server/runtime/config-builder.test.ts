@@ -27,7 +27,10 @@ describe("LB configs", () => {
   });
 
   test("direct: every replica is a candidate; via-peer: only local ones; peers are the other (proven) LBs", () => {
-    h.rt.db.insert(lbProofs).values({ lbId: "lb-eu", adminBase: "http://127.0.0.1:1/eu", keyId: lbKeyId(TEST_TOKEN), provenAt: 1 }).run();
+    h.rt.db
+      .insert(lbProofs)
+      .values({ lbId: "lb-eu", adminBase: "http://127.0.0.1:1/eu", keyId: lbKeyId(TEST_TOKEN), provenAt: 1 })
+      .run();
     const direct = buildLbConfig(h.rt.db, "lb-us", 1)!;
     assert.deepEqual(direct.peers[0]?.credentialHashes, [peerCredentialHash(TEST_TOKEN)], "lb-eu's peer credential, hashed");
     assert.deepEqual(

@@ -157,7 +157,14 @@ export class CredentialKeeper {
         .set({ state: "current" })
         .where(and(eq(lbTokens.lbId, lbId), eq(lbTokens.state, "pending")))
         .run();
-      recordAudit(tx, SYSTEM_CREDENTIALS, "lb.token.activate", `lb:${lbId}`, { current: previousKeyId }, { current: nextKeyId, retiring: previousKeyId, retireAt });
+      recordAudit(
+        tx,
+        SYSTEM_CREDENTIALS,
+        "lb.token.activate",
+        `lb:${lbId}`,
+        { current: previousKeyId },
+        { current: nextKeyId, retiring: previousKeyId, retireAt },
+      );
     });
     this.deps.log.info({ lbId, keyId: nextKeyId, retiring: previousKeyId, retireAt }, "LB token rotated; the previous one is accepted until retireAt");
     this.signal.wake();

@@ -8,9 +8,7 @@ import { request, type Dispatcher } from "undici";
 import { safeParseLbProof } from "@meridian/protocol";
 import { newNonce, verifyProof } from "@meridian/protocol/credentials";
 
-export type ChallengeResult =
-  | { ok: true; keyId: string; held: string[] }
-  | { ok: false; error: string; held: string[]; answered: boolean };
+export type ChallengeResult = { ok: true; keyId: string; held: string[] } | { ok: false; error: string; held: string[]; answered: boolean };
 
 export async function challengeLb(
   dispatcher: Dispatcher,

@@ -26,7 +26,9 @@ async function startListener(relayTo?: string): Promise<{ url: string; requests:
     requests.push({ path: req.url ?? "/", ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
     req.resume();
     if (relayTo && req.url?.startsWith("/admin/proof")) {
-      void request(`${relayTo}${req.url}`).then(async (answer) => res.writeHead(answer.statusCode, { "content-type": "application/json" }).end(await answer.body.text()));
+      void request(`${relayTo}${req.url}`).then(async (answer) =>
+        res.writeHead(answer.statusCode, { "content-type": "application/json" }).end(await answer.body.text()),
+      );
       return;
     }
     res.writeHead(200, { "content-type": "application/json" }).end("{}");
@@ -82,8 +84,15 @@ describe("LB credentials at the console", () => {
 
   test("the real LBs prove themselves, get their configs and list each other as peers", async () => {
     await waitFor(() => real.us!.version > 0 && real.eu!.version > 0, 10_000, "configs acknowledged");
-    await waitFor(() => latestConfig(h, "lb-us")?.peers.some((p) => p.id === "lb-eu") && real.us!.configs.at(-1)?.peers.some((p) => p.id === "lb-eu"), 10_000, "lb-eu a peer of lb-us");
-    assert.ok(real.us!.authorizations.every((a) => a === `Bearer ${tokens.us}`), "lb-us only ever got its own token");
+    await waitFor(
+      () => latestConfig(h, "lb-us")?.peers.some((p) => p.id === "lb-eu") && real.us!.configs.at(-1)?.peers.some((p) => p.id === "lb-eu"),
+      10_000,
+      "lb-eu a peer of lb-us",
+    );
+    assert.ok(
+      real.us!.authorizations.every((a) => a === `Bearer ${tokens.us}`),
+      "lb-us only ever got its own token",
+    );
     assert.ok(real.eu!.authorizations.every((a) => a === `Bearer ${tokens.eu}`));
     const views = new Map(listLbs(h.rt).map((lb) => [lb.name, lb.credential]));
     assert.equal(views.get("lb-us")?.proven, true);
@@ -101,7 +110,10 @@ describe("LB credentials at the console", () => {
         [],
         "no Authorization header ever reached it",
       );
-      assert.ok(listener.requests.every((r) => r.path === "/health" || r.path.startsWith("/admin/proof?nonce=")), JSON.stringify(listener.requests.slice(0, 5)));
+      assert.ok(
+        listener.requests.every((r) => r.path === "/health" || r.path.startsWith("/admin/proof?nonce=")),
+        JSON.stringify(listener.requests.slice(0, 5)),
+      );
     }
     for (const lbId of ["lb-us", "lb-eu"]) {
       const peers = latestConfig(h, lbId)?.peers.map((p) => p.id) ?? [];
@@ -111,14 +123,27 @@ describe("LB credentials at the console", () => {
     assert.match(views.get("lb-impostor")?.error ?? "", /not a Meridian LB|lbProof/);
     assert.match(views.get("lb-relay")?.error ?? "", /is "lb-us", not "lb-relay"/);
     assert.match(views.get("lb-twin")?.error ?? "", /is "lb-us", not "lb-twin"/);
-    assert.ok(real.us!.authorizations.every((a) => a === `Bearer ${tokens.us}`), "lb-twin's token never reached lb-us's URL");
+    assert.ok(
+      real.us!.authorizations.every((a) => a === `Bearer ${tokens.us}`),
+      "lb-twin's token never reached lb-us's URL",
+    );
   });
 
   test("a newly issued token leaves the LB unmanaged until it holds it; then the console retires the old one on it", async () => {
     const issued = issueLbToken(h.rt, OPERATOR, { id: "lb-eu" });
     assert.notEqual(issued.token, tokens.eu);
-    await waitFor(() => listLbs(h.rt).find((lb) => lb.id === "lb-eu")?.credential.error?.includes("does not hold token"), 10_000, "the proof to fail");
-    assert.ok(real.eu!.authorizations.every((a) => a !== `Bearer ${issued.token}`), "the new token is not sent before the LB proves it");
+    await waitFor(
+      () =>
+        listLbs(h.rt)
+          .find((lb) => lb.id === "lb-eu")
+          ?.credential.error?.includes("does not hold token"),
+      10_000,
+      "the proof to fail",
+    );
+    assert.ok(
+      real.eu!.authorizations.every((a) => a !== `Bearer ${issued.token}`),
+      "the new token is not sent before the LB proves it",
+    );
     // The operator restarts lb-eu with the new token; its credentials file still has the old one.
     real.eu!.tokens = [issued.token, tokens.eu!];
     await waitFor(

@@ -35,7 +35,14 @@ describe("token rotation against a real LB", () => {
 
   before(async () => {
     h = createHarness({ newLbToken: generateLbToken, healthIntervalMs: 100, tokenGraceMs: 300 });
-    engine = await startEngineServer({ port: 0, id: "us-1", region: "us-ashburn", model: MODEL, dialect: "sglang", rttMatrix: { "us-ashburn": { "us-ashburn": 1 } } });
+    engine = await startEngineServer({
+      port: 0,
+      id: "us-1",
+      region: "us-ashburn",
+      model: MODEL,
+      dialect: "sglang",
+      rttMatrix: { "us-ashburn": { "us-ashburn": 1 } },
+    });
     const port = await freePort();
     createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
     firstToken = createLb(h.rt, OPERATOR, { name: "lb-us", url: `http://127.0.0.1:${port}`, region: "us-ashburn" }, "lb-us").token;
@@ -71,10 +78,14 @@ describe("token rotation against a real LB", () => {
       }
     })();
     const { keyId } = rotateLbToken(h.rt, OPERATOR, { id: "lb-us" });
-    await waitFor(() => {
-      const credential = listLbs(h.rt)[0]?.credential;
-      return credential?.keyId === keyId && credential.retiringKeyId === null && credential.proven;
-    }, 15_000, "the rotation finished (activated, the old token retired)");
+    await waitFor(
+      () => {
+        const credential = listLbs(h.rt)[0]?.credential;
+        return credential?.keyId === keyId && credential.retiringKeyId === null && credential.proven;
+      },
+      15_000,
+      "the rotation finished (activated, the old token retired)",
+    );
     // The LB now holds only the new token, and the console still manages it with it.
     const proof = (await (await request(`${lb.url}/admin/proof?nonce=${newNonce()}`)).body.json()) as { proofs: { keyId: string }[] };
     assert.deepEqual(

@@ -59,7 +59,11 @@ export function listClientKeys(rt: ServiceRuntime): { regions: ClientKeyRegionVi
 }
 
 /** Creates a key for a region; `key` is shown to the operator once and never again. */
-export function createClientKey(rt: ServiceRuntime, actor: Actor, input: { region: string; name: string }): { id: string; name: string; region: string; key: string } {
+export function createClientKey(
+  rt: ServiceRuntime,
+  actor: Actor,
+  input: { region: string; name: string },
+): { id: string; name: string; region: string; key: string } {
   const created = rt.db.transaction((tx) => {
     const region = requireRegion(tx, input.region);
     const active = tx
@@ -68,7 +72,8 @@ export function createClientKey(rt: ServiceRuntime, actor: Actor, input: { regio
       .where(and(eq(clientKeys.regionId, region.id), isNull(clientKeys.revokedAt)))
       .all();
     if (active.some((k) => k.name === input.name)) throw conflict(`region "${region.name}" already has an active key named "${input.name}"`);
-    if (active.length >= MAX_ACTIVE_KEYS_PER_REGION) throw busy(`region "${region.name}" has ${active.length} active keys, the most it may have; revoke one first`);
+    if (active.length >= MAX_ACTIVE_KEYS_PER_REGION)
+      throw busy(`region "${region.name}" has ${active.length} active keys, the most it may have; revoke one first`);
     let id = newClientKeyId();
     while (tx.select().from(clientKeys).where(eq(clientKeys.id, id)).get()) id = newClientKeyId();
     const key = generateClientKey(id);

@@ -22,7 +22,11 @@ function isDatabaseBusy(error: unknown): boolean {
 function toTRPCError(error: unknown): unknown {
   if (error instanceof DomainError) return new TRPCError({ code: CODES[error.kind], message: error.message, cause: error });
   if (isDatabaseBusy(error)) {
-    return new TRPCError({ code: "SERVICE_UNAVAILABLE", message: "the console's database is locked by another process; nothing was changed, retry in a moment", cause: error });
+    return new TRPCError({
+      code: "SERVICE_UNAVAILABLE",
+      message: "the console's database is locked by another process; nothing was changed, retry in a moment",
+      cause: error,
+    });
   }
   return error;
 }
