@@ -27,7 +27,7 @@ export interface EntranceDeps {
   clientMetrics: ClientMetrics;
 }
 
-export function hopOf(req: IncomingMessage): number {
+function hopOf(req: IncomingMessage): number {
   const header = req.headers["x-meridian-hop"];
   return typeof header === "string" && Number(header) >= 1 ? 1 : 0;
 }

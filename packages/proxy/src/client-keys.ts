@@ -19,7 +19,7 @@ export interface ClientIdentity {
   keyName: string;
 }
 
-export const ANONYMOUS: ClientIdentity = Object.freeze({ keyId: "anonymous", keyName: "" });
+const ANONYMOUS: ClientIdentity = Object.freeze({ keyId: "anonymous", keyName: "" });
 
 export type ClientCheck =
   | { ok: true; identity: ClientIdentity; forwardAuthorization: string | null }

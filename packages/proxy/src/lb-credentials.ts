@@ -11,7 +11,7 @@ import { z } from "zod";
 import { deriveLbKey, digestsEqual, proofMac, type LbKeyMaterial } from "@meridian/protocol/credentials";
 
 /** Tokens held at once: a rotation needs two; the rest is slack for an operator's reset. */
-export const MAX_HELD_KEYS = 8;
+const MAX_HELD_KEYS = 8;
 /** Retired key ids remembered, so an old token in the environment is not taken back. */
 const MAX_RETIRED_REMEMBERED = 64;
 

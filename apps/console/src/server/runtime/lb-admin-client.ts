@@ -57,7 +57,7 @@ export interface LbAdminClientOptions {
 
 /** Thrown (telemetry) or reported (other calls) when the console will not present the LB's token.
  * `answered`: something answered the challenge (as opposed to nothing listening). */
-export class UnprovenLbError extends Error {
+class UnprovenLbError extends Error {
   override name = "UnprovenLbError";
   constructor(
     message: string,
