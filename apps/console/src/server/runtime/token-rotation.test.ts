@@ -3,7 +3,6 @@
 // old one after the grace period, keeps managing the LB, and no client request fails (issue 13
 // item 13, "rotation keeps serving").
 import { strict as assert } from "node:assert";
-import { createServer } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
 import { request } from "undici";
@@ -15,17 +14,10 @@ import { createLb, listLbs, setPolicy } from "../services/lbs";
 import { rotateLbToken } from "../services/lb-tokens";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
+import { freePort } from "../testing/free-port";
 import { createHarness, OPERATOR, waitFor, type Harness } from "../testing/harness";
 
 const MODEL = "meridian-sim-8b";
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe("token rotation against a real LB", () => {
   let h: Harness;
