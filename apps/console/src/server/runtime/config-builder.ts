@@ -5,9 +5,10 @@ import "server-only";
 import { eq } from "drizzle-orm";
 import { POLICY_NAMES, type PolicyName } from "@meridian/routing";
 import { LB_CONFIG_SCHEMA, parseLbConfig, type LbConfig } from "@meridian/protocol";
-import { lbProofs, loadBalancers, replicas, type Db } from "@meridian/db";
+import { loadBalancers, replicas, type Db } from "@meridian/db";
 import { regionNamesById } from "../region-names";
 import { clientAuthFor } from "./client-auth-config";
+import { provenLbIds } from "./lb-proof-rows";
 import { peerCredentialHashes } from "./lb-token-rows";
 
 /** The LB that serves a replica as local: the failover target while re-homed, else its home. */
@@ -38,20 +39,14 @@ export function buildLbConfig(db: Pick<Db, "select">, lbId: string, version: num
   const regionNames = regionNamesById(db);
   const allReplicas = db.select().from(replicas).orderBy(replicas.id).all();
   const chosen = lb.crossRegion === "via-peer" ? allReplicas.filter((r) => effectiveHome(r) === lb.id) : allReplicas;
-  const provenAt = new Map(
-    db
-      .select()
-      .from(lbProofs)
-      .all()
-      .map((p) => [p.lbId, p.adminBase]),
-  );
+  const proven = provenLbIds(db);
   const hashes = peerCredentialHashes(db);
   const peers = db
     .select()
     .from(loadBalancers)
     .orderBy(loadBalancers.id)
     .all()
-    .filter((peer) => peer.id !== lb.id && peer.state !== "failed-over" && provenAt.get(peer.id) === (peer.adminUrl ?? peer.url));
+    .filter((peer) => peer.id !== lb.id && peer.state !== "failed-over" && proven.has(peer.id));
   return parseLbConfig({
     schema: LB_CONFIG_SCHEMA,
     version,

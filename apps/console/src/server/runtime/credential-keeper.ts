@@ -1,7 +1,8 @@
 // CredentialKeeper: carries each LB's token rotation through and keeps the proof record
 // (docs/ARCHITECTURE.md, "LB credentials"). On every tick (and when woken), per LB:
-// 1. A new proof at the LB's admin URL is persisted in lb_proofs, and the LB joins its peers'
-//    configs; an answer that fails the proof removes it from them (something else listens there).
+// 1. A new proof at the LB's admin URL is persisted in lb_proofs (as soon as the challenge is
+//    answered), and the LB joins its peers' configs and may be a failover target; an answer that
+//    fails the proof removes it from them (something else listens there).
 // 2. A `pending` token is installed on the LB (POST /admin/credentials, with the current token);
 //    once the LB holds it, it becomes `current` and the old one `retiring` for the grace period, during
 //    which the LB accepts both, so nothing in flight is refused.
@@ -42,7 +43,17 @@ export class CredentialKeeper {
   private running = false;
 
   constructor(private readonly deps: CredentialKeeperDeps) {
-    deps.proofs.onRecord(() => this.signal.wake());
+    // Persisted as soon as the challenge is answered: failover and the peer lists read lb_proofs.
+    deps.proofs.onRecord((lbId) => {
+      if (!this.running) return;
+      try {
+        const lb = deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+        if (lb) this.recordProof(lb);
+      } catch (error) {
+        deps.log.error({ lbId, err: error }, "recording an LB's proof failed");
+      }
+      this.signal.wake();
+    });
   }
 
   start(): void {
@@ -64,11 +75,11 @@ export class CredentialKeeper {
     return this.status.get(lbId) ?? { lastError: null, lastAttemptAt: null };
   }
 
-  /** One pass over every LB (tests call it to step the keeper). */
+  /** One pass over every LB; it ends early once the keeper is stopped (the database may be closing). */
   async tick(): Promise<void> {
     for (const lb of this.deps.db.select().from(loadBalancers).all()) {
+      if (!this.running) return;
       try {
-        this.recordProof(lb);
         await this.advance(lb);
       } catch (error) {
         this.deps.log.error({ lbId: lb.id, err: error }, "credential step failed");
@@ -78,7 +89,12 @@ export class CredentialKeeper {
 
   private async run(): Promise<void> {
     while (this.running) {
-      await this.tick();
+      try {
+        await this.tick();
+      } catch (error) {
+        // The database went away (shutdown) or failed for a moment: try again next round.
+        if (this.running) this.deps.log.error({ err: error }, "credential round failed");
+      }
       await this.signal.wait(this.deps.intervalMs ?? 2_000);
     }
   }

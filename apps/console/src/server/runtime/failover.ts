@@ -12,6 +12,7 @@ import { type Actor, recordAudit } from "../audit-trail";
 import { notFound, precondition } from "../errors";
 import type { ConfigPublisher } from "./config-publisher";
 import type { LbHealthBook } from "./lb-health";
+import { provenLbIds } from "./lb-proof-rows";
 
 /** What failover uses, and nothing else. */
 export interface FailoverDeps {
@@ -48,15 +49,17 @@ export class FailoverService {
     return Math.min(...rows.map((r) => r.rttMs));
   }
 
-  /** The nearest LB that is healthy (state and, when probed, its last probe), or null. */
+  /** The nearest LB that is healthy (state and, when probed, its last probe) and has proved it holds
+   * its token at its URL (lb-proof-rows.ts), or null. */
   nearestHealthy(lb: LoadBalancerRow): LoadBalancerRow | null {
     const regionName = regionNamesById(this.deps.db);
     const from = regionName.get(lb.regionId) ?? lb.regionId;
+    const proven = provenLbIds(this.deps.db);
     const candidates = this.deps.db
       .select()
       .from(loadBalancers)
       .all()
-      .filter((other) => other.id !== lb.id && other.state === "healthy" && this.deps.book.isHealthy(other.id) !== false)
+      .filter((other) => other.id !== lb.id && other.state === "healthy" && this.deps.book.isHealthy(other.id) !== false && proven.has(other.id))
       .map((other) => ({ other, rtt: this.rttBetween(from, regionName.get(other.regionId) ?? other.regionId) ?? Number.POSITIVE_INFINITY }))
       .sort((a, b) => a.rtt - b.rtt || a.other.name.localeCompare(b.other.name));
     return candidates[0]?.other ?? null;
@@ -74,8 +77,8 @@ export class FailoverService {
         const selfHealthy = lb.state === "healthy" && this.deps.book.isHealthy(lb.id) !== false;
         throw precondition(
           selfHealthy
-            ? `cannot fail over "${lb.name}": it is the only healthy load balancer, so no other LB can take its replicas and entrypoint`
-            : `cannot fail over "${lb.name}": no other load balancer is healthy to take its replicas and entrypoint`,
+            ? `cannot fail over "${lb.name}": it is the only healthy load balancer (that has proved it holds its token), so no other LB can take its replicas and entrypoint`
+            : `cannot fail over "${lb.name}": no other load balancer is healthy (and has proved it holds its token) to take its replicas and entrypoint`,
         );
       }
       // Replicas served by the failed LB: its own, and any it had taken over from an earlier failover.
