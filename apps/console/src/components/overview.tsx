@@ -5,7 +5,8 @@ import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { fmtMs, fmtNum, fmtPct, fmtWeight } from "../lib/format";
 import { RequestsChart, TtftChart } from "./charts";
-import { HealthBadge, PageHeader, Panel, QueryView, ShareBar, Stat, StateBadge } from "./ui";
+import { EntrypointAlarms } from "./entrypoints";
+import { HealthBadge, LbStatusBadge, PageHeader, Panel, QueryView, ShareBar, Stat, StateBadge } from "./ui";
 
 export function OverviewPage() {
   const trpc = useTRPC();
@@ -28,6 +29,7 @@ export function OverviewPage() {
           const last = d.ttftSeries.findLast((p) => p.p50 != null || p.p95 != null);
           return (
             <>
+              <EntrypointAlarms entrypoints={d.entrypoints} />
               <div className="stats">
                 <Stat label="Requests/s" value={fmtNum(d.rps, 1)} testId="stat-rps" />
                 <Stat label="Error rate" value={fmtPct(d.errorRate, 2)} testId="stat-error-rate" tone={d.errorRate > 0.01 ? "bad" : undefined} />
@@ -74,7 +76,7 @@ export function OverviewPage() {
                                 <Link href={`/lbs#${lb.id}`}>{lb.name}</Link>
                               </td>
                               <td>
-                                <StateBadge state={lb.state} />
+                                <LbStatusBadge lb={lb} />
                               </td>
                               <td className="mono">{lb.policy}</td>
                               <td>{lb.crossRegion}</td>

@@ -72,6 +72,10 @@ function AddReplicaForm({ onDone }: { onDone: () => void }) {
   const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [k]: e.target.value }));
   // Default the home LB to the one in the chosen region: replicas are normally owned by their region's LB.
   const lbsInRegion = (lbs.data ?? []).filter((lb) => !form.region || lb.region === form.region);
+  // The server writes the region's default home into the replica; name it so the choice is visible.
+  const defaultHomeId = (regions.data ?? []).find((r) => r.name === form.region)?.defaultHomeLbId ?? null;
+  const defaultHomeName = defaultHomeId === null ? null : ((lbs.data ?? []).find((lb) => lb.id === defaultHomeId)?.name ?? defaultHomeId);
+  const defaultLabel = !form.region ? "default (region's LB)" : defaultHomeName ? `default: ${defaultHomeName}` : "default: none (no LB in region yet)";
 
   function submit(e: FormEvent) {
     e.preventDefault();
@@ -118,7 +122,7 @@ function AddReplicaForm({ onDone }: { onDone: () => void }) {
       <label>
         Home LB
         <select value={form.homeLbId} onChange={set("homeLbId")} data-testid="replica-add-home-lb">
-          <option value="">default (region&apos;s LB)</option>
+          <option value="">{defaultLabel}</option>
           {lbsInRegion.map((lb) => (
             <option key={lb.id} value={lb.id}>
               {lb.name}
@@ -202,7 +206,12 @@ export function ReplicasPage() {
                       <td className="nowrap">
                         <div>{r.region}</div>
                         <div className="muted small">
-                          <span data-testid={`replica-home-${r.name}`}>{r.homeLbName ?? r.homeLbId ?? "—"}</span>
+                          <span
+                            data-testid={`replica-home-${r.name}`}
+                            title={r.homeLbId === null ? "no LB in its region yet; the first LB created there takes it" : undefined}
+                          >
+                            {r.homeLbName ?? r.homeLbId ?? "no home LB"}
+                          </span>
                           {r.rehomed ? (
                             <>
                               {" "}

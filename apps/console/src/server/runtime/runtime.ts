@@ -8,8 +8,11 @@
 import "server-only";
 import pino, { type Logger } from "pino";
 import { migrate, type Db } from "@meridian/db";
+import { SYSTEM_CONSOLE } from "../audit-trail";
+import { assignDefaultHomes } from "../services/home-lb";
 import { AutoFailback } from "./auto-failback";
 import { ConfigPublisher } from "./config-publisher";
+import { EntrypointResolver } from "./entrypoint-resolver";
 import { defaultSimCommand, ExperimentRunner, type SimCommand } from "./experiment-runner";
 import { FailoverService } from "./failover";
 import { HealthMonitor } from "./health-monitor";
@@ -44,6 +47,7 @@ export class ConsoleRuntime {
   readonly tuners: TunerService;
   readonly failover: FailoverService;
   readonly autoFailback: AutoFailback;
+  readonly entrypoints: EntrypointResolver;
   readonly experiments: ExperimentRunner;
   private started = false;
 
@@ -59,11 +63,13 @@ export class ConsoleRuntime {
     const telemetry = new TelemetryHub({ db, log, lbClient });
     const failover = new FailoverService({ db, log, book: this.lbHealth, publisher });
     const autoFailback = new AutoFailback({ log, failover, healthyForMs: options.autoFailbackAfterMs ?? 0 });
+    const entrypoints = new EntrypointResolver({ db, log, book: this.lbHealth });
     this.lbClient = lbClient;
     this.publisher = publisher;
     this.telemetry = telemetry;
     this.failover = failover;
     this.autoFailback = autoFailback;
+    this.entrypoints = entrypoints;
     this.tuners = new TunerService({ db, log, telemetry, publisher });
     this.health = new HealthMonitor({
       db,
@@ -74,6 +80,7 @@ export class ConsoleRuntime {
       telemetry,
       failover,
       autoFailback,
+      entrypoints,
       replicaWarnings: new ReplicaWarningLog(log),
       intervalMs: options.healthIntervalMs,
       failoverAfter: options.failoverAfter,
@@ -96,6 +103,8 @@ export class ConsoleRuntime {
   start(): void {
     if (this.started) return;
     this.started = true;
+    // Replicas an older console created without a home LB get their region's default now.
+    assignDefaultHomes(this.db, SYSTEM_CONSOLE);
     this.experiments.recoverInterrupted();
     this.telemetry.start();
     // Tuners first: they register for new config versions before the publisher's first pushes.

@@ -79,7 +79,10 @@ describe("topology services", () => {
     const [replica] = listReplicas(h.rt);
     assert.equal(replica?.url, "http://127.0.0.1:9", "trailing slash trimmed");
     assert.equal(replica?.homeLbName, "lb-us");
-    assert.deepEqual(entrypointMap(h.rt), { "us-ashburn": { lbId: "lb-us", url: lb.url } });
+    assert.deepEqual(
+      Object.entries(entrypointMap(h.rt)).map(([region, e]) => [region, e.lbId, e.url, e.status]),
+      [["us-ashburn", "lb-us", lb.url, "assigned"]],
+    );
   });
 
   test("the LB receives versioned configs with its replicas, policy and state changes", async () => {
