@@ -4,6 +4,7 @@ import Link from "next/link";
 import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { fmtMs, fmtNum, fmtPct, fmtWeight } from "../lib/format";
+import { REPLICA_STATS_WINDOW_MS, windowLabel } from "../lib/stats-windows";
 import { RequestsChart, TtftChart } from "./charts";
 import { EntrypointAlarms } from "./entrypoints";
 import { HealthBadge, LbStatusBadge, PageHeader, Panel, QueryView, ShareBar, Stat, StateBadge } from "./ui";
@@ -98,7 +99,9 @@ export function OverviewPage() {
                             <th>Replica</th>
                             <th>State</th>
                             <th>Health</th>
-                            <th>Share</th>
+                            <th title={`Share of the requests routed over the last ${windowLabel(REPLICA_STATS_WINDOW_MS)} (a trailing window)`}>
+                              Share, {windowLabel(REPLICA_STATS_WINDOW_MS)}
+                            </th>
                           </tr>
                         </thead>
                         <tbody>
@@ -112,7 +115,7 @@ export function OverviewPage() {
                                 <HealthBadge healthy={r.healthy} />
                               </td>
                               <td className="share-cell">
-                                <ShareBar fraction={r.share} testId={`overview-share-${r.name}`} />
+                                <ShareBar fraction={r.share} testId={`overview-share-${r.name}`} muted={r.state !== "enabled"} />
                               </td>
                             </tr>
                           ))}

@@ -174,9 +174,10 @@ export function LbStatusBadge({
 }
 
 /** Share of requests as a bar, so a replica that concentrates traffic stands out in a column scan. */
-export function ShareBar({ fraction, testId }: { fraction: number | null | undefined; testId?: string }) {
+/** `muted`: the replica takes no new requests (drained, disabled); what remains is the trailing window. */
+export function ShareBar({ fraction, testId, muted }: { fraction: number | null | undefined; testId?: string; muted?: boolean }) {
   const f = fraction == null || !Number.isFinite(fraction) ? 0 : Math.max(0, Math.min(1, fraction));
-  const tone = f >= 0.8 ? "bad" : f >= 0.5 ? "warn" : "ok";
+  const tone = muted ? "muted" : f >= 0.8 ? "bad" : f >= 0.5 ? "warn" : "ok";
   return (
     <div className="share" data-testid={testId} data-share={f.toFixed(4)}>
       <div className="share-track">
