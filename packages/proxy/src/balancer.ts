@@ -90,7 +90,12 @@ export class Balancer implements ExchangeHost<Job> {
           queuedTokens: r.queuedTokens + r.peerQueuedTokens,
           rttMs: r.rtt.ms,
           healthy: r.healthy,
+          state: r.config.state,
         })),
+      config: () => {
+        const { lbId, region, policy, crossRegion, version, weights } = core.config;
+        return { lbId, region, policy, crossRegion, version, weights };
+      },
       queueLength: () => core.queue.length,
       indexRoutes: () => core.index.stats().routes,
       predictionAccuracy: () => core.prediction.accuracy() ?? 1,

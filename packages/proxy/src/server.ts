@@ -101,8 +101,8 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
       return;
     }
     if (req.method === "GET" && pathname === "/metrics") {
-      const text = await balancer.metrics.registry.metrics();
-      res.writeHead(200, { "content-type": balancer.metrics.registry.contentType });
+      const { text, contentType } = await balancer.metrics.render();
+      res.writeHead(200, { "content-type": contentType });
       res.end(text);
       return;
     }

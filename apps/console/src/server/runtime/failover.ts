@@ -19,6 +19,8 @@ export interface FailoverDeps {
   log: Logger;
   book: Pick<LbHealthBook, "isHealthy" | "lb">;
   publisher: Pick<ConfigPublisher, "publishAll" | "kick">;
+  /** ConsoleMetrics' counters, declared here because the metrics module reads the runtime. */
+  metrics: { countFailover(lbId: string, automatic: boolean): void; countFailback(lbId: string, automatic: boolean): void };
 }
 
 export interface FailoverResult {
@@ -92,6 +94,7 @@ export class FailoverService {
       );
       return outcome;
     });
+    this.deps.metrics.countFailover(lbId, options.automatic === true);
     this.deps.log.warn(result, "load balancer failed over");
     this.deps.publisher.publishAll();
     return result;
@@ -154,6 +157,7 @@ export class FailoverService {
       );
       return outcome;
     });
+    this.deps.metrics.countFailback(lbId, options.automatic === true);
     this.deps.log.info(result, "load balancer failed back");
     this.deps.publisher.publishAll();
     this.deps.publisher.kick(lbId);

@@ -9,6 +9,7 @@ import "server-only";
 import pino, { type Logger } from "pino";
 import { migrate, type Db } from "@meridian/db";
 import { SYSTEM_CONSOLE } from "../audit-trail";
+import { ConsoleMetrics } from "../metrics/console-metrics";
 import { assignDefaultHomes } from "../services/home-lb";
 import { AutoFailback } from "./auto-failback";
 import { ConfigPublisher } from "./config-publisher";
@@ -36,6 +37,8 @@ export interface RuntimeOptions {
   traceDirs: string[];
   simCommand?: SimCommand;
   probeTimeoutMs?: number;
+  /** The console's version, for meridian_console_build_info. */
+  version?: string;
 }
 
 export class ConsoleRuntime {
@@ -48,6 +51,7 @@ export class ConsoleRuntime {
   readonly failover: FailoverService;
   readonly autoFailback: AutoFailback;
   readonly entrypoints: EntrypointResolver;
+  readonly metrics: ConsoleMetrics;
   readonly experiments: ExperimentRunner;
   private started = false;
 
@@ -58,10 +62,11 @@ export class ConsoleRuntime {
   ) {
     // Built in dependency order: each component receives only components built before it, so no
     // component reaches another through this container.
+    const metrics = new ConsoleMetrics(options.version ?? "0.0.0");
     const lbClient = new LbAdminClient({ token: options.lbToken, timeoutMs: options.probeTimeoutMs ?? 2_000 });
-    const publisher = new ConfigPublisher({ db, log, lbClient });
+    const publisher = new ConfigPublisher({ db, log, lbClient, metrics });
     const telemetry = new TelemetryHub({ db, log, lbClient });
-    const failover = new FailoverService({ db, log, book: this.lbHealth, publisher });
+    const failover = new FailoverService({ db, log, book: this.lbHealth, publisher, metrics });
     const autoFailback = new AutoFailback({ log, failover, healthyForMs: options.autoFailbackAfterMs ?? 0 });
     const entrypoints = new EntrypointResolver({ db, log, book: this.lbHealth });
     this.lbClient = lbClient;
@@ -86,6 +91,8 @@ export class ConsoleRuntime {
       failoverAfter: options.failoverAfter,
       autoFailover: options.autoFailover,
     });
+    metrics.observe({ db, book: this.lbHealth, publisher, telemetry, tuners: this.tuners, entrypoints });
+    this.metrics = metrics;
     this.experiments = new ExperimentRunner({
       db,
       repoRoot: options.repoRoot,
