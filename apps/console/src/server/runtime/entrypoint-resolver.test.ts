@@ -89,6 +89,21 @@ describe("entrypoint resolution", () => {
     assert.equal(logged("eu-frankfurt").filter((l) => l.msg.includes("unresolved")).length, 1);
   });
 
+  test("an LB added after the first probe round takes no clients before its first probe answers", async () => {
+    createRegion(h.rt, OPERATOR, { name: "us-west" });
+    createLb(h.rt, OPERATOR, { name: "lb-us-west", url: "http://127.0.0.1:9", region: "us-west" }, "lb-us-west");
+    const before = entrypointMap(h.rt)["us-west"]!;
+    assert.equal(before.status, "unresolved", "nothing is healthy right now, and the new LB is unknown");
+    assert.match(before.reason ?? "", /lb-us-west has not answered a health probe yet/);
+    lbs["eu-frankfurt"]!.healthy = true;
+    await h.rt.health.tick();
+    const after = entrypointMap(h.rt)["us-west"]!;
+    assert.equal(after.status, "fallback", "probed: dead (nothing listens on port 9)");
+    assert.equal(after.lbId, "lb-eu-frankfurt");
+    lbs["eu-frankfurt"]!.healthy = false;
+    await h.rt.health.tick();
+  });
+
   test("a region goes back to its own LB once it answers again", async () => {
     for (const lb of Object.values(lbs)) lb.healthy = true;
     await h.rt.health.tick();

@@ -16,7 +16,7 @@ import { lbTakesClients, nearestHealthyLb } from "./nearest-lb";
 export interface EntrypointResolverDeps {
   db: Db;
   log: Logger;
-  book: Pick<LbHealthBook, "isHealthy" | "lb">;
+  book: Pick<LbHealthBook, "isHealthy" | "lb" | "probedAll">;
 }
 
 export type EntrypointStatus = "assigned" | "fallback" | "unresolved";
@@ -62,10 +62,13 @@ export class EntrypointResolver {
         out.push({ region, assignedLbId: assigned.id, lbId: assigned.id, url: assigned.url, status: "assigned", reason: null, rttMs: null });
         continue;
       }
+      const probe = book.lb(assigned.id);
       const why =
-        assigned.state === "healthy"
-          ? `${assigned.name} does not answer its health probe (${book.lb(assigned.id)?.error ?? "no answer"})`
-          : `${assigned.name} is ${assigned.state}`;
+        assigned.state !== "healthy"
+          ? `${assigned.name} is ${assigned.state}`
+          : probe?.healthy === false
+            ? `${assigned.name} does not answer its health probe (${probe.error ?? "no answer"})`
+            : `${assigned.name} has not answered a health probe yet`;
       const nearest = nearestHealthyLb(db, book, entry.regionId, assigned.id);
       out.push(
         nearest

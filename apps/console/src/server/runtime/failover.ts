@@ -17,7 +17,7 @@ import { lbTakesClients, nearestHealthyLb } from "./nearest-lb";
 export interface FailoverDeps {
   db: Db;
   log: Logger;
-  book: Pick<LbHealthBook, "isHealthy" | "lb">;
+  book: Pick<LbHealthBook, "isHealthy" | "lb" | "probedAll">;
   publisher: Pick<ConfigPublisher, "publishAll" | "kick">;
   /** ConsoleMetrics' counters, declared here because the metrics module reads the runtime. */
   metrics: { countFailover(lbId: string, automatic: boolean): void; countFailback(lbId: string, automatic: boolean): void };

@@ -31,7 +31,7 @@ export interface HealthMonitorDeps {
   db: Db;
   log: Logger;
   lbClient: Pick<LbAdminClient, "health" | "state">;
-  book: Pick<LbHealthBook, "lb" | "record" | "keepOnly">;
+  book: Pick<LbHealthBook, "lb" | "record" | "keepOnly" | "completeRound">;
   publisher: Pick<ConfigPublisher, "onReportedVersion" | "publishAll">;
   telemetry: Pick<TelemetryHub, "sync">;
   failover: Pick<FailoverService, "failover">;
@@ -83,6 +83,7 @@ export class HealthMonitor {
     const rows = this.deps.db.select().from(loadBalancers).all();
     this.deps.book.keepOnly(new Set(rows.map((r) => r.id)));
     await Promise.all(rows.map((lb) => this.probe(lb)));
+    this.deps.book.completeRound();
     this.deps.telemetry.sync();
     this.deps.entrypoints.resolve();
     this.deps.replicaWarnings.report(replicaWarningsFrom(this.deps.db, (lbId) => this.deps.book.lb(lbId)?.state ?? null));

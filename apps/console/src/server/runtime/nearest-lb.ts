@@ -8,11 +8,18 @@ import { loadBalancers, observedRtts, type Db, type LoadBalancerRow } from "@mer
 import { regionNamesById } from "../region-names";
 import type { LbHealthBook } from "./lb-health";
 
-type Book = Pick<LbHealthBook, "isHealthy">;
+type Book = Pick<LbHealthBook, "isHealthy" | "probedAll">;
 
-/** An LB takes clients when it is neither failed nor failed over and its last probe, if any, answered. */
+/**
+ * An LB takes clients when it is neither failed nor failed over and its last probe answered. One not
+ * probed yet counts only while the console has not finished its first probe round (its stored state
+ * is then all anyone knows); after that it is an LB added since, unknown until its first probe, and
+ * a region is not handed to an LB that may be dead.
+ */
 export function lbTakesClients(lb: Pick<LoadBalancerRow, "id" | "state">, book: Book): boolean {
-  return lb.state === "healthy" && book.isHealthy(lb.id) !== false;
+  if (lb.state !== "healthy") return false;
+  const healthy = book.isHealthy(lb.id);
+  return healthy === true || (healthy === null && !book.probedAll);
 }
 
 /** RTT in ms between two regions (by name) as observed in either direction, 0 within a region,
