@@ -21,7 +21,7 @@ function PolicyEditor({ lb }: { lb: LbRow }) {
   const setPolicyMutation = useMutation(trpc.lbs.setPolicy.mutationOptions({ onSuccess: invalidateAll }));
   const dirty = policy !== lb.policy || crossRegion !== lb.crossRegion;
   return (
-    <div className="inline-form nowrap">
+    <div className="inline-form">
       <select value={policy} onChange={(e) => setPolicy(e.target.value as Policy)} data-testid={`lb-policy-select-${lb.name}`}>
         {POLICY_OPTIONS.map((p) => (
           <option key={p} value={p}>
