@@ -29,6 +29,9 @@ const EnvSchema = z.object({
     .optional(),
   /** Seconds an LB keeps accepting its previous token after a rotation. */
   MERIDIAN_LB_TOKEN_GRACE_S: z.coerce.number().int().min(0).max(86_400).default(60),
+  /** Bearer token that reads the console's /metrics from anywhere (a Prometheus scraper); unset: only
+   * loopback clients may read it. A read-only secret of its own: no LB token leaves the console. */
+  MERIDIAN_METRICS_TOKEN: z.string().min(16, { error: "MERIDIAN_METRICS_TOKEN must be at least 16 characters" }).optional(),
   /** Seed the demo topology (the fleet itself is started by scripts/demo-fleet.ts). */
   MERIDIAN_DEMO: flag.default(false),
   MERIDIAN_DEMO_BASE_PORT: z.coerce.number().int().min(1).max(65000).default(4100),

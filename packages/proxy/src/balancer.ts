@@ -11,6 +11,7 @@ import type { InferenceClient } from "./client-entrance";
 import { recordCompletion, responseFacts, type CompletionSinks, type ResponseFacts } from "./completion";
 import { HttpError, httpErrorOf, sendError } from "./errors";
 import { ProxyMetrics } from "./metrics";
+import { ModelCatalog, type ModelCounts, modelsOf } from "./models";
 import type { PeerObservation } from "./peers";
 import type { ReplicaObservation } from "./replicas";
 import { nextTurnKeys, parseInference, readBodyParts, upstreamBody, type InferenceKind, type ParsedInference } from "./request";
@@ -57,6 +58,8 @@ export class Balancer implements ExchangeHost<Job> {
   readonly telemetry: TelemetryLog;
   readonly metrics: ProxyMetrics;
   readonly startedAt = Date.now();
+  /** When each model was first served (the OpenAI `created` of /v1/models). */
+  readonly modelCatalog = new ModelCatalog();
   private readonly targets: TargetRuntimes;
   private readonly completionSinks: CompletionSinks;
   private readonly logger: Logger;
@@ -74,6 +77,7 @@ export class Balancer implements ExchangeHost<Job> {
       peerPollIntervalMs: this.settings.peerPollIntervalMs,
       ...(options.onPlacement ? { onPlacement: options.onPlacement } : {}),
     });
+    this.modelCatalog.observe(modelsOf(options.config), this.startedAt);
     this.telemetry = new TelemetryLog(this.settings.telemetryBufferSize);
     this.targets = new TargetRuntimes(this.settings, () => options.credentials.peerCredentials(), {
       region: () => this.core.config.region,
@@ -90,7 +94,12 @@ export class Balancer implements ExchangeHost<Job> {
           queuedTokens: r.queuedTokens + r.peerQueuedTokens,
           rttMs: r.rtt.ms,
           healthy: r.healthy,
+          state: r.config.state,
         })),
+      config: () => {
+        const { lbId, region, policy, crossRegion, version, weights } = core.config;
+        return { lbId, region, policy, crossRegion, version, weights };
+      },
       queueLength: () => core.queue.length,
       indexRoutes: () => core.index.stats().routes,
       predictionAccuracy: () => core.prediction.accuracy() ?? 1,
@@ -117,6 +126,7 @@ export class Balancer implements ExchangeHost<Job> {
 
   /** Applies a validated config: weights and policy take effect for the next request. */
   applyConfig(next: LbConfig): Promise<void> {
+    this.modelCatalog.observe(modelsOf(next), Date.now());
     const started = this.targets.apply(next, this.core.applyConfig(next));
     this.drain();
     return started;
@@ -396,7 +406,7 @@ export class Balancer implements ExchangeHost<Job> {
     return { schema: PEER_REPORT_SCHEMA, ...this.core.peerReport(Date.now(), snapshotKeys) };
   }
 
-  models(): { id: string; replicas: number; healthy: number }[] {
+  models(): ModelCounts[] {
     return this.core.models();
   }
 

@@ -41,11 +41,14 @@ export class CredentialKeeper {
   private readonly signal = new WakeSignal();
   private readonly status = new Map<string, RotationStatus>();
   private running = false;
+  private stopped = false;
 
   constructor(private readonly deps: CredentialKeeperDeps) {
-    // Persisted as soon as the challenge is answered: failover and the peer lists read lb_proofs.
+    // Persisted as soon as the challenge is answered (also before start(): a health probe challenges
+    // too): failover, the entrypoint map and the peer lists read lb_proofs. Not after stop(): the
+    // database may be closing.
     deps.proofs.onRecord((lbId) => {
-      if (!this.running) return;
+      if (this.stopped) return;
       try {
         const lb = deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
         if (lb) this.recordProof(lb);
@@ -59,11 +62,13 @@ export class CredentialKeeper {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.stopped = false;
     void this.run();
   }
 
   stop(): void {
     this.running = false;
+    this.stopped = true;
     this.signal.wake();
   }
 
