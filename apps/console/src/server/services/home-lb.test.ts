@@ -34,7 +34,7 @@ describe("default home LB", () => {
     for (const [lbId, adminBase] of [
       ["lb-us-ashburn", "http://127.0.0.1:9/us"],
       ["lb-eu-frankfurt", "http://127.0.0.1:9/eu"],
-    ]) {
+    ] as const) {
       h.rt.db
         .insert(lbProofs)
         .values({ lbId, adminBase, keyId: lbKeyId(TEST_TOKEN), provenAt: 1 })
