@@ -3,7 +3,7 @@
 // read) and the console's entrypoint map send that region's clients to a healthy LB of another
 // region, and the LBs page shows the fallback as an alarm. Cleans up after itself.
 import { expect, test } from "@playwright/test";
-import { DEMO_BASE_PORT, LB_TOKEN, OPERATOR } from "./env";
+import { DEMO_BASE_PORT, ENTRYPOINTS_TOKEN, OPERATOR } from "./env";
 import { loginViaApi, screenshot, trpcMutation, trpcQuery, type Entrypoints, type LbRow } from "./helpers";
 
 const REGION = "e2e-dead-lb-region";
@@ -24,13 +24,16 @@ test("a region whose only LB is dead resolves to a healthy LB of another region,
     await expect
       .poll(
         async () => {
-          const res = await page.request.get("/api/entrypoints", { headers: { authorization: `Bearer ${LB_TOKEN}` } });
+          const res = await page.request.get("/api/entrypoints", { headers: { authorization: `Bearer ${ENTRYPOINTS_TOKEN}` } });
           return ((await res.json()) as Record<string, string>)[REGION] ?? null;
         },
         { timeout: 30_000 },
       )
       .not.toBeNull();
-    const map = (await (await page.request.get("/api/entrypoints", { headers: { authorization: `Bearer ${LB_TOKEN}` } })).json()) as Record<string, string>;
+    const map = (await (await page.request.get("/api/entrypoints", { headers: { authorization: `Bearer ${ENTRYPOINTS_TOKEN}` } })).json()) as Record<
+      string,
+      string
+    >;
     expect(map[REGION]).not.toBe(DEAD_URL);
     expect(healthyUrls).toContain(map[REGION]);
 

@@ -1,8 +1,9 @@
 import { strict as assert } from "node:assert";
+import { createHash } from "node:crypto";
 import { test } from "node:test";
 import { autoFailbackAfterMs, parseConsoleEnv } from "./env";
 
-const BASE = { MERIDIAN_LB_TOKEN: "token-123456" };
+const BASE = {};
 
 test("MERIDIAN_TRUSTED_PROXIES: empty trusts no proxy; addresses, blocks and loopback parse; a bad entry is named", () => {
   assert.equal(parseConsoleEnv(BASE).MERIDIAN_TRUSTED_PROXIES.isEmpty, true);
@@ -29,4 +30,12 @@ test("MERIDIAN_AUTO_FAILBACK_AFTER_S: 30 s in the demo and off otherwise unless 
   assert.equal(autoFailbackAfterMs(parseConsoleEnv({ ...BASE, MERIDIAN_DEMO: "1", MERIDIAN_AUTO_FAILBACK_AFTER_S: "0" })), 0);
   assert.equal(autoFailbackAfterMs(parseConsoleEnv({ ...BASE, MERIDIAN_AUTO_FAILBACK_AFTER_S: "5" })), 5_000);
   assert.throws(() => parseConsoleEnv({ ...BASE, MERIDIAN_AUTO_FAILBACK_AFTER_S: "-1" }), /MERIDIAN_AUTO_FAILBACK_AFTER_S/);
+});
+
+test("MERIDIAN_ENTRYPOINTS_TOKEN: optional; only its SHA-256 is kept; too short is refused", () => {
+  assert.equal(parseConsoleEnv(BASE).MERIDIAN_ENTRYPOINTS_TOKEN, undefined);
+  const parsed = parseConsoleEnv({ MERIDIAN_ENTRYPOINTS_TOKEN: "replay-clients-token" });
+  assert.equal(parsed.MERIDIAN_ENTRYPOINTS_TOKEN, createHash("sha256").update("replay-clients-token").digest("hex"));
+  assert.ok(!JSON.stringify(parsed).includes("replay-clients-token"));
+  assert.throws(() => parseConsoleEnv({ MERIDIAN_ENTRYPOINTS_TOKEN: "short" }), /MERIDIAN_ENTRYPOINTS_TOKEN must be at least 16 characters/);
 });

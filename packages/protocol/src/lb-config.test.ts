@@ -18,10 +18,11 @@ const full = {
     { id: "r-ash", url: "http://10.0.0.1:30000", region: "us-ashburn", model: "qwen", engine: "sglang", state: "enabled", maxConcurrency: 64 },
     { id: "r-fra", url: "https://fra.example.com/", region: "eu-frankfurt", model: "qwen", engine: "vllm", state: "draining" },
   ],
-  peers: [{ id: "lb-fra", url: "http://lb-fra:8080", region: "eu-frankfurt" }],
+  peers: [{ id: "lb-fra", url: "http://lb-fra:8080", region: "eu-frankfurt", credentialHashes: ["a".repeat(64)] }],
   limits: { ...DEFAULT_LIMITS, queueMaxLength: 10 },
   probes: { ...DEFAULT_PROBES, rttIntervalMs: 30_000 },
   index: { ...DEFAULT_INDEX, capacityBlocks: 5000 },
+  clientAuth: { required: true, keys: [{ id: "0123456789ab", name: "replay", region: "us-ashburn", sha256: "b".repeat(64) }] },
 };
 
 function messageOf(input: unknown): string {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { DEFAULT_WEIGHTS } from "@meridian/routing/types";
 import { crossRegionMode, engineKind, httpUrl, nonEmptyString, policyName, positiveInt, replicaState, weights } from "./common";
+import { ClientAuthSchema, PeerCredentialHashesSchema } from "./client-auth";
 import { makeParsers, schemaTag } from "./errors";
 
 export const LB_CONFIG_SCHEMA = "meridian.lb-config/1";
@@ -75,6 +76,9 @@ export const PeerConfigSchema = z.strictObject({
   id: nonEmptyString,
   url: httpUrl,
   region: nonEmptyString,
+  /** SHA-256 (hex) of the peer's read-only credentials: the only bearer this LB accepts from it, and
+   * only on GET /admin/peer and on requests it forwards (docs/ARCHITECTURE.md, "LB credentials"). */
+  credentialHashes: PeerCredentialHashesSchema.default(() => []),
 });
 
 function findDuplicate(ids: readonly string[]): string | undefined {
@@ -103,6 +107,8 @@ export const LbConfigSchema = z
     limits: LimitsSchema.prefault({}),
     probes: ProbesSchema.prefault({}),
     index: IndexSettingsSchema.prefault({}),
+    /** Client API keys (hashes only) and whether this LB requires one. */
+    clientAuth: ClientAuthSchema.prefault({}),
   })
   .superRefine((config, ctx) => {
     const duplicateReplica = findDuplicate(config.replicas.map((replica) => replica.id));

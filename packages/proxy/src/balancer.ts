@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { LbCore, type LearnInstruction, type Placement, type PlacementLogEntry, type Ticket } from "@meridian/lb-core";
 import { LB_STATE_SCHEMA, PEER_REPORT_SCHEMA, type LbConfig, type LbState, type PeerReport } from "@meridian/protocol";
+import type { InferenceClient } from "./client-entrance";
 import { recordCompletion, responseFacts, type CompletionSinks, type ResponseFacts } from "./completion";
 import { HttpError, httpErrorOf, sendError } from "./errors";
 import { ProxyMetrics } from "./metrics";
@@ -28,6 +29,8 @@ interface Job {
   req: IncomingMessage;
   res: ServerResponse;
   request: ParsedInference;
+  /** Who sent it (client key or peer) and what of its Authorization goes upstream. */
+  client: InferenceClient;
   ticket: Ticket<Job>;
   /** Body for replicas (usage requested on streams). */
   body: Buffer | Buffer[];
@@ -41,7 +44,8 @@ interface Job {
 export interface BalancerOptions {
   config: LbConfig;
   settings: ProcessSettings;
-  token: string | null;
+  /** This LB's credentials: its peer credentials are presented to peers (polls, forwarded requests). */
+  credentials: { peerCredentials(): string[] };
   logger: Logger;
   /** Seed for tie-breaking and random policies; fixed in tests for reproducibility. */
   seed?: number;
@@ -75,7 +79,7 @@ export class Balancer implements ExchangeHost<Job> {
     });
     this.modelCatalog.observe(modelsOf(options.config), this.startedAt);
     this.telemetry = new TelemetryLog(this.settings.telemetryBufferSize);
-    this.targets = new TargetRuntimes(this.settings, options.token, {
+    this.targets = new TargetRuntimes(this.settings, () => options.credentials.peerCredentials(), {
       region: () => this.core.config.region,
       snapshotKeys: () => this.core.snapshotKeysWanted(this.settings.peerSnapshotMaxKeys),
       replica: (id, observation) => this.onReplicaObservation(id, observation),
@@ -174,7 +178,7 @@ export class Balancer implements ExchangeHost<Job> {
 
   // ------------------------------------------------------------------ request entry
 
-  async handleInference(kind: InferenceKind, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async handleInference(kind: InferenceKind, path: string, req: IncomingMessage, res: ServerResponse, client: InferenceClient): Promise<void> {
     const arrival = performance.now();
     let request: ParsedInference;
     try {
@@ -191,7 +195,7 @@ export class Balancer implements ExchangeHost<Job> {
       return;
     }
     const hopHeader = req.headers["x-meridian-hop"];
-    const job = { kind, path, req, res, request, body: upstreamBody(request), arrival, exchange: null, clientGone: false, done: false } as Omit<
+    const job = { kind, path, req, res, request, client, body: upstreamBody(request), arrival, exchange: null, clientGone: false, done: false } as Omit<
       Job,
       "ticket"
     > as Job;
@@ -274,10 +278,11 @@ export class Balancer implements ExchangeHost<Job> {
         const peer = this.targets.peers.get(placement.peerId);
         if (!peer) return this.failJob(job, new HttpError(502, `peer ${placement.peerId} is gone`, "server_error", "upstream_error"), "upstream_error");
         this.metrics.forwarded.inc({ peer: peer.id });
+        const credential = peer.credential();
         return this.dispatch(
           job,
           { kind: "peer", id: peer.id, pool: peer.pool, path: peer.basePath + job.path },
-          { "x-meridian-hop": String(job.ticket.hop + 1) },
+          { "x-meridian-hop": String(job.ticket.hop + 1), ...(credential ? { authorization: `Bearer ${credential}` } : {}) },
         );
       }
       case "replica": {
@@ -373,6 +378,7 @@ export class Balancer implements ExchangeHost<Job> {
     if (job.done) return;
     job.done = true;
     recordCompletion(this.completionSinks, job.ticket, job.arrival, status, facts, error);
+    job.client.onUsage(facts?.usage ?? null);
     // A slot may have freed: the head of the hold queue may fit now. At once, as the simulator does,
     // so no peer report can show the freed slot before the queue head has taken it.
     this.drain();

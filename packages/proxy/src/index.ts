@@ -5,4 +5,3 @@ export { loadSettings, parseConfigDocument, parseProcessSettings, ProcessSetting
 export { parsePrometheusText, parseSampleLine, type ParsedMetrics, type PromSample } from "./prometheus-text";
 export { readEngineLoad, detectDialect, type EngineDialect } from "./engine-metrics";
 export { SseObserver } from "./sse";
-export { tokenMatches } from "./admin";

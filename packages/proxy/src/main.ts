@@ -28,7 +28,6 @@ async function main(): Promise<void> {
   const env = readProxyEnv();
   const logger = pino({ level: env.LOG_LEVEL, name: "meridian-proxy" });
   const loaded = loadSettings({ env, configPath: values.config, portFlag });
-  if (!loaded.token) logger.warn("MERIDIAN_LB_TOKEN is not set: the admin API will refuse every call");
   const proxy = await startProxy({ config: loaded.lbConfig, settings: loaded.process, token: loaded.token, logger });
   const stop = (signal: string): void => {
     logger.info({ signal }, "shutting down");

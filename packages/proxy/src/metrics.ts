@@ -1,7 +1,8 @@
 // Prometheus metrics for GET /metrics, on a Registry of our own so that two LBs in one process (tests,
 // the demo) never share series. Gauges that mirror LB state are computed at scrape time by collect()
 // rather than updated on the request path. Every metric of the LB is defined here (one module per
-// process), so later series (per client key, per-replica prediction accuracy) join these names.
+// process), so later series join these names; the per-client-key and refusal counters are registered
+// on the same registry by client-metrics.ts and auth-refusals.ts, beside the code that counts them.
 // The Node process metrics (process_*, nodejs_*) are per process, not per LB: one shared registry
 // (process-metrics.ts), merged into each LB's scrape.
 import { createRequire } from "node:module";

@@ -6,19 +6,24 @@ import { pino, type Logger } from "pino";
 import type { PlacementLogEntry } from "@meridian/lb-core";
 import { parseLbConfig, type LbConfig, type LbConfigInput } from "@meridian/protocol";
 import { handleAdmin } from "./admin";
+import { AuthRefusals } from "./auth-refusals";
 import { Balancer } from "./balancer";
+import { admitClient } from "./client-entrance";
+import { ClientMetrics } from "./client-metrics";
 import { ConfigStore } from "./config-store";
 import { HttpError, notFound, sendError, sendJson } from "./errors";
+import { LbCredentials } from "./lb-credentials";
 import { sendModel, sendModelList } from "./models";
 import type { InferenceKind } from "./request";
-import { parseProcessSettings, type ProcessSettings, type ProcessSettingsInput } from "./settings";
+import { credentialsFileFor, parseProcessSettings, type ProcessSettings, type ProcessSettingsInput } from "./settings";
 
 export interface StartProxyOptions {
   /** An LbConfig (validated here; an invalid one throws naming the field). */
   config: LbConfig | LbConfigInput;
   /** Process settings; `port` 0 picks a free port. */
   settings?: ProcessSettingsInput;
-  /** Admin bearer token; null disables the admin API (every call 401). */
+  /** This LB's token as the console issued it (MERIDIAN_LB_TOKEN). Its key material joins the ones
+   * persisted in the credentials file; with neither, the admin API refuses every call. */
   token?: string | null;
   logger?: Logger;
   /** Seed for the routing RNG (tie-breaks, random policies). */
@@ -56,15 +61,20 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
     logger.info({ version: persisted.version, stateFile: settings.stateFile }, "using persisted config");
     config = persisted;
   }
-  const token = options.token ?? null;
+  const credentialsFile = credentialsFileFor(settings);
+  const { credentials, bootstrap } = LbCredentials.load({ file: credentialsFile, bootstrapToken: options.token ?? null, now: Date.now() });
+  if (bootstrap === "retired") logger.warn("MERIDIAN_LB_TOKEN was retired by a token rotation; the LB uses the rotated token from its credentials file");
+  if (credentials.empty) logger.warn("this LB holds no LB token: the admin API refuses every call until one is configured (MERIDIAN_LB_TOKEN)");
   const balancer = new Balancer({
     config,
     settings,
-    token,
+    credentials,
     logger,
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.onPlacement ? { onPlacement: options.onPlacement } : {}),
   });
+  const refusals = new AuthRefusals(balancer.metrics.registry, logger);
+  const clientMetrics = new ClientMetrics(balancer.metrics.registry);
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, (req, res) => {
     handle(req, res).catch((error: unknown) => {
       if (!(error instanceof HttpError)) logger.error({ err: error }, "request handler failed");
@@ -78,7 +88,8 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
     const pathname = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
     const kind = INFERENCE_PATHS[pathname];
     if (kind !== undefined && req.method === "POST") {
-      await balancer.handleInference(kind, pathname, req, res);
+      const client = admitClient(req, res, pathname, { config: balancer.config, refusals, metrics: balancer.metrics, clientMetrics });
+      if (client) await balancer.handleInference(kind, pathname, req, res, client);
       return;
     }
     if (req.method === "GET" && pathname === "/health") {
@@ -107,7 +118,15 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
       return;
     }
     if (pathname.startsWith("/admin/")) {
-      await handleAdmin(req, res, new URL(rawUrl, "http://lb"), { balancer, store, token, heartbeatMs: settings.telemetryHeartbeatMs, logger });
+      await handleAdmin(req, res, new URL(rawUrl, "http://lb"), {
+        balancer,
+        store,
+        credentials,
+        refusals,
+        heartbeatMs: settings.telemetryHeartbeatMs,
+        logger,
+        onConfigApplied: (next) => clientMetrics.retainConfigured(next),
+      });
       return;
     }
     // Drain any body so the connection stays usable for the client's next request.

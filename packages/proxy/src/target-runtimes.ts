@@ -21,7 +21,8 @@ export class TargetRuntimes {
 
   constructor(
     private readonly settings: ProcessSettings,
-    private readonly token: string | null,
+    /** This LB's peer credentials, newest first. */
+    private readonly peerCredentials: () => string[],
     private readonly observers: TargetObservers,
   ) {}
 
@@ -58,7 +59,7 @@ export class TargetRuntimes {
       }
       const runtime = new PeerRuntime(
         peerConfig,
-        this.token,
+        this.peerCredentials,
         this.settings.peerPollIntervalMs,
         this.observers.snapshotKeys,
         this.observers.peer,

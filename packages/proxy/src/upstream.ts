@@ -12,6 +12,8 @@ export interface ExchangeJob {
   req: IncomingMessage;
   res: ServerResponse;
   request: ParsedInference;
+  /** The client's Authorization to pass to a replica (null: none, or it was a Meridian credential). */
+  client: { forwardAuthorization: string | null };
   clientGone: boolean;
 }
 
@@ -160,8 +162,9 @@ export function dispatchExchange<J extends ExchangeJob>(exchange: UpstreamExchan
   const out: Record<string, string> = { "content-type": "application/json", ...headers };
   // Parts are written back to back; undici needs the total length up front to avoid chunking.
   if (Array.isArray(sent)) out["content-length"] = String(bodyLength(sent));
-  const authorization = job.req.headers["authorization"];
-  if (typeof authorization === "string") out["authorization"] = authorization;
+  // A peer gets this LB's peer credential (in `headers`), never the client's Authorization.
+  const authorization = job.client.forwardAuthorization;
+  if (target.kind === "replica" && authorization !== null) out["authorization"] = authorization;
   const session = job.req.headers["x-session-id"];
   if (typeof session === "string") out["x-session-id"] = session;
   // undici's handler API rather than request(): no Readable per response, chunks go straight to the

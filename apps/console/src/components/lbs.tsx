@@ -6,6 +6,7 @@ import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { fmtWeight } from "../lib/format";
 import { CROSS_REGION_OPTIONS, POLICY_OPTIONS, type CrossRegion, type Policy } from "../lib/policies";
+import { LbTokenActions, LbTokenCell, LbTokenOnce } from "./lb-credentials";
 import { useCanMutate } from "./session";
 import { EntrypointAlarms, EntrypointTable } from "./entrypoints";
 import { Badge, ConfirmButton, ErrorText, LbStatusBadge, PageHeader, Panel, QueryView, ReadOnlyNote } from "./ui";
@@ -84,14 +85,16 @@ function AddLbForm({ onDone }: { onDone: () => void }) {
   const [form, setForm] = useState({ name: "", url: "", adminUrl: "", region: "" });
   const [policy, setPolicy] = useState<Policy>("gorgo");
   const [crossRegion, setCrossRegion] = useState<CrossRegion>("direct");
+  const [issued, setIssued] = useState<string | null>(null);
   const create = useMutation(
     trpc.lbs.create.mutationOptions({
-      onSuccess: async () => {
+      onSuccess: async (result) => {
+        setIssued(result.token);
         await invalidateAll();
-        onDone();
       },
     }),
   );
+  if (issued) return <LbTokenOnce token={issued} onDone={onDone} testId="lb-add-token" />;
   const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [k]: e.target.value }));
   function submit(e: FormEvent) {
     e.preventDefault();
@@ -207,6 +210,7 @@ export function LbsPage() {
                     <th>Policy</th>
                     <th className="num">W_rtt / W_queue</th>
                     <th>Config pushed / acked</th>
+                    <th>Token</th>
                     <th>Owned replicas</th>
                     {canMutate ? <th>Actions</th> : null}
                   </tr>
@@ -247,6 +251,9 @@ export function LbsPage() {
                           v{lb.configVersion} / {lb.ackedVersion == null ? "—" : `v${lb.ackedVersion}`}{" "}
                           <Badge tone={inSync ? "ok" : "warn"}>{inSync ? "in sync" : "pending"}</Badge>
                         </td>
+                        <td>
+                          <LbTokenCell lb={lb} />
+                        </td>
                         <td data-testid={`lb-replicas-${lb.name}`}>
                           {lb.replicas.length === 0 ? (
                             <span className="muted">none</span>
@@ -264,6 +271,7 @@ export function LbsPage() {
                           <td>
                             <PolicyEditor key={`${lb.policy}:${lb.crossRegion}`} lb={lb} />
                             <FailoverActions lb={lb} />
+                            <LbTokenActions lb={lb} />
                           </td>
                         ) : null}
                       </tr>

@@ -102,10 +102,12 @@ export function simLbConfig(settings: LbDriverSettings, lb: SimLbSpec): LbConfig
       engine: "sglang",
       state: r.state ?? "enabled",
     })),
-    peers: settings.lbs.filter((p) => p.id !== lb.id).map((p) => ({ id: p.id, url: simUrl("lb", p.id), region: p.region })),
+    peers: settings.lbs.filter((p) => p.id !== lb.id).map((p) => ({ id: p.id, url: simUrl("lb", p.id), region: p.region, credentialHashes: [] })),
     limits: { ...DEFAULT_LIMITS, ...settings.limits },
     probes: { ...DEFAULT_PROBES, ...settings.probes },
     index: { ...settings.index },
+    // Simulated clients are anonymous: client keys are an access control, not a routing input.
+    clientAuth: { required: false, keys: [] },
   };
 }
 

@@ -6,7 +6,7 @@
 // Refusals are 401, audited like any other (refusal.ts).
 import "server-only";
 import { BlockList, isIP } from "node:net";
-import { hasBearer } from "../http";
+import { bearerOf, digestsEqual, sha256 } from "@meridian/protocol/credentials";
 import { identifyClient } from "./client-address";
 import { type RefusalSink, refuse } from "./refusal";
 import type { RequestSecurity } from "./request-security";
@@ -27,7 +27,8 @@ export function requireMetricsAccess(
   req: Request,
   options: { token: string | undefined; security: RequestSecurity; auditor?: SecurityAuditor },
 ): Response | null {
-  if (options.token !== undefined && hasBearer(req, options.token)) return null;
+  const bearer = bearerOf(req.headers.get("authorization"));
+  if (options.token !== undefined && bearer !== null && digestsEqual(sha256(bearer), sha256(options.token))) return null;
   const client = identifyClient(req.headers, options.security);
   if (isLoopback(client.address)) return null;
   const reason = req.headers.has("authorization") ? "wrong metrics token" : "not loopback and no metrics token";

@@ -45,8 +45,8 @@ export class FailoverService {
         const selfHealthy = lbTakesClients(lb, this.deps.book);
         throw precondition(
           selfHealthy
-            ? `cannot fail over "${lb.name}": it is the only healthy load balancer, so no other LB can take its replicas and entrypoint`
-            : `cannot fail over "${lb.name}": no other load balancer is healthy to take its replicas and entrypoint`,
+            ? `cannot fail over "${lb.name}": it is the only healthy load balancer (that has proved it holds its token), so no other LB can take its replicas and entrypoint`
+            : `cannot fail over "${lb.name}": no other load balancer is healthy (and has proved it holds its token) to take its replicas and entrypoint`,
         );
       }
       // Replicas served by the failed LB: its own, and any it had taken over from an earlier failover.

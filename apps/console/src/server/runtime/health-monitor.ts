@@ -61,14 +61,22 @@ export class HealthMonitor {
   start(): void {
     if (this.timer) return;
     this.startedAt = Date.now();
-    this.timer = setInterval(() => void this.tick(), this.deps.intervalMs);
+    this.timer = setInterval(() => this.round(), this.deps.intervalMs);
     this.timer.unref?.();
-    void this.tick();
+    this.round();
   }
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+  }
+
+  /** A timer's round: a round still probing when the runtime stops may find the database closed;
+   * that is not worth a crash (an unhandled rejection), and while running it is logged. */
+  private round(): void {
+    this.tick().catch((error: unknown) => {
+      if (this.timer) this.deps.log.error({ err: error }, "health round failed");
+    });
   }
 
   /** One probe round over every LB; concurrent calls share the round in progress. */

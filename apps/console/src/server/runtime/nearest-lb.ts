@@ -1,12 +1,14 @@
 // Which LB can take a region's clients, and which healthy LB is nearest to a region. One rule for
 // failover (the LB that takes a failed LB's replicas and entrypoint) and for the entrypoint map (the
 // LB a region's clients resolve to while its own LB is failed): both must agree on what "healthy"
-// and "nearest" mean.
+// and "nearest" mean. Another LB is a candidate only once it has proved it holds its token at its
+// URL (lb-proof-rows.ts): a listener that answers /health is not handed a region's clients.
 import "server-only";
 import { and, eq, or } from "drizzle-orm";
 import { loadBalancers, observedRtts, type Db, type LoadBalancerRow } from "@meridian/db";
 import { regionNamesById } from "../region-names";
 import type { LbHealthBook } from "./lb-health";
+import { provenLbIds } from "./lb-proof-rows";
 
 type Book = Pick<LbHealthBook, "isHealthy" | "probedAll">;
 
@@ -46,16 +48,17 @@ export interface NearestLb {
   rttMs: number | null;
 }
 
-/** The LB nearest to `regionId` that takes clients, other than `excludeLbId`; ties (and unknown
- * RTTs) by name. null when no LB is healthy. */
+/** The LB nearest to `regionId` that takes clients and has proved its token, other than
+ * `excludeLbId`; ties (and unknown RTTs) by name. null when there is none. */
 export function nearestHealthyLb(db: Pick<Db, "select">, book: Book, regionId: string, excludeLbId: string | null): NearestLb | null {
   const regionName = regionNamesById(db);
   const from = regionName.get(regionId) ?? regionId;
+  const proven = provenLbIds(db);
   const candidates = db
     .select()
     .from(loadBalancers)
     .all()
-    .filter((other) => other.id !== excludeLbId && lbTakesClients(other, book))
+    .filter((other) => other.id !== excludeLbId && lbTakesClients(other, book) && proven.has(other.id))
     .map((other) => ({ lb: other, rttMs: regionRttMs(db, from, regionName.get(other.regionId) ?? other.regionId) }))
     .sort((a, b) => (a.rttMs ?? Number.POSITIVE_INFINITY) - (b.rttMs ?? Number.POSITIVE_INFINITY) || a.lb.name.localeCompare(b.lb.name));
   return candidates[0] ?? null;

@@ -8,23 +8,33 @@
 import "server-only";
 import pino, { type Logger } from "pino";
 import { migrate, type Db } from "@meridian/db";
+import { generateLbToken } from "@meridian/protocol/credentials";
 import { SYSTEM_CONSOLE } from "../audit-trail";
 import { ConsoleMetrics } from "../metrics/console-metrics";
 import { assignDefaultHomes } from "../services/home-lb";
 import { AutoFailback } from "./auto-failback";
 import { ConfigPublisher } from "./config-publisher";
+import { CredentialKeeper } from "./credential-keeper";
 import { EntrypointResolver } from "./entrypoint-resolver";
 import { defaultSimCommand, ExperimentRunner, type SimCommand } from "./experiment-runner";
 import { FailoverService } from "./failover";
 import { HealthMonitor } from "./health-monitor";
 import { LbAdminClient } from "./lb-admin-client";
 import { LbHealthBook } from "./lb-health";
+import { LbProofBook } from "./lb-proofs";
+import { presentableToken } from "./lb-token-rows";
 import { ReplicaWarningLog } from "./replica-warnings";
 import { TelemetryHub } from "./telemetry-hub";
 import { TunerService } from "./tuner-service";
 
 export interface RuntimeOptions {
-  lbToken: string;
+  /** Hex SHA-256 of the machine token /api/entrypoints accepts (MERIDIAN_ENTRYPOINTS_TOKEN); the
+   * console keeps only the digest of a secret it only verifies. */
+  entrypointsTokenSha256: string | null;
+  /** How long an LB keeps accepting its previous token after a rotation (default 60 s). */
+  tokenGraceMs?: number;
+  /** Makes LB tokens (tests give a fixed one; default: 256 random bits). */
+  newLbToken?: () => string;
   repoRoot: string;
   healthIntervalMs: number;
   failoverAfter: number;
@@ -44,7 +54,9 @@ export interface RuntimeOptions {
 export class ConsoleRuntime {
   readonly lbClient: LbAdminClient;
   readonly lbHealth = new LbHealthBook();
+  readonly lbProofs = new LbProofBook();
   readonly publisher: ConfigPublisher;
+  readonly credentials: CredentialKeeper;
   readonly health: HealthMonitor;
   readonly telemetry: TelemetryHub;
   readonly tuners: TunerService;
@@ -63,8 +75,13 @@ export class ConsoleRuntime {
     // Built in dependency order: each component receives only components built before it, so no
     // component reaches another through this container.
     const metrics = new ConsoleMetrics(options.version ?? "0.0.0");
-    const lbClient = new LbAdminClient({ token: options.lbToken, timeoutMs: options.probeTimeoutMs ?? 2_000 });
+    const lbClient = new LbAdminClient({
+      tokens: (lbId) => presentableToken(db, lbId),
+      proofs: this.lbProofs,
+      timeoutMs: options.probeTimeoutMs ?? 2_000,
+    });
     const publisher = new ConfigPublisher({ db, log, lbClient, metrics });
+    this.credentials = new CredentialKeeper({ db, log, lbClient, proofs: this.lbProofs, publisher, graceMs: options.tokenGraceMs ?? 60_000 });
     const telemetry = new TelemetryHub({ db, log, lbClient });
     const failover = new FailoverService({ db, log, book: this.lbHealth, publisher, metrics });
     const autoFailback = new AutoFailback({ log, failover, healthyForMs: options.autoFailbackAfterMs ?? 0 });
@@ -101,6 +118,11 @@ export class ConsoleRuntime {
     });
   }
 
+  /** A new LB token (shown once to the operator, presented to the LB by the console). */
+  newLbToken(): string {
+    return (this.options.newLbToken ?? generateLbToken)();
+  }
+
   /** Applies migrations only (no background work). */
   migrate(): void {
     migrate(this.db);
@@ -117,6 +139,7 @@ export class ConsoleRuntime {
     // Tuners first: they register for new config versions before the publisher's first pushes.
     this.tuners.start();
     this.publisher.start();
+    this.credentials.start();
     this.health.start();
     this.log.info("console services started");
   }
@@ -127,6 +150,7 @@ export class ConsoleRuntime {
     this.health.stop();
     this.telemetry.stop();
     this.publisher.stop();
+    this.credentials.stop();
     this.tuners.stop();
     this.experiments.stop();
     void this.lbClient.close();

@@ -3,8 +3,9 @@
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
 import { eq } from "drizzle-orm";
-import { replicas } from "@meridian/db";
-import { createHarness, OPERATOR, type Harness } from "../testing/harness";
+import { lbProofs, replicas } from "@meridian/db";
+import { lbKeyId } from "@meridian/protocol/credentials";
+import { createHarness, OPERATOR, TEST_TOKEN, type Harness } from "../testing/harness";
 import { listAudit } from "./audit";
 import { createLb, failbackLb, failoverLb, listLbs } from "./lbs";
 import { createRegion, listRegions } from "./regions";
@@ -28,6 +29,17 @@ describe("default home LB", () => {
     for (const region of ["us-ashburn", "eu-frankfurt", "us-west"]) createRegion(h.rt, OPERATOR, { name: region });
     createLb(h.rt, OPERATOR, { name: "lb-us-ashburn", url: "http://127.0.0.1:9/us", region: "us-ashburn" }, "lb-us-ashburn");
     createLb(h.rt, OPERATOR, { name: "lb-eu-frankfurt", url: "http://127.0.0.1:9/eu", region: "eu-frankfurt" }, "lb-eu-frankfurt");
+    // As if both had proved their tokens at their URLs: only a proven LB is a failover target
+    // (runtime/lb-proof-rows.ts). Nothing listens there; these tests are about the rows.
+    for (const [lbId, adminBase] of [
+      ["lb-us-ashburn", "http://127.0.0.1:9/us"],
+      ["lb-eu-frankfurt", "http://127.0.0.1:9/eu"],
+    ] as const) {
+      h.rt.db
+        .insert(lbProofs)
+        .values({ lbId, adminBase, keyId: lbKeyId(TEST_TOKEN), provenAt: 1 })
+        .run();
+    }
   });
   after(() => h.close());
 
