@@ -12,9 +12,11 @@ import type { SimRequest } from "./workload";
 /** `gorgo-online` is gorgo with the (1+1)-ES tuning its weights while it routes. */
 export const ONLINE_GORGO = "gorgo-online";
 export const COMPARE_POLICY_NAMES: readonly string[] = [...POLICY_NAMES, ONLINE_GORGO];
-export const DEFAULT_COMPARE_POLICIES = ["gorgo", "least-load", "least-request", "prefix-cache", "session-affinity", "random"];
-/** The policies of the paper's Table 3. */
-export const DEFAULT_SWEEP_POLICIES = ["gorgo", "session-affinity", "least-request"];
+/** The routers operators would run instead of gorgo (packages/routing/README.md, "Peer policies"). */
+const PEER_POLICIES = ["sglang-cache-aware", "llm-d", "dynamo-kv"];
+export const DEFAULT_COMPARE_POLICIES = ["gorgo", ...PEER_POLICIES, "least-load", "least-request", "prefix-cache", "session-affinity", "random"];
+/** The policies of the paper's Table 3, and the peers. */
+export const DEFAULT_SWEEP_POLICIES = ["gorgo", ...PEER_POLICIES, "session-affinity", "least-request"];
 
 export function isComparePolicy(name: string): boolean {
   return name === ONLINE_GORGO || isPolicyName(name);

@@ -290,7 +290,18 @@ class FleetRun {
           peerQueuedTokens: 0,
           scraped: null,
           admitted: null,
-          candidate: { id: rep.id, region: rep.region, rttMs: 0, inFlight: 0, queuedTokens: 0, scraped: null, full: false, healthy: true },
+          candidate: {
+            id: rep.id,
+            region: rep.region,
+            rttMs: 0,
+            inFlight: 0,
+            queuedTokens: 0,
+            scraped: null,
+            full: false,
+            healthy: true,
+            // Known from the engine's config, as an operator's override would give it live.
+            kvCapacityTokens: rep.engine.load().kvCapacityTokens,
+          },
         })),
         localReplicas: this.replicas.filter((rep) => rep.region === lbSpec.region).map((rep) => rep.idx),
         held: [],
@@ -472,6 +483,9 @@ class FleetRun {
     const decision = lb.policy.select(f.view, candidates, { index: lb.index, weights: lb.weights, rng: lb.rng, now: this.now });
     const rep = this.replicaById.get(decision.choice);
     if (rep === undefined) throw new Error(`policy ${lb.policy.name} chose unknown replica ${decision.choice}`);
+    // Policy events (peer routers keep their own state): the LB core is to report these; see
+    // packages/routing/src/policies/common.ts (PolicyEvent).
+    lb.policy.observe?.({ kind: "dispatch", requestId: String(f.req.id), replicaId: rep.id, request: f.view, decision, now: this.now });
     f.lb = lb;
     f.replica = rep;
     f.dispatchMs = this.now;
@@ -543,6 +557,7 @@ class FleetRun {
 
   private firstAtLb(f: Flight, cachedTokens: number): void {
     f.firstAtLbMs = this.now;
+    f.lb.policy.observe?.({ kind: "first-token", requestId: String(f.req.id), now: this.now });
     f.cachedTokens = cachedTokens;
     // Learn on the 2xx headers: the replica now holds (or is computing) this prompt's blocks.
     f.lb.index.learn(f.req.keys, f.replica.id, "LOCAL", this.now);
@@ -553,6 +568,7 @@ class FleetRun {
     const v = lb.views[f.replica.idx]!;
     v.inFlight--;
     v.ownQueuedTokens -= f.req.inputTokens;
+    lb.policy.observe?.({ kind: "complete", requestId: String(f.req.id), now: this.now });
     f.cachedTokens = cachedTokens;
     f.itlMs = itlMs;
     // Learn again at completion. A trace row does not say which blocks the reply will become, so
