@@ -80,6 +80,8 @@ interface Target {
   replica: ReplicaRuntime | null;
   peer: PeerRuntime | null;
   released: boolean;
+  /** Id under which the policy was told of this dispatch (policies with state learn from it). */
+  policyRequestId: string | null;
 }
 
 export interface BalancerOptions {
@@ -96,6 +98,7 @@ export class Balancer {
   readonly replicas = new Map<string, ReplicaRuntime>();
   readonly peers = new Map<string, PeerRuntime>();
   index: PrefixIndex;
+  private policyDispatches = 0;
   /** SkyLB snapshot index: which peer LB is believed to hold which blocks. */
   peerIndex: PrefixIndex;
   readonly estimator = new TokenEstimator();
@@ -471,12 +474,17 @@ export class Balancer {
         replica: null,
         peer,
         released: false,
+        policyRequestId: null,
       });
       return true;
     }
     const decision: Decision = this.policy.select(job.view, availability.candidates, { index: this.index, weights: job.weights, rng: this.rng, now });
     const replica = this.replicas.get(decision.choice);
     if (!replica) return false;
+    // Policy events (peer routers keep their own state); the LB core is to report these, see
+    // packages/routing/src/policies/common.ts (PolicyEvent). One id per dispatch: a retry is new.
+    const policyRequestId = String(++this.policyDispatches);
+    this.policy.observe?.({ kind: "dispatch", requestId: policyRequestId, replicaId: replica.id, request: job.view, decision, now });
     this.dispatch(job, {
       kind: "replica",
       id: replica.id,
@@ -486,6 +494,7 @@ export class Balancer {
       replica,
       peer: null,
       released: false,
+      policyRequestId,
     });
     return true;
   }
@@ -538,6 +547,7 @@ export class Balancer {
       this.retry(job, target, `upstream status ${status}`);
       return false;
     }
+    if (target.policyRequestId !== null) this.policy.observe?.({ kind: "first-token", requestId: target.policyRequestId, now: Date.now() });
     if (exchange.ok && job.request.keys.length > 0) {
       // Learned as the 2xx headers arrive, but a tick later: engines send headers with the first
       // token, and indexing an 80 KB prompt should not stand between that token and the client.
@@ -621,6 +631,7 @@ export class Balancer {
   private releaseJob(job: Job, target: Target): void {
     if (target.released) return;
     target.released = true;
+    if (target.policyRequestId !== null) this.policy.observe?.({ kind: "complete", requestId: target.policyRequestId, now: Date.now() });
     if (target.replica) {
       target.replica.inFlight = Math.max(0, target.replica.inFlight - 1);
       target.replica.queuedTokens = Math.max(0, target.replica.queuedTokens - job.view.inputTokens);
