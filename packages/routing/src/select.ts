@@ -15,9 +15,7 @@ import { createSglangCacheAwarePolicy } from "./policies/sglang-cache-aware";
 import { POLICY_NAMES, type PolicyName } from "./types";
 
 export type { Policy, PolicyContext, PolicyEvent, PolicyOptions } from "./policies/common";
-export type { DynamoKvOptions } from "./policies/dynamo-kv";
-export type { LlmdOptions } from "./policies/llm-d";
-export type { SglangCacheAwareOptions } from "./policies/sglang-cache-aware";
+export type { DynamoKvOptions, LlmdOptions, SglangCacheAwareOptions } from "./policies/peer-options";
 
 export function isPolicyName(name: unknown): name is PolicyName {
   return typeof name === "string" && (POLICY_NAMES as readonly string[]).includes(name);

@@ -4,10 +4,8 @@
 import { EXCLUDED_SCORE, RoutingInputError, describe, requireFiniteNumber } from "../errors";
 import type { PrefixIndex } from "../prefix-index";
 import type { CandidateView, Decision, PolicyName, RequestView, Rng, Weights } from "../types";
-import { validateCandidates, validateRequest, validateWeights } from "../validate";
-import type { DynamoKvOptions } from "./dynamo-kv";
-import type { LlmdOptions } from "./llm-d";
-import type { SglangCacheAwareOptions } from "./sglang-cache-aware";
+import { validateBlockKeys, validateCandidates, validateRequest, validateWeights } from "../validate";
+import type { DynamoKvOptions, LlmdOptions, SglangCacheAwareOptions } from "./peer-options";
 
 export interface PolicyContext {
   index: PrefixIndex;
@@ -224,4 +222,25 @@ export function checkPolicyEvent(event: PolicyEvent): void {
 export function matchedBlocksOf(decision: Decision, replicaId: string): number {
   for (const s of decision.scores) if (s.id === replicaId) return s.matchedBlocks;
   return 0;
+}
+
+/** The most routes a peer policy's own PrefixIndex may hold, whatever its project's budget: about
+ * 140 MB at 68 B per route, so the policy's memory stays bounded. */
+export const PEER_INDEX_MAX_ROUTES = 2 ** 21;
+
+/** Per candidate, the prompt's depth in a policy's own index; all 0 before it has one (the keys are
+ * then checked here, as the index would check them). */
+export function ownIndexDepths(index: PrefixIndex | null, request: RequestView, candidates: readonly CandidateView[], now: number): number[] {
+  const n = candidates.length;
+  const depths = new Array<number>(n).fill(0);
+  if (index === null) {
+    validateBlockKeys("keys", request.keys);
+    return depths;
+  }
+  if (request.keys.length === 0) return depths;
+  const ids = new Array<string>(n);
+  for (let i = 0; i < n; i++) ids[i] = (candidates[i] as CandidateView).id;
+  const { depthByReplica } = index.match(request.keys, now, ids);
+  for (let i = 0; i < n; i++) depths[i] = depthByReplica.get(ids[i] as string) ?? 0;
+  return depths;
 }

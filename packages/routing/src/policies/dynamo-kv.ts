@@ -42,7 +42,6 @@
 
 import { PrefixIndex } from "../prefix-index";
 import type { CandidateView, RequestView, Rng } from "../types";
-import { validateBlockKeys } from "../validate";
 import { ActiveSequences } from "./dynamo-active";
 import {
   type Policy,
@@ -53,22 +52,11 @@ import {
   decide,
   matchedBlocksOf,
   numberOption,
+  ownIndexDepths,
+  PEER_INDEX_MAX_ROUTES,
   preparedFrom,
 } from "./common";
-
-export interface DynamoKvOptions {
-  overlapScoreCredit?: number;
-  overlapScoreCreditDecay?: number;
-  prefillLoadScale?: number;
-  decodeActiveRequestWeight?: number;
-  routerTemperature?: number;
-  ttlMs?: number;
-  maxTreeSizeBlocks?: number;
-  kvBlockTokens?: number;
-  maxTrackedRequests?: number;
-}
-
-const MAX_ROUTES = 2 ** 21;
+import type { DynamoKvOptions } from "./peer-options";
 
 export function createDynamoKvPolicy(options: DynamoKvOptions = {}): Policy {
   const o = options ?? {};
@@ -111,12 +99,7 @@ export function createDynamoKvPolicy(options: DynamoKvOptions = {}): Policy {
     name: "dynamo-kv",
     select(request, candidates, ctx) {
       const eligible = checkDecisionInput(request, candidates, ctx);
-      const depths = new Array<number>(candidates.length).fill(0);
-      if (index === null) validateBlockKeys("keys", request.keys); // the index checks them when it exists
-      if (index !== null && request.keys.length > 0) {
-        const { depthByReplica } = index.match(request.keys, ctx.now, candidates.map((c) => c.id));
-        for (let i = 0; i < candidates.length; i++) depths[i] = depthByReplica.get((candidates[i] as CandidateView).id) ?? 0;
-      }
+      const depths = ownIndexDepths(index, request, candidates, ctx.now);
       const cost = costs(request, candidates, eligible, depths);
       const p = preparedFrom(request, candidates, eligible, depths);
       if (temperature === 0) return decide(p, cost, argminRandomTie(cost, eligible, ctx.rng));
@@ -129,7 +112,7 @@ export function createDynamoKvPolicy(options: DynamoKvOptions = {}): Policy {
       const { request, replicaId } = event;
       if (index === null && request.keys.length > 0) {
         const routes = Math.ceil((maxTreeBlocks * kvBlockTokens) / request.tokensPerBlock);
-        index = new PrefixIndex({ capacityBlocks: Math.max(1, Math.min(MAX_ROUTES, routes)), ttlMs });
+        index = new PrefixIndex({ capacityBlocks: Math.max(1, Math.min(PEER_INDEX_MAX_ROUTES, routes)), ttlMs });
       }
       if (index !== null && request.keys.length > 0) index.learn(request.keys, replicaId, "LOCAL", event.now);
       const cached = Math.min(matchedBlocksOf(event.decision, replicaId) * request.tokensPerBlock, request.inputTokens);

@@ -62,18 +62,7 @@ import {
   numberOption,
   preparedFrom,
 } from "./common";
-
-export interface LlmdOptions {
-  prefixWeight?: number;
-  kvCacheWeight?: number;
-  queueWeight?: number;
-  blockSizeTokens?: number;
-  maxPrefixTokensToMatch?: number;
-  matchLengthWeight?: number;
-  matchLengthScaleTokens?: number;
-  lruCapacityPerServer?: number;
-  engineBlockTokens?: number;
-}
+import type { LlmdOptions } from "./peer-options";
 
 /** Replica ids whose KV capacity this policy remembers for sizing LRUs; beyond it the memo restarts. */
 const MAX_REMEMBERED_REPLICAS = 4096;

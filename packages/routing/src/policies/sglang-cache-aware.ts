@@ -43,13 +43,12 @@
 //  - Eviction. SGLang evicts each worker's least recently used leaves above max_tree_size every
 //    eviction interval; PrefixIndex evicts least recently used routes as soon as it is full, under one
 //    budget for all workers: the per-worker budget × the candidates at the first dispatch, capped at
-//    MAX_ROUTES (2^21 routes, ~140 MB) so the policy's memory stays bounded.
+//    PEER_INDEX_MAX_ROUTES (2^21 routes, ~140 MB, common.ts) so the policy's memory stays bounded.
 //  - KV-usage triggers need a KV utilization, which needs CandidateView.kvCapacityTokens; without it
 //    they do not fire, as in the source when no backend load snapshot is wired.
 
 import { PrefixIndex } from "../prefix-index";
 import type { CandidateView, RequestView } from "../types";
-import { validateBlockKeys } from "../validate";
 import {
   type Policy,
   type PolicyEvent,
@@ -58,22 +57,15 @@ import {
   decide,
   kvUtilization,
   numberOption,
+  ownIndexDepths,
+  PEER_INDEX_MAX_ROUTES,
   preparedFrom,
 } from "./common";
-
-export interface SglangCacheAwareOptions {
-  cacheThreshold?: number;
-  balanceAbsThreshold?: number;
-  balanceRelThreshold?: number;
-  balanceTokenUsageThreshold?: number;
-  overloadTokenUsageThreshold?: number;
-  maxTreeSizeChars?: number;
-}
+import type { SglangCacheAwareOptions } from "./peer-options";
 
 /** Characters per token for turning block tokens into SGLang's character budget (the LB's default
  * estimate, token-estimator.ts). */
 const CHARS_PER_TOKEN = 4;
-const MAX_ROUTES = 2 ** 21;
 
 export function createSglangCacheAwarePolicy(options: SglangCacheAwareOptions = {}): Policy {
   const o = options ?? {};
@@ -117,16 +109,6 @@ export function createSglangCacheAwarePolicy(options: SglangCacheAwareOptions = 
     return best;
   }
 
-  function depthsOf(request: RequestView, candidates: readonly CandidateView[], now: number): number[] {
-    const depths = new Array<number>(candidates.length).fill(0);
-    if (tree === null) validateBlockKeys("keys", request.keys); // the tree checks them when it exists
-    if (tree === null || request.keys.length === 0) return depths;
-    const ids = candidates.map((c) => c.id);
-    const { depthByReplica } = tree.match(request.keys, now, ids);
-    for (let i = 0; i < ids.length; i++) depths[i] = depthByReplica.get(ids[i] as string) ?? 0;
-    return depths;
-  }
-
   /** The candidate SGLang would name for the deepest match: among those holding the deepest block,
    * the one that learned it first (PrefixIndex lists a block's routes newest first). */
   function deepestHolder(request: RequestView, candidates: readonly CandidateView[], depths: number[], deepest: number): number {
@@ -142,7 +124,7 @@ export function createSglangCacheAwarePolicy(options: SglangCacheAwareOptions = 
     name: "sglang-cache-aware",
     select(request, candidates, ctx) {
       const eligible = checkDecisionInput(request, candidates, ctx);
-      const depths = depthsOf(request, candidates, ctx.now);
+      const depths = ownIndexDepths(tree, request, candidates, ctx.now);
       const p = preparedFrom(request, candidates, eligible, depths);
       let minLoad = Infinity;
       let maxLoad = 0;
@@ -180,7 +162,7 @@ export function createSglangCacheAwarePolicy(options: SglangCacheAwareOptions = 
       if (tree === null && request.keys.length > 0) {
         const perWorker = Math.max(1, Math.floor(maxTreeChars / (request.tokensPerBlock * CHARS_PER_TOKEN)));
         const workers = Math.max(1, event.decision.scores.length);
-        tree = new PrefixIndex({ capacityBlocks: Math.min(MAX_ROUTES, perWorker * workers), ttlMs: Number.POSITIVE_INFINITY });
+        tree = new PrefixIndex({ capacityBlocks: Math.min(PEER_INDEX_MAX_ROUTES, perWorker * workers), ttlMs: Number.POSITIVE_INFINITY });
       }
       if (tree !== null && request.keys.length > 0) tree.learn(request.keys, replicaId, "LOCAL", event.now);
       processed.set(replicaId, (processed.get(replicaId) ?? 0) + 1);
