@@ -7,7 +7,9 @@
 // the hashes it holds along the way (not only a contiguous run): llm-d's greedy matchLongestPrefix.
 //
 // Bounded: each server's LRU holds at most its capacity (fixed when the server is first added, as
-// llm-d sizes it at that moment), and the hash map holds only hashes some LRU holds.
+// llm-d sizes it at that moment), and the hash map holds only hashes some LRU holds. llm-d also drops
+// the LRU of a pod that left the pool (checked every 2 minutes); a policy does not see the pool, so a
+// removed replica's LRU stays, which bounds memory by the replica ids ever seen × their capacity.
 
 import type { BlockKey } from "../types";
 

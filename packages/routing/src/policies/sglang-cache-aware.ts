@@ -63,6 +63,8 @@ import {
 } from "./common";
 import type { SglangCacheAwareOptions } from "./peer-options";
 
+/** Replica ids whose routed-request counts (the load tie-break) are kept at once. */
+const MAX_COUNTED_REPLICAS = 4096;
 /** Characters per token for turning block tokens into SGLang's character budget (the LB's default
  * estimate, token-estimator.ts). */
 const CHARS_PER_TOKEN = 4;
@@ -165,6 +167,8 @@ export function createSglangCacheAwarePolicy(options: SglangCacheAwareOptions = 
         tree = new PrefixIndex({ capacityBlocks: Math.min(PEER_INDEX_MAX_ROUTES, perWorker * workers), ttlMs: Number.POSITIVE_INFINITY });
       }
       if (tree !== null && request.keys.length > 0) tree.learn(request.keys, replicaId, "LOCAL", event.now);
+      // Bounded by the replica ids seen; a fleet that churns through more starts the counts afresh.
+      if (processed.size >= MAX_COUNTED_REPLICAS && !processed.has(replicaId)) processed.clear();
       processed.set(replicaId, (processed.get(replicaId) ?? 0) + 1);
     },
   };
