@@ -136,6 +136,7 @@ const candidates: CandidateView[] = replicaIds.map((id, i) => ({
   rttMs: rtts[i % 3] as number,
   inFlight: i % 5,
   queuedTokens: (i % 5) * 4000,
+  pendingPrefillTokens: (i % 3) * 2000,
   scraped: { running: (i * 3) % 9, waiting: i % 3, usedTokens: 20_000 + i * 1000 },
   full: false,
   healthy: true,

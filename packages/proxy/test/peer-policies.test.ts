@@ -1,5 +1,5 @@
 // The proxy runs the peer routers' policies end to end: each learns where a conversation went from
-// the dispatch events the balancer reports, and releases its books on first token and completion,
+// the dispatch events the LB core reports, and releases its books on first token and completion,
 // so a conversation's later turns keep going where its first turn went.
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
@@ -23,7 +23,12 @@ after(async () => {
 
 function turn(topic: string, n: number): Record<string, unknown> {
   const history = `Notes on ${topic}: ` + `${topic} details, one after another. `.repeat(120);
-  return chatBody(`question ${n}`, { messages: [{ role: "system", content: history }, { role: "user", content: `question ${n}` }] });
+  return chatBody(`question ${n}`, {
+    messages: [
+      { role: "system", content: history },
+      { role: "user", content: `question ${n}` },
+    ],
+  });
 }
 
 /** Two conversations, turns interleaved; the replicas that served each, in order. */

@@ -86,8 +86,13 @@ export interface CandidateView {
   rttMs: number;
   /** Requests this LB has in flight on the replica. */
   inFlight: number;
-  /** Prompt tokens in flight on the replica: this LB's plus what peers report. */
+  /** Prompt tokens in flight on the replica (dispatched, not yet complete): this LB's plus what
+   * peers report. */
   queuedTokens: number;
+  /** Uncached prompt tokens of the requests in flight on the replica that have not reached their
+   * first response byte (prompt minus predicted cached, released at the first byte): the prefill
+   * work queued ahead of a new request. This LB's plus what peers report. */
+  pendingPrefillTokens: number;
   scraped: ScrapedLoad | null;
   /** SkyLB "full": waiting > 0 at last scrape, or inFlight reached the admitted concurrency. */
   full: boolean;

@@ -75,6 +75,7 @@ export function validateCandidates(candidates: readonly CandidateView[], field =
     requireNonNegative(`${at}.rttMs`, c.rttMs);
     requireNonNegative(`${at}.inFlight`, c.inFlight);
     requireNonNegative(`${at}.queuedTokens`, c.queuedTokens);
+    requireNonNegative(`${at}.pendingPrefillTokens`, c.pendingPrefillTokens);
     if (c.kvCapacityTokens !== undefined) {
       const capacity = requireFiniteNumber(`${at}.kvCapacityTokens`, c.kvCapacityTokens);
       if (capacity <= 0) throw new RoutingInputError(`${at}.kvCapacityTokens`, `must be > 0 when given, got ${capacity}`);

@@ -188,7 +188,12 @@ export function kvUtilization(c: CandidateView): number | null {
 }
 
 /** Reads one numeric policy option: the default when absent, else a finite number inside the range. */
-export function numberOption(field: string, value: unknown, fallback: number, range: { min?: number; max?: number; above?: number; integer?: boolean } = {}): number {
+export function numberOption(
+  field: string,
+  value: unknown,
+  fallback: number,
+  range: { min?: number; max?: number; above?: number; integer?: boolean } = {},
+): number {
   if (value === undefined) return fallback;
   const n = requireFiniteNumber(field, value);
   if (range.integer === true && !Number.isInteger(n)) throw new RoutingInputError(field, `must be an integer, got ${n}`);

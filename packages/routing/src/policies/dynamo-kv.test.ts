@@ -19,8 +19,14 @@ describe("dynamo-kv: the cost arithmetic", () => {
     dispatch(policy, "live", request(3, {}, 5), "b", 0, placed("b", 1));
     const d = policy.select(prompt, cs(), context());
     // a: (0 + 160)/16 − 4 = 6 prefill, 0 + 10 decode → 16.  b: (32 + 160)/16 = 12 prefill, 3 + 10 decode → 25.
-    assert.deepEqual(d.scores.map((s) => s.score), [16, 25]);
-    assert.deepEqual(d.scores.map((s) => s.matchedBlocks), [4, 0]);
+    assert.deepEqual(
+      d.scores.map((s) => s.score),
+      [16, 25],
+    );
+    assert.deepEqual(
+      d.scores.map((s) => s.matchedBlocks),
+      [4, 0],
+    );
     assert.equal(d.choice, "a");
     assert.equal(d.predictedCachedTokens, 64);
 
@@ -35,7 +41,10 @@ describe("dynamo-kv: the cost arithmetic", () => {
     dispatch(policy, "live", request(6), "a"); // same prompt prefix: 6 of its 10 blocks
     const d = policy.select(prompt, cs(), context());
     // a: prefill (96 + 160)/16 − 6 = 10; decode 6 live + 4 new = 10 → 20.  b: 10 + 10 → 20.
-    assert.deepEqual(d.scores.map((s) => s.score), [20, 20]);
+    assert.deepEqual(
+      d.scores.map((s) => s.score),
+      [20, 20],
+    );
   });
 
   it("applies overlap credit, prefill scale and the active-request weight as configured", () => {
@@ -43,7 +52,10 @@ describe("dynamo-kv: the cost arithmetic", () => {
     dispatch(policy, "live", request(4), "a");
     const d = policy.select(prompt, cs(), context());
     // a: 2·((64 + 160)/16 − 0.5·4) + (4 + 6) + 3·1 = 2·12 + 10 + 3 = 37.  b: 2·10 + 10 = 30.
-    assert.deepEqual(d.scores.map((s) => s.score), [37, 30]);
+    assert.deepEqual(
+      d.scores.map((s) => s.score),
+      [37, 30],
+    );
     assert.equal(d.choice, "b");
   });
 
@@ -53,7 +65,10 @@ describe("dynamo-kv: the cost arithmetic", () => {
     const d = policy.select(prompt, cs(), context());
     // excess = 160/16 = 10 blocks over b's 0; normalised by the prompt's 10 blocks = 1 → credit × 1/2.
     // a: (160 + 160)/16 − 10·0.5 = 15, decode 10 + 0 → 25.  b: 10 + 10 → 20.
-    assert.deepEqual(d.scores.map((s) => s.score), [25, 20]);
+    assert.deepEqual(
+      d.scores.map((s) => s.score),
+      [25, 20],
+    );
   });
 
   it("forgets the approximate index 120 s after the prompt was last routed", () => {
@@ -110,7 +125,10 @@ describe("dynamo-kv: bounded books and bad input", () => {
     const policy = createPolicy("dynamo-kv");
     policy.observe!({ kind: "first-token", requestId: "ghost", now: 0 });
     policy.observe!({ kind: "complete", requestId: "ghost", now: 0 });
-    assert.deepEqual(policy.select(prompt, cs(), context()).scores.map((s) => s.score), [20, 20]);
+    assert.deepEqual(
+      policy.select(prompt, cs(), context()).scores.map((s) => s.score),
+      [20, 20],
+    );
   });
 
   it("rejects bad options, keys and events, naming the field", () => {
@@ -118,7 +136,13 @@ describe("dynamo-kv: bounded books and bad input", () => {
     assert.throws(() => createPolicy("dynamo-kv", { dynamo: { ttlMs: 0 } }), /options\.dynamo\.ttlMs: must be > 0/);
     const policy = createPolicy("dynamo-kv");
     assert.throws(() => policy.select(request(2, { keys: [3, Number.POSITIVE_INFINITY] }), cs(), context()), /keys\[1\]/);
-    assert.throws(() => policy.observe!({ kind: "dispatch", requestId: "r", replicaId: "", request: prompt, decision: placed("a"), now: 0 }), /event\.replicaId/);
-    assert.throws(() => policy.observe!({ kind: "dispatch", requestId: "r", replicaId: "a", request: prompt, decision: null as never, now: 0 }), RoutingInputError);
+    assert.throws(
+      () => policy.observe!({ kind: "dispatch", requestId: "r", replicaId: "", request: prompt, decision: placed("a"), now: 0 }),
+      /event\.replicaId/,
+    );
+    assert.throws(
+      () => policy.observe!({ kind: "dispatch", requestId: "r", replicaId: "a", request: prompt, decision: null as never, now: 0 }),
+      RoutingInputError,
+    );
   });
 });

@@ -30,7 +30,10 @@ describe("llm-d: scores normalized and weighted 3:2:2 (prefix : kv : queue)", ()
 
   it("gives every candidate queue score 1 when their waiting counts are equal, and KV score 1 without a capacity", () => {
     const d = createPolicy("llm-d").select(prompt, [candidate("a", scraped(3, 900)), candidate("b", scraped(3, 10))], context());
-    assert.deepEqual(d.scores.map((s) => s.score), [-(0 + 2 + 2), -(0 + 2 + 2)]);
+    assert.deepEqual(
+      d.scores.map((s) => s.score),
+      [-(0 + 2 + 2), -(0 + 2 + 2)],
+    );
   });
 
   it("picks by the default weights (3:2:2) where 2:1:1 would pick otherwise", () => {
@@ -92,17 +95,26 @@ describe("llm-d: the approximate prefix index", () => {
     dispatch(policy, "r2", request(12), "b"); // b keeps blocks 1 and 2
     const d = policy.select(request(16), [candidate("a"), candidate("b")], context());
     // Nobody holds block 0: the walk stops at once, although both hold later blocks.
-    assert.deepEqual(d.scores.map((s) => s.matchedBlocks), [0, 0]);
+    assert.deepEqual(
+      d.scores.map((s) => s.matchedBlocks),
+      [0, 0],
+    );
     dispatch(policy, "r3", request(4), "b"); // b now keeps blocks 2 and 0: the walk counts block 0, stops at 1
     const e = policy.select(request(16), [candidate("a"), candidate("b")], context());
-    assert.deepEqual(e.scores.map((s) => s.matchedBlocks), [0, 4]);
+    assert.deepEqual(
+      e.scores.map((s) => s.matchedBlocks),
+      [0, 4],
+    );
   });
 
   it("learns only from dispatch events", () => {
     const policy = createPolicy("llm-d");
     const cs = [candidate("a"), candidate("b")];
     policy.select(prompt, cs, context());
-    assert.deepEqual(policy.select(prompt, cs, context()).scores.map((s) => s.matchedBlocks), [0, 0]);
+    assert.deepEqual(
+      policy.select(prompt, cs, context()).scores.map((s) => s.matchedBlocks),
+      [0, 0],
+    );
   });
 });
 

@@ -49,7 +49,10 @@ describe("sglang-cache-aware: load imbalance switches to the shortest queue", ()
     const ceiling = createPolicy("sglang-cache-aware", { sglang: { overloadTokenUsageThreshold: 0.85 } });
     dispatch(ceiling, "earlier", prompt, "warm");
     assert.equal(ceiling.select(prompt, cs, context()).choice, "cool", "0.9 > 0.85");
-    const blind = [candidate("cool", { inFlight: 1, scraped: { running: 0, waiting: 0, usedTokens: 200 } }), candidate("warm", { inFlight: 2, scraped: { running: 0, waiting: 0, usedTokens: 900 } })];
+    const blind = [
+      candidate("cool", { inFlight: 1, scraped: { running: 0, waiting: 0, usedTokens: 200 } }),
+      candidate("warm", { inFlight: 2, scraped: { running: 0, waiting: 0, usedTokens: 900 } }),
+    ];
     assert.equal(spread.select(prompt, blind, context()).choice, "warm", "no kvCapacityTokens: no utilization, no trigger");
   });
 });
@@ -91,7 +94,10 @@ describe("sglang-cache-aware: balanced, the cache threshold decides", () => {
   });
 
   it("names the worker that inserted the deepest node first when several hold it", () => {
-    for (const [first, second] of [["a", "b"], ["b", "a"]] as const) {
+    for (const [first, second] of [
+      ["a", "b"],
+      ["b", "a"],
+    ] as const) {
       const policy = createPolicy("sglang-cache-aware");
       dispatch(policy, "r1", prompt, first, 1);
       dispatch(policy, "r2", prompt, second, 2);
@@ -115,7 +121,10 @@ describe("sglang-cache-aware: balanced, the cache threshold decides", () => {
     const d = policy.select(prompt, cs, context());
     assert.equal(d.choice, "b");
     assert.equal(d.predictedCachedTokens, 1600);
-    assert.deepEqual(d.scores.map((s) => s.matchedBlocks), [0, 100]);
+    assert.deepEqual(
+      d.scores.map((s) => s.matchedBlocks),
+      [0, 100],
+    );
   });
 });
 
@@ -130,7 +139,18 @@ describe("sglang-cache-aware: bad input", () => {
     const policy = createPolicy("sglang-cache-aware");
     assert.throws(() => policy.select(request(2, { keys: [1, -2] }), [candidate("a")], context()), /keys\[1\]/);
     assert.throws(() => policy.select(prompt, [candidate("a", { kvCapacityTokens: 0 })], context()), /candidates\[0\]\.kvCapacityTokens/);
-    assert.throws(() => policy.observe!({ kind: "dispatch", requestId: "", replicaId: "a", request: prompt, decision: { choice: "a", scores: [], predictedCachedTokens: 0 }, now: 0 }), /event\.requestId/);
+    assert.throws(
+      () =>
+        policy.observe!({
+          kind: "dispatch",
+          requestId: "",
+          replicaId: "a",
+          request: prompt,
+          decision: { choice: "a", scores: [], predictedCachedTokens: 0 },
+          now: 0,
+        }),
+      /event\.requestId/,
+    );
     assert.throws(() => policy.observe!({ kind: "bogus" } as never), RoutingInputError);
   });
 });

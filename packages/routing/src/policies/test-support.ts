@@ -7,7 +7,7 @@ import { type CandidateView, DEFAULT_WEIGHTS, type Decision, type RequestView, t
 import type { Policy, PolicyContext } from "./common";
 
 export function candidate(id: string, over: Partial<CandidateView> = {}): CandidateView {
-  return { id, region: "us-ashburn", rttMs: 10, inFlight: 0, queuedTokens: 0, scraped: null, full: false, healthy: true, ...over };
+  return { id, region: "us-ashburn", rttMs: 10, inFlight: 0, queuedTokens: 0, pendingPrefillTokens: 0, scraped: null, full: false, healthy: true, ...over };
 }
 
 /** A prompt of `blocks` chained keys (distinct per `salt`), 16 tokens per block, unless overridden. */
@@ -34,11 +34,4 @@ export function placed(replicaId: string, matchedBlocks = 0): Decision {
 /** Reports a dispatch of `req` to `replicaId` as the LB core does after select(). */
 export function dispatch(policy: Policy, requestId: string, req: RequestView, replicaId: string, now = 0, decision = placed(replicaId)): void {
   policy.observe?.({ kind: "dispatch", requestId, replicaId, request: req, decision, now });
-}
-
-/** select() then dispatch to its choice, as the LB core does; returns the decision. */
-export function route(policy: Policy, requestId: string, req: RequestView, candidates: CandidateView[], ctx = context()): Decision {
-  const d = policy.select(req, candidates, ctx);
-  dispatch(policy, requestId, req, d.choice, ctx.now, d);
-  return d;
 }
