@@ -21,8 +21,8 @@ import { bundledTracePath, loadTrace } from "@meridian/workload";
 /** The short-prompt regime of the tuner work: every prompt this many times as long (at least one block). */
 const SHORT_PROMPT_FACTOR = 0.05;
 /**
- * Its busy load: arrivals 10× as dense as recorded. Measured with default gorgo on the conversation
- * trace: at 0.1 the fleet keeps up (E2E p95 ≈ 2.3 s), at 0.05 it does not (≈ 11 s and growing).
+ * Its busy load: arrivals 10× as dense as recorded. With default gorgo on the conversation trace the
+ * fleet keeps up at 0.1 (this table's short-prompt row) and falls behind at 0.05.
  */
 const SHORT_PROMPT_TIME_SCALE = 0.1;
 const TUNER = { evaluation: "versioned", guardrails: true } as const;
