@@ -14,7 +14,6 @@
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DEFAULT_WEIGHTS, type Weights } from "@meridian/routing";
 import { buildSimRequests, DEFAULT_COMPARE_POLICIES, globalFleet, paperFleet, runPolicy, type FleetSpec, type SimRequest } from "@meridian/sim";
 import { bundledTracePath, loadTrace } from "@meridian/workload";
 
@@ -51,8 +50,9 @@ function firstHalf(requests: readonly SimRequest[]): SimRequest[] {
 
 const round = (v: number, digits = 0) => Math.round(v * 10 ** digits) / 10 ** digits;
 
-function row(name: string, spec: FleetSpec, requests: readonly SimRequest[], seed: number, policy: string, weights: Weights) {
-  const s = runPolicy({ spec, requests, seed, weights }, policy, TUNER).summary;
+/** One row; without `weights`, runPolicy uses the defaults of @meridian/routing/types. */
+function row(name: string, spec: FleetSpec, requests: readonly SimRequest[], seed: number, policy: string, weights?: { rtt: number; queue: number }) {
+  const s = runPolicy({ spec, requests, seed, ...(weights ? { weights } : {}) }, policy, TUNER).summary;
   return {
     policy: name,
     ttft_p50_ms: round(s.ttft_ms.p50),
@@ -89,7 +89,7 @@ export async function runTable(): Promise<void> {
     const requests = sc.promptFactor === 1 ? built : scalePrompts(built, sc.promptFactor);
     const tuned = runPolicy({ spec, requests: firstHalf(requests), seed }, "gorgo-online", TUNER).tuners[0]!.finalWeights;
     const frozen = { rtt: round(tuned.rtt, 4), queue: round(tuned.queue, 4) };
-    const rows = DEFAULT_COMPARE_POLICIES.map((p) => row(p, spec, requests, seed, p, { ...DEFAULT_WEIGHTS }));
+    const rows = DEFAULT_COMPARE_POLICIES.map((p) => row(p, spec, requests, seed, p));
     rows.splice(1, 0, { ...row(TUNED, spec, requests, seed, "gorgo", frozen), weights: frozen } as (typeof rows)[number]);
     out.push({ scenario: sc.name, preset: spec.name, time_scale: sc.timeScale, prompt_factor: sc.promptFactor, requests: requests.length, rows });
     process.stderr.write(`progress ${out.length}/${scenarios.length} ${sc.name}\n`);
@@ -101,7 +101,6 @@ export async function runTable(): Promise<void> {
         trace: tracePath,
         ...(note ? { note } : {}),
         seed,
-        default_weights: DEFAULT_WEIGHTS,
         tuned: `${TUNED}: gorgo-online (versioned evaluation, guardrails on) on the requests before the scenario's midpoint, its final weights frozen and run on the whole scenario`,
         scenarios: out,
       },
