@@ -16,12 +16,12 @@ import {
   type ScrapedLoad,
 } from "@meridian/routing";
 import type { LbConfig } from "@meridian/protocol";
-import { completeTicket, headersLearning, type Completion, type LearnInstruction, type Outcome } from "./completion";
+import { completeTicket, headersLearning, isSuccess, type Completion, type LearnInstruction, type Outcome } from "./completion";
 import { HoldQueue } from "./hold-queue";
 import { knownModel, placementLogEntry, planPlacement, type Placement, type PlacementContext, type PlacementLogEntry } from "./placement";
 import { buildLbState, buildPeerReport, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
 import { type PeerRecord, PredictionSums, type ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
-import { failures, Ticket, type AdmitInput, type Failure } from "./ticket";
+import { failures, peerTarget, replicaTarget, Ticket, type AdmitInput, type Failure } from "./ticket";
 
 /** A request is tried on at most this many targets (the first and one retry). */
 export const MAX_ATTEMPTS = 2;
@@ -58,6 +58,8 @@ export class LbCore<J> {
   readonly prediction = new PredictionSums();
   readonly peerPollIntervalMs: number;
   private policy: Policy;
+  /** Dispatches told to policies that observe them: each one's id (a retry is a new dispatch). */
+  private observedDispatches = 0;
   private readonly rng: Rng;
   private readonly onPlacement: LbCoreOptions["onPlacement"];
   private readonly placementContext: PlacementContext;
@@ -130,6 +132,13 @@ export class LbCore<J> {
     this.replicas.get(replicaId)?.scrapeFailed(error);
   }
 
+  /** What the engine's metrics say its KV-cache capacity is, in tokens (null: they do not say). The
+   * replica's `cacheCapacityTokens` in the config overrides it. Policies see it as kvCapacityTokens. */
+  engineCapacityReported(replicaId: string, capacityTokens: number | null): void {
+    const replica = this.replicas.get(replicaId);
+    if (replica) replica.engineCapacityTokens = capacityTokens;
+  }
+
   /** A peer's report arrived after a poll that took `rttSampleMs`: its load, availability and snapshot. */
   peerReported(peerId: string, report: PeerReportBody, rttSampleMs: number, now: number): void {
     const peer = this.peers.get(peerId);
@@ -187,9 +196,9 @@ export class LbCore<J> {
    * refusal. After "replica" or "peer" the driver sends it; after "fail" it answers the failure. */
   route(ticket: Ticket<J>, now: number): Placement {
     const placement = this.plan(ticket, now);
-    if (placement.kind !== "hold") return this.commit(ticket, placement);
+    if (placement.kind !== "hold") return this.commit(ticket, placement, now);
     if (!this.queue.push(ticket, now, this.config.limits.queueMaxLength)) {
-      return this.commit(ticket, { kind: "fail", failure: failures.queueFull(this.config.limits.queueMaxLength) });
+      return this.commit(ticket, { kind: "fail", failure: failures.queueFull(this.config.limits.queueMaxLength) }, now);
     }
     ticket.held = true;
     this.log(ticket, placement, []);
@@ -204,14 +213,14 @@ export class LbCore<J> {
     for (const ticket of this.queue.expire(now, this.config.limits.queueMaxWaitMs)) {
       ticket.held = false;
       const failure = failures.queueTimeout(this.config.limits.queueMaxWaitMs);
-      settled.push({ ticket, placement: this.commit(ticket, { kind: "fail", failure }) as Settled<J>["placement"] });
+      settled.push({ ticket, placement: this.commit(ticket, { kind: "fail", failure }, now) as Settled<J>["placement"] });
     }
     for (let head = this.queue.peek(); head !== undefined; head = this.queue.peek()) {
       const placement = this.plan(head, now);
       if (placement.kind === "hold") break;
       this.queue.shift();
       head.held = false;
-      settled.push({ ticket: head, placement: this.commit(head, placement) as Settled<J>["placement"] });
+      settled.push({ ticket: head, placement: this.commit(head, placement, now) as Settled<J>["placement"] });
     }
     return settled;
   }
@@ -229,10 +238,10 @@ export class LbCore<J> {
   }
 
   /** Every held request, refused (shutdown). */
-  shutdown(): Settled<J>[] {
+  shutdown(now: number): Settled<J>[] {
     return this.queue.clear().map((ticket) => {
       ticket.held = false;
-      return { ticket, placement: this.commit(ticket, { kind: "fail", failure: failures.shuttingDown() }) as Settled<J>["placement"] };
+      return { ticket, placement: this.commit(ticket, { kind: "fail", failure: failures.shuttingDown() }, now) as Settled<J>["placement"] };
     });
   }
 
@@ -244,33 +253,48 @@ export class LbCore<J> {
   /** The current target failed before any byte reached the client: release it, exclude it, place again. */
   retry(ticket: Ticket<J>, now: number): Placement {
     const target = ticket.target;
-    this.release(ticket);
+    this.release(ticket, now);
     if (target) (ticket.excluded ??= new Set()).add(target.id);
     ticket.target = null;
     return this.route(ticket, now);
   }
 
-  /** The request no longer occupies its replica (response ended, failed, or retried elsewhere). */
-  release(ticket: Ticket<J>): void {
+  /** The request no longer occupies its replica (response ended, failed, or retried elsewhere): its
+   * counters are released and its policy is told, once per dispatch. */
+  private release(ticket: Ticket<J>, now: number): void {
     const target = ticket.target;
     if (!target || target.released) return;
     target.released = true;
     if (target.kind !== "replica") return;
     const replica = this.replicas.get(target.id);
-    if (!replica) return;
-    replica.inFlight = Math.max(0, replica.inFlight - 1);
-    replica.queuedTokens = Math.max(0, replica.queuedTokens - ticket.view.inputTokens);
+    if (replica) {
+      replica.inFlight = Math.max(0, replica.inFlight - 1);
+      replica.queuedTokens = Math.max(0, replica.queuedTokens - ticket.view.inputTokens);
+      replica.pendingPrefillTokens = Math.max(0, replica.pendingPrefillTokens - target.pendingPrefillTokens);
+    }
+    target.pendingPrefillTokens = 0;
+    if (target.observedId !== null) target.observer?.observe?.({ kind: "complete", requestId: target.observedId, now });
   }
 
-  /** Response headers arrived: what to learn (the prompt, on 2xx). */
-  headersReceived(ticket: Ticket<J>, status: number): LearnInstruction | null {
+  /** The target's response headers arrived (with its first bytes): its prefill is over, so its
+   * uncached tokens leave the replica's pending prefill, and on a 2xx the policy hears of its first
+   * token. Returns what to learn (the prompt, on 2xx). */
+  headersReceived(ticket: Ticket<J>, status: number, now: number): LearnInstruction | null {
+    const target = ticket.target;
+    if (target !== null && !target.released && !target.responded) {
+      target.responded = true;
+      const replica = target.kind === "replica" ? this.replicas.get(target.id) : undefined;
+      if (replica) replica.pendingPrefillTokens = Math.max(0, replica.pendingPrefillTokens - target.pendingPrefillTokens);
+      target.pendingPrefillTokens = 0;
+      if (target.observedId !== null && isSuccess(status)) target.observer?.observe?.({ kind: "first-token", requestId: target.observedId, now });
+    }
     return headersLearning(ticket, status);
   }
 
   /** The request ended (served, failed or refused): releases it, calibrates the token estimate,
    * records accuracy and totals, and returns the completion (telemetry event, next-turn learning). */
-  complete(ticket: Ticket<J>, outcome: Outcome): Completion {
-    this.release(ticket);
+  complete(ticket: Ticket<J>, outcome: Outcome, now: number): Completion {
+    this.release(ticket, now);
     ticket.done = true;
     this.totals.requests++;
     if (outcome.status >= 400) this.totals.errors++;
@@ -343,26 +367,29 @@ export class LbCore<J> {
     }
   }
 
-  /** Records a placement's effect on this LB's counters and logs it. */
-  private commit(ticket: Ticket<J>, placement: Placement): Placement {
+  /** Records a placement's effect on this LB's counters, tells an observing policy of a dispatch,
+   * and logs it. */
+  private commit(ticket: Ticket<J>, placement: Placement, now: number): Placement {
     if (placement.kind === "replica") {
-      const replica = this.replicas.get(placement.replicaId);
+      const { decision, replicaId } = placement;
+      const replica = this.replicas.get(replicaId);
+      const inputTokens = ticket.view.inputTokens;
+      // The prefill still to do: what the decision did not predict cached (Dynamo's "active prefill").
+      const pendingPrefillTokens = replica ? Math.max(0, inputTokens - decision.predictedCachedTokens) : 0;
       if (replica) {
         replica.inFlight++;
-        replica.queuedTokens += ticket.view.inputTokens;
+        replica.queuedTokens += inputTokens;
+        replica.pendingPrefillTokens += pendingPrefillTokens;
       }
       ticket.attempts++;
-      ticket.target = {
-        kind: "replica",
-        id: placement.replicaId,
-        predictedCachedTokens: placement.decision.predictedCachedTokens,
-        reason: placement.decision.reason ?? null,
-        released: false,
-      };
+      const observer = this.policy.observe ? this.policy : null;
+      const observedId = observer ? String(++this.observedDispatches) : null;
+      ticket.target = replicaTarget(replicaId, decision, pendingPrefillTokens, observer, observedId);
+      if (observedId !== null) observer?.observe?.({ kind: "dispatch", requestId: observedId, replicaId, request: ticket.view, decision, now });
     } else if (placement.kind === "peer") {
       this.totals.forwarded++;
       ticket.attempts++;
-      ticket.target = { kind: "peer", id: placement.peerId, predictedCachedTokens: 0, reason: placement.reason, released: false };
+      ticket.target = peerTarget(placement.peerId, placement.reason);
     }
     this.log(ticket, placement, placement.kind === "replica" ? placement.candidates : []);
     return placement;

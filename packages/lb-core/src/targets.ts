@@ -57,6 +57,13 @@ export class ReplicaRecord {
   queuedTokens = 0;
   /** Prompt tokens peer LBs report in flight on the replica. */
   peerQueuedTokens = 0;
+  /** Uncached prompt tokens of this LB's requests on the replica that have not reached their first
+   * response byte (routing's CandidateView.pendingPrefillTokens). */
+  pendingPrefillTokens = 0;
+  /** The same, as peer LBs report it. */
+  peerPendingPrefillTokens = 0;
+  /** The KV-cache capacity in tokens the engine reports (its metrics), null until known. */
+  engineCapacityTokens: number | null = null;
   /** 2xx responses served. */
   requests = 0;
   promptTokensSum = 0;
@@ -65,7 +72,24 @@ export class ReplicaRecord {
   private readonly view: CandidateView;
 
   constructor(public config: ReplicaConfig) {
-    this.view = { id: config.id, region: config.region, rttMs: 0, inFlight: 0, queuedTokens: 0, scraped: null, full: false, healthy: false };
+    this.view = {
+      id: config.id,
+      region: config.region,
+      rttMs: 0,
+      inFlight: 0,
+      queuedTokens: 0,
+      pendingPrefillTokens: 0,
+      scraped: null,
+      full: false,
+      healthy: false,
+    };
+  }
+
+  /** KV-cache capacity in tokens: the operator's `cacheCapacityTokens` when set, else what the
+   * engine reports; null when neither is known, or when the engine caches nothing (0). */
+  kvCapacityTokens(): number | null {
+    const capacity = this.config.cacheCapacityTokens ?? this.engineCapacityTokens;
+    return capacity !== null && capacity > 0 ? capacity : null;
   }
 
   get id(): string {
@@ -102,6 +126,8 @@ export class ReplicaRecord {
     v.rttMs = this.rtt.ms ?? 0;
     v.inFlight = this.inFlight;
     v.queuedTokens = this.queuedTokens + this.peerQueuedTokens;
+    v.pendingPrefillTokens = this.pendingPrefillTokens + this.peerPendingPrefillTokens;
+    v.kvCapacityTokens = this.kvCapacityTokens() ?? undefined;
     v.scraped = load;
     v.full = isReplicaFull({ waiting: load ? load.waiting : null, inFlight: this.inFlight, admittedConcurrency: this.concurrencyCap() });
     v.healthy = this.healthy;

@@ -146,7 +146,7 @@ export class Balancer implements ExchangeHost<Job> {
   async close(): Promise<void> {
     this.closed = true;
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
-    for (const { ticket, placement } of this.core.shutdown()) this.act(ticket.owner, placement);
+    for (const { ticket, placement } of this.core.shutdown(Date.now())) this.act(ticket.owner, placement);
     this.telemetry.close();
     await this.targets.close();
   }
@@ -318,7 +318,7 @@ export class Balancer implements ExchangeHost<Job> {
       this.retry(job, exchange.target, `upstream status ${exchange.status}`);
       return false;
     }
-    const learn = this.core.headersReceived(job.ticket, exchange.status);
+    const learn = this.core.headersReceived(job.ticket, exchange.status, Date.now());
     if (learn) this.learnLater(learn);
     return true;
   }

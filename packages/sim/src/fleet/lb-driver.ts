@@ -156,8 +156,10 @@ export class LbDriver<F> {
     this.drain(lb, now);
   }
 
-  scraped(lb: SimLb<F>, replicaId: string, load: ScrapedLoad, now: number): void {
+  /** A scrape's result; `capacityTokens` is the KV capacity the engine's metrics export. */
+  scraped(lb: SimLb<F>, replicaId: string, load: ScrapedLoad, now: number, capacityTokens: number | null = null): void {
     lb.core.scrapeSucceeded(replicaId, load, now);
+    if (capacityTokens !== null) lb.core.engineCapacityReported(replicaId, capacityTokens);
     this.drain(lb, now);
   }
 
@@ -207,7 +209,7 @@ export class LbDriver<F> {
       this.armWake(leg.lb);
       return false;
     }
-    const learn = core.headersReceived(leg.ticket, status);
+    const learn = core.headersReceived(leg.ticket, status, now);
     if (learn) core.learn(learn, now);
     return true;
   }
@@ -215,7 +217,7 @@ export class LbDriver<F> {
   /** The response ended at the leg's LB. */
   done(leg: Leg<F>, outcome: Outcome, now: number): Completion {
     const core = leg.lb.core;
-    const completion = core.complete(leg.ticket, outcome);
+    const completion = core.complete(leg.ticket, outcome, now);
     if (completion.learn) core.learn(completion.learn, now);
     this.transport.answered(leg, completion, now);
     this.drain(leg.lb, now);

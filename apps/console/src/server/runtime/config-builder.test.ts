@@ -70,6 +70,14 @@ describe("LB configs", () => {
     h.rt.publisher.publish("lb-eu", { force: true });
     assert.equal(versions(), before + 1);
   });
+
+  test("an operator can run a region on a peer router's algorithm", () => {
+    let version = 10;
+    for (const policy of ["sglang-cache-aware", "llm-d", "dynamo-kv"] as const) {
+      setPolicy(h.rt, OPERATOR, { id: "lb-eu", policy, crossRegion: "direct" });
+      assert.equal(buildLbConfig(h.rt.db, "lb-eu", version++)!.policy, policy);
+    }
+  });
 });
 
 describe("HealthMonitor at startup", () => {
