@@ -78,7 +78,8 @@ export class InFlight<J extends WatchedJob<J>> {
     const deadlineMs = Math.round(job.plan?.deadlineMs ?? 0);
     if (host.canRetry(job) && host.core.canRedispatch(job.ticket, Date.now())) {
       host.metrics.redispatched.inc({ replica: target.id, reason: "first_byte_deadline" });
-      host.logger.warn({ target: target.id, deadlineMs, expectedMs: job.plan?.expectedMs }, "no first byte within the deadline; re-dispatching");
+      const waitedMs = Math.round(performance.now() - exchange.dispatchedAt);
+      host.logger.warn({ target: target.id, deadlineMs, waitedMs, expectedMs: job.plan?.expectedMs }, "no first byte within the deadline; re-dispatching");
       exchange.abort(new UpstreamStallError(`no first byte from ${target.id} within ${deadlineMs} ms`, "first_byte_deadline"));
       return;
     }
@@ -99,6 +100,7 @@ export class InFlight<J extends WatchedJob<J>> {
       if (!exchange?.waiting || exchange.target.kind !== "replica" || exchange.target.id !== replicaId) continue;
       if (!host.canRetry(job) || !host.core.canRedispatch(job.ticket, now)) continue;
       host.metrics.redispatched.inc({ replica: replicaId, reason: "replica_unhealthy" });
+      host.logger.warn({ target: replicaId, waitedMs: Math.round(performance.now() - exchange.dispatchedAt) }, "replica turned unhealthy; re-dispatching");
       exchange.abort(new UpstreamStallError(`replica ${replicaId} turned unhealthy before answering`, "replica_unhealthy"));
     }
   }

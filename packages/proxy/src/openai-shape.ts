@@ -31,8 +31,8 @@ const invalidType = (param: string, expected: string, value: unknown): HttpError
   badRequest(`Invalid type for '${param}': expected ${expected}, but got ${typeName(value)} instead.`, param, "invalid_type");
 const missing = (param: string): HttpError => badRequest(`Missing required parameter: '${param}'.`, param, "missing_required_parameter");
 
-function outOfRange(param: string, value: number, bound: number, above: boolean): HttpError {
-  const kind = Number.isInteger(value) ? "integer" : "decimal";
+function outOfRange(param: string, integer: boolean, value: number, bound: number, above: boolean): HttpError {
+  const kind = integer ? "integer" : "decimal";
   const relation = above ? "above maximum" : "below minimum";
   return badRequest(
     `Invalid '${param}': ${kind} ${relation} value. Expected a value ${above ? "<=" : ">="} ${bound}, but got ${value} instead.`,
@@ -46,8 +46,8 @@ function checkNumber(body: Record<string, unknown>, param: string, integer: bool
   const value = body[param];
   if (value === undefined || value === null) return;
   if (typeof value !== "number" || (integer && !Number.isInteger(value))) throw invalidType(param, integer ? "an integer" : "a number", value);
-  if (value < min) throw outOfRange(param, value, min, false);
-  if (value > max) throw outOfRange(param, value, max, true);
+  if (value < min) throw outOfRange(param, integer, value, min, false);
+  if (value > max) throw outOfRange(param, integer, value, max, true);
 }
 
 function checkOptional(body: Record<string, unknown>, param: string, expected: string, ok: (value: unknown) => boolean): void {

@@ -1,0 +1,162 @@
+// Issue 13, item 1: a frozen replica (SIGSTOP of a real meridian-engine process) no longer stalls the
+// requests sent to it for headersTimeoutMs (120 s).
+//   - Requests waiting on it are re-dispatched at their first-byte deadline, derived from their
+//     expected time to first byte (lb-core's deadline.ts), and none is lost before its first byte.
+//   - Requests waiting on it when its probes mark it unhealthy move at once, whatever their deadline.
+//   - After SIGCONT it is healthy again within 2 probe intervals, its RTT estimate not poisoned by
+//     the late probe answers, and it serves again.
+// Timing bounds are derived from the configured intervals and deadlines, never fixed guesses.
+import { strict as assert } from "node:assert";
+import { after, before, test } from "node:test";
+import { pino } from "pino";
+import type { PlacementLogEntry } from "@meridian/lb-core";
+import { startProxy, type RunningProxy } from "../../src/index";
+import { chat, type EngineProcess, faultsConfig, metricValue, spawnEngine, streamChat, TOKEN, waitFor, within } from "./harness";
+
+const PROBE_INTERVAL_MS = 1_000;
+const FIRST_BYTE_MIN_MS = 1_000;
+const HEADERS_TIMEOUT_MS = 120_000;
+// ~20 ms a token, 16 tokens: each stream lasts a few hundred ms.
+const ENGINE = { itlBaseMs: 20, maxOutputTokens: 16 };
+
+let engines: EngineProcess[] = [];
+
+before(async () => {
+  engines = await Promise.all([spawnEngine("e-a", ENGINE), spawnEngine("e-b", ENGINE)]);
+});
+
+after(async () => {
+  await Promise.all(engines.map((e) => e.stop()));
+});
+
+interface LogLine {
+  msg: string;
+  target?: string;
+  deadlineMs?: number;
+  waitedMs?: number;
+}
+
+interface Observed {
+  lb: RunningProxy;
+  logs: LogLine[];
+  placements: { entry: PlacementLogEntry; session: string }[];
+}
+
+async function startObservedLb(lbId: string, limits: Record<string, number>, unhealthyAfter: number): Promise<Observed> {
+  const logs: LogLine[] = [];
+  const placements: Observed["placements"] = [];
+  const lb = await startProxy({
+    config: faultsConfig(lbId, engines, {
+      policy: "gorgo",
+      limits: { firstByteMinMs: FIRST_BYTE_MIN_MS, headersTimeoutMs: HEADERS_TIMEOUT_MS, ...limits },
+      probes: { rttIntervalMs: PROBE_INTERVAL_MS, scrapeIntervalMs: 250, unhealthyAfter },
+    }),
+    token: TOKEN,
+    logger: pino({ level: "info" }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) }),
+    seed: 7,
+    settings: { port: 0, host: "127.0.0.1" },
+    onPlacement: (entry) => placements.push({ entry, session: entry.session }),
+  });
+  await waitFor("both replicas healthy", () => [...lb.balancer.core.replicas.values()].every((r) => r.healthy && r.rtt.ms !== null), 15_000);
+  return { lb, logs, placements };
+}
+
+/** Sessions whose first placement went to `replicaId`, with the replica each later went to. */
+function movedFrom(placements: Observed["placements"], replicaId: string, since: number): Map<string, string[]> {
+  const bySession = new Map<string, string[]>();
+  for (const { entry } of placements.slice(since)) {
+    if (entry.target === null) continue;
+    const targets = bySession.get(entry.session) ?? [];
+    targets.push(entry.target);
+    bySession.set(entry.session, targets);
+  }
+  for (const [session, targets] of bySession) if (targets[0] !== replicaId) bySession.delete(session);
+  return bySession;
+}
+
+async function warmUp(lb: RunningProxy, label: string): Promise<void> {
+  const outcomes = await Promise.all(Array.from({ length: 16 }, (_, i) => streamChat(lb.url, chat(`${label} warm-up ${i}`, { user: `${label}-warm-${i}` }))));
+  for (const outcome of outcomes) assert.ok(outcome.complete, `warm-up failed: ${outcome.status} ${outcome.text.slice(0, 200)}`);
+}
+
+test("requests on a frozen replica are re-dispatched at their first-byte deadline and none is lost", async (t) => {
+  // Probes would take 10 intervals to call it unhealthy: here the deadline acts first.
+  const { lb, logs, placements } = await startObservedLb("lb-frozen-deadline", {}, 10);
+  const [frozen, healthy] = engines as [EngineProcess, EngineProcess];
+  try {
+    await warmUp(lb, "deadline");
+    const since = placements.length;
+    frozen.signal("SIGSTOP");
+    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => streamChat(lb.url, chat(`while frozen ${i}`, { user: `frozen-${i}` }))));
+    for (const outcome of outcomes) {
+      assert.equal(outcome.status, 200, outcome.text);
+      assert.ok(outcome.complete, `a request was lost: ${outcome.text.slice(0, 300)}`);
+      assert.equal(outcome.replica, healthy.id);
+    }
+    const moved = movedFrom(placements, frozen.id, since);
+    assert.ok(moved.size >= 1, "no request was placed on the frozen replica");
+    for (const [session, targets] of moved) assert.deepEqual(targets, [frozen.id, healthy.id], session);
+    const redispatches = logs.filter((line) => line.msg.startsWith("no first byte within the deadline"));
+    assert.equal(redispatches.length, moved.size);
+    for (const line of redispatches) {
+      const { deadlineMs = Number.NaN, waitedMs = Number.NaN } = line;
+      assert.equal(line.target, frozen.id);
+      // Derived from the request, at least the floor, and far below the old fixed 120 s.
+      assert.ok(deadlineMs >= FIRST_BYTE_MIN_MS && deadlineMs <= HEADERS_TIMEOUT_MS / 10, `deadline ${deadlineMs} ms`);
+      // Moved at its deadline: not before, and no later than one probe interval of scheduling slack.
+      assert.ok(waitedMs >= deadlineMs - 1 && waitedMs <= deadlineMs + PROBE_INTERVAL_MS, `waited ${waitedMs} ms for a ${deadlineMs} ms deadline`);
+    }
+    assert.equal(await metricValue(lb.url, `meridian_lb_redispatched_requests_total{replica="${frozen.id}",reason="first_byte_deadline"}`), moved.size);
+    const firstBytes = outcomes.map((o) => o.firstByteAt ?? Number.NaN);
+    t.diagnostic(
+      `frozen: ${outcomes.length} requests, 0 lost, ${moved.size} re-dispatched; deadlines ${redispatches.map((l) => l.deadlineMs).join(",")} ms, ` +
+        `waited ${redispatches.map((l) => l.waitedMs).join(",")} ms; last first byte ${Math.round(Math.max(...firstBytes) - Math.min(...firstBytes))} ms after the first`,
+    );
+  } finally {
+    frozen.signal("SIGCONT");
+    await lb.close();
+  }
+});
+
+test("requests waiting on a replica that turns unhealthy move at once; after SIGCONT it is back within 2 probe intervals", async (t) => {
+  // A deadline far beyond the probes' verdict: here the unhealthy transition acts first.
+  const { lb, logs, placements } = await startObservedLb("lb-frozen-health", { firstByteMinMs: 60_000 }, 2);
+  const [frozen, healthy] = engines as [EngineProcess, EngineProcess];
+  const record = lb.balancer.core.replicas.get(frozen.id);
+  assert.ok(record);
+  try {
+    await warmUp(lb, "health");
+    const rttBefore = record.rtt.ms ?? 0;
+    const since = placements.length;
+    frozen.signal("SIGSTOP");
+    const outcomes = await Promise.all(Array.from({ length: 12 }, (_, i) => streamChat(lb.url, chat(`until unhealthy ${i}`, { user: `unhealthy-${i}` }))));
+    for (const outcome of outcomes) assert.ok(outcome.complete && outcome.replica === healthy.id, `a request was lost: ${outcome.text.slice(0, 300)}`);
+    const moved = movedFrom(placements, frozen.id, since);
+    assert.ok(moved.size >= 1, "no request was placed on the frozen replica");
+    assert.equal(logs.filter((line) => line.msg.startsWith("replica turned unhealthy")).length, moved.size);
+    assert.equal(record.healthy, false);
+
+    // Resume it. Every probe after this answers at once, so within 2 intervals it is healthy again.
+    const resumedAt = performance.now();
+    frozen.signal("SIGCONT");
+    await within("healthy again", waitFor("healthy again", () => record.healthy, 2 * PROBE_INTERVAL_MS + 5_000), 2 * PROBE_INTERVAL_MS + 5_000);
+    const backAfterMs = performance.now() - resumedAt;
+    assert.ok(backAfterMs <= 2 * PROBE_INTERVAL_MS, `healthy ${Math.round(backAfterMs)} ms after SIGCONT (probe interval ${PROBE_INTERVAL_MS} ms)`);
+    // The late answers to probes sent while it was frozen did not enter its RTT estimate.
+    const rttAfter = record.rtt.ms ?? Number.POSITIVE_INFINITY;
+    assert.ok(rttAfter <= Math.max(4 * rttBefore, rttBefore + 25), `RTT ${rttAfter} ms after resuming, ${rttBefore} ms before`);
+    // And it takes traffic again.
+    const served = await Promise.all(Array.from({ length: 16 }, (_, i) => streamChat(lb.url, chat(`after resume ${i}`, { user: `resumed-${i}` }))));
+    assert.ok(served.every((o) => o.complete));
+    assert.ok(served.some((o) => o.replica === frozen.id), "the resumed replica got no traffic");
+    const unhealthyWaits = logs.filter((line) => line.msg.startsWith("replica turned unhealthy")).map((line) => line.waitedMs);
+    t.diagnostic(
+      `unhealthy: ${outcomes.length} requests, 0 lost, ${moved.size} moved after waiting ${unhealthyWaits.join(",")} ms; ` +
+        `healthy ${Math.round(backAfterMs)} ms after SIGCONT (interval ${PROBE_INTERVAL_MS} ms); RTT ${rttBefore.toFixed(2)} → ${rttAfter.toFixed(2)} ms; ` +
+        `${served.filter((o) => o.replica === frozen.id).length}/${served.length} served by it after`,
+    );
+  } finally {
+    frozen.signal("SIGCONT");
+    await lb.close();
+  }
+});
