@@ -21,9 +21,13 @@ import { freePort, startChild, stopChildren, waitHttp } from "./processes";
 const MODEL = "soak-model";
 const TOKEN = "soak-token-0123456789";
 const ENGINES = 2;
-// Each engine admits its share of the streams at once (no engine-side queue, so the LB never holds
-// them); 64 tokens at ~20 ms make each stream last a second or two.
-const ENGINE_PARAMS = { maxRunning: 400, kvCapacityTokens: 4_000_000, itlBaseMs: 20, itlPerSeqMs: 0.01, maxOutputTokens: 64 };
+// Each engine can run its share of the streams at once, with prefill to spare; 64 tokens at ~20 ms
+// make each stream last a second or two. Each replica's maxConcurrency is the engine's maxRunning:
+// left to learn it, the LB takes the running count of the first scrape that caught requests waiting
+// for the engine's next step as the replica's limit, and holds (then refuses after queueMaxWaitMs)
+// what exceeds it. That is the SkyLB rule working as designed on a transient, and a separate matter
+// from what this soak checks (the proxy README's "Failure behaviour" has the figures of both).
+const ENGINE_PARAMS = { maxRunning: 400, kvCapacityTokens: 4_000_000, prefillTokensPerSec: 400_000, itlBaseMs: 20, itlPerSeqMs: 0.01, maxOutputTokens: 64 };
 const SETTLE_TIMEOUT_MS = 30_000;
 
 const { values } = parseArgs({ options: { "duration-s": { type: "string", default: "60" }, concurrency: { type: "string", default: "500" } } });
@@ -91,7 +95,7 @@ async function main(): Promise<void> {
           version: 1,
           lbId: "lb-soak",
           region: "local",
-          replicas: engineUrls.map((url, i) => ({ id: `soak-${i}`, url, region: "local", model: MODEL })),
+          replicas: engineUrls.map((url, i) => ({ id: `soak-${i}`, url, region: "local", model: MODEL, maxConcurrency: ENGINE_PARAMS.maxRunning })),
           limits: { maxConnectionsPerReplica: 1024, queueMaxLength: 4096 },
           probes: { rttIntervalMs: 1_000, scrapeIntervalMs: 250 },
         },
