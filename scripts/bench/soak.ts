@@ -156,7 +156,11 @@ async function main(): Promise<void> {
     };
     const sampler = setInterval(() => {
       adminState(admin).then(
-        (state) => (maxInFlight = Math.max(maxInFlight, state.replicas.reduce((total, r) => total + r.inFlight, 0))),
+        (state) =>
+          (maxInFlight = Math.max(
+            maxInFlight,
+            state.replicas.reduce((total, r) => total + r.inFlight, 0),
+          )),
         () => undefined,
       );
     }, 2_000);
@@ -168,7 +172,8 @@ async function main(): Promise<void> {
     // The books must settle to 0 once the last stream has ended.
     const settleStart = performance.now();
     let state = await adminState(admin);
-    const settled = (s: typeof state): boolean => s.queue.length === 0 && s.replicas.every((r) => r.inFlight === 0 && r.queuedTokens === 0 && r.peerQueuedTokens === 0);
+    const settled = (s: typeof state): boolean =>
+      s.queue.length === 0 && s.replicas.every((r) => r.inFlight === 0 && r.queuedTokens === 0 && r.peerQueuedTokens === 0);
     while (!settled(state) && performance.now() - settleStart < SETTLE_TIMEOUT_MS) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       state = await adminState(admin);

@@ -4,7 +4,14 @@ import { strict as assert } from "node:assert";
 import { describe, it } from "node:test";
 import { chatBlockKeys } from "@meridian/routing";
 import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
-import { FIRST_BYTE_SLACK, FirstByteHistory, firstByteDeadline, PRIOR_DECODE_MS_PER_TOKEN, PRIOR_PREFILL_MS_PER_TOKEN, RATE_SAMPLE_MIN_TOKENS } from "./deadline";
+import {
+  FIRST_BYTE_SLACK,
+  FirstByteHistory,
+  firstByteDeadline,
+  PRIOR_DECODE_MS_PER_TOKEN,
+  PRIOR_PREFILL_MS_PER_TOKEN,
+  RATE_SAMPLE_MIN_TOKENS,
+} from "./deadline";
 import { LbCore } from "./lb-core";
 import { isRetryableStatus } from "./redispatch";
 
@@ -95,8 +102,8 @@ describe("the core's first-byte deadline and re-dispatch", () => {
       lb.route(ticket, 0);
       return { ticket, plan: lb.firstByteDeadline(ticket, { stream: true, maxOutputTokens: null }) };
     });
-    const [first, , third] = placed.map((p) => p.ticket) as [typeof placed[0]["ticket"], unknown, typeof placed[0]["ticket"]];
-    const [alone, , behind] = placed.map((p) => p.plan) as [typeof placed[0]["plan"], unknown, typeof placed[0]["plan"]];
+    const [first, , third] = placed.map((p) => p.ticket) as [(typeof placed)[0]["ticket"], unknown, (typeof placed)[0]["ticket"]];
+    const [alone, , behind] = placed.map((p) => p.plan) as [(typeof placed)[0]["plan"], unknown, (typeof placed)[0]["plan"]];
     // Round robin: r1 and r3 on the same replica.
     assert.equal(first.target?.id, third.target?.id);
     assert.ok(behind.tokensAhead > alone.tokensAhead);

@@ -89,8 +89,14 @@ test("a version-1 config is still read, as version 2 with the new limits at thei
   const { maxPromptTokens: _a, maxJsonDepth: _b, clientBodyTimeoutMs: _c, firstByteMinMs: _d, ...v1Limits } = full.limits;
   const config = parseLbConfig({ ...full, schema: "meridian.lb-config/1", limits: v1Limits });
   assert.equal(config.schema, LB_CONFIG_SCHEMA);
-  assert.deepEqual(config, { ...full, limits: { ...v1Limits, maxPromptTokens: 131_072, maxJsonDepth: 64, clientBodyTimeoutMs: 30_000, firstByteMinMs: 2_000 } });
-  assert.match(messageOf({ ...full, schema: "meridian.lb-config/3" }), /unknown version "meridian\.lb-config\/3" \(this build reads "meridian\.lb-config\/2", "meridian\.lb-config\/1"\)/);
+  assert.deepEqual(config, {
+    ...full,
+    limits: { ...v1Limits, maxPromptTokens: 131_072, maxJsonDepth: 64, clientBodyTimeoutMs: 30_000, firstByteMinMs: 2_000 },
+  });
+  assert.match(
+    messageOf({ ...full, schema: "meridian.lb-config/3" }),
+    /unknown version "meridian\.lb-config\/3" \(this build reads "meridian\.lb-config\/2", "meridian\.lb-config\/1"\)/,
+  );
 });
 
 test("the request limits of version 2 are positive integers, named when wrong", () => {

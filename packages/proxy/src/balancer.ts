@@ -417,10 +417,15 @@ export class Balancer implements ExchangeHost<Job> {
       return;
     }
     if (job.res.headersSent) {
-      this.cut(job, new HttpError(502, `upstream ${target.kind} ${target.id} failed mid-stream: ${message}`, "server_error", "upstream_error"), "upstream_failed");
+      this.cut(
+        job,
+        new HttpError(502, `upstream ${target.kind} ${target.id} failed mid-stream: ${message}`, "server_error", "upstream_error"),
+        "upstream_failed",
+      );
       return;
     }
-    if (stalled) this.failJob(job, new HttpError(504, `upstream ${target.kind} ${target.id}: ${message}`, "server_error", "upstream_timeout"), "upstream_timeout");
+    if (stalled)
+      this.failJob(job, new HttpError(504, `upstream ${target.kind} ${target.id}: ${message}`, "server_error", "upstream_timeout"), "upstream_timeout");
     else this.failJob(job, new HttpError(502, `upstream ${target.kind} ${target.id} failed: ${message}`, "server_error", "upstream_error"), "upstream_error");
   }
 

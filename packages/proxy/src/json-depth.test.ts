@@ -34,7 +34,8 @@ test("the parsed walk and the raw scan agree with the true depth", () => {
     for (const limit of [depth - 1, depth, depth + 1]) {
       if (limit < 1) continue;
       assert.equal(valueNestsDeeperThan(body, limit), depth > limit, `${text} at ${limit}`);
-      for (const size of [1, 2, 3, 7, text.length]) assert.equal(rawNestsDeeperThan(chunks(text, size), limit), depth > limit, `${text} at ${limit}, chunks of ${size}`);
+      for (const size of [1, 2, 3, 7, text.length])
+        assert.equal(rawNestsDeeperThan(chunks(text, size), limit), depth > limit, `${text} at ${limit}, chunks of ${size}`);
     }
   }
 });

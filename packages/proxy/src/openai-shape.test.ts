@@ -20,8 +20,31 @@ function refusal(kind: "chat" | "completion", body: Record<string, unknown>): { 
 test("valid chat and completion requests pass, unknown fields included", () => {
   const valid: [kind: "chat" | "completion", body: Record<string, unknown>][] = [
     ["chat", { model: "m", messages: [user] }],
-    ["chat", { messages: [{ role: "system", content: "s" }, user, { role: "assistant", content: null, tool_calls: [] }, { role: "tool", content: "r", tool_call_id: "t" }] }],
-    ["chat", { messages: [{ role: "user", content: [{ type: "text", text: "a" }, { type: "image_url", image_url: { url: "data:," } }] }] }],
+    [
+      "chat",
+      {
+        messages: [
+          { role: "system", content: "s" },
+          user,
+          { role: "assistant", content: null, tool_calls: [] },
+          { role: "tool", content: "r", tool_call_id: "t" },
+        ],
+      },
+    ],
+    [
+      "chat",
+      {
+        messages: [
+          {
+            role: "user",
+            content: [
+              { type: "text", text: "a" },
+              { type: "image_url", image_url: { url: "data:," } },
+            ],
+          },
+        ],
+      },
+    ],
     ["chat", { messages: [{ role: "developer", content: "d" }], n: 2, max_tokens: 5, max_completion_tokens: null, temperature: 0, top_p: 1, seed: -3 }],
     ["chat", { messages: [user], stream: true, stream_options: { include_usage: true }, stop: ["\n"], user: "u", top_k: 40, chat_template_kwargs: {} }],
     ["completion", { prompt: "once" }],

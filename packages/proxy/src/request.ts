@@ -92,7 +92,9 @@ export function readBodyParts(req: IncomingMessage, limitBytes: number, deadline
 }
 
 function bodyTimeout(deadlineMs: number): HttpError {
-  return new HttpError(408, `the request body was not received within ${deadlineMs} ms`, "invalid_request_error", "request_timeout", null, { connection: "close" });
+  return new HttpError(408, `the request body was not received within ${deadlineMs} ms`, "invalid_request_error", "request_timeout", null, {
+    connection: "close",
+  });
 }
 
 /** Reads one inference request's body and parses it under the LB's limits (refusals: HttpError).

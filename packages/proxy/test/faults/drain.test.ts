@@ -81,7 +81,12 @@ test("past the drain deadline a stream ends with an SSE error event the openai S
     await waitFor("replica healthy", async () => (await lbState(lb.url)).replicas[0]?.healthy === true, 15_000);
     const client = new OpenAI({ baseURL: `${lb.url}/v1`, apiKey: "unused", maxRetries: 0 });
     // ~8 s of tokens: far past the drain deadline.
-    const stream = await client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "a very long answer" }], max_tokens: 400, stream: true });
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: "user", content: "a very long answer" }],
+      max_tokens: 400,
+      stream: true,
+    });
     let chunks = 0;
     await assert.rejects(
       (async () => {
@@ -116,7 +121,12 @@ test("a request arriving during the drain on a connection kept alive from before
     const short = await streamOn(STREAM_TOKENS / 4);
     lb.signal("SIGTERM");
     assert.match(await short.body.text(), /data: \[DONE\]/);
-    const late = await pool.request({ method: "POST", path: "/v1/chat/completions", headers: { "content-type": "application/json" }, body: JSON.stringify(chat("too late")) });
+    const late = await pool.request({
+      method: "POST",
+      path: "/v1/chat/completions",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(chat("too late")),
+    });
     assert.equal(late.statusCode, 503);
     assert.equal(late.headers["connection"], "close");
     assert.equal((JSON.parse(await late.body.text()) as { error: { code: string } }).error.code, "shutting_down");

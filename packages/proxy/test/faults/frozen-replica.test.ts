@@ -139,7 +139,11 @@ test("requests waiting on a replica that turns unhealthy move at once; after SIG
     // Resume it. Every probe after this answers at once, so within 2 intervals it is healthy again.
     const resumedAt = performance.now();
     frozen.signal("SIGCONT");
-    await within("healthy again", waitFor("healthy again", () => record.healthy, 2 * PROBE_INTERVAL_MS + 5_000), 2 * PROBE_INTERVAL_MS + 5_000);
+    await within(
+      "healthy again",
+      waitFor("healthy again", () => record.healthy, 2 * PROBE_INTERVAL_MS + 5_000),
+      2 * PROBE_INTERVAL_MS + 5_000,
+    );
     const backAfterMs = performance.now() - resumedAt;
     assert.ok(backAfterMs <= 2 * PROBE_INTERVAL_MS, `healthy ${Math.round(backAfterMs)} ms after SIGCONT (probe interval ${PROBE_INTERVAL_MS} ms)`);
     // The late answers to probes sent while it was frozen did not enter its RTT estimate.
@@ -148,7 +152,10 @@ test("requests waiting on a replica that turns unhealthy move at once; after SIG
     // And it takes traffic again.
     const served = await Promise.all(Array.from({ length: 16 }, (_, i) => streamChat(lb.url, chat(`after resume ${i}`, { user: `resumed-${i}` }))));
     assert.ok(served.every((o) => o.complete));
-    assert.ok(served.some((o) => o.replica === frozen.id), "the resumed replica got no traffic");
+    assert.ok(
+      served.some((o) => o.replica === frozen.id),
+      "the resumed replica got no traffic",
+    );
     const unhealthyWaits = logs.filter((line) => line.msg.startsWith("replica turned unhealthy")).map((line) => line.waitedMs);
     t.diagnostic(
       `unhealthy: ${outcomes.length} requests, 0 lost, ${moved.size} moved after waiting ${unhealthyWaits.join(",")} ms; ` +

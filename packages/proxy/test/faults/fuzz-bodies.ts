@@ -16,10 +16,43 @@ const pick = <T>(rng: Rng, items: readonly T[]): T => items[Math.floor(rng.next(
 const int = (rng: Rng, lo: number, hi: number): number => lo + Math.floor(rng.next() * (hi - lo + 1));
 
 const NUMBERS = [0, -0, 1, -1, -5, 2, 1.5, 128, 129, 1e308, -1e308, 2 ** 53 + 2, 0.000001, 7, -2, 2.0000001];
-const STRINGS = ["", "x", "yes", "true", "null", "user", "wizard", "\u0000", "\ud800", "😀".repeat(50), "é".repeat(1000), "a".repeat(20_000), "\r\n\r\n", "data: [DONE]\n\n"];
+const STRINGS = [
+  "",
+  "x",
+  "yes",
+  "true",
+  "null",
+  "user",
+  "wizard",
+  "\u0000",
+  "\ud800",
+  "😀".repeat(50),
+  "é".repeat(1000),
+  "a".repeat(20_000),
+  "\r\n\r\n",
+  "data: [DONE]\n\n",
+];
 const ROLES = ["system", "user", "assistant", "tool", "developer", "function", "wizard", "", "USER", "Assistant"];
 const PART_TYPES = ["text", "image_url", "input_audio", "file", "refusal", "video", ""];
-const FIELDS = ["model", "messages", "prompt", "stream", "stream_options", "max_tokens", "max_completion_tokens", "n", "temperature", "top_p", "stop", "user", "seed", "presence_penalty", "tools", "response_format", "logprobs"];
+const FIELDS = [
+  "model",
+  "messages",
+  "prompt",
+  "stream",
+  "stream_options",
+  "max_tokens",
+  "max_completion_tokens",
+  "n",
+  "temperature",
+  "top_p",
+  "stop",
+  "user",
+  "seed",
+  "presence_penalty",
+  "tools",
+  "response_format",
+  "logprobs",
+];
 
 function nested(depth: number, leaf: unknown, asObject: boolean): unknown {
   let value = leaf;
@@ -38,7 +71,8 @@ function randomValue(rng: Rng, budget = 3): unknown {
   if (budget <= 0) return {};
   if (roll < 0.75) return Array.from({ length: int(rng, 0, 4) }, () => randomValue(rng, budget - 1));
   const out: Record<string, unknown> = {};
-  for (let i = int(rng, 0, 4); i > 0; i--) out[pick(rng, [...FIELDS, "type", "text", "role", "content", "__proto__", "constructor", "include_usage"])] = randomValue(rng, budget - 1);
+  for (let i = int(rng, 0, 4); i > 0; i--)
+    out[pick(rng, [...FIELDS, "type", "text", "role", "content", "__proto__", "constructor", "include_usage"])] = randomValue(rng, budget - 1);
   return out;
 }
 
@@ -74,7 +108,8 @@ function mutateMessages(rng: Rng, body: Record<string, unknown>): string {
     message["role"] = rng.next() < 0.8 ? pick(rng, ROLES) : randomValue(rng);
     what = "role";
   } else if (roll < 0.6) {
-    message["content"] = rng.next() < 0.5 ? randomValue(rng) : [{ type: pick(rng, PART_TYPES), text: rng.next() < 0.7 ? "part" : randomValue(rng), extra: randomValue(rng) }];
+    message["content"] =
+      rng.next() < 0.5 ? randomValue(rng) : [{ type: pick(rng, PART_TYPES), text: rng.next() < 0.7 ? "part" : randomValue(rng), extra: randomValue(rng) }];
     what = "content";
   } else if (roll < 0.8) {
     delete message[pick(rng, ["role", "content"])];
@@ -133,7 +168,10 @@ function mutateBytes(rng: Rng, bytes: Buffer): { body: Buffer; what: string } {
     return { body: Buffer.from(`{"x":${open.repeat(depth)}1${close.repeat(depth)},${bytes.toString("utf8").slice(1)}`), what: `nested ${depth} deep` };
   }
   if (roll < 0.9) {
-    return { body: Buffer.from(pick(rng, ["", " ", "[]", "1", '"x"', "null", "true", "{}", "[{}]", "1e999", '{"__proto__":{"polluted":1}}', "\ufeff{}"])), what: "top level" };
+    return {
+      body: Buffer.from(pick(rng, ["", " ", "[]", "1", '"x"', "null", "true", "{}", "[{}]", "1e999", '{"__proto__":{"polluted":1}}', "\ufeff{}"])),
+      what: "top level",
+    };
   }
   return { body: Buffer.from(Array.from({ length: int(rng, 1, 200) }, () => int(rng, 0, 255))), what: "random bytes" };
 }

@@ -82,7 +82,10 @@ test(`${BODIES} fuzzed bodies: no 5xx, no hang, RSS back within 20 % of baseline
     assert.deepEqual(tally.serverErrors.slice(0, 10), [], "5xx answers");
     assert.deepEqual(tally.hangs.slice(0, 10), [], "requests unanswered for 10 s");
     assert.deepEqual(tally.transportErrors.slice(0, 10), [], "connections the LB dropped");
-    assert.equal([...tally.byStatus.values()].reduce((a, b) => a + b, 0), BODIES);
+    assert.equal(
+      [...tally.byStatus.values()].reduce((a, b) => a + b, 0),
+      BODIES,
+    );
     // Every answer is one a client can act on: 200, or a 4xx in OpenAI's format.
     assert.ok((tally.byStatus.get(200) ?? 0) > BODIES / 10, "hardly any valid request was served");
     assert.ok(ratio <= 1.2, `RSS ${median(after)} bytes after, ${median(baseline)} before`);

@@ -76,7 +76,10 @@ after(async () => {
   }
 });
 
-async function post(body: string | Record<string, unknown>, path = "/v1/chat/completions"): Promise<{ status: number; json: { error?: Record<string, unknown> } }> {
+async function post(
+  body: string | Record<string, unknown>,
+  path = "/v1/chat/completions",
+): Promise<{ status: number; json: { error?: Record<string, unknown> } }> {
   const response = await request(`${lb.url}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json" },

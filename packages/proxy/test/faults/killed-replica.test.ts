@@ -66,7 +66,9 @@ test("SIGKILL: nothing lost before its first byte, and started streams end with 
   const retried = await metricValue(lb.url, `meridian_lb_upstream_retries_total{replica="${doomed.id}"}`);
   assert.ok(retried >= 1, "no request waiting on the killed engine was retried");
   assert.equal(await metricValue(lb.url, `meridian_lb_cut_streams_total{reason="upstream_failed"}`), cut);
-  t.diagnostic(`SIGKILL: ${outcomes.length} requests, ${outcomes.length - cut} complete (${retried} retried off the killed engine), ${cut} started streams ended with an SSE error event, 0 lost`);
+  t.diagnostic(
+    `SIGKILL: ${outcomes.length} requests, ${outcomes.length - cut} complete (${retried} retried off the killed engine), ${cut} started streams ended with an SSE error event, 0 lost`,
+  );
 });
 
 test("the openai SDK raises the error event of a stream cut mid-way", async () => {

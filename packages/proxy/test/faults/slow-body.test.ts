@@ -64,7 +64,11 @@ test("250 connections stalled 10 bytes into a 1,000-byte body each get a 408 and
     `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1000\r\nx-session-id: slow-${i}\r\n\r\n{"model":"`;
   const exchanges = Array.from({ length: CONNECTIONS }, (_, i) => rawExchange(lb.port, head(i)));
   // Meanwhile the LB serves others.
-  const served = await request(`${lb.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(chat("hi")) });
+  const served = await request(`${lb.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(chat("hi")),
+  });
   assert.equal(served.statusCode, 200);
   await served.body.dump();
   // Bounded: every connection must be closed well within a few body deadlines.
@@ -75,7 +79,7 @@ test("250 connections stalled 10 bytes into a 1,000-byte body each get a 408 and
 test("a chunk size of ffffffffffffffff gets a 408, not a hang", async () => {
   const exchange = rawExchange(
     lb.port,
-    "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nffffffffffffffff\r\n{\"model\"",
+    'POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nffffffffffffffff\r\n{"model"',
   );
   const response = await within("the stalled chunked connection closed", exchange.closed, 20 * BODY_TIMEOUT_MS);
   assert408(response);
