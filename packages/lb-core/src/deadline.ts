@@ -33,7 +33,7 @@ export const PRIOR_DECODE_MS_PER_TOKEN = 50;
  * fixed overhead (below it the overhead dominates the per-token part). */
 export const RATE_SAMPLE_MIN_TOKENS = 1_024;
 /** Weight of the newest sample in each of the three averages. */
-export const HISTORY_ALPHA = 0.2;
+const HISTORY_ALPHA = 0.2;
 
 function ewma(previous: number | null, sample: number): number {
   return previous === null ? sample : HISTORY_ALPHA * sample + (1 - HISTORY_ALPHA) * previous;

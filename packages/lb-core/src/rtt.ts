@@ -14,10 +14,10 @@
 /** Weight of the newest sample (docs/ARCHITECTURE.md, "Probes and health"). */
 export const RTT_EWMA_ALPHA = 0.3;
 /** A sample more than this many times the estimate… */
-export const RTT_OUTLIER_FACTOR = 4;
+const RTT_OUTLIER_FACTOR = 4;
 /** …and more than this many ms above it is an outlier. At loopback scale (~1 ms) a factor alone would
  * call ordinary scheduling jitter a stall; a frozen replica's late answer is hundreds of ms. */
-export const RTT_OUTLIER_MIN_EXCESS_MS = 25;
+const RTT_OUTLIER_MIN_EXCESS_MS = 25;
 /** Outliers in a row after which the estimate follows them (a genuinely changed RTT). */
 export const RTT_OUTLIER_RUN = 3;
 

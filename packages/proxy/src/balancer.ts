@@ -17,10 +17,15 @@ import type { ProcessSettings } from "./settings";
 import { TargetRuntimes } from "./target-runtimes";
 import { TelemetryLog } from "./telemetry";
 import { InFlight } from "./in-flight";
-import { dispatchExchange, isConnectionFailure, UpstreamExchange, UpstreamStallError, type ExchangeHost, type UpstreamTarget } from "./upstream";
-
-/** Response headers copied from upstream; hop-by-hop and length headers are the LB's own business. */
-const PASSED_RESPONSE_HEADERS = ["content-type", "cache-control", "x-request-id", "openai-processing-ms", "x-meridian-replica"];
+import {
+  clientResponseHeaders,
+  dispatchExchange,
+  isConnectionFailure,
+  UpstreamExchange,
+  UpstreamStallError,
+  type ExchangeHost,
+  type UpstreamTarget,
+} from "./upstream";
 
 interface Job {
   kind: InferenceKind;
@@ -65,8 +70,9 @@ export class Balancer implements ExchangeHost<Job> {
   private closed = false;
   /** Set by a graceful drain (SIGTERM): new requests are refused, in-flight ones finish. */
   draining = false;
-  /** Requests admitted and not yet answered to the end, and their first-byte deadlines. */
-  private readonly inFlight: InFlight<Job>;
+  /** Requests admitted and not yet answered to the end (a drain waits on it: whenIdle), and their
+   * first-byte deadlines. */
+  readonly inFlight: InFlight<Job>;
 
   constructor(options: BalancerOptions) {
     this.settings = options.settings;
@@ -78,7 +84,6 @@ export class Balancer implements ExchangeHost<Job> {
       ...(options.onPlacement ? { onPlacement: options.onPlacement } : {}),
     });
     this.telemetry = new TelemetryLog(this.settings.telemetryBufferSize);
-
     this.targets = new TargetRuntimes(this.settings, options.token, {
       region: () => this.core.config.region,
       snapshotKeys: () => this.core.snapshotKeysWanted(this.settings.peerSnapshotMaxKeys),
@@ -123,7 +128,7 @@ export class Balancer implements ExchangeHost<Job> {
   /** Starts probes and peer polls; resolves once each replica and peer answered once (or the warmup timeout). */
   async start(): Promise<void> {
     const initial = { addedReplicas: [...this.core.replicas.values()], removedReplicas: [], addedPeers: [...this.core.peers.values()], removedPeers: [] };
-    await waitAtMost(this.targets.apply(this.core.config, initial), this.settings.warmupTimeoutMs);
+    await this.targets.apply(this.core.config, initial, this.settings.warmupTimeoutMs);
   }
 
   /** Applies a validated config: weights and policy take effect for the next request. */
@@ -154,7 +159,7 @@ export class Balancer implements ExchangeHost<Job> {
       this.cut(job, httpErrorOf(failures.shuttingDown()), "shutting_down");
       job.exchange?.abort(new Error("the load balancer is shutting down")); // the job is done: ignored
     }
-    this.wakeDrain();
+    this.inFlight.wakeWaiters();
     this.telemetry.close();
     await this.targets.close();
   }
@@ -166,15 +171,6 @@ export class Balancer implements ExchangeHost<Job> {
     if (this.draining) return;
     this.draining = true;
     for (const { ticket, placement } of this.core.shutdown()) this.act(ticket.owner, placement);
-  }
-
-  /** Resolves true once no request is in flight, false if `timeoutMs` passes first or wakeDrain(). */
-  whenIdle(timeoutMs: number): Promise<boolean> {
-    return this.inFlight.whenIdle(timeoutMs);
-  }
-
-  wakeDrain(): void {
-    this.inFlight.wakeWaiters();
   }
 
   // ------------------------------------------------------------------ what probes, scrapes and polls found
@@ -365,20 +361,8 @@ export class Balancer implements ExchangeHost<Job> {
   }
 
   writeClientHead(job: Job, exchange: UpstreamExchange<Job>): void {
-    const upstream = exchange.headers;
-    const out: Record<string, string> = {};
-    for (const name of PASSED_RESPONSE_HEADERS) {
-      const value = upstream[name];
-      if (typeof value === "string") out[name] = value;
-    }
-    if (exchange.target.kind === "replica") out["x-meridian-replica"] = exchange.target.id;
-    out["x-meridian-lb"] = this.config.lbId;
-    if (exchange.target.kind === "peer") out["x-meridian-forwarded-to"] = exchange.target.id;
     // While draining, no connection is kept for a next request.
-    if (this.draining) out["connection"] = "close";
-    // A non-stream body is complete by now (sent in one write): its length is known exactly.
-    if (!exchange.streaming) out["content-length"] = String(exchange.buffered.reduce((total, chunk) => total + chunk.length, 0));
-    job.res.writeHead(exchange.status, out);
+    job.res.writeHead(exchange.status, clientResponseHeaders(exchange, this.config.lbId, this.draining));
   }
 
   onFirstByte(job: Job, exchange: UpstreamExchange<Job>): void {
@@ -485,10 +469,4 @@ export class Balancer implements ExchangeHost<Job> {
   flushIndex(): void {
     this.core.flushIndex();
   }
-}
-
-async function waitAtMost(promise: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  if (timer) clearTimeout(timer);
 }

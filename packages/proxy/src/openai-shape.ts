@@ -10,15 +10,15 @@
 // to 128 (OpenAI's bound) goes through to the replica, which may still refuse what it does not
 // support, in its own 400.
 import { badRequest, type HttpError } from "./errors";
-import type { InferenceKind } from "./request";
+
 import { isRecord } from "./sse";
 
 /** The roles OpenAI's chat API accepts, in the order its error message lists them. */
-export const CHAT_ROLES: readonly string[] = ["system", "assistant", "user", "function", "tool", "developer"];
+const CHAT_ROLES: readonly string[] = ["system", "assistant", "user", "function", "tool", "developer"];
 /** Roles whose message may have no content (tool calls, function calls). */
 const CONTENT_OPTIONAL_ROLES: ReadonlySet<string> = new Set(["assistant", "function"]);
 /** OpenAI's upper bound on `n`. */
-export const MAX_CHOICES = 128;
+const MAX_CHOICES = 128;
 
 function typeName(value: unknown): string {
   if (value === null) return "null";
@@ -59,7 +59,7 @@ const isString = (value: unknown): boolean => typeof value === "string";
 const isStringArray = (value: unknown): boolean => Array.isArray(value) && value.every(isString);
 
 /** Throws a 400 naming the first field that breaks OpenAI's request shape. */
-export function checkRequestShape(kind: InferenceKind, body: Record<string, unknown>): void {
+export function checkRequestShape(kind: "chat" | "completion", body: Record<string, unknown>): void {
   const model = body["model"];
   if (model !== undefined && (typeof model !== "string" || model === "")) {
     throw model === "" ? badRequest("Invalid 'model': empty string.", "model", "invalid_value") : invalidType("model", "a string", model);

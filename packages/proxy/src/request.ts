@@ -55,7 +55,7 @@ export interface ParsedInference {
 /** The request body as its socket chunks, refusing (413) past `limitBytes`, and (408) when it is
  * not all in within `deadlineMs`: a client that sends headers and then a trickle, or a chunk size it
  * never fills, must not hold a socket and a buffer forever. */
-export function readBodyParts(req: IncomingMessage, limitBytes: number, deadlineMs?: number): Promise<Buffer[]> {
+function readBodyParts(req: IncomingMessage, limitBytes: number, deadlineMs?: number): Promise<Buffer[]> {
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > limitBytes) {
     return Promise.reject(tooLarge(limitBytes));

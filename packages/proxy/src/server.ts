@@ -141,7 +141,7 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
     settings,
     close: () => {
       // A second signal during a drain: stop waiting for what is in flight.
-      if (draining) balancer.wakeDrain();
+      if (draining) balancer.inFlight.wakeWaiters();
       return (closing ??= closeAll(server, balancer));
     },
     drain: (deadlineMs) => {
@@ -168,7 +168,7 @@ async function drainThenClose(server: Server, balancer: Balancer, deadlineMs: nu
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const started = performance.now();
-  const idle = await balancer.whenIdle(deadlineMs);
+  const idle = await balancer.inFlight.whenIdle(deadlineMs);
   logger.info({ idle, waitedMs: Math.round(performance.now() - started), deadlineMs }, idle ? "drained" : "drain deadline reached; cutting what is left");
   await balancer.close();
   server.closeAllConnections();

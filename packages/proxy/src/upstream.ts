@@ -210,6 +210,25 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   }
 }
 
+/** Response headers copied from upstream; hop-by-hop and length headers are the LB's own business. */
+const PASSED_RESPONSE_HEADERS = ["content-type", "cache-control", "x-request-id", "openai-processing-ms", "x-meridian-replica"];
+
+/** The head the client gets: the upstream's passable headers, where the answer came from, and the
+ * exact length of a non-stream body (complete by now: it goes out in one write). */
+export function clientResponseHeaders<J extends ExchangeJob>(exchange: UpstreamExchange<J>, lbId: string, closeConnection: boolean): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of PASSED_RESPONSE_HEADERS) {
+    const value = exchange.headers[name];
+    if (typeof value === "string") out[name] = value;
+  }
+  if (exchange.target.kind === "replica") out["x-meridian-replica"] = exchange.target.id;
+  out["x-meridian-lb"] = lbId;
+  if (exchange.target.kind === "peer") out["x-meridian-forwarded-to"] = exchange.target.id;
+  if (closeConnection) out["connection"] = "close";
+  if (!exchange.streaming) out["content-length"] = String(exchange.buffered.reduce((total, chunk) => total + chunk.length, 0));
+  return out;
+}
+
 /** Sends the job's body to the target through the exchange. A replica gets the body with usage
  * requested on streams; a peer LB gets the client's original body (it makes its own usage decision). */
 export function dispatchExchange<J extends ExchangeJob>(exchange: UpstreamExchange<J>, body: Buffer | Buffer[], headers: Record<string, string>): void {
