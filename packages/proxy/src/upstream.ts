@@ -96,10 +96,14 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   armDeadline(ms: number, onExpire: () => void): void {
     this.clearDeadline();
     if (!this.waiting) return;
+    // libuv fires timers on its loop clock, cached per iteration in whole ms, so a timer can run a ms
+    // or two before `ms` has passed on performance.now(): then re-arm for the rest, never act early.
     this.deadlineTimer = setTimeout(
       () => {
         this.deadlineTimer = null;
-        if (this.waiting) onExpire();
+        if (!this.waiting) return;
+        if (performance.now() - this.dispatchedAt < ms) this.armDeadline(ms, onExpire);
+        else onExpire();
       },
       Math.max(0, ms - (performance.now() - this.dispatchedAt)),
     );

@@ -10,7 +10,7 @@ import { connect } from "node:net";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { Pool } from "undici";
-import { chat, type EngineProcess, faultsConfig, lbState, MODEL, spawnEngine, spawnLb, streamChat, waitFor, within } from "./harness";
+import { chatBody, type EngineProcess, faultsConfig, lbState, MODEL, spawnEngine, spawnLb, streamChat, waitFor, within } from "./harness";
 
 // 80 tokens at ~20 ms: each stream lasts about two seconds.
 const ENGINE = { maxRunning: 64, itlBaseMs: 20, maxOutputTokens: 400 };
@@ -49,10 +49,10 @@ test("SIGTERM: held requests get 503 shutting_down, every stream in flight finis
     await waitFor("replica healthy", async () => (await lbState(lb.url)).replicas[0]?.healthy === true, 15_000);
     let firstBytes = 0;
     const streams = Array.from({ length: IN_FLIGHT }, (_, i) =>
-      streamChat(lb.url, chat(`drain ${i}`, { user: `drain-${i}`, max_tokens: STREAM_TOKENS }), () => void firstBytes++),
+      streamChat(lb.url, chatBody(`drain ${i}`, { user: `drain-${i}`, max_tokens: STREAM_TOKENS }), () => void firstBytes++),
     );
     await waitFor("every stream started", () => firstBytes === IN_FLIGHT, 15_000);
-    const held = Array.from({ length: HELD }, (_, i) => streamChat(lb.url, chat(`held ${i}`, { user: `held-${i}`, max_tokens: STREAM_TOKENS })));
+    const held = Array.from({ length: HELD }, (_, i) => streamChat(lb.url, chatBody(`held ${i}`, { user: `held-${i}`, max_tokens: STREAM_TOKENS })));
     await waitFor("the extra requests held", async () => (await lbState(lb.url)).queue.length === HELD, 15_000);
     const signalledAt = performance.now();
     lb.signal("SIGTERM");
@@ -113,7 +113,7 @@ test("a request arriving during the drain on a connection kept alive from before
         method: "POST",
         path: "/v1/chat/completions",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify(chat(`stream of ${maxTokens}`, { stream: true, max_tokens: maxTokens })),
+        body: JSON.stringify(chatBody(`stream of ${maxTokens}`, { stream: true, max_tokens: maxTokens })),
       });
     // Two connections busy: a long stream keeps the drain going while a short one frees its
     // connection, which stays open (its response began before the drain).
@@ -125,7 +125,7 @@ test("a request arriving during the drain on a connection kept alive from before
       method: "POST",
       path: "/v1/chat/completions",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify(chat("too late")),
+      body: JSON.stringify(chatBody("too late")),
     });
     assert.equal(late.statusCode, 503);
     assert.equal(late.headers["connection"], "close");

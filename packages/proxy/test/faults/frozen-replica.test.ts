@@ -5,13 +5,14 @@
 //   - Requests waiting on it when its probes mark it unhealthy move at once, whatever their deadline.
 //   - After SIGCONT it is healthy again within 2 probe intervals, its RTT estimate not poisoned by
 //     the late probe answers, and it serves again.
-// Timing bounds are derived from the configured intervals and deadlines, never fixed guesses.
+// No assertion compares one measured duration with a fixed bound (a loaded machine stretches them all):
+// "at its deadline" is which timer moved the request, "within 2 probe intervals" is counted in probes.
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
 import { pino } from "pino";
 import type { PlacementLogEntry } from "@meridian/lb-core";
 import { startProxy, type RunningProxy } from "../../src/index";
-import { chat, type EngineProcess, faultsConfig, metricValue, spawnEngine, streamChat, TOKEN, waitFor, within } from "./harness";
+import { chatBody, type EngineProcess, faultsConfig, metricValue, spawnEngine, streamChat, TOKEN, waitFor } from "./harness";
 
 const PROBE_INTERVAL_MS = 1_000;
 const FIRST_BYTE_MIN_MS = 1_000;
@@ -34,6 +35,7 @@ interface LogLine {
   target?: string;
   deadlineMs?: number;
   waitedMs?: number;
+  expectedMs?: number;
 }
 
 interface Observed {
@@ -74,20 +76,52 @@ function movedFrom(placements: Observed["placements"], replicaId: string, since:
   return bySession;
 }
 
+/** Counts the probes of one replica that end after `resumed()`, up to the one that made it healthy. */
+function countProbes(lb: RunningProxy, replicaId: string) {
+  const core = lb.balancer.core;
+  const record = core.replicas.get(replicaId);
+  let counting = false;
+  let ended = 0;
+  let recovery: { probesAfterResume: number; rttMs: number | null } | undefined;
+  const note = (): void => {
+    if (!counting || recovery) return;
+    ended++;
+    if (record?.healthy) recovery = { probesAfterResume: ended, rttMs: record.rtt.ms };
+  };
+  const succeeded = core.probeSucceeded.bind(core);
+  const failed = core.probeFailed.bind(core);
+  core.probeSucceeded = (id, sampleMs) => {
+    const change = succeeded(id, sampleMs);
+    if (id === replicaId) note();
+    return change;
+  };
+  core.probeFailed = (id) => {
+    const change = failed(id);
+    if (id === replicaId) note();
+    return change;
+  };
+  return {
+    resumed: (): void => void (counting = true),
+    recovery: () => recovery,
+  };
+}
+
 async function warmUp(lb: RunningProxy, label: string): Promise<void> {
-  const outcomes = await Promise.all(Array.from({ length: 16 }, (_, i) => streamChat(lb.url, chat(`${label} warm-up ${i}`, { user: `${label}-warm-${i}` }))));
+  const outcomes = await Promise.all(
+    Array.from({ length: 16 }, (_, i) => streamChat(lb.url, chatBody(`${label} warm-up ${i}`, { user: `${label}-warm-${i}` }))),
+  );
   for (const outcome of outcomes) assert.ok(outcome.complete, `warm-up failed: ${outcome.status} ${outcome.text.slice(0, 200)}`);
 }
 
 test("requests on a frozen replica are re-dispatched at their first-byte deadline and none is lost", async (t) => {
-  // Probes would take 10 intervals to call it unhealthy: here the deadline acts first.
-  const { lb, logs, placements } = await startObservedLb("lb-frozen-deadline", {}, 10);
+  // Probes would take 60 intervals to call it unhealthy: here only the deadline can move a request.
+  const { lb, logs, placements } = await startObservedLb("lb-frozen-deadline", {}, 60);
   const [frozen, healthy] = engines as [EngineProcess, EngineProcess];
   try {
     await warmUp(lb, "deadline");
     const since = placements.length;
     frozen.signal("SIGSTOP");
-    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => streamChat(lb.url, chat(`while frozen ${i}`, { user: `frozen-${i}` }))));
+    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => streamChat(lb.url, chatBody(`while frozen ${i}`, { user: `frozen-${i}` }))));
     for (const outcome of outcomes) {
       assert.equal(outcome.status, 200, outcome.text);
       assert.ok(outcome.complete, `a request was lost: ${outcome.text.slice(0, 300)}`);
@@ -101,11 +135,13 @@ test("requests on a frozen replica are re-dispatched at their first-byte deadlin
     for (const line of redispatches) {
       const { deadlineMs = Number.NaN, waitedMs = Number.NaN } = line;
       assert.equal(line.target, frozen.id);
-      // Derived from the request, at least the floor, and far below the old fixed 120 s.
-      assert.ok(deadlineMs >= FIRST_BYTE_MIN_MS && deadlineMs <= HEADERS_TIMEOUT_MS / 10, `deadline ${deadlineMs} ms`);
-      // Moved at its deadline: not before, and no later than one probe interval of scheduling slack.
-      assert.ok(waitedMs >= deadlineMs - 1 && waitedMs <= deadlineMs + PROBE_INTERVAL_MS, `waited ${waitedMs} ms for a ${deadlineMs} ms deadline`);
+      // Derived from the request's expected time to first byte, at least the floor, not the cap.
+      assert.equal(typeof line.expectedMs, "number", "the deadline was not derived from an expectation");
+      assert.ok(deadlineMs >= FIRST_BYTE_MIN_MS && deadlineMs < HEADERS_TIMEOUT_MS, `deadline ${deadlineMs} ms`);
+      // Moved by its deadline timer (this log line is written by nothing else), never before it.
+      assert.ok(waitedMs >= deadlineMs, `waited ${waitedMs} ms for a ${deadlineMs} ms deadline`);
     }
+    assert.equal(logs.filter((line) => line.msg.startsWith("replica turned unhealthy")).length, 0);
     assert.equal(await metricValue(lb.url, `meridian_lb_redispatched_requests_total{replica="${frozen.id}",reason="first_byte_deadline"}`), moved.size);
     const firstBytes = outcomes.map((o) => o.firstByteAt ?? Number.NaN);
     t.diagnostic(
@@ -124,33 +160,33 @@ test("requests waiting on a replica that turns unhealthy move at once; after SIG
   const [frozen, healthy] = engines as [EngineProcess, EngineProcess];
   const record = lb.balancer.core.replicas.get(frozen.id);
   assert.ok(record);
+  const probes = countProbes(lb, frozen.id);
   try {
     await warmUp(lb, "health");
     const rttBefore = record.rtt.ms ?? 0;
     const since = placements.length;
     frozen.signal("SIGSTOP");
-    const outcomes = await Promise.all(Array.from({ length: 12 }, (_, i) => streamChat(lb.url, chat(`until unhealthy ${i}`, { user: `unhealthy-${i}` }))));
+    const outcomes = await Promise.all(Array.from({ length: 12 }, (_, i) => streamChat(lb.url, chatBody(`until unhealthy ${i}`, { user: `unhealthy-${i}` }))));
     for (const outcome of outcomes) assert.ok(outcome.complete && outcome.replica === healthy.id, `a request was lost: ${outcome.text.slice(0, 300)}`);
     const moved = movedFrom(placements, frozen.id, since);
     assert.ok(moved.size >= 1, "no request was placed on the frozen replica");
     assert.equal(logs.filter((line) => line.msg.startsWith("replica turned unhealthy")).length, moved.size);
     assert.equal(record.healthy, false);
 
-    // Resume it. Every probe after this answers at once, so within 2 intervals it is healthy again.
+    // Resume it. The probe in flight (answered late) or the next one finds it answering: healthy
+    // again by the second probe that ends after SIGCONT, i.e. within 2 probe intervals.
     const resumedAt = performance.now();
+    probes.resumed();
     frozen.signal("SIGCONT");
-    await within(
-      "healthy again",
-      waitFor("healthy again", () => record.healthy, 2 * PROBE_INTERVAL_MS + 5_000),
-      2 * PROBE_INTERVAL_MS + 5_000,
-    );
+    const recovery = await waitFor("healthy again", () => probes.recovery(), 30 * PROBE_INTERVAL_MS);
     const backAfterMs = performance.now() - resumedAt;
-    assert.ok(backAfterMs <= 2 * PROBE_INTERVAL_MS, `healthy ${Math.round(backAfterMs)} ms after SIGCONT (probe interval ${PROBE_INTERVAL_MS} ms)`);
-    // The late answers to probes sent while it was frozen did not enter its RTT estimate.
-    const rttAfter = record.rtt.ms ?? Number.POSITIVE_INFINITY;
+    assert.ok(recovery.probesAfterResume <= 2, `healthy only at the probe ${recovery.probesAfterResume} after SIGCONT`);
+    // The late answer to a probe sent while it was frozen did not enter its RTT estimate: at most
+    // two samples were folded in, each within the outlier bound of rtt.ts (4× and 25 ms over).
+    const rttAfter = recovery.rttMs ?? Number.POSITIVE_INFINITY;
     assert.ok(rttAfter <= Math.max(4 * rttBefore, rttBefore + 25), `RTT ${rttAfter} ms after resuming, ${rttBefore} ms before`);
     // And it takes traffic again.
-    const served = await Promise.all(Array.from({ length: 16 }, (_, i) => streamChat(lb.url, chat(`after resume ${i}`, { user: `resumed-${i}` }))));
+    const served = await Promise.all(Array.from({ length: 16 }, (_, i) => streamChat(lb.url, chatBody(`after resume ${i}`, { user: `resumed-${i}` }))));
     assert.ok(served.every((o) => o.complete));
     assert.ok(
       served.some((o) => o.replica === frozen.id),
@@ -159,7 +195,7 @@ test("requests waiting on a replica that turns unhealthy move at once; after SIG
     const unhealthyWaits = logs.filter((line) => line.msg.startsWith("replica turned unhealthy")).map((line) => line.waitedMs);
     t.diagnostic(
       `unhealthy: ${outcomes.length} requests, 0 lost, ${moved.size} moved after waiting ${unhealthyWaits.join(",")} ms; ` +
-        `healthy ${Math.round(backAfterMs)} ms after SIGCONT (interval ${PROBE_INTERVAL_MS} ms); RTT ${rttBefore.toFixed(2)} → ${rttAfter.toFixed(2)} ms; ` +
+        `healthy at probe ${recovery.probesAfterResume} after SIGCONT, ${Math.round(backAfterMs)} ms (interval ${PROBE_INTERVAL_MS} ms); RTT ${rttBefore.toFixed(2)} → ${rttAfter.toFixed(2)} ms; ` +
         `${served.filter((o) => o.replica === frozen.id).length}/${served.length} served by it after`,
     );
   } finally {

@@ -17,9 +17,10 @@ import { pino } from "pino";
 import { request } from "undici";
 import type { LbConfigInput, LbState } from "@meridian/protocol";
 import { startProxy, type ProcessSettingsInput } from "../../src/index";
+import { MODEL, TOKEN } from "../helpers";
 
-export const MODEL = "meridian-faults-8b";
-export const TOKEN = "faults-token-0123456789";
+export { chatBody, MODEL, TOKEN, waitFor } from "../helpers";
+
 const ENGINE_BIN = fileURLToPath(new URL("../../../sim/bin/meridian-engine.mjs", import.meta.url));
 const PROXY_BIN = fileURLToPath(new URL("../../bin/meridian-proxy.mjs", import.meta.url));
 
@@ -203,18 +204,6 @@ export function faultsConfig(lbId: string, engines: readonly { id: string; url: 
   };
 }
 
-export function chat(userText: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    model: MODEL,
-    messages: [
-      { role: "system", content: "You are a helpful assistant. ".repeat(6) },
-      { role: "user", content: userText },
-    ],
-    max_tokens: 8,
-    ...extra,
-  };
-}
-
 export async function lbState(url: string): Promise<LbState> {
   const response = await request(`${url}/admin/state`, { headers: { authorization: `Bearer ${TOKEN}` } });
   const text = await response.body.text();
@@ -285,16 +274,5 @@ export async function within<T>(what: string, promise: Promise<T>, timeoutMs: nu
     ]);
   } finally {
     clearTimeout(timer);
-  }
-}
-
-/** Polls until `check` returns a value (not undefined/false) or `timeoutMs` passes. */
-export async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }

@@ -14,7 +14,7 @@ import OpenAI from "openai";
 import { pino } from "pino";
 import { request } from "undici";
 import { startProxy, type RunningProxy } from "../../src/index";
-import { chat, faultsConfig, lbState, MODEL, TOKEN, waitFor } from "./harness";
+import { chatBody, faultsConfig, lbState, MODEL, TOKEN, waitFor } from "./harness";
 
 /** An SGLang stand-in that counts the completions it is sent and answers them with `answer`. */
 interface CountingEngine {
@@ -90,19 +90,19 @@ async function post(
 
 test("invalid shapes get a 400 in OpenAI's format and never reach an engine", async () => {
   const cases: [Record<string, unknown>, string, string][] = [
-    [chat("x", { max_tokens: -5 }), "max_tokens", "integer_below_min_value"],
-    [chat("x", { max_tokens: 2.5 }), "max_tokens", "invalid_type"],
-    [chat("x", { n: 0 }), "n", "integer_below_min_value"],
-    [chat("x", { n: 129 }), "n", "integer_above_max_value"],
-    [chat("x", { n: "2" }), "n", "invalid_type"],
-    [chat("x", { stream: "yes" }), "stream", "invalid_type"],
-    [chat("x", { temperature: 7 }), "temperature", "decimal_above_max_value"],
+    [chatBody("x", { max_tokens: -5 }), "max_tokens", "integer_below_min_value"],
+    [chatBody("x", { max_tokens: 2.5 }), "max_tokens", "invalid_type"],
+    [chatBody("x", { n: 0 }), "n", "integer_below_min_value"],
+    [chatBody("x", { n: 129 }), "n", "integer_above_max_value"],
+    [chatBody("x", { n: "2" }), "n", "invalid_type"],
+    [chatBody("x", { stream: "yes" }), "stream", "invalid_type"],
+    [chatBody("x", { temperature: 7 }), "temperature", "decimal_above_max_value"],
     [{ model: MODEL, messages: [{ role: "wizard", content: "hi" }] }, "messages[0].role", "invalid_value"],
     [{ model: MODEL, messages: [{ role: "user" }] }, "messages[0].content", "missing_required_parameter"],
     [{ model: MODEL, messages: [{ role: "user", content: [{ type: "text", text: 5 }] }] }, "messages[0].content[0].text", "invalid_type"],
     [{ model: MODEL, messages: [] }, "messages", "empty_array"],
     [{ model: MODEL, messages: "hello" }, "messages", "invalid_type"],
-    [chat("x", { stream_options: { include_usage: "yes" } }), "stream_options.include_usage", "invalid_type"],
+    [chatBody("x", { stream_options: { include_usage: "yes" } }), "stream_options.include_usage", "invalid_type"],
   ];
   const before = seen();
   for (const [body, param, code] of cases) {
@@ -126,7 +126,7 @@ test("the openai SDK raises the LB's 400 as a BadRequestError naming the paramet
 
 test("n: 2 is valid OpenAI and goes through to the replica", async () => {
   const before = seen();
-  const { status } = await post(chat("two choices", { n: 2 }));
+  const { status } = await post(chatBody("two choices", { n: 2 }));
   assert.equal(status, 200);
   assert.equal(seen(), before + 1);
 });
@@ -148,12 +148,12 @@ test("arrays nested 100k deep are refused without crashing the LB or reaching an
     assert.equal(json.error?.["code"], "nesting_too_deep");
   }
   assert.equal(seen(), before);
-  assert.equal((await post(chat("still serving"))).status, 200);
+  assert.equal((await post(chatBody("still serving"))).status, 200);
 });
 
 test("a 7.5 MB prompt under the 8 MiB body cap is refused by the prompt-token limit", async () => {
   const before = seen();
-  const { status, json } = await post(chat("x".repeat(7_500_000)));
+  const { status, json } = await post(chatBody("x".repeat(7_500_000)));
   assert.equal(status, 400);
   assert.equal(json.error?.["code"], "context_length_exceeded");
   assert.equal(json.error?.["param"], "messages");
@@ -166,7 +166,7 @@ test("a 500 is the replica's answer to the body: the client gets it and no secon
   for (const engine of engines) engine.answer = crash;
   try {
     const before = seen();
-    const { status, json } = await post(chat("poison"));
+    const { status, json } = await post(chatBody("poison"));
     assert.equal(status, 500);
     assert.equal(json.error?.["message"], "handler crashed");
     assert.equal(seen(), before + 1, "the request reached a second replica after a 500");
@@ -177,7 +177,7 @@ test("a 500 is the replica's answer to the body: the client gets it and no secon
       void res.writeHead(503, { "content-type": "application/json" }).end('{"error":{"message":"busy","type":"server_error","code":null}}');
     for (const engine of engines) engine.answer = overloaded;
     const moved = seen();
-    assert.equal((await post(chat("busy"))).status, 503);
+    assert.equal((await post(chatBody("busy"))).status, 503);
     assert.equal(seen(), moved + 2);
   } finally {
     for (const engine of engines) engine.answer = answerOk;

@@ -9,7 +9,7 @@ import { after, test } from "node:test";
 import OpenAI from "openai";
 import { pino } from "pino";
 import { startProxy, type RunningProxy } from "../../src/index";
-import { chat, type EngineProcess, faultsConfig, MODEL, metricValue, spawnEngine, streamChat, TOKEN, waitFor } from "./harness";
+import { chatBody, type EngineProcess, faultsConfig, MODEL, metricValue, spawnEngine, streamChat, TOKEN, waitFor } from "./harness";
 
 // Two running at a time, 40 tokens of ~25 ms: a request on it either streams for a second or waits.
 const DOOMED = { maxRunning: 2, itlBaseMs: 25, maxOutputTokens: 40 };
@@ -42,7 +42,7 @@ test("SIGKILL: nothing lost before its first byte, and started streams end with 
   const record = lb.balancer.core.replicas.get(doomed.id);
   let firstBytes = 0;
   const pending = Array.from({ length: 24 }, (_, i) =>
-    streamChat(lb.url, chat(`request ${i}`, { user: `kill-${i}`, max_tokens: 40 }), () => {
+    streamChat(lb.url, chatBody(`request ${i}`, { user: `kill-${i}`, max_tokens: 40 }), () => {
       firstBytes++;
     }),
   );

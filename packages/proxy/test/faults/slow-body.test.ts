@@ -8,7 +8,7 @@ import { after, before, test } from "node:test";
 import { pino } from "pino";
 import { request } from "undici";
 import { startProxy, type RunningProxy } from "../../src/index";
-import { chat, type EngineProcess, faultsConfig, lbState, spawnEngine, TOKEN, waitFor, within } from "./harness";
+import { chatBody, type EngineProcess, faultsConfig, lbState, spawnEngine, TOKEN, waitFor, within } from "./harness";
 
 const BODY_TIMEOUT_MS = 1_000;
 const CONNECTIONS = 250;
@@ -67,7 +67,7 @@ test("250 connections stalled 10 bytes into a 1,000-byte body each get a 408 and
   const served = await request(`${lb.url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify(chat("hi")),
+    body: JSON.stringify(chatBody("hi")),
   });
   assert.equal(served.statusCode, 200);
   await served.body.dump();
