@@ -8,9 +8,8 @@
 import { strict as assert } from "node:assert";
 import { connect } from "node:net";
 import { after, before, test } from "node:test";
-import OpenAI from "openai";
 import { Pool } from "undici";
-import { chatBody, type EngineProcess, faultsConfig, lbState, MODEL, spawnEngine, spawnLb, streamChat, waitFor, within } from "./harness";
+import { chatBody, type EngineProcess, faultsConfig, lbState, sdkStreamError, spawnEngine, spawnLb, streamChat, waitFor, within } from "./harness";
 
 // 80 tokens at ~20 ms: each stream lasts about two seconds.
 const ENGINE = { maxRunning: 64, itlBaseMs: 20, maxOutputTokens: 400 };
@@ -79,24 +78,9 @@ test("past the drain deadline a stream ends with an SSE error event the openai S
   const lb = await spawnLb(faultsConfig("lb-drain-deadline", [engine]), { drainTimeoutMs });
   try {
     await waitFor("replica healthy", async () => (await lbState(lb.url)).replicas[0]?.healthy === true, 15_000);
-    const client = new OpenAI({ baseURL: `${lb.url}/v1`, apiKey: "unused", maxRetries: 0 });
     // ~8 s of tokens: far past the drain deadline.
-    const stream = await client.chat.completions.create({
-      model: MODEL,
-      messages: [{ role: "user", content: "a very long answer" }],
-      max_tokens: 400,
-      stream: true,
-    });
-    let chunks = 0;
-    await assert.rejects(
-      (async () => {
-        for await (const chunk of stream) {
-          if (++chunks === 2) lb.signal("SIGTERM");
-          void chunk;
-        }
-      })(),
-      (error: unknown) => error instanceof OpenAI.APIError && /shutting down/.test(error.message),
-    );
+    const error = await sdkStreamError(lb.url, 400, () => lb.signal("SIGTERM"));
+    assert.match(error.message, /shutting down/);
     assert.equal(await within("the LB process to exit", lb.exited, drainTimeoutMs + 10_000), 0);
   } finally {
     await lb.stop();

@@ -185,7 +185,11 @@ test("requests waiting on a replica that turns unhealthy move at once; after SIG
     // two samples were folded in, each within the outlier bound of rtt.ts (4× and 25 ms over).
     const rttAfter = recovery.rttMs ?? Number.POSITIVE_INFINITY;
     assert.ok(rttAfter <= Math.max(4 * rttBefore, rttBefore + 25), `RTT ${rttAfter} ms after resuming, ${rttBefore} ms before`);
-    // And it takes traffic again.
+    // And it takes traffic again, once a scrape shows its queue empty. Until then the engine still
+    // holds the requests it was sent while frozen (their clients moved, it has not yet dropped them),
+    // and the LB rightly treats a replica with requests waiting as full. Scrapes failed during the
+    // freeze, so a successful one is from after SIGCONT.
+    await waitFor("a scrape of it with nothing waiting", () => record.scrape.ok && record.scrape.load?.waiting === 0, 30 * PROBE_INTERVAL_MS);
     const served = await Promise.all(Array.from({ length: 16 }, (_, i) => streamChat(lb.url, chatBody(`after resume ${i}`, { user: `resumed-${i}` }))));
     assert.ok(served.every((o) => o.complete));
     assert.ok(

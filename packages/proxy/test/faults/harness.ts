@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import OpenAI from "openai";
 import { pino } from "pino";
 import { request } from "undici";
 import type { LbConfigInput, LbState } from "@meridian/protocol";
@@ -275,4 +276,27 @@ export async function within<T>(what: string, promise: Promise<T>, timeoutMs: nu
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Streams one chat completion through the openai SDK, calls `atSecondChunk` when its second chunk
+ * arrives, and resolves with the APIError the SDK raised; rejects when the stream ends without one. */
+export async function sdkStreamError(url: string, maxTokens: number, atSecondChunk: () => void): Promise<InstanceType<typeof OpenAI.APIError>> {
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused", maxRetries: 0 });
+  const stream = await client.chat.completions.create({
+    model: MODEL,
+    messages: [{ role: "user", content: "a long answer, please" }],
+    max_tokens: maxTokens,
+    stream: true,
+  });
+  let chunks = 0;
+  try {
+    for await (const chunk of stream) {
+      if (++chunks === 2) atSecondChunk();
+      void chunk;
+    }
+  } catch (error) {
+    if (error instanceof OpenAI.APIError && chunks >= 2) return error;
+    throw error;
+  }
+  throw new Error(`the stream ended after ${chunks} chunks without an error`);
 }
