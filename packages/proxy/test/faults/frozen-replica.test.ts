@@ -11,7 +11,9 @@ import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
 import { pino } from "pino";
 import type { PlacementLogEntry } from "@meridian/lb-core";
+import type { LbConfigInput } from "@meridian/protocol";
 import { startProxy, type RunningProxy } from "../../src/index";
+import { adminPutConfig } from "../helpers";
 import { chatBody, type EngineProcess, faultsConfig, metricValue, spawnEngine, streamChat, TOKEN, waitFor } from "./harness";
 
 const PROBE_INTERVAL_MS = 1_000;
@@ -40,19 +42,24 @@ interface LogLine {
 
 interface Observed {
   lb: RunningProxy;
+  config: LbConfigInput;
   logs: LogLine[];
   placements: { entry: PlacementLogEntry; session: string }[];
 }
 
+/** An LB in this process (its core and log are observed) in front of both engines. Round-robin, so the
+ * replica about to be frozen is certain to be sent requests: GORGO's choice between two loopback
+ * replicas follows RTT noise, which on a loaded machine can send it none. */
 async function startObservedLb(lbId: string, limits: Record<string, number>, unhealthyAfter: number): Promise<Observed> {
   const logs: LogLine[] = [];
   const placements: Observed["placements"] = [];
+  const config = faultsConfig(lbId, engines, {
+    policy: "round-robin",
+    limits: { firstByteMinMs: FIRST_BYTE_MIN_MS, headersTimeoutMs: HEADERS_TIMEOUT_MS, ...limits },
+    probes: { rttIntervalMs: PROBE_INTERVAL_MS, scrapeIntervalMs: 250, unhealthyAfter },
+  });
   const lb = await startProxy({
-    config: faultsConfig(lbId, engines, {
-      policy: "gorgo",
-      limits: { firstByteMinMs: FIRST_BYTE_MIN_MS, headersTimeoutMs: HEADERS_TIMEOUT_MS, ...limits },
-      probes: { rttIntervalMs: PROBE_INTERVAL_MS, scrapeIntervalMs: 250, unhealthyAfter },
-    }),
+    config,
     token: TOKEN,
     logger: pino({ level: "info" }, { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) }),
     seed: 7,
@@ -60,7 +67,7 @@ async function startObservedLb(lbId: string, limits: Record<string, number>, unh
     onPlacement: (entry) => placements.push({ entry, session: entry.session }),
   });
   await waitFor("both replicas healthy", () => [...lb.balancer.core.replicas.values()].every((r) => r.healthy && r.rtt.ms !== null), 15_000);
-  return { lb, logs, placements };
+  return { lb, config, logs, placements };
 }
 
 /** Sessions whose first placement went to `replicaId`, with the replica each later went to. */
@@ -111,6 +118,13 @@ async function warmUp(lb: RunningProxy, label: string): Promise<void> {
     Array.from({ length: 16 }, (_, i) => streamChat(lb.url, chatBody(`${label} warm-up ${i}`, { user: `${label}-warm-${i}` }))),
   );
   for (const outcome of outcomes) assert.ok(outcome.complete, `warm-up failed: ${outcome.status} ${outcome.text.slice(0, 200)}`);
+  // A replica whose scrape shows requests waiting is full and is sent nothing: wait until both
+  // engines have worked off what they were sent (here and by the previous test).
+  await waitFor(
+    "both engines with nothing waiting",
+    () => [...lb.balancer.core.replicas.values()].every((r) => r.scrape.ok && r.scrape.load?.waiting === 0),
+    30 * PROBE_INTERVAL_MS,
+  );
 }
 
 test("requests on a frozen replica are re-dispatched at their first-byte deadline and none is lost", async (t) => {
@@ -156,7 +170,7 @@ test("requests on a frozen replica are re-dispatched at their first-byte deadlin
 
 test("requests waiting on a replica that turns unhealthy move at once; after SIGCONT it is back within 2 probe intervals", async (t) => {
   // A deadline far beyond the probes' verdict: here the unhealthy transition acts first.
-  const { lb, logs, placements } = await startObservedLb("lb-frozen-health", { firstByteMinMs: 60_000 }, 2);
+  const { lb, config, logs, placements } = await startObservedLb("lb-frozen-health", { firstByteMinMs: 60_000 }, 2);
   const [frozen, healthy] = engines as [EngineProcess, EngineProcess];
   const record = lb.balancer.core.replicas.get(frozen.id);
   assert.ok(record);
@@ -190,6 +204,8 @@ test("requests waiting on a replica that turns unhealthy move at once; after SIG
     // and the LB rightly treats a replica with requests waiting as full. Scrapes failed during the
     // freeze, so a successful one is from after SIGCONT.
     await waitFor("a scrape of it with nothing waiting", () => record.scrape.ok && record.scrape.load?.waiting === 0, 30 * PROBE_INTERVAL_MS);
+    // Under GORGO, which weighs the RTT estimate: a poisoned estimate is what starved it before.
+    await adminPutConfig(lb, { ...config, version: 2, policy: "gorgo" });
     const served = await Promise.all(Array.from({ length: 16 }, (_, i) => streamChat(lb.url, chatBody(`after resume ${i}`, { user: `resumed-${i}` }))));
     assert.ok(served.every((o) => o.complete));
     assert.ok(
