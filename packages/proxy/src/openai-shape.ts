@@ -59,7 +59,7 @@ const isString = (value: unknown): boolean => typeof value === "string";
 const isStringArray = (value: unknown): boolean => Array.isArray(value) && value.every(isString);
 
 /** Throws a 400 naming the first field that breaks OpenAI's request shape. */
-export function checkRequestShape(kind: "chat" | "completion", body: Record<string, unknown>): void {
+export function checkRequestShape(kind: "chat" | "completion" | "embedding", body: Record<string, unknown>): void {
   const model = body["model"];
   if (model !== undefined && (typeof model !== "string" || model === "")) {
     throw model === "" ? badRequest("Invalid 'model': empty string.", "model", "invalid_value") : invalidType("model", "a string", model);
@@ -84,7 +84,8 @@ export function checkRequestShape(kind: "chat" | "completion", body: Record<stri
   checkNumber(body, "seed", true, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
   checkOptional(body, "stop", "a string or an array of strings", (value) => isString(value) || isStringArray(value));
   if (kind === "chat") checkMessages(body["messages"]);
-  else checkPrompt(body["prompt"]);
+  else if (kind === "completion") checkPrompt(body["prompt"]);
+  // An embedding's `input` is checked where it is read (embedding-input.ts).
 }
 
 function checkMessages(messages: unknown): void {

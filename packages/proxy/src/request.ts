@@ -18,12 +18,13 @@ import {
   type BlockKey,
 } from "@meridian/routing";
 import type { LbConfig } from "@meridian/protocol";
+import { embeddingInput } from "./embedding-input";
 import { badRequest, HttpError } from "./errors";
 import { PRESCAN_MIN_BYTES, rawNestsDeeperThan, valueNestsDeeperThan } from "./json-depth";
 import { checkRequestShape } from "./openai-shape";
 import { isRecord } from "./sse";
 
-export type InferenceKind = "chat" | "completion";
+export type InferenceKind = "chat" | "completion" | "embedding";
 
 export interface ChatMessage {
   role: string;
@@ -196,6 +197,12 @@ export function parseInference(
     promptChars = chatSerialisedLength(messages);
     limits.checkPromptChars?.(promptChars);
     ({ keys, state: keyerState } = keysOrBadRequest(() => chatBlockKeysWithState(messages as ChatMessage[])));
+  } else if (kind === "embedding") {
+    const input = embeddingInput(body);
+    prompt = input.text;
+    promptChars = input.promptChars;
+    limits.checkPromptChars?.(promptChars);
+    ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(input.text)));
   } else {
     const field = body["prompt"] as string | string[];
     // A batch prompt (array) is routed as its concatenation: the batch shares one replica.
@@ -277,6 +284,8 @@ const ASSISTANT_ROLE = "assistant";
  * state only the reply is hashed, so an 80 KB prompt is not re-keyed to learn a few hundred
  * characters of reply; the keys equal re-keying the whole conversation (keys.test.ts). */
 export function nextTurnKeys(request: ParsedInference, reply: string): BlockKey[] | null {
+  // An embedding has no reply: its prompt, learned at headers, is all the next request can reuse.
+  if (request.kind === "embedding") return null;
   // Chat serialisation adds `role ␟ content ␞` per message (chatSerialisedLength's +2).
   const added = request.messages !== null ? ASSISTANT_ROLE.length + 2 + reply.length : reply.length;
   if (Math.floor((request.promptChars + added) / DEFAULT_BLOCK_CHARS) <= request.keys.length) return null;
