@@ -17,8 +17,10 @@ import {
 } from "@meridian/routing";
 import type { LbConfig } from "@meridian/protocol";
 import { completeTicket, headersLearning, isSuccess, type Completion, type LearnInstruction, type Outcome } from "./completion";
+import { firstByteDeadline, type FirstBytePlan } from "./deadline";
 import { HoldQueue } from "./hold-queue";
 import { knownModel, placementLogEntry, planPlacement, type Placement, type PlacementContext, type PlacementLogEntry } from "./placement";
+import { hasAlternative, isRetryableStatus } from "./redispatch";
 import { buildLbState, buildPeerReport, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
 import { type PeerRecord, PredictionSums, type ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
 import { failures, peerTarget, replicaTarget, Ticket, type AdmitInput, type Failure } from "./ticket";
@@ -170,6 +172,17 @@ export class LbCore<J> {
     return knownModel(this.replicas, model) ? null : failures.modelNotFound(model ?? "");
   }
 
+  /** A 400 for a prompt above limits.maxPromptTokens (estimated from its characters), else null.
+   * route() applies the same rule; a driver that knows the prompt's size early asks here first. */
+  checkPromptTokens(promptChars: number): Failure | null {
+    return this.promptTokensFailure(this.estimator.estimate(promptChars));
+  }
+
+  private promptTokensFailure(tokens: number): Failure | null {
+    const limit = this.config.limits.maxPromptTokens;
+    return tokens > limit ? failures.promptTooLong(tokens, limit) : null;
+  }
+
   admit(owner: J, input: AdmitInput, now: number): Ticket<J> {
     const inputTokens = input.inputTokens ?? this.estimator.estimate(input.promptChars ?? 0);
     const tokensPerBlock = input.tokensPerBlock ?? DEFAULT_BLOCK_CHARS / this.estimator.charsPerToken;
@@ -195,6 +208,8 @@ export class LbCore<J> {
   /** Places a new (or retried) request now, or holds it. A hold that finds the queue full is a
    * refusal. After "replica" or "peer" the driver sends it; after "fail" it answers the failure. */
   route(ticket: Ticket<J>, now: number): Placement {
+    const tooLong = this.promptTokensFailure(ticket.view.inputTokens);
+    if (tooLong) return this.commit(ticket, { kind: "fail", failure: tooLong }, now);
     const placement = this.plan(ticket, now);
     if (placement.kind !== "hold") return this.commit(ticket, placement, now);
     if (!this.queue.push(ticket, now, this.config.limits.queueMaxLength)) {
@@ -248,6 +263,54 @@ export class LbCore<J> {
   /** Whether another target may still be tried (transport conditions are the shell's to add). */
   mayRetry(ticket: Ticket<J>): boolean {
     return ticket.attempts < MAX_ATTEMPTS && !ticket.done;
+  }
+
+  /** Whether an upstream answer with `status` (before any byte reached the client) sends the request
+   * to another target: 502/503/504 do; a 500 is the engine's answer to this body (redispatch.ts). */
+  mayRetryAfterStatus(ticket: Ticket<J>, status: number): boolean {
+    return isRetryableStatus(status) && this.mayRetry(ticket);
+  }
+
+  /** Whether a request stuck on its target (first-byte deadline passed, or the replica turned
+   * unhealthy) should move now: it may be retried and another target could take it. */
+  canRedispatch(ticket: Ticket<J>, now: number): boolean {
+    return this.mayRetry(ticket) && hasAlternative(ticket, this.config, this.placementContext.replicaList, this.peers, this.peerPollIntervalMs, now);
+  }
+
+  /** The first-byte deadline of a ticket just placed (deadline.ts). A peer LB runs its own deadline
+   * on its replicas, so a forward waits up to limits.headersTimeoutMs. */
+  firstByteDeadline(ticket: Ticket<J>, response: { stream: boolean; maxOutputTokens: number | null }): FirstBytePlan {
+    const { limits } = this.config;
+    const target = ticket.target;
+    const replica = target?.kind === "replica" ? this.replicas.get(target.id) : undefined;
+    if (!target || !replica) return { deadlineMs: limits.headersTimeoutMs, expectedMs: null, tokensAhead: 0 };
+    return firstByteDeadline({
+      rttMs: replica.rtt.ms ?? 0,
+      // This LB's in-flight prompt tokens on the replica (this request's included) and those peers
+      // report, less what the index predicts the replica holds of this prompt.
+      tokensAhead: replica.queuedTokens + replica.peerQueuedTokens - target.predictedCachedTokens,
+      stream: response.stream,
+      maxOutputTokens: response.maxOutputTokens,
+      history: replica.firstByte,
+      floorMs: limits.firstByteMinMs,
+      capMs: limits.headersTimeoutMs,
+    });
+  }
+
+  /** The first response byte arrived `elapsedMs` after dispatch: the replica's history learns it. */
+  firstByteObserved(ticket: Ticket<J>, plan: FirstBytePlan, elapsedMs: number): void {
+    const replica = this.replicaOf(ticket);
+    replica?.firstByte.observeFirstByte(plan.tokensAhead, elapsedMs, replica.rtt.ms ?? 0);
+  }
+
+  /** A stream's `outputTokens` took `decodeMs` from its first byte to its last. */
+  decodeObserved(ticket: Ticket<J>, outputTokens: number, decodeMs: number): void {
+    this.replicaOf(ticket)?.firstByte.observeDecode(outputTokens, decodeMs);
+  }
+
+  private replicaOf(ticket: Ticket<J>): ReplicaRecord | undefined {
+    const target = ticket.target;
+    return target?.kind === "replica" ? this.replicas.get(target.id) : undefined;
   }
 
   /** The current target failed before any byte reached the client: release it, exclude it, place again. */

@@ -6,6 +6,7 @@
 import { isReplicaFull, type CandidateView, type PeerView, type ScrapedLoad } from "@meridian/routing";
 import type { PrefixIndex } from "@meridian/routing";
 import type { LbConfig, PeerConfig, PeerReport, Probes, ReplicaConfig } from "@meridian/protocol";
+import { FirstByteHistory } from "./deadline";
 import { RttEstimate } from "./rtt";
 
 /** A scrape or a peer report older than this many intervals is stale: acted on as if absent. */
@@ -45,6 +46,8 @@ export type HealthChange = "recovered" | "unhealthy" | null;
 
 export class ReplicaRecord {
   readonly rtt = new RttEstimate();
+  /** What its answers taught about its time to first byte (the first-byte deadline). */
+  readonly firstByte = new FirstByteHistory();
   healthy = false;
   /** Set once the first probe has answered either way. */
   probed = false;

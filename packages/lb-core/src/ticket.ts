@@ -123,6 +123,16 @@ export const failures = {
     retryAfterSeconds: null,
     reason: "unknown_model",
   }),
+  /** OpenAI's answer to a prompt longer than the context (400 context_length_exceeded). */
+  promptTooLong: (tokens: number, limit: number): Failure => ({
+    status: 400,
+    type: "invalid_request_error",
+    code: "context_length_exceeded",
+    message: `the prompt is about ${Math.round(tokens)} tokens; this load balancer admits at most ${limit}`,
+    param: "messages",
+    retryAfterSeconds: null,
+    reason: "prompt_too_long",
+  }),
   noReplica: (): Failure => ({
     status: 503,
     type: "server_error",

@@ -4,7 +4,11 @@ import { crossRegionMode, engineKind, httpUrl, nonEmptyString, policyName, posit
 import { ClientAuthSchema, PeerCredentialHashesSchema } from "./client-auth";
 import { makeParsers, schemaTag } from "./errors";
 
-export const LB_CONFIG_SCHEMA = "meridian.lb-config/1";
+/** Version 2 added the request limits `maxPromptTokens`, `maxJsonDepth`, `clientBodyTimeoutMs` and
+ * `firstByteMinMs`. A strict reader of version 1 refuses them, hence the bump; a version-1 document
+ * is still read (it is version 2 with those limits at their defaults). */
+export const LB_CONFIG_SCHEMA = "meridian.lb-config/2";
+const LB_CONFIG_SCHEMA_V1 = "meridian.lb-config/1";
 
 export const DEFAULT_LIMITS = Object.freeze({
   /** 80 KB chat prompts are the design's large case; 8 MiB leaves room for long contexts. */
@@ -14,11 +18,22 @@ export const DEFAULT_LIMITS = Object.freeze({
   /** SkyLB τ: forward only to a peer whose queue is no longer than this. */
   peerQueueTau: 4,
   connectTimeoutMs: 5_000,
-  /** Time to response headers; generous because a saturated engine may hold a request before prefill. */
+  /** Time to response headers; generous because a saturated engine may hold a request before prefill.
+   * It is also the cap of the first-byte deadline (lb-core's deadline.ts). */
   headersTimeoutMs: 120_000,
   /** Max silence between body chunks of a streaming response. */
   bodyTimeoutMs: 300_000,
   maxConnectionsPerReplica: 128,
+  /** Prompt tokens (the LB's estimate) above which a request is refused with 400
+   * context_length_exceeded before it reaches a replica: 128 Ki tokens, a common context window. */
+  maxPromptTokens: 131_072,
+  /** Deepest nesting of arrays and objects a request body may have (OpenAI request bodies need < 10;
+   * tool and response-format JSON schemas a few more). */
+  maxJsonDepth: 64,
+  /** Time a client has to send its whole request body once the headers are in; past it, 408. */
+  clientBodyTimeoutMs: 30_000,
+  /** Floor of the first-byte deadline derived from a request's expected prefill time. */
+  firstByteMinMs: 2_000,
 });
 
 export const DEFAULT_PROBES = Object.freeze({
@@ -48,6 +63,10 @@ export const LimitsSchema = z.strictObject({
   headersTimeoutMs: positiveInt.default(DEFAULT_LIMITS.headersTimeoutMs),
   bodyTimeoutMs: positiveInt.default(DEFAULT_LIMITS.bodyTimeoutMs),
   maxConnectionsPerReplica: positiveInt.default(DEFAULT_LIMITS.maxConnectionsPerReplica),
+  maxPromptTokens: positiveInt.default(DEFAULT_LIMITS.maxPromptTokens),
+  maxJsonDepth: positiveInt.default(DEFAULT_LIMITS.maxJsonDepth),
+  clientBodyTimeoutMs: positiveInt.default(DEFAULT_LIMITS.clientBodyTimeoutMs),
+  firstByteMinMs: positiveInt.default(DEFAULT_LIMITS.firstByteMinMs),
 });
 
 export const ProbesSchema = z.strictObject({
@@ -97,7 +116,7 @@ function findDuplicate(ids: readonly string[]): string | undefined {
 // Strict objects: an operator's typo ("weigths") must fail loudly rather than silently fall back to a default.
 export const LbConfigSchema = z
   .strictObject({
-    schema: schemaTag(LB_CONFIG_SCHEMA),
+    schema: schemaTag(LB_CONFIG_SCHEMA, [LB_CONFIG_SCHEMA_V1]),
     /** Config version, assigned by the console, monotonic per LB. Telemetry events carry it back. */
     version: z.int().nonnegative(),
     lbId: nonEmptyString,

@@ -24,6 +24,8 @@ export const ProxyEnvSchema = z.object({
   MERIDIAN_LB_HOST: z.string().min(1).optional(),
   /** Where the last config accepted over PUT /admin/config is persisted and reloaded on restart. */
   MERIDIAN_LB_STATE_FILE: z.string().min(1).optional(),
+  /** On SIGTERM, how long requests in flight may take to finish (ms, default 30 000). */
+  MERIDIAN_LB_DRAIN_TIMEOUT_MS: z.coerce.number().int().nonnegative().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 

@@ -33,6 +33,8 @@ export class ProxyMetrics {
   readonly forwarded: Counter<"peer">;
   readonly rejected: Counter<"reason">;
   readonly retries: Counter<"replica">;
+  readonly redispatched: Counter<"replica" | "reason">;
+  readonly cutStreams: Counter<"reason">;
   readonly predictedCachedTokens: Counter;
   readonly actualCachedTokens: Counter;
   readonly predictionAbsErrorTokens: Counter;
@@ -76,6 +78,18 @@ export class ProxyMetrics {
       name: "meridian_lb_upstream_retries_total",
       help: "Requests retried on another replica after a failure before any byte reached the client, by failed replica.",
       labelNames: ["replica"],
+      registers,
+    });
+    this.redispatched = new Counter({
+      name: "meridian_lb_redispatched_requests_total",
+      help: "Requests moved off a replica before any byte reached the client because it missed its first-byte deadline or turned unhealthy, by replica and reason.",
+      labelNames: ["replica", "reason"],
+      registers,
+    });
+    this.cutStreams = new Counter({
+      name: "meridian_lb_cut_streams_total",
+      help: "Streams that ended with an SSE error event instead of their end, by reason (upstream_failed, shutting_down).",
+      labelNames: ["reason"],
       registers,
     });
     this.predictedCachedTokens = new Counter({

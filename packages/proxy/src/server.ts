@@ -38,8 +38,12 @@ export interface RunningProxy {
   host: string;
   balancer: Balancer;
   settings: ProcessSettings;
-  /** Stops accepting, ends open streams, closes pools and timers. */
+  /** Stops at once: stops accepting, answers held requests, ends open streams with an SSE error
+   * event, closes pools and timers. During a drain, it cuts the drain short. */
   close(): Promise<void>;
+  /** Graceful drain (SIGTERM): stops accepting, refuses new and held requests with 503
+   * shutting_down, lets requests in flight finish for up to `deadlineMs`, then close(). */
+  drain(deadlineMs: number): Promise<void>;
 }
 
 const INFERENCE_PATHS: Record<string, InferenceKind> = {
@@ -75,7 +79,9 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
   });
   const refusals = new AuthRefusals(balancer.metrics.registry, logger);
   const clientMetrics = new ClientMetrics(balancer.metrics.registry);
-  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, (req, res) => {
+  // requestTimeout is a backstop for the routes that read a body without a deadline of their own
+  // (inference bodies have limits.clientBodyTimeoutMs); node answers it with 408.
+  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 120_000, headersTimeout: 60_000 }, (req, res) => {
     handle(req, res).catch((error: unknown) => {
       if (!(error instanceof HttpError)) logger.error({ err: error }, "request handler failed");
       sendError(res, error instanceof HttpError ? error : new HttpError(500, "internal error", "server_error", "internal_error"));
@@ -94,8 +100,9 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
     }
     if (req.method === "GET" && pathname === "/health") {
       const routable = [...balancer.core.replicas.values()].filter((r) => r.routable()).length;
-      sendJson(res, 200, {
-        status: "ok",
+      // A draining LB tells health checkers to send nothing more.
+      sendJson(res, balancer.draining ? 503 : 200, {
+        status: balancer.draining ? "draining" : "ok",
         lbId: balancer.config.lbId,
         region: balancer.config.region,
         configVersion: balancer.config.version,
@@ -147,13 +154,23 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
   const url = `http://${hostForUrl}:${address.port}`;
   logger.info({ url, lbId: config.lbId, region: config.region, version: config.version, policy: config.policy }, "meridian-proxy listening");
   let closing: Promise<void> | null = null;
+  let draining = false;
   return {
     url,
     port: address.port,
     host: settings.host,
     balancer,
     settings,
-    close: () => (closing ??= closeAll(server, balancer)),
+    close: () => {
+      // A second signal during a drain: stop waiting for what is in flight.
+      if (draining) balancer.inFlight.wakeWaiters();
+      return (closing ??= closeAll(server, balancer));
+    },
+    drain: (deadlineMs) => {
+      if (closing) return closing;
+      draining = true;
+      return (closing = drainThenClose(server, balancer, deadlineMs, logger));
+    },
   };
 }
 
@@ -161,7 +178,21 @@ async function closeAll(server: Server, balancer: Balancer): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   await balancer.close();
-  // Streams still open (telemetry tails, long completions) end with the process's LB.
+  // Streams still open (telemetry tails) end with the process's LB.
+  server.closeAllConnections();
+  await closed;
+}
+
+async function drainThenClose(server: Server, balancer: Balancer, deadlineMs: number, logger: Logger): Promise<void> {
+  balancer.beginDrain();
+  // No new connections; idle keep-alive ones close now, busy ones after their response (it carries
+  // `connection: close` while draining).
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const started = performance.now();
+  const idle = await balancer.inFlight.whenIdle(deadlineMs);
+  logger.info({ idle, waitedMs: Math.round(performance.now() - started), deadlineMs }, idle ? "drained" : "drain deadline reached; cutting what is left");
+  await balancer.close();
   server.closeAllConnections();
   await closed;
 }

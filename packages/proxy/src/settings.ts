@@ -26,6 +26,8 @@ export const ProcessSettingsSchema = z.strictObject({
   peerSnapshotMaxKeys: z.int().nonnegative().default(DEFAULT_PEER_SNAPSHOT_KEYS),
   /** How long startProxy waits for the first probe and scrape of every replica before serving. */
   warmupTimeoutMs: z.int().nonnegative().default(2_000),
+  /** On SIGTERM, how long requests in flight may take to finish before they are cut. */
+  drainTimeoutMs: z.int().nonnegative().default(30_000),
 });
 
 export type ProcessSettings = z.output<typeof ProcessSettingsSchema>;
@@ -105,6 +107,7 @@ export function loadSettings({ env, configPath, portFlag }: SettingsSources): Lo
   if (env.MERIDIAN_LB_HOST !== undefined) overrides.host = env.MERIDIAN_LB_HOST;
   if (env.MERIDIAN_LB_STATE_FILE !== undefined) overrides.stateFile = env.MERIDIAN_LB_STATE_FILE;
   if (env.MERIDIAN_LB_CREDENTIALS_FILE !== undefined) overrides.credentialsFile = env.MERIDIAN_LB_CREDENTIALS_FILE;
+  if (env.MERIDIAN_LB_DRAIN_TIMEOUT_MS !== undefined) overrides.drainTimeoutMs = env.MERIDIAN_LB_DRAIN_TIMEOUT_MS;
   if (portFlag !== undefined) overrides.port = portFlag;
   const processSettings = parseProcessSettings({ ...(parsed.process as object), ...overrides });
   return { lbConfig: parsed.lbConfig, process: processSettings, token: readToken(env) };

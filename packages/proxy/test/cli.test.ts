@@ -68,6 +68,18 @@ test("settings validation names the field (process settings and env)", () => {
   assert.equal(inline.process.port, 5555);
 });
 
+test("the SIGTERM drain deadline is 30 s unless the config or MERIDIAN_LB_DRAIN_TIMEOUT_MS says otherwise", () => {
+  const path = join(dir, "drain.json");
+  writeFileSync(path, JSON.stringify({ lb: goodConfig }));
+  assert.equal(loadSettings({ env: readProxyEnv({}), configPath: path }).process.drainTimeoutMs, 30_000);
+  writeFileSync(path, JSON.stringify({ proxy: { drainTimeoutMs: 5_000 }, lb: goodConfig }));
+  assert.equal(loadSettings({ env: readProxyEnv({}), configPath: path }).process.drainTimeoutMs, 5_000);
+  const fromEnv = loadSettings({ env: readProxyEnv({ MERIDIAN_LB_DRAIN_TIMEOUT_MS: "1500" }), configPath: path });
+  assert.equal(fromEnv.process.drainTimeoutMs, 1_500);
+  writeFileSync(path, JSON.stringify({ proxy: { drainTimeoutMs: -1 }, lb: goodConfig }));
+  assert.throws(() => loadSettings({ env: readProxyEnv({}), configPath: path }), /proxy\.drainTimeoutMs/);
+});
+
 test("the bin serves on --port and stops on SIGTERM", async () => {
   const path = join(dir, "good.json");
   writeFileSync(path, JSON.stringify({ proxy: { warmupTimeoutMs: 200 }, lb: goodConfig }));

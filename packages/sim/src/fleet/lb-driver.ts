@@ -201,10 +201,10 @@ export class LbDriver<F> {
     this.armWake(leg.lb);
   }
 
-  /** Response headers reached the leg's LB. False when it retried elsewhere (a 5xx from a peer). */
+  /** Response headers reached the leg's LB. False when it retried elsewhere (a 502/503/504 from a peer). */
   headers(leg: Leg<F>, status: number, now: number): boolean {
     const core = leg.lb.core;
-    if (status >= 500 && core.mayRetry(leg.ticket)) {
+    if (core.mayRetryAfterStatus(leg.ticket, status)) {
       this.act(leg, core.retry(leg.ticket, now), now);
       this.armWake(leg.lb);
       return false;
