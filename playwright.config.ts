@@ -1,14 +1,10 @@
 // Playwright e2e against the production console build (`npm test` builds first) plus the demo fleet,
 // in the system Chromium. One worker: the specs share one live fleet and act on it in sequence.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defineConfig } from "@playwright/test";
-import { AUTO_FAILBACK_AFTER_S, BASE_URL, CONSOLE_PORT, DEMO_BASE_PORT, LB_TOKEN, OPERATOR, VIEWER } from "./e2e/env";
+import { AUTO_FAILBACK_AFTER_S, BASE_URL, CONSOLE_PORT, DATA_DIR, DEMO_BASE_PORT, ENTRYPOINTS_TOKEN, OPERATOR, VIEWER } from "./e2e/env";
 
-// Workers re-evaluate this file; the env var keeps one fresh database directory per run.
-process.env.MERIDIAN_E2E_DATA_DIR ??= mkdtempSync(join(tmpdir(), "meridian-e2e-"));
-const dataDir = process.env.MERIDIAN_E2E_DATA_DIR;
+const dataDir = DATA_DIR;
 
 export default defineConfig({
   testDir: "./e2e",
@@ -46,13 +42,15 @@ export default defineConfig({
       MERIDIAN_DEMO_BASE_PORT: String(DEMO_BASE_PORT),
       MERIDIAN_ADMIN_PASSWORD: OPERATOR.password,
       MERIDIAN_VIEWER_PASSWORD: VIEWER.password,
-      MERIDIAN_LB_TOKEN: LB_TOKEN,
+      MERIDIAN_ENTRYPOINTS_TOKEN: ENTRYPOINTS_TOKEN,
       // `npm test` has just built; a second build would only add minutes.
       MERIDIAN_SKIP_BUILD: "1",
       // More demo traffic than the default, so tuner windows fill and shares settle in seconds.
       MERIDIAN_DEMO_RATE: "6",
       // Shorter than the demo's 30 s, so 12-auto-failback.spec.ts waits less; still several probes.
       MERIDIAN_AUTO_FAILBACK_AFTER_S: String(AUTO_FAILBACK_AFTER_S),
+      // A rotated LB token's predecessor is retired after 3 s, so 13-credentials.spec.ts sees it through.
+      MERIDIAN_LB_TOKEN_GRACE_S: "3",
       LOG_LEVEL: "warn",
     },
   },

@@ -11,7 +11,7 @@ test("manual weights reach the LB as a new config version", async ({ page }) => 
   await loginViaApi(page, OPERATOR);
   const lbs = await trpcQuery<LbRow[]>(page.request, "lbs.list");
   const lb = lbs[0]!;
-  const before = await lbAdmin<LbAdminState>(page.request, lb.url, "/admin/state");
+  const before = await lbAdmin<LbAdminState>(page.request, lb, "/admin/state");
 
   await page.goto("/tuner");
   await page.getByTestId("tuner-lb-select").selectOption(lb.id);
@@ -33,7 +33,7 @@ test("manual weights reach the LB as a new config version", async ({ page }) => 
   const pushed = (await trpcQuery<LbRow[]>(page.request, "lbs.list")).find((l) => l.id === lb.id)!;
   expect(pushed.configVersion).toBeGreaterThan(before.configVersion);
   await expect
-    .poll(async () => lbAdmin<LbAdminState>(page.request, lb.url, "/admin/state"), { timeout: 20_000 })
+    .poll(async () => lbAdmin<LbAdminState>(page.request, lb, "/admin/state"), { timeout: 20_000 })
     .toMatchObject({ configVersion: pushed.configVersion, weights: { rtt: 0.8, queue: 0.2 } });
 
   await page.goto("/lbs");

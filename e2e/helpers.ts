@@ -1,7 +1,7 @@
 // Shared e2e plumbing: logging in without the UI, calling tRPC the way the browser does, and saving
 // page screenshots into the test's output directory.
 import { expect, type APIRequestContext, type Page, type TestInfo } from "@playwright/test";
-import { BASE_URL, LB_TOKEN } from "./env";
+import { BASE_URL, lbToken } from "./env";
 
 export interface Credentials {
   username: string;
@@ -53,10 +53,10 @@ export async function screenshot(page: Page, testInfo: TestInfo, name: string): 
   await testInfo.attach(name, { path, contentType: "image/png" });
 }
 
-/** GET an LB's admin API the way the console does: bearer token, JSON body. */
-export async function lbAdmin<T>(request: APIRequestContext, lbUrl: string, path: string): Promise<T> {
-  const res = await request.get(`${lbUrl.replace(/\/$/, "")}${path}`, { headers: { authorization: `Bearer ${LB_TOKEN}` } });
-  expect(res.ok(), `${lbUrl}${path} → ${res.status()}`).toBeTruthy();
+/** GET a demo LB's admin API the way the console does: its own token, JSON body. */
+export async function lbAdmin<T>(request: APIRequestContext, lb: { id: string; url: string }, path: string): Promise<T> {
+  const res = await request.get(`${lb.url.replace(/\/$/, "")}${path}`, { headers: { authorization: `Bearer ${lbToken(lb.id)}` } });
+  expect(res.ok(), `${lb.url}${path} → ${res.status()}`).toBeTruthy();
   return (await res.json()) as T;
 }
 
@@ -87,4 +87,5 @@ export interface ReplicaRow {
   healthy: boolean;
   share: number;
 }
-export type Entrypoints = Record<string, { lbId: string; url: string }>;
+/** lbs.entrypoints: where each region's clients go (null when no LB is healthy) and why. */
+export type Entrypoints = Record<string, { lbId: string | null; url: string | null; assignedLbId: string; status: "assigned" | "fallback" | "unresolved" }>;

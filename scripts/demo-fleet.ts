@@ -3,12 +3,11 @@
 // the built-in multi-turn workload whose clients resolve their region's entrypoint from the console.
 // The console seeds the same topology into its DB (apps/console/src/lib/demo-topology.ts).
 //
-// Run:   MERIDIAN_LB_TOKEN=... npx tsx scripts/demo-fleet.ts [--base-port 4100] [--console URL]
-//                                                          [--rate 3] [--no-load] [--state-dir DIR]
-// Env:   MERIDIAN_LB_TOKEN (required: the LBs' admin token, also the console's machine token),
-//        MERIDIAN_DEMO_BASE_PORT (default 4100), MERIDIAN_CONSOLE_URL (default http://127.0.0.1:3000),
+// Run:   npx tsx scripts/demo-fleet.ts [--base-port 4100] [--console URL] [--rate 3] [--no-load]
+// Env:   MERIDIAN_DEMO_BASE_PORT (default 4100), MERIDIAN_CONSOLE_URL (default http://127.0.0.1:3000),
+//        MERIDIAN_ENTRYPOINTS_TOKEN (the console's machine token, for the clients' entrypoint map),
 //        MERIDIAN_DEMO_LOAD=0 (no client traffic), MERIDIAN_DEMO_RATE (requests/s over all regions),
-//        MERIDIAN_DB_PATH (the LBs' state files go in demo-<base port>/ beside it; default data/),
+//        MERIDIAN_DB_PATH (the state directory is demo-<base port>/ beside it; default data/),
 //        LOG_LEVEL (the LBs' log level, default warn).
 // Prints: one line per started engine and LB (with its PID), "demo fleet ready", a traffic line
 //         every 30 s, and every exit and restart of an engine or LB.
@@ -23,14 +22,20 @@
 //   Separate processes are also what lets an operator kill or freeze one replica to see failover.
 // - `<state dir>/<name>.pid` holds each process's PID (scripts/lib/pid-files.ts); a fleet that
 //   starts after one that was killed stops the leftovers it finds there first.
+// - LB tokens: the console issues each LB its own and, in the demo, writes it to
+//   `<state dir>/<lb id>.token` (what an operator would copy from the LBs page). Each LB starts
+//   once its file exists, with MERIDIAN_LB_TOKEN_FILE; when the console replaces a file (a fresh
+//   database), the LB is restarted so it reads the new token. A restarted LB reads its rotated tokens
+//   from its credentials file: the console is not needed to serve.
 import { createServer } from "node:net";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { LB_CONFIG_SCHEMA } from "@meridian/protocol";
 import { startLoadGenerator, type LoadGenerator } from "@meridian/workload";
+import { demoStateDir, demoTokenFile } from "../apps/console/src/lib/demo-files";
 import { DEMO_MODEL, DEMO_REGIONS, DEMO_RTT_MS, demoTopology } from "../apps/console/src/lib/demo-topology";
 import { removePidFile, stopLeftovers, writePidFile } from "./lib/pid-files";
 import { DEFAULT_RESTART_POLICY, Supervisor, type ChildSpec } from "./lib/supervisor";
@@ -41,8 +46,11 @@ const PROXY_BIN = join(root, "packages", "proxy", "bin", "meridian-proxy.mjs");
 /** Exit status when the fleet cannot start; start.mjs does not retry it. */
 const SETUP_FAILED = 2;
 
+/** How often the LBs' token files are checked (first appearance, replacement). */
+const TOKEN_CHECK_MS = 500;
+
 const EnvSchema = z.object({
-  MERIDIAN_LB_TOKEN: z.string().min(8, { error: "MERIDIAN_LB_TOKEN must be set (at least 8 characters)" }),
+  MERIDIAN_ENTRYPOINTS_TOKEN: z.string().min(1).optional(),
   MERIDIAN_DEMO_BASE_PORT: z.coerce.number().int().min(1).max(65000).default(4100),
   MERIDIAN_CONSOLE_URL: z.url().default("http://127.0.0.1:3000"),
   MERIDIAN_DEMO_LOAD: z.enum(["0", "1"]).default("1"),
@@ -90,7 +98,6 @@ async function main(): Promise<void> {
       console: { type: "string" },
       rate: { type: "string" },
       "no-load": { type: "boolean" },
-      "state-dir": { type: "string" },
     },
     strict: true,
   });
@@ -101,7 +108,8 @@ async function main(): Promise<void> {
   const consoleUrl = (values.console ?? env.MERIDIAN_CONSOLE_URL).replace(/\/+$/, "");
   const rate = values.rate ? Number(values.rate) : env.MERIDIAN_DEMO_RATE;
   const withLoad = !values["no-load"] && env.MERIDIAN_DEMO_LOAD === "1";
-  const stateDir = resolve(values["state-dir"] ?? join(dirname(resolve(root, env.MERIDIAN_DB_PATH)), `demo-${basePort}`));
+  // The console writes the LBs' tokens here (apps/console/src/lib/demo-files.ts).
+  const stateDir = demoStateDir(resolve(root, env.MERIDIAN_DB_PATH), basePort);
   mkdirSync(stateDir, { recursive: true });
   const topology = demoTopology(basePort);
 
@@ -175,7 +183,10 @@ async function main(): Promise<void> {
     log(`engine ${spec.id} (${spec.region}, ${spec.engine}) on ${spec.url}, pid ${supervisor.status(spec.id)?.pid}`);
   }
 
-  for (const lb of topology.lbs) {
+  // Each LB reads its own token from its file, never one inherited from this process's environment.
+  const { MERIDIAN_LB_TOKEN: _inheritedToken, ...inherited } = process.env;
+  const tokenSeen = new Map<string, string>();
+  function startLb(lb: (typeof topology.lbs)[number], token: string): void {
     // The LB starts with its local replicas at version 0; the console pushes the real config.
     const initial = {
       proxy: { port: lb.port, host: topology.host, stateFile: join(stateDir, `${lb.id}.state.json`) },
@@ -191,17 +202,47 @@ async function main(): Promise<void> {
     };
     const configPath = join(stateDir, `${lb.id}.config.json`);
     writeFileSync(configPath, `${JSON.stringify(initial, null, 2)}\n`);
+    tokenSeen.set(lb.id, token);
     supervise(
       {
         name: lb.id,
         command: process.execPath,
         args: [PROXY_BIN, "--config", configPath],
-        env: { ...process.env, MERIDIAN_LB_TOKEN: env.MERIDIAN_LB_TOKEN, LOG_LEVEL: env.LOG_LEVEL },
+        env: { ...inherited, MERIDIAN_LB_TOKEN_FILE: demoTokenFile(stateDir, lb.id), LOG_LEVEL: env.LOG_LEVEL },
       },
       configPath,
     );
     log(`LB ${lb.id} (${lb.region}) on ${lb.url}, pid ${supervisor.status(lb.id)?.pid}`);
   }
+  const readToken = (lbId: string): string | null => {
+    const file = demoTokenFile(stateDir, lbId);
+    return existsSync(file) ? readFileSync(file, "utf8").trim() : null;
+  };
+  const pendingLbs = new Set(topology.lbs.map((lb) => lb.id));
+  function checkTokens(): void {
+    for (const lb of topology.lbs) {
+      const token = readToken(lb.id);
+      if (!token) continue;
+      if (pendingLbs.delete(lb.id)) {
+        startLb(lb, token);
+      } else if (tokenSeen.get(lb.id) !== token) {
+        // The console issued this LB a new token (a fresh database): restart it to read the file.
+        tokenSeen.set(lb.id, token);
+        const pid = supervisor.status(lb.id)?.pid;
+        log(`${lb.id} has a new token from the console; restarting it`);
+        if (pid) process.kill(pid, "SIGTERM");
+      }
+    }
+  }
+  checkTokens();
+  if (pendingLbs.size > 0) log(`waiting for the console to issue tokens for ${[...pendingLbs].join(", ")} (in ${stateDir})`);
+  const tokenTimer = setInterval(checkTokens, TOKEN_CHECK_MS);
+  tokenTimer.unref();
+  const tokensIssued = async (): Promise<void> => {
+    while (pendingLbs.size > 0 && !stopping) await new Promise((r) => setTimeout(r, TOKEN_CHECK_MS));
+  };
+  await tokensIssued();
+  if (stopping) return;
 
   const health = [...topology.engines.map((e) => `${e.url}/health`), ...topology.lbs.map((l) => `${l.url}/health`)];
   const up = await Promise.all(health.map((url) => answers(url, 60_000, () => stopping)));
@@ -213,7 +254,7 @@ async function main(): Promise<void> {
     const weights = Object.fromEntries(DEMO_REGIONS.map((region) => [region, 1]));
     generator = startLoadGenerator({
       entrypoints: `${consoleUrl}/api/entrypoints`,
-      entrypointsToken: env.MERIDIAN_LB_TOKEN,
+      ...(env.MERIDIAN_ENTRYPOINTS_TOKEN ? { entrypointsToken: env.MERIDIAN_ENTRYPOINTS_TOKEN } : {}),
       refreshMs: 2_000,
       concurrency: 64,
       model: DEMO_MODEL,

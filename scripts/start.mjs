@@ -20,7 +20,9 @@
 //   setup error (a port in use, a bad environment): everything is stopped and start exits 1.
 // - Secrets: the demo uses fixed, printed passwords unless MERIDIAN_ADMIN_PASSWORD /
 //   MERIDIAN_VIEWER_PASSWORD are set; without the demo a missing admin password is generated and
-//   printed once. MERIDIAN_LB_TOKEN is generated per run when unset (the demo LBs start with it).
+//   printed once. Each LB has its own token, issued by the console (the demo's are written to the
+//   demo state directory for the fleet); MERIDIAN_ENTRYPOINTS_TOKEN, the machine token the demo's
+//   clients read the entrypoint map with, is generated per run when unset.
 // - Ctrl-C (or SIGTERM) stops every child this script started, by PID (the demo fleet stops its
 //   own engines and LBs), then exits.
 import { spawnSync } from "node:child_process";
@@ -98,7 +100,7 @@ const env = {
   MERIDIAN_DB_PATH: process.env.MERIDIAN_DB_PATH || "data/meridian.db",
   MERIDIAN_DEMO: demo ? "1" : "0",
   MERIDIAN_DEMO_BASE_PORT: String(basePort),
-  MERIDIAN_LB_TOKEN: process.env.MERIDIAN_LB_TOKEN || randomBytes(18).toString("base64url"),
+  MERIDIAN_ENTRYPOINTS_TOKEN: process.env.MERIDIAN_ENTRYPOINTS_TOKEN || randomBytes(18).toString("base64url"),
   MERIDIAN_ADMIN_PASSWORD: process.env.MERIDIAN_ADMIN_PASSWORD || (demo ? "meridian-admin" : randomBytes(12).toString("base64url")),
   MERIDIAN_VIEWER_PASSWORD: process.env.MERIDIAN_VIEWER_PASSWORD || (demo ? "meridian-viewer" : ""),
   MERIDIAN_CONSOLE_URL: consoleUrl,
@@ -200,7 +202,7 @@ if (!(await waitForHealth(60_000))) {
   }
   if (demo) {
     say(`  demo fleet: engines on ports ${basePort + 1}-${basePort + 6}, LBs on ${basePort + 11}-${basePort + 13}`);
-    if (!process.env.MERIDIAN_LB_TOKEN) say(`  LB admin token (this run): ${env.MERIDIAN_LB_TOKEN}`);
+    say("  each LB's token: LBs page (rotate or issue there); the demo LBs read theirs from the demo state directory");
   }
   say("Ctrl-C stops everything.");
 }

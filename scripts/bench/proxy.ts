@@ -12,15 +12,14 @@
 // loop). Each phase is time-boxed; the whole run takes about a minute and kills only the processes it
 // started, by PID. On this project's 2-core machines the generator, the LB and the upstream share the
 // cores, so absolute numbers understate a dedicated deployment; the ratios are the point.
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Pool } from "undici";
 import { loadPhase, percentile, round, ttftPairs, WARMUP_MS } from "./http-load";
+import { freePort, startChild, stopChildren, waitHttp } from "./processes";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
@@ -118,61 +117,6 @@ async function runNodeFloor(listenPort: number, upstreamPorts: number[]): Promis
 }
 
 // ------------------------------------------------------------------------------------- orchestration
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createNetServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
-
-const started: ChildProcess[] = [];
-
-function startChild(command: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  started.push(child);
-  child.stderr?.on("data", (chunk: Buffer) => {
-    const text = chunk.toString();
-    if (/error|Error/.test(text)) process.stderr.write(`[${command.split("/").pop()}] ${text}`);
-  });
-  return child;
-}
-
-function stopChildren(): void {
-  for (const child of started) {
-    if (child.pid !== undefined && child.exitCode === null) {
-      try {
-        process.kill(child.pid, "SIGTERM");
-      } catch {
-        // already gone
-      }
-    }
-  }
-}
-
-async function waitHttp(url: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  const pool = new Pool(new URL(url).origin, { connections: 1 });
-  try {
-    for (;;) {
-      try {
-        const response = await pool.request({ method: "GET", path: new URL(url).pathname });
-        await response.body.dump();
-        if (response.statusCode === 200) return;
-      } catch {
-        // not up yet
-      }
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${url}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  } finally {
-    await pool.close();
-  }
-}
 
 function chatBody(userText: string, promptBytes: number, stream: boolean): Buffer {
   const filler = "The quick brown fox jumps over the lazy dog. ";

@@ -5,7 +5,11 @@
 // Prints: ONE JSON object on stdout:
 //   keying_us        chatBlockKeys() on the 80 KB prompt (p50/p99), measured separately;
 //                    keying_us_by_script repeats it for text with non-ASCII characters
-//   decision_us      per policy (gorgo, prefix-cache): match + score = policy.select() (p50/p99)
+//   decision_us      per policy (gorgo, prefix-cache, and the peers sglang-cache-aware, llm-d,
+//                    dynamo-kv): match + score = policy.select() (p50/p99). The peers keep their own
+//                    prefix state; it is filled by the same traffic as the index, through the policy's
+//                    dispatch / complete events, up to each peer's own bound (llm-d: 31250 hashes of 64
+//                    tokens per server); peer_state_fill_ms says how long that took
 //   total_us         per policy: keying + decision, timed together
 //   learn_us         learn() of an 80 KB prompt: fresh keys (insert + evict at capacity) and re-learn
 //   memory           bytes per indexed block / per route (heap + typed-array delta after GC)
@@ -23,6 +27,8 @@ import {
   type RequestView,
   chatBlockKeys,
   chatSerialisedLength,
+  type Decision,
+  type Policy,
   createPolicy,
   createRng,
   sessionKeyFromBlocks,
@@ -96,10 +102,14 @@ const replicaIds = Array.from({ length: REPLICAS }, (_, i) => `replica-${i}`);
 const blocksPerConversation = variantKeys[0]!.length;
 let fillConversation = 0;
 const fillStart = process.hrtime.bigint();
+/** What the index learned, in order, so the peers' own state can be filled by the same traffic. */
+const fillTraffic: { keys: number[]; replica: string; now: number }[] = [];
 while (index.stats().blocks < TARGET_BLOCKS) {
   const keys = new Array<number>(blocksPerConversation);
   for (let k = 0; k < keys.length; k++) keys[k] = Math.floor(rng.next() * 2 ** 53);
-  index.learn(keys, replicaIds[fillConversation % REPLICAS] as string, "LOCAL", 0);
+  const replica = replicaIds[fillConversation % REPLICAS] as string;
+  index.learn(keys, replica, "LOCAL", 0);
+  fillTraffic.push({ keys, replica, now: 0 });
   fillConversation++;
 }
 const fillMs = Number(process.hrtime.bigint() - fillStart) / 1e6;
@@ -107,9 +117,13 @@ const fillMs = Number(process.hrtime.bigint() - fillStart) / 1e6;
 // variant's earlier turn (all but its last 200 blocks) is warm on one replica, so the decisions
 // weigh a warm far replica against a cold near one instead of having one obvious answer.
 const sharedPrefix = variantKeys[0]!.slice(0, 600);
-index.learn(sharedPrefix, "replica-2", "LOCAL", 1);
-index.learn(sharedPrefix.slice(0, 300), "replica-5", "LOCAL", 1);
-variantKeys.forEach((keys, v) => index.learn(keys.slice(0, keys.length - 200), replicaIds[(v * 5) % REPLICAS] as string, "LOCAL", 1));
+const warmTraffic = [
+  { keys: sharedPrefix, replica: "replica-2", now: 1 },
+  { keys: sharedPrefix.slice(0, 300), replica: "replica-5", now: 1 },
+  ...variantKeys.map((keys, v) => ({ keys: keys.slice(0, keys.length - 200), replica: replicaIds[(v * 5) % REPLICAS] as string, now: 1 })),
+];
+for (const t of warmTraffic) index.learn(t.keys, t.replica, "LOCAL", t.now);
+fillTraffic.push(...warmTraffic);
 const statsAfterFill = index.stats();
 const memAfter = memoryNow();
 
@@ -122,10 +136,28 @@ const candidates: CandidateView[] = replicaIds.map((id, i) => ({
   rttMs: rtts[i % 3] as number,
   inFlight: i % 5,
   queuedTokens: (i % 5) * 4000,
-  scraped: { running: (i * 3) % 9, waiting: 0, usedTokens: 20_000 + i * 1000 },
+  pendingPrefillTokens: (i % 3) * 2000,
+  scraped: { running: (i * 3) % 9, waiting: i % 3, usedTokens: 20_000 + i * 1000 },
   full: false,
   healthy: true,
+  kvCapacityTokens: 1_000_000,
 }));
+
+/** Feeds the fill traffic to a peer policy as dispatch events; all but the last two requests per
+ * replica complete, so the peer's load books hold a realistic few live requests. */
+const PEERS = ["sglang-cache-aware", "llm-d", "dynamo-kv"] as const;
+const peerFillMs: Record<string, number> = {};
+function fillPeer(name: string, policy: Policy): void {
+  const t0 = process.hrtime.bigint();
+  const live = new Set(fillTraffic.slice(-2 * REPLICAS).map((_, i) => fillTraffic.length - 2 * REPLICAS + i));
+  fillTraffic.forEach((t, i) => {
+    const request: RequestView = { keys: t.keys, inputTokens: t.keys.length * 16, tokensPerBlock: 16, sessionKey: "", clientRegion: "us-ashburn" };
+    const decision: Decision = { choice: t.replica, scores: [{ id: t.replica, score: 0, matchedBlocks: 0 }], predictedCachedTokens: 0 };
+    policy.observe?.({ kind: "dispatch", requestId: String(i), replicaId: t.replica, request, decision, now: t.now });
+    if (!live.has(i)) policy.observe?.({ kind: "complete", requestId: String(i), now: t.now });
+  });
+  peerFillMs[name] = Math.round(Number(process.hrtime.bigint() - t0) / 1e6);
+}
 
 function requestFor(v: number, keys: number[]): RequestView {
   return {
@@ -170,8 +202,9 @@ const keyingByScript = {
 const decision: Record<string, ReturnType<typeof summary>> = {};
 const total: Record<string, ReturnType<typeof summary>> = {};
 const choices: Record<string, Record<string, number>> = {};
-for (const name of ["gorgo", "prefix-cache"] as const) {
+for (const name of ["gorgo", "prefix-cache", ...PEERS] as const) {
   const policy = createPolicy(name);
+  if ((PEERS as readonly string[]).includes(name)) fillPeer(name, policy);
   const ctx = { index, weights: { ...DEFAULT_WEIGHTS }, rng: createRng(7), now: 2 };
   const requests = variantKeys.map((keys, v) => requestFor(v, keys));
   for (let i = 0; i < 2000; i++) policy.select(requests[i % VARIANTS]!, candidates, ctx);
@@ -247,6 +280,7 @@ console.log(
         index_routes: statsAfterFill.routes,
         capacity_routes: CAPACITY,
         fill_ms: Math.round(fillMs),
+        peer_state_fill_ms: peerFillMs,
         decisions_per_policy: DECISIONS,
       },
       keying_us: summary(keyingNs),

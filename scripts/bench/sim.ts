@@ -1,6 +1,7 @@
 // Fleet simulator benchmark: wall time to simulate a whole trace on the `paper` preset, per policy.
 //
 // Run:    npx tsx scripts/bench/sim.ts [--trace PATH] [--policies a,b] [--time-scale S]
+//         npm run bench:sim -- --table: instead, the peer comparison table (scripts/bench/sim-table.ts).
 // Trace:  defaults to ../shared/traces/mooncake-conversation.jsonl (beside the repo); when that is
 //         absent it falls back to the bundled 500-row fixture and says so in the output.
 // Prints: one JSON object: trace, requests, and per policy the wall time (ms), simulated requests
@@ -18,6 +19,12 @@ import { buildSimRequests, paperFleet, runPolicy, DEFAULT_COMPARE_POLICIES } fro
 import { bundledTracePath, loadTrace } from "@meridian/workload";
 
 const TARGET_MS_PER_POLICY = 5_000;
+
+if (process.argv.includes("--table")) {
+  const { runTable } = await import("./sim-table");
+  await runTable();
+  process.exit(0);
+}
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);

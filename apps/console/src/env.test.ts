@@ -1,8 +1,9 @@
 import { strict as assert } from "node:assert";
+import { createHash } from "node:crypto";
 import { test } from "node:test";
 import { autoFailbackAfterMs, parseConsoleEnv } from "./env";
 
-const BASE = { MERIDIAN_LB_TOKEN: "token-123456" };
+const BASE = {};
 
 test("MERIDIAN_TRUSTED_PROXIES: empty trusts no proxy; addresses, blocks and loopback parse; a bad entry is named", () => {
   assert.equal(parseConsoleEnv(BASE).MERIDIAN_TRUSTED_PROXIES.isEmpty, true);
@@ -37,4 +38,12 @@ test("DATABASE_URL is refused with a clear message while the console runs on SQL
     /DATABASE_URL is set, but this console runs on SQLite only/,
   );
   assert.equal(parseConsoleEnv({ ...BASE, DATABASE_URL: "" }).MERIDIAN_LEADER_LEASE_MS, 6000);
+});
+
+test("MERIDIAN_ENTRYPOINTS_TOKEN: optional; only its SHA-256 is kept; too short is refused", () => {
+  assert.equal(parseConsoleEnv(BASE).MERIDIAN_ENTRYPOINTS_TOKEN, undefined);
+  const parsed = parseConsoleEnv({ MERIDIAN_ENTRYPOINTS_TOKEN: "replay-clients-token" });
+  assert.equal(parsed.MERIDIAN_ENTRYPOINTS_TOKEN, createHash("sha256").update("replay-clients-token").digest("hex"));
+  assert.ok(!JSON.stringify(parsed).includes("replay-clients-token"));
+  assert.throws(() => parseConsoleEnv({ MERIDIAN_ENTRYPOINTS_TOKEN: "short" }), /MERIDIAN_ENTRYPOINTS_TOKEN must be at least 16 characters/);
 });

@@ -1,8 +1,9 @@
 // The console process's configuration: the only module that reads process.env (one validated env
 // module per process; the variables are listed in apps/console/README.md). Parsed lazily, on first
-// use, because `next build` imports route modules without the runtime env (a missing LB token must
-// fail the server, not the build).
+// use, because `next build` imports route modules without the runtime env (a bad variable must fail
+// the server, not the build).
 import "server-only";
+import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
@@ -19,8 +20,18 @@ const EnvSchema = z.object({
   MERIDIAN_ADMIN_PASSWORD: z.string().min(1).optional(),
   /** Password of the read-only "viewer"; when unset the viewer cannot log in (unless stored before). */
   MERIDIAN_VIEWER_PASSWORD: z.string().min(1).optional(),
-  /** Bearer token of the LBs' admin API, also accepted by /api/entrypoints for replay clients. */
-  MERIDIAN_LB_TOKEN: z.string().min(8, { error: "MERIDIAN_LB_TOKEN must be at least 8 characters" }),
+  /** Machine token /api/entrypoints accepts (replay clients, the demo's load generator). Only its
+   * SHA-256 is kept: the console verifies it and never presents it. Unset: sessions and client keys. */
+  MERIDIAN_ENTRYPOINTS_TOKEN: z
+    .string()
+    .min(16, { error: "MERIDIAN_ENTRYPOINTS_TOKEN must be at least 16 characters" })
+    .transform((token) => createHash("sha256").update(token).digest("hex"))
+    .optional(),
+  /** Seconds an LB keeps accepting its previous token after a rotation. */
+  MERIDIAN_LB_TOKEN_GRACE_S: z.coerce.number().int().min(0).max(86_400).default(60),
+  /** Bearer token that reads the console's /metrics from anywhere (a Prometheus scraper); unset: only
+   * loopback clients may read it. A read-only secret of its own: no LB token leaves the console. */
+  MERIDIAN_METRICS_TOKEN: z.string().min(16, { error: "MERIDIAN_METRICS_TOKEN must be at least 16 characters" }).optional(),
   /** Seed the demo topology (the fleet itself is started by scripts/demo-fleet.ts). */
   MERIDIAN_DEMO: flag.default(false),
   MERIDIAN_DEMO_BASE_PORT: z.coerce.number().int().min(1).max(65000).default(4100),

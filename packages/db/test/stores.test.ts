@@ -34,7 +34,7 @@ for (const { name, open } of stores) {
       const { db, tables } = first.store;
       await db.insert(tables.regions).values({ id: "us", name: "us-ashburn", createdAt: 1_700_000_000_000 });
       const rows = await second.store.db.select().from(second.store.tables.regions);
-      assert.deepEqual(rows, [{ id: "us", name: "us-ashburn", displayName: null, createdAt: 1_700_000_000_000 }]);
+      assert.deepEqual(rows, [{ id: "us", name: "us-ashburn", displayName: null, clientKeysRequired: false, createdAt: 1_700_000_000_000 }]);
       await Promise.all([first.close(), second.close()]);
     });
 

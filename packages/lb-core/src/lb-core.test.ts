@@ -158,10 +158,10 @@ describe("completion", () => {
     const lb = core();
     const ticket = lb.admit("r", { ...admitInput("s"), nextTurnKeys: () => [...keys, 42] }, 100);
     lb.route(ticket, 100);
-    const atHeaders = lb.headersReceived(ticket, 200);
+    const atHeaders = lb.headersReceived(ticket, 200, 100);
     assert.deepEqual(atHeaders, { index: "local", keys, targetId: ticket.target!.id });
-    assert.equal(lb.headersReceived(ticket, 500), null);
-    const done = lb.complete(ticket, served("a reply"));
+    assert.equal(lb.headersReceived(ticket, 500, 100), null);
+    const done = lb.complete(ticket, served("a reply"), 200);
     assert.deepEqual(done.learn?.keys, [...keys, 42]);
     assert.equal(done.telemetry().time, 100);
     assert.equal(done.telemetry().status, 200);
@@ -175,10 +175,10 @@ describe("completion", () => {
     const lb = core();
     const ticket = lb.admit("r", admitInput("s"), 0);
     lb.route(ticket, 0);
-    assert.deepEqual(lb.complete(ticket, served()).learn?.keys, keys);
+    assert.deepEqual(lb.complete(ticket, served(), 200).learn?.keys, keys);
     const failed = lb.admit("r2", admitInput("s2"), 0);
     lb.route(failed, 0);
-    const completion = lb.complete(failed, { ...served(), status: 502, error: "boom", usage: null });
+    const completion = lb.complete(failed, { ...served(), status: 502, error: "boom", usage: null }, 200);
     assert.equal(completion.learn, null);
     assert.equal(lb.totals.errors, 1);
   });
@@ -188,7 +188,7 @@ describe("completion", () => {
     const ticket = lb.admit("r", admitInput("s"), 0);
     assert.equal(ticket.view.inputTokens, 75);
     lb.route(ticket, 0);
-    lb.complete(ticket, { ...served(), usage: { promptTokens: 100, completionTokens: 1, cachedTokens: null } });
+    lb.complete(ticket, { ...served(), usage: { promptTokens: 100, completionTokens: 1, cachedTokens: null } }, 0);
     assert.equal(lb.estimator.charsPerToken, 3);
   });
 });
@@ -198,7 +198,7 @@ describe("peer report", () => {
     const lb = core();
     const ticket = lb.admit("r", admitInput("s"), 0);
     lb.route(ticket, 0);
-    lb.learn(lb.headersReceived(ticket, 200)!, 0);
+    lb.learn(lb.headersReceived(ticket, 200, 100)!, 0);
     const report = lb.peerReport(0, 100);
     assert.equal(report.availableReplicas, 2);
     assert.equal(report.queueLength, 0);

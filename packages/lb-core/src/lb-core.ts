@@ -16,12 +16,14 @@ import {
   type ScrapedLoad,
 } from "@meridian/routing";
 import type { LbConfig } from "@meridian/protocol";
-import { completeTicket, headersLearning, type Completion, type LearnInstruction, type Outcome } from "./completion";
+import { completeTicket, headersLearning, isSuccess, type Completion, type LearnInstruction, type Outcome } from "./completion";
+import { firstByteDeadline, type FirstBytePlan } from "./deadline";
 import { HoldQueue } from "./hold-queue";
 import { knownModel, placementLogEntry, planPlacement, type Placement, type PlacementContext, type PlacementLogEntry } from "./placement";
+import { hasAlternative, isRetryableStatus } from "./redispatch";
 import { buildLbState, buildPeerReport, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
 import { type PeerRecord, PredictionSums, type ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
-import { failures, Ticket, type AdmitInput, type Failure } from "./ticket";
+import { failures, peerTarget, replicaTarget, Ticket, type AdmitInput, type Failure } from "./ticket";
 
 /** A request is tried on at most this many targets (the first and one retry). */
 export const MAX_ATTEMPTS = 2;
@@ -58,6 +60,8 @@ export class LbCore<J> {
   readonly prediction = new PredictionSums();
   readonly peerPollIntervalMs: number;
   private policy: Policy;
+  /** Dispatches told to policies that observe them: each one's id (a retry is a new dispatch). */
+  private observedDispatches = 0;
   private readonly rng: Rng;
   private readonly onPlacement: LbCoreOptions["onPlacement"];
   private readonly placementContext: PlacementContext;
@@ -130,6 +134,13 @@ export class LbCore<J> {
     this.replicas.get(replicaId)?.scrapeFailed(error);
   }
 
+  /** What the engine's metrics say its KV-cache capacity is, in tokens (null: they do not say). The
+   * replica's `cacheCapacityTokens` in the config overrides it. Policies see it as kvCapacityTokens. */
+  engineCapacityReported(replicaId: string, capacityTokens: number | null): void {
+    const replica = this.replicas.get(replicaId);
+    if (replica) replica.engineCapacityTokens = capacityTokens;
+  }
+
   /** A peer's report arrived after a poll that took `rttSampleMs`: its load, availability and snapshot. */
   peerReported(peerId: string, report: PeerReportBody, rttSampleMs: number, now: number): void {
     const peer = this.peers.get(peerId);
@@ -161,6 +172,17 @@ export class LbCore<J> {
     return knownModel(this.replicas, model) ? null : failures.modelNotFound(model ?? "");
   }
 
+  /** A 400 for a prompt above limits.maxPromptTokens (estimated from its characters), else null.
+   * route() applies the same rule; a driver that knows the prompt's size early asks here first. */
+  checkPromptTokens(promptChars: number): Failure | null {
+    return this.promptTokensFailure(this.estimator.estimate(promptChars));
+  }
+
+  private promptTokensFailure(tokens: number): Failure | null {
+    const limit = this.config.limits.maxPromptTokens;
+    return tokens > limit ? failures.promptTooLong(tokens, limit) : null;
+  }
+
   admit(owner: J, input: AdmitInput, now: number): Ticket<J> {
     const inputTokens = input.inputTokens ?? this.estimator.estimate(input.promptChars ?? 0);
     const tokensPerBlock = input.tokensPerBlock ?? DEFAULT_BLOCK_CHARS / this.estimator.charsPerToken;
@@ -186,10 +208,12 @@ export class LbCore<J> {
   /** Places a new (or retried) request now, or holds it. A hold that finds the queue full is a
    * refusal. After "replica" or "peer" the driver sends it; after "fail" it answers the failure. */
   route(ticket: Ticket<J>, now: number): Placement {
+    const tooLong = this.promptTokensFailure(ticket.view.inputTokens);
+    if (tooLong) return this.commit(ticket, { kind: "fail", failure: tooLong }, now);
     const placement = this.plan(ticket, now);
-    if (placement.kind !== "hold") return this.commit(ticket, placement);
+    if (placement.kind !== "hold") return this.commit(ticket, placement, now);
     if (!this.queue.push(ticket, now, this.config.limits.queueMaxLength)) {
-      return this.commit(ticket, { kind: "fail", failure: failures.queueFull(this.config.limits.queueMaxLength) });
+      return this.commit(ticket, { kind: "fail", failure: failures.queueFull(this.config.limits.queueMaxLength) }, now);
     }
     ticket.held = true;
     this.log(ticket, placement, []);
@@ -204,14 +228,14 @@ export class LbCore<J> {
     for (const ticket of this.queue.expire(now, this.config.limits.queueMaxWaitMs)) {
       ticket.held = false;
       const failure = failures.queueTimeout(this.config.limits.queueMaxWaitMs);
-      settled.push({ ticket, placement: this.commit(ticket, { kind: "fail", failure }) as Settled<J>["placement"] });
+      settled.push({ ticket, placement: this.commit(ticket, { kind: "fail", failure }, now) as Settled<J>["placement"] });
     }
     for (let head = this.queue.peek(); head !== undefined; head = this.queue.peek()) {
       const placement = this.plan(head, now);
       if (placement.kind === "hold") break;
       this.queue.shift();
       head.held = false;
-      settled.push({ ticket: head, placement: this.commit(head, placement) as Settled<J>["placement"] });
+      settled.push({ ticket: head, placement: this.commit(head, placement, now) as Settled<J>["placement"] });
     }
     return settled;
   }
@@ -229,10 +253,10 @@ export class LbCore<J> {
   }
 
   /** Every held request, refused (shutdown). */
-  shutdown(): Settled<J>[] {
+  shutdown(now: number): Settled<J>[] {
     return this.queue.clear().map((ticket) => {
       ticket.held = false;
-      return { ticket, placement: this.commit(ticket, { kind: "fail", failure: failures.shuttingDown() }) as Settled<J>["placement"] };
+      return { ticket, placement: this.commit(ticket, { kind: "fail", failure: failures.shuttingDown() }, now) as Settled<J>["placement"] };
     });
   }
 
@@ -241,36 +265,99 @@ export class LbCore<J> {
     return ticket.attempts < MAX_ATTEMPTS && !ticket.done;
   }
 
+  /** Whether an upstream answer with `status` (before any byte reached the client) sends the request
+   * to another target: 502/503/504 do; a 500 is the engine's answer to this body (redispatch.ts). */
+  mayRetryAfterStatus(ticket: Ticket<J>, status: number): boolean {
+    return isRetryableStatus(status) && this.mayRetry(ticket);
+  }
+
+  /** Whether a request stuck on its target (first-byte deadline passed, or the replica turned
+   * unhealthy) should move now: it may be retried and another target could take it. */
+  canRedispatch(ticket: Ticket<J>, now: number): boolean {
+    return this.mayRetry(ticket) && hasAlternative(ticket, this.config, this.placementContext.replicaList, this.peers, this.peerPollIntervalMs, now);
+  }
+
+  /** The first-byte deadline of a ticket just placed (deadline.ts). A peer LB runs its own deadline
+   * on its replicas, so a forward waits up to limits.headersTimeoutMs. */
+  firstByteDeadline(ticket: Ticket<J>, response: { stream: boolean; maxOutputTokens: number | null }): FirstBytePlan {
+    const { limits } = this.config;
+    const target = ticket.target;
+    const replica = target?.kind === "replica" ? this.replicas.get(target.id) : undefined;
+    if (!target || !replica) return { deadlineMs: limits.headersTimeoutMs, expectedMs: null, tokensAhead: 0 };
+    return firstByteDeadline({
+      rttMs: replica.rtt.ms ?? 0,
+      // This LB's in-flight prompt tokens on the replica (this request's included) and those peers
+      // report, less what the index predicts the replica holds of this prompt.
+      tokensAhead: replica.queuedTokens + replica.peerQueuedTokens - target.predictedCachedTokens,
+      stream: response.stream,
+      maxOutputTokens: response.maxOutputTokens,
+      history: replica.firstByte,
+      floorMs: limits.firstByteMinMs,
+      capMs: limits.headersTimeoutMs,
+    });
+  }
+
+  /** The first response byte arrived `elapsedMs` after dispatch: the replica's history learns it. */
+  firstByteObserved(ticket: Ticket<J>, plan: FirstBytePlan, elapsedMs: number): void {
+    const replica = this.replicaOf(ticket);
+    replica?.firstByte.observeFirstByte(plan.tokensAhead, elapsedMs, replica.rtt.ms ?? 0);
+  }
+
+  /** A stream's `outputTokens` took `decodeMs` from its first byte to its last. */
+  decodeObserved(ticket: Ticket<J>, outputTokens: number, decodeMs: number): void {
+    this.replicaOf(ticket)?.firstByte.observeDecode(outputTokens, decodeMs);
+  }
+
+  private replicaOf(ticket: Ticket<J>): ReplicaRecord | undefined {
+    const target = ticket.target;
+    return target?.kind === "replica" ? this.replicas.get(target.id) : undefined;
+  }
+
   /** The current target failed before any byte reached the client: release it, exclude it, place again. */
   retry(ticket: Ticket<J>, now: number): Placement {
     const target = ticket.target;
-    this.release(ticket);
+    this.release(ticket, now);
     if (target) (ticket.excluded ??= new Set()).add(target.id);
     ticket.target = null;
     return this.route(ticket, now);
   }
 
-  /** The request no longer occupies its replica (response ended, failed, or retried elsewhere). */
-  release(ticket: Ticket<J>): void {
+  /** The request no longer occupies its replica (response ended, failed, or retried elsewhere): its
+   * counters are released and its policy is told, once per dispatch. */
+  private release(ticket: Ticket<J>, now: number): void {
     const target = ticket.target;
     if (!target || target.released) return;
     target.released = true;
     if (target.kind !== "replica") return;
     const replica = this.replicas.get(target.id);
-    if (!replica) return;
-    replica.inFlight = Math.max(0, replica.inFlight - 1);
-    replica.queuedTokens = Math.max(0, replica.queuedTokens - ticket.view.inputTokens);
+    if (replica) {
+      replica.inFlight = Math.max(0, replica.inFlight - 1);
+      replica.queuedTokens = Math.max(0, replica.queuedTokens - ticket.view.inputTokens);
+      replica.pendingPrefillTokens = Math.max(0, replica.pendingPrefillTokens - target.pendingPrefillTokens);
+    }
+    target.pendingPrefillTokens = 0;
+    if (target.observedId !== null) target.observer?.observe?.({ kind: "complete", requestId: target.observedId, now });
   }
 
-  /** Response headers arrived: what to learn (the prompt, on 2xx). */
-  headersReceived(ticket: Ticket<J>, status: number): LearnInstruction | null {
+  /** The target's response headers arrived (with its first bytes): its prefill is over, so its
+   * uncached tokens leave the replica's pending prefill, and on a 2xx the policy hears of its first
+   * token. Returns what to learn (the prompt, on 2xx). */
+  headersReceived(ticket: Ticket<J>, status: number, now: number): LearnInstruction | null {
+    const target = ticket.target;
+    if (target !== null && !target.released && !target.responded) {
+      target.responded = true;
+      const replica = target.kind === "replica" ? this.replicas.get(target.id) : undefined;
+      if (replica) replica.pendingPrefillTokens = Math.max(0, replica.pendingPrefillTokens - target.pendingPrefillTokens);
+      target.pendingPrefillTokens = 0;
+      if (target.observedId !== null && isSuccess(status)) target.observer?.observe?.({ kind: "first-token", requestId: target.observedId, now });
+    }
     return headersLearning(ticket, status);
   }
 
   /** The request ended (served, failed or refused): releases it, calibrates the token estimate,
    * records accuracy and totals, and returns the completion (telemetry event, next-turn learning). */
-  complete(ticket: Ticket<J>, outcome: Outcome): Completion {
-    this.release(ticket);
+  complete(ticket: Ticket<J>, outcome: Outcome, now: number): Completion {
+    this.release(ticket, now);
     ticket.done = true;
     this.totals.requests++;
     if (outcome.status >= 400) this.totals.errors++;
@@ -296,13 +383,15 @@ export class LbCore<J> {
     return buildLbState(this.sources(), now, { ...extras, totals: { ...this.totals } });
   }
 
-  /** Models served, for GET /v1/models. */
-  models(): { id: string; replicas: number; healthy: number }[] {
-    const byModel = new Map<string, { id: string; replicas: number; healthy: number }>();
+  /** Models served, for GET /v1/models. Per model: its replicas, how many pass their probes whatever their state, and how many take new
+   * requests (healthy and enabled: a draining replica is healthy but takes none). */
+  models(): { id: string; replicas: number; healthy: number; serving: number }[] {
+    const byModel = new Map<string, { id: string; replicas: number; healthy: number; serving: number }>();
     for (const r of this.replicas.values()) {
-      const entry = byModel.get(r.config.model) ?? { id: r.config.model, replicas: 0, healthy: 0 };
+      const entry = byModel.get(r.config.model) ?? { id: r.config.model, replicas: 0, healthy: 0, serving: 0 };
       entry.replicas++;
-      if (r.routable()) entry.healthy++;
+      if (r.healthy) entry.healthy++;
+      if (r.routable()) entry.serving++;
       byModel.set(r.config.model, entry);
     }
     return [...byModel.values()];
@@ -341,26 +430,29 @@ export class LbCore<J> {
     }
   }
 
-  /** Records a placement's effect on this LB's counters and logs it. */
-  private commit(ticket: Ticket<J>, placement: Placement): Placement {
+  /** Records a placement's effect on this LB's counters, tells an observing policy of a dispatch,
+   * and logs it. */
+  private commit(ticket: Ticket<J>, placement: Placement, now: number): Placement {
     if (placement.kind === "replica") {
-      const replica = this.replicas.get(placement.replicaId);
+      const { decision, replicaId } = placement;
+      const replica = this.replicas.get(replicaId);
+      const inputTokens = ticket.view.inputTokens;
+      // The prefill still to do: what the decision did not predict cached (Dynamo's "active prefill").
+      const pendingPrefillTokens = replica ? Math.max(0, inputTokens - decision.predictedCachedTokens) : 0;
       if (replica) {
         replica.inFlight++;
-        replica.queuedTokens += ticket.view.inputTokens;
+        replica.queuedTokens += inputTokens;
+        replica.pendingPrefillTokens += pendingPrefillTokens;
       }
       ticket.attempts++;
-      ticket.target = {
-        kind: "replica",
-        id: placement.replicaId,
-        predictedCachedTokens: placement.decision.predictedCachedTokens,
-        reason: placement.decision.reason ?? null,
-        released: false,
-      };
+      const observer = this.policy.observe ? this.policy : null;
+      const observedId = observer ? String(++this.observedDispatches) : null;
+      ticket.target = replicaTarget(replicaId, decision, pendingPrefillTokens, observer, observedId);
+      if (observedId !== null) observer?.observe?.({ kind: "dispatch", requestId: observedId, replicaId, request: ticket.view, decision, now });
     } else if (placement.kind === "peer") {
       this.totals.forwarded++;
       ticket.attempts++;
-      ticket.target = { kind: "peer", id: placement.peerId, predictedCachedTokens: 0, reason: placement.reason, released: false };
+      ticket.target = peerTarget(placement.peerId, placement.reason);
     }
     this.log(ticket, placement, placement.kind === "replica" ? placement.candidates : []);
     return placement;

@@ -73,14 +73,11 @@ export function planPlacement(ctx: PlacementContext, ticket: Ticket<unknown>, no
   const replicas = ctx.replicaList;
   for (let i = 0; i < replicas.length; i++) {
     const r = replicas[i] as ReplicaRecord;
-    if (!r.routable() || ticket.isExcluded(r.id)) continue;
-    if (model !== null && r.config.model !== model) continue;
-    if (mode === "via-peer" && r.config.region !== config.region) continue;
-    local.push(r.candidateView(now, config.probes));
+    if (isLocalCandidate(r, ticket, config)) local.push(r.candidateView(now, config.probes));
   }
   const peers = ctx.scratchPeers;
   peers.length = 0;
-  if (mode === "via-peer" && ticket.hop === 0) {
+  if (peersConsidered(ticket, config)) {
     for (const peer of ctx.peers.values()) {
       if (ticket.isExcluded(peer.id)) continue;
       const view = peer.peerView(now, ctx.peerPollIntervalMs);
@@ -110,6 +107,19 @@ export function planPlacement(ctx: PlacementContext, ticket: Ticket<unknown>, no
   }
   const decision = ctx.policy.select(ticket.view, availability.candidates, { index: ctx.index, weights: ticket.weights, rng: ctx.rng, now });
   return { kind: "replica", replicaId: decision.choice, decision, candidates: availability.candidates };
+}
+
+/** Whether a replica may take the ticket now: healthy, enabled, serving its model, in this LB's region
+ * in `via-peer` mode, and not excluded by a failed try. */
+export function isLocalCandidate(r: ReplicaRecord, ticket: Ticket<unknown>, config: LbConfig): boolean {
+  if (!r.routable() || ticket.isExcluded(r.id)) return false;
+  if (ticket.model !== null && r.config.model !== ticket.model) return false;
+  return config.crossRegion !== "via-peer" || r.config.region === config.region;
+}
+
+/** Peer LBs are candidates in `via-peer` mode, for client requests (hop 0) only. */
+export function peersConsidered(ticket: Ticket<unknown>, config: LbConfig): boolean {
+  return config.crossRegion === "via-peer" && ticket.hop === 0;
 }
 
 function servesModel(replicas: ReadonlyMap<string, ReplicaRecord>, model: string | null): boolean {

@@ -24,7 +24,7 @@ export function buildPeerReport(src: ReportSources, now: number, snapshotKeys: n
   let availableReplicas = 0;
   for (const r of src.replicas.values()) {
     const full = r.full(now, config.probes);
-    replicas.push({ id: r.id, inFlight: r.inFlight, inFlightTokens: r.queuedTokens, full });
+    replicas.push({ id: r.id, inFlight: r.inFlight, inFlightTokens: r.queuedTokens, pendingPrefillTokens: r.pendingPrefillTokens, full });
     if (r.config.region === config.region && r.routable() && !full) availableReplicas++;
   }
   const report: PeerReportBody = {
@@ -43,15 +43,21 @@ export function buildPeerReport(src: ReportSources, now: number, snapshotKeys: n
   return report;
 }
 
-/** Sums what fresh peer reports say is in flight on each replica, so LBs sharing replicas do not herd. */
+/** Sums what fresh peer reports say is in flight (and still before its first byte) on each replica,
+ * so LBs sharing replicas do not herd. */
 export function refreshPeerQueuedTokens(src: ReportSources, now: number): void {
-  for (const replica of src.replicas.values()) replica.peerQueuedTokens = 0;
+  for (const replica of src.replicas.values()) {
+    replica.peerQueuedTokens = 0;
+    replica.peerPendingPrefillTokens = 0;
+  }
   for (const peer of src.peers.values()) {
     const report = peer.freshReport(now, src.peerPollIntervalMs);
     if (!report) continue;
     for (const load of report.replicas) {
       const replica = src.replicas.get(load.id);
-      if (replica) replica.peerQueuedTokens += load.inFlightTokens;
+      if (!replica) continue;
+      replica.peerQueuedTokens += load.inFlightTokens;
+      replica.peerPendingPrefillTokens += load.pendingPrefillTokens;
     }
   }
 }

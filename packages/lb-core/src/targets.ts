@@ -6,6 +6,7 @@
 import { isReplicaFull, type CandidateView, type PeerView, type ScrapedLoad } from "@meridian/routing";
 import type { PrefixIndex } from "@meridian/routing";
 import type { LbConfig, PeerConfig, PeerReport, Probes, ReplicaConfig } from "@meridian/protocol";
+import { FirstByteHistory } from "./deadline";
 import { RttEstimate } from "./rtt";
 
 /** A scrape or a peer report older than this many intervals is stale: acted on as if absent. */
@@ -45,6 +46,8 @@ export type HealthChange = "recovered" | "unhealthy" | null;
 
 export class ReplicaRecord {
   readonly rtt = new RttEstimate();
+  /** What its answers taught about its time to first byte (the first-byte deadline). */
+  readonly firstByte = new FirstByteHistory();
   healthy = false;
   /** Set once the first probe has answered either way. */
   probed = false;
@@ -57,6 +60,13 @@ export class ReplicaRecord {
   queuedTokens = 0;
   /** Prompt tokens peer LBs report in flight on the replica. */
   peerQueuedTokens = 0;
+  /** Uncached prompt tokens of this LB's requests on the replica that have not reached their first
+   * response byte (routing's CandidateView.pendingPrefillTokens). */
+  pendingPrefillTokens = 0;
+  /** The same, as peer LBs report it. */
+  peerPendingPrefillTokens = 0;
+  /** The KV-cache capacity in tokens the engine reports (its metrics), null until known. */
+  engineCapacityTokens: number | null = null;
   /** 2xx responses served. */
   requests = 0;
   promptTokensSum = 0;
@@ -65,7 +75,24 @@ export class ReplicaRecord {
   private readonly view: CandidateView;
 
   constructor(public config: ReplicaConfig) {
-    this.view = { id: config.id, region: config.region, rttMs: 0, inFlight: 0, queuedTokens: 0, scraped: null, full: false, healthy: false };
+    this.view = {
+      id: config.id,
+      region: config.region,
+      rttMs: 0,
+      inFlight: 0,
+      queuedTokens: 0,
+      pendingPrefillTokens: 0,
+      scraped: null,
+      full: false,
+      healthy: false,
+    };
+  }
+
+  /** KV-cache capacity in tokens: the operator's `cacheCapacityTokens` when set, else what the
+   * engine reports; null when neither is known, or when the engine caches nothing (0). */
+  kvCapacityTokens(): number | null {
+    const capacity = this.config.cacheCapacityTokens ?? this.engineCapacityTokens;
+    return capacity !== null && capacity > 0 ? capacity : null;
   }
 
   get id(): string {
@@ -102,6 +129,8 @@ export class ReplicaRecord {
     v.rttMs = this.rtt.ms ?? 0;
     v.inFlight = this.inFlight;
     v.queuedTokens = this.queuedTokens + this.peerQueuedTokens;
+    v.pendingPrefillTokens = this.pendingPrefillTokens + this.peerPendingPrefillTokens;
+    v.kvCapacityTokens = this.kvCapacityTokens() ?? undefined;
     v.scraped = load;
     v.full = isReplicaFull({ waiting: load ? load.waiting : null, inFlight: this.inFlight, admittedConcurrency: this.concurrencyCap() });
     v.healthy = this.healthy;

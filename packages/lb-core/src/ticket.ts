@@ -1,7 +1,7 @@
 // One request as the LB core tracks it, from admission to completion, and the refusals the core can
 // answer with. A ticket carries the config version, policy and weights in force when it arrived, so
 // a request held across a config push is routed and reported under the weights it arrived under.
-import type { BlockKey, PolicyName, RequestView, Weights } from "@meridian/routing";
+import type { BlockKey, Decision, Policy, PolicyName, RequestView, Weights } from "@meridian/routing";
 
 /** A request the core admits: the parsed facts routing needs, nothing of the transport. */
 export interface AdmitInput {
@@ -36,6 +36,26 @@ export interface Target {
   reason: string | null;
   /** Set once this LB's in-flight counters no longer include the request. */
   released: boolean;
+  /** Set at the first response bytes (headers) from the target. */
+  responded: boolean;
+  /** Uncached prompt tokens still charged to the replica's pending prefill: the prompt minus the
+   * predicted cached tokens at dispatch, 0 from the first response byte on (0 for a peer). */
+  pendingPrefillTokens: number;
+  /** The policy told of this dispatch, under `observedId`, so its first byte and end reach the same
+   * policy instance even after a config push replaced the LB's policy (null: nothing to tell). */
+  observer: Policy | null;
+  observedId: string | null;
+}
+
+/** The target of a dispatch to a replica, charged `pendingPrefillTokens` until its first byte. */
+export function replicaTarget(id: string, decision: Decision, pendingPrefillTokens: number, observer: Policy | null, observedId: string | null): Target {
+  const { predictedCachedTokens, reason } = decision;
+  return { kind: "replica", id, predictedCachedTokens, reason: reason ?? null, released: false, responded: false, pendingPrefillTokens, observer, observedId };
+}
+
+/** The target of a forward to a peer LB (its own core books the replica's load). */
+export function peerTarget(id: string, reason: string): Target {
+  return { kind: "peer", id, predictedCachedTokens: 0, reason, released: false, responded: false, pendingPrefillTokens: 0, observer: null, observedId: null };
 }
 
 /** A ticket is its own RequestView (what the policies see), so a request in flight is one object,
@@ -102,6 +122,16 @@ export const failures = {
     param: "model",
     retryAfterSeconds: null,
     reason: "unknown_model",
+  }),
+  /** OpenAI's answer to a prompt longer than the context (400 context_length_exceeded). */
+  promptTooLong: (tokens: number, limit: number): Failure => ({
+    status: 400,
+    type: "invalid_request_error",
+    code: "context_length_exceeded",
+    message: `the prompt is about ${Math.round(tokens)} tokens; this load balancer admits at most ${limit}`,
+    param: "messages",
+    retryAfterSeconds: null,
+    reason: "prompt_too_long",
   }),
   noReplica: (): Failure => ({
     status: 503,

@@ -57,21 +57,23 @@ function toProtocolIssues(root: string, issues: readonly z.core.$ZodIssue[]): Pr
 }
 
 /**
- * The literal schema-version field every wire object carries, e.g. `schema: "meridian.lb-config/1"`.
+ * The literal schema-version field every wire object carries, e.g. `schema: "meridian.lb-config/2"`.
  * A tag of the same family with another version reads `unknown version "meridian.lb-config/9"`.
+ * `older` lists earlier versions this build still reads: each must be a strict subset of the current
+ * shape (a field added with a default), so reading one as the current version is exact; the parsed
+ * object always carries the current tag.
  */
-export function schemaTag<const Tag extends string>(tag: Tag) {
+export function schemaTag<const Tag extends string, const Older extends readonly string[] = []>(tag: Tag, older: Older = [] as unknown as Older) {
   const family = tag.slice(0, tag.lastIndexOf("/") + 1);
-  return z.literal(tag, {
-    error: (issue) => {
-      const received = issue.input;
-      if (received === undefined) return `missing schema tag; expected "${tag}"`;
-      if (typeof received === "string" && received.startsWith(family)) {
-        return `${UNKNOWN_VERSION} "${received}" (this build reads "${tag}")`;
-      }
-      return `expected "${tag}", received ${JSON.stringify(received) ?? String(received)}`;
-    },
-  });
+  const error = (issue: { input?: unknown }): string => {
+    const received = issue.input;
+    if (received === undefined) return `missing schema tag; expected "${tag}"`;
+    if (typeof received === "string" && received.startsWith(family)) {
+      return `${UNKNOWN_VERSION} "${received}" (this build reads ${[tag, ...older].map((t) => `"${t}"`).join(", ")})`;
+    }
+    return `expected "${tag}", received ${JSON.stringify(received) ?? String(received)}`;
+  };
+  return z.literal([tag, ...older] as (Tag | Older[number])[], { error }).transform((): Tag => tag);
 }
 
 /** Builds the `parseX` / `safeParseX` pair for a schema; `root` names the object in error paths. */

@@ -5,4 +5,6 @@ export * from "./telemetry";
 export * from "./lb-state";
 export * from "./peer-report";
 export * from "./openai-error";
+export * from "./client-auth";
+export * from "./lb-auth";
 export { weights as WeightsSchema, policyName as PolicyNameSchema, httpUrl as HttpUrlSchema } from "./common";

@@ -18,10 +18,11 @@ const full = {
     { id: "r-ash", url: "http://10.0.0.1:30000", region: "us-ashburn", model: "qwen", engine: "sglang", state: "enabled", maxConcurrency: 64 },
     { id: "r-fra", url: "https://fra.example.com/", region: "eu-frankfurt", model: "qwen", engine: "vllm", state: "draining" },
   ],
-  peers: [{ id: "lb-fra", url: "http://lb-fra:8080", region: "eu-frankfurt" }],
+  peers: [{ id: "lb-fra", url: "http://lb-fra:8080", region: "eu-frankfurt", credentialHashes: ["a".repeat(64)] }],
   limits: { ...DEFAULT_LIMITS, queueMaxLength: 10 },
   probes: { ...DEFAULT_PROBES, rttIntervalMs: 30_000 },
   index: { ...DEFAULT_INDEX, capacityBlocks: 5000 },
+  clientAuth: { required: true, keys: [{ id: "0123456789ab", name: "replay", region: "us-ashburn", sha256: "b".repeat(64) }] },
 };
 
 function messageOf(input: unknown): string {
@@ -82,7 +83,28 @@ test("an unknown schema version is reported as such, and only that", () => {
 
 test("a missing or foreign schema tag is named", () => {
   assert.match(messageOf({ version: 0, lbId: "a", region: "b" }), /lbConfig\.schema: missing schema tag/);
-  assert.match(messageOf({ ...minimal, schema: "meridian.lb-state/1" }), /lbConfig\.schema: expected "meridian\.lb-config\/1"/);
+  assert.match(messageOf({ ...minimal, schema: "meridian.lb-state/1" }), /lbConfig\.schema: expected "meridian\.lb-config\/2"/);
+});
+
+test("a version-1 config is still read, as version 2 with the new limits at their defaults", () => {
+  const { maxPromptTokens: _a, maxJsonDepth: _b, clientBodyTimeoutMs: _c, firstByteMinMs: _d, ...v1Limits } = full.limits;
+  const config = parseLbConfig({ ...full, schema: "meridian.lb-config/1", limits: v1Limits });
+  assert.equal(config.schema, LB_CONFIG_SCHEMA);
+  assert.deepEqual(config, {
+    ...full,
+    limits: { ...v1Limits, maxPromptTokens: 131_072, maxJsonDepth: 64, clientBodyTimeoutMs: 30_000, firstByteMinMs: 2_000 },
+  });
+  assert.match(
+    messageOf({ ...full, schema: "meridian.lb-config/3" }),
+    /unknown version "meridian\.lb-config\/3" \(this build reads "meridian\.lb-config\/2", "meridian\.lb-config\/1"\)/,
+  );
+});
+
+test("the request limits of version 2 are positive integers, named when wrong", () => {
+  assert.match(messageOf({ ...minimal, limits: { maxPromptTokens: 0 } }), /lbConfig\.limits\.maxPromptTokens: /);
+  assert.match(messageOf({ ...minimal, limits: { maxJsonDepth: 1.5 } }), /lbConfig\.limits\.maxJsonDepth: /);
+  assert.match(messageOf({ ...minimal, limits: { clientBodyTimeoutMs: -1 } }), /lbConfig\.limits\.clientBodyTimeoutMs: /);
+  assert.match(messageOf({ ...minimal, limits: { firstByteMinMs: "2s" } }), /lbConfig\.limits\.firstByteMinMs: /);
 });
 
 test("NaN, infinite, zero and negative weights name the field", () => {

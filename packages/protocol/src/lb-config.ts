@@ -1,9 +1,14 @@
 import { z } from "zod";
 import { DEFAULT_WEIGHTS } from "@meridian/routing/types";
 import { crossRegionMode, engineKind, httpUrl, nonEmptyString, policyName, positiveInt, replicaState, weights } from "./common";
+import { ClientAuthSchema, PeerCredentialHashesSchema } from "./client-auth";
 import { makeParsers, schemaTag } from "./errors";
 
-export const LB_CONFIG_SCHEMA = "meridian.lb-config/1";
+/** Version 2 added the request limits `maxPromptTokens`, `maxJsonDepth`, `clientBodyTimeoutMs` and
+ * `firstByteMinMs`. A strict reader of version 1 refuses them, hence the bump; a version-1 document
+ * is still read (it is version 2 with those limits at their defaults). */
+export const LB_CONFIG_SCHEMA = "meridian.lb-config/2";
+const LB_CONFIG_SCHEMA_V1 = "meridian.lb-config/1";
 
 export const DEFAULT_LIMITS = Object.freeze({
   /** 80 KB chat prompts are the design's large case; 8 MiB leaves room for long contexts. */
@@ -13,11 +18,22 @@ export const DEFAULT_LIMITS = Object.freeze({
   /** SkyLB τ: forward only to a peer whose queue is no longer than this. */
   peerQueueTau: 4,
   connectTimeoutMs: 5_000,
-  /** Time to response headers; generous because a saturated engine may hold a request before prefill. */
+  /** Time to response headers; generous because a saturated engine may hold a request before prefill.
+   * It is also the cap of the first-byte deadline (lb-core's deadline.ts). */
   headersTimeoutMs: 120_000,
   /** Max silence between body chunks of a streaming response. */
   bodyTimeoutMs: 300_000,
   maxConnectionsPerReplica: 128,
+  /** Prompt tokens (the LB's estimate) above which a request is refused with 400
+   * context_length_exceeded before it reaches a replica: 128 Ki tokens, a common context window. */
+  maxPromptTokens: 131_072,
+  /** Deepest nesting of arrays and objects a request body may have (OpenAI request bodies need < 10;
+   * tool and response-format JSON schemas a few more). */
+  maxJsonDepth: 64,
+  /** Time a client has to send its whole request body once the headers are in; past it, 408. */
+  clientBodyTimeoutMs: 30_000,
+  /** Floor of the first-byte deadline derived from a request's expected prefill time. */
+  firstByteMinMs: 2_000,
 });
 
 export const DEFAULT_PROBES = Object.freeze({
@@ -47,6 +63,10 @@ export const LimitsSchema = z.strictObject({
   headersTimeoutMs: positiveInt.default(DEFAULT_LIMITS.headersTimeoutMs),
   bodyTimeoutMs: positiveInt.default(DEFAULT_LIMITS.bodyTimeoutMs),
   maxConnectionsPerReplica: positiveInt.default(DEFAULT_LIMITS.maxConnectionsPerReplica),
+  maxPromptTokens: positiveInt.default(DEFAULT_LIMITS.maxPromptTokens),
+  maxJsonDepth: positiveInt.default(DEFAULT_LIMITS.maxJsonDepth),
+  clientBodyTimeoutMs: positiveInt.default(DEFAULT_LIMITS.clientBodyTimeoutMs),
+  firstByteMinMs: positiveInt.default(DEFAULT_LIMITS.firstByteMinMs),
 });
 
 export const ProbesSchema = z.strictObject({
@@ -69,12 +89,19 @@ export const ReplicaConfigSchema = z.strictObject({
   state: replicaState.default("enabled"),
   /** Requests this LB may have in flight on the replica; absent = learned from the engine. */
   maxConcurrency: positiveInt.optional(),
+  /** KV tokens the engine's prefix cache can hold, which sizes the replica's part of the LB's prefix
+   * index; absent = read from the engine's metrics (SGLang max_total_num_tokens, vLLM
+   * cache_config_info). 0 = the engine caches nothing. */
+  cacheCapacityTokens: z.int().nonnegative().optional(),
 });
 
 export const PeerConfigSchema = z.strictObject({
   id: nonEmptyString,
   url: httpUrl,
   region: nonEmptyString,
+  /** SHA-256 (hex) of the peer's read-only credentials: the only bearer this LB accepts from it, and
+   * only on GET /admin/peer and on requests it forwards (docs/ARCHITECTURE.md, "LB credentials"). */
+  credentialHashes: PeerCredentialHashesSchema.default(() => []),
 });
 
 function findDuplicate(ids: readonly string[]): string | undefined {
@@ -89,7 +116,7 @@ function findDuplicate(ids: readonly string[]): string | undefined {
 // Strict objects: an operator's typo ("weigths") must fail loudly rather than silently fall back to a default.
 export const LbConfigSchema = z
   .strictObject({
-    schema: schemaTag(LB_CONFIG_SCHEMA),
+    schema: schemaTag(LB_CONFIG_SCHEMA, [LB_CONFIG_SCHEMA_V1]),
     /** Config version, assigned by the console, monotonic per LB. Telemetry events carry it back. */
     version: z.int().nonnegative(),
     lbId: nonEmptyString,
@@ -103,6 +130,8 @@ export const LbConfigSchema = z
     limits: LimitsSchema.prefault({}),
     probes: ProbesSchema.prefault({}),
     index: IndexSettingsSchema.prefault({}),
+    /** Client API keys (hashes only) and whether this LB requires one. */
+    clientAuth: ClientAuthSchema.prefault({}),
   })
   .superRefine((config, ctx) => {
     const duplicateReplica = findDuplicate(config.replicas.map((replica) => replica.id));

@@ -58,7 +58,7 @@ const report: PeerReport = {
   region: "eu-frankfurt",
   time: 123,
   configVersion: 2,
-  replicas: [{ id: "r-fra", inFlight: 2, inFlightTokens: 4096, full: false }],
+  replicas: [{ id: "r-fra", inFlight: 2, inFlightTokens: 4096, pendingPrefillTokens: 1024, full: false }],
   queueLength: 1,
   availableReplicas: 1,
   snapshot: { keys: [1, 2 ** 53 - 1], truncated: false },
@@ -68,6 +68,12 @@ test("peer report round-trips, with and without a prefix snapshot", () => {
   assert.deepEqual(parsePeerReport(JSON.parse(JSON.stringify(report))), report);
   const { snapshot: _snapshot, ...withoutSnapshot } = report;
   assert.deepEqual(parsePeerReport(withoutSnapshot), withoutSnapshot);
+});
+
+test("a peer report from an LB that predates pendingPrefillTokens reads it as 0", () => {
+  const { pendingPrefillTokens: _pending, ...older } = report.replicas[0]!;
+  assert.equal(parsePeerReport({ ...report, replicas: [older] }).replicas[0]?.pendingPrefillTokens, 0);
+  assert.throws(() => parsePeerReport({ ...report, replicas: [{ ...older, pendingPrefillTokens: -1 }] }), /peerReport\.replicas\[0\]\.pendingPrefillTokens/);
 });
 
 test("peer report rejects keys that are not exact block keys and names them", () => {

@@ -10,6 +10,9 @@ export const PeerReplicaLoadSchema = z.object({
   inFlight: count,
   /** Prompt tokens the reporting LB has in flight on the replica: added to queued_tokens so LBs don't herd. */
   inFlightTokens: nonNegativeNumber,
+  /** Uncached prompt tokens of those requests still before their first response byte (the prefill
+   * queued ahead on the replica). Absent from older LBs: read as 0. */
+  pendingPrefillTokens: nonNegativeNumber.default(0),
   /** SkyLB "full" as the reporting LB sees it. */
   full: z.boolean(),
 });

@@ -1,50 +1,75 @@
-// The LB admin API, for the console and for peer LBs. Every route needs the bearer token
-// (MERIDIAN_LB_TOKEN), compared in constant time on equal-length SHA-256 digests so neither the
-// token's content nor its length leaks through timing. With no token configured, everything is 401.
+// The LB admin API, for the console and for peer LBs (docs/ARCHITECTURE.md, "LB credentials").
+// Who may call what (admin-auth.ts):
+//   GET  /admin/proof?nonce=     anyone: one HMAC of the nonce per LB token held (no secret leaves)
+//   GET  /admin/peer?snapshot=N  the console, or a peer LB with its read-only peer credential
+//   everything else              the console only (an LB token this LB holds):
 //   GET  /admin/state            LbState
 //   GET  /admin/config           the LbConfig in use
 //   PUT  /admin/config           a newer LbConfig (stale version → 409), persisted for restarts
 //   GET  /admin/telemetry?since= NDJSON TelemetryStreamLine stream, resumable from the ring buffer
 //   POST /admin/flush            clears the prefix index
-//   GET  /admin/peer?snapshot=N  PeerReport for peer LBs
-import { createHash, timingSafeEqual } from "node:crypto";
+//   POST /admin/credentials      installs a rotated LB token / retires old ones
+// A refusal (401 without a valid credential, 403 for a peer credential elsewhere) is counted and
+// logged (auth-refusals.ts).
 import { isDeepStrictEqual } from "node:util";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { safeParseLbConfig } from "@meridian/protocol";
+import {
+  LB_CREDENTIALS_STATUS_SCHEMA,
+  LB_PROOF_SCHEMA,
+  NONCE_PATTERN,
+  safeParseLbConfig,
+  safeParseLbCredentialsUpdate,
+  type LbConfig,
+  type LbCredentialsStatus,
+  type LbProof,
+} from "@meridian/protocol";
+import { identifyCaller } from "./admin-auth";
+import type { AuthRefusals } from "./auth-refusals";
 import type { Balancer } from "./balancer";
 import type { ConfigStore } from "./config-store";
 import { badRequest, HttpError, notFound, sendError, sendJson } from "./errors";
+import type { LbCredentials } from "./lb-credentials";
 import { parseJsonBody, readBody } from "./request";
 
 const ADMIN_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
-
-export function tokenMatches(expected: string | null, header: string | undefined): boolean {
-  if (!expected || !header) return false;
-  const match = /^Bearer\s+(.+)$/i.exec(header);
-  if (!match) return false;
-  const given = createHash("sha256")
-    .update(match[1] as string)
-    .digest();
-  const wanted = createHash("sha256").update(expected).digest();
-  return timingSafeEqual(given, wanted);
-}
+const CREDENTIALS_BODY_LIMIT_BYTES = 16 * 1024;
 
 export interface AdminDeps {
   balancer: Balancer;
   store: ConfigStore;
-  token: string | null;
+  credentials: LbCredentials;
+  refusals: AuthRefusals;
   heartbeatMs: number;
   logger: Logger;
+  /** Called with each newly applied config. */
+  onConfigApplied?: (config: LbConfig) => void;
 }
 
+const unauthorized = () =>
+  new HttpError(401, "missing or invalid bearer token", "authentication_error", "invalid_token", null, { "www-authenticate": "Bearer" });
+
 export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url: URL, deps: AdminDeps): Promise<void> {
-  if (!tokenMatches(deps.token, req.headers["authorization"])) {
-    sendError(res, new HttpError(401, "missing or invalid bearer token", "authentication_error", "invalid_token", null, { "www-authenticate": "Bearer" }));
-    return;
-  }
   const { balancer } = deps;
   const route = `${req.method ?? "GET"} ${url.pathname}`;
+  if (route === "GET /admin/proof") {
+    sendJson(res, 200, proof(url, deps));
+    return;
+  }
+  const caller = identifyCaller(req.headers["authorization"], deps.credentials, balancer.config);
+  const address = req.socket.remoteAddress ?? "unknown";
+  if (caller.kind === "none") {
+    req.resume();
+    deps.refusals.record("admin", caller.reason, { address, path: url.pathname }, Date.now());
+    sendError(res, unauthorized());
+    return;
+  }
+  if (caller.kind === "peer" && route !== "GET /admin/peer") {
+    req.resume();
+    deps.refusals.record("peer", "forbidden", { address, path: url.pathname, peer: caller.peerId }, Date.now());
+    sendError(res, new HttpError(403, "a peer credential may only read GET /admin/peer", "permission_error", "forbidden"));
+    return;
+  }
   switch (route) {
     case "GET /admin/state":
       sendJson(res, 200, balancer.state());
@@ -65,6 +90,9 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url
     case "POST /admin/flush":
       balancer.flushIndex();
       sendJson(res, 200, { flushed: true });
+      return;
+    case "POST /admin/credentials":
+      await updateCredentials(req, res, deps);
       return;
     case "GET /admin/peer": {
       const requested = Number(url.searchParams.get("snapshot") ?? "0");
@@ -108,6 +136,41 @@ async function putConfig(req: IncomingMessage, res: ServerResponse, deps: AdminD
   }
   deps.store.save(next);
   void deps.balancer.applyConfig(next);
+  deps.onConfigApplied?.(next);
   deps.logger.info({ version: next.version, policy: next.policy, weights: next.weights }, "config applied");
   sendJson(res, 200, { accepted: true, version: next.version });
+}
+
+function proof(url: URL, deps: AdminDeps): LbProof {
+  const nonce = url.searchParams.get("nonce") ?? "";
+  if (!NONCE_PATTERN.test(nonce)) throw badRequest("'nonce' must be 22 to 128 base64url characters", "nonce");
+  const lbId = deps.balancer.config.lbId;
+  return { schema: LB_PROOF_SCHEMA, lbId, nonce, proofs: deps.credentials.prove(lbId, nonce) };
+}
+
+async function updateCredentials(req: IncomingMessage, res: ServerResponse, deps: AdminDeps): Promise<void> {
+  const parsed = safeParseLbCredentialsUpdate(parseJsonBody(await readBody(req, CREDENTIALS_BODY_LIMIT_BYTES)));
+  if (!parsed.success) throw badRequest(parsed.error.message, null, "invalid_credentials");
+  const { install, retire } = parsed.data;
+  const { credentials, logger } = deps;
+  if (install !== undefined) {
+    let outcome: ReturnType<LbCredentials["install"]>;
+    try {
+      outcome = credentials.install(install, Date.now());
+    } catch (error) {
+      throw badRequest((error as Error).message, "install", "invalid_credentials");
+    }
+    if (outcome === "retired") throw new HttpError(409, "that token was retired on this LB", "invalid_request_error", "token_retired", "install");
+    if (outcome === "full")
+      throw new HttpError(409, "this LB holds as many tokens as it may; retire one first", "invalid_request_error", "too_many_tokens", "install");
+    if (outcome === "installed") logger.info({ keyIds: credentials.keyIds() }, "LB token installed");
+  }
+  if (retire.length > 0) {
+    if (credentials.keyIds().every((keyId) => retire.includes(keyId))) {
+      throw new HttpError(409, "retiring these would leave this LB no token", "invalid_request_error", "last_token", "retire");
+    }
+    if (credentials.retire(retire) > 0) logger.info({ retired: retire, keyIds: credentials.keyIds() }, "LB token retired");
+  }
+  const status: LbCredentialsStatus = { schema: LB_CREDENTIALS_STATUS_SCHEMA, lbId: deps.balancer.config.lbId, keyIds: credentials.keyIds() };
+  sendJson(res, 200, status);
 }

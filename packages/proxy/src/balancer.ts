@@ -5,21 +5,29 @@
 // request is the core's; this file and its helpers only do I/O.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { LbCore, type LearnInstruction, type Placement, type PlacementLogEntry, type Ticket } from "@meridian/lb-core";
+import { failures, type FirstBytePlan, LbCore, type LearnInstruction, type Placement, type PlacementLogEntry, type Ticket } from "@meridian/lb-core";
 import { LB_STATE_SCHEMA, PEER_REPORT_SCHEMA, type LbConfig, type LbState, type PeerReport } from "@meridian/protocol";
+import type { InferenceClient } from "./client-entrance";
 import { recordCompletion, responseFacts, type CompletionSinks, type ResponseFacts } from "./completion";
-import { HttpError, httpErrorOf, sendError } from "./errors";
+import { endStreamWithError, HttpError, httpErrorOf, sendError } from "./errors";
 import { ProxyMetrics } from "./metrics";
+import { ModelCatalog, type ModelCounts, modelsOf } from "./models";
 import type { PeerObservation } from "./peers";
 import type { ReplicaObservation } from "./replicas";
-import { nextTurnKeys, parseInference, readBodyParts, upstreamBody, type InferenceKind, type ParsedInference } from "./request";
+import { nextTurnKeys, readInference, upstreamBody, type InferenceKind, type ParsedInference } from "./request";
 import type { ProcessSettings } from "./settings";
 import { TargetRuntimes } from "./target-runtimes";
 import { TelemetryLog } from "./telemetry";
-import { dispatchExchange, isConnectionFailure, UpstreamExchange, type ExchangeHost, type UpstreamTarget } from "./upstream";
-
-/** Response headers copied from upstream; hop-by-hop and length headers are the LB's own business. */
-const PASSED_RESPONSE_HEADERS = ["content-type", "cache-control", "x-request-id", "openai-processing-ms", "x-meridian-replica"];
+import { InFlight } from "./in-flight";
+import {
+  clientResponseHeaders,
+  dispatchExchange,
+  isConnectionFailure,
+  UpstreamExchange,
+  UpstreamStallError,
+  type ExchangeHost,
+  type UpstreamTarget,
+} from "./upstream";
 
 interface Job {
   kind: InferenceKind;
@@ -27,12 +35,16 @@ interface Job {
   req: IncomingMessage;
   res: ServerResponse;
   request: ParsedInference;
+  /** Who sent it (client key or peer) and what of its Authorization goes upstream. */
+  client: InferenceClient;
   ticket: Ticket<Job>;
   /** Body for replicas (usage requested on streams). */
   body: Buffer | Buffer[];
   /** performance.now() at arrival, for TTFT and E2E. */
   arrival: number;
   exchange: UpstreamExchange<Job> | null;
+  /** The current dispatch's first-byte deadline and what it was derived from. */
+  plan: FirstBytePlan | null;
   clientGone: boolean;
   done: boolean;
 }
@@ -40,7 +52,8 @@ interface Job {
 export interface BalancerOptions {
   config: LbConfig;
   settings: ProcessSettings;
-  token: string | null;
+  /** This LB's credentials: its peer credentials are presented to peers (polls, forwarded requests). */
+  credentials: { peerCredentials(): string[] };
   logger: Logger;
   /** Seed for tie-breaking and random policies; fixed in tests for reproducibility. */
   seed?: number;
@@ -53,6 +66,8 @@ export class Balancer implements ExchangeHost<Job> {
   readonly telemetry: TelemetryLog;
   readonly metrics: ProxyMetrics;
   readonly startedAt = Date.now();
+  /** When each model was first served (the OpenAI `created` of /v1/models). */
+  readonly modelCatalog = new ModelCatalog();
   private readonly targets: TargetRuntimes;
   private readonly completionSinks: CompletionSinks;
   private readonly logger: Logger;
@@ -60,6 +75,11 @@ export class Balancer implements ExchangeHost<Job> {
   private expiryTimer: NodeJS.Timeout | null = null;
   private expiryAt: number | null = null;
   private closed = false;
+  /** Set by a graceful drain (SIGTERM): new requests are refused, in-flight ones finish. */
+  draining = false;
+  /** Requests admitted and not yet answered to the end (a drain waits on it: whenIdle), and their
+   * first-byte deadlines. */
+  readonly inFlight: InFlight<Job>;
 
   constructor(options: BalancerOptions) {
     this.settings = options.settings;
@@ -70,8 +90,9 @@ export class Balancer implements ExchangeHost<Job> {
       peerPollIntervalMs: this.settings.peerPollIntervalMs,
       ...(options.onPlacement ? { onPlacement: options.onPlacement } : {}),
     });
+    this.modelCatalog.observe(modelsOf(options.config), this.startedAt);
     this.telemetry = new TelemetryLog(this.settings.telemetryBufferSize);
-    this.targets = new TargetRuntimes(this.settings, options.token, {
+    this.targets = new TargetRuntimes(this.settings, () => options.credentials.peerCredentials(), {
       region: () => this.core.config.region,
       snapshotKeys: () => this.core.snapshotKeysWanted(this.settings.peerSnapshotMaxKeys),
       replica: (id, observation) => this.onReplicaObservation(id, observation),
@@ -86,7 +107,12 @@ export class Balancer implements ExchangeHost<Job> {
           queuedTokens: r.queuedTokens + r.peerQueuedTokens,
           rttMs: r.rtt.ms,
           healthy: r.healthy,
+          state: r.config.state,
         })),
+      config: () => {
+        const { lbId, region, policy, crossRegion, version, weights } = core.config;
+        return { lbId, region, policy, crossRegion, version, weights };
+      },
       queueLength: () => core.queue.length,
       indexRoutes: () => core.index.stats().routes,
       predictionAccuracy: () => core.prediction.accuracy() ?? 1,
@@ -97,6 +123,13 @@ export class Balancer implements ExchangeHost<Job> {
       telemetry: this.telemetry,
       learnLater: (instruction) => this.learnLater(instruction),
     };
+    this.inFlight = new InFlight<Job>({
+      core: this.core,
+      metrics: this.metrics,
+      logger: this.logger,
+      canRetry: (job) => this.canRetry(job),
+      headersTimeoutMs: () => this.config.limits.headersTimeoutMs,
+    });
   }
 
   get config(): LbConfig {
@@ -108,11 +141,12 @@ export class Balancer implements ExchangeHost<Job> {
   /** Starts probes and peer polls; resolves once each replica and peer answered once (or the warmup timeout). */
   async start(): Promise<void> {
     const initial = { addedReplicas: [...this.core.replicas.values()], removedReplicas: [], addedPeers: [...this.core.peers.values()], removedPeers: [] };
-    await waitAtMost(this.targets.apply(this.core.config, initial), this.settings.warmupTimeoutMs);
+    await this.targets.apply(this.core.config, initial, this.settings.warmupTimeoutMs);
   }
 
   /** Applies a validated config: weights and policy take effect for the next request. */
   applyConfig(next: LbConfig): Promise<void> {
+    this.modelCatalog.observe(modelsOf(next), Date.now());
     const started = this.targets.apply(next, this.core.applyConfig(next));
     this.drain();
     return started;
@@ -129,12 +163,28 @@ export class Balancer implements ExchangeHost<Job> {
     await Promise.all([...this.targets.peers.values()].map((p) => p.poll()));
   }
 
+  /** Stops at once: held requests get 503 shutting_down, streams in flight end with an SSE error
+   * event, other requests in flight 503. */
   async close(): Promise<void> {
+    this.beginDrain();
     this.closed = true;
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
-    for (const { ticket, placement } of this.core.shutdown()) this.act(ticket.owner, placement);
+    for (const job of this.inFlight.list()) {
+      this.cut(job, httpErrorOf(failures.shuttingDown()), "shutting_down");
+      job.exchange?.abort(new Error("the load balancer is shutting down")); // the job is done: ignored
+    }
+    this.inFlight.wakeWaiters();
     this.telemetry.close();
     await this.targets.close();
+  }
+
+  /** A graceful drain begins: new requests are refused with 503 shutting_down, held ones too (they
+   * have not started, and another LB will serve them sooner than one going away); requests in flight
+   * go on. Probes, scrapes and retries keep working meanwhile. */
+  beginDrain(): void {
+    if (this.draining) return;
+    this.draining = true;
+    for (const { ticket, placement } of this.core.shutdown(Date.now())) this.act(ticket.owner, placement);
   }
 
   // ------------------------------------------------------------------ what probes, scrapes and polls found
@@ -147,6 +197,7 @@ export class Balancer implements ExchangeHost<Job> {
       if (this.core.probeSucceeded(id, observation.sampleMs) === "recovered") this.logger.info({ replica: id }, "replica healthy again");
     } else if (this.core.probeFailed(id) === "unhealthy") {
       this.logger.warn({ replica: id, error: observation.error }, "replica failed its health probes");
+      this.inFlight.replicaUnhealthy(id);
     }
     this.drain();
   }
@@ -164,15 +215,21 @@ export class Balancer implements ExchangeHost<Job> {
 
   // ------------------------------------------------------------------ request entry
 
-  async handleInference(kind: InferenceKind, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async handleInference(kind: InferenceKind, path: string, req: IncomingMessage, res: ServerResponse, client: InferenceClient): Promise<void> {
     const arrival = performance.now();
+    if (this.draining) {
+      req.resume();
+      this.reject(res, httpErrorOf(failures.shuttingDown()), "shutting_down");
+      return;
+    }
     let request: ParsedInference;
     try {
-      const raw = await readBodyParts(req, this.config.limits.maxBodyBytes);
-      const sessionHeader = req.headers["x-session-id"];
-      request = parseInference(kind, raw, typeof sessionHeader === "string" ? sessionHeader : undefined, this.config.sessionKeyBlocks);
+      request = await readInference(kind, req, this.config, (promptChars) => {
+        const refusal = this.core.checkPromptTokens(promptChars);
+        if (refusal) throw httpErrorOf(refusal);
+      });
     } catch (error) {
-      this.reject(res, error, "bad_request");
+      this.reject(res, error, error instanceof HttpError && error.status === 408 ? "body_timeout" : "bad_request");
       return;
     }
     const unknownModel = this.core.checkModel(request.model);
@@ -181,10 +238,20 @@ export class Balancer implements ExchangeHost<Job> {
       return;
     }
     const hopHeader = req.headers["x-meridian-hop"];
-    const job = { kind, path, req, res, request, body: upstreamBody(request), arrival, exchange: null, clientGone: false, done: false } as Omit<
-      Job,
-      "ticket"
-    > as Job;
+    const job = {
+      kind,
+      path,
+      req,
+      res,
+      request,
+      client,
+      body: upstreamBody(request),
+      arrival,
+      exchange: null,
+      plan: null,
+      clientGone: false,
+      done: false,
+    } as Omit<Job, "ticket"> as Job;
     job.ticket = this.core.admit(
       job,
       {
@@ -197,6 +264,7 @@ export class Balancer implements ExchangeHost<Job> {
       },
       Date.now(),
     );
+    this.inFlight.add(job);
     res.on("close", () => {
       if (res.writableFinished || job.done) return;
       // The client went away: stop the upstream work and free its slot.
@@ -221,7 +289,8 @@ export class Balancer implements ExchangeHost<Job> {
     }
     this.metrics.rejected.inc({ reason });
     this.metrics.requests.inc({ policy: this.config.policy, replica: "none", status: String(httpError.status) });
-    if (httpError.status === 413) res.setHeader("connection", "close");
+    // A refused body may not have been read to its end: the connection cannot carry another request.
+    if (httpError.status === 413 || httpError.status === 408 || this.draining) res.setHeader("connection", "close");
     sendError(res, httpError);
   }
 
@@ -256,6 +325,8 @@ export class Balancer implements ExchangeHost<Job> {
     if (job.done) return;
     switch (placement.kind) {
       case "hold":
+        // A retry that found every replica full while the LB drains: it would wait past the drain.
+        if (this.draining && this.core.cancel(job.ticket)) this.failJob(job, httpErrorOf(failures.shuttingDown()), "shutting_down");
         return;
       case "fail":
         if (placement.failure.cause !== undefined) this.logger.error({ err: placement.failure.cause }, "routing failed");
@@ -264,10 +335,11 @@ export class Balancer implements ExchangeHost<Job> {
         const peer = this.targets.peers.get(placement.peerId);
         if (!peer) return this.failJob(job, new HttpError(502, `peer ${placement.peerId} is gone`, "server_error", "upstream_error"), "upstream_error");
         this.metrics.forwarded.inc({ peer: peer.id });
+        const credential = peer.credential();
         return this.dispatch(
           job,
           { kind: "peer", id: peer.id, pool: peer.pool, path: peer.basePath + job.path },
-          { "x-meridian-hop": String(job.ticket.hop + 1) },
+          { "x-meridian-hop": String(job.ticket.hop + 1), ...(credential ? { authorization: `Bearer ${credential}` } : {}) },
         );
       }
       case "replica": {
@@ -282,7 +354,11 @@ export class Balancer implements ExchangeHost<Job> {
   private dispatch(job: Job, target: UpstreamTarget, headers: Record<string, string>): void {
     const exchange = new UpstreamExchange<Job>(this, job, target);
     job.exchange = exchange;
+    // Right after the placement, while the replica's in-flight tokens are those this request joined.
+    const plan = this.core.firstByteDeadline(job.ticket, { stream: job.request.stream, maxOutputTokens: job.request.maxOutputTokens });
+    job.plan = plan;
     dispatchExchange(exchange, job.body, { "x-meridian-src-region": this.config.region, ...headers });
+    this.inFlight.watch(job, exchange, plan);
   }
 
   private canRetry(job: Job): boolean {
@@ -299,35 +375,39 @@ export class Balancer implements ExchangeHost<Job> {
   // ------------------------------------------------------------------ the exchange's events
 
   onHeaders(job: Job, exchange: UpstreamExchange<Job>): boolean {
-    if (exchange.status >= 500 && this.canRetry(job)) {
+    // 502/503/504 move the request; a 500 is the engine's answer to this body and goes to the client.
+    if (this.core.mayRetryAfterStatus(job.ticket, exchange.status) && this.canRetry(job)) {
       this.retry(job, exchange.target, `upstream status ${exchange.status}`);
       return false;
     }
-    const learn = this.core.headersReceived(job.ticket, exchange.status);
+    const learn = this.core.headersReceived(job.ticket, exchange.status, Date.now());
     if (learn) this.learnLater(learn);
     return true;
   }
 
   writeClientHead(job: Job, exchange: UpstreamExchange<Job>): void {
-    const upstream = exchange.headers;
-    const out: Record<string, string> = {};
-    for (const name of PASSED_RESPONSE_HEADERS) {
-      const value = upstream[name];
-      if (typeof value === "string") out[name] = value;
+    // While draining, no connection is kept for a next request.
+    job.res.writeHead(exchange.status, clientResponseHeaders(exchange, this.config.lbId, this.draining));
+  }
+
+  onFirstByte(job: Job, exchange: UpstreamExchange<Job>): void {
+    // A streamed first byte is the first token: it teaches the replica's time to first byte. A
+    // non-streamed one comes with the whole reply and would teach decode time as prefill.
+    if (exchange.ok && exchange.streaming && job.plan && exchange.firstByteAt !== null) {
+      this.core.firstByteObserved(job.ticket, job.plan, exchange.firstByteAt - exchange.dispatchedAt);
     }
-    if (exchange.target.kind === "replica") out["x-meridian-replica"] = exchange.target.id;
-    out["x-meridian-lb"] = this.config.lbId;
-    if (exchange.target.kind === "peer") out["x-meridian-forwarded-to"] = exchange.target.id;
-    // A non-stream body is complete by now (sent in one write): its length is known exactly.
-    if (!exchange.streaming) out["content-length"] = String(exchange.buffered.reduce((total, chunk) => total + chunk.length, 0));
-    job.res.writeHead(exchange.status, out);
   }
 
   onEnd(job: Job, exchange: UpstreamExchange<Job>): void {
-    this.finish(job, exchange.status, responseFacts(exchange), exchange.ok ? null : `upstream status ${exchange.status}`);
+    const facts = responseFacts(exchange);
+    if (exchange.ok && exchange.streaming && exchange.firstByteAt !== null) {
+      this.core.decodeObserved(job.ticket, facts.usage?.completionTokens ?? facts.outputEvents, performance.now() - exchange.firstByteAt);
+    }
+    this.finish(job, exchange.status, facts, exchange.ok ? null : `upstream status ${exchange.status}`);
   }
 
   onFailure(job: Job, exchange: UpstreamExchange<Job>, error: unknown, clientSawBytes: boolean): void {
+    if (job.done) return;
     const { target } = exchange;
     const message = error instanceof Error ? error.message : String(error);
     if (job.clientGone) {
@@ -336,21 +416,37 @@ export class Balancer implements ExchangeHost<Job> {
     }
     if (target.kind === "replica" && isConnectionFailure(error) && this.core.markUnreachable(target.id)) {
       this.logger.warn({ replica: target.id, reason: message }, "replica unreachable; excluded until its probe recovers");
+      this.inFlight.replicaUnhealthy(target.id);
     }
-    if (!clientSawBytes && this.canRetry(job)) {
+    const stalled = error instanceof UpstreamStallError;
+    // A stalled target is left only for one that can take the request now (checked before aborting,
+    // but the deadline's last resort, at the cap, may find none).
+    if (!clientSawBytes && this.canRetry(job) && (!stalled || this.core.canRedispatch(job.ticket, Date.now()))) {
       this.retry(job, target, message);
       return;
     }
     if (job.res.headersSent) {
-      // Bytes already went out: the only honest signal left is to cut the stream.
-      job.res.destroy();
-      this.finish(job, 502, null, message);
+      this.cut(
+        job,
+        new HttpError(502, `upstream ${target.kind} ${target.id} failed mid-stream: ${message}`, "server_error", "upstream_error"),
+        "upstream_failed",
+      );
       return;
     }
-    this.failJob(job, new HttpError(502, `upstream ${target.kind} ${target.id} failed: ${message}`, "server_error", "upstream_error"), "upstream_error");
+    if (stalled)
+      this.failJob(job, new HttpError(504, `upstream ${target.kind} ${target.id}: ${message}`, "server_error", "upstream_timeout"), "upstream_timeout");
+    else this.failJob(job, new HttpError(502, `upstream ${target.kind} ${target.id} failed: ${message}`, "server_error", "upstream_error"), "upstream_error");
   }
 
   // ------------------------------------------------------------------ endings
+
+  /** Ends a request that can no longer be served: with its error if nothing went out yet, else by
+   * closing its stream with an SSE error event. */
+  private cut(job: Job, error: HttpError, reason: string): void {
+    if (!job.res.headersSent) return this.failJob(job, error, reason);
+    if (endStreamWithError(job.res, job.exchange?.streaming === true, error)) this.metrics.cutStreams.inc({ reason });
+    this.finish(job, error.status, null, error.message);
+  }
 
   private failJob(job: Job, error: HttpError, reason: string): void {
     if (job.done) return;
@@ -362,7 +458,9 @@ export class Balancer implements ExchangeHost<Job> {
   private finish(job: Job, status: number, facts: ResponseFacts | null, error: string | null): void {
     if (job.done) return;
     job.done = true;
+    this.inFlight.delete(job);
     recordCompletion(this.completionSinks, job.ticket, job.arrival, status, facts, error);
+    job.client.onUsage(facts?.usage ?? null);
     // A slot may have freed: the head of the hold queue may fit now. At once, as the simulator does,
     // so no peer report can show the freed slot before the queue head has taken it.
     this.drain();
@@ -390,17 +488,11 @@ export class Balancer implements ExchangeHost<Job> {
     return { schema: PEER_REPORT_SCHEMA, ...this.core.peerReport(Date.now(), snapshotKeys) };
   }
 
-  models(): { id: string; replicas: number; healthy: number }[] {
+  models(): ModelCounts[] {
     return this.core.models();
   }
 
   flushIndex(): void {
     this.core.flushIndex();
   }
-}
-
-async function waitAtMost(promise: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  if (timer) clearTimeout(timer);
 }

@@ -5,8 +5,17 @@ import { z } from "zod";
 const port = z.coerce.number().int().min(0).max(65_535);
 
 export const ProxyEnvSchema = z.object({
-  /** Bearer token for /admin/*; without it the admin API answers 401 to everyone. */
-  MERIDIAN_LB_TOKEN: z.string().min(1).optional(),
+  /** This LB's token, as the console showed it once (mlt_…); the console's admin bearer and the
+   * source of the LB's proof key and peer credential. Without it (and without a credentials file)
+   * the admin API answers 401 to everyone. */
+  MERIDIAN_LB_TOKEN: z
+    .string()
+    .regex(/^mlt_[A-Za-z0-9_-]{43}$/, { error: "expected an LB token as the console issues them (mlt_ and 43 characters)" })
+    .optional(),
+  /** A file whose first line is the token (instead of MERIDIAN_LB_TOKEN). */
+  MERIDIAN_LB_TOKEN_FILE: z.string().min(1).optional(),
+  /** Where the tokens this LB accepts are persisted (default: beside the state file). */
+  MERIDIAN_LB_CREDENTIALS_FILE: z.string().min(1).optional(),
   /** Path of the JSON config file (same as --config). */
   MERIDIAN_LB_CONFIG: z.string().min(1).optional(),
   /** An LbConfig as inline JSON, used when no file is given (containers, the demo). */
@@ -15,6 +24,8 @@ export const ProxyEnvSchema = z.object({
   MERIDIAN_LB_HOST: z.string().min(1).optional(),
   /** Where the last config accepted over PUT /admin/config is persisted and reloaded on restart. */
   MERIDIAN_LB_STATE_FILE: z.string().min(1).optional(),
+  /** On SIGTERM, how long requests in flight may take to finish (ms, default 30 000). */
+  MERIDIAN_LB_DRAIN_TIMEOUT_MS: z.coerce.number().int().nonnegative().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 

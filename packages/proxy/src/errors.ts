@@ -3,6 +3,7 @@
 import type { ServerResponse } from "node:http";
 import type { Failure } from "@meridian/lb-core";
 import { openAiError, type OpenAiErrorType } from "@meridian/protocol";
+import { sseErrorEvent } from "./sse";
 
 export class HttpError extends Error {
   constructor(
@@ -48,6 +49,18 @@ export function sendError(res: ServerResponse, error: HttpError): void {
     ...error.headers,
   });
   res.end(body);
+}
+
+/** Ends a response whose head already went out. A stream ends with an SSE event carrying the error,
+ * so OpenAI SDKs raise it instead of ending quietly (true); anything else can only be cut. */
+export function endStreamWithError(res: ServerResponse, streaming: boolean, error: HttpError): boolean {
+  if (res.writableEnded || res.destroyed) return false;
+  if (!streaming) {
+    res.destroy();
+    return false;
+  }
+  res.end(sseErrorEvent(error.message, error.type, error.code));
+  return true;
 }
 
 export function sendJson(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {

@@ -1,6 +1,6 @@
 // meridian-proxy CLI: `meridian-proxy --config FILE [--port N]`. Reads env (env.ts) and the config,
-// starts one regional LB, and shuts it down cleanly on SIGINT/SIGTERM. A bad config exits with
-// status 2 and a message naming the offending field.
+// starts one regional LB, and drains it on SIGINT/SIGTERM (a second signal stops it at once). A bad
+// config exits with status 2 and a message naming the offending field.
 import { parseArgs } from "node:util";
 import { pino } from "pino";
 import { readProxyEnv } from "./env";
@@ -28,17 +28,21 @@ async function main(): Promise<void> {
   const env = readProxyEnv();
   const logger = pino({ level: env.LOG_LEVEL, name: "meridian-proxy" });
   const loaded = loadSettings({ env, configPath: values.config, portFlag });
-  if (!loaded.token) logger.warn("MERIDIAN_LB_TOKEN is not set: the admin API will refuse every call");
   const proxy = await startProxy({ config: loaded.lbConfig, settings: loaded.process, token: loaded.token, logger });
+  // The first SIGTERM or SIGINT drains: no new requests, those in flight finish (up to
+  // drainTimeoutMs). A second one stops at once. SIGKILL is abrupt, as it must be.
+  let signals = 0;
   const stop = (signal: string): void => {
-    logger.info({ signal }, "shutting down");
-    proxy.close().then(
+    signals++;
+    const drainMs = loaded.process.drainTimeoutMs;
+    logger.info({ signal, drainTimeoutMs: signals === 1 ? drainMs : 0 }, signals === 1 ? "draining, then shutting down" : "shutting down now");
+    (signals === 1 ? proxy.drain(drainMs) : proxy.close()).then(
       () => process.exit(0),
       () => process.exit(1),
     );
   };
-  process.once("SIGINT", () => stop("SIGINT"));
-  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", () => stop("SIGTERM"));
 }
 
 main().catch((error: unknown) => {

@@ -1,6 +1,7 @@
-// The I/O of one peer LB: GET /admin/peer (a PeerReport) polled on an interval with the shared bearer
-// token, timed so the LB core keeps an RTT estimate of the peer, and a keep-alive pool for requests
-// forwarded to it. What a report means (in-flight tokens, availability, the prefix snapshot) is the
+// The I/O of one peer LB: GET /admin/peer (a PeerReport) polled on an interval with this LB's
+// read-only peer credential, timed so the LB core keeps an RTT estimate of the peer, and a keep-alive
+// pool for requests forwarded to it. During a token rotation this LB holds two credentials and the
+// peer may know either: a 401 moves to the next one, which is then used until it fails in turn. What a report means (in-flight tokens, availability, the prefix snapshot) is the
 // LB core's business: this file only fetches, validates and reports.
 import { Pool } from "undici";
 import { safeParsePeerReport, type PeerConfig, type PeerReport } from "@meridian/protocol";
@@ -12,10 +13,13 @@ export class PeerRuntime {
   readonly basePath: string;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
+  /** Index into peerCredentials() of the one the peer last accepted. */
+  private preferred = 0;
 
   constructor(
     public config: PeerConfig,
-    private readonly token: string | null,
+    /** This LB's peer credentials, newest first. */
+    private readonly peerCredentials: () => string[],
     private readonly pollIntervalMs: number,
     /** Block keys to ask for in the prefix snapshot (the LB core says how many it wants). */
     private readonly snapshotKeys: () => number,
@@ -40,20 +44,29 @@ export class PeerRuntime {
     return first;
   }
 
+  /** The credential to present to this peer (null when this LB holds none). */
+  credential(): string | null {
+    return this.credentialAt(this.preferred);
+  }
+
+  private credentialAt(index: number): string | null {
+    const credentials = this.peerCredentials();
+    return credentials.length === 0 ? null : (credentials[index % credentials.length] as string);
+  }
+
   async poll(): Promise<void> {
     if (this.closed) return;
-    const started = performance.now();
     let observation: PeerObservation;
     try {
-      const headers: Record<string, string> = {};
-      if (this.token) headers["authorization"] = `Bearer ${this.token}`;
-      const { statusCode, body } = await this.pool.request({
-        method: "GET",
-        path: `${this.basePath}/admin/peer?snapshot=${this.snapshotKeys()}`,
-        headers,
-        signal: AbortSignal.timeout(Math.max(1_000, this.pollIntervalMs)),
-      });
-      const text = await body.text();
+      const used = this.preferred;
+      let answer = await this.fetchReport(used);
+      const held = this.peerCredentials().length;
+      if (answer.statusCode === 401 && held > 1) {
+        const next = (used + 1) % held;
+        answer = await this.fetchReport(next);
+        if (answer.statusCode === 200) this.preferred = next;
+      }
+      const { statusCode, text, started } = answer;
       if (statusCode !== 200) throw new Error(`peer report returned ${statusCode}`);
       const parsed = safeParsePeerReport(JSON.parse(text));
       if (!parsed.success) throw parsed.error;
@@ -62,6 +75,18 @@ export class PeerRuntime {
       observation = { ok: false, error: error instanceof Error ? error.message : String(error) };
     }
     if (!this.closed) this.observe(this.id, observation);
+  }
+
+  private async fetchReport(credentialIndex: number): Promise<{ statusCode: number; text: string; started: number }> {
+    const started = performance.now();
+    const credential = this.credentialAt(credentialIndex);
+    const { statusCode, body } = await this.pool.request({
+      method: "GET",
+      path: `${this.basePath}/admin/peer?snapshot=${this.snapshotKeys()}`,
+      headers: credential ? { authorization: `Bearer ${credential}` } : {},
+      signal: AbortSignal.timeout(Math.max(1_000, this.pollIntervalMs)),
+    });
+    return { statusCode, text: await body.text(), started };
   }
 
   async close(): Promise<void> {

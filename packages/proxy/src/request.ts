@@ -17,10 +17,14 @@ import {
   sessionKeyFromBlocks,
   type BlockKey,
 } from "@meridian/routing";
+import type { LbConfig } from "@meridian/protocol";
+import { embeddingInput } from "./embedding-input";
 import { badRequest, HttpError } from "./errors";
+import { PRESCAN_MIN_BYTES, rawNestsDeeperThan, valueNestsDeeperThan } from "./json-depth";
+import { checkRequestShape } from "./openai-shape";
 import { isRecord } from "./sse";
 
-export type InferenceKind = "chat" | "completion";
+export type InferenceKind = "chat" | "completion" | "embedding";
 
 export interface ChatMessage {
   role: string;
@@ -37,6 +41,8 @@ export interface ParsedInference {
   stream: boolean;
   /** The client asked for the usage chunk itself (stream_options.include_usage). */
   clientWantsUsage: boolean;
+  /** max_completion_tokens, else max_tokens; null when neither is set. */
+  maxOutputTokens: number | null;
   messages: ChatMessage[] | null;
   prompt: string | null;
   keys: BlockKey[];
@@ -47,8 +53,10 @@ export interface ParsedInference {
   sessionKey: string;
 }
 
-/** The request body as its socket chunks, refusing (413) past `limitBytes`. */
-export function readBodyParts(req: IncomingMessage, limitBytes: number): Promise<Buffer[]> {
+/** The request body as its socket chunks, refusing (413) past `limitBytes`, and (408) when it is
+ * not all in within `deadlineMs`: a client that sends headers and then a trickle, or a chunk size it
+ * never fills, must not hold a socket and a buffer forever. */
+function readBodyParts(req: IncomingMessage, limitBytes: number, deadlineMs?: number): Promise<Buffer[]> {
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > limitBytes) {
     return Promise.reject(tooLarge(limitBytes));
@@ -57,31 +65,53 @@ export function readBodyParts(req: IncomingMessage, limitBytes: number): Promise
     const chunks: Buffer[] = [];
     let size = 0;
     let failed = false;
+    const fail = (error: unknown): void => {
+      if (failed) return;
+      failed = true;
+      chunks.length = 0;
+      if (timer) clearTimeout(timer);
+      reject(error);
+    };
+    const timer = deadlineMs === undefined ? null : setTimeout(() => fail(bodyTimeout(deadlineMs)), deadlineMs);
     req.on("data", (chunk: Buffer) => {
       if (failed) return;
       size += chunk.length;
-      if (size > limitBytes) {
-        failed = true;
-        chunks.length = 0;
-        reject(tooLarge(limitBytes));
-        return;
-      }
+      if (size > limitBytes) return fail(tooLarge(limitBytes));
       chunks.push(chunk);
     });
     req.on("end", () => {
-      if (!failed) resolve(chunks);
+      if (failed) return;
+      if (timer) clearTimeout(timer);
+      resolve(chunks);
     });
-    req.on("error", (error) => {
-      if (!failed) reject(error);
-      failed = true;
-    });
+    req.on("error", fail);
     // A client that hangs up mid-body gets no answer; stop waiting for the rest of it.
     req.on("close", () => {
-      if (!failed && !req.complete) {
-        failed = true;
-        reject(new HttpError(400, "client closed the connection before sending the whole body", "invalid_request_error", "incomplete_body"));
-      }
+      if (!req.complete) fail(new HttpError(400, "client closed the connection before sending the whole body", "invalid_request_error", "incomplete_body"));
     });
+  });
+}
+
+function bodyTimeout(deadlineMs: number): HttpError {
+  return new HttpError(408, `the request body was not received within ${deadlineMs} ms`, "invalid_request_error", "request_timeout", null, {
+    connection: "close",
+  });
+}
+
+/** Reads one inference request's body and parses it under the LB's limits (refusals: HttpError).
+ * `checkPromptChars` throws for a prompt too long to admit, before it is keyed. */
+export async function readInference(
+  kind: InferenceKind,
+  req: IncomingMessage,
+  config: Pick<LbConfig, "limits" | "sessionKeyBlocks">,
+  checkPromptChars: (promptChars: number) => void,
+): Promise<ParsedInference> {
+  const { limits } = config;
+  const raw = await readBodyParts(req, limits.maxBodyBytes, limits.clientBodyTimeoutMs);
+  const session = req.headers["x-session-id"];
+  return parseInference(kind, raw, typeof session === "string" ? session : undefined, config.sessionKeyBlocks, {
+    maxJsonDepth: limits.maxJsonDepth,
+    checkPromptChars,
   });
 }
 
@@ -123,48 +153,64 @@ function keysOrBadRequest<T>(compute: () => T): T {
   }
 }
 
-export function parseInference(kind: InferenceKind, received: Buffer | Buffer[], sessionHeader: string | undefined, sessionKeyBlocks: number): ParsedInference {
+/** What parseInference checks beyond the shape: the nesting bound, and the prompt's size before it
+ * is keyed (a prompt too long to admit is refused without hashing megabytes of it). */
+export interface InferenceLimits {
+  maxJsonDepth: number;
+  /** Throws (an HttpError) when a prompt of this many canonical characters may not be admitted. */
+  checkPromptChars?: (promptChars: number) => void;
+}
+
+const DEFAULT_INFERENCE_LIMITS: InferenceLimits = { maxJsonDepth: 64 };
+
+function tooDeep(maxJsonDepth: number): HttpError {
+  return badRequest(`request body nests arrays and objects more than ${maxJsonDepth} levels deep`, null, "nesting_too_deep");
+}
+
+export function parseInference(
+  kind: InferenceKind,
+  received: Buffer | Buffer[],
+  sessionHeader: string | undefined,
+  sessionKeyBlocks: number,
+  limits: InferenceLimits = DEFAULT_INFERENCE_LIMITS,
+): ParsedInference {
   const raw = Buffer.isBuffer(received) ? [received] : received;
+  const rawLength = bodyLength(raw);
+  // A nesting bomb large enough to be costly to parse is refused unparsed (json-depth.ts).
+  const prescanned = rawLength >= PRESCAN_MIN_BYTES;
+  if (prescanned && rawNestsDeeperThan(raw, limits.maxJsonDepth)) throw tooDeep(limits.maxJsonDepth);
   const body = parseJsonBody(raw);
+  if (!prescanned && valueNestsDeeperThan(body, limits.maxJsonDepth)) throw tooDeep(limits.maxJsonDepth);
+  checkRequestShape(kind, body);
   const modelField = body["model"];
-  if (modelField !== undefined && (typeof modelField !== "string" || modelField === "")) {
-    throw badRequest("'model' must be a non-empty string", "model", "invalid_type");
-  }
   const stream = body["stream"] === true;
   const streamOptions = body["stream_options"];
   const clientWantsUsage = stream && isRecord(streamOptions) && streamOptions["include_usage"] === true;
+  const maxOutput = body["max_completion_tokens"] ?? body["max_tokens"];
   let messages: ChatMessage[] | null = null;
   let prompt: string | null = null;
   let keys: BlockKey[];
   let keyerState: BlockKeyerState;
   let promptChars: number;
   if (kind === "chat") {
-    const field = body["messages"];
-    if (!Array.isArray(field) || field.length === 0) {
-      throw badRequest("'messages' is required and must be a non-empty array", "messages", field === undefined ? "missing_required_parameter" : "invalid_type");
-    }
-    field.forEach((message: unknown, i) => {
-      if (!isRecord(message) || typeof message["role"] !== "string") {
-        throw badRequest(`messages[${i}] must be an object with a string 'role'`, `messages[${i}].role`, "invalid_type");
-      }
-    });
-    messages = field as ChatMessage[];
-    ({ keys, state: keyerState } = keysOrBadRequest(() => chatBlockKeysWithState(messages as ChatMessage[])));
+    messages = body["messages"] as ChatMessage[];
     promptChars = chatSerialisedLength(messages);
+    limits.checkPromptChars?.(promptChars);
+    ({ keys, state: keyerState } = keysOrBadRequest(() => chatBlockKeysWithState(messages as ChatMessage[])));
+  } else if (kind === "embedding") {
+    const input = embeddingInput(body);
+    prompt = input.text;
+    promptChars = input.promptChars;
+    limits.checkPromptChars?.(promptChars);
+    ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(input.text)));
   } else {
-    const field = body["prompt"];
-    // A batch prompt (array) is routed by its first element: the batch shares one replica.
-    const text = typeof field === "string" ? field : Array.isArray(field) && typeof field[0] === "string" ? field.join("") : null;
-    if (text === null) {
-      throw badRequest(
-        "'prompt' is required and must be a string or an array of strings",
-        "prompt",
-        field === undefined ? "missing_required_parameter" : "invalid_type",
-      );
-    }
+    const field = body["prompt"] as string | string[];
+    // A batch prompt (array) is routed as its concatenation: the batch shares one replica.
+    const text = typeof field === "string" ? field : field.join("");
     prompt = text;
-    ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(text)));
     promptChars = text.length;
+    limits.checkPromptChars?.(promptChars);
+    ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(text)));
   }
   const user = body["user"];
   const sessionKey =
@@ -176,11 +222,12 @@ export function parseInference(kind: InferenceKind, received: Buffer | Buffer[],
   return {
     kind,
     raw,
-    rawLength: bodyLength(raw),
+    rawLength,
     body,
     model: typeof modelField === "string" ? modelField : null,
     stream,
     clientWantsUsage,
+    maxOutputTokens: typeof maxOutput === "number" ? maxOutput : null,
     messages,
     prompt,
     keys,
@@ -237,6 +284,8 @@ const ASSISTANT_ROLE = "assistant";
  * state only the reply is hashed, so an 80 KB prompt is not re-keyed to learn a few hundred
  * characters of reply; the keys equal re-keying the whole conversation (keys.test.ts). */
 export function nextTurnKeys(request: ParsedInference, reply: string): BlockKey[] | null {
+  // An embedding has no reply: its prompt, learned at headers, is all the next request can reuse.
+  if (request.kind === "embedding") return null;
   // Chat serialisation adds `role ␟ content ␞` per message (chatSerialisedLength's +2).
   const added = request.messages !== null ? ASSISTANT_ROLE.length + 2 + reply.length : reply.length;
   if (Math.floor((request.promptChars + added) / DEFAULT_BLOCK_CHARS) <= request.keys.length) return null;

@@ -6,17 +6,24 @@ import { pino, type Logger } from "pino";
 import type { PlacementLogEntry } from "@meridian/lb-core";
 import { parseLbConfig, type LbConfig, type LbConfigInput } from "@meridian/protocol";
 import { handleAdmin } from "./admin";
+import { AuthRefusals } from "./auth-refusals";
 import { Balancer } from "./balancer";
+import { admitClient } from "./client-entrance";
+import { ClientMetrics } from "./client-metrics";
 import { ConfigStore } from "./config-store";
 import { HttpError, notFound, sendError, sendJson } from "./errors";
-import { parseProcessSettings, type ProcessSettings, type ProcessSettingsInput } from "./settings";
+import { LbCredentials } from "./lb-credentials";
+import { sendModel, sendModelList } from "./models";
+import type { InferenceKind } from "./request";
+import { credentialsFileFor, parseProcessSettings, type ProcessSettings, type ProcessSettingsInput } from "./settings";
 
 export interface StartProxyOptions {
   /** An LbConfig (validated here; an invalid one throws naming the field). */
   config: LbConfig | LbConfigInput;
   /** Process settings; `port` 0 picks a free port. */
   settings?: ProcessSettingsInput;
-  /** Admin bearer token; null disables the admin API (every call 401). */
+  /** This LB's token as the console issued it (MERIDIAN_LB_TOKEN). Its key material joins the ones
+   * persisted in the credentials file; with neither, the admin API refuses every call. */
   token?: string | null;
   logger?: Logger;
   /** Seed for the routing RNG (tie-breaks, random policies). */
@@ -31,14 +38,20 @@ export interface RunningProxy {
   host: string;
   balancer: Balancer;
   settings: ProcessSettings;
-  /** Stops accepting, ends open streams, closes pools and timers. */
+  /** Stops at once: stops accepting, answers held requests, ends open streams with an SSE error
+   * event, closes pools and timers. During a drain, it cuts the drain short. */
   close(): Promise<void>;
+  /** Graceful drain (SIGTERM): stops accepting, refuses new and held requests with 503
+   * shutting_down, lets requests in flight finish for up to `deadlineMs`, then close(). */
+  drain(deadlineMs: number): Promise<void>;
 }
 
-const INFERENCE_PATHS: Record<string, "chat" | "completion"> = {
+const INFERENCE_PATHS: Record<string, InferenceKind> = {
   "/v1/chat/completions": "chat",
   "/v1/completions": "completion",
+  "/v1/embeddings": "embedding",
 };
+const MODEL_PREFIX = "/v1/models/";
 
 export async function startProxy(options: StartProxyOptions): Promise<RunningProxy> {
   const settings = parseProcessSettings(options.settings ?? {});
@@ -52,16 +65,23 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
     logger.info({ version: persisted.version, stateFile: settings.stateFile }, "using persisted config");
     config = persisted;
   }
-  const token = options.token ?? null;
+  const credentialsFile = credentialsFileFor(settings);
+  const { credentials, bootstrap } = LbCredentials.load({ file: credentialsFile, bootstrapToken: options.token ?? null, now: Date.now() });
+  if (bootstrap === "retired") logger.warn("MERIDIAN_LB_TOKEN was retired by a token rotation; the LB uses the rotated token from its credentials file");
+  if (credentials.empty) logger.warn("this LB holds no LB token: the admin API refuses every call until one is configured (MERIDIAN_LB_TOKEN)");
   const balancer = new Balancer({
     config,
     settings,
-    token,
+    credentials,
     logger,
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.onPlacement ? { onPlacement: options.onPlacement } : {}),
   });
-  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, (req, res) => {
+  const refusals = new AuthRefusals(balancer.metrics.registry, logger);
+  const clientMetrics = new ClientMetrics(balancer.metrics.registry);
+  // requestTimeout is a backstop for the routes that read a body without a deadline of their own
+  // (inference bodies have limits.clientBodyTimeoutMs); node answers it with 408.
+  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 120_000, headersTimeout: 60_000 }, (req, res) => {
     handle(req, res).catch((error: unknown) => {
       if (!(error instanceof HttpError)) logger.error({ err: error }, "request handler failed");
       sendError(res, error instanceof HttpError ? error : new HttpError(500, "internal error", "server_error", "internal_error"));
@@ -74,13 +94,15 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
     const pathname = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
     const kind = INFERENCE_PATHS[pathname];
     if (kind !== undefined && req.method === "POST") {
-      await balancer.handleInference(kind, pathname, req, res);
+      const client = admitClient(req, res, pathname, { config: balancer.config, refusals, metrics: balancer.metrics, clientMetrics });
+      if (client) await balancer.handleInference(kind, pathname, req, res, client);
       return;
     }
     if (req.method === "GET" && pathname === "/health") {
       const routable = [...balancer.core.replicas.values()].filter((r) => r.routable()).length;
-      sendJson(res, 200, {
-        status: "ok",
+      // A draining LB tells health checkers to send nothing more.
+      sendJson(res, balancer.draining ? 503 : 200, {
+        status: balancer.draining ? "draining" : "ok",
         lbId: balancer.config.lbId,
         region: balancer.config.region,
         configVersion: balancer.config.version,
@@ -89,22 +111,29 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
       return;
     }
     if (req.method === "GET" && pathname === "/v1/models") {
-      sendJson(res, 200, {
-        object: "list",
-        data: balancer
-          .models()
-          .map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "meridian", replicas: m.replicas, healthy_replicas: m.healthy })),
-      });
+      sendModelList(res, balancer.models(), balancer.modelCatalog);
+      return;
+    }
+    if (req.method === "GET" && pathname.startsWith(MODEL_PREFIX) && pathname.length > MODEL_PREFIX.length) {
+      sendModel(res, pathname.slice(MODEL_PREFIX.length), balancer.models(), balancer.modelCatalog);
       return;
     }
     if (req.method === "GET" && pathname === "/metrics") {
-      const text = await balancer.metrics.registry.metrics();
-      res.writeHead(200, { "content-type": balancer.metrics.registry.contentType });
+      const { text, contentType } = await balancer.metrics.render();
+      res.writeHead(200, { "content-type": contentType });
       res.end(text);
       return;
     }
     if (pathname.startsWith("/admin/")) {
-      await handleAdmin(req, res, new URL(rawUrl, "http://lb"), { balancer, store, token, heartbeatMs: settings.telemetryHeartbeatMs, logger });
+      await handleAdmin(req, res, new URL(rawUrl, "http://lb"), {
+        balancer,
+        store,
+        credentials,
+        refusals,
+        heartbeatMs: settings.telemetryHeartbeatMs,
+        logger,
+        onConfigApplied: (next) => clientMetrics.retainConfigured(next),
+      });
       return;
     }
     // Drain any body so the connection stays usable for the client's next request.
@@ -125,13 +154,23 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
   const url = `http://${hostForUrl}:${address.port}`;
   logger.info({ url, lbId: config.lbId, region: config.region, version: config.version, policy: config.policy }, "meridian-proxy listening");
   let closing: Promise<void> | null = null;
+  let draining = false;
   return {
     url,
     port: address.port,
     host: settings.host,
     balancer,
     settings,
-    close: () => (closing ??= closeAll(server, balancer)),
+    close: () => {
+      // A second signal during a drain: stop waiting for what is in flight.
+      if (draining) balancer.inFlight.wakeWaiters();
+      return (closing ??= closeAll(server, balancer));
+    },
+    drain: (deadlineMs) => {
+      if (closing) return closing;
+      draining = true;
+      return (closing = drainThenClose(server, balancer, deadlineMs, logger));
+    },
   };
 }
 
@@ -139,7 +178,21 @@ async function closeAll(server: Server, balancer: Balancer): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   await balancer.close();
-  // Streams still open (telemetry tails, long completions) end with the process's LB.
+  // Streams still open (telemetry tails) end with the process's LB.
+  server.closeAllConnections();
+  await closed;
+}
+
+async function drainThenClose(server: Server, balancer: Balancer, deadlineMs: number, logger: Logger): Promise<void> {
+  balancer.beginDrain();
+  // No new connections; idle keep-alive ones close now, busy ones after their response (it carries
+  // `connection: close` while draining).
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const started = performance.now();
+  const idle = await balancer.inFlight.whenIdle(deadlineMs);
+  logger.info({ idle, waitedMs: Math.round(performance.now() - started), deadlineMs }, idle ? "drained" : "drain deadline reached; cutting what is left");
+  await balancer.close();
   server.closeAllConnections();
   await closed;
 }

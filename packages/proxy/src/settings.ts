@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { DEFAULT_PEER_SNAPSHOT_KEYS } from "@meridian/lb-core";
 import { parseLbConfig, type LbConfig } from "@meridian/protocol";
+import { isLbToken } from "@meridian/protocol/credentials";
 import type { ProxyEnv } from "./env";
 
 export const ProcessSettingsSchema = z.strictObject({
@@ -13,6 +14,9 @@ export const ProcessSettingsSchema = z.strictObject({
   host: z.string().min(1).default("127.0.0.1"),
   /** Last config accepted over PUT /admin/config; null = do not persist. */
   stateFile: z.string().min(1).nullable().default(null),
+  /** Where the LB tokens this LB accepts are persisted (key material only, mode 0600); null = beside
+   * the state file (`<state file>.credentials.json`), or nowhere without one. */
+  credentialsFile: z.string().min(1).nullable().default(null),
   /** Telemetry events held for resuming subscribers. */
   telemetryBufferSize: z.int().positive().default(16_384),
   telemetryHeartbeatMs: z.int().positive().default(5_000),
@@ -22,6 +26,8 @@ export const ProcessSettingsSchema = z.strictObject({
   peerSnapshotMaxKeys: z.int().nonnegative().default(DEFAULT_PEER_SNAPSHOT_KEYS),
   /** How long startProxy waits for the first probe and scrape of every replica before serving. */
   warmupTimeoutMs: z.int().nonnegative().default(2_000),
+  /** On SIGTERM, how long requests in flight may take to finish before they are cut. */
+  drainTimeoutMs: z.int().nonnegative().default(30_000),
 });
 
 export type ProcessSettings = z.output<typeof ProcessSettingsSchema>;
@@ -40,6 +46,13 @@ export interface LoadedSettings {
 
 class ConfigError extends Error {
   override name = "ConfigError";
+}
+
+/** The credentials file in use: the setting, else beside the state file, else none (memory only). */
+export function credentialsFileFor(settings: Pick<ProcessSettings, "credentialsFile" | "stateFile">): string | null {
+  if (settings.credentialsFile) return settings.credentialsFile;
+  if (!settings.stateFile) return null;
+  return `${settings.stateFile.replace(/\.json$/, "")}.credentials.json`;
 }
 
 export function parseProcessSettings(input: unknown, root = "proxy"): ProcessSettings {
@@ -93,7 +106,25 @@ export function loadSettings({ env, configPath, portFlag }: SettingsSources): Lo
   if (env.MERIDIAN_LB_PORT !== undefined) overrides.port = env.MERIDIAN_LB_PORT;
   if (env.MERIDIAN_LB_HOST !== undefined) overrides.host = env.MERIDIAN_LB_HOST;
   if (env.MERIDIAN_LB_STATE_FILE !== undefined) overrides.stateFile = env.MERIDIAN_LB_STATE_FILE;
+  if (env.MERIDIAN_LB_CREDENTIALS_FILE !== undefined) overrides.credentialsFile = env.MERIDIAN_LB_CREDENTIALS_FILE;
+  if (env.MERIDIAN_LB_DRAIN_TIMEOUT_MS !== undefined) overrides.drainTimeoutMs = env.MERIDIAN_LB_DRAIN_TIMEOUT_MS;
   if (portFlag !== undefined) overrides.port = portFlag;
   const processSettings = parseProcessSettings({ ...(parsed.process as object), ...overrides });
-  return { lbConfig: parsed.lbConfig, process: processSettings, token: env.MERIDIAN_LB_TOKEN ?? null };
+  return { lbConfig: parsed.lbConfig, process: processSettings, token: readToken(env) };
+}
+
+/** MERIDIAN_LB_TOKEN, else the first line of MERIDIAN_LB_TOKEN_FILE (how the demo fleet and secret
+ * mounts hand the LB its token), else none. */
+function readToken(env: ProxyEnv): string | null {
+  if (env.MERIDIAN_LB_TOKEN) return env.MERIDIAN_LB_TOKEN;
+  if (!env.MERIDIAN_LB_TOKEN_FILE) return null;
+  let text: string;
+  try {
+    text = readFileSync(env.MERIDIAN_LB_TOKEN_FILE, "utf8");
+  } catch (cause) {
+    throw new ConfigError(`MERIDIAN_LB_TOKEN_FILE: cannot read ${env.MERIDIAN_LB_TOKEN_FILE} (${(cause as Error).message})`);
+  }
+  const token = text.split("\n")[0]?.trim() ?? "";
+  if (!isLbToken(token)) throw new ConfigError(`MERIDIAN_LB_TOKEN_FILE: ${env.MERIDIAN_LB_TOKEN_FILE} does not hold an LB token (mlt_…)`);
+  return token;
 }

@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { readCompletionBody, SseObserver } from "./sse";
+import { readCompletionBody, SseObserver, sseErrorEvent } from "./sse";
 
 const recorded = readFileSync(new URL("../test/fixtures/sse-openai-gpt5nano-include-usage.txt", import.meta.url));
 
@@ -69,4 +69,47 @@ test("reads a recorded non-streaming completion", () => {
   assert.ok(parsed.content.startsWith("Hi there!"));
   assert.deepEqual(parsed.usage, { promptTokens: 8, completionTokens: 377, cachedTokens: 0 });
   assert.deepEqual(readCompletionBody("not json"), { content: "", usage: null });
+});
+
+test("forwards whole events only, so an error event can always follow what went out", () => {
+  const events = Array.from({ length: 5 }, (_, i) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: `p${i} é` } }] })}\n\n`).join("");
+  const bytes = Buffer.from(events);
+  for (const stripUsage of [false, true]) {
+    for (const size of [1, 3, 17, 64]) {
+      const observer = new SseObserver({ stripUsage, onFirstContent: () => undefined });
+      let forwarded = "";
+      for (let i = 0; i < bytes.length; i += size) {
+        forwarded += observer.push(bytes.subarray(i, i + size)).toString("utf8");
+        // Whatever went out so far ends on an event boundary.
+        assert.ok(forwarded === "" || forwarded.endsWith("\n\n"), `size ${size}: ${JSON.stringify(forwarded.slice(-20))}`);
+      }
+      forwarded += observer.end().toString("utf8");
+      assert.equal(forwarded, events);
+    }
+  }
+  // A chunk that ends on a boundary goes out as the very same buffer (no copy on the common path).
+  const observer = new SseObserver({ stripUsage: false, onFirstContent: () => undefined });
+  assert.equal(observer.push(bytes), bytes);
+});
+
+test("an unterminated last event still goes out at the end of the stream", () => {
+  const observer = new SseObserver({ stripUsage: false, onFirstContent: () => undefined });
+  assert.equal(observer.push(Buffer.from("data: [DONE]")).length, 0);
+  assert.equal(observer.end().toString(), "data: [DONE]");
+});
+
+test("with n > 1 the reply is the first choice's", () => {
+  const bytes = Buffer.from(
+    [0, 1, 0, 1].map((index, i) => `data: ${JSON.stringify({ choices: [{ index, delta: { content: `${index}:${i} ` } }] })}\n\n`).join(""),
+  );
+  const { observer } = run(bytes, false, bytes.length);
+  assert.equal(observer.content, "0:0 0:2 ");
+});
+
+test("the error event carries an OpenAI-shaped error", () => {
+  const text = sseErrorEvent("upstream replica failed mid-stream", "server_error", "upstream_error").toString();
+  assert.ok(text.startsWith("data: ") && text.endsWith("\n\n"));
+  assert.deepEqual(JSON.parse(text.slice(6)), {
+    error: { message: "upstream replica failed mid-stream", type: "server_error", code: "upstream_error", param: null },
+  });
 });

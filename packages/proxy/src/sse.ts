@@ -1,8 +1,11 @@
 // Watches an OpenAI server-sent-event stream as it passes through the LB. It measures (first content
-// delta, output text, usage) without holding the stream back: when the client asked for usage itself
-// every upstream chunk is forwarded as is; otherwise the LB asked for usage on the client's behalf and
-// must drop that extra usage event, so it forwards whole events only (a partial event is held until
-// its terminating blank line arrives, never the whole response).
+// delta, output text, usage) without holding the stream back. It forwards whole events only: a partial
+// event is held until its terminating blank line arrives (never the whole response), so that if the
+// upstream dies mid-stream the LB can still end the client's stream with an error event of its own
+// (sseErrorEvent) rather than glue it onto half an event. When the client asked for usage itself, or
+// the target is a peer LB, an upstream chunk that ends on an event boundary (the usual case: engines
+// write event by event) is forwarded as is, with no copy; otherwise the LB asked for usage on the
+// client's behalf and drops that extra usage event.
 
 export interface UsageReport {
   promptTokens: number | null;
@@ -23,6 +26,8 @@ export class SseObserver {
   contentEvents = 0;
   done = false;
   private pending = "";
+  /** Pass-through mode: the bytes after the last complete event, not forwarded yet. */
+  private heldRaw: Buffer | null = null;
   private readonly decoder = new TextDecoder();
   private sawContent = false;
 
@@ -45,7 +50,7 @@ export class SseObserver {
       eventStart = boundary.end;
     }
     this.pending = text.slice(eventStart);
-    if (!keep) return chunk;
+    if (!keep) return this.completeEvents(chunk);
     return keep.length === 0 ? EMPTY : Buffer.from(keep.join(""));
   }
 
@@ -54,7 +59,25 @@ export class SseObserver {
     const rest = this.pending + this.decoder.decode();
     this.pending = "";
     if (rest.trim() !== "") this.readEvent(rest);
-    return this.options.stripUsage && rest !== "" ? Buffer.from(rest) : EMPTY;
+    if (!this.options.stripUsage) {
+      const held = this.heldRaw ?? EMPTY;
+      this.heldRaw = null;
+      return held;
+    }
+    return rest !== "" ? Buffer.from(rest) : EMPTY;
+  }
+
+  /** Pass-through: the raw bytes up to the last event boundary, holding the rest. Boundaries are
+   * ASCII, so cutting the bytes there never splits a UTF-8 character. */
+  private completeEvents(chunk: Buffer): Buffer {
+    const bytes = this.heldRaw === null ? chunk : Buffer.concat([this.heldRaw, chunk]);
+    const end = lastEventEnd(bytes);
+    if (end === bytes.length) {
+      this.heldRaw = null;
+      return bytes;
+    }
+    this.heldRaw = bytes.subarray(end);
+    return end === 0 ? EMPTY : bytes.subarray(0, end);
   }
 
   /** Returns true to forward the event unchanged, false to drop it, or a rewritten event body. */
@@ -82,7 +105,8 @@ export class SseObserver {
     if (!isRecord(parsed)) return true;
     const choices = Array.isArray(parsed["choices"]) ? (parsed["choices"] as unknown[]) : [];
     for (const choice of choices) {
-      if (!isRecord(choice)) continue;
+      // With n > 1 the choices interleave; the reply the next turn will carry is the first one's.
+      if (!isRecord(choice) || (choice["index"] !== undefined && choice["index"] !== 0)) continue;
       const delta = isRecord(choice["delta"]) ? choice["delta"] : null;
       const piece = delta ? delta["content"] : choice["text"];
       if (typeof piece === "string" && piece.length > 0) {
@@ -109,6 +133,24 @@ export class SseObserver {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** Index just past the last event boundary ("\n\n" or "\r\n\r\n") in `bytes`, or 0. */
+function lastEventEnd(bytes: Buffer): number {
+  const n = bytes.length;
+  if (n >= 2 && bytes[n - 1] === 0x0a && bytes[n - 2] === 0x0a) return n;
+  if (n >= 4 && bytes[n - 1] === 0x0a && bytes[n - 2] === 0x0d && bytes[n - 3] === 0x0a && bytes[n - 4] === 0x0d) return n;
+  const lf = bytes.lastIndexOf(LF_LF);
+  const crlf = bytes.lastIndexOf(CRLF_CRLF);
+  return Math.max(lf === -1 ? 0 : lf + 2, crlf === -1 ? 0 : crlf + 4);
+}
+const LF_LF = Buffer.from("\n\n");
+const CRLF_CRLF = Buffer.from("\r\n\r\n");
+
+/** An SSE event carrying an OpenAI-shaped error: what a stream cut short ends with, so that OpenAI
+ * SDKs raise it (they throw on a data event with an `error` field) instead of ending silently. */
+export function sseErrorEvent(message: string, type: string, code: string): Buffer {
+  return Buffer.from(`data: ${JSON.stringify({ error: { message, type, code, param: null } })}\n\n`);
+}
 
 function findEventEnd(text: string, from: number): { bodyEnd: number; end: number } | null {
   const lf = text.indexOf("\n\n", from);

@@ -21,13 +21,22 @@ export class TargetRuntimes {
 
   constructor(
     private readonly settings: ProcessSettings,
-    private readonly token: string | null,
+    /** This LB's peer credentials, newest first. */
+    private readonly peerCredentials: () => string[],
     private readonly observers: TargetObservers,
   ) {}
 
   /** Starts I/O for added targets and stops it for removed ones; resolves once every added target
-   * answered its first probe, scrape or poll. */
-  apply(config: LbConfig, changes: TargetChanges): Promise<void> {
+   * answered its first probe, scrape or poll, or after `withinMs` when given. */
+  apply(config: LbConfig, changes: TargetChanges, withinMs?: number): Promise<void> {
+    const started = this.startAndStop(config, changes);
+    if (withinMs === undefined) return started;
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs)));
+    return Promise.race([started, waited]).finally(() => clearTimeout(timer));
+  }
+
+  private startAndStop(config: LbConfig, changes: TargetChanges): Promise<void> {
     for (const record of [...changes.removedReplicas]) {
       const runtime = this.replicas.get(record.id);
       this.replicas.delete(record.id);
@@ -58,7 +67,7 @@ export class TargetRuntimes {
       }
       const runtime = new PeerRuntime(
         peerConfig,
-        this.token,
+        this.peerCredentials,
         this.settings.peerPollIntervalMs,
         this.observers.snapshotKeys,
         this.observers.peer,

@@ -12,6 +12,8 @@ export interface ExchangeJob {
   req: IncomingMessage;
   res: ServerResponse;
   request: ParsedInference;
+  /** The client's Authorization to pass to a replica (null: none, or it was a Meridian credential). */
+  client: { forwardAuthorization: string | null };
   clientGone: boolean;
 }
 
@@ -32,6 +34,20 @@ export interface ExchangeHost<J extends ExchangeJob> {
   onEnd(job: J, exchange: UpstreamExchange<J>): void;
   /** The upstream failed; `clientSawBytes` when the head already went to the client. */
   onFailure(job: J, exchange: UpstreamExchange<J>, error: unknown, clientSawBytes: boolean): void;
+  /** The first response byte arrived (the first-byte deadline is met). */
+  onFirstByte(job: J, exchange: UpstreamExchange<J>): void;
+}
+
+/** The LB gave up waiting for a target's first byte: its deadline passed, or the replica turned
+ * unhealthy. Nothing had reached the client, so the request may go elsewhere. */
+export class UpstreamStallError extends Error {
+  override name = "UpstreamStallError";
+  constructor(
+    message: string,
+    readonly reason: "first_byte_deadline" | "replica_unhealthy" | "timeout",
+  ) {
+    super(message);
+  }
 }
 
 export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.DispatchHandler {
@@ -41,8 +57,11 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   headers: Record<string, string | string[] | undefined> = {};
   observer: SseObserver | null = null;
   readonly buffered: Buffer[] = [];
+  /** performance.now() when the request was handed to the pool. */
+  readonly dispatchedAt = performance.now();
   firstByteAt: number | null = null;
   firstContentAt: number | null = null;
+  private deadlineTimer: NodeJS.Timeout | null = null;
   private headWritten = false;
   private corked = false;
   /** Set once this exchange no longer drives the job (retried elsewhere, failed, client gone). */
@@ -56,9 +75,46 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
     readonly target: UpstreamTarget,
   ) {}
 
+  /** Stops the upstream request; the host hears of it as a failure (once). */
   abort(reason: Error): void {
-    if (this.controller) this.controller.abort(reason);
-    else this.pendingAbort = reason;
+    if (this.controller) {
+      this.controller.abort(reason);
+      return;
+    }
+    // Still queued in the pool: undici aborts it when it starts; the host moves on now.
+    this.pendingAbort = reason;
+    if (this.abandoned) return;
+    this.abandoned = true;
+    this.clearDeadline();
+    this.host.onFailure(this.job, this, reason, false);
+  }
+
+  /** True while no response byte has arrived and the exchange still drives its job. */
+  get waiting(): boolean {
+    return this.firstByteAt === null && !this.abandoned;
+  }
+
+  /** Calls `onExpire` unless a response byte arrives within `ms` of dispatch. */
+  armDeadline(ms: number, onExpire: () => void): void {
+    this.clearDeadline();
+    if (!this.waiting) return;
+    // libuv fires timers on its loop clock, cached per iteration in whole ms, so a timer can run a ms
+    // or two before `ms` has passed on performance.now(): then re-arm for the rest, never act early.
+    this.deadlineTimer = setTimeout(
+      () => {
+        this.deadlineTimer = null;
+        if (!this.waiting) return;
+        if (performance.now() - this.dispatchedAt < ms) this.armDeadline(ms, onExpire);
+        else onExpire();
+      },
+      Math.max(0, ms - (performance.now() - this.dispatchedAt)),
+    );
+  }
+
+  private clearDeadline(): void {
+    if (this.deadlineTimer === null) return;
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = null;
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -75,6 +131,7 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
     this.streaming = this.ok && typeof contentType === "string" && contentType.includes("text/event-stream");
     if (this.job.clientGone) {
       this.abandoned = true;
+      this.clearDeadline();
       const reason = new Error("client closed the request");
       controller.abort(reason);
       this.host.onFailure(this.job, this, reason, false);
@@ -82,6 +139,7 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
     }
     if (!this.host.onHeaders(this.job, this)) {
       this.abandoned = true;
+      this.clearDeadline();
       return;
     }
     if (this.streaming) {
@@ -97,7 +155,11 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.abandoned) return;
-    if (this.firstByteAt === null) this.firstByteAt = performance.now();
+    if (this.firstByteAt === null) {
+      this.firstByteAt = performance.now();
+      this.clearDeadline();
+      this.host.onFirstByte(this.job, this);
+    }
     if (!this.observer) {
       // Not a stream (a JSON completion or an error): small, parsed at the end anyway, so it goes
       // out in one write with its headers.
@@ -127,6 +189,7 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   onResponseEnd(): void {
     if (this.abandoned) return;
     this.abandoned = true;
+    this.clearDeadline();
     const res = this.job.res;
     this.writeHead();
     if (this.observer) {
@@ -142,6 +205,7 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (this.abandoned) return;
     this.abandoned = true;
+    this.clearDeadline();
     this.host.onFailure(this.job, this, error, this.headWritten);
   }
 
@@ -152,6 +216,25 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   }
 }
 
+/** Response headers copied from upstream; hop-by-hop and length headers are the LB's own business. */
+const PASSED_RESPONSE_HEADERS = ["content-type", "cache-control", "x-request-id", "openai-processing-ms", "x-meridian-replica"];
+
+/** The head the client gets: the upstream's passable headers, where the answer came from, and the
+ * exact length of a non-stream body (complete by now: it goes out in one write). */
+export function clientResponseHeaders<J extends ExchangeJob>(exchange: UpstreamExchange<J>, lbId: string, closeConnection: boolean): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of PASSED_RESPONSE_HEADERS) {
+    const value = exchange.headers[name];
+    if (typeof value === "string") out[name] = value;
+  }
+  if (exchange.target.kind === "replica") out["x-meridian-replica"] = exchange.target.id;
+  out["x-meridian-lb"] = lbId;
+  if (exchange.target.kind === "peer") out["x-meridian-forwarded-to"] = exchange.target.id;
+  if (closeConnection) out["connection"] = "close";
+  if (!exchange.streaming) out["content-length"] = String(exchange.buffered.reduce((total, chunk) => total + chunk.length, 0));
+  return out;
+}
+
 /** Sends the job's body to the target through the exchange. A replica gets the body with usage
  * requested on streams; a peer LB gets the client's original body (it makes its own usage decision). */
 export function dispatchExchange<J extends ExchangeJob>(exchange: UpstreamExchange<J>, body: Buffer | Buffer[], headers: Record<string, string>): void {
@@ -160,8 +243,9 @@ export function dispatchExchange<J extends ExchangeJob>(exchange: UpstreamExchan
   const out: Record<string, string> = { "content-type": "application/json", ...headers };
   // Parts are written back to back; undici needs the total length up front to avoid chunking.
   if (Array.isArray(sent)) out["content-length"] = String(bodyLength(sent));
-  const authorization = job.req.headers["authorization"];
-  if (typeof authorization === "string") out["authorization"] = authorization;
+  // A peer gets this LB's peer credential (in `headers`), never the client's Authorization.
+  const authorization = job.client.forwardAuthorization;
+  if (target.kind === "replica" && authorization !== null) out["authorization"] = authorization;
   const session = job.req.headers["x-session-id"];
   if (typeof session === "string") out["x-session-id"] = session;
   // undici's handler API rather than request(): no Readable per response, chunks go straight to the

@@ -50,12 +50,34 @@ test("settings validation names the field (process settings and env)", () => {
   assert.throws(() => loadSettings({ env: readProxyEnv({}), configPath: path }), /proxy\.port/);
   assert.throws(() => readProxyEnv({ MERIDIAN_LB_PORT: "-3" }), /MERIDIAN_LB_PORT/);
   writeFileSync(path, JSON.stringify({ proxy: { port: 1234 }, lb: goodConfig }));
-  const loaded = loadSettings({ env: readProxyEnv({ MERIDIAN_LB_TOKEN: "t" }), configPath: path, portFlag: 4321 });
+  const token = `mlt_${"c".repeat(43)}`;
+  const loaded = loadSettings({ env: readProxyEnv({ MERIDIAN_LB_TOKEN: token }), configPath: path, portFlag: 4321 });
   assert.equal(loaded.process.port, 4321);
-  assert.equal(loaded.token, "t");
+  assert.equal(loaded.token, token);
+  assert.throws(() => readProxyEnv({ MERIDIAN_LB_TOKEN: "short" }), /MERIDIAN_LB_TOKEN: expected an LB token/);
+  const tokenFile = join(dir, "lb.token");
+  writeFileSync(tokenFile, `${token}\n`);
+  assert.equal(loadSettings({ env: readProxyEnv({ MERIDIAN_LB_TOKEN_FILE: tokenFile }), configPath: path }).token, token);
+  writeFileSync(tokenFile, "not a token\n");
+  assert.throws(
+    () => loadSettings({ env: readProxyEnv({ MERIDIAN_LB_TOKEN_FILE: tokenFile }), configPath: path }),
+    /MERIDIAN_LB_TOKEN_FILE: .* does not hold an LB token/,
+  );
   assert.equal(loaded.lbConfig.version, 3);
   const inline = loadSettings({ env: readProxyEnv({ MERIDIAN_LB_CONFIG_JSON: JSON.stringify(goodConfig), MERIDIAN_LB_PORT: "5555" }) });
   assert.equal(inline.process.port, 5555);
+});
+
+test("the SIGTERM drain deadline is 30 s unless the config or MERIDIAN_LB_DRAIN_TIMEOUT_MS says otherwise", () => {
+  const path = join(dir, "drain.json");
+  writeFileSync(path, JSON.stringify({ lb: goodConfig }));
+  assert.equal(loadSettings({ env: readProxyEnv({}), configPath: path }).process.drainTimeoutMs, 30_000);
+  writeFileSync(path, JSON.stringify({ proxy: { drainTimeoutMs: 5_000 }, lb: goodConfig }));
+  assert.equal(loadSettings({ env: readProxyEnv({}), configPath: path }).process.drainTimeoutMs, 5_000);
+  const fromEnv = loadSettings({ env: readProxyEnv({ MERIDIAN_LB_DRAIN_TIMEOUT_MS: "1500" }), configPath: path });
+  assert.equal(fromEnv.process.drainTimeoutMs, 1_500);
+  writeFileSync(path, JSON.stringify({ proxy: { drainTimeoutMs: -1 }, lb: goodConfig }));
+  assert.throws(() => loadSettings({ env: readProxyEnv({}), configPath: path }), /proxy\.drainTimeoutMs/);
 });
 
 test("the bin serves on --port and stops on SIGTERM", async () => {
@@ -70,7 +92,7 @@ test("the bin serves on --port and stops on SIGTERM", async () => {
       probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
     });
   });
-  const proc = run(["--config", path, "--port", String(port)], { MERIDIAN_LB_TOKEN: "cli-token" });
+  const proc = run(["--config", path, "--port", String(port)], { MERIDIAN_LB_TOKEN: `mlt_${"c".repeat(43)}` });
   try {
     let healthy = false;
     for (let i = 0; i < 100 && !healthy; i++) {

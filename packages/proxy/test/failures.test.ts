@@ -1,7 +1,9 @@
 // Upstream failures: a replica killed mid-run loses no request that had not started streaming (retry
 // once elsewhere), a hung replica neither blocks requests bound elsewhere nor keeps its own (header
 // timeout, retry), a 4xx never marks a replica unhealthy, a client disconnect releases the counters,
-// and a dead replica leaves routing once its probes fail and returns when it recovers.
+// a dead replica leaves routing once its probes fail and returns when it recovers, and a 503 moves a
+// request to another replica. The fault suite (test/faults/) covers frozen and SIGKILLed engine
+// processes, drains, cut streams, slow bodies and invalid requests.
 import { strict as assert } from "node:assert";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -172,7 +174,7 @@ test("a replica failing its health probes is excluded and re-admitted when it re
   }
 });
 
-/** Answers probes like an idle SGLang and every completion with a 500. */
+/** Answers probes like an idle SGLang and every completion with a 503 (an overloaded engine). */
 async function startBrokenReplica(): Promise<{ url: string; server: Server; completions: () => number }> {
   let completions = 0;
   const server = createServer((req, res) => {
@@ -180,14 +182,15 @@ async function startBrokenReplica(): Promise<{ url: string; server: Server; comp
     if (req.url === "/metrics") return void res.end("sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\n");
     req.resume();
     completions++;
-    res.writeHead(500, { "content-type": "application/json" });
-    res.end('{"error":{"message":"engine crashed","type":"server_error","code":null}}');
+    res.writeHead(503, { "content-type": "application/json" });
+    res.end('{"error":{"message":"engine overloaded","type":"server_error","code":null}}');
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, completions: () => completions };
 }
 
-test("a 5xx before any byte is retried once on another replica; with none left the client gets 502 at once", async () => {
+// A 500 is the engine's answer to the body and is never retried: test/faults/invalid-requests.test.ts.
+test("a 503 before any byte is retried once on another replica; with none left the client gets 502 at once", async () => {
   const broken = await startBrokenReplica();
   const engine = await startEngine("us-ok", "us-ashburn");
   const config = lbConfig("lb-us", "us-ashburn", [engine], { policy: "round-robin" });
@@ -208,7 +211,7 @@ test("a 5xx before any byte is retried once on another replica; with none left t
     const failed = await post(`${onlyBroken.url}/v1/chat/completions`, chatBody("nowhere to go"));
     assert.equal(failed.status, 502);
     assert.equal(JSON.parse(failed.text).error.code, "upstream_error");
-    // A 5xx is the replica's answer, not a dead replica: it stays in rotation.
+    // A 503 is the replica's answer, not a dead replica: it stays in rotation.
     assert.equal((await adminGet<LbState>(onlyBroken, "/admin/state")).replicas[0]?.healthy, true);
   } finally {
     await lb.close();

@@ -5,12 +5,15 @@ import { pino } from "pino";
 import { request } from "undici";
 import { DEMO_ENGINE_PARAMS, startEngineServer, type EngineServer } from "@meridian/sim";
 import type { LbConfigInput } from "@meridian/protocol";
+import { peerCredentialHash } from "@meridian/protocol/credentials";
 import { startProxy, type RunningProxy, type StartProxyOptions } from "../src/index";
 
 export const REGIONS = ["us-ashburn", "eu-frankfurt", "ap-seoul"] as const;
 export type Region = (typeof REGIONS)[number];
 export const MODEL = "meridian-sim-8b";
-export const TOKEN = "test-token-0123456789";
+/** The LB token every test LB holds unless a test gives its own (an LB token as the console issues
+ * them: mlt_ and 43 base64url characters). */
+export const TOKEN = `mlt_${"t".repeat(43)}`;
 
 /** Small RTTs keep tests fast while keeping the regions clearly apart. */
 const RTT_MATRIX: Record<string, Record<string, number>> = {
@@ -57,6 +60,17 @@ export function lbConfig(lbId: string, region: Region, engines: readonly Engine[
     probes: { rttIntervalMs: 200, scrapeIntervalMs: 50, unhealthyAfter: 2 },
     ...extra,
   };
+}
+
+/** A peer entry for an LB's config, with the hash of the credential that peer polls with (the
+ * console puts it there; see docs/ARCHITECTURE.md, "LB credentials"). */
+export function peerEntry(
+  lb: { url: string },
+  id: string,
+  region: string,
+  token = TOKEN,
+): { id: string; url: string; region: string; credentialHashes: string[] } {
+  return { id, url: lb.url, region, credentialHashes: [peerCredentialHash(token)] };
 }
 
 export async function startLb(config: LbConfigInput, options: Partial<StartProxyOptions> = {}): Promise<RunningProxy> {

@@ -4,7 +4,20 @@ import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
 import type { LbState } from "@meridian/protocol";
 import type { RunningProxy } from "../src/index";
-import { adminGet, adminPutConfig, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, servedBy, startEngine, startLb, waitFor, type Engine } from "./helpers";
+import {
+  adminGet,
+  adminPutConfig,
+  chatBody,
+  DEMO_ENGINE_PARAMS,
+  lbConfig,
+  post,
+  servedBy,
+  startEngine,
+  startLb,
+  waitFor,
+  peerEntry,
+  type Engine,
+} from "./helpers";
 
 // Long replies keep the peer's requests in flight while we look.
 const SLOW = { ...DEMO_ENGINE_PARAMS, itlBaseMs: 20, maxOutputTokens: 150 };
@@ -23,8 +36,8 @@ before(async () => {
   bConfig.replicas = (bConfig.replicas ?? []).map((r) => (r.id === "us-r2" ? { ...r, state: "disabled" as const } : r));
   lbA = await startLb(aConfig);
   lbB = await startLb(bConfig);
-  await adminPutConfig(lbA, { ...aConfig, version: 2, peers: [{ id: "lb-b", url: lbB.url, region: "us-ashburn" }] });
-  await adminPutConfig(lbB, { ...bConfig, version: 2, peers: [{ id: "lb-a", url: lbA.url, region: "us-ashburn" }] });
+  await adminPutConfig(lbA, { ...aConfig, version: 2, peers: [peerEntry(lbB, "lb-b", "us-ashburn")] });
+  await adminPutConfig(lbB, { ...bConfig, version: 2, peers: [peerEntry(lbA, "lb-a", "us-ashburn")] });
 });
 after(async () => {
   await lbA?.close();

@@ -10,7 +10,7 @@ import type { PlacementLogEntry } from "@meridian/lb-core";
 import type { LbConfigInput } from "@meridian/protocol";
 import { runLbScenario } from "@meridian/sim";
 import type { RunningProxy } from "../src/index";
-import { adminPutConfig, post, startLb, waitFor, type PostResult } from "./helpers";
+import { adminPutConfig, post, startLb, waitFor, peerEntry, type PostResult } from "./helpers";
 import { startScriptedEngine, type ScriptedEngine } from "./scripted-engine";
 
 const open: { close(): Promise<void> }[] = [];
@@ -66,7 +66,7 @@ async function runOnProxies(scenario: LbScenario): Promise<ProxyRun> {
   if (lbs.size > 1) {
     // LB URLs exist only once all listen: peers arrive with config version 2.
     for (const [i, config] of configs.entries()) {
-      const peers = scenario.lbs.filter((_, j) => j !== i).map((p) => ({ id: p.id, url: lbs.get(p.id)!.url, region: p.region }));
+      const peers = scenario.lbs.filter((_, j) => j !== i).map((p) => peerEntry(lbs.get(p.id)!, p.id, p.region));
       await adminPutConfig(lbs.get(scenario.lbs[i]!.id)!, { ...config, version: 2, peers });
     }
   }

@@ -5,8 +5,8 @@ import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
 import { request } from "undici";
 import type { LbState, PeerReport } from "@meridian/protocol";
-import type { RunningProxy } from "../src/index";
-import { adminGet, adminPutConfig, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, startEngine, startLb, waitFor, type Engine } from "./helpers";
+import { parsePrometheusText, type RunningProxy } from "../src/index";
+import { adminGet, adminPutConfig, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, startEngine, startLb, waitFor, peerEntry, type Engine } from "./helpers";
 
 // One request at a time, ~1.6 s each, so "full" lasts long enough to observe on a loaded machine.
 const SLOW = { ...DEMO_ENGINE_PARAMS, maxRunning: 1, itlBaseMs: 20, maxOutputTokens: 80 };
@@ -24,8 +24,8 @@ before(async () => {
   lbUs = await startLb(usConfig);
   lbEu = await startLb(euConfig);
   // LB URLs exist only once both listen: peers arrive with config version 2.
-  await adminPutConfig(lbUs, { ...usConfig, version: 2, peers: [{ id: "lb-eu", url: lbEu.url, region: "eu-frankfurt" }] });
-  await adminPutConfig(lbEu, { ...euConfig, version: 2, peers: [{ id: "lb-us", url: lbUs.url, region: "us-ashburn" }] });
+  await adminPutConfig(lbUs, { ...usConfig, version: 2, peers: [peerEntry(lbEu, "lb-eu", "eu-frankfurt")] });
+  await adminPutConfig(lbEu, { ...euConfig, version: 2, peers: [peerEntry(lbUs, "lb-us", "us-ashburn")] });
   await waitFor("peers polled", async () => {
     const [us, eu] = await Promise.all([adminGet<LbState>(lbUs, "/admin/state"), adminGet<LbState>(lbEu, "/admin/state")]);
     return us.peers[0]?.healthy && eu.peers[0]?.healthy ? true : undefined;
@@ -80,6 +80,11 @@ test("forwards to a peer LB when every local replica is full", async () => {
   assert.equal(forwarded.headers["x-meridian-replica"], "eu-1");
   const us = await adminGet<LbState>(lbUs, "/admin/state");
   assert.equal(us.totals.forwarded, 1);
+  // lb-us sent its read-only peer credential with the forwarded request, and lb-eu counted it as lb-us's.
+  const euMetrics = parsePrometheusText(await (await request(`${lbEu.url}/metrics`)).body.text());
+  const byPeer = euMetrics.samples.find((s) => s.name === "meridian_lb_client_requests_total" && s.labels.key_id === "peer");
+  assert.equal(byPeer?.labels.key_name, "lb-us");
+  assert.equal(byPeer?.value, 1);
   await Promise.all(filling);
 });
 

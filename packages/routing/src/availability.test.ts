@@ -6,7 +6,7 @@ import { PrefixIndex } from "./prefix-index";
 import type { CandidateView } from "./types";
 
 function replica(id: string, over: Partial<CandidateView> = {}): CandidateView {
-  return { id, region: "us-ashburn", rttMs: 5, inFlight: 0, queuedTokens: 0, scraped: null, full: false, healthy: true, ...over };
+  return { id, region: "us-ashburn", rttMs: 5, inFlight: 0, queuedTokens: 0, pendingPrefillTokens: 0, scraped: null, full: false, healthy: true, ...over };
 }
 
 function peer(id: string, over: Partial<PeerView> = {}): PeerView {

@@ -10,7 +10,7 @@ import { type CandidateView, DEFAULT_WEIGHTS, POLICY_NAMES, type RequestView, ty
 import { validateWeights } from "./validate";
 
 function candidate(id: string, over: Partial<CandidateView> = {}): CandidateView {
-  return { id, region: "us-ashburn", rttMs: 10, inFlight: 0, queuedTokens: 0, scraped: null, full: false, healthy: true, ...over };
+  return { id, region: "us-ashburn", rttMs: 10, inFlight: 0, queuedTokens: 0, pendingPrefillTokens: 0, scraped: null, full: false, healthy: true, ...over };
 }
 
 function request(keys: number[], over: Partial<RequestView> = {}): RequestView {

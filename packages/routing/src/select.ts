@@ -9,15 +9,20 @@ import { createLeastLoadPolicy, createLeastRequestPolicy } from "./policies/load
 import { createPrefixCachePolicy } from "./policies/prefix-cache";
 import { createRandomPolicy, createRoundRobinPolicy } from "./policies/simple";
 import { createSkyLbPolicy } from "./policies/skylb";
+import { createDynamoKvPolicy } from "./policies/dynamo-kv";
+import { createLlmdPolicy } from "./policies/llm-d";
+import { createSglangCacheAwarePolicy } from "./policies/sglang-cache-aware";
 import { POLICY_NAMES, type PolicyName } from "./types";
 
-export type { Policy, PolicyContext, PolicyOptions } from "./policies/common";
+export type { Policy, PolicyContext, PolicyEvent, PolicyOptions } from "./policies/common";
+export type { DynamoKvOptions, LlmdOptions, SglangCacheAwareOptions } from "./policies/peer-options";
 
 export function isPolicyName(name: unknown): name is PolicyName {
   return typeof name === "string" && (POLICY_NAMES as readonly string[]).includes(name);
 }
 
-/** A fresh policy instance. Instances may hold state (round-robin turn, ring cache): create one per LB. */
+/** A fresh policy instance. Instances may hold state (round-robin turn, ring cache, a peer router's
+ * own prefix tree and load books): create one per LB, and feed `observe` where a policy has it. */
 export function createPolicy(name: PolicyName, options: PolicyOptions = {}): Policy {
   switch (name) {
     case "gorgo":
@@ -40,6 +45,12 @@ export function createPolicy(name: PolicyName, options: PolicyOptions = {}): Pol
       return createSkyLbPolicy();
     case "learned-prefix":
       return createLearnedPrefixPolicy(options);
+    case "sglang-cache-aware":
+      return createSglangCacheAwarePolicy(options.sglang);
+    case "llm-d":
+      return createLlmdPolicy(options.llmd);
+    case "dynamo-kv":
+      return createDynamoKvPolicy(options.dynamo);
     default:
       throw new RoutingInputError("policy", `unknown policy ${describe(name)}; expected one of ${POLICY_NAMES.join(", ")}`);
   }

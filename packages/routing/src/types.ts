@@ -20,6 +20,10 @@ export const POLICY_NAMES = [
   "random",
   "skylb",
   "learned-prefix",
+  // The routers operators would pick instead (packages/routing/README.md, "Peer policies").
+  "sglang-cache-aware",
+  "llm-d",
+  "dynamo-kv",
 ] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
 
@@ -82,12 +86,22 @@ export interface CandidateView {
   rttMs: number;
   /** Requests this LB has in flight on the replica. */
   inFlight: number;
-  /** Prompt tokens in flight on the replica: this LB's plus what peers report. */
+  /** Prompt tokens in flight on the replica (dispatched, not yet complete): this LB's plus what
+   * peers report. */
   queuedTokens: number;
+  /** Uncached prompt tokens of the requests in flight on the replica that have not reached their
+   * first response byte (prompt minus predicted cached, released at the first byte): the prefill
+   * work queued ahead of a new request. This LB's plus what peers report. */
+  pendingPrefillTokens: number;
   scraped: ScrapedLoad | null;
   /** SkyLB "full": waiting > 0 at last scrape, or inFlight reached the admitted concurrency. */
   full: boolean;
   healthy: boolean;
+  /** The replica's KV-cache capacity in tokens (SGLang `max_total_num_tokens`; vLLM
+   * `num_gpu_blocks × block_size`), from the scrape or the operator's override. Optional: until the
+   * scraped view carries it, policies that need it fall back the way their sources do when the
+   * metric is missing (KV utilization reads as 0, llm-d's LRU takes its default size). */
+  kvCapacityTokens?: number;
 }
 
 /** A seeded random source; the caller owns the seed so runs are reproducible. */

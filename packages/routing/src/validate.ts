@@ -49,6 +49,17 @@ export function validateRequest(request: RequestView): void {
   if (typeof request.sessionKey !== "string") throw new RoutingInputError("request.sessionKey", `must be a string, got ${describe(request.sessionKey)}`);
 }
 
+/** Checks chained block keys: unsigned integers below 2^53 (what every keyer produces). For state
+ * that is not a PrefixIndex, which checks the keys it is given itself. */
+export function validateBlockKeys(field: string, keys: readonly number[]): void {
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i] as number;
+    if (!(k >= 0 && k <= Number.MAX_SAFE_INTEGER && Math.floor(k) === k)) {
+      throw new RoutingInputError(`${field}[${i}]`, `must be an unsigned integer block key < 2^53, got ${describe(k)}`);
+    }
+  }
+}
+
 /** Checks the candidate list: non-empty, unique ids, finite non-negative load and RTT figures. */
 export function validateCandidates(candidates: readonly CandidateView[], field = "candidates"): void {
   if (!Array.isArray(candidates)) throw new RoutingInputError(field, `must be an array, got ${describe(candidates)}`);
@@ -64,6 +75,11 @@ export function validateCandidates(candidates: readonly CandidateView[], field =
     requireNonNegative(`${at}.rttMs`, c.rttMs);
     requireNonNegative(`${at}.inFlight`, c.inFlight);
     requireNonNegative(`${at}.queuedTokens`, c.queuedTokens);
+    requireNonNegative(`${at}.pendingPrefillTokens`, c.pendingPrefillTokens);
+    if (c.kvCapacityTokens !== undefined) {
+      const capacity = requireFiniteNumber(`${at}.kvCapacityTokens`, c.kvCapacityTokens);
+      if (capacity <= 0) throw new RoutingInputError(`${at}.kvCapacityTokens`, `must be > 0 when given, got ${capacity}`);
+    }
     if (c.scraped !== null && c.scraped !== undefined) {
       requireNonNegative(`${at}.scraped.running`, c.scraped.running);
       requireNonNegative(`${at}.scraped.waiting`, c.scraped.waiting);

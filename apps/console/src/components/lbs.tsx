@@ -6,8 +6,10 @@ import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { fmtWeight } from "../lib/format";
 import { CROSS_REGION_OPTIONS, POLICY_OPTIONS, type CrossRegion, type Policy } from "../lib/policies";
+import { LbTokenActions, LbTokenCell, LbTokenOnce } from "./lb-credentials";
 import { useCanMutate } from "./session";
-import { Badge, ConfirmButton, ErrorText, HealthBadge, PageHeader, Panel, QueryView, ReadOnlyNote, StateBadge } from "./ui";
+import { EntrypointAlarms, EntrypointTable } from "./entrypoints";
+import { Badge, ConfirmButton, ErrorText, LbStatusBadge, PageHeader, Panel, QueryView, ReadOnlyNote } from "./ui";
 import { useInvalidateAll } from "./use-action";
 
 type LbRow = RouterOutputs["lbs"]["list"][number];
@@ -20,7 +22,7 @@ function PolicyEditor({ lb }: { lb: LbRow }) {
   const setPolicyMutation = useMutation(trpc.lbs.setPolicy.mutationOptions({ onSuccess: invalidateAll }));
   const dirty = policy !== lb.policy || crossRegion !== lb.crossRegion;
   return (
-    <div className="inline-form nowrap">
+    <div className="inline-form">
       <select value={policy} onChange={(e) => setPolicy(e.target.value as Policy)} data-testid={`lb-policy-select-${lb.name}`}>
         {POLICY_OPTIONS.map((p) => (
           <option key={p} value={p}>
@@ -83,14 +85,16 @@ function AddLbForm({ onDone }: { onDone: () => void }) {
   const [form, setForm] = useState({ name: "", url: "", adminUrl: "", region: "" });
   const [policy, setPolicy] = useState<Policy>("gorgo");
   const [crossRegion, setCrossRegion] = useState<CrossRegion>("direct");
+  const [issued, setIssued] = useState<string | null>(null);
   const create = useMutation(
     trpc.lbs.create.mutationOptions({
-      onSuccess: async () => {
+      onSuccess: async (result) => {
+        setIssued(result.token);
         await invalidateAll();
-        onDone();
       },
     }),
   );
+  if (issued) return <LbTokenOnce token={issued} onDone={onDone} testId="lb-add-token" />;
   const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [k]: e.target.value }));
   function submit(e: FormEvent) {
     e.preventDefault();
@@ -187,6 +191,7 @@ export function LbsPage() {
         ) : null}
       </PageHeader>
       {!canMutate ? <ReadOnlyNote /> : null}
+      <EntrypointAlarms entrypoints={Object.values(entrypoints.data ?? {})} />
       {adding && canMutate ? (
         <Panel title="Add load balancer">
           <AddLbForm onDone={() => setAdding(false)} />
@@ -205,6 +210,7 @@ export function LbsPage() {
                     <th>Policy</th>
                     <th className="num">W_rtt / W_queue</th>
                     <th>Config pushed / acked</th>
+                    <th>Token</th>
                     <th>Owned replicas</th>
                     {canMutate ? <th>Actions</th> : null}
                   </tr>
@@ -220,10 +226,7 @@ export function LbsPage() {
                         </td>
                         <td className="nowrap">{lb.region}</td>
                         <td>
-                          <div className="badges">
-                            <StateBadge state={lb.failedOverTo ? "failed-over" : lb.state} testId={`lb-state-${lb.name}`} />
-                            <HealthBadge healthy={lb.healthy} testId={`lb-health-${lb.name}`} />
-                          </div>
+                          <LbStatusBadge lb={lb} testId={`lb-state-${lb.name}`} />
                           {lb.failedOverTo ? (
                             <div className="muted small" data-testid={`lb-failed-over-to-${lb.name}`}>
                               → {lbNames.get(lb.failedOverTo) ?? lb.failedOverTo}
@@ -248,6 +251,9 @@ export function LbsPage() {
                           v{lb.configVersion} / {lb.ackedVersion == null ? "—" : `v${lb.ackedVersion}`}{" "}
                           <Badge tone={inSync ? "ok" : "warn"}>{inSync ? "in sync" : "pending"}</Badge>
                         </td>
+                        <td>
+                          <LbTokenCell lb={lb} />
+                        </td>
                         <td data-testid={`lb-replicas-${lb.name}`}>
                           {lb.replicas.length === 0 ? (
                             <span className="muted">none</span>
@@ -265,6 +271,7 @@ export function LbsPage() {
                           <td>
                             <PolicyEditor key={`${lb.policy}:${lb.crossRegion}`} lb={lb} />
                             <FailoverActions lb={lb} />
+                            <LbTokenActions lb={lb} />
                           </td>
                         ) : null}
                       </tr>
@@ -277,30 +284,12 @@ export function LbsPage() {
         </QueryView>
       </Panel>
       <Panel title="Entrypoint map" testId="entrypoint-panel">
-        <p className="muted small">Clients resolve their region's entrypoint here; a failover moves it to the healthy LB.</p>
+        <p className="muted small">
+          Clients resolve their region&apos;s entrypoint here. A failover moves it to the nearest healthy LB; while a region&apos;s LB is failed and not yet
+          failed over, its clients go to the nearest healthy LB, never to the failed one.
+        </p>
         <QueryView query={entrypoints} isEmpty={(d) => Object.keys(d).length === 0} empty="No entrypoints.">
-          {(map) => (
-            <table className="table compact" data-testid="entrypoint-table">
-              <thead>
-                <tr>
-                  <th>Region</th>
-                  <th>LB</th>
-                  <th>URL</th>
-                </tr>
-              </thead>
-              <tbody>
-                {Object.entries(map)
-                  .sort(([a], [b]) => a.localeCompare(b))
-                  .map(([region, ep]) => (
-                    <tr key={region} data-testid={`entrypoint-${region}`} data-lb-id={ep.lbId}>
-                      <td>{region}</td>
-                      <td data-testid={`entrypoint-lb-${region}`}>{lbNames.get(ep.lbId) ?? ep.lbId}</td>
-                      <td className="mono">{ep.url}</td>
-                    </tr>
-                  ))}
-              </tbody>
-            </table>
-          )}
+          {(map) => <EntrypointTable entrypoints={Object.values(map)} lbNames={lbNames} />}
         </QueryView>
       </Panel>
     </div>

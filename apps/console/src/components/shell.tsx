@@ -9,6 +9,7 @@ const NAV_ITEMS = [
   { href: "/regions", label: "Regions", testId: "nav-regions" },
   { href: "/replicas", label: "Replicas", testId: "nav-replicas" },
   { href: "/lbs", label: "Load balancers", testId: "nav-lbs" },
+  { href: "/keys", label: "API keys", testId: "nav-keys" },
   { href: "/tuner", label: "Tuner", testId: "nav-tuner" },
   { href: "/experiments", label: "Experiments", testId: "nav-experiments" },
   { href: "/audit", label: "Audit", testId: "nav-audit" },

@@ -12,4 +12,7 @@ export * from "./audit-log";
 export * from "./users";
 export * from "./sessions";
 export * from "./experiments";
+export * from "./lb-tokens";
+export * from "./lb-proofs";
+export * from "./client-keys";
 export * from "./console-leases";

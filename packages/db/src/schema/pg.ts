@@ -2,10 +2,13 @@
 // (columns.ts). drizzle-kit's PostgreSQL config (drizzle.pg.config.ts) reads this barrel; the keys
 // match index.ts so that code can take its tables from either.
 import { auditLogTable } from "./audit-log";
+import { clientKeysTable } from "./client-keys";
 import { consoleLeasesTable } from "./console-leases";
 import { entrypointsTable } from "./entrypoints";
 import { experimentsTable } from "./experiments";
 import { lbConfigsTable } from "./lb-configs";
+import { lbProofsTable } from "./lb-proofs";
+import { lbTokensTable } from "./lb-tokens";
 import { loadBalancersTable } from "./load-balancers";
 import { observedRttsTable } from "./observed-rtts";
 import { regionsTable } from "./regions";
@@ -27,4 +30,7 @@ export const auditLog = auditLogTable.pg;
 export const users = usersTable.pg;
 export const sessions = sessionsTable.pg;
 export const experiments = experimentsTable.pg;
+export const lbTokens = lbTokensTable.pg;
+export const lbProofs = lbProofsTable.pg;
+export const clientKeys = clientKeysTable.pg;
 export const consoleLeases = consoleLeasesTable.pg;

@@ -4,7 +4,8 @@
 import { EXCLUDED_SCORE, RoutingInputError, describe, requireFiniteNumber } from "../errors";
 import type { PrefixIndex } from "../prefix-index";
 import type { CandidateView, Decision, PolicyName, RequestView, Rng, Weights } from "../types";
-import { validateCandidates, validateRequest, validateWeights } from "../validate";
+import { validateBlockKeys, validateCandidates, validateRequest, validateWeights } from "../validate";
+import type { DynamoKvOptions, LlmdOptions, SglangCacheAwareOptions } from "./peer-options";
 
 export interface PolicyContext {
   index: PrefixIndex;
@@ -14,9 +15,26 @@ export interface PolicyContext {
   now: number;
 }
 
+/**
+ * What the LB core tells a policy about the requests it placed. Policies that keep their own state
+ * (the peer routers' approximate prefix trees and active-load books) learn from these events only,
+ * so the proxy and the simulator teach them identically. `select()` never changes policy state: a
+ * decision that is not acted on (a what-if, a retry elsewhere) teaches nothing.
+ *  - "dispatch": the request was sent to `replicaId`; `decision` is what select() returned for it.
+ *  - "first-token": the first response bytes for the request reached the LB (its prefill is over).
+ *  - "complete": the request ended for any reason (success, upstream error, client gone).
+ * Events for unknown request ids are ignored; "complete" without "first-token" is valid.
+ */
+export type PolicyEvent =
+  | { kind: "dispatch"; requestId: string; replicaId: string; request: RequestView; decision: Decision; now: number }
+  | { kind: "first-token"; requestId: string; now: number }
+  | { kind: "complete"; requestId: string; now: number };
+
 export interface Policy {
   readonly name: PolicyName;
   select(request: RequestView, candidates: readonly CandidateView[], ctx: PolicyContext): Decision;
+  /** Present on policies with their own state; the LB core calls it for every event above. */
+  observe?(event: PolicyEvent): void;
 }
 
 export interface PolicyOptions {
@@ -26,6 +44,10 @@ export interface PolicyOptions {
   spreadThreshold?: number;
   /** learned-prefix: divert when the target's in-flight > factor × median. Default 2. */
   overloadFactor?: number;
+  /** Peer routers' parameters; each defaults to its project's default (see the policy's file). */
+  sglang?: SglangCacheAwareOptions;
+  llmd?: LlmdOptions;
+  dynamo?: DynamoKvOptions;
 }
 
 /** What every policy needs after validation: per-candidate match depth and eligibility. */
@@ -40,8 +62,8 @@ export interface Prepared {
   maxDepth: number;
 }
 
-/** Validates everything and matches the prompt against the index for the candidates. */
-export function prepare(request: RequestView, candidates: readonly CandidateView[], ctx: PolicyContext): Prepared {
+/** Validates everything a decision reads and returns which candidates may be picked (the healthy). */
+export function checkDecisionInput(request: RequestView, candidates: readonly CandidateView[], ctx: PolicyContext): boolean[] {
   if (ctx === null || typeof ctx !== "object") throw new RoutingInputError("ctx", `must be an object, got ${describe(ctx)}`);
   validateRequest(request);
   validateCandidates(candidates);
@@ -50,17 +72,24 @@ export function prepare(request: RequestView, candidates: readonly CandidateView
   if (!ctx.rng || typeof ctx.rng.next !== "function") throw new RoutingInputError("ctx.rng", "must be an Rng with next()");
   if (!ctx.index || typeof ctx.index.match !== "function") throw new RoutingInputError("ctx.index", "must be a PrefixIndex");
   const n = candidates.length;
-  const ids = new Array<string>(n);
   const eligible = new Array<boolean>(n);
   let anyEligible = false;
   for (let i = 0; i < n; i++) {
     const c = candidates[i] as CandidateView;
-    ids[i] = c.id;
     // Defence in depth: callers should pass only healthy candidates, but never pick an unhealthy one.
     eligible[i] = c.healthy === true;
     if (eligible[i]) anyEligible = true;
   }
   if (!anyEligible) throw new RoutingInputError("candidates", "no healthy candidate: refusing to route to an unhealthy replica");
+  return eligible;
+}
+
+/** Validates everything and matches the prompt against the LB's index for the candidates. */
+export function prepare(request: RequestView, candidates: readonly CandidateView[], ctx: PolicyContext): Prepared {
+  const eligible = checkDecisionInput(request, candidates, ctx);
+  const n = candidates.length;
+  const ids = new Array<string>(n);
+  for (let i = 0; i < n; i++) ids[i] = (candidates[i] as CandidateView).id;
   const depths = new Array<number>(n);
   let maxDepth = 0;
   if (request.keys.length > 0) {
@@ -73,6 +102,13 @@ export function prepare(request: RequestView, candidates: readonly CandidateView
   } else {
     depths.fill(0);
   }
+  return { request, candidates, depths, eligible, maxDepth };
+}
+
+/** A Prepared from depths a policy computed against its own state instead of the LB's index. */
+export function preparedFrom(request: RequestView, candidates: readonly CandidateView[], eligible: boolean[], depths: number[]): Prepared {
+  let maxDepth = 0;
+  for (let i = 0; i < depths.length; i++) if (eligible[i] && (depths[i] as number) > maxDepth) maxDepth = depths[i] as number;
   return { request, candidates, depths, eligible, maxDepth };
 }
 
@@ -142,3 +178,74 @@ export function leastRequestIndex(p: Prepared, rng: Rng, allowed: readonly boole
 /** Lexicographic score for prefix policies: fewer missing blocks first, then lower load. Loads are
  * request counts, far below the multiplier. */
 export const MISSING_BLOCK_WEIGHT = 1e6;
+
+/** KV-cache utilization in [0, 1] from the last scrape and the replica's capacity; null when either
+ * is unknown (no scrape yet, or no capacity in the view). */
+export function kvUtilization(c: CandidateView): number | null {
+  if (c.scraped === null || c.scraped === undefined || c.kvCapacityTokens === undefined) return null;
+  const u = c.scraped.usedTokens / c.kvCapacityTokens;
+  return u < 0 ? 0 : u > 1 ? 1 : u;
+}
+
+/** Reads one numeric policy option: the default when absent, else a finite number inside the range. */
+export function numberOption(
+  field: string,
+  value: unknown,
+  fallback: number,
+  range: { min?: number; max?: number; above?: number; integer?: boolean } = {},
+): number {
+  if (value === undefined) return fallback;
+  const n = requireFiniteNumber(field, value);
+  if (range.integer === true && !Number.isInteger(n)) throw new RoutingInputError(field, `must be an integer, got ${n}`);
+  if (range.min !== undefined && n < range.min) throw new RoutingInputError(field, `must be >= ${range.min}, got ${n}`);
+  if (range.above !== undefined && n <= range.above) throw new RoutingInputError(field, `must be > ${range.above}, got ${n}`);
+  if (range.max !== undefined && n > range.max) throw new RoutingInputError(field, `must be <= ${range.max}, got ${n}`);
+  return n;
+}
+
+/** Checks a PolicyEvent before a policy changes its state from it; bad events raise, never half-apply. */
+export function checkPolicyEvent(event: PolicyEvent): void {
+  if (event === null || typeof event !== "object") throw new RoutingInputError("event", `must be an object, got ${describe(event)}`);
+  if (typeof event.requestId !== "string" || event.requestId.length === 0) {
+    throw new RoutingInputError("event.requestId", `must be a non-empty string, got ${describe(event.requestId)}`);
+  }
+  requireFiniteNumber("event.now", event.now);
+  if (event.kind === "dispatch") {
+    if (typeof event.replicaId !== "string" || event.replicaId.length === 0) {
+      throw new RoutingInputError("event.replicaId", `must be a non-empty string, got ${describe(event.replicaId)}`);
+    }
+    validateRequest(event.request);
+    if (event.decision === null || typeof event.decision !== "object" || !Array.isArray(event.decision.scores)) {
+      throw new RoutingInputError("event.decision", "must be the Decision select() returned");
+    }
+  } else if (event.kind !== "first-token" && event.kind !== "complete") {
+    throw new RoutingInputError("event.kind", `must be "dispatch", "first-token" or "complete", got ${describe((event as { kind: unknown }).kind)}`);
+  }
+}
+
+/** Blocks the chosen replica was predicted to hold, as the decision recorded it (0 if absent). */
+export function matchedBlocksOf(decision: Decision, replicaId: string): number {
+  for (const s of decision.scores) if (s.id === replicaId) return s.matchedBlocks;
+  return 0;
+}
+
+/** The most routes a peer policy's own PrefixIndex may hold, whatever its project's budget: about
+ * 140 MB at 68 B per route, so the policy's memory stays bounded. */
+export const PEER_INDEX_MAX_ROUTES = 2 ** 21;
+
+/** Per candidate, the prompt's depth in a policy's own index; all 0 before it has one (the keys are
+ * then checked here, as the index would check them). */
+export function ownIndexDepths(index: PrefixIndex | null, request: RequestView, candidates: readonly CandidateView[], now: number): number[] {
+  const n = candidates.length;
+  const depths = new Array<number>(n).fill(0);
+  if (index === null) {
+    validateBlockKeys("keys", request.keys);
+    return depths;
+  }
+  if (request.keys.length === 0) return depths;
+  const ids = new Array<string>(n);
+  for (let i = 0; i < n; i++) ids[i] = (candidates[i] as CandidateView).id;
+  const { depthByReplica } = index.match(request.keys, now, ids);
+  for (let i = 0; i < n; i++) depths[i] = depthByReplica.get(ids[i] as string) ?? 0;
+  return depths;
+}

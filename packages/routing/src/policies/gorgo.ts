@@ -1,4 +1,7 @@
 // GORGO: argmin of W_rtt·rtt_ms + W_queue·queued_tokens + uncached_tokens (W_prefill = 1).
+// The candidate's pendingPrefillTokens is deliberately not a term: three ways of adding it were
+// measured and each lost materially on some scenario (packages/sim/README.md, "Gorgo against the
+// peer routers").
 
 import type { CandidateView } from "../types";
 import { type Policy, argminRandomTie, decide, prepare } from "./common";

@@ -45,7 +45,7 @@ type SimEvent =
   | { k: Kind.ProbeSend; lb: SimLb<Flight>; rep: ReplicaState }
   | { k: Kind.ProbeResult; lb: SimLb<Flight>; rep: ReplicaState; sampleMs: number }
   | { k: Kind.ScrapeSample; lb: SimLb<Flight>; rep: ReplicaState }
-  | { k: Kind.ScrapeResult; lb: SimLb<Flight>; rep: ReplicaState; load: ScrapedLoad }
+  | { k: Kind.ScrapeResult; lb: SimLb<Flight>; rep: ReplicaState; load: ScrapedLoad; capacityTokens: number }
   | { k: Kind.PeerPoll; lb: SimLb<Flight>; peer: SimLb<Flight> }
   | { k: Kind.PeerReport; lb: SimLb<Flight>; report: ReturnType<LbDriver<Flight>["peerReport"]>; sampleMs: number }
   | { k: Kind.LbWake; lb: SimLb<Flight> };
@@ -197,7 +197,7 @@ export class FleetRun implements LbTransport<Flight> {
       case Kind.ScrapeSample:
         return this.scrapeSample(ev.lb, ev.rep);
       case Kind.ScrapeResult:
-        return this.driver.scraped(ev.lb, ev.rep.id, ev.load, this.now);
+        return this.driver.scraped(ev.lb, ev.rep.id, ev.load, this.now, ev.capacityTokens);
       case Kind.PeerPoll:
         return this.peerPoll(ev.lb, ev.peer);
       case Kind.PeerReport:
@@ -364,7 +364,9 @@ export class FleetRun implements LbTransport<Flight> {
     rep.scrapes++;
     if (load.waiting > 0) rep.scrapesWithWaiting++;
     const half = this.halfRtt[lb.idx]![rep.idx]!;
-    this.queue.push(this.now + half, { k: Kind.ScrapeResult, lb, rep, load: { running: load.running, waiting: load.waiting, usedTokens: load.usedTokens } });
+    // The capacity travels with the scrape, as the proxy reads it from the engine's metrics.
+    const scraped = { running: load.running, waiting: load.waiting, usedTokens: load.usedTokens };
+    this.queue.push(this.now + half, { k: Kind.ScrapeResult, lb, rep, load: scraped, capacityTokens: load.kvCapacityTokens });
     if (this.running) this.queue.push(this.now + this.spec.scrapeIntervalMs, { k: Kind.ScrapeSample, lb, rep });
   }
 

@@ -20,9 +20,11 @@ import {
 } from "./result-json";
 import type { SimRequest } from "./workload";
 
-export const DEFAULT_COMPARE_POLICIES = ["gorgo", "least-load", "least-request", "prefix-cache", "session-affinity", "random"];
-/** The policies of the paper's Table 3. */
-export const DEFAULT_SWEEP_POLICIES = ["gorgo", "session-affinity", "least-request"];
+/** The routers operators would run instead of gorgo (packages/routing/README.md, "Peer policies"). */
+const PEER_POLICIES = ["sglang-cache-aware", "llm-d", "dynamo-kv"];
+export const DEFAULT_COMPARE_POLICIES = ["gorgo", ...PEER_POLICIES, "least-load", "least-request", "prefix-cache", "session-affinity", "random"];
+/** The policies of the paper's Table 3, and the peers. */
+export const DEFAULT_SWEEP_POLICIES = ["gorgo", ...PEER_POLICIES, "session-affinity", "least-request"];
 
 export function isComparePolicy(name: string): boolean {
   return name === ONLINE_GORGO || isPolicyName(name);

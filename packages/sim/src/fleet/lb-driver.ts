@@ -102,10 +102,12 @@ export function simLbConfig(settings: LbDriverSettings, lb: SimLbSpec): LbConfig
       engine: "sglang",
       state: r.state ?? "enabled",
     })),
-    peers: settings.lbs.filter((p) => p.id !== lb.id).map((p) => ({ id: p.id, url: simUrl("lb", p.id), region: p.region })),
+    peers: settings.lbs.filter((p) => p.id !== lb.id).map((p) => ({ id: p.id, url: simUrl("lb", p.id), region: p.region, credentialHashes: [] })),
     limits: { ...DEFAULT_LIMITS, ...settings.limits },
     probes: { ...DEFAULT_PROBES, ...settings.probes },
     index: { ...settings.index },
+    // Simulated clients are anonymous: client keys are an access control, not a routing input.
+    clientAuth: { required: false, keys: [] },
   };
 }
 
@@ -154,8 +156,10 @@ export class LbDriver<F> {
     this.drain(lb, now);
   }
 
-  scraped(lb: SimLb<F>, replicaId: string, load: ScrapedLoad, now: number): void {
+  /** A scrape's result; `capacityTokens` is the KV capacity the engine's metrics export. */
+  scraped(lb: SimLb<F>, replicaId: string, load: ScrapedLoad, now: number, capacityTokens: number | null = null): void {
     lb.core.scrapeSucceeded(replicaId, load, now);
+    if (capacityTokens !== null) lb.core.engineCapacityReported(replicaId, capacityTokens);
     this.drain(lb, now);
   }
 
@@ -197,15 +201,15 @@ export class LbDriver<F> {
     this.armWake(leg.lb);
   }
 
-  /** Response headers reached the leg's LB. False when it retried elsewhere (a 5xx from a peer). */
+  /** Response headers reached the leg's LB. False when it retried elsewhere (a 502/503/504 from a peer). */
   headers(leg: Leg<F>, status: number, now: number): boolean {
     const core = leg.lb.core;
-    if (status >= 500 && core.mayRetry(leg.ticket)) {
+    if (core.mayRetryAfterStatus(leg.ticket, status)) {
       this.act(leg, core.retry(leg.ticket, now), now);
       this.armWake(leg.lb);
       return false;
     }
-    const learn = core.headersReceived(leg.ticket, status);
+    const learn = core.headersReceived(leg.ticket, status, now);
     if (learn) core.learn(learn, now);
     return true;
   }
@@ -213,7 +217,7 @@ export class LbDriver<F> {
   /** The response ended at the leg's LB. */
   done(leg: Leg<F>, outcome: Outcome, now: number): Completion {
     const core = leg.lb.core;
-    const completion = core.complete(leg.ticket, outcome);
+    const completion = core.complete(leg.ticket, outcome, now);
     if (completion.learn) core.learn(completion.learn, now);
     this.transport.answered(leg, completion, now);
     this.drain(leg.lb, now);

@@ -1,16 +1,41 @@
-// Access to the machine-readable APIs (/api/entrypoints): the LB bearer token (replay clients,
-// scripts) or a logged-in session. A refusal is a 401, audited with the client's address.
+// Access to the machine-readable APIs (/api/entrypoints): a logged-in session, the machine token
+// (MERIDIAN_ENTRYPOINTS_TOKEN: replay clients, the demo's load generator) or any active client API
+// key (a client holding a key may learn where to send). The console only verifies these, so it keeps
+// their SHA-256 digests, never the secrets, and compares digests in constant time. A refusal is a
+// 401, audited with the client's address.
 import "server-only";
-import { hasBearer } from "../http";
+import { and, eq, isNull } from "drizzle-orm";
+import { clientKeys } from "@meridian/db";
+import { bearerOf, clientKeyIdOf, digestsEqual, sha256 } from "@meridian/protocol/credentials";
 import { identifyClient } from "./client-address";
 import { type RefusalSink, refuse } from "./refusal";
 import { DEFAULT_REQUEST_SECURITY, type RequestSecurity } from "./request-security";
 import type { SecurityAuditor } from "./security-audit";
 import { resolveSession, tokenFromCookieHeader } from "./session-store";
 
-/** What the check uses: the database (sessions, audit), the log (refusals) and the LB token. */
+/** What the check uses: the database (sessions, client keys, audit), the log (refusals) and the
+ * machine token's digest. */
 export interface ApiAccessRuntime extends RefusalSink {
-  readonly options: { readonly lbToken: string };
+  readonly options: { readonly entrypointsTokenSha256: string | null };
+}
+
+// Compared against when no machine token is configured, so the work does not depend on it.
+const NO_TOKEN = sha256("meridian: no entrypoints token configured");
+
+function bearerAccepted(rt: ApiAccessRuntime, bearer: string): boolean {
+  const digest = sha256(bearer);
+  const machine = rt.options.entrypointsTokenSha256;
+  const machineMatch = digestsEqual(digest, machine ? Buffer.from(machine, "hex") : NO_TOKEN) && machine !== null;
+  const keyId = clientKeyIdOf(bearer);
+  const key = keyId
+    ? rt.db
+        .select()
+        .from(clientKeys)
+        .where(and(eq(clientKeys.id, keyId), isNull(clientKeys.revokedAt)))
+        .get()
+    : undefined;
+  const keyMatch = digestsEqual(digest, key ? Buffer.from(key.sha256, "hex") : NO_TOKEN) && key !== undefined;
+  return machineMatch || keyMatch;
 }
 
 /** null when the request may proceed; otherwise the 401 to answer. */
@@ -19,7 +44,8 @@ export function requireTokenOrSession(
   req: Request,
   options: { security?: RequestSecurity; auditor?: SecurityAuditor } = {},
 ): Response | null {
-  if (hasBearer(req, rt.options.lbToken)) return null;
+  const bearer = bearerOf(req.headers.get("authorization"));
+  if (bearer !== null && bearerAccepted(rt, bearer)) return null;
   if (resolveSession(rt.db, tokenFromCookieHeader(req.headers.get("cookie"))) !== null) return null;
   const client = identifyClient(req.headers, options.security ?? DEFAULT_REQUEST_SECURITY);
   const reason = req.headers.has("authorization") ? "wrong bearer token" : "no bearer token and no session";

@@ -1,16 +1,21 @@
 import { strict as assert } from "node:assert";
+import { readFileSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { generateLbToken, lbKeyId } from "@meridian/protocol/credentials";
 import { after, before, describe, test } from "node:test";
 import { auditLog, loadBalancers, regions, replicas } from "@meridian/db";
 import { createHarness, type Harness } from "../testing/harness";
 import { entrypointMap } from "../services/lbs";
 import { rttMatrix } from "../services/regions";
 import { seedDemoTopology } from "./seed";
+import { demoTokenFile } from "../../lib/demo-files";
+import { presentableToken } from "../runtime/lb-token-rows";
 import { demoTopology } from "../../lib/demo-topology";
 
 describe("demo topology", () => {
   let h: Harness;
   before(() => {
-    h = createHarness();
+    h = createHarness({ newLbToken: generateLbToken });
   });
   after(() => h.close());
 
@@ -44,5 +49,21 @@ describe("demo topology", () => {
     assert.equal(tuner.window, 32);
     seedDemoTopology(h.rt, { basePort: 5100 });
     assert.equal(entrypointMap(h.rt)["ap-seoul"]?.url, "http://127.0.0.1:5113");
+  });
+
+  test("each demo LB's token is written for the fleet (0600), and replaced only when its file is gone", () => {
+    const tokenDir = join(h.dir, "demo-5100");
+    seedDemoTopology(h.rt, { basePort: 5100, tokenDir });
+    // The LBs existed already (earlier test, no token files): each got a new token and its file.
+    const first = readFileSync(demoTokenFile(tokenDir, "lb-ap-seoul"), "utf8").trim();
+    assert.equal(statSync(demoTokenFile(tokenDir, "lb-ap-seoul")).mode & 0o777, 0o600);
+    assert.equal(presentableToken(h.rt.db, "lb-ap-seoul")?.keyId, lbKeyId(first));
+    seedDemoTopology(h.rt, { basePort: 5100, tokenDir });
+    assert.equal(readFileSync(demoTokenFile(tokenDir, "lb-ap-seoul"), "utf8").trim(), first, "a restart keeps the token");
+    rmSync(demoTokenFile(tokenDir, "lb-ap-seoul"));
+    seedDemoTopology(h.rt, { basePort: 5100, tokenDir });
+    const second = readFileSync(demoTokenFile(tokenDir, "lb-ap-seoul"), "utf8").trim();
+    assert.notEqual(second, first);
+    assert.equal(presentableToken(h.rt.db, "lb-ap-seoul")?.keyId, lbKeyId(second));
   });
 });

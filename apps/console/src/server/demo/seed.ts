@@ -1,17 +1,30 @@
 // Seeds the demo topology into the console's database (MERIDIAN_DEMO=1). Idempotent: existing
 // regions, LBs and replicas (by id) are left as the operator last set them; only missing ones are
 // created. Known RTTs are seeded so failover has a nearest LB before the first probes.
+// Each demo LB's token is written where the demo fleet starts it from (`tokenDir`/<id>.token, mode
+// 0600): for an LB created now, or an existing one whose file is gone (then a new token replaces its
+// old ones, as an operator would do). A rotation later changes the LB's token without touching the
+// file: the LB keeps the rotated token in its credentials file.
 import "server-only";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { eq } from "drizzle-orm";
 import { loadBalancers, observedRtts, regions, replicas } from "@meridian/db";
 import { SYSTEM_SEED } from "../audit-trail";
 import type { ServiceRuntime } from "../services/context";
 import { createLb } from "../services/lbs";
+import { issueLbToken } from "../services/lb-tokens";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
+import { demoTokenFile } from "../../lib/demo-files";
 import { DEMO_DISPLAY_NAMES, DEMO_MODEL, DEMO_REGIONS, DEMO_RTT_MS, demoTopology } from "../../lib/demo-topology";
 
-export function seedDemoTopology(rt: ServiceRuntime, options: { basePort: number; host?: string }): void {
+function writeToken(tokenDir: string, lbId: string, token: string): void {
+  mkdirSync(tokenDir, { recursive: true });
+  writeFileSync(demoTokenFile(tokenDir, lbId), `${token}\n`, { mode: 0o600 });
+}
+
+/** `tokenDir`: where the demo fleet reads its LBs' tokens (none: tokens are not written, tests). */
+export function seedDemoTopology(rt: ServiceRuntime, options: { basePort: number; host?: string; tokenDir?: string }): void {
   const topology = demoTopology(options.basePort, options.host);
   const db = rt.db;
   for (const region of DEMO_REGIONS) {
@@ -23,9 +36,15 @@ export function seedDemoTopology(rt: ServiceRuntime, options: { basePort: number
   for (const lb of topology.lbs) {
     const existing = db.select().from(loadBalancers).where(eq(loadBalancers.id, lb.id)).get();
     if (!existing) {
-      createLb(rt, SYSTEM_SEED, { name: lb.name, url: lb.url, region: lb.region, policy: "gorgo", crossRegion: "direct" }, lb.id);
+      const { token } = createLb(rt, SYSTEM_SEED, { name: lb.name, url: lb.url, region: lb.region, policy: "gorgo", crossRegion: "direct" }, lb.id);
+      if (options.tokenDir) writeToken(options.tokenDir, lb.id, token);
       newLbs.push(lb.id);
-    } else if (existing.url !== lb.url) {
+      continue;
+    }
+    if (options.tokenDir && !existsSync(demoTokenFile(options.tokenDir, lb.id))) {
+      writeToken(options.tokenDir, lb.id, issueLbToken(rt, SYSTEM_SEED, { id: lb.id }).token);
+    }
+    if (existing.url !== lb.url) {
       // Same demo, other ports (MERIDIAN_DEMO_BASE_PORT changed): follow the fleet.
       db.update(loadBalancers).set({ url: lb.url, adminUrl: null }).where(eq(loadBalancers.id, lb.id)).run();
     }

@@ -3,6 +3,7 @@ import "server-only";
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { createLb, deleteLb, entrypointMap, failbackLb, failoverLb, lbById, listLbs, setPolicy, updateLb } from "../services/lbs";
+import { issueLbToken, rotateLbToken } from "../services/lb-tokens";
 import { call } from "../trpc/errors";
 import { operatorProcedure, viewerProcedure } from "../trpc/init";
 import { crossRegion, idInput, name, policyName, regionName, url } from "./schemas";
@@ -32,4 +33,8 @@ export const lbsRouter = {
     .mutation(({ ctx, input }) => call(() => setPolicy(ctx.rt, ctx.actor, input))),
   failover: operatorProcedure.input(idInput).mutation(({ ctx, input }) => call(() => failoverLb(ctx.rt, ctx.actor, input))),
   failback: operatorProcedure.input(idInput).mutation(({ ctx, input }) => call(() => failbackLb(ctx.rt, ctx.actor, input))),
+  /** A new token replacing all of the LB's; returned once. */
+  issueToken: operatorProcedure.input(idInput).mutation(({ ctx, input }) => call(() => issueLbToken(ctx.rt, ctx.actor, input))),
+  /** Rotates the LB's token without the operator's help (the LB accepts both during the grace period). */
+  rotateToken: operatorProcedure.input(idInput).mutation(({ ctx, input }) => call(() => rotateLbToken(ctx.rt, ctx.actor, input))),
 } satisfies TRPCRouterRecord;

@@ -1,7 +1,8 @@
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
 import { eq } from "drizzle-orm";
-import { lbConfigs, loadBalancers, replicas } from "@meridian/db";
+import { lbConfigs, lbProofs, loadBalancers, replicas } from "@meridian/db";
+import { lbKeyId, peerCredentialHash } from "@meridian/protocol/credentials";
 import { createHarness, OPERATOR, TEST_TOKEN, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
 import { createLb, setPolicy } from "../services/lbs";
@@ -21,8 +22,17 @@ describe("LB configs", () => {
   });
   after(() => h.close());
 
-  test("direct: every replica is a candidate; via-peer: only local ones; peers are the other LBs", () => {
+  test("an LB that never proved it holds its token is nobody's peer", () => {
+    assert.deepEqual(buildLbConfig(h.rt.db, "lb-us", 1)!.peers, []);
+  });
+
+  test("direct: every replica is a candidate; via-peer: only local ones; peers are the other (proven) LBs", () => {
+    h.rt.db
+      .insert(lbProofs)
+      .values({ lbId: "lb-eu", adminBase: "http://127.0.0.1:1/eu", keyId: lbKeyId(TEST_TOKEN), provenAt: 1 })
+      .run();
     const direct = buildLbConfig(h.rt.db, "lb-us", 1)!;
+    assert.deepEqual(direct.peers[0]?.credentialHashes, [peerCredentialHash(TEST_TOKEN)], "lb-eu's peer credential, hashed");
     assert.deepEqual(
       direct.replicas.map((r) => r.id),
       ["eu-1", "us-1"],
@@ -59,6 +69,14 @@ describe("LB configs", () => {
     assert.equal(versions(), before);
     h.rt.publisher.publish("lb-eu", { force: true });
     assert.equal(versions(), before + 1);
+  });
+
+  test("an operator can run a region on a peer router's algorithm", () => {
+    let version = 10;
+    for (const policy of ["sglang-cache-aware", "llm-d", "dynamo-kv"] as const) {
+      setPolicy(h.rt, OPERATOR, { id: "lb-eu", policy, crossRegion: "direct" });
+      assert.equal(buildLbConfig(h.rt.db, "lb-eu", version++)!.policy, policy);
+    }
   });
 });
 

@@ -7,6 +7,9 @@ import { POLICY_NAMES, type PolicyName } from "@meridian/routing";
 import { LB_CONFIG_SCHEMA, parseLbConfig, type LbConfig } from "@meridian/protocol";
 import { loadBalancers, replicas, type Db } from "@meridian/db";
 import { regionNamesById } from "../region-names";
+import { clientAuthFor } from "./client-auth-config";
+import { provenLbIds } from "./lb-proof-rows";
+import { peerCredentialHashes } from "./lb-token-rows";
 
 /** The LB that serves a replica as local: the failover target while re-homed, else its home. */
 export function effectiveHome(replica: { homeLbId: string | null; rehomedToLbId: string | null }): string | null {
@@ -22,7 +25,11 @@ function asPolicy(name: string): PolicyName {
  * - `via-peer` (SkyLB): only its local replicas (homed here, or re-homed here by a failover); the
  *   rest of the fleet is reached through peer LBs.
  * - `direct` (GORGO): every replica of the fleet is a candidate and the RTT term decides.
- * Peers are the other LBs that are not failed over.
+ * Peers are the other LBs that are not failed over and have proved they hold their token at their
+ * current admin URL (lb_proofs), each with the hashes of its peer credentials: a listener registered
+ * as an LB is polled by no LB until it proves itself, which it cannot.
+ * Client keys: those of the LB's region and of every region whose entrypoint it is (a failover
+ * moves a region's clients here with their keys); required when the LB's own region requires them.
  * A replica re-homed here by a failover is presented with this LB's region: meridian-proxy treats
  * the replicas of its own region as local (in via-peer mode only those are routed to directly).
  */
@@ -32,12 +39,14 @@ export function buildLbConfig(db: Pick<Db, "select">, lbId: string, version: num
   const regionNames = regionNamesById(db);
   const allReplicas = db.select().from(replicas).orderBy(replicas.id).all();
   const chosen = lb.crossRegion === "via-peer" ? allReplicas.filter((r) => effectiveHome(r) === lb.id) : allReplicas;
+  const proven = provenLbIds(db);
+  const hashes = peerCredentialHashes(db);
   const peers = db
     .select()
     .from(loadBalancers)
     .orderBy(loadBalancers.id)
     .all()
-    .filter((peer) => peer.id !== lb.id && peer.state !== "failed-over");
+    .filter((peer) => peer.id !== lb.id && peer.state !== "failed-over" && proven.has(peer.id));
   return parseLbConfig({
     schema: LB_CONFIG_SCHEMA,
     version,
@@ -54,7 +63,13 @@ export function buildLbConfig(db: Pick<Db, "select">, lbId: string, version: num
       engine: r.engine,
       state: r.state,
     })),
-    peers: peers.map((peer) => ({ id: peer.id, url: peer.url, region: regionNames.get(peer.regionId) ?? peer.regionId })),
+    peers: peers.map((peer) => ({
+      id: peer.id,
+      url: peer.url,
+      region: regionNames.get(peer.regionId) ?? peer.regionId,
+      credentialHashes: hashes.get(peer.id) ?? [],
+    })),
+    clientAuth: clientAuthFor(db, lb, regionNames),
   });
 }
 

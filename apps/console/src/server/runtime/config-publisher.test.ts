@@ -1,10 +1,10 @@
 // Issue 15 item 10: config pushes to an LB that is still starting are retried quietly (debug), and
 // only an LB that had answered and then stopped answering is worth a warning.
 import { strict as assert } from "node:assert";
-import { createServer } from "node:net";
 import { Writable } from "node:stream";
 import { after, describe, test } from "node:test";
 import pino from "pino";
+import { freePort } from "../testing/free-port";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
 import { createLb, setPolicy } from "../services/lbs";
@@ -14,15 +14,6 @@ interface LogLine {
   level: number;
   msg: string;
   lbId?: string;
-}
-
-/** A loopback port nothing listens on (taken from the OS, then released). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 describe("config pushes while an LB starts", () => {

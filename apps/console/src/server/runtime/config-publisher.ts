@@ -22,7 +22,7 @@ import type { LbConfig } from "@meridian/protocol";
 import { consoleLeases, lbConfigs, loadBalancers, type Db, type LoadBalancerRow } from "@meridian/db";
 import { whileLeading } from "../leadership/fence";
 import { buildLbConfig, configContent } from "./config-builder";
-import type { LbAdminClient } from "./lb-admin-client";
+import type { LbAdminClient, PutConfigResult } from "./lb-admin-client";
 import { backoffMs, WakeSignal } from "./wake-signal";
 
 export type VersionListener = (lbId: string, version: number, config: LbConfig) => void;
@@ -40,6 +40,8 @@ export interface ConfigPublisherDeps {
   /** The term this console leads under: null when it does not lead, 0 when no election runs (a
    * runtime that was never started: scripts, tests, the demo seed), which records unfenced. */
   leadership: { currentTerm(): number | null };
+  /** ConsoleMetrics' counter, declared here because the metrics module reads this one. */
+  metrics: { countConfigPush(lbId: string, result: PutConfigResult["kind"]): void };
 }
 
 /** The lease moved on while this console was recording a version: it records nothing. */
@@ -207,6 +209,7 @@ export class ConfigPublisher {
       }
       loop.status.lastAttemptAt = Date.now();
       const result = await this.deps.lbClient.putConfig({ id: lb.id, adminBase: lb.adminUrl ?? lb.url }, JSON.parse(row.json) as LbConfig);
+      this.deps.metrics.countConfigPush(lbId, result.kind);
       if (result.kind !== "unreachable") loop.answered = true;
       if (result.kind === "acked") {
         loop.status.lastError = null;

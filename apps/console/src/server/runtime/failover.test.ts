@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
-import { observedRtts } from "@meridian/db";
+import { lbProofs, observedRtts } from "@meridian/db";
 import { DomainError } from "../errors";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
@@ -103,5 +103,48 @@ describe("failover and failback", () => {
     await h.rt.health.tick();
     failbackLb(h.rt, OPERATOR, { id: "lb-ap-seoul" });
     assert.equal(entrypointMap(h.rt)["ap-seoul"]?.lbId, "lb-ap-seoul");
+  });
+});
+
+describe("failover targets", () => {
+  let h: Harness;
+  const lbs: Record<string, FakeLb> = {};
+  before(async () => {
+    h = createHarness({ healthIntervalMs: 100 });
+    // lb-near answers its health probe but holds no token this console issued (something else
+    // listening there): though nearest, it must not receive the failed LB's region.
+    for (const [region, token] of [
+      ["us", TEST_TOKEN],
+      ["near", null],
+      ["far", TEST_TOKEN],
+    ] as const) {
+      lbs[region] = await startFakeLb({ id: `lb-${region}`, region, token });
+      createRegion(h.rt, OPERATOR, { name: region });
+      createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: lbs[region]!.url, region });
+    }
+    h.rt.db.insert(observedRtts).values({ fromRegion: "us", toRegion: "near", rttMs: 10, updatedAt: 0 }).run();
+    h.rt.db.insert(observedRtts).values({ fromRegion: "us", toRegion: "far", rttMs: 300, updatedAt: 0 }).run();
+    h.rt.start();
+  });
+  after(async () => {
+    h.close();
+    for (const lb of Object.values(lbs)) await lb.close();
+  });
+
+  test("an LB that has not proved it holds its token is never a failover target, however near", async () => {
+    await waitFor(
+      () =>
+        h.rt.db
+          .select()
+          .from(lbProofs)
+          .all()
+          .some((p) => p.lbId === "lb-far"),
+      10_000,
+      "lb-far proven",
+    );
+    await waitFor(() => listLbs(h.rt).find((lb) => lb.id === "lb-near")?.credential.error, 10_000, "lb-near's challenge failed");
+    const result = failoverLb(h.rt, OPERATOR, { id: "lb-us" });
+    assert.equal(result.targetLbId, "lb-far", "lb-near (10 ms) never proved itself; lb-far (300 ms) did");
+    assert.equal(entrypointMap(h.rt).us?.lbId, "lb-far");
   });
 });

@@ -7,6 +7,8 @@ import { openDb } from "@meridian/db";
 import { autoFailbackAfterMs, getEnv } from "../../env";
 import { ensureUsers } from "../auth/users";
 import { seedDemoTopology } from "../demo/seed";
+import { demoStateDir } from "../../lib/demo-files";
+import consolePackage from "../../../package.json";
 import { ConsoleRuntime } from "./runtime";
 
 const KEY = Symbol.for("meridian.console.runtime");
@@ -24,7 +26,8 @@ export function getRuntime(options: { start?: boolean } = {}): ConsoleRuntime {
     runtime = new ConsoleRuntime(
       db,
       {
-        lbToken: env.MERIDIAN_LB_TOKEN,
+        entrypointsTokenSha256: env.MERIDIAN_ENTRYPOINTS_TOKEN ?? null,
+        tokenGraceMs: env.MERIDIAN_LB_TOKEN_GRACE_S * 1000,
         repoRoot: env.repoRoot,
         healthIntervalMs: env.MERIDIAN_HEALTH_INTERVAL_MS,
         failoverAfter: env.MERIDIAN_FAILOVER_AFTER,
@@ -38,12 +41,15 @@ export function getRuntime(options: { start?: boolean } = {}): ConsoleRuntime {
           url: env.MERIDIAN_PUBLIC_URL ?? `http://${hostname()}:${env.MERIDIAN_PORT}`,
           timing: { ttlMs: env.MERIDIAN_LEADER_LEASE_MS, renewEveryMs: env.MERIDIAN_LEADER_LEASE_MS / 4 },
         },
+        version: consolePackage.version,
       },
       log,
     );
     runtime.migrate();
     ensureUsers(db, { adminPassword: env.MERIDIAN_ADMIN_PASSWORD, viewerPassword: env.MERIDIAN_VIEWER_PASSWORD });
-    if (env.MERIDIAN_DEMO) seedDemoTopology(runtime, { basePort: env.MERIDIAN_DEMO_BASE_PORT });
+    if (env.MERIDIAN_DEMO) {
+      seedDemoTopology(runtime, { basePort: env.MERIDIAN_DEMO_BASE_PORT, tokenDir: demoStateDir(env.dbPath, env.MERIDIAN_DEMO_BASE_PORT) });
+    }
     log.info({ db: env.dbPath, demo: env.MERIDIAN_DEMO }, "console database ready");
     holder[KEY] = runtime;
   }

@@ -6,6 +6,8 @@
 // - Replica health, in-flight, queued tokens and share: from each LB's GET /admin/state.
 // - Observed RTTs (LB region -> replica region) are folded into observed_rtts (EWMA).
 // - Replicas that joined in a surprising way are logged once (replica-warnings.ts).
+// - Entrypoints are resolved after every round, so a fallback or an alarm is logged when it happens
+//   (entrypoint-resolver.ts).
 // - The config version each LB reports goes to the ConfigPublisher, which re-pushes when the LB
 //   lost its config (restarted without its state file).
 // - Every console probes (so that any console's pages show live health), but only the leader acts
@@ -19,6 +21,7 @@ import { regionNamesById } from "../region-names";
 import { recordAudit, SYSTEM_HEALTH } from "../audit-trail";
 import type { AutoFailback } from "./auto-failback";
 import type { ConfigPublisher } from "./config-publisher";
+import type { EntrypointResolver } from "./entrypoint-resolver";
 import type { FailoverService } from "./failover";
 import type { LbAdminClient } from "./lb-admin-client";
 import type { LbHealth, LbHealthBook } from "./lb-health";
@@ -32,11 +35,14 @@ export interface HealthMonitorDeps {
   db: Db;
   log: Logger;
   lbClient: Pick<LbAdminClient, "health" | "state">;
-  book: Pick<LbHealthBook, "lb" | "record" | "keepOnly">;
+  book: Pick<LbHealthBook, "lb" | "record" | "keepOnly" | "completeRound">;
   publisher: Pick<ConfigPublisher, "onReportedVersion" | "publishAll">;
   telemetry: Pick<TelemetryHub, "sync">;
   failover: Pick<FailoverService, "failover">;
   autoFailback: Pick<AutoFailback, "afterProbe">;
+  /** Resolved after every round, so an entrypoint that falls back (or has nowhere to go) is logged
+   * when it happens, not when a client next asks. */
+  entrypoints: Pick<EntrypointResolver, "resolve">;
   replicaWarnings: Pick<ReplicaWarningLog, "report">;
   intervalMs: number;
   /** Consecutive failed probes before an LB is failed over (or marked failed). */
@@ -59,14 +65,22 @@ export class HealthMonitor {
   start(): void {
     if (this.timer) return;
     this.startedAt = Date.now();
-    this.timer = setInterval(() => void this.tick(), this.deps.intervalMs);
+    this.timer = setInterval(() => this.round(), this.deps.intervalMs);
     this.timer.unref?.();
-    void this.tick();
+    this.round();
   }
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+  }
+
+  /** A timer's round: a round still probing when the runtime stops may find the database closed;
+   * that is not worth a crash (an unhandled rejection), and while running it is logged. */
+  private round(): void {
+    this.tick().catch((error: unknown) => {
+      if (this.timer) this.deps.log.error({ err: error }, "health round failed");
+    });
   }
 
   /** One probe round over every LB; concurrent calls share the round in progress. */
@@ -81,8 +95,10 @@ export class HealthMonitor {
     const rows = this.deps.db.select().from(loadBalancers).all();
     this.deps.book.keepOnly(new Set(rows.map((r) => r.id)));
     await Promise.all(rows.map((lb) => this.probe(lb)));
+    this.deps.book.completeRound();
     if (!this.deps.acting()) return;
     this.deps.telemetry.sync();
+    this.deps.entrypoints.resolve();
     this.deps.replicaWarnings.report(replicaWarningsFrom(this.deps.db, (lbId) => this.deps.book.lb(lbId)?.state ?? null));
   }
 

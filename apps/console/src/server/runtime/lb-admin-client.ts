@@ -1,8 +1,20 @@
-// HTTP client for one LB's admin API (meridian-proxy): GET /health, GET /admin/state,
-// PUT /admin/config, GET /admin/telemetry (NDJSON). Bearer token on every /admin call.
+// HTTP client for the LBs' admin API (meridian-proxy): GET /health, GET /admin/state,
+// PUT /admin/config, GET /admin/telemetry (NDJSON), POST /admin/credentials. Every /admin call
+// carries the LB's own token, and only after that LB proved it holds it (lb-challenge.ts): a
+// listener at a wrong URL gets the challenge and nothing else. A proof is reused for PROOF_TTL_MS
+// at the same admin URL with the same token; a 401 drops it.
 import "server-only";
 import { Agent, request, type Dispatcher } from "undici";
-import { safeParseLbState, type LbConfig, type LbState } from "@meridian/protocol";
+import {
+  LB_CREDENTIALS_UPDATE_SCHEMA,
+  safeParseLbCredentialsStatus,
+  safeParseLbState,
+  type LbConfig,
+  type LbCredentialsUpdateInput,
+  type LbState,
+} from "@meridian/protocol";
+import { challengeLb } from "./lb-challenge";
+import type { LbProofBook } from "./lb-proofs";
 
 export interface LbEndpoint {
   id: string;
@@ -29,20 +41,37 @@ function describe(error: unknown): string {
   return String(error);
 }
 
-/** What the client needs: the LBs' admin bearer token and the probe timeout. */
+/** How long a proof lets the console present the token without a new challenge. */
+const PROOF_TTL_MS = 30_000;
+
+/** The token the console presents to an LB (its `current` row), or null when none was issued. */
+export type LbTokenSource = (lbId: string) => { token: string; keyId: string } | null;
+
+/** What the client needs: each LB's token, where proofs are kept, and the probe timeout. */
 export interface LbAdminClientOptions {
-  token: string;
-  /** Timeout of GET /health and GET /admin/state. */
+  tokens: LbTokenSource;
+  proofs: LbProofBook;
+  /** Timeout of GET /health, GET /admin/proof and GET /admin/state. */
   timeoutMs: number;
+}
+
+/** Thrown (telemetry) or reported (other calls) when the console will not present the LB's token.
+ * `answered`: something answered the challenge (as opposed to nothing listening). */
+class UnprovenLbError extends Error {
+  override name = "UnprovenLbError";
+  constructor(
+    message: string,
+    readonly answered: boolean,
+  ) {
+    super(message);
+  }
 }
 
 export class LbAdminClient {
   private readonly dispatcher = new Agent({ connect: { timeout: 2_000 }, keepAliveTimeout: 10_000 });
-  private readonly token: string;
   private readonly timeoutMs: number;
 
-  constructor(options: LbAdminClientOptions) {
-    this.token = options.token;
+  constructor(private readonly options: LbAdminClientOptions) {
     this.timeoutMs = options.timeoutMs;
   }
 
@@ -51,8 +80,59 @@ export class LbAdminClient {
     await this.dispatcher.destroy();
   }
 
-  private auth(): Record<string, string> {
-    return { authorization: `Bearer ${this.token}` };
+  /**
+   * The Authorization header for this LB, once it has proved (recently, at this URL) that it holds
+   * the token; otherwise it is challenged first, and on failure no credential is sent at all.
+   */
+  async auth(lb: LbEndpoint): Promise<Record<string, string>> {
+    const token = this.options.tokens(lb.id);
+    if (!token) throw new UnprovenLbError(`no token was issued for LB "${lb.id}": issue one on the LBs page and configure the LB with it`, true);
+    const known = this.options.proofs.get(lb.id);
+    const fresh =
+      known?.provenKeyId === token.keyId && known.adminBase === lb.adminBase && known.provenAt !== null && Date.now() - known.provenAt < PROOF_TTL_MS;
+    if (!fresh) {
+      const result = await challengeLb(this.dispatcher, lb, token, this.timeoutMs);
+      const now = Date.now();
+      this.options.proofs.record(lb.id, {
+        adminBase: lb.adminBase,
+        provenKeyId: result.ok ? result.keyId : null,
+        provenAt: result.ok ? now : null,
+        held: result.held,
+        refused: !result.ok && result.answered,
+        error: result.ok ? null : result.error,
+        checkedAt: now,
+      });
+      if (!result.ok) throw new UnprovenLbError(result.answered ? `not proven, nothing sent: ${result.error}` : result.error, result.answered);
+    }
+    return { authorization: `Bearer ${token.token}` };
+  }
+
+  /** A 401 means the LB no longer holds the token: prove again before the next credentialed call. */
+  private after(lb: LbEndpoint, status: number): void {
+    if (status === 401) this.options.proofs.invalidate(lb.id);
+  }
+
+  /** Installs `token` beside the LB's current ones, or retires key ids; the LB's key ids after it. */
+  async updateCredentials(lb: LbEndpoint, update: Omit<LbCredentialsUpdateInput, "schema">): Promise<{ keyIds: string[] } | { error: string }> {
+    try {
+      const headers = await this.auth(lb);
+      const res = await request(joinUrl(lb.adminBase, "/admin/credentials"), {
+        method: "POST",
+        dispatcher: this.dispatcher,
+        headers: { ...headers, "content-type": "application/json" },
+        body: JSON.stringify({ schema: LB_CREDENTIALS_UPDATE_SCHEMA, ...update }),
+        headersTimeout: 5_000,
+        bodyTimeout: 5_000,
+        signal: AbortSignal.timeout(5_000),
+      });
+      const text = await res.body.text();
+      this.after(lb, res.statusCode);
+      if (res.statusCode !== 200) return { error: errorMessage(text) ?? `POST /admin/credentials answered ${res.statusCode}` };
+      const parsed = safeParseLbCredentialsStatus(JSON.parse(text));
+      return parsed.success ? { keyIds: parsed.data.keyIds } : { error: parsed.error.message };
+    } catch (error) {
+      return { error: describe(error) };
+    }
   }
 
   /** True when GET /health answers 2xx within the timeout. */
@@ -75,12 +155,13 @@ export class LbAdminClient {
     try {
       const res = await request(joinUrl(lb.adminBase, "/admin/state"), {
         dispatcher: this.dispatcher,
-        headers: this.auth(),
+        headers: await this.auth(lb),
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
         signal: AbortSignal.timeout(this.timeoutMs),
       });
       const text = await res.body.text();
+      this.after(lb, res.statusCode);
       if (res.statusCode !== 200) return { state: null, error: `GET /admin/state answered ${res.statusCode}` };
       const parsed = safeParseLbState(JSON.parse(text));
       return parsed.success ? { state: parsed.data, error: null } : { state: null, error: parsed.error.message };
@@ -90,17 +171,25 @@ export class LbAdminClient {
   }
 
   async putConfig(lb: LbEndpoint, config: LbConfig): Promise<PutConfigResult> {
+    let headers: Record<string, string>;
+    try {
+      headers = await this.auth(lb);
+    } catch (error) {
+      if (error instanceof UnprovenLbError && !error.answered) return { kind: "unreachable", message: error.message };
+      return { kind: "rejected", status: 401, message: describe(error) };
+    }
     try {
       const res = await request(joinUrl(lb.adminBase, "/admin/config"), {
         method: "PUT",
         dispatcher: this.dispatcher,
-        headers: { ...this.auth(), "content-type": "application/json" },
+        headers: { ...headers, "content-type": "application/json" },
         body: JSON.stringify(config),
         headersTimeout: 5_000,
         bodyTimeout: 5_000,
         signal: AbortSignal.timeout(5_000),
       });
       const text = await res.body.text();
+      this.after(lb, res.statusCode);
       if (res.statusCode >= 200 && res.statusCode < 300) return { kind: "acked" };
       const message = errorMessage(text) ?? `PUT /admin/config answered ${res.statusCode}`;
       // 409 also answers a config meant for another LB (code "wrong_lb"): no version bump fixes that.
@@ -111,16 +200,20 @@ export class LbAdminClient {
     }
   }
 
-  /** Opens the NDJSON telemetry stream after `since`. The caller reads and closes the body. */
+  /** Opens the NDJSON telemetry stream after `since`. The caller reads and closes the body. Throws
+   * UnprovenLbError when the LB did not prove itself. */
   async telemetry(lb: LbEndpoint, since: number, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
-    return request(joinUrl(lb.adminBase, `/admin/telemetry?since=${since}`), {
+    const headers = await this.auth(lb);
+    const res = await request(joinUrl(lb.adminBase, `/admin/telemetry?since=${since}`), {
       dispatcher: this.dispatcher,
-      headers: { ...this.auth(), accept: "application/x-ndjson" },
+      headers: { ...headers, accept: "application/x-ndjson" },
       headersTimeout: 5_000,
       // Heartbeats keep a live stream busy; 30 s of silence means the LB is gone.
       bodyTimeout: 30_000,
       signal,
     });
+    this.after(lb, res.statusCode);
+    return res;
   }
 }
 

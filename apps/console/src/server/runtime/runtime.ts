@@ -10,21 +10,35 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import pino, { type Logger } from "pino";
 import { migrate, sqliteStore, type Db, type Store } from "@meridian/db";
+import { generateLbToken } from "@meridian/protocol/credentials";
+import { SYSTEM_CONSOLE } from "../audit-trail";
 import { DEFAULT_LEASE_TIMING, type LeaseTiming } from "../leadership/lease";
 import { LeaderElector } from "../leadership/leader-elector";
+import { ConsoleMetrics } from "../metrics/console-metrics";
+import { assignDefaultHomes } from "../services/home-lb";
 import { AutoFailback } from "./auto-failback";
 import { ConfigPublisher } from "./config-publisher";
+import { CredentialKeeper } from "./credential-keeper";
+import { EntrypointResolver } from "./entrypoint-resolver";
 import { defaultSimCommand, ExperimentRunner, type SimCommand } from "./experiment-runner";
 import { FailoverService } from "./failover";
 import { HealthMonitor } from "./health-monitor";
 import { LbAdminClient } from "./lb-admin-client";
 import { LbHealthBook } from "./lb-health";
+import { LbProofBook } from "./lb-proofs";
+import { presentableToken } from "./lb-token-rows";
 import { ReplicaWarningLog } from "./replica-warnings";
 import { TelemetryHub } from "./telemetry-hub";
 import { TunerService } from "./tuner-service";
 
 export interface RuntimeOptions {
-  lbToken: string;
+  /** Hex SHA-256 of the machine token /api/entrypoints accepts (MERIDIAN_ENTRYPOINTS_TOKEN); the
+   * console keeps only the digest of a secret it only verifies. */
+  entrypointsTokenSha256: string | null;
+  /** How long an LB keeps accepting its previous token after a rotation (default 60 s). */
+  tokenGraceMs?: number;
+  /** Makes LB tokens (tests give a fixed one; default: 256 random bits). */
+  newLbToken?: () => string;
   repoRoot: string;
   healthIntervalMs: number;
   failoverAfter: number;
@@ -41,17 +55,23 @@ export interface RuntimeOptions {
    * to host:pid:random (unique per process), `url` (shown to operators as the leader's address) to
    * none, `timing` to DEFAULT_LEASE_TIMING. */
   leadership?: { id?: string; url?: string | null; timing?: LeaseTiming };
+  /** The console's version, for meridian_console_build_info. */
+  version?: string;
 }
 
 export class ConsoleRuntime {
   readonly lbClient: LbAdminClient;
   readonly lbHealth = new LbHealthBook();
+  readonly lbProofs = new LbProofBook();
   readonly publisher: ConfigPublisher;
+  readonly credentials: CredentialKeeper;
   readonly health: HealthMonitor;
   readonly telemetry: TelemetryHub;
   readonly tuners: TunerService;
   readonly failover: FailoverService;
   readonly autoFailback: AutoFailback;
+  readonly entrypoints: EntrypointResolver;
+  readonly metrics: ConsoleMetrics;
   readonly experiments: ExperimentRunner;
   readonly store: Store;
   readonly leadership: LeaderElector;
@@ -81,19 +101,27 @@ export class ConsoleRuntime {
     // records config versions unfenced (term 0), as a lone console always did. Once started, only
     // the leader records them, under its term.
     const leadership = { currentTerm: () => (this.started ? this.leadership.currentTerm() : 0) };
-    const lbClient = new LbAdminClient({ token: options.lbToken, timeoutMs: options.probeTimeoutMs ?? 2_000 });
-    const publisher = new ConfigPublisher({ db, log, lbClient, leadership });
+    const metrics = new ConsoleMetrics(options.version ?? "0.0.0");
+    const lbClient = new LbAdminClient({
+      tokens: (lbId) => presentableToken(db, lbId),
+      proofs: this.lbProofs,
+      timeoutMs: options.probeTimeoutMs ?? 2_000,
+    });
+    const publisher = new ConfigPublisher({ db, log, lbClient, metrics, leadership });
+    this.credentials = new CredentialKeeper({ db, log, lbClient, proofs: this.lbProofs, publisher, graceMs: options.tokenGraceMs ?? 60_000 });
     const telemetry = new TelemetryHub({ db, log, lbClient });
-    const failover = new FailoverService({ db, log, book: this.lbHealth, publisher });
+    const failover = new FailoverService({ db, log, book: this.lbHealth, publisher, metrics });
     const autoFailback = new AutoFailback({ log, failover, healthyForMs: options.autoFailbackAfterMs ?? 0 });
+    const entrypoints = new EntrypointResolver({ db, log, book: this.lbHealth });
     this.lbClient = lbClient;
     this.publisher = publisher;
     this.telemetry = telemetry;
     this.failover = failover;
     this.autoFailback = autoFailback;
+    this.entrypoints = entrypoints;
     this.tuners = new TunerService({ db, log, telemetry, publisher, leadership });
     this.health = new HealthMonitor({
-      acting: () => this.leadership.currentTerm() !== null,
+      acting: () => leadership.currentTerm() !== null,
       db,
       log,
       lbClient,
@@ -102,17 +130,25 @@ export class ConsoleRuntime {
       telemetry,
       failover,
       autoFailback,
+      entrypoints,
       replicaWarnings: new ReplicaWarningLog(log),
       intervalMs: options.healthIntervalMs,
       failoverAfter: options.failoverAfter,
       autoFailover: options.autoFailover,
     });
+    metrics.observe({ db, book: this.lbHealth, publisher, telemetry, tuners: this.tuners, entrypoints });
+    this.metrics = metrics;
     this.experiments = new ExperimentRunner({
       db,
       repoRoot: options.repoRoot,
       simCommand: options.simCommand ?? defaultSimCommand(options.repoRoot),
       traceDirs: options.traceDirs,
     });
+  }
+
+  /** A new LB token (shown once to the operator, presented to the LB by the console). */
+  newLbToken(): string {
+    return (this.options.newLbToken ?? generateLbToken)();
   }
 
   /** Applies migrations only (no background work). */
@@ -124,6 +160,8 @@ export class ConsoleRuntime {
   start(): void {
     if (this.started) return;
     this.started = true;
+    // Replicas an older console created without a home LB get their region's default now.
+    assignDefaultHomes(this.db, SYSTEM_CONSOLE);
     this.experiments.recoverInterrupted();
     // Every console probes the LBs for its own pages; the monitor acts only while this one leads.
     this.health.start();
@@ -150,6 +188,7 @@ export class ConsoleRuntime {
     // Tuners first: they register for new config versions before the publisher's first pushes.
     this.tuners.start();
     this.publisher.start();
+    this.credentials.start();
     // A follower that changes the topology or a tuner records no config version (it does not lead):
     // the leader reloads tuners changed elsewhere, and records and pushes a version when the built
     // config differs (publish() compares contents).
@@ -166,6 +205,7 @@ export class ConsoleRuntime {
     this.reconcileTimer = null;
     this.telemetry.stop();
     this.publisher.stop();
+    this.credentials.stop();
     this.tuners.stop();
   }
 }

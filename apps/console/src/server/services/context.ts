@@ -5,9 +5,12 @@ import "server-only";
 import type { Db } from "@meridian/db";
 import type { AutoFailback } from "../runtime/auto-failback";
 import type { ConfigPublisher } from "../runtime/config-publisher";
+import type { CredentialKeeper } from "../runtime/credential-keeper";
+import type { EntrypointResolver } from "../runtime/entrypoint-resolver";
 import type { ExperimentRunner } from "../runtime/experiment-runner";
 import type { FailoverService } from "../runtime/failover";
 import type { LbHealthBook } from "../runtime/lb-health";
+import type { LbProofBook } from "../runtime/lb-proofs";
 import type { TelemetryHub } from "../runtime/telemetry-hub";
 import type { TunerService } from "../runtime/tuner-service";
 
@@ -19,7 +22,12 @@ export interface ServiceRuntime {
   readonly tuners: Pick<TunerService, "ensure" | "forget" | "describe" | "startTuning" | "stopTuning" | "reset" | "setManual" | "updateSettings">;
   readonly failover: Pick<FailoverService, "failover" | "failback">;
   readonly autoFailback: Pick<AutoFailback, "dueAt">;
+  readonly entrypoints: Pick<EntrypointResolver, "resolve">;
   readonly experiments: Pick<ExperimentRunner, "traces" | "start" | "list">;
+  readonly lbProofs: Pick<LbProofBook, "get" | "forget">;
+  readonly credentials: Pick<CredentialKeeper, "wake" | "rotationStatus">;
+  /** A new LB token (256 random bits; tests may fix it). */
+  newLbToken(): string;
 }
 
 /** The database or a transaction on it (both have the same query builders). */

@@ -7,9 +7,12 @@ import { regionNamesById } from "../region-names";
 import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, invalid, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
+import type { EntrypointResolution } from "../runtime/entrypoint-resolver";
 import type { FailoverResult } from "../runtime/failover";
 import type { ServiceRuntime } from "./context";
+import { assignDefaultHomes } from "./home-lb";
 import { newId } from "./ids";
+import { issueFirstToken, lbCredentialView, type LbCredentialView } from "./lb-tokens";
 import { requireRegion } from "./regions";
 import { requireHttpUrl } from "./validation";
 
@@ -46,6 +49,8 @@ export interface LbView {
    * (not failed over automatically, not answering yet, or automatic failback off). */
   autoFailbackAt: number | null;
   entrypointFor: string[];
+  /** Its token, rotation and proof (never a secret). */
+  credential: LbCredentialView;
 }
 
 export function listLbs(rt: ServiceRuntime): LbView[] {
@@ -83,6 +88,7 @@ export function listLbs(rt: ServiceRuntime): LbView[] {
         failedOverAutomatically: lb.failedOverAutomatically,
         autoFailbackAt: rt.autoFailback.dueAt(lb),
         entrypointFor: entries.filter((e) => e.lbId === lb.id).map((e) => regionNames.get(e.regionId) ?? e.regionId),
+        credential: lbCredentialView(rt, lb),
       };
     });
 }
@@ -117,11 +123,13 @@ function requirePolicy(policy: string): string {
   return policy;
 }
 
-export function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput, fixedId?: string): { id: string } {
+/** Creates the LB with its first token, returned once: the operator configures the LB with it
+ * (MERIDIAN_LB_TOKEN); the console never shows it again. */
+export function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput, fixedId?: string): { id: string; keyId: string; token: string } {
   const url = requireHttpUrl("url", input.url);
   const adminUrl = input.adminUrl ? requireHttpUrl("adminUrl", input.adminUrl) : null;
   const policy = requirePolicy(input.policy ?? "gorgo");
-  const id = rt.db.transaction((tx) => {
+  const { id, keyId, token } = rt.db.transaction((tx) => {
     if (tx.select().from(loadBalancers).where(eq(loadBalancers.name, input.name)).get()) {
       throw conflict(`a load balancer named "${input.name}" already exists`);
     }
@@ -144,12 +152,14 @@ export function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput, fixed
       tx.insert(entrypoints).values({ regionId: region.id, lbId: id, updatedAt: now }).run();
     }
     recordAudit(tx, actor, "lb.create", `lb:${id}`, null, row);
-    return id;
+    // Replicas created while their region had no LB belong to it now.
+    assignDefaultHomes(tx, actor, region.id);
+    return { id, ...issueFirstToken(rt, tx, actor, id) };
   });
   rt.tuners.ensure(id);
   rt.publisher.publishAll();
   rt.telemetry.sync();
-  return { id };
+  return { id, keyId, token };
 }
 
 export function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: string } & Partial<Omit<LbInput, "policy" | "crossRegion">>): void {
@@ -206,6 +216,7 @@ export function deleteLb(rt: ServiceRuntime, actor: Actor, input: { id: string }
   rt.tuners.forget(input.id);
   rt.publisher.forget(input.id);
   rt.lbHealth.forget(input.id);
+  rt.lbProofs.forget(input.id);
   rt.telemetry.sync();
   rt.publisher.publishAll();
 }
@@ -236,21 +247,8 @@ export function failbackLb(rt: ServiceRuntime, actor: Actor, input: { id: string
   return rt.failover.failback(input.id, actor);
 }
 
-/** Region name → the LB its clients use. */
-export function entrypointMap(rt: ServiceRuntime): Record<string, { lbId: string; url: string }> {
-  const regionNames = regionNamesById(rt.db);
-  const lbs = new Map(
-    rt.db
-      .select()
-      .from(loadBalancers)
-      .all()
-      .map((l) => [l.id, l]),
-  );
-  const out: Record<string, { lbId: string; url: string }> = {};
-  for (const entry of rt.db.select().from(entrypoints).all()) {
-    const lb = lbs.get(entry.lbId);
-    const region = regionNames.get(entry.regionId);
-    if (lb && region) out[region] = { lbId: lb.id, url: lb.url };
-  }
-  return out;
+/** Region name → where its clients go: the assigned LB, a fallback while it is failed, or nothing
+ * (an alarm); see entrypoint-resolver.ts. */
+export function entrypointMap(rt: ServiceRuntime): Record<string, EntrypointResolution> {
+  return Object.fromEntries(rt.entrypoints.resolve().map((r) => [r.region, r]));
 }

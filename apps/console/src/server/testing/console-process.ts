@@ -1,7 +1,8 @@
 // One console's server side without Next (a ConsoleRuntime joined to the leadership election), as a
 // child process for the two-console test (leadership/two-consoles.test.ts), which kills it by PID.
 // Run: node --conditions=react-server --import tsx apps/console/src/server/testing/console-process.ts
-// Env: HA_DB_PATH (the shared SQLite file), HA_LB_TOKEN, HA_CONSOLE_ID.
+// Env: HA_DB_PATH (the shared SQLite file), HA_LB_TOKEN (what the test's LBs were created with),
+//      HA_CONSOLE_ID.
 // Prints one JSON line each time its view of the leadership changes:
 //   {"id":"a","isLeader":true,"term":3,"leader":"a","at":1700000000000}
 // SIGTERM stops it (a leader releases its lease) and exits 0.
@@ -17,7 +18,8 @@ const db = openDb(env.HA_DB_PATH);
 const runtime = new ConsoleRuntime(
   db,
   {
-    lbToken: env.HA_LB_TOKEN,
+    entrypointsTokenSha256: null,
+    newLbToken: () => env.HA_LB_TOKEN,
     repoRoot: findRepoRoot(),
     healthIntervalMs: 500,
     failoverAfter: 3,

@@ -1,14 +1,20 @@
-// A fake meridian-proxy admin API on loopback port 0, for tests: GET /health, GET /admin/state,
-// PUT /admin/config (409 unless the version is newer), GET /admin/telemetry?since=N (NDJSON).
+// A fake meridian-proxy admin API on loopback port 0, for tests: GET /health, GET /admin/proof
+// (answers the console's challenge for the tokens it holds), GET /admin/state, PUT /admin/config
+// (409 unless the version is newer), GET /admin/telemetry?since=N (NDJSON), POST /admin/credentials
+// (install / retire). It records every Authorization header it receives.
 import "server-only";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { LB_STATE_SCHEMA, type LbConfig, type LbState, type TelemetryEvent } from "@meridian/protocol";
+import { LB_CREDENTIALS_STATUS_SCHEMA, LB_PROOF_SCHEMA, LB_STATE_SCHEMA, type LbConfig, type LbState, type TelemetryEvent } from "@meridian/protocol";
+import { deriveLbKey, lbKeyId, proofMac } from "@meridian/protocol/credentials";
 import { telemetryEvent } from "./telemetry-event";
 
 export interface FakeLb {
   url: string;
-  token: string;
+  /** The LB tokens it holds, newest first (what the proxy keeps in its credentials file). */
+  tokens: string[];
+  /** Every Authorization header any request to it carried. */
+  authorizations: string[];
   configs: LbConfig[];
   /** Current config version (0 before any PUT). */
   version: number;
@@ -27,7 +33,8 @@ export interface FakeLb {
 export async function startFakeLb(options: {
   id: string;
   region: string;
-  token: string;
+  /** null: it holds no token (an LB not yet configured, or a listener that is not this LB). */
+  token: string | null;
   port?: number;
   rttMs?: (replica: { id: string; region: string }) => number;
 }): Promise<FakeLb> {
@@ -35,7 +42,8 @@ export async function startFakeLb(options: {
   const streams = new Set<ServerResponse>();
   const lb: FakeLb = {
     url: "",
-    token: options.token,
+    tokens: options.token ? [options.token] : [],
+    authorizations: [],
     configs: [],
     version: 0,
     healthy: true,
@@ -67,7 +75,7 @@ export async function startFakeLb(options: {
     },
   };
 
-  const authorised = (req: IncomingMessage) => req.headers.authorization === `Bearer ${options.token}`;
+  const authorised = (req: IncomingMessage) => lb.tokens.some((token) => req.headers.authorization === `Bearer ${token}`);
 
   function state(): LbState {
     const config = lb.configs.at(-1);
@@ -108,8 +116,15 @@ export async function startFakeLb(options: {
 
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://x");
+    if (req.headers.authorization) lb.authorizations.push(req.headers.authorization);
     if (url.pathname === "/health") {
       res.writeHead(lb.healthy ? 200 : 503).end(lb.healthy ? "ok" : "down");
+      return;
+    }
+    if (url.pathname === "/admin/proof" && req.method === "GET") {
+      const nonce = url.searchParams.get("nonce") ?? "";
+      const proofs = lb.tokens.map((token) => ({ keyId: lbKeyId(token), mac: proofMac(deriveLbKey(token).proofKey, options.id, nonce) }));
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ schema: LB_PROOF_SCHEMA, lbId: options.id, nonce, proofs }));
       return;
     }
     if (!authorised(req)) {
@@ -141,6 +156,18 @@ export async function startFakeLb(options: {
         lb.version = config.version;
         lb.configs.push(config);
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, version: config.version }));
+      });
+      return;
+    }
+    if (url.pathname === "/admin/credentials" && req.method === "POST") {
+      let body = "";
+      req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+      req.on("end", () => {
+        const update = JSON.parse(body) as { install?: string; retire?: string[] };
+        if (update.install && !lb.tokens.includes(update.install)) lb.tokens.unshift(update.install);
+        if (update.retire) lb.tokens = lb.tokens.filter((token) => !update.retire?.includes(lbKeyId(token)));
+        const status = { schema: LB_CREDENTIALS_STATUS_SCHEMA, lbId: options.id, keyIds: lb.tokens.map(lbKeyId) };
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(status));
       });
       return;
     }

@@ -1,5 +1,6 @@
 // Test harness: a ConsoleRuntime on a temporary SQLite file, cleaned up by close().
 import "server-only";
+import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,7 +10,10 @@ import { findRepoRoot } from "../../env";
 import { ConsoleRuntime, type RuntimeOptions } from "../runtime/runtime";
 import type { Actor } from "../audit-trail";
 
-export const TEST_TOKEN = "test-lb-token-123";
+/** The LB token every test LB gets unless a test asks for real random ones (`newLbToken`). */
+export const TEST_TOKEN = `mlt_${"h".repeat(43)}`;
+/** The machine token /api/entrypoints accepts in tests. */
+export const ENTRYPOINTS_TOKEN = "test-entrypoints-token";
 export const OPERATOR: Actor = { username: "admin", role: "operator" };
 
 export interface Harness {
@@ -25,7 +29,8 @@ export function createHarness(options: Partial<RuntimeOptions> = {}, log?: Logge
   const rt = new ConsoleRuntime(
     db,
     {
-      lbToken: TEST_TOKEN,
+      entrypointsTokenSha256: createHash("sha256").update(ENTRYPOINTS_TOKEN).digest("hex"),
+      newLbToken: () => TEST_TOKEN,
       repoRoot: findRepoRoot(),
       healthIntervalMs: 60_000,
       failoverAfter: 2,

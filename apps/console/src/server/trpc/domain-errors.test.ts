@@ -4,7 +4,10 @@ import { strict as assert } from "node:assert";
 import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import pino from "pino";
+import { join } from "node:path";
+import { openDb } from "@meridian/db";
 import { ensureUsers } from "../auth/users";
+import { listLbs } from "../services/lbs";
 import { handleLogin } from "../auth/login";
 import { LoginThrottle } from "../auth/rate-limit";
 import type * as ErrorsModule from "../errors";
@@ -127,6 +130,22 @@ describe("domain errors through tRPC", () => {
     assert.equal(third.status, 429);
     assert.equal(third.error?.data.code, "TOO_MANY_REQUESTS");
     assert.match(third.error!.message, /2 experiments are already running; wait for one to finish/);
+  });
+
+  test("a mutation while another process holds the database's write lock is a 503, and changes nothing", async () => {
+    const other = openDb(join(h.dir, "console.db")).$client;
+    other.pragma("busy_timeout = 0");
+    other.exec("BEGIN EXCLUSIVE");
+    try {
+      const res = await mutate("lbs.setPolicy", { id: "lb-us", policy: "least-load", crossRegion: "direct" });
+      assert.equal(res.status, 503);
+      assert.match(res.error!.message, /database is locked by another process; nothing was changed/);
+    } finally {
+      other.exec("ROLLBACK");
+      other.close();
+    }
+    assert.equal(listLbs(h.rt).find((lb) => lb.id === "lb-us")?.policy, "gorgo");
+    assert.equal((await mutate("lbs.setPolicy", { id: "lb-us", policy: "least-load", crossRegion: "direct" })).status, 200, "a retry after the lock succeeds");
   });
 
   test("bad input is a 400 naming the field", async () => {

@@ -11,8 +11,23 @@ const CODES: Record<DomainErrorKind, TRPC_ERROR_CODE_KEY> = {
   busy: "TOO_MANY_REQUESTS",
 };
 
+/** SQLite's "another connection holds the write lock" (SQLITE_BUSY and its extended codes). A write
+ * transaction that started by reading fails with it at once, without waiting for busy_timeout (SQLite
+ * will not wait where waiting could deadlock): the operator's change was not made and can be retried. */
+function isDatabaseBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_BUSY");
+}
+
 function toTRPCError(error: unknown): unknown {
   if (error instanceof DomainError) return new TRPCError({ code: CODES[error.kind], message: error.message, cause: error });
+  if (isDatabaseBusy(error)) {
+    return new TRPCError({
+      code: "SERVICE_UNAVAILABLE",
+      message: "the console's database is locked by another process; nothing was changed, retry in a moment",
+      cause: error,
+    });
+  }
   return error;
 }
 

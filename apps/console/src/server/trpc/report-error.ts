@@ -1,5 +1,6 @@
 // What happens to a tRPC error after it is answered. A bug (INTERNAL_SERVER_ERROR) is logged at
-// error with its stack. 401 and 403 are refusals: logged at warn and written to the audit log with the
+// error with its stack. A database locked by another process (503, SERVICE_UNAVAILABLE) is a
+// transient fault, not a bug: one warn line, no stack. 401 and 403 are refusals: logged at warn and written to the audit log with the
 // client's address (auth/security-audit.ts). Every other 4xx is an operator's mistake or a state the
 // operator must resolve (unknown id, bounds, "not failed over"): one info line, no stack.
 import "server-only";
@@ -19,6 +20,10 @@ export interface TrpcErrorReport {
 export function reportTrpcError(sink: RefusalSink, report: TrpcErrorReport, auditor?: SecurityAuditor): void {
   const { error, path, client } = report;
   const status = getHTTPStatusCodeFromError(error);
+  if (error.code === "SERVICE_UNAVAILABLE") {
+    sink.log.warn({ path, status, message: error.message, address: client.address }, "tRPC request failed on a transient fault");
+    return;
+  }
   if (error.code === "INTERNAL_SERVER_ERROR" || status >= 500) {
     sink.log.error({ path, err: error.cause ?? error }, "tRPC procedure failed");
     return;

@@ -2,6 +2,7 @@
 import "server-only";
 import { auditRouter } from "../routers/audit";
 import { authRouter } from "../routers/auth";
+import { clientKeysRouter } from "../routers/client-keys";
 import { experimentsRouter } from "../routers/experiments";
 import { lbsRouter } from "../routers/lbs";
 import { overviewRouter } from "../routers/overview";
@@ -19,6 +20,7 @@ export const appRouter = router({
   tuner: tunerRouter,
   experiments: experimentsRouter,
   audit: auditRouter,
+  clientKeys: clientKeysRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,0 +1,31 @@
+// The clientAuth section of an LB's config: which client API keys it accepts (hashes only) and
+// whether it requires one. Keys are per region (apps/console/README.md, "Security"): an LB accepts
+// its own region's keys and those of each region whose entrypoint it is, so a failover moves a
+// region's clients to another LB without locking them out. It requires a key when its own region
+// does: the LB cannot tell which region a keyless client came from.
+import "server-only";
+import { eq, isNull } from "drizzle-orm";
+import type { ClientAuth } from "@meridian/protocol";
+import { clientKeys, entrypoints, regions, type Db, type LoadBalancerRow } from "@meridian/db";
+
+export function clientAuthFor(db: Pick<Db, "select">, lb: Pick<LoadBalancerRow, "id" | "regionId">, regionNames: Map<string, string>): ClientAuth {
+  const served = new Set([
+    lb.regionId,
+    ...db
+      .select()
+      .from(entrypoints)
+      .where(eq(entrypoints.lbId, lb.id))
+      .all()
+      .map((e) => e.regionId),
+  ]);
+  const keys = db
+    .select()
+    .from(clientKeys)
+    .where(isNull(clientKeys.revokedAt))
+    .orderBy(clientKeys.id)
+    .all()
+    .filter((key) => served.has(key.regionId))
+    .map((key) => ({ id: key.id, name: key.name, region: regionNames.get(key.regionId) ?? key.regionId, sha256: key.sha256 }));
+  const own = db.select({ required: regions.clientKeysRequired }).from(regions).where(eq(regions.id, lb.regionId)).get();
+  return { required: own?.required ?? false, keys };
+}

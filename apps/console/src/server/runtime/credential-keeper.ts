@@ -1,0 +1,203 @@
+// CredentialKeeper: carries each LB's token rotation through and keeps the proof record
+// (docs/ARCHITECTURE.md, "LB credentials"). On every tick (and when woken), per LB:
+// 1. A new proof at the LB's admin URL is persisted in lb_proofs (as soon as the challenge is
+//    answered), and the LB joins its peers' configs and may be a failover target; an answer that
+//    fails the proof removes it from them (something else listens there).
+// 2. A `pending` token is installed on the LB (POST /admin/credentials, with the current token);
+//    once the LB holds it, it becomes `current` and the old one `retiring` for the grace period, during
+//    which the LB accepts both, so nothing in flight is refused.
+// 3. A `retiring` token past its time is retired on the LB, then deleted here.
+// 4. Tokens the LB holds that the console never issued (or already forgot: after "issue new token")
+//    are retired on the LB once it has proved the current one.
+// Each step is audited by system:credentials. An LB that does not answer is retried next tick.
+import "server-only";
+import { and, eq } from "drizzle-orm";
+import type { Logger } from "pino";
+import { lbProofs, lbTokens, loadBalancers, type Db, type LoadBalancerRow } from "@meridian/db";
+import { recordAudit, SYSTEM_CREDENTIALS } from "../audit-trail";
+import type { ConfigPublisher } from "./config-publisher";
+import type { LbAdminClient } from "./lb-admin-client";
+import type { LbProofBook } from "./lb-proofs";
+import { lbTokenRows } from "./lb-token-rows";
+import { WakeSignal } from "./wake-signal";
+
+export interface CredentialKeeperDeps {
+  db: Db;
+  log: Logger;
+  lbClient: Pick<LbAdminClient, "updateCredentials">;
+  proofs: Pick<LbProofBook, "get" | "onRecord">;
+  publisher: Pick<ConfigPublisher, "publishAll">;
+  /** How long the LB keeps accepting the previous token after a rotation. */
+  graceMs: number;
+  intervalMs?: number;
+}
+
+export interface RotationStatus {
+  lastError: string | null;
+  lastAttemptAt: number | null;
+}
+
+export class CredentialKeeper {
+  private readonly signal = new WakeSignal();
+  private readonly status = new Map<string, RotationStatus>();
+  private running = false;
+  private stopped = false;
+
+  constructor(private readonly deps: CredentialKeeperDeps) {
+    // Persisted as soon as the challenge is answered (also before start(): a health probe challenges
+    // too): failover, the entrypoint map and the peer lists read lb_proofs. Not after stop(): the
+    // database may be closing.
+    deps.proofs.onRecord((lbId) => {
+      if (this.stopped) return;
+      try {
+        const lb = deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+        if (lb) this.recordProof(lb);
+      } catch (error) {
+        deps.log.error({ lbId, err: error }, "recording an LB's proof failed");
+      }
+      this.signal.wake();
+    });
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.stopped = false;
+    void this.run();
+  }
+
+  stop(): void {
+    this.running = false;
+    this.stopped = true;
+    this.signal.wake();
+  }
+
+  wake(): void {
+    this.signal.wake();
+  }
+
+  rotationStatus(lbId: string): RotationStatus {
+    return this.status.get(lbId) ?? { lastError: null, lastAttemptAt: null };
+  }
+
+  /** One pass over every LB; it ends early once the keeper is stopped (the database may be closing). */
+  async tick(): Promise<void> {
+    for (const lb of this.deps.db.select().from(loadBalancers).all()) {
+      if (!this.running) return;
+      try {
+        await this.advance(lb);
+      } catch (error) {
+        this.deps.log.error({ lbId: lb.id, err: error }, "credential step failed");
+      }
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      try {
+        await this.tick();
+      } catch (error) {
+        // The database went away (shutdown) or failed for a moment: try again next round.
+        if (this.running) this.deps.log.error({ err: error }, "credential round failed");
+      }
+      await this.signal.wait(this.deps.intervalMs ?? 2_000);
+    }
+  }
+
+  private recordProof(lb: LoadBalancerRow): void {
+    const adminBase = lb.adminUrl ?? lb.url;
+    const proof = this.deps.proofs.get(lb.id);
+    if (!proof || proof.adminBase !== adminBase) return;
+    const stored = this.deps.db.select().from(lbProofs).where(eq(lbProofs.lbId, lb.id)).get();
+    if (proof.provenKeyId !== null && proof.provenAt !== null && stored?.adminBase !== adminBase) {
+      this.deps.db
+        .insert(lbProofs)
+        .values({ lbId: lb.id, adminBase, keyId: proof.provenKeyId, provenAt: proof.provenAt })
+        .onConflictDoUpdate({ target: lbProofs.lbId, set: { adminBase, keyId: proof.provenKeyId, provenAt: proof.provenAt } })
+        .run();
+      this.deps.log.info({ lbId: lb.id, adminBase, keyId: proof.provenKeyId }, "LB proved it holds its token; its peers may poll it");
+      this.deps.publisher.publishAll();
+    } else if (proof.refused && stored) {
+      this.deps.db.delete(lbProofs).where(eq(lbProofs.lbId, lb.id)).run();
+      this.deps.log.warn({ lbId: lb.id, adminBase, error: proof.error }, "LB failed its proof; no LB polls it until it proves itself again");
+      this.deps.publisher.publishAll();
+    }
+  }
+
+  private async advance(lb: LoadBalancerRow): Promise<void> {
+    const rows = lbTokenRows(this.deps.db, lb.id);
+    const current = rows.find((r) => r.state === "current");
+    if (!current) return;
+    const endpoint = { id: lb.id, adminBase: lb.adminUrl ?? lb.url };
+    const pending = rows.find((r) => r.state === "pending");
+    const retiring = rows.find((r) => r.state === "retiring");
+    if (pending) {
+      const answer = await this.attempt(lb.id, () => this.deps.lbClient.updateCredentials(endpoint, { install: pending.token }));
+      if (answer?.includes(pending.keyId)) this.activate(lb.id, current.keyId, pending.keyId);
+      return;
+    }
+    if (retiring && retiring.retireAt !== null && retiring.retireAt <= Date.now()) {
+      const answer = await this.attempt(lb.id, () => this.deps.lbClient.updateCredentials(endpoint, { retire: [retiring.keyId] }));
+      if (answer && !answer.includes(retiring.keyId)) this.retired(lb.id, retiring.id, retiring.keyId);
+      return;
+    }
+    const proof = this.deps.proofs.get(lb.id);
+    if (proof?.provenKeyId !== current.keyId) return;
+    const unknown = proof.held.filter((keyId) => !rows.some((row) => row.keyId === keyId));
+    if (unknown.length === 0) return;
+    const answer = await this.attempt(lb.id, () => this.deps.lbClient.updateCredentials(endpoint, { retire: unknown }));
+    if (!answer) return;
+    proof.held = answer;
+    this.deps.db.transaction((tx) =>
+      recordAudit(tx, SYSTEM_CREDENTIALS, "lb.token.retire", `lb:${lb.id}`, { keyIds: unknown }, { keyIds: answer, reason: "not issued by this console" }),
+    );
+    this.deps.log.info({ lbId: lb.id, retired: unknown }, "retired LB tokens this console did not issue");
+  }
+
+  /** Runs one credential call; the LB's key ids on success, null (status noted) on failure. */
+  private async attempt(lbId: string, call: () => ReturnType<LbAdminClient["updateCredentials"]>): Promise<string[] | null> {
+    const result = await call();
+    const status = { lastAttemptAt: Date.now(), lastError: "error" in result ? result.error : null };
+    const before = this.status.get(lbId)?.lastError ?? null;
+    this.status.set(lbId, status);
+    if ("error" in result) {
+      if (before !== result.error) this.deps.log.warn({ lbId, error: result.error }, "LB credential update failed; retrying");
+      return null;
+    }
+    return result.keyIds;
+  }
+
+  private activate(lbId: string, previousKeyId: string, nextKeyId: string): void {
+    const retireAt = Date.now() + this.deps.graceMs;
+    this.deps.db.transaction((tx) => {
+      tx.update(lbTokens)
+        .set({ state: "retiring", retireAt })
+        .where(and(eq(lbTokens.lbId, lbId), eq(lbTokens.state, "current")))
+        .run();
+      tx.update(lbTokens)
+        .set({ state: "current" })
+        .where(and(eq(lbTokens.lbId, lbId), eq(lbTokens.state, "pending")))
+        .run();
+      recordAudit(
+        tx,
+        SYSTEM_CREDENTIALS,
+        "lb.token.activate",
+        `lb:${lbId}`,
+        { current: previousKeyId },
+        { current: nextKeyId, retiring: previousKeyId, retireAt },
+      );
+    });
+    this.deps.log.info({ lbId, keyId: nextKeyId, retiring: previousKeyId, retireAt }, "LB token rotated; the previous one is accepted until retireAt");
+    this.signal.wake();
+  }
+
+  private retired(lbId: string, rowId: number, keyId: string): void {
+    this.deps.db.transaction((tx) => {
+      tx.delete(lbTokens).where(eq(lbTokens.id, rowId)).run();
+      recordAudit(tx, SYSTEM_CREDENTIALS, "lb.token.retire", `lb:${lbId}`, { keyIds: [keyId] }, null);
+    });
+    this.deps.log.info({ lbId, keyId }, "previous LB token retired");
+    // Its peer credential leaves the other LBs' configs.
+    this.deps.publisher.publishAll();
+  }
+}

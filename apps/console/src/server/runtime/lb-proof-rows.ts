@@ -1,0 +1,24 @@
+// Which LBs have proved, at their current admin URL, that they hold a token the console issued
+// (lb_proofs, written by the CredentialKeeper). Only those are listed as peers in LB configs and
+// chosen as failover targets: a listener registered as an LB answers /health but never proves itself,
+// and must receive neither peer polls nor a region's clients.
+import "server-only";
+import { lbProofs, loadBalancers, type Db } from "@meridian/db";
+
+export function provenLbIds(db: Pick<Db, "select">): Set<string> {
+  const provenAt = new Map(
+    db
+      .select()
+      .from(lbProofs)
+      .all()
+      .map((p) => [p.lbId, p.adminBase]),
+  );
+  return new Set(
+    db
+      .select()
+      .from(loadBalancers)
+      .all()
+      .filter((lb) => provenAt.get(lb.id) === (lb.adminUrl ?? lb.url))
+      .map((lb) => lb.id),
+  );
+}

@@ -1,0 +1,102 @@
+// A token rotation from the console against a real meridian-proxy in front of a simulated engine,
+// with clients sending all along: the console installs the next token, switches to it, retires the
+// old one after the grace period, keeps managing the LB, and no client request fails (issue 13
+// item 13, "rotation keeps serving").
+import { strict as assert } from "node:assert";
+import { after, before, describe, test } from "node:test";
+import { pino } from "pino";
+import { request } from "undici";
+import { startProxy, type RunningProxy } from "@meridian/proxy";
+import { startEngineServer, type EngineServer } from "@meridian/sim";
+import { generateLbToken, lbKeyId, newNonce } from "@meridian/protocol/credentials";
+import { listAudit } from "../services/audit";
+import { createLb, listLbs, setPolicy } from "../services/lbs";
+import { rotateLbToken } from "../services/lb-tokens";
+import { createRegion } from "../services/regions";
+import { createReplica } from "../services/replicas";
+import { freePort } from "../testing/free-port";
+import { createHarness, OPERATOR, waitFor, type Harness } from "../testing/harness";
+
+const MODEL = "meridian-sim-8b";
+
+describe("token rotation against a real LB", () => {
+  let h: Harness;
+  let engine: EngineServer;
+  let lb: RunningProxy;
+  let firstToken: string;
+
+  before(async () => {
+    h = createHarness({ newLbToken: generateLbToken, healthIntervalMs: 100, tokenGraceMs: 300 });
+    engine = await startEngineServer({
+      port: 0,
+      id: "us-1",
+      region: "us-ashburn",
+      model: MODEL,
+      dialect: "sglang",
+      rttMatrix: { "us-ashburn": { "us-ashburn": 1 } },
+    });
+    const port = await freePort();
+    createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+    firstToken = createLb(h.rt, OPERATOR, { name: "lb-us", url: `http://127.0.0.1:${port}`, region: "us-ashburn" }, "lb-us").token;
+    createReplica(h.rt, OPERATOR, { name: "us-1", url: engine.url, region: "us-ashburn", engine: "sglang", model: MODEL, homeLbId: "lb-us" }, "us-1");
+    // The operator starts the LB with the token the console showed once.
+    lb = await startProxy({
+      config: { schema: "meridian.lb-config/1", version: 0, lbId: "lb-us", region: "us-ashburn" },
+      settings: { port, host: "127.0.0.1", warmupTimeoutMs: 0 },
+      token: firstToken,
+      logger: pino({ level: "silent" }),
+    });
+    h.rt.start();
+    await waitFor(() => lb.balancer.config.replicas.length === 1 && listLbs(h.rt)[0]?.credential.proven, 10_000, "the LB configured by the console");
+  });
+  after(async () => {
+    h.close();
+    await lb?.close();
+    await engine?.close();
+  });
+
+  test("the console rotates the LB's token while clients are served", async () => {
+    let stop = false;
+    const statuses: number[] = [];
+    const traffic = (async () => {
+      for (let i = 0; !stop; i++) {
+        const res = await request(`${lb.url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: `hello ${i}` }], max_tokens: 4 }),
+        });
+        await res.body.dump();
+        statuses.push(res.statusCode);
+      }
+    })();
+    const { keyId } = rotateLbToken(h.rt, OPERATOR, { id: "lb-us" });
+    await waitFor(
+      () => {
+        const credential = listLbs(h.rt)[0]?.credential;
+        return credential?.keyId === keyId && credential.retiringKeyId === null && credential.proven;
+      },
+      15_000,
+      "the rotation finished (activated, the old token retired)",
+    );
+    // The LB now holds only the new token, and the console still manages it with it.
+    const proof = (await (await request(`${lb.url}/admin/proof?nonce=${newNonce()}`)).body.json()) as { proofs: { keyId: string }[] };
+    assert.deepEqual(
+      proof.proofs.map((p) => p.keyId),
+      [keyId],
+    );
+    assert.notEqual(keyId, lbKeyId(firstToken));
+    const oldRefused = await request(`${lb.url}/admin/state`, { headers: { authorization: `Bearer ${firstToken}` } });
+    await oldRefused.body.dump();
+    assert.equal(oldRefused.statusCode, 401);
+    setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "least-load", crossRegion: "direct" });
+    await waitFor(() => lb.balancer.config.policy === "least-load", 10_000, "a config pushed with the new token");
+    await waitFor(() => statuses.length >= 10, 15_000, "client requests");
+    stop = true;
+    await traffic;
+    assert.deepEqual([...new Set(statuses)], [200], "no client request failed during the rotation");
+    const actions = listAudit(h.rt, { target: "lb:lb-us", limit: 50 }).map((row) => `${row.actor} ${row.action}`);
+    for (const expected of ["admin lb.token.rotate", "system:credentials lb.token.activate", "system:credentials lb.token.retire"]) {
+      assert.ok(actions.includes(expected), `${expected} in ${actions.join(", ")}`);
+    }
+  });
+});

@@ -1,0 +1,161 @@
+// The first-byte deadline: derived from a request's expected time to first byte on its replica, with a
+// floor and a cap, learned per replica; and when a stuck request may move (redispatch.ts).
+import { strict as assert } from "node:assert";
+import { describe, it } from "node:test";
+import { chatBlockKeys } from "@meridian/routing";
+import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
+import {
+  FIRST_BYTE_SLACK,
+  FirstByteHistory,
+  firstByteDeadline,
+  PRIOR_DECODE_MS_PER_TOKEN,
+  PRIOR_PREFILL_MS_PER_TOKEN,
+  RATE_SAMPLE_MIN_TOKENS,
+} from "./deadline";
+import { LbCore } from "./lb-core";
+import { isRetryableStatus } from "./redispatch";
+
+const base = { rttMs: 2, stream: true, maxOutputTokens: null, floorMs: 1_000, capMs: 120_000 };
+
+describe("first-byte deadline", () => {
+  it("is the floor for a small request on a replica with no history", () => {
+    const plan = firstByteDeadline({ ...base, tokensAhead: 100, history: new FirstByteHistory() });
+    assert.equal(plan.deadlineMs, 1_000);
+    assert.equal(plan.expectedMs, 2 + 100 * PRIOR_PREFILL_MS_PER_TOKEN);
+  });
+
+  it("grows with the tokens ahead of the request, up to the cap", () => {
+    const history = new FirstByteHistory();
+    const medium = firstByteDeadline({ ...base, tokensAhead: 20_000, history });
+    assert.equal(medium.deadlineMs, FIRST_BYTE_SLACK * (2 + 20_000 * PRIOR_PREFILL_MS_PER_TOKEN));
+    assert.equal(firstByteDeadline({ ...base, tokensAhead: 10_000_000, history }).deadlineMs, 120_000);
+  });
+
+  it("learns a replica's prefill rate and overhead from its answers", () => {
+    const history = new FirstByteHistory();
+    // 40 ms beyond the RTT for small requests; 10k tokens/s on large ones.
+    for (let i = 0; i < 50; i++) {
+      history.observeFirstByte(200, 42, 2);
+      history.observeFirstByte(20_000, 2 + 40 + 2_000, 2);
+    }
+    assert.ok(Math.abs((history.overheadMs ?? 0) - 40) < 0.5);
+    assert.ok(Math.abs((history.prefillMsPerToken ?? 0) - 0.1) < 0.005);
+    const plan = firstByteDeadline({ ...base, tokensAhead: 20_000, history });
+    assert.ok(Math.abs(plan.deadlineMs - FIRST_BYTE_SLACK * (2 + 40 + 2_000)) < 50);
+    // The same request on a replica with no history gets a far more generous deadline.
+    assert.ok(firstByteDeadline({ ...base, tokensAhead: 20_000, history: new FirstByteHistory() }).deadlineMs > 5 * plan.deadlineMs);
+  });
+
+  it("samples with few tokens ahead teach the overhead, not the per-token rate", () => {
+    const history = new FirstByteHistory();
+    history.observeFirstByte(RATE_SAMPLE_MIN_TOKENS - 1, 300, 0);
+    assert.equal(history.prefillMsPerToken, null);
+    assert.equal(history.overheadMs, 300);
+  });
+
+  it("a non-streamed response's first byte is its last: max_tokens × decode time is expected too", () => {
+    const history = new FirstByteHistory();
+    const plan = firstByteDeadline({ ...base, stream: false, maxOutputTokens: 100, tokensAhead: 100, history });
+    assert.equal(plan.expectedMs, 2 + 100 * PRIOR_PREFILL_MS_PER_TOKEN + 100 * PRIOR_DECODE_MS_PER_TOKEN);
+    history.observeDecode(100, 1_000);
+    assert.equal(history.decodeMsPerToken, 10);
+    // Without max_tokens nothing bounds the expectation: the cap.
+    assert.equal(firstByteDeadline({ ...base, stream: false, tokensAhead: 100, history }).deadlineMs, 120_000);
+  });
+
+  it("the cap wins over a floor set above it, and nonsense samples teach nothing", () => {
+    assert.equal(firstByteDeadline({ ...base, floorMs: 5_000, capMs: 600, tokensAhead: 0, history: new FirstByteHistory() }).deadlineMs, 600);
+    const history = new FirstByteHistory();
+    history.observeFirstByte(5_000, Number.NaN, 0);
+    history.observeDecode(0, 10);
+    assert.deepEqual({ ...history }, { overheadMs: null, prefillMsPerToken: null, decodeMsPerToken: null });
+  });
+});
+
+const replica = (id: string, region = "us") => ({ id, url: `http://${id}.test/`, region, model: "m" });
+
+function core(extra: Partial<LbConfigInput> = {}): LbCore<string> {
+  const config = parseLbConfig({
+    schema: "meridian.lb-config/2",
+    version: 1,
+    lbId: "lb-us",
+    region: "us",
+    policy: "round-robin",
+    replicas: [replica("a"), replica("b")],
+    limits: { firstByteMinMs: 500, headersTimeoutMs: 60_000 },
+    ...extra,
+  });
+  const lb = new LbCore<string>({ config, seed: 1, peerPollIntervalMs: 1_000 });
+  for (const id of lb.replicas.keys()) lb.probeSucceeded(id, 1);
+  return lb;
+}
+
+const keys = chatBlockKeys([{ role: "user", content: "x".repeat(400) }]);
+const admitInput = (promptChars: number) => ({ keys, sessionKey: "s", model: null, hop: 0, promptChars });
+
+describe("the core's first-byte deadline and re-dispatch", () => {
+  it("counts the replica's in-flight tokens ahead of a request, this one's included", () => {
+    const lb = core();
+    // The driver asks right after each placement.
+    const placed = ["r1", "r2", "r3"].map((id) => {
+      const ticket = lb.admit(id, admitInput(40_000), 0);
+      lb.route(ticket, 0);
+      return { ticket, plan: lb.firstByteDeadline(ticket, { stream: true, maxOutputTokens: null }) };
+    });
+    const [first, , third] = placed.map((p) => p.ticket) as [(typeof placed)[0]["ticket"], unknown, (typeof placed)[0]["ticket"]];
+    const [alone, , behind] = placed.map((p) => p.plan) as [(typeof placed)[0]["plan"], unknown, (typeof placed)[0]["plan"]];
+    // Round robin: r1 and r3 on the same replica.
+    assert.equal(first.target?.id, third.target?.id);
+    assert.ok(behind.tokensAhead > alone.tokensAhead);
+    assert.equal(behind.tokensAhead, 2 * first.view.inputTokens);
+    assert.ok(behind.deadlineMs > alone.deadlineMs);
+  });
+
+  it("learns from the first bytes it is told about", () => {
+    const lb = core();
+    const ticket = lb.admit("r", admitInput(40_000), 0);
+    lb.route(ticket, 0);
+    const plan = lb.firstByteDeadline(ticket, { stream: true, maxOutputTokens: null });
+    lb.firstByteObserved(ticket, plan, 2_000);
+    const history = lb.replicas.get(ticket.target?.id ?? "")?.firstByte;
+    assert.ok((history?.prefillMsPerToken ?? 0) > 0);
+  });
+
+  it("a stuck request moves only when another replica can take it", () => {
+    const lb = core();
+    const ticket = lb.admit("r", admitInput(400), 0);
+    lb.route(ticket, 0);
+    assert.equal(lb.canRedispatch(ticket, 0), true);
+    const other = [...lb.replicas.keys()].find((id) => id !== ticket.target?.id) as string;
+    lb.markUnreachable(other);
+    assert.equal(lb.canRedispatch(ticket, 0), false);
+    lb.probeSucceeded(other, 1);
+    // After its one retry it stays where it is.
+    assert.equal(lb.retry(ticket, 0).kind, "replica");
+    assert.equal(lb.canRedispatch(ticket, 0), false);
+  });
+
+  it("502, 503 and 504 move a request; a 500 is the engine's answer to its body", () => {
+    assert.deepEqual(
+      [500, 501, 502, 503, 504, 505, 429, 400].filter((status) => isRetryableStatus(status)),
+      [502, 503, 504],
+    );
+    const lb = core();
+    const ticket = lb.admit("r", admitInput(400), 0);
+    lb.route(ticket, 0);
+    assert.equal(lb.mayRetryAfterStatus(ticket, 500), false);
+    assert.equal(lb.mayRetryAfterStatus(ticket, 503), true);
+  });
+
+  it("a prompt above limits.maxPromptTokens is refused with OpenAI's context_length_exceeded", () => {
+    const lb = core({ limits: { maxPromptTokens: 1_000 } });
+    assert.equal(lb.checkPromptTokens(400), null);
+    const refusal = lb.checkPromptTokens(100_000);
+    assert.equal(refusal?.status, 400);
+    assert.equal(refusal?.code, "context_length_exceeded");
+    // route() applies the same rule, so a driver that never asks (the simulator) refuses alike.
+    const ticket = lb.admit("r", admitInput(100_000), 0);
+    const placement = lb.route(ticket, 0);
+    assert.equal(placement.kind === "fail" ? placement.failure.code : placement.kind, "context_length_exceeded");
+  });
+});

@@ -1,0 +1,96 @@
+// The first-byte deadline: how long a request may wait on a replica for its first response byte
+// before the LB gives up on that replica and places it elsewhere (while no byte has reached the
+// client, moving it is invisible to the client). One fixed timeout cannot serve both a 50-token chat
+// turn, whose first token is due in tens of ms, and an 80k-token prompt behind a busy batch, which
+// may take many seconds: a fixed 120 s left requests on a frozen replica for two minutes. So the
+// deadline is derived from the request's expected time to first byte on that replica:
+//
+//   expected = RTT + overhead + tokensAhead × prefill ms/token  (+ max_tokens × decode ms/token when
+//              the response is not streamed: its first byte comes with its last)
+//   deadline = clamp(limits.firstByteMinMs, limits.headersTimeoutMs, FIRST_BYTE_SLACK × expected)
+//
+// tokensAhead is what the engine has to prefill before this request's first token, as the LB sees it
+// at dispatch: the prompt tokens in flight on the replica (this LB's and those peers report,
+// including this request) less the tokens the index predicts cached for this one. It over-counts
+// requests already decoding, which only makes the deadline more generous, and the rates are learned
+// from the same quantity, so the bias cancels. Per replica, from its own answers:
+//   - overhead: time to first byte beyond the RTT of requests with few tokens ahead (scheduling,
+//     one decode step);
+//   - prefill ms/token: the rest of it per token ahead, from requests with many tokens ahead;
+//   - decode ms/token: time from first to last byte of a stream per output token.
+// Before a replica has answered, conservative priors stand in (1,000 prefill tokens/s, 20 output
+// tokens/s: slower than any GPU engine), so a new replica gets a generous deadline, not a tight one.
+// A non-streamed request without max_tokens has no expected length: its deadline is the cap.
+
+/** The deadline is this many times the expected time: a request is moved only when its replica is
+ * clearly stuck, not merely slower than usual. */
+export const FIRST_BYTE_SLACK = 4;
+/** ms per prefill token before a replica has history (1,000 tokens/s). */
+export const PRIOR_PREFILL_MS_PER_TOKEN = 1;
+/** ms per output token before a replica has history (20 tokens/s). */
+export const PRIOR_DECODE_MS_PER_TOKEN = 50;
+/** A first byte with at least this many tokens ahead teaches the prefill rate; one with fewer, the
+ * fixed overhead (below it the overhead dominates the per-token part). */
+export const RATE_SAMPLE_MIN_TOKENS = 1_024;
+/** Weight of the newest sample in each of the three averages. */
+const HISTORY_ALPHA = 0.2;
+
+function ewma(previous: number | null, sample: number): number {
+  return previous === null ? sample : HISTORY_ALPHA * sample + (1 - HISTORY_ALPHA) * previous;
+}
+
+/** What one replica's answers taught about its time to first byte. */
+export class FirstByteHistory {
+  overheadMs: number | null = null;
+  prefillMsPerToken: number | null = null;
+  decodeMsPerToken: number | null = null;
+
+  /** A first byte came `elapsedMs` after dispatch, with `tokensAhead` to prefill and `rttMs` of RTT. */
+  observeFirstByte(tokensAhead: number, elapsedMs: number, rttMs: number): void {
+    if (!Number.isFinite(elapsedMs) || elapsedMs < 0 || !Number.isFinite(tokensAhead)) return;
+    const work = Math.max(0, elapsedMs - rttMs);
+    if (tokensAhead < RATE_SAMPLE_MIN_TOKENS) this.overheadMs = ewma(this.overheadMs, work);
+    else this.prefillMsPerToken = ewma(this.prefillMsPerToken, Math.max(0, work - (this.overheadMs ?? 0)) / tokensAhead);
+  }
+
+  /** A stream's `outputTokens` took `decodeMs` from its first byte to its last. */
+  observeDecode(outputTokens: number, decodeMs: number): void {
+    if (!(outputTokens >= 1) || !Number.isFinite(decodeMs) || decodeMs < 0) return;
+    this.decodeMsPerToken = ewma(this.decodeMsPerToken, decodeMs / outputTokens);
+  }
+}
+
+export interface FirstByteInput {
+  /** The replica's RTT estimate (0 when unknown). */
+  rttMs: number;
+  tokensAhead: number;
+  /** Streamed responses send their first byte with the first token; others with the last. */
+  stream: boolean;
+  /** The request's max_tokens (or max_completion_tokens); null when absent. */
+  maxOutputTokens: number | null;
+  history: FirstByteHistory;
+  /** limits.firstByteMinMs */
+  floorMs: number;
+  /** limits.headersTimeoutMs */
+  capMs: number;
+}
+
+/** The deadline of one dispatch, and what it was derived from (handed back when the byte arrives). */
+export interface FirstBytePlan {
+  deadlineMs: number;
+  /** null when nothing bounds the expectation (the deadline is then the cap). */
+  expectedMs: number | null;
+  tokensAhead: number;
+}
+
+export function firstByteDeadline(input: FirstByteInput): FirstBytePlan {
+  const { history } = input;
+  const tokensAhead = Math.max(0, input.tokensAhead);
+  let expectedMs = Math.max(0, input.rttMs) + (history.overheadMs ?? 0) + tokensAhead * (history.prefillMsPerToken ?? PRIOR_PREFILL_MS_PER_TOKEN);
+  if (!input.stream) {
+    if (input.maxOutputTokens === null) return { deadlineMs: input.capMs, expectedMs: null, tokensAhead };
+    expectedMs += input.maxOutputTokens * (history.decodeMsPerToken ?? PRIOR_DECODE_MS_PER_TOKEN);
+  }
+  const deadlineMs = Math.min(input.capMs, Math.max(input.floorMs, FIRST_BYTE_SLACK * expectedMs));
+  return { deadlineMs, expectedMs, tokensAhead };
+}

@@ -1,0 +1,43 @@
+// When a request that has not yet sent a byte to its client may leave its target for another one.
+//
+// An upstream's answer says whose fault it is. 502, 503 and 504 are about the target's capacity or
+// its path (a gateway, an overloaded or restarting engine): another replica may well serve the same
+// body, so the request moves. Any other 5xx — 500 above all — is the engine's answer to this body:
+// an engine whose handler crashed on a poison request crashes on it again elsewhere, so the request
+// is not sent to a second replica and the client gets the first one's answer. The LB's own request
+// validation (the proxy's openai-shape.ts) is the first guard against such bodies; this is the
+// second. A refused or reset connection is a dead target, not an answer: it moves (the LB cannot tell
+// an engine that a body killed from one that was killed, and at most one more replica is tried).
+//
+// A request that outlived its first-byte deadline (deadline.ts), or whose replica turned unhealthy,
+// moves only when somewhere else can take it now: with nowhere to go, moving would turn a slow
+// answer into a refusal, so it keeps waiting (up to limits.headersTimeoutMs).
+import type { LbConfig } from "@meridian/protocol";
+import { isLocalCandidate, peersConsidered } from "./placement";
+import type { PeerRecord, ReplicaRecord } from "./targets";
+import type { Ticket } from "./ticket";
+
+/** Statuses after which the same body is worth trying on another target. */
+const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
+
+export function isRetryableStatus(status: number): boolean {
+  return RETRYABLE_STATUSES.has(status);
+}
+
+/** Whether a target other than the ticket's current one could take it now. */
+export function hasAlternative(
+  ticket: Ticket<unknown>,
+  config: LbConfig,
+  replicas: readonly ReplicaRecord[],
+  peers: ReadonlyMap<string, PeerRecord>,
+  peerPollIntervalMs: number,
+  now: number,
+): boolean {
+  const current = ticket.target?.id;
+  for (const r of replicas) if (r.id !== current && isLocalCandidate(r, ticket, config)) return true;
+  if (!peersConsidered(ticket, config)) return false;
+  for (const peer of peers.values()) {
+    if (peer.id !== current && !ticket.isExcluded(peer.id) && peer.freshReport(now, peerPollIntervalMs) !== null) return true;
+  }
+  return false;
+}

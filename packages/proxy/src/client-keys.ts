@@ -1,0 +1,74 @@
+// The check at the entrance of the inference routes: which client API key a request carries
+// (config.clientAuth, hashes only), or which peer LB forwarded it. With `required`, a request with
+// neither gets 401 in OpenAI's shape before anything else is read. A Meridian credential (a client
+// key, a peer credential) is consumed here and never passed on to an engine; any other
+// Authorization header goes through as before, when keys are not required.
+//
+// Constant time: the key's public id (`mk_<id>_<secret>`) picks the entry, and SHA-256 of the whole
+// presented key is compared with the entry's digest by timingSafeEqual; an unknown id is compared
+// against a dummy digest, so a guess costs the same whether or not its id exists.
+import type { ClientKeyEntry, LbConfig } from "@meridian/protocol";
+import { bearerOf, clientKeyIdOf, digestsEqual, PEER_CREDENTIAL_PREFIX, sha256 } from "@meridian/protocol/credentials";
+import { peerWithCredential } from "./admin-auth";
+import { HttpError } from "./errors";
+import type { DigestCompare } from "./lb-credentials";
+
+/** Who a request is counted for in the per-key metrics: a key, a peer LB, or nobody. */
+export interface ClientIdentity {
+  keyId: string;
+  keyName: string;
+}
+
+const ANONYMOUS: ClientIdentity = Object.freeze({ keyId: "anonymous", keyName: "" });
+
+export type ClientCheck =
+  | { ok: true; identity: ClientIdentity; forwardAuthorization: string | null }
+  | { ok: false; reason: "missing" | "invalid"; error: HttpError; keyId: string | null };
+
+interface KeyVerifier {
+  entry: ClientKeyEntry;
+  digest: Buffer;
+}
+
+const keyringByConfig = new WeakMap<LbConfig, Map<string, KeyVerifier>>();
+const DUMMY_DIGEST = sha256("meridian: no such client key");
+
+function keyring(config: LbConfig): Map<string, KeyVerifier> {
+  let ring = keyringByConfig.get(config);
+  if (!ring) {
+    ring = new Map(config.clientAuth.keys.map((entry) => [entry.id, { entry, digest: Buffer.from(entry.sha256, "hex") }]));
+    keyringByConfig.set(config, ring);
+  }
+  return ring;
+}
+
+// OpenAI's own 401 bodies: type invalid_request_error, code invalid_api_key; the SDKs raise
+// AuthenticationError on the status.
+const MISSING =
+  "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
+const INVALID = "Incorrect API key provided. Ask the operator of this Meridian fleet for a key.";
+const refusal = (message: string) =>
+  new HttpError(401, message, "invalid_request_error", "invalid_api_key", null, { "www-authenticate": 'Bearer realm="meridian"' });
+
+export function checkClient(authorization: string | undefined, hop: number, config: LbConfig, compare: DigestCompare = digestsEqual): ClientCheck {
+  const { required } = config.clientAuth;
+  const bearer = bearerOf(authorization);
+  if (bearer === null) {
+    if (required) return { ok: false, reason: "missing", error: refusal(MISSING), keyId: null };
+    return { ok: true, identity: ANONYMOUS, forwardAuthorization: authorization ?? null };
+  }
+  const digest = sha256(bearer);
+  const keyId = clientKeyIdOf(bearer);
+  if (keyId !== null) {
+    const verifier = keyring(config).get(keyId);
+    const matches = compare(digest, verifier?.digest ?? DUMMY_DIGEST) && verifier !== undefined;
+    if (matches) return { ok: true, identity: { keyId, keyName: verifier.entry.name }, forwardAuthorization: null };
+    if (required) return { ok: false, reason: "invalid", error: refusal(INVALID), keyId };
+    return { ok: true, identity: ANONYMOUS, forwardAuthorization: null };
+  }
+  const peerId = peerWithCredential(digest, config, compare);
+  if (peerId !== null && hop >= 1) return { ok: true, identity: { keyId: "peer", keyName: peerId }, forwardAuthorization: null };
+  if (required) return { ok: false, reason: "invalid", error: refusal(INVALID), keyId: null };
+  // Not ours: an engine's own key, passed through as before keys existed. A peer credential is ours.
+  return { ok: true, identity: ANONYMOUS, forwardAuthorization: bearer.startsWith(PEER_CREDENTIAL_PREFIX) ? null : (authorization ?? null) };
+}

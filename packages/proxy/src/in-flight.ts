@@ -1,0 +1,107 @@
+// The requests an LB has admitted and not yet answered to the end, and the watch over those still
+// waiting for their target's first byte:
+//   - a graceful drain waits for the set to empty (whenIdle);
+//   - a request whose first-byte deadline passes (lb-core's deadline.ts), or whose replica turns
+//     unhealthy, while no byte has reached its client, moves to another target when the LB core says
+//     one can take it now (redispatch.ts); otherwise it keeps waiting, up to limits.headersTimeoutMs.
+// The decisions are the core's; this file holds the timers and the set.
+import type { FirstBytePlan, LbCore, Ticket } from "@meridian/lb-core";
+import type { Logger } from "pino";
+import type { ProxyMetrics } from "./metrics";
+import { type ExchangeJob, type UpstreamExchange, UpstreamStallError } from "./upstream";
+
+export interface WatchedJob<J> extends ExchangeJob {
+  ticket: Ticket<J>;
+  exchange: UpstreamExchange<J & ExchangeJob> | null;
+  plan: FirstBytePlan | null;
+}
+
+export interface InFlightHost<J> {
+  core: LbCore<J>;
+  metrics: ProxyMetrics;
+  logger: Logger;
+  /** Whether the request may still leave its target (nothing sent to the client, a try left). */
+  canRetry(job: J): boolean;
+  headersTimeoutMs(): number;
+}
+
+export class InFlight<J extends WatchedJob<J>> {
+  private readonly jobs = new Set<J>();
+  private readonly idleWaiters = new Set<() => void>();
+
+  constructor(private readonly host: InFlightHost<J>) {}
+
+  get size(): number {
+    return this.jobs.size;
+  }
+
+  add(job: J): void {
+    this.jobs.add(job);
+  }
+
+  delete(job: J): void {
+    this.jobs.delete(job);
+    if (this.jobs.size === 0) this.wakeWaiters();
+  }
+
+  /** A snapshot, safe to act on while jobs end. */
+  list(): J[] {
+    return [...this.jobs];
+  }
+
+  /** Resolves true once nothing is in flight, false when `timeoutMs` passes first (or wakeWaiters()). */
+  whenIdle(timeoutMs: number): Promise<boolean> {
+    if (this.jobs.size === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        this.idleWaiters.delete(wake);
+        resolve(this.jobs.size === 0);
+      };
+      const timer = setTimeout(wake, timeoutMs);
+      this.idleWaiters.add(wake);
+    });
+  }
+
+  wakeWaiters(): void {
+    for (const wake of [...this.idleWaiters]) wake();
+  }
+
+  /** Arms the first-byte deadline of a dispatch just made. */
+  watch(job: J, exchange: UpstreamExchange<J>, plan: FirstBytePlan): void {
+    exchange.armDeadline(plan.deadlineMs, () => this.deadlinePassed(job, exchange));
+  }
+
+  private deadlinePassed(job: J, exchange: UpstreamExchange<J>): void {
+    const { host } = this;
+    const { target } = exchange;
+    const deadlineMs = Math.round(job.plan?.deadlineMs ?? 0);
+    if (host.canRetry(job) && host.core.canRedispatch(job.ticket, Date.now())) {
+      host.metrics.redispatched.inc({ replica: target.id, reason: "first_byte_deadline" });
+      const waitedMs = Math.round(performance.now() - exchange.dispatchedAt);
+      host.logger.warn({ target: target.id, deadlineMs, waitedMs, expectedMs: job.plan?.expectedMs }, "no first byte within the deadline; re-dispatching");
+      exchange.abort(new UpstreamStallError(`no first byte from ${target.id} within ${deadlineMs} ms`, "first_byte_deadline"));
+      return;
+    }
+    const capMs = host.headersTimeoutMs();
+    if (performance.now() - exchange.dispatchedAt < capMs) {
+      exchange.armDeadline(capMs, () => this.deadlinePassed(job, exchange));
+      return;
+    }
+    exchange.abort(new UpstreamStallError(`no first byte from ${target.id} within ${capMs} ms`, "timeout"));
+  }
+
+  /** A replica turned unhealthy: requests waiting on it with no byte sent to their clients move. */
+  replicaUnhealthy(replicaId: string): void {
+    const { host } = this;
+    const now = Date.now();
+    for (const job of this.list()) {
+      const exchange = job.exchange;
+      if (!exchange?.waiting || exchange.target.kind !== "replica" || exchange.target.id !== replicaId) continue;
+      if (!host.canRetry(job) || !host.core.canRedispatch(job.ticket, now)) continue;
+      host.metrics.redispatched.inc({ replica: replicaId, reason: "replica_unhealthy" });
+      host.logger.warn({ target: replicaId, waitedMs: Math.round(performance.now() - exchange.dispatchedAt) }, "replica turned unhealthy; re-dispatching");
+      exchange.abort(new UpstreamStallError(`replica ${replicaId} turned unhealthy before answering`, "replica_unhealthy"));
+    }
+  }
+}

@@ -1,0 +1,79 @@
+// The LB's token set: derived material only on disk, rotation (install, retire), a retired token
+// that comes back through the environment stays retired, and the admin check compares every key.
+import { strict as assert } from "node:assert";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { deriveLbKey, digestsEqual, generateLbToken, lbKeyId, newNonce, sha256, verifyProof } from "@meridian/protocol/credentials";
+import { LbCredentials } from "./lb-credentials";
+
+const dir = mkdtempSync(join(tmpdir(), "meridian-lb-credentials-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+test("the credentials file holds derived material only, mode 0600, and survives a restart", () => {
+  const file = join(dir, "a.credentials.json");
+  const first = generateLbToken();
+  const { credentials, bootstrap } = LbCredentials.load({ file, bootstrapToken: first, now: 1 });
+  assert.equal(bootstrap, "added");
+  const text = readFileSync(file, "utf8");
+  assert.ok(!text.includes(first), "the token itself is not stored");
+  assert.ok(text.includes(deriveLbKey(first).adminVerifier.toString("hex")));
+  assert.equal(statSync(file).mode & 0o777, 0o600);
+  assert.ok(credentials.isAdmin(sha256(first)));
+  const reloaded = LbCredentials.load({ file, bootstrapToken: null, now: 2 }).credentials;
+  assert.deepEqual(reloaded.keyIds(), [lbKeyId(first)]);
+  assert.ok(reloaded.isAdmin(sha256(first)));
+});
+
+test("rotation: both tokens work until the old one is retired; a retired token in the environment stays retired", () => {
+  const file = join(dir, "b.credentials.json");
+  const old = generateLbToken();
+  const next = generateLbToken();
+  const { credentials } = LbCredentials.load({ file, bootstrapToken: old, now: 1 });
+  assert.equal(credentials.install(next, 2), "installed");
+  assert.equal(credentials.install(next, 3), "already-held");
+  assert.deepEqual(credentials.keyIds(), [lbKeyId(next), lbKeyId(old)], "newest first");
+  assert.ok(credentials.isAdmin(sha256(old)) && credentials.isAdmin(sha256(next)));
+  assert.equal(credentials.peerCredentials()[0], deriveLbKey(next).peerCredential);
+  assert.equal(credentials.retire([lbKeyId(old)]), 1);
+  assert.equal(credentials.isAdmin(sha256(old)), false);
+  assert.equal(credentials.install(old, 4), "retired");
+
+  const restarted = LbCredentials.load({ file, bootstrapToken: old, now: 5 });
+  assert.equal(restarted.bootstrap, "retired");
+  assert.deepEqual(restarted.credentials.keyIds(), [lbKeyId(next)]);
+});
+
+test("proofs verify with the token, for this LB and this nonce only", () => {
+  const token = generateLbToken();
+  const { credentials } = LbCredentials.load({ file: null, bootstrapToken: token, now: 1 });
+  const nonce = newNonce();
+  const [proof] = credentials.prove("lb-us", nonce);
+  assert.ok(proof);
+  assert.ok(verifyProof(token, "lb-us", nonce, proof.mac));
+  assert.equal(verifyProof(token, "lb-eu", nonce, proof.mac), false);
+  assert.equal(verifyProof(token, "lb-us", newNonce(), proof.mac), false);
+  assert.equal(verifyProof(generateLbToken(), "lb-us", nonce, proof.mac), false);
+});
+
+test("the admin check compares against every held key, with no early exit", () => {
+  const tokens = [generateLbToken(), generateLbToken(), generateLbToken()];
+  const { credentials } = LbCredentials.load({ file: null, bootstrapToken: tokens[0]!, now: 1 });
+  credentials.install(tokens[1]!, 2);
+  credentials.install(tokens[2]!, 3);
+  for (const bearer of [tokens[2]!, tokens[0]!, "wrong"]) {
+    let compared = 0;
+    credentials.isAdmin(sha256(bearer), (a, b) => {
+      compared += 1;
+      return digestsEqual(a, b);
+    });
+    assert.equal(compared, 3, bearer);
+  }
+});
+
+test("a malformed token is refused before anything is stored", () => {
+  const { credentials } = LbCredentials.load({ file: null, bootstrapToken: null, now: 1 });
+  assert.throws(() => credentials.install("mlt_short", 1), /not an LB token/);
+  assert.equal(credentials.empty, true);
+});

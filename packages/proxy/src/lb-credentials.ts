@@ -1,0 +1,151 @@
+// The LB's own credentials: the key material of each LB token it accepts (docs/ARCHITECTURE.md, "LB
+// credentials"). It keeps what a token lets it do, not the token: the proof key (to answer the
+// console's challenge), SHA-256 of the token (to verify the console's admin bearer) and the
+// read-only peer credential (to poll its peers). Tokens arrive from MERIDIAN_LB_TOKEN(_FILE) at
+// startup, or from the console over POST /admin/credentials during a rotation; the console retires
+// old ones the same way. The set is persisted (mode 0600) so a restarted LB keeps a rotated token
+// without the console, and a retired token given again through the environment stays retired.
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { z } from "zod";
+import { deriveLbKey, digestsEqual, proofMac, type LbKeyMaterial } from "@meridian/protocol/credentials";
+
+/** Tokens held at once: a rotation needs two; the rest is slack for an operator's reset. */
+const MAX_HELD_KEYS = 8;
+/** Retired key ids remembered, so an old token in the environment is not taken back. */
+const MAX_RETIRED_REMEMBERED = 64;
+
+const FILE_SCHEMA = "meridian.lb-credentials-file/1";
+
+const FileSchema = z.strictObject({
+  schema: z.literal(FILE_SCHEMA),
+  keys: z.array(
+    z.strictObject({
+      keyId: z.string(),
+      proofKey: z.string(),
+      adminVerifier: z.string(),
+      peerCredential: z.string(),
+      addedAt: z.number(),
+    }),
+  ),
+  retired: z.array(z.string()),
+});
+
+/** The comparison used on digests; a parameter so tests can observe that every candidate is compared. */
+export type DigestCompare = (a: Buffer, b: Buffer) => boolean;
+
+interface HeldKey extends LbKeyMaterial {
+  addedAt: number;
+}
+
+export type InstallResult = "installed" | "already-held" | "retired" | "full";
+
+export class LbCredentials {
+  /** Newest first. */
+  private held: HeldKey[] = [];
+  private retired: string[] = [];
+
+  private constructor(private readonly file: string | null) {}
+
+  /**
+   * The persisted set (when `file` is given and exists), plus the bootstrap token unless it is held
+   * or was retired. Returns what happened to the bootstrap token, for the startup log.
+   */
+  static load(options: { file: string | null; bootstrapToken: string | null; now: number }): {
+    credentials: LbCredentials;
+    bootstrap: "none" | "added" | "held" | "retired";
+  } {
+    const credentials = new LbCredentials(options.file);
+    credentials.readFile();
+    if (!options.bootstrapToken) return { credentials, bootstrap: "none" };
+    const outcome = credentials.install(options.bootstrapToken, options.now);
+    return { credentials, bootstrap: outcome === "installed" ? "added" : outcome === "already-held" ? "held" : "retired" };
+  }
+
+  keyIds(): string[] {
+    return this.held.map((key) => key.keyId);
+  }
+
+  get empty(): boolean {
+    return this.held.length === 0;
+  }
+
+  /** True when `bearerDigest` (SHA-256 of the presented bearer) is one of the held tokens. Compares
+   * against every held key, with no early exit. */
+  isAdmin(bearerDigest: Buffer, compare: DigestCompare = digestsEqual): boolean {
+    let match = false;
+    for (const key of this.held) match = compare(bearerDigest, key.adminVerifier) || match;
+    return match;
+  }
+
+  /** The answer to a challenge: one MAC per held key, newest first. */
+  prove(lbId: string, nonce: string): { keyId: string; mac: string }[] {
+    return this.held.map((key) => ({ keyId: key.keyId, mac: proofMac(key.proofKey, lbId, nonce) }));
+  }
+
+  /** Peer credentials to present to peers, newest first. */
+  peerCredentials(): string[] {
+    return this.held.map((key) => key.peerCredential);
+  }
+
+  /** Accepts a new token beside the held ones. Throws on a malformed token. */
+  install(token: string, now: number): InstallResult {
+    const material = deriveLbKey(token);
+    if (this.held.some((key) => key.keyId === material.keyId)) return "already-held";
+    if (this.retired.includes(material.keyId)) return "retired";
+    if (this.held.length >= MAX_HELD_KEYS) return "full";
+    this.held.unshift({ ...material, addedAt: now });
+    this.writeFile();
+    return "installed";
+  }
+
+  /** Stops accepting these key ids; returns how many were held. */
+  retire(keyIds: readonly string[]): number {
+    const before = this.held.length;
+    this.held = this.held.filter((key) => !keyIds.includes(key.keyId));
+    for (const keyId of keyIds) if (!this.retired.includes(keyId)) this.retired.push(keyId);
+    this.retired = this.retired.slice(-MAX_RETIRED_REMEMBERED);
+    this.writeFile();
+    return before - this.held.length;
+  }
+
+  private readFile(): void {
+    if (!this.file) return;
+    let text: string;
+    try {
+      text = readFileSync(this.file, "utf8");
+    } catch (cause) {
+      if ((cause as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw cause;
+    }
+    const parsed = FileSchema.safeParse(JSON.parse(text));
+    if (!parsed.success) throw new Error(`credentials file ${this.file}: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+    this.held = parsed.data.keys.map((key) => ({
+      keyId: key.keyId,
+      proofKey: Buffer.from(key.proofKey, "base64url"),
+      adminVerifier: Buffer.from(key.adminVerifier, "hex"),
+      peerCredential: key.peerCredential,
+      addedAt: key.addedAt,
+    }));
+    this.retired = parsed.data.retired;
+  }
+
+  private writeFile(): void {
+    if (!this.file) return;
+    const document = {
+      schema: FILE_SCHEMA,
+      keys: this.held.map((key) => ({
+        keyId: key.keyId,
+        proofKey: key.proofKey.toString("base64url"),
+        adminVerifier: key.adminVerifier.toString("hex"),
+        peerCredential: key.peerCredential,
+        addedAt: key.addedAt,
+      })),
+      retired: this.retired,
+    };
+    mkdirSync(dirname(this.file), { recursive: true });
+    const temporary = `${this.file}.${process.pid}.tmp`;
+    writeFileSync(temporary, `${JSON.stringify(document, null, 2)}\n`, { mode: 0o600 });
+    renameSync(temporary, this.file);
+  }
+}

@@ -1,0 +1,113 @@
+// The peer comparison table of packages/sim/README.md ("Gorgo against the peer routers"): every policy
+// of `meridian-sim compare`'s default list, plus gorgo tuned on the first half of each scenario and
+// frozen, on the conversation trace (presets paper and global at time scales 1, 2, 3) and on the
+// short-prompt regime (every prompt 1/20 as long, preset global, busy load).
+//
+// Run:    npm run bench:sim -- --table [--trace PATH] [--seed N]
+//         (or npx tsx scripts/bench/sim-table.ts [--trace PATH] [--seed N]); about 3 minutes on 2 cores.
+// Trace:  defaults to ../shared/traces/mooncake-conversation.jsonl (beside the repo); when that is
+//         absent it falls back to the bundled 500-row fixture and says so in the output.
+// Prints: one JSON object: per scenario (preset, time scale, prompt factor, requests) one row per
+//         policy with TTFT p50/p95, E2E p95, cache hit rate, max replica share and failed requests;
+//         the tuned row also carries the weights the tuner froze at.
+
+import { existsSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { buildSimRequests, DEFAULT_COMPARE_POLICIES, globalFleet, paperFleet, runPolicy, type FleetSpec, type SimRequest } from "@meridian/sim";
+import { bundledTracePath, loadTrace } from "@meridian/workload";
+
+/** The short-prompt regime of the tuner work: every prompt this many times as long (at least one block). */
+const SHORT_PROMPT_FACTOR = 0.05;
+/**
+ * Its busy load: arrivals 10× as dense as recorded. With default gorgo on the conversation trace the
+ * fleet keeps up at 0.1 (this table's short-prompt row) and falls behind at 0.05.
+ */
+const SHORT_PROMPT_TIME_SCALE = 0.1;
+const TUNER = { evaluation: "versioned", guardrails: true } as const;
+const TUNED = "gorgo-tuned-frozen";
+
+function flag(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+/** Every prompt `factor` times as long, at least one block; the block keys are cut to the new
+ * length, the session key and client region stay those of the original conversation. */
+function scalePrompts(requests: readonly SimRequest[], factor: number): SimRequest[] {
+  return requests.map((r) => {
+    const inputTokens = Math.max(r.tokensPerBlock, Math.round(r.inputTokens * factor));
+    return { ...r, inputTokens, keys: r.keys.slice(0, Math.ceil(inputTokens / r.tokensPerBlock)) };
+  });
+}
+
+/** The requests that arrive before the workload's midpoint in time (the tuner's training half). */
+function firstHalf(requests: readonly SimRequest[]): SimRequest[] {
+  if (requests.length === 0) return [];
+  const mid = (requests[0]!.arrivalMs + requests[requests.length - 1]!.arrivalMs) / 2;
+  return requests.filter((r) => r.arrivalMs < mid);
+}
+
+const round = (v: number, digits = 0) => Math.round(v * 10 ** digits) / 10 ** digits;
+
+/** One row; without `weights`, runPolicy uses the defaults of @meridian/routing/types. */
+function row(name: string, spec: FleetSpec, requests: readonly SimRequest[], seed: number, policy: string, weights?: { rtt: number; queue: number }) {
+  const s = runPolicy({ spec, requests, seed, ...(weights ? { weights } : {}) }, policy, TUNER).summary;
+  return {
+    policy: name,
+    ttft_p50_ms: round(s.ttft_ms.p50),
+    ttft_p95_ms: round(s.ttft_ms.p95),
+    e2e_p95_ms: round(s.e2e_ms.p95),
+    cache_hit_rate: round(s.cache_hit_rate, 3),
+    max_share: round(s.max_share, 3),
+    failed: s.failed,
+  };
+}
+
+export async function runTable(): Promise<void> {
+  const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+  let tracePath = flag("trace") ?? resolve(repoRoot, "../shared/traces/mooncake-conversation.jsonl");
+  let note: string | undefined;
+  if (!existsSync(tracePath)) {
+    note = `trace ${tracePath} not found; using the bundled fixture`;
+    tracePath = bundledTracePath();
+  }
+  const seed = Number(flag("seed") ?? 1);
+  const scenarios: { name: string; spec: () => FleetSpec; timeScale: number; promptFactor: number }[] = [];
+  for (const [preset, spec] of [
+    ["paper", paperFleet],
+    ["global", globalFleet],
+  ] as const) {
+    for (const timeScale of [1, 2, 3]) scenarios.push({ name: `${preset} ts${timeScale}`, spec, timeScale, promptFactor: 1 });
+  }
+  scenarios.push({ name: "short prompts", spec: globalFleet, timeScale: SHORT_PROMPT_TIME_SCALE, promptFactor: SHORT_PROMPT_FACTOR });
+
+  const out = [];
+  for (const sc of scenarios) {
+    const spec = sc.spec();
+    const built = buildSimRequests(await loadTrace(tracePath, { timeScale: sc.timeScale }), spec).requests;
+    const requests = sc.promptFactor === 1 ? built : scalePrompts(built, sc.promptFactor);
+    const tuned = runPolicy({ spec, requests: firstHalf(requests), seed }, "gorgo-online", TUNER).tuners[0]!.finalWeights;
+    const frozen = { rtt: round(tuned.rtt, 4), queue: round(tuned.queue, 4) };
+    const rows = DEFAULT_COMPARE_POLICIES.map((p) => row(p, spec, requests, seed, p));
+    rows.splice(1, 0, { ...row(TUNED, spec, requests, seed, "gorgo", frozen), weights: frozen } as (typeof rows)[number]);
+    out.push({ scenario: sc.name, preset: spec.name, time_scale: sc.timeScale, prompt_factor: sc.promptFactor, requests: requests.length, rows });
+    process.stderr.write(`progress ${out.length}/${scenarios.length} ${sc.name}\n`);
+  }
+  console.log(
+    JSON.stringify(
+      {
+        benchmark: "sim-table",
+        trace: tracePath,
+        ...(note ? { note } : {}),
+        seed,
+        tuned: `${TUNED}: gorgo-online (versioned evaluation, guardrails on) on the requests before the scenario's midpoint, its final weights frozen and run on the whole scenario`,
+        scenarios: out,
+      },
+      null,
+      2,
+    ),
+  );
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await runTable();
