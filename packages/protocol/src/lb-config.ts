@@ -78,6 +78,10 @@ export const ReplicaConfigSchema = z.strictObject({
   state: replicaState.default("enabled"),
   /** Requests this LB may have in flight on the replica; absent = learned from the engine. */
   maxConcurrency: positiveInt.optional(),
+  /** KV tokens the engine's prefix cache can hold, which sizes the replica's part of the LB's prefix
+   * index; absent = read from the engine's metrics (SGLang max_total_num_tokens, vLLM
+   * cache_config_info). 0 = the engine caches nothing. */
+  cacheCapacityTokens: z.int().nonnegative().optional(),
 });
 
 export const PeerConfigSchema = z.strictObject({

@@ -13,3 +13,7 @@ export { requestLoad } from "./policies/common";
 export * from "./availability";
 export * from "./token-estimator";
 export * from "./lb-queue";
+export * from "./cache-feedback";
+export * from "./cache-truth";
+export * from "./engine-restart";
+export * from "./prediction-window";

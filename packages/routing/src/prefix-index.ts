@@ -1,30 +1,40 @@
 // PrefixIndex: which replica holds which prompt block, learned from this LB's own traffic (LOCAL) or
-// from a peer LB's snapshot (REMOTE).
+// from a peer LB's snapshot (REMOTE), and kept close to what the engines actually hold.
 //
-// Memory layout. The unit of storage is a ROUTE: one (block, replica) pair. Routes live in a pool of
-// typed arrays (no object per route), so memory is bounded by `capacityBlocks` routes under any
-// input: a flood of distinct blocks, of replicas, or of peers can only evict, never grow past it.
-// Blocks are found through an open-addressing hash table (linear probing, backward-shift delete)
-// keyed by the 53-bit block key, with each block's routes on a short singly linked chain.
-// Two intrusive LRU lists (one per trust level) order routes by last use; eviction takes the REMOTE
-// tail first, then the LOCAL tail. TTL counts from the time a route was (re)learned.
+// Storage. The unit is a ROUTE, one (block, replica) pair, in a pool of typed arrays (route-pool.ts),
+// so memory is bounded by `capacityBlocks` routes under any input: a flood of distinct blocks, of
+// replicas or of peers can only evict, never grow past it. Blocks are found through an open-addressing
+// table (block-table.ts) keyed by the 53-bit block key; each block's routes hang on a short chain.
 //
-// Learning touches a prompt's blocks deepest-first, so a chain's shallow blocks are always at least
-// as recent as its deep ones: LRU evicts the deep tail of an idle conversation first and keeps the
-// shared system prompt. That ordering makes "replica r holds block k" (nearly) monotone in k, which
-// lets match() binary-search each replica's depth instead of walking all ~1250 keys of an 80 KB
-// prompt. Chaining also makes the answer meaningful: holding key_k means the replica was sent blocks
-// 0..k, so depth = 1 + the deepest held block found.
+// Forgetting, in the order that usually applies first:
+//   - a replica's BUDGET: its engine's prefix-cache size in blocks (the LB reads it from the engine's
+//     metrics, or the operator sets it). Past it, the replica's own least recently used route goes,
+//     so the index evicts about when the engine does. No budget: no per-replica bound.
+//   - a replica's HORIZON: routes learned longer ago than this are not offered to match(). An LRU
+//     cache under steady load keeps a block about as long as a characteristic time (Che's
+//     approximation), which the cache-report feedback (cache-feedback.ts) learns per replica. Hidden
+//     routes stay stored, so a later report can show the horizon was too short.
+//   - the TTL (default 1 h), a backstop for engines that report nothing;
+//   - global capacity: the least recently used REMOTE route, then the least recently used LOCAL one;
+//   - forget() / removeReplica(): the feedback trimming a replica after a lower cached-token report,
+//     or an engine restart.
+//
+// Learning touches a prompt's blocks deepest-first with one timestamp, so a chain's shallow blocks are
+// always at least as recent as its deep ones: LRU evicts the deep tail of an idle conversation first
+// and keeps the shared system prompt. That makes "replica r holds block k" monotone in k, which lets
+// match() binary-search each replica's depth (about 11 probes for the ~1250 keys of an 80 KB prompt)
+// and lets holdingProfile() describe a chain's ages in a few runs. Chaining also makes the answer
+// meaningful: holding key_k means the replica was sent blocks 0..k, so depth = 1 + deepest held block.
 
+import { BlockTable, NIL } from "./block-table";
 import { RoutingInputError, describe, requireFiniteNumber } from "./errors";
+import { LOCAL, REMOTE, RoutePool } from "./route-pool";
 import type { BlockKey, Trust } from "./types";
 
-const NIL = -1;
-const LOCAL = 0;
-const REMOTE = 1;
 const MAX_BLOCK_KEY = Number.MAX_SAFE_INTEGER;
 const INITIAL_POOL = 1024;
-const INITIAL_TABLE = 2048;
+/** Runs a holding profile keeps; the last one absorbs the rest (see holdingProfile). */
+const DEFAULT_PROFILE_RUNS = 8;
 
 export interface PrefixIndexOptions {
   /** Upper bound on stored routes, i.e. (block, replica) pairs. Not distinct blocks. */
@@ -48,9 +58,31 @@ export type PrefixSnapshot = BlockKey[];
 
 export interface RouteInfo {
   replicaId: string;
-  lastUse: number;
+  /** When the route was last learned (its recency and its age). */
   learnedAt: number;
   trust: Trust;
+}
+
+/** Blocks [previous run's end, end) of a chain were last learned at `learnedAt`. */
+export interface HoldingRun {
+  end: number;
+  learnedAt: number;
+}
+
+/** What the index held of one prompt on one replica at one moment, ignoring the replica's horizon:
+ * the depth and the learn times along it (non-increasing, in runs). The feedback needs it to judge a
+ * cached-token report "at the time of the request", after later requests have re-learned the blocks. */
+export interface HoldingProfile {
+  depth: number;
+  runs: HoldingRun[];
+}
+
+export interface ReplicaIndexView {
+  routes: number;
+  /** The replica's route budget, or null when unbounded. */
+  budget: number | null;
+  /** The replica's horizon in ms, or null when only the TTL applies. */
+  horizonMs: number | null;
 }
 
 export interface PrefixIndexStats {
@@ -64,7 +96,7 @@ export interface PrefixIndexStats {
   replicas: number;
   capacityBlocks: number;
   ttlMs: number;
-  /** Routes evicted for capacity. */
+  /** Routes evicted for capacity (global or a replica's budget). */
   evictions: number;
   /** Routes reclaimed because their TTL ran out. */
   expirations: number;
@@ -98,45 +130,24 @@ function checkReplicaId(field: string, id: unknown): string {
   return id;
 }
 
-/** Table slot for a key: block keys are already hashes, one multiply spreads them over the mask. */
-function tableHash(key: number): number {
-  return Math.imul((key >>> 0) ^ ((key / 4294967296) | 0), 0x9e3779b1) >>> 0;
-}
-
 export class PrefixIndex {
   readonly capacityBlocks: number;
   readonly ttlMs: number;
   readonly maxReplicasPerBlock: number;
 
-  // Route pool (struct of arrays), grown by doubling up to capacityBlocks.
-  private poolSize = 0;
-  private used = 0; // slots ever handed out (high-water mark)
-  private freeSlot = NIL; // free list threaded through blockNext
-  private slotKey: Float64Array = new Float64Array(0);
-  private slotReplica: Int32Array = new Int32Array(0); // NIL when the slot is free
-  private slotLastUse: Float64Array = new Float64Array(0);
-  private slotLearnedAt: Float64Array = new Float64Array(0);
-  private slotTrust: Uint8Array = new Uint8Array(0);
-  private slotPrev: Int32Array = new Int32Array(0); // LRU: towards most recent
-  private slotNext: Int32Array = new Int32Array(0); // LRU: towards least recent
-  private blockNext: Int32Array = new Int32Array(0); // next route of the same block
+  private readonly pool: RoutePool;
+  private readonly table = new BlockTable();
 
-  private readonly lruHead = new Int32Array([NIL, NIL]); // most recent, per trust
-  private readonly lruTail = new Int32Array([NIL, NIL]); // least recent, per trust
-  private readonly trustRoutes = [0, 0];
-
-  // Block table: key -> first route slot.
-  private tableKeys: Float64Array = new Float64Array(0);
-  private tableHeads: Int32Array = new Int32Array(0);
-  private tableMask = 0;
-  private blockCount = 0;
-
-  // Replica ids <-> small ints; an id's number is recycled when its last route goes.
+  // Replica ids <-> small ints; an id's number is recycled when its last route goes. Budgets and
+  // horizons are kept by id (they outlive the routes) and mirrored by number for the hot paths.
   private replicaIds: (string | undefined)[] = [];
   private readonly replicaNumbers = new Map<string, number>();
-  private replicaRoutes: number[] = [];
   private freeReplicaNumbers: number[] = [];
   private pinnedReplica = NIL;
+  private readonly budgets = new Map<string, number>();
+  private readonly horizons = new Map<string, number>();
+  private replicaBudget: number[] = [];
+  private replicaHorizon: number[] = [];
 
   private evictions = 0;
   private expirations = 0;
@@ -159,12 +170,19 @@ export class PrefixIndex {
     this.capacityBlocks = capacity;
     this.ttlMs = ttl;
     this.maxReplicasPerBlock = perBlock;
-    this.reset();
+    this.pool = new RoutePool(capacity, INITIAL_POOL);
   }
 
-  /** Drops every route and resets the counters. */
+  /** Drops every route and resets the counters. Budgets and horizons stay. */
   clear(): void {
-    this.reset();
+    this.pool.reset();
+    this.table.clear();
+    this.replicaIds = [];
+    this.replicaNumbers.clear();
+    this.freeReplicaNumbers = [];
+    this.replicaBudget = [];
+    this.replicaHorizon = [];
+    this.pinnedReplica = NIL;
     this.evictions = 0;
     this.expirations = 0;
     this.hits = 0;
@@ -172,31 +190,11 @@ export class PrefixIndex {
     this.matchedBlockSum = 0;
   }
 
-  private reset(): void {
-    this.poolSize = 0;
-    this.used = 0;
-    this.freeSlot = NIL;
-    this.growPool(Math.min(INITIAL_POOL, this.capacityBlocks));
-    this.lruHead.fill(NIL);
-    this.lruTail.fill(NIL);
-    this.trustRoutes[LOCAL] = 0;
-    this.trustRoutes[REMOTE] = 0;
-    this.tableKeys = new Float64Array(INITIAL_TABLE);
-    this.tableHeads = new Int32Array(INITIAL_TABLE).fill(NIL);
-    this.tableMask = INITIAL_TABLE - 1;
-    this.blockCount = 0;
-    this.replicaIds = [];
-    this.replicaNumbers.clear();
-    this.replicaRoutes = [];
-    this.freeReplicaNumbers = [];
-    this.pinnedReplica = NIL;
-  }
-
   // ---------------------------------------------------------------- public API
 
   /**
-   * Longest match of `keys` per replica. With `only`, considers just those replica ids (the
-   * candidates) and stops as soon as none of them holds the first block.
+   * Longest match of `keys` per replica, each replica's horizon applied. With `only`, considers just
+   * those replica ids (the candidates) and stops as soon as none of them holds the first block.
    */
   match(keys: readonly BlockKey[], now: number, only?: readonly string[]): MatchResult {
     checkKeys("keys", keys);
@@ -217,30 +215,55 @@ export class PrefixIndex {
     let maxDepth = 0;
     if (n === 0 || (wanted !== null && wanted.size === 0)) return { depthByReplica, maxDepth };
 
-    const first = this.findTable(keys[0] as number);
-    if (first < 0) return { depthByReplica, maxDepth };
-    const expiredBefore = now - this.ttlMs;
-    for (let s = this.tableHeads[first] as number; s !== NIL; s = this.blockNext[s] as number) {
-      const r = this.slotReplica[s] as number;
+    const pool = this.pool;
+    for (let s = this.table.head(keys[0] as number); s !== NIL; s = pool.blockNext[s] as number) {
+      const r = pool.replica[s] as number;
       if (wanted !== null && !wanted.has(r)) continue;
-      if ((this.slotLearnedAt[s] as number) <= expiredBefore) continue;
-      // Binary search for the deepest block r holds; block 0 is known to be held.
-      let lo = 0;
-      let hi = n - 1;
-      if (hi > 0 && this.holds(keys[hi] as number, r, expiredBefore)) lo = hi;
-      else hi--;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >>> 1;
-        if (this.holds(keys[mid] as number, r, expiredBefore)) lo = mid;
-        else hi = mid - 1;
-      }
-      const depth = lo + 1;
+      const expiredBefore = this.expiredBefore(r, now);
+      if ((pool.learnedAt[s] as number) <= expiredBefore) continue;
+      const depth = this.heldDepth(keys, r, expiredBefore);
       depthByReplica.set(this.replicaIds[r] as string, depth);
       if (depth > maxDepth) maxDepth = depth;
     }
     if (maxDepth > 0) this.hits++;
     this.matchedBlockSum += maxDepth;
     return { depthByReplica, maxDepth };
+  }
+
+  /**
+   * The chain of `keys` as `replicaId` holds it now, ignoring the replica's horizon (the TTL still
+   * applies): its depth and learn times in at most `maxRuns` runs. When a chain has more runs, the
+   * last run covers the rest with the learn time of the deepest held block (the oldest).
+   */
+  holdingProfile(keys: readonly BlockKey[], replicaId: string, now: number, maxRuns = DEFAULT_PROFILE_RUNS): HoldingProfile {
+    checkKeys("keys", keys);
+    requireFiniteNumber("now", now);
+    const r = this.replicaNumbers.get(checkReplicaId("replicaId", replicaId));
+    const runs: HoldingRun[] = [];
+    if (r === undefined || keys.length === 0) return { depth: 0, runs };
+    const expiredBefore = now - this.ttlMs;
+    if (!this.holds(keys[0] as number, r, expiredBefore)) return { depth: 0, runs };
+    const depth = this.heldDepth(keys, r, expiredBefore);
+    const limit = Math.max(1, Math.floor(maxRuns));
+    let start = 0;
+    while (start < depth) {
+      if (runs.length === limit - 1) {
+        runs.push({ end: depth, learnedAt: this.learnedAtOf(keys[depth - 1] as number, r) });
+        break;
+      }
+      const at = this.learnedAtOf(keys[start] as number, r);
+      // Learn times are non-increasing along a chain, so "learned at `at` or later" holds on a prefix.
+      let lo = start;
+      let hi = depth - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >>> 1;
+        if (this.learnedAtOf(keys[mid] as number, r) >= at) lo = mid;
+        else hi = mid - 1;
+      }
+      runs.push({ end: lo + 1, learnedAt: at });
+      start = lo + 1;
+    }
+    return { depth, runs };
   }
 
   /** Records that `replicaId` now holds every block of `keys` (a chained prefix). */
@@ -263,17 +286,18 @@ export class PrefixIndex {
 
   /** LOCAL block keys, most recently used first, at most `maxBlocks` (default: all). */
   snapshot(maxBlocks?: number, now?: number): PrefixSnapshot {
-    let limit = this.blockCount;
+    let limit = this.table.count;
     if (maxBlocks !== undefined) {
       if (!Number.isInteger(maxBlocks) || maxBlocks < 0) throw new RoutingInputError("maxBlocks", `must be a non-negative integer, got ${describe(maxBlocks)}`);
       limit = Math.min(limit, maxBlocks);
     }
     const expiredBefore = now === undefined ? -Infinity : requireFiniteNumber("now", now) - this.ttlMs;
+    const pool = this.pool;
     const out: BlockKey[] = [];
     const seen = new Set<number>();
-    for (let s = this.lruHead[LOCAL] as number; s !== NIL && out.length < limit; s = this.slotNext[s] as number) {
-      if ((this.slotLearnedAt[s] as number) <= expiredBefore) continue;
-      const key = this.slotKey[s] as number;
+    for (let s = pool.head[LOCAL] as number; s !== NIL && out.length < limit; s = pool.next[s] as number) {
+      if ((pool.learnedAt[s] as number) <= expiredBefore) continue;
+      const key = pool.key[s] as number;
       if (!seen.has(key)) {
         seen.add(key);
         out.push(key);
@@ -301,16 +325,19 @@ export class PrefixIndex {
     }
   }
 
-  /** Forgets `replicaId`'s routes for keys[fromDepth..] (e.g. the replica reported fewer cached
-   * tokens than predicted). Returns the number of routes removed. */
-  forget(keys: readonly BlockKey[], replicaId: string, fromDepth = 0): number {
+  /**
+   * Forgets `replicaId`'s routes for keys[fromDepth..] (the replica reported fewer cached tokens than
+   * predicted). With `learnedAtOrBefore`, a route learned after that time stays: something newer than
+   * the report says the replica holds it again. Returns the number of routes removed.
+   */
+  forget(keys: readonly BlockKey[], replicaId: string, fromDepth = 0, learnedAtOrBefore = Infinity): number {
     checkKeys("keys", keys);
     const r = this.replicaNumbers.get(checkReplicaId("replicaId", replicaId));
     if (r === undefined) return 0;
     let removed = 0;
     for (let k = Math.max(0, fromDepth); k < keys.length; k++) {
       const s = this.findRoute(keys[k] as number, r);
-      if (s !== NIL) {
+      if (s !== NIL && (this.pool.learnedAt[s] as number) <= learnedAtOrBefore) {
         this.removeRoute(s);
         removed++;
       }
@@ -318,42 +345,96 @@ export class PrefixIndex {
     return removed;
   }
 
-  /** Drops every route of a replica (or peer). Returns the number removed. */
+  /** Drops every route of a replica (or peer); its budget and horizon stay. Returns the number removed. */
   removeReplica(replicaId: string): number {
     const r = this.replicaNumbers.get(checkReplicaId("replicaId", replicaId));
     if (r === undefined) return 0;
     let removed = 0;
-    for (let s = 0; s < this.used; s++) {
-      if (this.slotReplica[s] === r) {
+    this.pinnedReplica = r;
+    try {
+      for (let s = this.pool.replicaTail[r] ?? NIL; s !== NIL; s = this.pool.replicaTail[r] ?? NIL) {
         this.removeRoute(s);
         removed++;
       }
+    } finally {
+      this.pinnedReplica = NIL;
+      this.releaseReplicaIfEmpty(r);
     }
     return removed;
   }
 
+  /** Bounds `replicaId`'s routes (its engine's cache in blocks); null removes the bound. Lowering it
+   * evicts the replica's least recently used routes at once. */
+  setReplicaBudget(replicaId: string, maxRoutes: number | null): void {
+    checkReplicaId("replicaId", replicaId);
+    if (maxRoutes === null) {
+      this.budgets.delete(replicaId);
+    } else {
+      if (typeof maxRoutes !== "number" || !Number.isInteger(maxRoutes) || maxRoutes < 0) {
+        throw new RoutingInputError("maxRoutes", `must be a non-negative integer or null, got ${describe(maxRoutes)}`);
+      }
+      this.budgets.set(replicaId, maxRoutes);
+    }
+    const r = this.replicaNumbers.get(replicaId);
+    if (r === undefined) return;
+    const budget = maxRoutes ?? Infinity;
+    this.replicaBudget[r] = budget;
+    this.pinnedReplica = r;
+    try {
+      while ((this.pool.replicaCount[r] ?? 0) > budget) this.evict(this.pool.replicaTail[r] as number);
+    } finally {
+      this.pinnedReplica = NIL;
+      this.releaseReplicaIfEmpty(r);
+    }
+  }
+
+  /** Hides `replicaId`'s routes learned more than `horizonMs` ago from match(); null removes it. */
+  setReplicaHorizon(replicaId: string, horizonMs: number | null): void {
+    checkReplicaId("replicaId", replicaId);
+    if (horizonMs === null) {
+      this.horizons.delete(replicaId);
+    } else {
+      if (typeof horizonMs !== "number" || !(horizonMs >= 0) || horizonMs === Infinity) {
+        throw new RoutingInputError("horizonMs", `must be a finite number >= 0 or null, got ${describe(horizonMs)}`);
+      }
+      this.horizons.set(replicaId, horizonMs);
+    }
+    const r = this.replicaNumbers.get(replicaId);
+    if (r !== undefined) this.replicaHorizon[r] = horizonMs ?? Infinity;
+  }
+
+  replicaView(replicaId: string): ReplicaIndexView {
+    checkReplicaId("replicaId", replicaId);
+    const r = this.replicaNumbers.get(replicaId);
+    return {
+      routes: r === undefined ? 0 : (this.pool.replicaCount[r] ?? 0),
+      budget: this.budgets.get(replicaId) ?? null,
+      horizonMs: this.horizons.get(replicaId) ?? null,
+    };
+  }
+
   /** Routes stored for one block (for debugging and tests). */
   routesOf(key: BlockKey): RouteInfo[] {
-    const t = this.findTable(key);
+    const pool = this.pool;
     const out: RouteInfo[] = [];
-    if (t < 0) return out;
-    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
+    for (let s = this.table.head(key); s !== NIL; s = pool.blockNext[s] as number) {
       out.push({
-        replicaId: this.replicaIds[this.slotReplica[s] as number] as string,
-        lastUse: this.slotLastUse[s] as number,
-        learnedAt: this.slotLearnedAt[s] as number,
-        trust: this.slotTrust[s] === LOCAL ? "LOCAL" : "REMOTE",
+        replicaId: this.replicaIds[pool.replica[s] as number] as string,
+        learnedAt: pool.learnedAt[s] as number,
+        trust: pool.trust[s] === LOCAL ? "LOCAL" : "REMOTE",
       });
     }
     return out;
   }
 
   stats(): PrefixIndexStats {
+    const local = this.pool.trustCount[LOCAL]!;
+    const remote = this.pool.trustCount[REMOTE]!;
     return {
-      routes: this.trustRoutes[LOCAL]! + this.trustRoutes[REMOTE]!,
-      blocks: this.blockCount,
-      localRoutes: this.trustRoutes[LOCAL]!,
-      remoteRoutes: this.trustRoutes[REMOTE]!,
+      routes: local + remote,
+      blocks: this.table.count,
+      localRoutes: local,
+      remoteRoutes: remote,
       replicas: this.replicaNumbers.size,
       capacityBlocks: this.capacityBlocks,
       ttlMs: this.ttlMs,
@@ -367,121 +448,114 @@ export class PrefixIndex {
 
   // ---------------------------------------------------------------- routes
 
+  /** Routes learned at or before this are invisible to match() for replica `r`. */
+  private expiredBefore(r: number, now: number): number {
+    const horizon = this.replicaHorizon[r] ?? Infinity;
+    const ttlCut = now - this.ttlMs;
+    return horizon < this.ttlMs ? now - horizon : ttlCut;
+  }
+
+  /** Depth of `keys` held by `r`, knowing it holds keys[0]: binary search for the deepest held block. */
+  private heldDepth(keys: readonly BlockKey[], r: number, expiredBefore: number): number {
+    let lo = 0;
+    let hi = keys.length - 1;
+    if (hi > 0 && this.holds(keys[hi] as number, r, expiredBefore)) lo = hi;
+    else hi--;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (this.holds(keys[mid] as number, r, expiredBefore)) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo + 1;
+  }
+
   private holds(key: number, r: number, expiredBefore: number): boolean {
-    const t = this.findTable(key);
-    if (t < 0) return false;
-    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
-      if (this.slotReplica[s] === r) return (this.slotLearnedAt[s] as number) > expiredBefore;
+    const pool = this.pool;
+    for (let s = this.table.head(key); s !== NIL; s = pool.blockNext[s] as number) {
+      if (pool.replica[s] === r) return (pool.learnedAt[s] as number) > expiredBefore;
     }
     return false;
   }
 
+  private learnedAtOf(key: number, r: number): number {
+    const s = this.findRoute(key, r);
+    return s === NIL ? -Infinity : (this.pool.learnedAt[s] as number);
+  }
+
   private findRoute(key: number, r: number): number {
-    const t = this.findTable(key);
-    if (t < 0) return NIL;
-    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
-      if (this.slotReplica[s] === r) return s;
+    const pool = this.pool;
+    for (let s = this.table.head(key); s !== NIL; s = pool.blockNext[s] as number) {
+      if (pool.replica[s] === r) return s;
     }
     return NIL;
   }
 
   private upsert(key: number, r: number, trust: number, now: number): void {
+    const pool = this.pool;
     const existing = this.findRoute(key, r);
     if (existing !== NIL) {
-      this.lruUnlink(existing);
-      // Own observations outrank a peer's: a LOCAL route is never downgraded to REMOTE.
-      if (trust === LOCAL && this.slotTrust[existing] === REMOTE) {
-        this.trustRoutes[REMOTE]!--;
-        this.trustRoutes[LOCAL]!++;
-        this.slotTrust[existing] = LOCAL;
-      }
-      this.slotLastUse[existing] = now;
-      this.slotLearnedAt[existing] = now;
-      this.lruPushFront(existing);
+      pool.touch(existing, trust, now);
       return;
     }
+    // The replica's budget first: at its engine's cache size, its own oldest route makes room.
+    const budget = this.replicaBudget[r] ?? Infinity;
+    if (budget === 0) return;
+    if ((pool.replicaCount[r] ?? 0) >= budget) this.evict(pool.replicaTail[r] as number);
     this.makeRoomOnBlock(key);
-    // Allocation may evict and thereby reshuffle the table, so look the block up afterwards.
-    const s = this.allocateSlot();
-    this.slotKey[s] = key;
-    this.slotReplica[s] = r;
-    this.slotLastUse[s] = now;
-    this.slotLearnedAt[s] = now;
-    this.slotTrust[s] = trust;
-    this.trustRoutes[trust]!++;
-    this.replicaRoutes[r] = (this.replicaRoutes[r] ?? 0) + 1;
-    this.lruPushFront(s);
-    let t = this.findTable(key);
+    let s = pool.take();
+    if (s === NIL) {
+      // Full: evict the least recently used REMOTE route, else the least recently used LOCAL one.
+      this.evict(pool.tail[REMOTE] !== NIL ? (pool.tail[REMOTE] as number) : (pool.tail[LOCAL] as number));
+      s = pool.take();
+    }
+    pool.fill(s, key, r, trust, now);
+    // Eviction may have reshuffled the table, so look the block up only now.
+    const table = this.table;
+    let t = table.find(key);
     if (t < 0) {
-      t = this.insertTable(key);
-      this.tableHeads[t] = s;
-      this.blockNext[s] = NIL;
+      t = table.insert(key);
+      table.heads[t] = s;
+      pool.blockNext[s] = NIL;
     } else {
-      this.blockNext[s] = this.tableHeads[t] as number;
-      this.tableHeads[t] = s;
+      pool.blockNext[s] = table.heads[t] as number;
+      table.heads[t] = s;
     }
   }
 
   /** Enforces maxReplicasPerBlock before a new route joins `key`'s chain. New routes go to the chain
    * head, so the chain's last route is the one learned longest ago. */
   private makeRoomOnBlock(key: number): void {
-    const t = this.findTable(key);
-    if (t < 0) return;
+    const pool = this.pool;
     let length = 0;
     let last = NIL;
-    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
+    for (let s = this.table.head(key); s !== NIL; s = pool.blockNext[s] as number) {
       length++;
       last = s;
     }
-    if (length >= this.maxReplicasPerBlock) {
-      this.removeRoute(last);
-      this.evictions++;
-    }
+    if (length >= this.maxReplicasPerBlock) this.evict(last);
   }
 
-  private allocateSlot(): number {
-    if (this.freeSlot !== NIL) {
-      const s = this.freeSlot;
-      this.freeSlot = this.blockNext[s] as number;
-      return s;
-    }
-    if (this.used < this.poolSize) return this.used++;
-    if (this.poolSize < this.capacityBlocks) {
-      this.growPool(Math.min(this.capacityBlocks, this.poolSize * 2));
-      return this.used++;
-    }
-    // Full: evict the least recently used REMOTE route, else the least recently used LOCAL one.
-    const victim = this.lruTail[REMOTE] !== NIL ? (this.lruTail[REMOTE] as number) : (this.lruTail[LOCAL] as number);
-    this.removeRoute(victim);
+  private evict(s: number): void {
+    this.removeRoute(s);
     this.evictions++;
-    const s = this.freeSlot;
-    this.freeSlot = this.blockNext[s] as number;
-    return s;
   }
 
   private removeRoute(s: number): void {
-    const key = this.slotKey[s] as number;
-    const t = this.findTable(key);
+    const pool = this.pool;
+    const table = this.table;
+    const t = table.find(pool.key[s] as number);
     if (t >= 0) {
       let prev = NIL;
-      for (let cur = this.tableHeads[t] as number; cur !== NIL; prev = cur, cur = this.blockNext[cur] as number) {
+      for (let cur = table.heads[t] as number; cur !== NIL; prev = cur, cur = pool.blockNext[cur] as number) {
         if (cur === s) {
-          if (prev === NIL) this.tableHeads[t] = this.blockNext[s] as number;
-          else this.blockNext[prev] = this.blockNext[s] as number;
+          if (prev === NIL) table.heads[t] = pool.blockNext[s] as number;
+          else pool.blockNext[prev] = pool.blockNext[s] as number;
           break;
         }
       }
-      if (this.tableHeads[t] === NIL) this.deleteTable(t);
+      if (table.heads[t] === NIL) table.delete(t);
     }
-    this.lruUnlink(s);
-    const trust = this.slotTrust[s] as number;
-    this.trustRoutes[trust]!--;
-    const r = this.slotReplica[s] as number;
-    this.replicaRoutes[r] = (this.replicaRoutes[r] ?? 1) - 1;
-    this.releaseReplicaIfEmpty(r);
-    this.slotReplica[s] = NIL;
-    this.blockNext[s] = this.freeSlot;
-    this.freeSlot = s;
+    this.releaseReplicaIfEmpty(pool.release(s));
   }
 
   /** Reclaims expired routes from the LRU tails. Routes deeper in a list may also be expired; they
@@ -493,59 +567,12 @@ export class PrefixIndex {
   }
 
   private sweepList(trust: number, expiredBefore: number): void {
-    for (let s = this.lruTail[trust] as number; s !== NIL; s = this.lruTail[trust] as number) {
-      if ((this.slotLearnedAt[s] as number) > expiredBefore) break;
+    const pool = this.pool;
+    for (let s = pool.tail[trust] as number; s !== NIL; s = pool.tail[trust] as number) {
+      if ((pool.learnedAt[s] as number) > expiredBefore) break;
       this.removeRoute(s);
       this.expirations++;
     }
-  }
-
-  private growPool(size: number): void {
-    const copyF64 = (old: Float64Array): Float64Array => {
-      const next = new Float64Array(size);
-      next.set(old.subarray(0, Math.min(old.length, size)));
-      return next;
-    };
-    const copyI32 = (old: Int32Array): Int32Array => {
-      const next = new Int32Array(size);
-      next.set(old.subarray(0, Math.min(old.length, size)));
-      return next;
-    };
-    const wasEmpty = this.poolSize === 0;
-    this.slotKey = wasEmpty ? new Float64Array(size) : copyF64(this.slotKey);
-    this.slotLastUse = wasEmpty ? new Float64Array(size) : copyF64(this.slotLastUse);
-    this.slotLearnedAt = wasEmpty ? new Float64Array(size) : copyF64(this.slotLearnedAt);
-    this.slotReplica = wasEmpty ? new Int32Array(size) : copyI32(this.slotReplica);
-    this.slotPrev = wasEmpty ? new Int32Array(size) : copyI32(this.slotPrev);
-    this.slotNext = wasEmpty ? new Int32Array(size) : copyI32(this.slotNext);
-    this.blockNext = wasEmpty ? new Int32Array(size) : copyI32(this.blockNext);
-    const trust = new Uint8Array(size);
-    if (!wasEmpty) trust.set(this.slotTrust.subarray(0, Math.min(this.slotTrust.length, size)));
-    this.slotTrust = trust;
-    this.slotReplica.fill(NIL, this.poolSize);
-    this.poolSize = size;
-  }
-
-  // ---------------------------------------------------------------- LRU lists
-
-  private lruPushFront(s: number): void {
-    const trust = this.slotTrust[s] as number;
-    const head = this.lruHead[trust] as number;
-    this.slotPrev[s] = NIL;
-    this.slotNext[s] = head;
-    if (head !== NIL) this.slotPrev[head] = s;
-    else this.lruTail[trust] = s;
-    this.lruHead[trust] = s;
-  }
-
-  private lruUnlink(s: number): void {
-    const trust = this.slotTrust[s] as number;
-    const prev = this.slotPrev[s] as number;
-    const next = this.slotNext[s] as number;
-    if (prev !== NIL) this.slotNext[prev] = next;
-    else this.lruHead[trust] = next;
-    if (next !== NIL) this.slotPrev[next] = prev;
-    else this.lruTail[trust] = prev;
   }
 
   // ---------------------------------------------------------------- replicas
@@ -555,81 +582,19 @@ export class PrefixIndex {
     if (known !== undefined) return known;
     const r = this.freeReplicaNumbers.pop() ?? this.replicaIds.length;
     this.replicaIds[r] = id;
-    this.replicaRoutes[r] = 0;
+    this.pool.replicaCount[r] = 0;
+    this.replicaBudget[r] = this.budgets.get(id) ?? Infinity;
+    this.replicaHorizon[r] = this.horizons.get(id) ?? Infinity;
     this.replicaNumbers.set(id, r);
     return r;
   }
 
   private releaseReplicaIfEmpty(r: number): void {
-    if (r === this.pinnedReplica || this.replicaRoutes[r] !== 0) return;
+    if (r === this.pinnedReplica || this.pool.replicaCount[r] !== 0) return;
     const id = this.replicaIds[r];
     if (id === undefined) return;
     this.replicaNumbers.delete(id);
     this.replicaIds[r] = undefined;
     this.freeReplicaNumbers.push(r);
-  }
-
-  // ---------------------------------------------------------------- block table
-
-  /** Table index of `key`, or -1. */
-  private findTable(key: number): number {
-    const mask = this.tableMask;
-    const keys = this.tableKeys;
-    const heads = this.tableHeads;
-    let i = tableHash(key) & mask;
-    while (heads[i] !== NIL) {
-      if (keys[i] === key) return i;
-      i = (i + 1) & mask;
-    }
-    return -1;
-  }
-
-  private insertTable(key: number): number {
-    // Keep the load factor ≤ 1/2 so probes stay short.
-    if ((this.blockCount + 1) * 2 > this.tableKeys.length) this.growTable();
-    const mask = this.tableMask;
-    let i = tableHash(key) & mask;
-    while (this.tableHeads[i] !== NIL) i = (i + 1) & mask;
-    this.tableKeys[i] = key;
-    this.blockCount++;
-    return i;
-  }
-
-  private deleteTable(hole: number): void {
-    const mask = this.tableMask;
-    const keys = this.tableKeys;
-    const heads = this.tableHeads;
-    let i = hole;
-    let j = hole;
-    for (;;) {
-      j = (j + 1) & mask;
-      if (heads[j] === NIL) break;
-      const ideal = tableHash(keys[j] as number) & mask;
-      // Move j back into the hole unless its ideal slot lies cyclically in (i, j].
-      const inRange = i <= j ? ideal > i && ideal <= j : ideal > i || ideal <= j;
-      if (!inRange) {
-        keys[i] = keys[j] as number;
-        heads[i] = heads[j] as number;
-        i = j;
-      }
-    }
-    heads[i] = NIL;
-    this.blockCount--;
-  }
-
-  private growTable(): void {
-    const oldKeys = this.tableKeys;
-    const oldHeads = this.tableHeads;
-    const size = oldKeys.length * 2;
-    this.tableKeys = new Float64Array(size);
-    this.tableHeads = new Int32Array(size).fill(NIL);
-    this.tableMask = size - 1;
-    for (let i = 0; i < oldKeys.length; i++) {
-      if (oldHeads[i] === NIL) continue;
-      let j = tableHash(oldKeys[i] as number) & this.tableMask;
-      while (this.tableHeads[j] !== NIL) j = (j + 1) & this.tableMask;
-      this.tableKeys[j] = oldKeys[i] as number;
-      this.tableHeads[j] = oldHeads[i] as number;
-    }
   }
 }
