@@ -1,28 +1,32 @@
-// The PrefixIndex's block table: block key -> first route slot, an open-addressing hash table with
-// linear probing and backward-shift deletion (no tombstones, so probe runs stay short however many
-// blocks come and go). Keys are 53-bit block keys, which are already hashes: one multiply spreads
-// them over the mask. The load factor stays at or below 1/2.
+// The prefix index's block table: block key → the slot of the block's first route, as an
+// open-addressing hash table (linear probing, backward-shift delete) over typed arrays. Block keys
+// are already hashes, so one multiply spreads them over the mask. The load factor stays ≤ 1/2 so
+// probes stay short.
 
 export const NIL = -1;
-const INITIAL_SIZE = 2048;
+const INITIAL_TABLE = 2048;
 
-/** Table slot for a key. */
-function slotHash(key: number): number {
+/** Table slot for a key: block keys are already hashes, one multiply spreads them over the mask. */
+function tableHash(key: number): number {
   return Math.imul((key >>> 0) ^ ((key / 4294967296) | 0), 0x9e3779b1) >>> 0;
 }
 
 export class BlockTable {
-  keys: Float64Array = new Float64Array(INITIAL_SIZE);
-  /** First route slot of the block, NIL when the table slot is empty. */
-  heads: Int32Array = new Int32Array(INITIAL_SIZE).fill(NIL);
-  private mask = INITIAL_SIZE - 1;
+  keys: Float64Array = new Float64Array(0);
+  /** Head route slot per table index; NIL marks an empty index. */
+  heads: Int32Array = new Int32Array(0);
+  private mask = 0;
   /** Distinct blocks stored. */
   count = 0;
 
-  clear(): void {
-    this.keys = new Float64Array(INITIAL_SIZE);
-    this.heads = new Int32Array(INITIAL_SIZE).fill(NIL);
-    this.mask = INITIAL_SIZE - 1;
+  constructor() {
+    this.reset();
+  }
+
+  reset(): void {
+    this.keys = new Float64Array(INITIAL_TABLE);
+    this.heads = new Int32Array(INITIAL_TABLE).fill(NIL);
+    this.mask = INITIAL_TABLE - 1;
     this.count = 0;
   }
 
@@ -31,7 +35,7 @@ export class BlockTable {
     const mask = this.mask;
     const keys = this.keys;
     const heads = this.heads;
-    let i = slotHash(key) & mask;
+    let i = tableHash(key) & mask;
     while (heads[i] !== NIL) {
       if (keys[i] === key) return i;
       i = (i + 1) & mask;
@@ -39,25 +43,19 @@ export class BlockTable {
     return -1;
   }
 
-  /** First route slot of `key`, or NIL. */
-  head(key: number): number {
-    const t = this.find(key);
-    return t < 0 ? NIL : (this.heads[t] as number);
-  }
-
-  /** Inserts a key known to be absent; the caller sets its head. Returns its table index. */
+  /** Adds `key` (absent) and returns its index; the caller sets its head. */
   insert(key: number): number {
     if ((this.count + 1) * 2 > this.keys.length) this.grow();
     const mask = this.mask;
-    let i = slotHash(key) & mask;
+    let i = tableHash(key) & mask;
     while (this.heads[i] !== NIL) i = (i + 1) & mask;
     this.keys[i] = key;
     this.count++;
     return i;
   }
 
-  /** Empties table slot `hole`, shifting later entries of its probe run back. */
-  delete(hole: number): void {
+  /** Empties index `hole`, shifting later entries of its probe run back so lookups still find them. */
+  remove(hole: number): void {
     const mask = this.mask;
     const keys = this.keys;
     const heads = this.heads;
@@ -66,7 +64,7 @@ export class BlockTable {
     for (;;) {
       j = (j + 1) & mask;
       if (heads[j] === NIL) break;
-      const ideal = slotHash(keys[j] as number) & mask;
+      const ideal = tableHash(keys[j] as number) & mask;
       // Move j back into the hole unless its ideal slot lies cyclically in (i, j].
       const inRange = i <= j ? ideal > i && ideal <= j : ideal > i || ideal <= j;
       if (!inRange) {
@@ -88,7 +86,7 @@ export class BlockTable {
     this.mask = size - 1;
     for (let i = 0; i < oldKeys.length; i++) {
       if (oldHeads[i] === NIL) continue;
-      let j = slotHash(oldKeys[i] as number) & this.mask;
+      let j = tableHash(oldKeys[i] as number) & this.mask;
       while (this.heads[j] !== NIL) j = (j + 1) & this.mask;
       this.keys[j] = oldKeys[i] as number;
       this.heads[j] = oldHeads[i] as number;

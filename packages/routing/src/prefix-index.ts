@@ -28,109 +28,20 @@
 
 import { BlockTable, NIL } from "./block-table";
 import { RoutingInputError, describe, requireFiniteNumber } from "./errors";
+import { checkKeys, checkReplicaId, checkTrust } from "./prefix-index-checks";
+import type { HoldingProfile, HoldingRun, MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixMatcher, PrefixSnapshot } from "./prefix-index-types";
+import type { ReplicaIndexView, RouteInfo } from "./prefix-index-types";
+import { ReplicaIds } from "./replica-ids";
 import { LOCAL, REMOTE, RoutePool } from "./route-pool";
 import type { BlockKey, Trust } from "./types";
 
-const MAX_BLOCK_KEY = Number.MAX_SAFE_INTEGER;
+export type * from "./prefix-index-types";
+
 const INITIAL_POOL = 1024;
 /** Runs a holding profile keeps; the last one absorbs the rest (see holdingProfile). */
 const DEFAULT_PROFILE_RUNS = 8;
 
-export interface PrefixIndexOptions {
-  /** Upper bound on stored routes, i.e. (block, replica) pairs. Not distinct blocks. */
-  capacityBlocks: number;
-  /** Routes older than this since last learned are ignored and reclaimed. Default 1 h. */
-  ttlMs?: number;
-  /** Most replicas (or peers) one block may list; the oldest-learned route on the block makes room.
-   * Bounds the per-block chain walk, so lookups stay O(1) whatever ids arrive. Default 64. */
-  maxReplicasPerBlock?: number;
-}
-
-export interface MatchResult {
-  /** Matched depth (leading blocks held) per replica. When `only` was given, every listed id is
-   * present (0 when nothing matched); otherwise only replicas with depth ≥ 1. */
-  depthByReplica: Map<string, number>;
-  maxDepth: number;
-}
-
-/** LOCAL block keys, most recently used first; what one LB shares with its peers. */
-export type PrefixSnapshot = BlockKey[];
-
-export interface RouteInfo {
-  replicaId: string;
-  /** When the route was last learned (its recency and its age). */
-  learnedAt: number;
-  trust: Trust;
-}
-
-/** Blocks [previous run's end, end) of a chain were last learned at `learnedAt`. */
-export interface HoldingRun {
-  end: number;
-  learnedAt: number;
-}
-
-/** What the index held of one prompt on one replica at one moment, ignoring the replica's horizon:
- * the depth and the learn times along it (non-increasing, in runs). The feedback needs it to judge a
- * cached-token report "at the time of the request", after later requests have re-learned the blocks. */
-export interface HoldingProfile {
-  depth: number;
-  runs: HoldingRun[];
-}
-
-export interface ReplicaIndexView {
-  routes: number;
-  /** The replica's route budget, or null when unbounded. */
-  budget: number | null;
-  /** The replica's horizon in ms, or null when only the TTL applies. */
-  horizonMs: number | null;
-}
-
-export interface PrefixIndexStats {
-  /** Stored (block, replica) pairs. */
-  routes: number;
-  /** Distinct blocks stored. */
-  blocks: number;
-  localRoutes: number;
-  remoteRoutes: number;
-  /** Distinct replica / peer ids with at least one route. */
-  replicas: number;
-  capacityBlocks: number;
-  ttlMs: number;
-  /** Routes evicted for capacity (global or a replica's budget). */
-  evictions: number;
-  /** Routes reclaimed because their TTL ran out. */
-  expirations: number;
-  /** match() calls that found at least one block. */
-  hits: number;
-  /** match() calls. */
-  lookups: number;
-  /** Sum over match() calls of the deepest match, for an average-depth gauge. */
-  matchedBlocks: number;
-}
-
-function checkKeys(field: string, keys: readonly BlockKey[]): void {
-  if (!Array.isArray(keys)) throw new RoutingInputError(field, `must be an array of block keys, got ${describe(keys)}`);
-  for (let i = 0; i < keys.length; i++) {
-    const k = keys[i] as number;
-    // Fast path first: a valid key is an integer in [0, 2^53).
-    if (!(k >= 0 && k <= MAX_BLOCK_KEY && Math.floor(k) === k)) {
-      throw new RoutingInputError(`${field}[${i}]`, `must be an unsigned integer block key < 2^53, got ${describe(k)}`);
-    }
-  }
-}
-
-function checkTrust(trust: unknown): number {
-  if (trust === "LOCAL") return LOCAL;
-  if (trust === "REMOTE") return REMOTE;
-  throw new RoutingInputError("trust", `must be "LOCAL" or "REMOTE", got ${describe(trust)}`);
-}
-
-function checkReplicaId(field: string, id: unknown): string {
-  if (typeof id !== "string" || id.length === 0) throw new RoutingInputError(field, `must be a non-empty string, got ${describe(id)}`);
-  return id;
-}
-
-export class PrefixIndex {
+export class PrefixIndex implements PrefixMatcher {
   readonly capacityBlocks: number;
   readonly ttlMs: number;
   readonly maxReplicasPerBlock: number;
@@ -138,12 +49,9 @@ export class PrefixIndex {
   private readonly pool: RoutePool;
   private readonly table = new BlockTable();
 
-  // Replica ids <-> small ints; an id's number is recycled when its last route goes. Budgets and
-  // horizons are kept by id (they outlive the routes) and mirrored by number for the hot paths.
-  private replicaIds: (string | undefined)[] = [];
-  private readonly replicaNumbers = new Map<string, number>();
-  private freeReplicaNumbers: number[] = [];
-  private pinnedReplica = NIL;
+  // Replica ids <-> small ints. Budgets and horizons are kept by id (they outlive the routes) and
+  // mirrored by number, refreshed whenever a number is pinned for a learn, for the hot paths.
+  private readonly replicas = new ReplicaIds();
   private readonly budgets = new Map<string, number>();
   private readonly horizons = new Map<string, number>();
   private replicaBudget: number[] = [];
@@ -176,13 +84,10 @@ export class PrefixIndex {
   /** Drops every route and resets the counters. Budgets and horizons stay. */
   clear(): void {
     this.pool.reset();
-    this.table.clear();
-    this.replicaIds = [];
-    this.replicaNumbers.clear();
-    this.freeReplicaNumbers = [];
+    this.table.reset();
+    this.replicas.reset();
     this.replicaBudget = [];
     this.replicaHorizon = [];
-    this.pinnedReplica = NIL;
     this.evictions = 0;
     this.expirations = 0;
     this.hits = 0;
@@ -207,7 +112,7 @@ export class PrefixIndex {
       wanted = new Set<number>();
       for (const id of only) {
         depthByReplica.set(id, 0);
-        const r = this.replicaNumbers.get(id);
+        const r = this.replicas.find(id);
         if (r !== undefined) wanted.add(r);
       }
     }
@@ -216,13 +121,13 @@ export class PrefixIndex {
     if (n === 0 || (wanted !== null && wanted.size === 0)) return { depthByReplica, maxDepth };
 
     const pool = this.pool;
-    for (let s = this.table.head(keys[0] as number); s !== NIL; s = pool.blockNext[s] as number) {
+    for (let s = this.headOf(keys[0] as number); s !== NIL; s = pool.blockNext[s] as number) {
       const r = pool.replica[s] as number;
       if (wanted !== null && !wanted.has(r)) continue;
       const expiredBefore = this.expiredBefore(r, now);
       if ((pool.learnedAt[s] as number) <= expiredBefore) continue;
       const depth = this.heldDepth(keys, r, expiredBefore);
-      depthByReplica.set(this.replicaIds[r] as string, depth);
+      depthByReplica.set(this.replicas.name(r), depth);
       if (depth > maxDepth) maxDepth = depth;
     }
     if (maxDepth > 0) this.hits++;
@@ -238,7 +143,7 @@ export class PrefixIndex {
   holdingProfile(keys: readonly BlockKey[], replicaId: string, now: number, maxRuns = DEFAULT_PROFILE_RUNS): HoldingProfile {
     checkKeys("keys", keys);
     requireFiniteNumber("now", now);
-    const r = this.replicaNumbers.get(checkReplicaId("replicaId", replicaId));
+    const r = this.replicas.find(checkReplicaId("replicaId", replicaId));
     const runs: HoldingRun[] = [];
     if (r === undefined || keys.length === 0) return { depth: 0, runs };
     const expiredBefore = now - this.ttlMs;
@@ -273,14 +178,12 @@ export class PrefixIndex {
     const trustLevel = checkTrust(trust);
     requireFiniteNumber("now", now);
     this.sweepExpired(now);
-    const r = this.replicaNumber(replicaId);
-    this.pinnedReplica = r;
+    const r = this.pin(replicaId);
     try {
       // Deepest first, so the shallow (shared) blocks end up most recent; see the file header.
       for (let k = keys.length - 1; k >= 0; k--) this.upsert(keys[k] as number, r, trustLevel, now);
     } finally {
-      this.pinnedReplica = NIL;
-      this.releaseReplicaIfEmpty(r);
+      this.replicas.unpin(r);
     }
   }
 
@@ -312,16 +215,14 @@ export class PrefixIndex {
     checkKeys("snapshot", snapshot);
     requireFiniteNumber("now", now);
     this.sweepExpired(now);
-    const r = this.replicaNumber(peerId);
-    this.pinnedReplica = r;
+    const r = this.pin(peerId);
     try {
       // Least recent first so the peer's most recent blocks end up most recent here too; anything
       // beyond our capacity would be evicted immediately, so it is not even inserted.
       const start = Math.min(snapshot.length, this.capacityBlocks) - 1;
       for (let i = start; i >= 0; i--) this.upsert(snapshot[i] as number, r, REMOTE, now);
     } finally {
-      this.pinnedReplica = NIL;
-      this.releaseReplicaIfEmpty(r);
+      this.replicas.unpin(r);
     }
   }
 
@@ -332,7 +233,7 @@ export class PrefixIndex {
    */
   forget(keys: readonly BlockKey[], replicaId: string, fromDepth = 0, learnedAtOrBefore = Infinity): number {
     checkKeys("keys", keys);
-    const r = this.replicaNumbers.get(checkReplicaId("replicaId", replicaId));
+    const r = this.replicas.find(checkReplicaId("replicaId", replicaId));
     if (r === undefined) return 0;
     let removed = 0;
     for (let k = Math.max(0, fromDepth); k < keys.length; k++) {
@@ -347,18 +248,16 @@ export class PrefixIndex {
 
   /** Drops every route of a replica (or peer); its budget and horizon stay. Returns the number removed. */
   removeReplica(replicaId: string): number {
-    const r = this.replicaNumbers.get(checkReplicaId("replicaId", replicaId));
-    if (r === undefined) return 0;
+    if (this.replicas.find(checkReplicaId("replicaId", replicaId)) === undefined) return 0;
+    const r = this.replicas.pin(replicaId);
     let removed = 0;
-    this.pinnedReplica = r;
     try {
       for (let s = this.pool.replicaTail[r] ?? NIL; s !== NIL; s = this.pool.replicaTail[r] ?? NIL) {
         this.removeRoute(s);
         removed++;
       }
     } finally {
-      this.pinnedReplica = NIL;
-      this.releaseReplicaIfEmpty(r);
+      this.replicas.unpin(r);
     }
     return removed;
   }
@@ -375,16 +274,13 @@ export class PrefixIndex {
       }
       this.budgets.set(replicaId, maxRoutes);
     }
-    const r = this.replicaNumbers.get(replicaId);
-    if (r === undefined) return;
-    const budget = maxRoutes ?? Infinity;
-    this.replicaBudget[r] = budget;
-    this.pinnedReplica = r;
+    if (this.replicas.find(replicaId) === undefined) return;
+    const r = this.pin(replicaId);
     try {
-      while ((this.pool.replicaCount[r] ?? 0) > budget) this.evict(this.pool.replicaTail[r] as number);
+      const budget = this.replicaBudget[r] as number;
+      while (this.replicas.count(r) > budget) this.evict(this.pool.replicaTail[r] as number);
     } finally {
-      this.pinnedReplica = NIL;
-      this.releaseReplicaIfEmpty(r);
+      this.replicas.unpin(r);
     }
   }
 
@@ -399,15 +295,15 @@ export class PrefixIndex {
       }
       this.horizons.set(replicaId, horizonMs);
     }
-    const r = this.replicaNumbers.get(replicaId);
+    const r = this.replicas.find(replicaId);
     if (r !== undefined) this.replicaHorizon[r] = horizonMs ?? Infinity;
   }
 
   replicaView(replicaId: string): ReplicaIndexView {
     checkReplicaId("replicaId", replicaId);
-    const r = this.replicaNumbers.get(replicaId);
+    const r = this.replicas.find(replicaId);
     return {
-      routes: r === undefined ? 0 : (this.pool.replicaCount[r] ?? 0),
+      routes: r === undefined ? 0 : this.replicas.count(r),
       budget: this.budgets.get(replicaId) ?? null,
       horizonMs: this.horizons.get(replicaId) ?? null,
     };
@@ -417,9 +313,9 @@ export class PrefixIndex {
   routesOf(key: BlockKey): RouteInfo[] {
     const pool = this.pool;
     const out: RouteInfo[] = [];
-    for (let s = this.table.head(key); s !== NIL; s = pool.blockNext[s] as number) {
+    for (let s = this.headOf(key); s !== NIL; s = pool.blockNext[s] as number) {
       out.push({
-        replicaId: this.replicaIds[pool.replica[s] as number] as string,
+        replicaId: this.replicas.name(pool.replica[s] as number),
         learnedAt: pool.learnedAt[s] as number,
         trust: pool.trust[s] === LOCAL ? "LOCAL" : "REMOTE",
       });
@@ -435,7 +331,7 @@ export class PrefixIndex {
       blocks: this.table.count,
       localRoutes: local,
       remoteRoutes: remote,
-      replicas: this.replicaNumbers.size,
+      replicas: this.replicas.size,
       capacityBlocks: this.capacityBlocks,
       ttlMs: this.ttlMs,
       evictions: this.evictions,
@@ -471,7 +367,7 @@ export class PrefixIndex {
 
   private holds(key: number, r: number, expiredBefore: number): boolean {
     const pool = this.pool;
-    for (let s = this.table.head(key); s !== NIL; s = pool.blockNext[s] as number) {
+    for (let s = this.headOf(key); s !== NIL; s = pool.blockNext[s] as number) {
       if (pool.replica[s] === r) return (pool.learnedAt[s] as number) > expiredBefore;
     }
     return false;
@@ -484,7 +380,7 @@ export class PrefixIndex {
 
   private findRoute(key: number, r: number): number {
     const pool = this.pool;
-    for (let s = this.table.head(key); s !== NIL; s = pool.blockNext[s] as number) {
+    for (let s = this.headOf(key); s !== NIL; s = pool.blockNext[s] as number) {
       if (pool.replica[s] === r) return s;
     }
     return NIL;
@@ -500,7 +396,7 @@ export class PrefixIndex {
     // The replica's budget first: at its engine's cache size, its own oldest route makes room.
     const budget = this.replicaBudget[r] ?? Infinity;
     if (budget === 0) return;
-    if ((pool.replicaCount[r] ?? 0) >= budget) this.evict(pool.replicaTail[r] as number);
+    if (this.replicas.count(r) >= budget) this.evict(pool.replicaTail[r] as number);
     this.makeRoomOnBlock(key);
     let s = pool.take();
     if (s === NIL) {
@@ -509,6 +405,7 @@ export class PrefixIndex {
       s = pool.take();
     }
     pool.fill(s, key, r, trust, now);
+    this.replicas.routeAdded(r);
     // Eviction may have reshuffled the table, so look the block up only now.
     const table = this.table;
     let t = table.find(key);
@@ -528,7 +425,7 @@ export class PrefixIndex {
     const pool = this.pool;
     let length = 0;
     let last = NIL;
-    for (let s = this.table.head(key); s !== NIL; s = pool.blockNext[s] as number) {
+    for (let s = this.headOf(key); s !== NIL; s = pool.blockNext[s] as number) {
       length++;
       last = s;
     }
@@ -553,9 +450,9 @@ export class PrefixIndex {
           break;
         }
       }
-      if (table.heads[t] === NIL) table.delete(t);
+      if (table.heads[t] === NIL) table.remove(t);
     }
-    this.releaseReplicaIfEmpty(pool.release(s));
+    this.replicas.routeRemoved(pool.release(s));
   }
 
   /** Reclaims expired routes from the LRU tails. Routes deeper in a list may also be expired; they
@@ -577,24 +474,17 @@ export class PrefixIndex {
 
   // ---------------------------------------------------------------- replicas
 
-  private replicaNumber(id: string): number {
-    const known = this.replicaNumbers.get(id);
-    if (known !== undefined) return known;
-    const r = this.freeReplicaNumbers.pop() ?? this.replicaIds.length;
-    this.replicaIds[r] = id;
-    this.pool.replicaCount[r] = 0;
+  /** Pins `id` for a learn and refreshes its number's budget and horizon from the settings by id. */
+  private pin(id: string): number {
+    const r = this.replicas.pin(id);
     this.replicaBudget[r] = this.budgets.get(id) ?? Infinity;
     this.replicaHorizon[r] = this.horizons.get(id) ?? Infinity;
-    this.replicaNumbers.set(id, r);
     return r;
   }
 
-  private releaseReplicaIfEmpty(r: number): void {
-    if (r === this.pinnedReplica || this.pool.replicaCount[r] !== 0) return;
-    const id = this.replicaIds[r];
-    if (id === undefined) return;
-    this.replicaNumbers.delete(id);
-    this.replicaIds[r] = undefined;
-    this.freeReplicaNumbers.push(r);
+  /** First route slot of a block, or NIL. */
+  private headOf(key: number): number {
+    const t = this.table.find(key);
+    return t < 0 ? NIL : (this.table.heads[t] as number);
   }
 }

@@ -5,7 +5,8 @@
 //     tail first;
 //   - its replica's list, which the replica's own budget (its engine's cache size) evicts from, so
 //     one replica's traffic never pushes out another replica's routes.
-// A route's `learnedAt` is both its recency and its age: every touch re-learns it.
+// A route's `learnedAt` is both its recency and its age: every touch re-learns it. Route counts per
+// replica live in ReplicaIds (replica-ids.ts), which the caller keeps in step.
 //
 // Bytes per slot: key 8 + learnedAt 8 + replica 4 + four list links 16 + block chain 4 + trust 1 = 41.
 
@@ -39,10 +40,9 @@ export class RoutePool {
   readonly head = new Int32Array([NIL, NIL]);
   readonly tail = new Int32Array([NIL, NIL]);
   readonly trustCount = [0, 0];
-  /** Per replica number: most / least recent route and route count. */
+  /** Per replica number: most / least recent route. */
   readonly replicaHead: number[] = [];
   readonly replicaTail: number[] = [];
-  readonly replicaCount: number[] = [];
 
   constructor(
     readonly capacity: number,
@@ -62,12 +62,6 @@ export class RoutePool {
     this.trustCount[REMOTE] = 0;
     this.replicaHead.length = 0;
     this.replicaTail.length = 0;
-    this.replicaCount.length = 0;
-  }
-
-  /** Slots holding a route (the high-water mark; free slots below it have replica NIL). */
-  get highWater(): number {
-    return this.used;
   }
 
   /** A free slot, or NIL when all `capacity` slots hold routes (the caller evicts, then retries). */
@@ -92,7 +86,6 @@ export class RoutePool {
     this.learnedAt[s] = now;
     this.trust[s] = trust;
     this.trustCount[trust]!++;
-    this.replicaCount[replica] = (this.replicaCount[replica] ?? 0) + 1;
     this.pushFront(s);
   }
 
@@ -114,7 +107,6 @@ export class RoutePool {
     this.unlink(s);
     this.trustCount[this.trust[s] as number]!--;
     const r = this.replica[s] as number;
-    this.replicaCount[r] = (this.replicaCount[r] ?? 1) - 1;
     this.replica[s] = NIL;
     this.blockNext[s] = this.free;
     this.free = s;

@@ -2,12 +2,13 @@
 // tie-breaking and the Decision record.
 
 import { EXCLUDED_SCORE, RoutingInputError, describe, requireFiniteNumber } from "../errors";
-import type { PrefixIndex } from "../prefix-index";
+import type { PrefixMatcher } from "../prefix-index";
 import type { CandidateView, Decision, PolicyName, RequestView, Rng, Weights } from "../types";
 import { validateCandidates, validateRequest, validateWeights } from "../validate";
 
 export interface PolicyContext {
-  index: PrefixIndex;
+  /** The LB's PrefixIndex (or, in the simulator, an oracle over the engines' true caches). */
+  index: PrefixMatcher;
   weights: Weights;
   rng: Rng;
   /** Caller's clock in ms (wall clock live, virtual clock in the simulator). */
@@ -48,7 +49,7 @@ export function prepare(request: RequestView, candidates: readonly CandidateView
   validateWeights(ctx.weights);
   requireFiniteNumber("ctx.now", ctx.now);
   if (!ctx.rng || typeof ctx.rng.next !== "function") throw new RoutingInputError("ctx.rng", "must be an Rng with next()");
-  if (!ctx.index || typeof ctx.index.match !== "function") throw new RoutingInputError("ctx.index", "must be a PrefixIndex");
+  if (!ctx.index || typeof ctx.index.match !== "function") throw new RoutingInputError("ctx.index", "must be a PrefixIndex (an object with match())");
   const n = candidates.length;
   const ids = new Array<string>(n);
   const eligible = new Array<boolean>(n);
