@@ -23,7 +23,7 @@ test("SGLang (current release): max_total_num_tokens, once per DP rank however m
     `sglang:${name}{engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0",tp_rank="${tp}",dp_rank="${dp}"} ${value}`;
   const text = [0, 1].flatMap((dp) => [0, 1].map((tp) => line("max_total_num_tokens", tp, dp, 262_144))).join("\n");
   assert.equal(readEngineCache(parsePrometheusText(text), "sglang").capacityTokens, 2 * 262_144);
-  const idle = "sglang:token_usage{model_name=\"m\"} 0\nsglang:num_used_tokens{model_name=\"m\"} 0\n";
+  const idle = 'sglang:token_usage{model_name="m"} 0\nsglang:num_used_tokens{model_name="m"} 0\n';
   assert.equal(readEngineCache(parsePrometheusText(idle), "sglang").capacityTokens, null, "an idle old release says nothing");
 });
 

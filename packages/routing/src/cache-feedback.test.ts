@@ -119,7 +119,11 @@ describe("cache-report feedback", () => {
     }
     // A bad prompt_tokens is ignored (no unit correction), the cached count still counts.
     assert.equal(applyCacheReport(index, snap, { cachedTokens: 6 * TPB, promptTokens: "x" }, 101_000).verdict, "as-predicted");
-    const after = JSON.stringify([routesOfChain(index, keys), { ...index.stats(), lookups: JSON.parse(before)[1].lookups, hits: JSON.parse(before)[1].hits, matchedBlocks: JSON.parse(before)[1].matchedBlocks }, index.replicaView("r")]);
+    const after = JSON.stringify([
+      routesOfChain(index, keys),
+      { ...index.stats(), lookups: JSON.parse(before)[1].lookups, hits: JSON.parse(before)[1].hits, matchedBlocks: JSON.parse(before)[1].matchedBlocks },
+      index.replicaView("r"),
+    ]);
     assert.equal(after, before);
   });
 
@@ -154,7 +158,13 @@ describe("horizon bracket", () => {
   });
 
   it("brackets the horizon between the last held and the first lost block's ages", () => {
-    const s = snap([{ end: 3, learnedAt: 90 }, { end: 8, learnedAt: 40 }], 8);
+    const s = snap(
+      [
+        { end: 3, learnedAt: 90 },
+        { end: 8, learnedAt: 40 },
+      ],
+      8,
+    );
     assert.deepEqual(horizonBracket(s, 3), { heldAge: 10, lostAge: 60 });
     assert.deepEqual(horizonBracket(s, 8), { heldAge: 60, lostAge: Infinity });
     assert.deepEqual(horizonBracket(s, 0), { heldAge: -Infinity, lostAge: 10 });

@@ -12,7 +12,6 @@ export { HashRing } from "./policies/hashing";
 export { requestLoad } from "./policies/common";
 export * from "./availability";
 export * from "./token-estimator";
-export * from "./lb-queue";
 export * from "./cache-feedback";
 export * from "./cache-truth";
 export * from "./engine-restart";

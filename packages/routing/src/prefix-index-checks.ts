@@ -1,9 +1,11 @@
-// Argument checks of the prefix index's public methods: malformed keys, ids or trust levels throw a
+// Argument checks of the prefix index: malformed options, keys, ids or trust levels throw a
 // RoutingInputError naming the field, before anything is stored.
 import { RoutingInputError, describe } from "./errors";
-import { LOCAL, REMOTE } from "./route-pool";
+import type { PrefixIndexOptions } from "./prefix-index-types";
 import type { BlockKey } from "./types";
 
+const LOCAL = 0;
+const REMOTE = 1;
 const MAX_BLOCK_KEY = Number.MAX_SAFE_INTEGER;
 
 export function checkKeys(field: string, keys: readonly BlockKey[]): void {
@@ -26,4 +28,19 @@ export function checkTrust(trust: unknown): number {
 export function checkReplicaId(field: string, id: unknown): string {
   if (typeof id !== "string" || id.length === 0) throw new RoutingInputError(field, `must be a non-empty string, got ${describe(id)}`);
   return id;
+}
+
+export function checkOptions(options: PrefixIndexOptions): { capacity: number; ttl: number; perBlock: number } {
+  if (options === null || typeof options !== "object") throw new RoutingInputError("options", "must be an object");
+  const capacity = options.capacityBlocks;
+  if (typeof capacity !== "number" || !Number.isInteger(capacity) || capacity <= 0 || capacity > 0x7fffffff) {
+    throw new RoutingInputError("capacityBlocks", `must be a positive integer < 2^31, got ${describe(capacity)}`);
+  }
+  const ttl = options.ttlMs ?? 3_600_000;
+  if (typeof ttl !== "number" || !(ttl > 0)) throw new RoutingInputError("ttlMs", `must be a positive number, got ${describe(ttl)}`);
+  const perBlock = options.maxReplicasPerBlock ?? 64;
+  if (typeof perBlock !== "number" || !Number.isInteger(perBlock) || perBlock <= 0) {
+    throw new RoutingInputError("maxReplicasPerBlock", `must be a positive integer, got ${describe(perBlock)}`);
+  }
+  return { capacity, ttl, perBlock };
 }

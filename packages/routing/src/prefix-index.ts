@@ -1,23 +1,22 @@
 // PrefixIndex: which replica holds which prompt block, learned from this LB's own traffic (LOCAL) or
 // from a peer LB's snapshot (REMOTE), and kept close to what the engines actually hold.
 //
-// Storage. The unit is a ROUTE, one (block, replica) pair, in a pool of typed arrays (route-pool.ts),
-// so memory is bounded by `capacityBlocks` routes under any input: a flood of distinct blocks, of
-// replicas or of peers can only evict, never grow past it. Blocks are found through an open-addressing
-// table (block-table.ts) keyed by the 53-bit block key; each block's routes hang on a short chain.
+// Storage (route-store.ts): one ROUTE per (block, replica) pair in a pool of typed arrays, so memory is
+// bounded by `capacityBlocks` routes under any input: a flood of distinct blocks, of replicas or of
+// peers can only evict, never grow past it. Blocks are found through an open-addressing table keyed by
+// the 53-bit block key; each block's routes hang on a short chain.
 //
 // Forgetting, in the order that usually applies first:
-//   - a replica's BUDGET: its engine's prefix-cache size in blocks (the LB reads it from the engine's
-//     metrics, or the operator sets it). Past it, the replica's own least recently used route goes,
-//     so the index evicts about when the engine does. No budget: no per-replica bound.
-//   - a replica's HORIZON: routes learned longer ago than this are not offered to match(). An LRU
-//     cache under steady load keeps a block about as long as a characteristic time (Che's
-//     approximation), which the cache-report feedback (cache-feedback.ts) learns per replica. Hidden
-//     routes stay stored, so a later report can show the horizon was too short.
+//   - a replica's BUDGET: its engine's prefix-cache size in blocks (read from the engine's metrics or
+//     set by the operator). Past it, the replica's own least recently used route goes, so the index
+//     evicts about when the engine does. No budget: no per-replica bound.
+//   - a replica's HORIZON: routes learned longer ago are not offered to match(). An LRU cache under
+//     steady load keeps a block for about a characteristic time (Che's approximation), which the
+//     cache-report feedback (cache-feedback.ts) learns per replica. Hidden routes stay stored, so a
+//     later report can show the horizon was too short.
 //   - the TTL (default 1 h), a backstop for engines that report nothing;
 //   - global capacity: the least recently used REMOTE route, then the least recently used LOCAL one;
-//   - forget() / removeReplica(): the feedback trimming a replica after a lower cached-token report,
-//     or an engine restart.
+//   - forget() / removeReplica(): the feedback trimming a replica, or an engine restart.
 //
 // Learning touches a prompt's blocks deepest-first with one timestamp, so a chain's shallow blocks are
 // always at least as recent as its deep ones: LRU evicts the deep tail of an idle conversation first
@@ -26,32 +25,30 @@
 // and lets holdingProfile() describe a chain's ages in a few runs. Chaining also makes the answer
 // meaningful: holding key_k means the replica was sent blocks 0..k, so depth = 1 + deepest held block.
 
-import { BlockTable, NIL } from "./block-table";
 import { RoutingInputError, describe, requireFiniteNumber } from "./errors";
-import { checkKeys, checkReplicaId, checkTrust } from "./prefix-index-checks";
+import { checkKeys, checkOptions, checkReplicaId, checkTrust } from "./prefix-index-checks";
+import { RouteStore } from "./route-store";
 import type { HoldingProfile, HoldingRun, MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixMatcher, PrefixSnapshot } from "./prefix-index-types";
 import type { ReplicaIndexView, RouteInfo } from "./prefix-index-types";
-import { ReplicaIds } from "./replica-ids";
-import { LOCAL, REMOTE, RoutePool } from "./route-pool";
 import type { BlockKey, Trust } from "./types";
+
+// Local copies of route-store.ts's sentinel and trust levels: an imported binding is not folded into
+// the hot loops' comparisons.
+const NIL = -1;
+const LOCAL = 0;
+const REMOTE = 1;
 
 export type * from "./prefix-index-types";
 
-const INITIAL_POOL = 1024;
 /** Runs a holding profile keeps; the last one absorbs the rest (see holdingProfile). */
 const DEFAULT_PROFILE_RUNS = 8;
 
-export class PrefixIndex implements PrefixMatcher {
-  readonly capacityBlocks: number;
+export class PrefixIndex extends RouteStore implements PrefixMatcher {
   readonly ttlMs: number;
   readonly maxReplicasPerBlock: number;
 
-  private readonly pool: RoutePool;
-  private readonly table = new BlockTable();
-
-  // Replica ids <-> small ints. Budgets and horizons are kept by id (they outlive the routes) and
-  // mirrored by number, refreshed whenever a number is pinned for a learn, for the hot paths.
-  private readonly replicas = new ReplicaIds();
+  // Budgets and horizons are kept by replica id (they outlive the routes) and mirrored by replica
+  // number, refreshed whenever a number is pinned for a learn, for the hot paths.
   private readonly budgets = new Map<string, number>();
   private readonly horizons = new Map<string, number>();
   private replicaBudget: number[] = [];
@@ -64,35 +61,27 @@ export class PrefixIndex implements PrefixMatcher {
   private matchedBlockSum = 0;
 
   constructor(options: PrefixIndexOptions) {
-    if (options === null || typeof options !== "object") throw new RoutingInputError("options", "must be an object");
-    const capacity = options.capacityBlocks;
-    if (typeof capacity !== "number" || !Number.isInteger(capacity) || capacity <= 0 || capacity > 0x7fffffff) {
-      throw new RoutingInputError("capacityBlocks", `must be a positive integer < 2^31, got ${describe(capacity)}`);
-    }
-    const ttl = options.ttlMs ?? 3_600_000;
-    if (typeof ttl !== "number" || !(ttl > 0)) throw new RoutingInputError("ttlMs", `must be a positive number, got ${describe(ttl)}`);
-    const perBlock = options.maxReplicasPerBlock ?? 64;
-    if (typeof perBlock !== "number" || !Number.isInteger(perBlock) || perBlock <= 0) {
-      throw new RoutingInputError("maxReplicasPerBlock", `must be a positive integer, got ${describe(perBlock)}`);
-    }
-    this.capacityBlocks = capacity;
-    this.ttlMs = ttl;
-    this.maxReplicasPerBlock = perBlock;
-    this.pool = new RoutePool(capacity, INITIAL_POOL);
+    const checked = checkOptions(options);
+    super(checked.capacity);
+    this.ttlMs = checked.ttl;
+    this.maxReplicasPerBlock = checked.perBlock;
+    this.reset();
   }
 
   /** Drops every route and resets the counters. Budgets and horizons stay. */
   clear(): void {
-    this.pool.reset();
-    this.table.reset();
-    this.replicas.reset();
-    this.replicaBudget = [];
-    this.replicaHorizon = [];
+    this.reset();
     this.evictions = 0;
     this.expirations = 0;
     this.hits = 0;
     this.lookups = 0;
     this.matchedBlockSum = 0;
+  }
+
+  private reset(): void {
+    this.resetStore();
+    this.replicaBudget = [];
+    this.replicaHorizon = [];
   }
 
   // ---------------------------------------------------------------- public API
@@ -120,12 +109,15 @@ export class PrefixIndex implements PrefixMatcher {
     let maxDepth = 0;
     if (n === 0 || (wanted !== null && wanted.size === 0)) return { depthByReplica, maxDepth };
 
-    const pool = this.pool;
-    for (let s = this.headOf(keys[0] as number); s !== NIL; s = pool.blockNext[s] as number) {
-      const r = pool.replica[s] as number;
+    const first = this.findTable(keys[0] as number);
+    if (first < 0) return { depthByReplica, maxDepth };
+    const ttlCut = now - this.ttlMs;
+    for (let s = this.tableHeads[first] as number; s !== NIL; s = this.blockNext[s] as number) {
+      const r = this.slotReplica[s] as number;
       if (wanted !== null && !wanted.has(r)) continue;
-      const expiredBefore = this.expiredBefore(r, now);
-      if ((pool.learnedAt[s] as number) <= expiredBefore) continue;
+      const horizon = this.replicaHorizon[r] as number;
+      const expiredBefore = horizon < this.ttlMs ? now - horizon : ttlCut;
+      if ((this.slotLearnedAt[s] as number) <= expiredBefore) continue;
       const depth = this.heldDepth(keys, r, expiredBefore);
       depthByReplica.set(this.replicas.name(r), depth);
       if (depth > maxDepth) maxDepth = depth;
@@ -189,18 +181,17 @@ export class PrefixIndex implements PrefixMatcher {
 
   /** LOCAL block keys, most recently used first, at most `maxBlocks` (default: all). */
   snapshot(maxBlocks?: number, now?: number): PrefixSnapshot {
-    let limit = this.table.count;
+    let limit = this.blockCount;
     if (maxBlocks !== undefined) {
       if (!Number.isInteger(maxBlocks) || maxBlocks < 0) throw new RoutingInputError("maxBlocks", `must be a non-negative integer, got ${describe(maxBlocks)}`);
       limit = Math.min(limit, maxBlocks);
     }
     const expiredBefore = now === undefined ? -Infinity : requireFiniteNumber("now", now) - this.ttlMs;
-    const pool = this.pool;
     const out: BlockKey[] = [];
     const seen = new Set<number>();
-    for (let s = pool.head[LOCAL] as number; s !== NIL && out.length < limit; s = pool.next[s] as number) {
-      if ((pool.learnedAt[s] as number) <= expiredBefore) continue;
-      const key = pool.key[s] as number;
+    for (let s = this.lruHead[LOCAL] as number; s !== NIL && out.length < limit; s = this.slotNext[s] as number) {
+      if ((this.slotLearnedAt[s] as number) <= expiredBefore) continue;
+      const key = this.slotKey[s] as number;
       if (!seen.has(key)) {
         seen.add(key);
         out.push(key);
@@ -238,7 +229,7 @@ export class PrefixIndex implements PrefixMatcher {
     let removed = 0;
     for (let k = Math.max(0, fromDepth); k < keys.length; k++) {
       const s = this.findRoute(keys[k] as number, r);
-      if (s !== NIL && (this.pool.learnedAt[s] as number) <= learnedAtOrBefore) {
+      if (s !== NIL && (this.slotLearnedAt[s] as number) <= learnedAtOrBefore) {
         this.removeRoute(s);
         removed++;
       }
@@ -252,7 +243,7 @@ export class PrefixIndex implements PrefixMatcher {
     const r = this.replicas.pin(replicaId);
     let removed = 0;
     try {
-      for (let s = this.pool.replicaTail[r] ?? NIL; s !== NIL; s = this.pool.replicaTail[r] ?? NIL) {
+      for (let s = this.replicaTail[r] ?? NIL; s !== NIL; s = this.replicaTail[r] ?? NIL) {
         this.removeRoute(s);
         removed++;
       }
@@ -278,7 +269,7 @@ export class PrefixIndex implements PrefixMatcher {
     const r = this.pin(replicaId);
     try {
       const budget = this.replicaBudget[r] as number;
-      while (this.replicas.count(r) > budget) this.evict(this.pool.replicaTail[r] as number);
+      while (this.replicas.count(r) > budget) this.evict(this.replicaTail[r] as number);
     } finally {
       this.replicas.unpin(r);
     }
@@ -311,26 +302,25 @@ export class PrefixIndex implements PrefixMatcher {
 
   /** Routes stored for one block (for debugging and tests). */
   routesOf(key: BlockKey): RouteInfo[] {
-    const pool = this.pool;
+    const t = this.findTable(key);
     const out: RouteInfo[] = [];
-    for (let s = this.headOf(key); s !== NIL; s = pool.blockNext[s] as number) {
+    if (t < 0) return out;
+    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
       out.push({
-        replicaId: this.replicas.name(pool.replica[s] as number),
-        learnedAt: pool.learnedAt[s] as number,
-        trust: pool.trust[s] === LOCAL ? "LOCAL" : "REMOTE",
+        replicaId: this.replicas.name(this.slotReplica[s] as number),
+        learnedAt: this.slotLearnedAt[s] as number,
+        trust: this.slotTrust[s] === LOCAL ? "LOCAL" : "REMOTE",
       });
     }
     return out;
   }
 
   stats(): PrefixIndexStats {
-    const local = this.pool.trustCount[LOCAL]!;
-    const remote = this.pool.trustCount[REMOTE]!;
     return {
-      routes: local + remote,
-      blocks: this.table.count,
-      localRoutes: local,
-      remoteRoutes: remote,
+      routes: this.trustRoutes[LOCAL]! + this.trustRoutes[REMOTE]!,
+      blocks: this.blockCount,
+      localRoutes: this.trustRoutes[LOCAL]!,
+      remoteRoutes: this.trustRoutes[REMOTE]!,
       replicas: this.replicas.size,
       capacityBlocks: this.capacityBlocks,
       ttlMs: this.ttlMs,
@@ -344,11 +334,12 @@ export class PrefixIndex implements PrefixMatcher {
 
   // ---------------------------------------------------------------- routes
 
-  /** Routes learned at or before this are invisible to match() for replica `r`. */
-  private expiredBefore(r: number, now: number): number {
-    const horizon = this.replicaHorizon[r] ?? Infinity;
-    const ttlCut = now - this.ttlMs;
-    return horizon < this.ttlMs ? now - horizon : ttlCut;
+  /** Pins `id` for a learn and refreshes its number's budget and horizon from the settings by id. */
+  private pin(id: string): number {
+    const r = this.replicas.pin(id);
+    this.replicaBudget[r] = this.budgets.get(id) ?? Infinity;
+    this.replicaHorizon[r] = this.horizons.get(id) ?? Infinity;
+    return r;
   }
 
   /** Depth of `keys` held by `r`, knowing it holds keys[0]: binary search for the deepest held block. */
@@ -365,71 +356,98 @@ export class PrefixIndex implements PrefixMatcher {
     return lo + 1;
   }
 
+  private learnedAtOf(key: number, r: number): number {
+    const s = this.findRoute(key, r);
+    return s === NIL ? -Infinity : (this.slotLearnedAt[s] as number);
+  }
+
   private holds(key: number, r: number, expiredBefore: number): boolean {
-    const pool = this.pool;
-    for (let s = this.headOf(key); s !== NIL; s = pool.blockNext[s] as number) {
-      if (pool.replica[s] === r) return (pool.learnedAt[s] as number) > expiredBefore;
+    const t = this.findTable(key);
+    if (t < 0) return false;
+    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
+      if (this.slotReplica[s] === r) return (this.slotLearnedAt[s] as number) > expiredBefore;
     }
     return false;
   }
 
-  private learnedAtOf(key: number, r: number): number {
-    const s = this.findRoute(key, r);
-    return s === NIL ? -Infinity : (this.pool.learnedAt[s] as number);
-  }
-
   private findRoute(key: number, r: number): number {
-    const pool = this.pool;
-    for (let s = this.headOf(key); s !== NIL; s = pool.blockNext[s] as number) {
-      if (pool.replica[s] === r) return s;
+    const t = this.findTable(key);
+    if (t < 0) return NIL;
+    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
+      if (this.slotReplica[s] === r) return s;
     }
     return NIL;
   }
 
   private upsert(key: number, r: number, trust: number, now: number): void {
-    const pool = this.pool;
     const existing = this.findRoute(key, r);
     if (existing !== NIL) {
-      pool.touch(existing, trust, now);
+      this.lruUnlink(existing);
+      // Own observations outrank a peer's: a LOCAL route is never downgraded to REMOTE.
+      if (trust === LOCAL && this.slotTrust[existing] === REMOTE) {
+        this.trustRoutes[REMOTE]!--;
+        this.trustRoutes[LOCAL]!++;
+        this.slotTrust[existing] = LOCAL;
+      }
+      this.slotLearnedAt[existing] = now;
+      this.lruPushFront(existing);
       return;
     }
     // The replica's budget first: at its engine's cache size, its own oldest route makes room.
-    const budget = this.replicaBudget[r] ?? Infinity;
+    const budget = this.replicaBudget[r] as number;
     if (budget === 0) return;
-    if (this.replicas.count(r) >= budget) this.evict(pool.replicaTail[r] as number);
+    if (this.replicas.count(r) >= budget) this.evict(this.replicaTail[r] as number);
     this.makeRoomOnBlock(key);
-    let s = pool.take();
-    if (s === NIL) {
-      // Full: evict the least recently used REMOTE route, else the least recently used LOCAL one.
-      this.evict(pool.tail[REMOTE] !== NIL ? (pool.tail[REMOTE] as number) : (pool.tail[LOCAL] as number));
-      s = pool.take();
-    }
-    pool.fill(s, key, r, trust, now);
+    // Allocation may evict and thereby reshuffle the table, so look the block up afterwards.
+    const s = this.allocateSlot();
+    this.slotKey[s] = key;
+    this.slotReplica[s] = r;
+    this.slotLearnedAt[s] = now;
+    this.slotTrust[s] = trust;
+    this.trustRoutes[trust]!++;
     this.replicas.routeAdded(r);
-    // Eviction may have reshuffled the table, so look the block up only now.
-    const table = this.table;
-    let t = table.find(key);
+    this.lruPushFront(s);
+    let t = this.findTable(key);
     if (t < 0) {
-      t = table.insert(key);
-      table.heads[t] = s;
-      pool.blockNext[s] = NIL;
+      t = this.insertTable(key);
+      this.tableHeads[t] = s;
+      this.blockNext[s] = NIL;
     } else {
-      pool.blockNext[s] = table.heads[t] as number;
-      table.heads[t] = s;
+      this.blockNext[s] = this.tableHeads[t] as number;
+      this.tableHeads[t] = s;
     }
   }
 
   /** Enforces maxReplicasPerBlock before a new route joins `key`'s chain. New routes go to the chain
    * head, so the chain's last route is the one learned longest ago. */
   private makeRoomOnBlock(key: number): void {
-    const pool = this.pool;
+    const t = this.findTable(key);
+    if (t < 0) return;
     let length = 0;
     let last = NIL;
-    for (let s = this.headOf(key); s !== NIL; s = pool.blockNext[s] as number) {
+    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
       length++;
       last = s;
     }
     if (length >= this.maxReplicasPerBlock) this.evict(last);
+  }
+
+  private allocateSlot(): number {
+    if (this.freeSlot !== NIL) {
+      const s = this.freeSlot;
+      this.freeSlot = this.blockNext[s] as number;
+      return s;
+    }
+    if (this.used < this.poolSize) return this.used++;
+    if (this.poolSize < this.capacityBlocks) {
+      this.growPool(Math.min(this.capacityBlocks, this.poolSize * 2));
+      return this.used++;
+    }
+    // Full: evict the least recently used REMOTE route, else the least recently used LOCAL one.
+    this.evict(this.lruTail[REMOTE] !== NIL ? (this.lruTail[REMOTE] as number) : (this.lruTail[LOCAL] as number));
+    const s = this.freeSlot;
+    this.freeSlot = this.blockNext[s] as number;
+    return s;
   }
 
   private evict(s: number): void {
@@ -438,21 +456,27 @@ export class PrefixIndex implements PrefixMatcher {
   }
 
   private removeRoute(s: number): void {
-    const pool = this.pool;
-    const table = this.table;
-    const t = table.find(pool.key[s] as number);
+    const key = this.slotKey[s] as number;
+    const t = this.findTable(key);
     if (t >= 0) {
       let prev = NIL;
-      for (let cur = table.heads[t] as number; cur !== NIL; prev = cur, cur = pool.blockNext[cur] as number) {
+      for (let cur = this.tableHeads[t] as number; cur !== NIL; prev = cur, cur = this.blockNext[cur] as number) {
         if (cur === s) {
-          if (prev === NIL) table.heads[t] = pool.blockNext[s] as number;
-          else pool.blockNext[prev] = pool.blockNext[s] as number;
+          if (prev === NIL) this.tableHeads[t] = this.blockNext[s] as number;
+          else this.blockNext[prev] = this.blockNext[s] as number;
           break;
         }
       }
-      if (table.heads[t] === NIL) table.remove(t);
+      if (this.tableHeads[t] === NIL) this.deleteTable(t);
     }
-    this.replicas.routeRemoved(pool.release(s));
+    this.lruUnlink(s);
+    const trust = this.slotTrust[s] as number;
+    this.trustRoutes[trust]!--;
+    const r = this.slotReplica[s] as number;
+    this.replicas.routeRemoved(r);
+    this.slotReplica[s] = NIL;
+    this.blockNext[s] = this.freeSlot;
+    this.freeSlot = s;
   }
 
   /** Reclaims expired routes from the LRU tails. Routes deeper in a list may also be expired; they
@@ -464,27 +488,10 @@ export class PrefixIndex implements PrefixMatcher {
   }
 
   private sweepList(trust: number, expiredBefore: number): void {
-    const pool = this.pool;
-    for (let s = pool.tail[trust] as number; s !== NIL; s = pool.tail[trust] as number) {
-      if ((pool.learnedAt[s] as number) > expiredBefore) break;
+    for (let s = this.lruTail[trust] as number; s !== NIL; s = this.lruTail[trust] as number) {
+      if ((this.slotLearnedAt[s] as number) > expiredBefore) break;
       this.removeRoute(s);
       this.expirations++;
     }
-  }
-
-  // ---------------------------------------------------------------- replicas
-
-  /** Pins `id` for a learn and refreshes its number's budget and horizon from the settings by id. */
-  private pin(id: string): number {
-    const r = this.replicas.pin(id);
-    this.replicaBudget[r] = this.budgets.get(id) ?? Infinity;
-    this.replicaHorizon[r] = this.horizons.get(id) ?? Infinity;
-    return r;
-  }
-
-  /** First route slot of a block, or NIL. */
-  private headOf(key: number): number {
-    const t = this.table.find(key);
-    return t < 0 ? NIL : (this.table.heads[t] as number);
   }
 }

@@ -2,7 +2,7 @@
 // a string. An id's number is recycled when its last route goes, so ids that come and go (replicas
 // replaced, peers rotating) cannot grow the tables. A number being learned into is pinned: it is not
 // recycled while a learn() that evicts its own routes is still running.
-import { NIL } from "./block-table";
+const NIL = -1; // as in prefix-index.ts
 
 export class ReplicaIds {
   private ids: (string | undefined)[] = [];

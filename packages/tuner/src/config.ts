@@ -1,8 +1,8 @@
-/** Cost weights (structurally the same as @meridian/routing's Weights; the tuner depends on nothing of ours). */
-export interface Weights {
-  rtt: number;
-  queue: number;
-}
+// The weights, their defaults and their default bounds have one home, routing's contract module
+// (constants and types only, so the tuner still runs no routing code).
+import { WEIGHT_BOUNDS, type Weights } from "@meridian/routing/types";
+
+export type { Weights };
 
 export type WeightName = keyof Weights;
 export const WEIGHT_NAMES: readonly WeightName[] = ["rtt", "queue"];
@@ -10,10 +10,13 @@ export const WEIGHT_NAMES: readonly WeightName[] = ["rtt", "queue"];
 /** Inclusive [lo, hi] per weight; lo > 0 because mutation works in log space. */
 export type WeightBounds = Record<WeightName, readonly [number, number]>;
 
-export type TunerMode = "online" | "static" | "manual";
+/** `online`: the ES steps on telemetry. `static`: weights fixed. `manual`: the operator sets them. */
+export const TUNER_MODES = ["online", "static", "manual"] as const;
+export type TunerMode = (typeof TUNER_MODES)[number];
 /** `versioned`: a candidate is scored only on samples routed under its config version.
  *  `paper`: the trailing window regardless of version, scored every `hop` samples (GORGO as published). */
-export type EvaluationMode = "versioned" | "paper";
+export const EVALUATION_MODES = ["versioned", "paper"] as const;
+export type EvaluationMode = (typeof EVALUATION_MODES)[number];
 
 export interface GuardrailConfig {
   enabled: boolean;
@@ -51,9 +54,6 @@ export interface TunerConfig {
   maxTrajectory: number;
 }
 
-export const DEFAULT_BOUNDS: WeightBounds = { rtt: [0.05, 2.0], queue: [0.05, 0.5] };
-export const DEFAULT_INITIAL_WEIGHTS: Weights = { rtt: 0.5, queue: 0.1 };
-
 export const DEFAULT_GUARDRAILS: GuardrailConfig = {
   enabled: true,
   e2eTolerance: 0.25,
@@ -66,7 +66,8 @@ export const DEFAULT_TUNER_CONFIG: Omit<TunerConfig, "seed"> = {
   evaluation: "versioned",
   window: 128,
   hop: 32,
-  bounds: DEFAULT_BOUNDS,
+  // The default search box and start are routing's WEIGHT_BOUNDS and DEFAULT_WEIGHTS.
+  bounds: WEIGHT_BOUNDS,
   sigma0: 0.5,
   sigmaMin: 0.05,
   sigmaMax: 2,
@@ -101,7 +102,7 @@ export function requireFiniteNumber(field: string, value: unknown): number {
   return value;
 }
 
-export function requirePositive(field: string, value: unknown): number {
+function requirePositive(field: string, value: unknown): number {
   const number = requireFiniteNumber(field, value);
   if (number <= 0) throw new TunerInputError(field, `expected a number > 0, received ${number}`);
   return number;
@@ -167,11 +168,11 @@ export function clipToBounds(weights: Weights, bounds: WeightBounds): Weights {
   };
 }
 
-const MODES: readonly TunerMode[] = ["online", "static", "manual"];
-const EVALUATIONS: readonly EvaluationMode[] = ["versioned", "paper"];
+const MODES: readonly string[] = TUNER_MODES;
+const EVALUATIONS: readonly string[] = EVALUATION_MODES;
 
 export function validateMode(field: string, value: unknown): TunerMode {
-  if (!MODES.includes(value as TunerMode)) {
+  if (typeof value !== "string" || !MODES.includes(value)) {
     throw new TunerInputError(field, `expected one of ${MODES.join(", ")}, received ${describe(value)}`);
   }
   return value as TunerMode;
@@ -185,7 +186,7 @@ export function resolveConfig(partial: Partial<TunerConfig> & { seed: number }):
     ...input,
     seed: input.seed as number,
     guardrails: { ...DEFAULT_GUARDRAILS, ...(input.guardrails ?? {}) },
-    bounds: input.bounds ?? DEFAULT_BOUNDS,
+    bounds: input.bounds ?? WEIGHT_BOUNDS,
   };
   if (!Number.isSafeInteger(merged.seed)) throw new TunerInputError("seed", `expected a safe integer, received ${describe(merged.seed)}`);
   validateMode("mode", merged.mode);
@@ -195,7 +196,8 @@ export function resolveConfig(partial: Partial<TunerConfig> & { seed: number }):
   requireInteger("window", merged.window, 1);
   requireInteger("hop", merged.hop, 1);
   // hop only matters in paper mode; a versioned tuner with a small window must not trip over the default hop.
-  if (merged.evaluation === "paper" && merged.hop > merged.window) throw new TunerInputError("hop", `must not exceed window (${merged.window}), received ${merged.hop}`);
+  if (merged.evaluation === "paper" && merged.hop > merged.window)
+    throw new TunerInputError("hop", `must not exceed window (${merged.window}), received ${merged.hop}`);
   merged.bounds = validateBounds("bounds", merged.bounds);
   requirePositive("sigma0", merged.sigma0);
   requirePositive("sigmaMin", merged.sigmaMin);

@@ -1,12 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { DEFAULT_BOUNDS, EsTuner, TunerInputError, type TunerStep, type Weights } from "./index";
+import { WEIGHT_BOUNDS } from "@meridian/routing/types";
+import { EsTuner, TunerInputError, type TunerStep, type Weights } from "./index";
 import { bowlTtftMs, drive, feed, noisyBowl, OPTIMUM, sample } from "./test-helpers";
 
-function withinBounds(weights: Weights, bounds = DEFAULT_BOUNDS): boolean {
-  return (
-    weights.rtt >= bounds.rtt[0] && weights.rtt <= bounds.rtt[1] && weights.queue >= bounds.queue[0] && weights.queue <= bounds.queue[1]
-  );
+function withinBounds(weights: Weights, bounds = WEIGHT_BOUNDS): boolean {
+  return weights.rtt >= bounds.rtt[0] && weights.rtt <= bounds.rtt[1] && weights.queue >= bounds.queue[0] && weights.queue <= bounds.queue[1];
 }
 
 /** Closes one window of `count` samples under a fresh version with the given per-sample fields. */
@@ -269,7 +268,7 @@ test("static mode freezes the weights; manual mode routes the operator's weights
   assert.deepEqual(step.incumbent, { rtt: 0.7, queue: 0.3 });
 });
 
-test("setMode(\"online\") while tuning keeps the window; after convergence it restarts tuning", () => {
+test('setMode("online") while tuning keeps the window; after convergence it restarts tuning', () => {
   const tuner = new EsTuner({ seed: 3, window: 4 });
   tuner.bind(1);
   feed(tuner, 3, () => sample(1, 100));
@@ -362,4 +361,3 @@ test("a window with no first token at all never wins, guardrails or not", () => 
   assert.equal(empty.guardrail, "errors");
   assert.equal(empty.fitnessP95TtftMs, 5, "E2E p95 stands in so the step still carries a number");
 });
-

@@ -1,3 +1,5 @@
+// The tuner: a (1+1)-ES over the GORGO cost weights (EsTuner, below). The plain-JSON state it evolves
+// and its records are typed in state.ts; restore.ts checks a persisted state before it continues.
 import {
   clipToBounds,
   requireFiniteNumber,
@@ -8,132 +10,28 @@ import {
   validateBounds,
   validateMode,
   validateWeights,
-  DEFAULT_INITIAL_WEIGHTS,
   WEIGHT_NAMES,
   type TunerConfig,
   type TunerMode,
   type WeightBounds,
   type Weights,
 } from "./config";
-import { nextNormal, seedPrng, type PrngState } from "./prng";
+import { DEFAULT_WEIGHTS } from "@meridian/routing/types";
+import { nextNormal, seedPrng } from "./prng";
+import { restoredState } from "./restore";
+import {
+  copy,
+  TUNER_STATE_FORMAT,
+  unmeasured,
+  type GuardrailVerdict,
+  type IncumbentGuardrail,
+  type IncumbentRecord,
+  type TunerCurrent,
+  type TunerRole,
+  type TunerState,
+  type TunerStep,
+} from "./state";
 import { summarizeWindow, type TunerSample, type WindowSummary } from "./window";
-
-/** What the weights currently being routed with are for. */
-export type TunerRole =
-  /** Not under measurement: static or manual mode, or converged. */
-  | "incumbent"
-  /** A mutated candidate being scored. */
-  | "candidate"
-  /** The incumbent being (re-)measured: at start, after a mode or bounds change, and every K candidate steps. */
-  | "remeasure";
-
-export type GuardrailVerdict = "pass" | "e2e" | "share" | "errors";
-
-/**
- * The incumbent's own standing against the absolute guardrails (share cap, error-rate cap), from its
- * latest measurement. The E2E guardrail is relative to the incumbent, so it cannot apply to it.
- * "pass" when guardrails are off or the incumbent has not been measured yet.
- */
-export type IncumbentGuardrail = "pass" | "share" | "errors";
-
-export interface TunerStep {
-  /** 1-based count of closed windows. */
-  step: number;
-  kind: "candidate" | "remeasure";
-  /** Weights the window was routed with. */
-  weights: Weights;
-  /** Fitness is −p95 TTFT; this is the p95 itself (lower is better). */
-  fitnessP95TtftMs: number;
-  e2eP95Ms: number;
-  maxShare: number;
-  errorRate: number;
-  samples: number;
-  /** candidate: it became the incumbent. remeasure: always true (the fresh measurement replaced the stored one). */
-  accepted: boolean;
-  /**
-   * The candidate's own guardrail verdict; always "pass" for remeasure steps and when guardrails are off.
-   * Normally a non-"pass" verdict means the candidate was rejected outright. The exception: while the
-   * incumbent itself violates an absolute guardrail (see `incumbentGuardrail`), a candidate that also
-   * violates is accepted when it violates less, so `accepted` may be true with "share" or "errors".
-   */
-  guardrail: GuardrailVerdict;
-  /** σ after this step's adaptation. */
-  sigma: number;
-  /** Incumbent after this step. */
-  incumbent: Weights;
-  incumbentP95TtftMs: number;
-  /**
-   * Whether the incumbent after this step violates an absolute guardrail in its latest window (its own,
-   * measured when it was accepted or re-measured). While it is not "pass" (only possible with guardrails on):
-   * - a candidate that passes the absolute guardrails is accepted whatever its TTFT, and the E2E guardrail
-   *   is not applied (a violating incumbent's E2E is no trustworthy reference);
-   * - a candidate that also violates is accepted only when it violates less: lower error-rate excess over
-   *   its cap first, then lower max-share excess over its cap (a tie is rejected; TTFT does not count);
-   * - failed candidates do not shrink σ, σ stays at σ0/2 or above, and the tuner never reports converged,
-   *   so it cannot pin hacked weights.
-   * Absent in trajectories persisted before this field existed (EsTuner.restore fills in "pass").
-   */
-  incumbentGuardrail: IncumbentGuardrail;
-  converged: boolean;
-  /** Config version the window was scored on (versioned), or the version bound when it closed (paper). */
-  configVersion: number | null;
-}
-
-export interface TunerCurrent {
-  weights: Weights;
-  version: number | null;
-  role: TunerRole;
-}
-
-interface IncumbentRecord {
-  weights: Weights;
-  /** null until first measured. */
-  p95TtftMs: number | null;
-  e2eP95Ms: number | null;
-  /** Max replica share and error rate of the incumbent's latest window; null until first measured. */
-  maxShare: number | null;
-  errorRate: number | null;
-  /** See TunerStep.incumbentGuardrail. */
-  guardrail: IncumbentGuardrail;
-}
-
-const INCUMBENT_GUARDRAILS: readonly IncumbentGuardrail[] = ["pass", "share", "errors"];
-
-function unmeasured(weights: Weights): IncumbentRecord {
-  return { weights: { ...weights }, p95TtftMs: null, e2eP95Ms: null, maxShare: null, errorRate: null, guardrail: "pass" };
-}
-
-/** Everything a tuner is, as plain JSON: `EsTuner.restore(JSON.parse(JSON.stringify(state)))` continues identically. */
-export interface TunerState {
-  format: typeof TUNER_STATE_FORMAT;
-  config: TunerConfig;
-  /** Weights `reset()` returns to. */
-  initial: Weights;
-  mode: TunerMode;
-  prng: PrngState;
-  sigma: number;
-  converged: boolean;
-  /** Closed windows so far. */
-  step: number;
-  incumbent: IncumbentRecord;
-  manualWeights: Weights | null;
-  /** What current() returns. */
-  current: TunerCurrent;
-  /** versioned: samples of the current version. paper: the trailing window of all samples. */
-  window: TunerSample[];
-  /** paper: samples since the last evaluation. */
-  samplesSinceEvaluation: number;
-  /** Recent candidate outcomes for the 1/5 rule (true = accepted), oldest first. */
-  outcomes: boolean[];
-  candidatesSinceRemeasure: number;
-  trajectory: TunerStep[];
-}
-
-export const TUNER_STATE_FORMAT = "meridian.tuner-state/1";
-
-function copy<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
-}
 
 function validateSample(value: unknown): TunerSample {
   if (typeof value !== "object" || value === null) {
@@ -162,7 +60,7 @@ function validateSample(value: unknown): TunerSample {
 }
 
 /**
- * (1+1)-ES over the GORGO cost weights (DESIGN.md, Tuner). Pure: the caller feeds samples and
+ * (1+1)-ES over the GORGO cost weights (docs/ARCHITECTURE.md, "The tuner path"). Pure: the caller feeds samples and
  * publishes whatever `current()` says; nothing here reads a clock or does I/O.
  */
 export class EsTuner {
@@ -170,7 +68,7 @@ export class EsTuner {
 
   constructor(config: Partial<TunerConfig> & { seed: number }, initial?: Weights) {
     const resolved = resolveConfig(config);
-    const start = validateWeights("initial", initial ?? DEFAULT_INITIAL_WEIGHTS);
+    const start = validateWeights("initial", initial ?? DEFAULT_WEIGHTS);
     requireWithinBounds("initial", start, resolved.bounds);
     this.#s = EsTuner.#fresh(resolved, start);
   }
@@ -198,34 +96,8 @@ export class EsTuner {
   }
 
   static restore(state: TunerState): EsTuner {
-    if (typeof state !== "object" || state === null) throw new TunerInputError("state", "expected an object");
-    if (state.format !== TUNER_STATE_FORMAT) {
-      throw new TunerInputError("state.format", `expected "${TUNER_STATE_FORMAT}", received ${JSON.stringify(state.format)}`);
-    }
-    const config = resolveConfig(state.config);
-    // `initial` may lie outside bounds narrowed later by setBounds, so it is checked only for shape.
-    validateWeights("state.initial", state.initial);
-    validateMode("state.mode", state.mode);
-    validateWeights("state.incumbent.weights", state.incumbent?.weights);
-    validateWeights("state.current.weights", state.current?.weights);
-    if (!Array.isArray(state.prng) || state.prng.length !== 4 || !state.prng.every((word) => Number.isInteger(word) && word >= 0 && word < 2 ** 32)) {
-      throw new TunerInputError("state.prng", "expected four uint32 words");
-    }
-    requirePositiveSigma(state.sigma);
-    const restored = copy({ ...state, config });
-    // States persisted before the incumbent guardrail existed lack these fields; treat such an incumbent
-    // as passing (what the tuner then assumed) until its next re-measurement says otherwise.
-    const incumbent = restored.incumbent as Partial<IncumbentRecord> & { weights: Weights };
-    incumbent.p95TtftMs ??= null;
-    incumbent.e2eP95Ms ??= null;
-    incumbent.maxShare ??= null;
-    incumbent.errorRate ??= null;
-    incumbent.guardrail ??= "pass";
-    if (!INCUMBENT_GUARDRAILS.includes(incumbent.guardrail)) {
-      throw new TunerInputError("state.incumbent.guardrail", `expected one of ${INCUMBENT_GUARDRAILS.join(", ")}, received ${JSON.stringify(incumbent.guardrail)}`);
-    }
-    for (const step of restored.trajectory ?? []) step.incumbentGuardrail ??= "pass";
-    const tuner = new EsTuner({ seed: config.seed });
+    const restored = restoredState(state);
+    const tuner = new EsTuner({ seed: restored.config.seed });
     tuner.#s = restored;
     return tuner;
   }
@@ -377,7 +249,12 @@ export class EsTuner {
     // E2E is judged relative to the incumbent, which only makes sense if the incumbent is itself healthy:
     // a hacked incumbent's E2E (fast, because everything hits the nearest replica) would block the way out.
     const incumbentE2e = s.incumbent.e2eP95Ms;
-    if (s.config.guardrails.enabled && s.incumbent.guardrail === "pass" && incumbentE2e !== null && summary.e2eP95Ms > (1 + s.config.guardrails.e2eTolerance) * incumbentE2e) {
+    if (
+      s.config.guardrails.enabled &&
+      s.incumbent.guardrail === "pass" &&
+      incumbentE2e !== null &&
+      summary.e2eP95Ms > (1 + s.config.guardrails.e2eTolerance) * incumbentE2e
+    ) {
       return "e2e";
     }
     return "pass";
@@ -502,9 +379,4 @@ export class EsTuner {
     if (rate > s.config.targetSuccessRate) s.sigma = Math.min(s.sigma / s.config.sigmaFactor, s.config.sigmaMax);
     else if (rate < s.config.targetSuccessRate) s.sigma *= s.config.sigmaFactor;
   }
-}
-
-function requirePositiveSigma(value: unknown): void {
-  const sigma = requireFiniteNumber("state.sigma", value);
-  if (sigma <= 0) throw new TunerInputError("state.sigma", `expected a number > 0, received ${sigma}`);
 }

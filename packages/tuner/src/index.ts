@@ -1,10 +1,11 @@
-export { EsTuner, TUNER_STATE_FORMAT } from "./es-tuner";
-export type { GuardrailVerdict, IncumbentGuardrail, TunerCurrent, TunerRole, TunerState, TunerStep } from "./es-tuner";
+export { EsTuner } from "./es-tuner";
+export { TUNER_STATE_FORMAT } from "./state";
+export type { GuardrailVerdict, IncumbentGuardrail, TunerCurrent, TunerRole, TunerState, TunerStep } from "./state";
 export {
-  DEFAULT_BOUNDS,
   DEFAULT_GUARDRAILS,
-  DEFAULT_INITIAL_WEIGHTS,
   DEFAULT_TUNER_CONFIG,
+  EVALUATION_MODES,
+  TUNER_MODES,
   TunerInputError,
   clipToBounds,
   validateBounds,

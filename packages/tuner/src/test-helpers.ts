@@ -1,11 +1,11 @@
 // Shared drivers for the tuner tests: a synthetic fleet whose p95 TTFT is a known function of the weights.
-import { EsTuner, type TunerStep, type TunerSample, type Weights } from "./index";
+import type { EsTuner, TunerStep, TunerSample, Weights } from "./index";
 import { nextNormal, nextUniform, seedPrng, type PrngState } from "./prng";
 
 export type SampleSource = (weights: Weights, version: number, rng: PrngState) => TunerSample;
 
 /** Publishes current() under a fresh version, feeds samples until a window closes, returns the step. */
-export function runOneWindow(tuner: EsTuner, source: SampleSource, rng: PrngState, nextVersion: () => number): TunerStep {
+function runOneWindow(tuner: EsTuner, source: SampleSource, rng: PrngState, nextVersion: () => number): TunerStep {
   const { weights } = tuner.current();
   const version = nextVersion();
   tuner.bind(version);
@@ -75,7 +75,7 @@ export function hackNearestShare(weights: Weights): number {
 }
 
 /** Noise-free TTFT scale: concentrating load looks *better* (lower W_queue → lower TTFT), the hack's lure. */
-export function hackTtftMs(weights: Weights): number {
+function hackTtftMs(weights: Weights): number {
   return 200 * (weights.queue / HACK_BOUNDS.queue[0]) ** 0.3 * (1 + 0.5 * Math.log(weights.rtt / OPTIMUM.rtt) ** 2);
 }
 

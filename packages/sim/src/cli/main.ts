@@ -6,8 +6,8 @@
 
 import { createWriteStream, existsSync, type WriteStream } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { DEFAULT_WEIGHTS, type Weights } from "@meridian/routing";
-import { DEFAULT_BOUNDS, type WeightBounds } from "@meridian/tuner";
+import { DEFAULT_WEIGHTS, WEIGHT_BOUNDS, type Weights } from "@meridian/routing";
+import type { WeightBounds } from "@meridian/tuner";
 import { bundledTracePath, loadTrace, TraceRowError, type TraceRequest } from "@meridian/workload";
 import {
   buildSimRequests,
@@ -89,7 +89,10 @@ function readCommon(flags: FlagReader): CommonOptions {
 function readPolicies(flags: FlagReader, fallback: readonly string[]): string[] {
   const raw = flags.string("policies");
   if (raw === undefined) return [...fallback];
-  const names = raw.split(",").map((s) => s.trim()).filter((s) => s.length > 0);
+  const names = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   if (names.length === 0) throw new UsageError("--policies: expected a comma-separated list of policy names");
   for (const name of names) {
     if (!isComparePolicy(name)) throw new UsageError(`unknown policy "${name}" (expected one of ${COMPARE_POLICY_NAMES.join(", ")})`);
@@ -111,8 +114,8 @@ function readTuner(flags: FlagReader, initial: Weights, tunerRuns: boolean): Tun
   const rttRaw = flags.string("rtt-bounds");
   const queueRaw = flags.string("queue-bounds");
   const bounds: WeightBounds = {
-    rtt: rttRaw === undefined ? DEFAULT_BOUNDS.rtt : parseBounds("rtt-bounds", rttRaw),
-    queue: queueRaw === undefined ? DEFAULT_BOUNDS.queue : parseBounds("queue-bounds", queueRaw),
+    rtt: rttRaw === undefined ? WEIGHT_BOUNDS.rtt : parseBounds("rtt-bounds", rttRaw),
+    queue: queueRaw === undefined ? WEIGHT_BOUNDS.queue : parseBounds("queue-bounds", queueRaw),
   };
   for (const name of ["rtt", "queue"] as const) {
     const [lo, hi] = bounds[name];
@@ -169,9 +172,10 @@ function writeJson(value: unknown): void {
 
 function policyTable(rows: readonly ComparePolicyRow[]): string {
   return formatTable(
-    ["policy", "TTFT p50", "p95", "p99 (ms)", "E2E p50", "p95", "p99 (s)", "ITL p50", "rps", "cache hit", "pred acc", "max share"],
+    ["policy", "refused", "TTFT p50", "p95", "p99 (ms)", "E2E p50", "p95", "p99 (s)", "ITL p50", "rps", "cache hit", "pred acc", "max share"],
     rows.map((r) => [
       r.name,
+      String(r.failed),
       fmtMs(r.ttft_ms.p50),
       fmtMs(r.ttft_ms.p95),
       fmtMs(r.ttft_ms.p99),
@@ -227,7 +231,10 @@ async function runCompare(flags: FlagReader): Promise<void> {
     ),
   );
   for (const p of json.policies) {
-    if (p.tuner) console.log(`\n${p.name}: tuned to rtt=${p.tuner.weights.rtt}, queue=${p.tuner.weights.queue} in ${p.tuner.steps} steps (converged: ${p.tuner.converged})`);
+    if (p.tuner)
+      console.log(
+        `\n${p.name}: tuned to rtt=${p.tuner.weights.rtt}, queue=${p.tuner.weights.queue} in ${p.tuner.steps} steps (converged: ${p.tuner.converged})`,
+      );
   }
 }
 
@@ -263,7 +270,9 @@ async function runTune(flags: FlagReader): Promise<void> {
   console.log(
     `\nlearned weights: rtt=${json.weights.rtt}, queue=${json.weights.queue}; best after ${json.samples_to_best} samples; ${json.steps} steps; converged: ${json.converged}`,
   );
-  console.log(`tuning run: TTFT p95 ${fmtMs(json.summary.ttft_ms.p95)} ms, E2E p95 ${fmtSeconds(json.summary.e2e_ms.p95)} s, max share ${fmtPercent(json.summary.max_share)}`);
+  console.log(
+    `tuning run: TTFT p95 ${fmtMs(json.summary.ttft_ms.p95)} ms, E2E p95 ${fmtSeconds(json.summary.e2e_ms.p95)} s, max share ${fmtPercent(json.summary.max_share)}`,
+  );
 }
 
 async function runSweep(flags: FlagReader): Promise<void> {
@@ -288,7 +297,7 @@ async function runSweep(flags: FlagReader): Promise<void> {
   if (common.json) return writeJson(json);
   console.log(describeRun(common, baseRows.length, 0));
   console.log(
-    `saturated = p95 E2E > ${rule.e2eP95Ms} ms, or requests waiting for admission at ≥ ${rule.queuedScrapeFraction * 100}% of a replica's scrapes, or a backlog draining > ${rule.drainMs} ms after the last arrival\n`,
+    `saturated = p95 E2E > ${rule.e2eP95Ms} ms, or requests waiting for admission at ≥ ${rule.queuedScrapeFraction * 100}% of a replica's scrapes, or a backlog draining > ${rule.drainMs} ms after the last arrival, or any request refused by an LB\n`,
   );
   console.log(
     formatTable(

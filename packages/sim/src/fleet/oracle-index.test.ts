@@ -19,7 +19,14 @@ describe("OracleIndex", () => {
     ]);
     const oracle = new OracleIndex(engines);
     const m = oracle.match([1, 2, 3, 4, 5, 6], 0, ["a", "b", "c"]);
-    assert.deepEqual([...m.depthByReplica], [["a", 3], ["b", 5], ["c", 0]]);
+    assert.deepEqual(
+      [...m.depthByReplica],
+      [
+        ["a", 3],
+        ["b", 5],
+        ["c", 0],
+      ],
+    );
     assert.equal(m.maxDepth, 5);
     assert.deepEqual([...oracle.match([9], 0).depthByReplica], []);
     const candidate = (id: string): CandidateView => ({ id, region: "us", rttMs: 10, inFlight: 0, queuedTokens: 0, scraped: null, full: false, healthy: true });

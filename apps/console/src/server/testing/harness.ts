@@ -1,11 +1,13 @@
 // Test harness: a ConsoleRuntime on a temporary SQLite file, cleaned up by close().
+import "server-only";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Logger } from "pino";
 import { openDb } from "@meridian/db";
 import { findRepoRoot } from "../../env";
 import { ConsoleRuntime, type RuntimeOptions } from "../runtime/runtime";
-import type { Actor } from "../services/context";
+import type { Actor } from "../audit-trail";
 
 export const TEST_TOKEN = "test-lb-token-123";
 export const OPERATOR: Actor = { username: "admin", role: "operator" };
@@ -16,20 +18,25 @@ export interface Harness {
   close(): void;
 }
 
-export function createHarness(options: Partial<RuntimeOptions> = {}): Harness {
+/** `log`: a logger to capture what the runtime logs (default: silent). */
+export function createHarness(options: Partial<RuntimeOptions> = {}, log?: Logger): Harness {
   const dir = mkdtempSync(join(tmpdir(), "meridian-console-"));
   const db = openDb(join(dir, "console.db"));
-  const rt = new ConsoleRuntime(db, {
-    lbToken: TEST_TOKEN,
-    repoRoot: findRepoRoot(),
-    healthIntervalMs: 60_000,
-    failoverAfter: 2,
-    autoFailover: true,
-    sessionTtlMs: 3_600_000,
-    traceDirs: [],
-    probeTimeoutMs: 1_000,
-    ...options,
-  });
+  const rt = new ConsoleRuntime(
+    db,
+    {
+      lbToken: TEST_TOKEN,
+      repoRoot: findRepoRoot(),
+      healthIntervalMs: 60_000,
+      failoverAfter: 2,
+      autoFailover: true,
+      sessionTtlMs: 3_600_000,
+      traceDirs: [],
+      probeTimeoutMs: 1_000,
+      ...options,
+    },
+    log,
+  );
   rt.migrate();
   return {
     rt,
@@ -42,8 +49,9 @@ export function createHarness(options: Partial<RuntimeOptions> = {}): Harness {
   };
 }
 
-/** Polls `check` until it returns a truthy value or `timeoutMs` passes. */
-export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 5_000, what = "condition"): Promise<NonNullable<T>> {
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes. The bound only stops a
+ * test that would otherwise hang; it is generous so a loaded machine does not fail a correct run. */
+export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 15_000, what = "condition"): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
