@@ -5,13 +5,16 @@
 // answer a refusal, learn), so every mode behaves the same in both. docs/ARCHITECTURE.md describes
 // the API and the order in which drivers call it.
 import {
+  CacheTruth,
   createPolicy,
   createRng,
   DEFAULT_BLOCK_CHARS,
   PrefixIndex,
   TokenEstimator,
   type CandidateView,
+  type EngineCacheScrape,
   type Policy,
+  type PrefixMatcher,
   type Rng,
   type ScrapedLoad,
 } from "@meridian/routing";
@@ -42,13 +45,24 @@ export interface LbCoreOptions {
   peerPollIntervalMs: number;
   /** Observes every placement decision, with the candidate views the policy saw (tests, tracing). */
   onPlacement?: (entry: PlacementLogEntry, candidates: readonly CandidateView[], ticket: Ticket<unknown>) => void;
+  /** `learned` (default): the index sizes each replica from its engine's KV capacity and learns from
+   * its cached-token reports and restarts (@meridian/routing cache-truth.ts). `static`: TTL and
+   * global capacity only, the index before it learned (the simulator's yardstick). */
+  cacheModel?: CacheModel;
+  /** Answers the policies' prefix matches instead of the index: the simulator's oracle over the
+   * engines' true caches. The index still learns, for state and peer snapshots. */
+  matcher?: PrefixMatcher;
 }
+
+export type CacheModel = "learned" | "static";
 
 export class LbCore<J> {
   config: LbConfig;
   readonly replicas = new Map<string, ReplicaRecord>();
   readonly peers = new Map<string, PeerRecord>();
   index: PrefixIndex;
+  /** What the LB knows of each replica's real cache, and the rules that keep the index close to it. */
+  truth: CacheTruth;
   /** SkyLB snapshot index: which peer LB is believed to hold which blocks. */
   peerIndex: PrefixIndex;
   readonly estimator = new TokenEstimator();
@@ -61,6 +75,11 @@ export class LbCore<J> {
   private readonly rng: Rng;
   private readonly onPlacement: LbCoreOptions["onPlacement"];
   private readonly placementContext: PlacementContext;
+  private readonly cacheModel: CacheModel;
+  private readonly matcher: PrefixMatcher | null;
+  /** Tokens one block key stands for in the requests this LB admits (a trace's block size, or a chat
+   * block's characters at the estimator's characters per token); null before the first request. */
+  private keyTokens: number | null = null;
 
   constructor(options: LbCoreOptions) {
     this.config = options.config;
@@ -68,9 +87,13 @@ export class LbCore<J> {
     this.rng = createRng(options.seed);
     this.onPlacement = options.onPlacement;
     this.policy = createPolicy(this.config.policy);
+    this.cacheModel = options.cacheModel ?? "learned";
+    this.matcher = options.matcher ?? null;
     this.index = this.newIndex(this.config);
+    this.truth = new CacheTruth(this.index);
     this.peerIndex = this.newIndex(this.config);
     syncTargets(this.config, this.replicas, this.peers, this.index, this.peerIndex);
+    this.applyCapacityOverrides();
     this.placementContext = {
       config: this.config,
       replicas: this.replicas,
@@ -78,7 +101,7 @@ export class LbCore<J> {
       peers: this.peers,
       peerPollIntervalMs: this.peerPollIntervalMs,
       policy: this.policy,
-      index: this.index,
+      index: this.matcher ?? this.index,
       peerIndex: this.peerIndex,
       rng: this.rng,
       scratchLocal: [],
@@ -96,15 +119,29 @@ export class LbCore<J> {
     if (next.policy !== previous.policy) this.policy = createPolicy(next.policy);
     if (next.index.capacityBlocks !== previous.index.capacityBlocks || next.index.ttlMs !== previous.index.ttlMs) {
       this.index = this.newIndex(next);
+      this.truth = new CacheTruth(this.index);
       this.peerIndex = this.newIndex(next);
     }
     const changes = syncTargets(next, this.replicas, this.peers, this.index, this.peerIndex);
+    for (const removed of changes.removedReplicas) this.truth.removeReplica(removed.id);
+    this.applyCapacityOverrides();
     this.placementContext.replicaList = [...this.replicas.values()];
     return changes;
   }
 
   private newIndex(config: LbConfig): PrefixIndex {
     return new PrefixIndex({ capacityBlocks: config.index.capacityBlocks, ttlMs: config.index.ttlMs });
+  }
+
+  /** Tokens one block key stands for: what the budget divides a KV capacity by. */
+  private blockTokens(): number {
+    return this.keyTokens ?? DEFAULT_BLOCK_CHARS / this.estimator.charsPerToken;
+  }
+
+  /** The operator's cacheCapacityTokens per replica (LbConfig) sizes its part of the index. */
+  private applyCapacityOverrides(): void {
+    if (this.cacheModel !== "learned") return;
+    for (const r of this.replicas.values()) this.truth.setCapacityOverride(r.id, r.config.cacheCapacityTokens ?? null, this.blockTokens());
   }
 
   // ---------------------------------------------------------------- what probes, scrapes and polls report
@@ -122,8 +159,14 @@ export class LbCore<J> {
     return this.replicas.get(replicaId)?.markUnreachable(this.config.probes) ?? false;
   }
 
-  scrapeSucceeded(replicaId: string, load: ScrapedLoad, now: number): void {
-    this.replicas.get(replicaId)?.scrapeSucceeded(load, now);
+  /** A scrape of the replica's metrics: its load, and what the cache model reads (KV capacity, the
+   * process's identity). True when the engine restarted and its part of the index was cleared. */
+  scrapeSucceeded(replicaId: string, load: ScrapedLoad, now: number, cache: EngineCacheScrape | null = null): boolean {
+    const replica = this.replicas.get(replicaId);
+    if (!replica) return false;
+    replica.scrapeSucceeded(load, now);
+    if (this.cacheModel !== "learned" || cache === null) return false;
+    return this.truth.engineMetrics(replicaId, cache, this.blockTokens(), now).restarted;
   }
 
   scrapeFailed(replicaId: string, error: string): void {
@@ -164,6 +207,7 @@ export class LbCore<J> {
   admit(owner: J, input: AdmitInput, now: number): Ticket<J> {
     const inputTokens = input.inputTokens ?? this.estimator.estimate(input.promptChars ?? 0);
     const tokensPerBlock = input.tokensPerBlock ?? DEFAULT_BLOCK_CHARS / this.estimator.charsPerToken;
+    this.keyTokens = tokensPerBlock;
     const { config } = this;
     return new Ticket(
       owner,
@@ -187,9 +231,9 @@ export class LbCore<J> {
    * refusal. After "replica" or "peer" the driver sends it; after "fail" it answers the failure. */
   route(ticket: Ticket<J>, now: number): Placement {
     const placement = this.plan(ticket, now);
-    if (placement.kind !== "hold") return this.commit(ticket, placement);
+    if (placement.kind !== "hold") return this.commit(ticket, placement, now);
     if (!this.queue.push(ticket, now, this.config.limits.queueMaxLength)) {
-      return this.commit(ticket, { kind: "fail", failure: failures.queueFull(this.config.limits.queueMaxLength) });
+      return this.commit(ticket, { kind: "fail", failure: failures.queueFull(this.config.limits.queueMaxLength) }, now);
     }
     ticket.held = true;
     this.log(ticket, placement, []);
@@ -204,14 +248,14 @@ export class LbCore<J> {
     for (const ticket of this.queue.expire(now, this.config.limits.queueMaxWaitMs)) {
       ticket.held = false;
       const failure = failures.queueTimeout(this.config.limits.queueMaxWaitMs);
-      settled.push({ ticket, placement: this.commit(ticket, { kind: "fail", failure }) as Settled<J>["placement"] });
+      settled.push({ ticket, placement: this.commit(ticket, { kind: "fail", failure }, now) as Settled<J>["placement"] });
     }
     for (let head = this.queue.peek(); head !== undefined; head = this.queue.peek()) {
       const placement = this.plan(head, now);
       if (placement.kind === "hold") break;
       this.queue.shift();
       head.held = false;
-      settled.push({ ticket: head, placement: this.commit(head, placement) as Settled<J>["placement"] });
+      settled.push({ ticket: head, placement: this.commit(head, placement, now) as Settled<J>["placement"] });
     }
     return settled;
   }
@@ -232,7 +276,7 @@ export class LbCore<J> {
   shutdown(): Settled<J>[] {
     return this.queue.clear().map((ticket) => {
       ticket.held = false;
-      return { ticket, placement: this.commit(ticket, { kind: "fail", failure: failures.shuttingDown() }) as Settled<J>["placement"] };
+      return { ticket, placement: this.commit(ticket, { kind: "fail", failure: failures.shuttingDown() }, 0) as Settled<J>["placement"] };
     });
   }
 
@@ -268,8 +312,9 @@ export class LbCore<J> {
   }
 
   /** The request ended (served, failed or refused): releases it, calibrates the token estimate,
-   * records accuracy and totals, and returns the completion (telemetry event, next-turn learning). */
-  complete(ticket: Ticket<J>, outcome: Outcome): Completion {
+   * applies the cached-token feedback, records accuracy and totals, and returns the completion
+   * (telemetry event, next-turn learning). */
+  complete(ticket: Ticket<J>, outcome: Outcome, now: number): Completion {
     this.release(ticket);
     ticket.done = true;
     this.totals.requests++;
@@ -278,7 +323,11 @@ export class LbCore<J> {
     if (promptTokens != null && ticket.promptChars !== null) this.estimator.observe(ticket.promptChars, promptTokens);
     const target = ticket.target;
     const replica = target?.kind === "replica" ? (this.replicas.get(target.id) ?? null) : null;
-    return completeTicket({ lbId: this.config.lbId, region: this.config.region, replica, lbPrediction: this.prediction }, ticket, outcome);
+    return completeTicket(
+      { lbId: this.config.lbId, region: this.config.region, replica, lbPrediction: this.prediction, truth: this.truth, now },
+      ticket,
+      outcome,
+    );
   }
 
   learn(instruction: LearnInstruction, now: number): void {
@@ -322,6 +371,7 @@ export class LbCore<J> {
       peers: this.peers,
       peerPollIntervalMs: this.peerPollIntervalMs,
       index: this.index,
+      truth: this.truth,
       queue: this.queue,
     };
   }
@@ -331,7 +381,7 @@ export class LbCore<J> {
     const ctx = this.placementContext;
     ctx.config = this.config;
     ctx.policy = this.policy;
-    ctx.index = this.index;
+    ctx.index = this.matcher ?? this.index;
     ctx.peerIndex = this.peerIndex;
     try {
       return planPlacement(ctx, ticket, now);
@@ -342,7 +392,7 @@ export class LbCore<J> {
   }
 
   /** Records a placement's effect on this LB's counters and logs it. */
-  private commit(ticket: Ticket<J>, placement: Placement): Placement {
+  private commit(ticket: Ticket<J>, placement: Placement, now: number): Placement {
     if (placement.kind === "replica") {
       const replica = this.replicas.get(placement.replicaId);
       if (replica) {
@@ -356,11 +406,12 @@ export class LbCore<J> {
         predictedCachedTokens: placement.decision.predictedCachedTokens,
         reason: placement.decision.reason ?? null,
         released: false,
+        snapshot: this.cacheModel === "learned" ? this.truth.dispatch(ticket, placement.decision, now) : null,
       };
     } else if (placement.kind === "peer") {
       this.totals.forwarded++;
       ticket.attempts++;
-      ticket.target = { kind: "peer", id: placement.peerId, predictedCachedTokens: 0, reason: placement.reason, released: false };
+      ticket.target = { kind: "peer", id: placement.peerId, predictedCachedTokens: 0, reason: placement.reason, released: false, snapshot: null };
     }
     this.log(ticket, placement, placement.kind === "replica" ? placement.candidates : []);
     return placement;

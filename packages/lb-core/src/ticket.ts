@@ -1,7 +1,7 @@
 // One request as the LB core tracks it, from admission to completion, and the refusals the core can
 // answer with. A ticket carries the config version, policy and weights in force when it arrived, so
 // a request held across a config push is routed and reported under the weights it arrived under.
-import type { BlockKey, PolicyName, RequestView, Weights } from "@meridian/routing";
+import type { BlockKey, DispatchSnapshot, PolicyName, RequestView, Weights } from "@meridian/routing";
 
 /** A request the core admits: the parsed facts routing needs, nothing of the transport. */
 export interface AdmitInput {
@@ -36,6 +36,9 @@ export interface Target {
   reason: string | null;
   /** Set once this LB's in-flight counters no longer include the request. */
   released: boolean;
+  /** The index's view of the chosen replica at dispatch, for the cached-token feedback; null for a
+   * peer or when the LB does not learn from cache reports. */
+  snapshot: DispatchSnapshot | null;
 }
 
 /** A ticket is its own RequestView (what the policies see), so a request in flight is one object,

@@ -141,8 +141,11 @@ export class Balancer implements ExchangeHost<Job> {
 
   private onReplicaObservation(id: string, observation: ReplicaObservation): void {
     if (observation.kind === "scrape") {
-      if (observation.ok) this.core.scrapeSucceeded(id, observation.load, Date.now());
-      else this.core.scrapeFailed(id, observation.error);
+      if (observation.ok) {
+        if (this.core.scrapeSucceeded(id, observation.load, Date.now(), observation.cache)) {
+          this.logger.warn({ replica: id }, "engine restarted: its part of the prefix index is cleared");
+        }
+      } else this.core.scrapeFailed(id, observation.error);
     } else if (observation.ok) {
       if (this.core.probeSucceeded(id, observation.sampleMs) === "recovered") this.logger.info({ replica: id }, "replica healthy again");
     } else if (this.core.probeFailed(id) === "unhealthy") {

@@ -56,7 +56,7 @@ export function recordCompletion(
     ttftMs: facts?.firstContentAt != null ? facts.firstContentAt - arrival : null,
     e2eMs,
   };
-  const completion = sinks.core.complete(ticket, outcome);
+  const completion = sinks.core.complete(ticket, outcome, Date.now());
   const { metrics } = sinks;
   metrics.requests.inc({ policy: ticket.policy, replica: completion.targetLabel, status: String(status) });
   if (status >= 200 && status < 300) {

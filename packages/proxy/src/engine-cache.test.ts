@@ -49,7 +49,7 @@ test("vLLM: capacity is num_gpu_blocks x block_size from cache_config_info, 0 wi
 test("metrics that say nothing give nulls, never an error", () => {
   for (const dialect of ["sglang", "vllm"] as const) {
     const info = readEngineCache(parsePrometheusText("# nothing\nfoo 1\n"), dialect);
-    assert.deepEqual(info, { capacityTokens: null, usedTokens: null, blockTokens: null, epoch: null });
+    assert.deepEqual(info, { capacityTokens: null, kvTokens: null, usedTokens: null, blockTokens: null, epoch: null });
   }
 });
 

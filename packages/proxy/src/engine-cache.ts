@@ -21,7 +21,9 @@ import type { EngineDialect } from "./engine-metrics";
 import { firstOf, sumOf, type ParsedMetrics, type PromSample } from "./prometheus-text";
 
 export interface EngineCacheInfo extends EngineCacheScrape {
-  /** KV tokens in use, when the metrics say. */
+  /** The KV pool in tokens; the cache capacity is this, or 0 when the engine caches no prefixes. */
+  kvTokens: number | null;
+  /** KV tokens in use by running requests, when the metrics say. */
   usedTokens: number | null;
   /** vLLM's KV block size (its cached counts are multiples of it); null for SGLang. */
   blockTokens: number | null;
@@ -54,14 +56,14 @@ function sglangCapacity(parsed: ParsedMetrics): number | null {
   return null;
 }
 
-function vllmConfig(parsed: ParsedMetrics): { capacity: number | null; blockTokens: number | null } {
+function vllmConfig(parsed: ParsedMetrics): { kvTokens: number | null; caching: boolean; blockTokens: number | null } {
   const info = firstOf(parsed, "vllm:cache_config_info");
-  if (info === undefined) return { capacity: null, blockTokens: null };
+  if (info === undefined) return { kvTokens: null, caching: true, blockTokens: null };
   const blocks = Number(info.labels["num_gpu_blocks"]);
   const blockTokens = Number(info.labels["block_size"]);
   const size = Number.isFinite(blockTokens) && blockTokens > 0 ? blockTokens : null;
-  if (info.labels["enable_prefix_caching"]?.toLowerCase() === "false") return { capacity: 0, blockTokens: size };
-  return { capacity: Number.isFinite(blocks) && blocks > 0 && size !== null ? blocks * size : null, blockTokens: size };
+  const kvTokens = Number.isFinite(blocks) && blocks > 0 && size !== null ? blocks * size : null;
+  return { kvTokens, caching: info.labels["enable_prefix_caching"]?.toLowerCase() !== "false", blockTokens: size };
 }
 
 /** Capacity, usage and process identity from parsed /metrics of the given dialect. Never throws:
@@ -76,10 +78,11 @@ export function readEngineCache(parsed: ParsedMetrics, dialect: EngineDialect): 
   const epoch = startTimeSec === null && Object.keys(counters).length === 0 ? null : { startTimeSec, counters };
   if (dialect === "sglang") {
     const used = perDpRankTotal(parsed.samples, "sglang:num_used_tokens");
-    return { capacityTokens: sglangCapacity(parsed), usedTokens: used, blockTokens: null, epoch };
+    const kvTokens = sglangCapacity(parsed);
+    return { capacityTokens: kvTokens, kvTokens, usedTokens: used, blockTokens: null, epoch };
   }
-  const { capacity, blockTokens } = vllmConfig(parsed);
+  const { kvTokens, caching, blockTokens } = vllmConfig(parsed);
   const usage = finite(sumOf(parsed, "vllm:kv_cache_usage_perc") ?? sumOf(parsed, "vllm:gpu_cache_usage_perc"));
-  const usedTokens = usage !== null && capacity !== null ? Math.round(usage * capacity) : null;
-  return { capacityTokens: capacity, usedTokens, blockTokens, epoch };
+  const usedTokens = usage !== null && kvTokens !== null ? Math.round(usage * kvTokens) : null;
+  return { capacityTokens: caching ? kvTokens : 0, kvTokens, usedTokens, blockTokens, epoch };
 }

@@ -18,10 +18,9 @@ import { RoutingInputError, describe } from "./errors";
 import { engineRestarted, ZeroCachedRun, type EngineEpoch } from "./engine-restart";
 import { PredictionWindow, type PredictionWindowStats } from "./prediction-window";
 import type { PrefixIndex } from "./prefix-index";
-import type { Decision, RequestView } from "./types";
+import type { CapacitySource, Decision, IndexClearReason, RequestView } from "./types";
 
-export type CapacitySource = "override" | "metrics";
-export type ClearReason = "engine-restart" | "zero-cached-run" | "operator";
+type ClearReason = IndexClearReason;
 
 /** What the LB reads from one engine scrape for the cache model; either part may be unknown. */
 export interface EngineCacheScrape {
@@ -31,6 +30,8 @@ export interface EngineCacheScrape {
 }
 
 export interface ReplicaCacheState extends PredictionWindowStats {
+  /** The rolling window the accuracy is taken over. */
+  windowMs: number;
   /** Whether responses in the window carried cached-token counts: false when none did (the engine
    * was started without cache reports), null before any completion. */
   cachedTokensReported: boolean | null;
@@ -159,6 +160,7 @@ export class CacheTruth {
     const capacity = truth.overrideCapacity ?? truth.scrapedCapacity;
     return {
       ...stats,
+      windowMs: truth.window.windowMs,
       cachedTokensReported: stats.reports + stats.unreported === 0 ? null : stats.reports > 0,
       capacityTokens: capacity,
       capacitySource: truth.overrideCapacity !== null ? "override" : truth.scrapedCapacity !== null ? "metrics" : null,

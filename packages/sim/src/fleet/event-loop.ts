@@ -9,9 +9,10 @@
 // peer reports (built when a poll reaches the peer, known at the poller a poll RTT after) and their own
 // counters. Views are therefore stale exactly as in production.
 import type { AdmitInput, Completion } from "@meridian/lb-core";
-import { createRng, DEFAULT_WEIGHTS, type Rng, type ScrapedLoad } from "@meridian/routing";
+import { createRng, DEFAULT_WEIGHTS, type EngineCacheScrape, type Rng, type ScrapedLoad } from "@meridian/routing";
 import { EngineModel, type EngineEvent } from "../engine";
 import { EventQueue } from "./event-queue";
+import { OracleIndex } from "./oracle-index";
 import { LbDriver, type Leg, type LbTransport, type SimLb } from "./lb-driver";
 import { RunRecords } from "./records";
 import { rttBetween, type FleetSpec } from "./spec";
@@ -45,7 +46,7 @@ type SimEvent =
   | { k: Kind.ProbeSend; lb: SimLb<Flight>; rep: ReplicaState }
   | { k: Kind.ProbeResult; lb: SimLb<Flight>; rep: ReplicaState; sampleMs: number }
   | { k: Kind.ScrapeSample; lb: SimLb<Flight>; rep: ReplicaState }
-  | { k: Kind.ScrapeResult; lb: SimLb<Flight>; rep: ReplicaState; load: ScrapedLoad }
+  | { k: Kind.ScrapeResult; lb: SimLb<Flight>; rep: ReplicaState; load: ScrapedLoad; cache: EngineCacheScrape }
   | { k: Kind.PeerPoll; lb: SimLb<Flight>; peer: SimLb<Flight> }
   | { k: Kind.PeerReport; lb: SimLb<Flight>; report: ReturnType<LbDriver<Flight>["peerReport"]>; sampleMs: number }
   | { k: Kind.LbWake; lb: SimLb<Flight> };
@@ -107,6 +108,8 @@ export class FleetRun implements LbTransport<Flight> {
         probes: { rttIntervalMs: spec.probeIntervalMs, scrapeIntervalMs: spec.scrapeIntervalMs },
         index: spec.index,
         peerPollIntervalMs: spec.peerSyncIntervalMs,
+        cacheModel: options.index === "static" ? "static" : "learned",
+        ...(options.index === "oracle" ? { matcher: new OracleIndex(new Map(this.replicas.map((r) => [r.id, r.engine]))) } : {}),
         seedFor: (idx) => mixSeed(seed, 0x1b00 + idx),
         ...(onDecision
           ? {
@@ -197,7 +200,7 @@ export class FleetRun implements LbTransport<Flight> {
       case Kind.ScrapeSample:
         return this.scrapeSample(ev.lb, ev.rep);
       case Kind.ScrapeResult:
-        return this.driver.scraped(ev.lb, ev.rep.id, ev.load, this.now);
+        return this.driver.scraped(ev.lb, ev.rep.id, ev.load, this.now, ev.cache);
       case Kind.PeerPoll:
         return this.peerPoll(ev.lb, ev.peer);
       case Kind.PeerReport:
@@ -364,7 +367,19 @@ export class FleetRun implements LbTransport<Flight> {
     rep.scrapes++;
     if (load.waiting > 0) rep.scrapesWithWaiting++;
     const half = this.halfRtt[lb.idx]![rep.idx]!;
-    this.queue.push(this.now + half, { k: Kind.ScrapeResult, lb, rep, load: { running: load.running, waiting: load.waiting, usedTokens: load.usedTokens } });
+    // What the engine's /metrics would say (packages/sim/src/server/metrics.ts): its KV pool, and the
+    // token counters that identify its process.
+    const cache: EngineCacheScrape = {
+      capacityTokens: load.kvCapacityTokens,
+      epoch: { startTimeSec: null, counters: { prompt_tokens_total: load.promptTokensTotal, generation_tokens_total: load.generationTokensTotal } },
+    };
+    this.queue.push(this.now + half, {
+      k: Kind.ScrapeResult,
+      lb,
+      rep,
+      load: { running: load.running, waiting: load.waiting, usedTokens: load.usedTokens },
+      cache,
+    });
     if (this.running) this.queue.push(this.now + this.spec.scrapeIntervalMs, { k: Kind.ScrapeSample, lb, rep });
   }
 
