@@ -90,6 +90,10 @@ export class Balancer implements ExchangeHost<Job> {
       queueLength: () => core.queue.length,
       indexRoutes: () => core.index.stats().routes,
       predictionAccuracy: () => core.prediction.accuracy() ?? 1,
+      cacheStates: () => {
+        const now = Date.now();
+        return [...core.replicas.keys()].map((id) => ({ id, cache: core.truth.state(id, now) }));
+      },
     });
     this.completionSinks = {
       core: this.core as LbCore<unknown>,
@@ -143,6 +147,7 @@ export class Balancer implements ExchangeHost<Job> {
     if (observation.kind === "scrape") {
       if (observation.ok) {
         if (this.core.scrapeSucceeded(id, observation.load, Date.now(), observation.cache)) {
+          this.metrics.cache.cleared(id, "engine-restart");
           this.logger.warn({ replica: id }, "engine restarted: its part of the prefix index is cleared");
         }
       } else this.core.scrapeFailed(id, observation.error);

@@ -2,6 +2,7 @@
 // the demo) never share series. Gauges that mirror LB state are computed at scrape time by collect()
 // rather than updated on the request path.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { CacheMetrics, type CacheStates } from "./cache-metrics";
 
 export interface MetricsSources {
   replicaGauges(): { id: string; inFlight: number; queuedTokens: number; rttMs: number | null; healthy: boolean }[];
@@ -9,6 +10,8 @@ export interface MetricsSources {
   indexRoutes(): number;
   /** LB-wide 1 − Σ|predicted − actual| / max(Σ predicted, Σ actual), from the LB core. */
   predictionAccuracy(): number;
+  /** Each replica's cache truth (rolling accuracy, cache reports, its part of the index). */
+  cacheStates: CacheStates;
 }
 
 // TTFT spans loopback (sub-ms) to cross-region prefill under load (seconds).
@@ -26,9 +29,11 @@ export class ProxyMetrics {
   readonly actualCachedTokens: Counter;
   readonly predictionAbsErrorTokens: Counter;
   readonly predictionSamples: Counter;
+  readonly cache: CacheMetrics;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
+    this.cache = new CacheMetrics(this.registry, sources.cacheStates);
     this.requests = new Counter({
       name: "meridian_lb_requests_total",
       help: "Requests answered by the LB, by policy, replica (or peer:<id>, or none) and HTTP status.",
