@@ -16,8 +16,7 @@
 //   both    `<engine>:prompt_tokens_total` and `<engine>:generation_tokens_total` only grow within
 //           one process; `process_start_time_seconds` when the exporter includes the process
 //           collector (vLLM's default registry; SGLang's multiprocess registry does not).
-import type { EngineCacheScrape } from "@meridian/routing";
-import type { EngineDialect } from "./engine-metrics";
+import type { EngineCacheScrape, EngineKind } from "@meridian/routing";
 import { firstOf, sumOf, type ParsedMetrics, type PromSample } from "./prometheus-text";
 
 export interface EngineCacheInfo extends EngineCacheScrape {
@@ -68,7 +67,7 @@ function vllmConfig(parsed: ParsedMetrics): { kvTokens: number | null; caching: 
 
 /** Capacity, usage and process identity from parsed /metrics of the given dialect. Never throws:
  * what the metrics do not say is null. */
-export function readEngineCache(parsed: ParsedMetrics, dialect: EngineDialect): EngineCacheInfo {
+export function readEngineCache(parsed: ParsedMetrics, dialect: EngineKind): EngineCacheInfo {
   const counters: Record<string, number> = {};
   for (const name of ["prompt_tokens_total", "generation_tokens_total"]) {
     const value = finite(sumOf(parsed, `${dialect}:${name}`));
