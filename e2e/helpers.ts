@@ -86,5 +86,7 @@ export interface ReplicaRow {
   homeLbId: string | null;
   healthy: boolean;
   share: number;
+  /** The serving LB's prefix index against the engine's cache (src/server/runtime/index-status.ts). */
+  index: { kind: string; accuracy: number | null; detail: string | null };
 }
 export type Entrypoints = Record<string, { lbId: string; url: string }>;

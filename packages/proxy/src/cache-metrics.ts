@@ -29,7 +29,7 @@ export class CacheMetrics {
       });
     perReplica(
       "meridian_lb_replica_prediction_accuracy_ratio",
-      "Sum of min(predicted, reported) over sum of max(predicted, reported) cached tokens, per replica, over the last 5 minutes (1 = exact; absent without reports).",
+      "Sum of min(predicted, reported) over sum of max(predicted, reported) cached tokens, per replica, over the last minute (1 = exact; absent without reports).",
       (c) => c.accuracy,
     );
     perReplica(

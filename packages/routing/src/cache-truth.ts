@@ -65,7 +65,7 @@ interface ReplicaTruth {
 }
 
 export interface CacheTruthOptions {
-  /** Rolling accuracy window (default 5 min). */
+  /** Rolling accuracy window (default 1 min). */
   windowMs?: number;
 }
 

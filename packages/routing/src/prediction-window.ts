@@ -1,7 +1,8 @@
 // Prediction accuracy over a rolling window, for one replica: Σ min(predicted, actual) / Σ max(...)
 // of cached tokens over the reports of the last `windowMs` (at most `capacity` of them). 1 means every
 // prediction was exact; a replica whose cache was emptied behind the LB's back drops towards 0 within
-// a few requests, which is what an operator needs to see at a glance. A fixed-size ring, so memory
+// a few requests, which is what an operator needs to see at a glance: hence a one-minute window, short
+// enough that a collapse is not averaged away by the minutes before it. A fixed-size ring, so memory
 // stays bounded whatever the request rate.
 
 export interface PredictionWindowStats {
@@ -15,7 +16,7 @@ export interface PredictionWindowStats {
   actualTokens: number;
 }
 
-export const DEFAULT_PREDICTION_WINDOW_MS = 300_000;
+export const DEFAULT_PREDICTION_WINDOW_MS = 60_000;
 const DEFAULT_CAPACITY = 512;
 
 export class PredictionWindow {
