@@ -357,7 +357,10 @@ export class LbCore<J> {
     return [...byModel.values()];
   }
 
-  flushIndex(): void {
+  /** The operator emptied the prefix indexes (POST /admin/flush): every replica's part, and its
+   * learned horizon, starts over, and the replicas' state says so. */
+  flushIndex(now: number): void {
+    for (const id of this.replicas.keys()) this.truth.clear(id, now, "operator");
     this.index.clear();
     this.peerIndex.clear();
   }

@@ -403,7 +403,9 @@ export class Balancer implements ExchangeHost<Job> {
   }
 
   flushIndex(): void {
-    this.core.flushIndex();
+    const now = Date.now();
+    this.core.flushIndex(now);
+    for (const id of this.core.replicas.keys()) this.metrics.cache.cleared(id, "operator");
   }
 }
 

@@ -7,7 +7,7 @@ import { after, before, test } from "node:test";
 import { request } from "undici";
 import type { LbState } from "@meridian/protocol";
 import type { RunningProxy } from "../src/index";
-import { adminGet, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, servedBy, startEngine, startLb, waitFor, type Engine } from "./helpers";
+import { adminGet, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, servedBy, startEngine, startLb, TOKEN, waitFor, type Engine } from "./helpers";
 
 let reporting: Engine;
 let silent: Engine;
@@ -93,4 +93,17 @@ test("an engine restarted behind the LB (its counters went back) has its part of
   const cache = replicaState(state, reporting.id).cache;
   assert.ok(cache.clears >= 1);
   assert.match(await metricsText(), new RegExp(`^meridian_lb_replica_index_clears_total\\{replica="${reporting.id}",reason="engine-restart"\\} [1-9]`, "m"));
+});
+
+test("POST /admin/flush empties every replica's part of the index and says the operator did it", async () => {
+  const response = await request(`${lb.url}/admin/flush`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` } });
+  assert.equal(response.statusCode, 200);
+  await response.body.text();
+  const state = await adminGet<LbState>(lb, "/admin/state");
+  for (const r of state.replicas) {
+    assert.equal(r.cache.lastClearReason, "operator", r.id);
+    assert.equal(r.cache.routes, 0, r.id);
+  }
+  assert.equal(state.index.routes, 0);
+  assert.match(await metricsText(), new RegExp(`^meridian_lb_replica_index_clears_total\\{replica="${silent.id}",reason="operator"\\} 1$`, "m"));
 });
