@@ -8,7 +8,7 @@ export interface MetricsSources {
   replicaGauges(): { id: string; inFlight: number; queuedTokens: number; rttMs: number | null; healthy: boolean }[];
   queueLength(): number;
   indexRoutes(): number;
-  /** LB-wide 1 − Σ|predicted − actual| / max(Σ predicted, Σ actual), from the LB core. */
+  /** LB-wide Σ min(predicted, actual) / Σ max(predicted, actual), from the LB core. */
   predictionAccuracy(): number;
   /** Each replica's cache truth (rolling accuracy, cache reports, its part of the index). */
   cacheStates: CacheStates;
@@ -94,7 +94,7 @@ export class ProxyMetrics {
     });
     new Gauge({
       name: "meridian_lb_prediction_accuracy_ratio",
-      help: "1 - sum|predicted - actual| / max(sum predicted, sum actual) over all checked requests (1 = exact).",
+      help: "Sum of min(predicted, reported) over sum of max(predicted, reported) cached tokens over all checked requests (1 = exact).",
       registers,
       collect() {
         this.set(sources.predictionAccuracy());
