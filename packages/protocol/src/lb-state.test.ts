@@ -44,7 +44,7 @@ const state: LbState = {
         routes: 27_000,
         clears: 1,
         lastClearAt: 1_763_700_100_000,
-        lastClearReason: "zero-cached-run",
+        lastClearReason: "cache-lost",
       },
     },
   ],

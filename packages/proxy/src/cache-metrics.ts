@@ -50,7 +50,7 @@ export class CacheMetrics {
     );
     this.clears = new Counter({
       name: "meridian_lb_replica_index_clears_total",
-      help: "Times the LB cleared a replica's part of its prefix index, by reason (engine-restart, zero-cached-run, operator).",
+      help: "Times the LB cleared a replica's part of its prefix index, by reason (engine-restart, cache-lost, operator).",
       labelNames: ["replica", "reason"],
       registers,
     });

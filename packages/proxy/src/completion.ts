@@ -65,7 +65,7 @@ export function recordCompletion(
   }
   if (completion.prediction) metrics.observePrediction(completion.prediction.predicted, completion.prediction.actual);
   // A run of zero-cached reports where the index expected hits: the engine's cache was emptied.
-  if (completion.cacheReport?.cleared) metrics.cache.cleared(completion.targetLabel, "zero-cached-run");
+  if (completion.cacheReport?.cleared) metrics.cache.cleared(completion.targetLabel, "cache-lost");
   sinks.telemetry.append(completion.telemetry());
   if (completion.learn) sinks.learnLater(completion.learn);
 }

@@ -95,6 +95,22 @@ describe("cache-report feedback", () => {
     assert.deepEqual([result.trimmed, result.learned, result.horizonMs], [0, 0, null]);
   });
 
+  it("losing blocks far younger than the replica keeps is a lost cache; ordinary turnover is not", () => {
+    const index = new PrefixIndex({ capacityBlocks: 1000 });
+    index.setReplicaHorizon("r", 100_000);
+    const old = chain(9, 6);
+    const fresh = chain(10, 6);
+    index.learn(old, "r", "LOCAL", 0);
+    index.learn(fresh, "r", "LOCAL", 85_000);
+    // Turnover: a block 90 s old (the horizon is 100 s) is gone.
+    const turnover = applyCacheReport(index, dispatch(index, view(old), "r", 90_000), { cachedTokens: 0 }, 90_500);
+    assert.equal(turnover.verdict, "lower");
+    assert.equal(turnover.cacheLost, false);
+    // A flush: blocks learned 5 s before, when the replica keeps them ~90 s, are gone.
+    const flushed = applyCacheReport(index, dispatch(index, view(fresh), "r", 90_000), { cachedTokens: 0 }, 90_500);
+    assert.equal(flushed.cacheLost, true);
+  });
+
   it("bad or missing usage fields change nothing and raise nothing", () => {
     const index = new PrefixIndex({ capacityBlocks: 1000 });
     const keys = chain(6, 6);
@@ -155,6 +171,7 @@ describe("horizon bracket", () => {
     dispatchedAt: 100,
     inputTokens: 10 * TPB,
     tokensPerBlock: TPB,
+    keepMs: null,
   });
 
   it("brackets the horizon between the last held and the first lost block's ages", () => {

@@ -20,6 +20,13 @@
 //                         A report only counts as age evidence when its lost block is OLDER than its
 //                         last held one: a cut inside one learn (an engine's page rounding, a flush)
 //                         says nothing about time.
+//   a lost cache          an LRU cache under load does not start evicting blocks four times younger
+//                         than it kept a moment ago: a report whose lost block is younger than a
+//                         quarter of what the index believed the replica keeps (its horizon, or
+//                         without one its oldest route's age) says the cache was emptied (SGLang /flush_cache, a
+//                         reset, a restart the metrics missed). CacheTruth then clears the replica.
+//                         On the simulated conversation trace, normal horizon drops stay above 0.57 of
+//                         the horizon before; a flush drops it to a few percent.
 //
 // Reports are compared in the LB's token units: when the engine's usage.prompt_tokens differs from
 // the LB's estimate (chat text: characters per token is estimated), the cached count is scaled by
@@ -46,6 +53,9 @@ export interface DispatchSnapshot {
   /** The LB's estimate of the prompt's tokens, and the tokens one key stands for. */
   inputTokens: number;
   tokensPerBlock: number;
+  /** How long the index believed the replica keeps a block: its horizon, or, without one, the age
+   * of its oldest route (everything it holds is believed held); null when it holds nothing. */
+  keepMs: number | null;
 }
 
 /** The engine's usage fields as received; anything may be missing or malformed. */
@@ -68,20 +78,29 @@ export interface FeedbackResult {
   learned: number;
   /** The replica's horizon after the report, null when it has none. */
   horizonMs: number | null;
+  /** The engine lost blocks far younger than it was believed to keep: its cache was emptied. */
+  cacheLost: boolean;
 }
 
+/** A lost block younger than this fraction of what the replica was believed to keep means a lost
+ * cache rather than LRU turnover (see the file header). */
+export const CACHE_LOSS_RATIO = 0.25;
+
 /** Captures what the feedback will need, right after the policy chose (before anything re-learns). */
-export function captureDispatch(index: PrefixIndex, view: RequestView, decision: Decision, now: number): DispatchSnapshot {
+export function captureDispatch(index: PrefixIndex, request: RequestView, decision: Decision, now: number): DispatchSnapshot {
   const chosen = decision.scores.find((s) => s.id === decision.choice);
+  const view = index.replicaView(decision.choice);
+  const keep = view.horizonMs ?? (view.oldestLearnedAt === null ? Infinity : now - view.oldestLearnedAt);
   return {
     replicaId: decision.choice,
-    keys: view.keys,
+    keys: request.keys,
     predictedBlocks: chosen?.matchedBlocks ?? 0,
     predictedTokens: decision.predictedCachedTokens,
-    profile: index.holdingProfile(view.keys, decision.choice, now),
+    profile: index.holdingProfile(request.keys, decision.choice, now),
     dispatchedAt: now,
-    inputTokens: view.inputTokens,
-    tokensPerBlock: view.tokensPerBlock,
+    inputTokens: request.inputTokens,
+    tokensPerBlock: request.tokensPerBlock,
+    keepMs: Number.isFinite(keep) ? keep : null,
   };
 }
 
@@ -143,8 +162,12 @@ export function nextHorizon(current: number | null, bracket: { heldAge: number; 
   return current;
 }
 
-/** Applies one cached-token report to the index (see the file header). Never throws on usage fields. */
-export function applyCacheReport(index: PrefixIndex, snap: DispatchSnapshot, report: CachedTokensReport, now: number): FeedbackResult {
+/**
+ * Applies one cached-token report to the index (see the file header). Never throws on usage fields.
+ * `stale`: the request was dispatched before the replica's part of the index was cleared, so the
+ * report describes a cache that is gone: it is judged (for accuracy) but changes nothing.
+ */
+export function applyCacheReport(index: PrefixIndex, snap: DispatchSnapshot, report: CachedTokensReport, now: number, stale = false): FeedbackResult {
   const view = index.replicaView(snap.replicaId);
   const unreported: FeedbackResult = {
     verdict: "unreported",
@@ -154,6 +177,7 @@ export function applyCacheReport(index: PrefixIndex, snap: DispatchSnapshot, rep
     trimmed: 0,
     learned: 0,
     horizonMs: view.horizonMs,
+    cacheLost: false,
   };
   const read = readReport(snap, report);
   if (read === null) return unreported;
@@ -165,6 +189,8 @@ export function applyCacheReport(index: PrefixIndex, snap: DispatchSnapshot, rep
 
   let trimmed = 0;
   let learned = 0;
+  if (stale)
+    return { verdict, predictedBlocks: predicted, reportedBlocks, reportedTokens: read.tokens, trimmed, learned, horizonMs: view.horizonMs, cacheLost: false };
   if (verdict === "lower") {
     trimmed = index.forget(snap.keys, snap.replicaId, reportedBlocks, snap.dispatchedAt);
   } else if (verdict === "higher") {
@@ -172,7 +198,9 @@ export function applyCacheReport(index: PrefixIndex, snap: DispatchSnapshot, rep
     index.learn(prefix, snap.replicaId, "LOCAL", now);
     learned = reportedBlocks;
   }
-  const horizon = nextHorizon(view.horizonMs, horizonBracket(snap, reportedBlocks));
+  const bracket = horizonBracket(snap, reportedBlocks);
+  const horizon = nextHorizon(view.horizonMs, bracket);
   if (horizon !== view.horizonMs) index.setReplicaHorizon(snap.replicaId, horizon);
-  return { verdict, predictedBlocks: predicted, reportedBlocks, reportedTokens: read.tokens, trimmed, learned, horizonMs: horizon };
+  const cacheLost = verdict === "lower" && bracket !== null && snap.keepMs !== null && bracket.lostAge < snap.keepMs * CACHE_LOSS_RATIO;
+  return { verdict, predictedBlocks: predicted, reportedBlocks, reportedTokens: read.tokens, trimmed, learned, horizonMs: horizon, cacheLost };
 }

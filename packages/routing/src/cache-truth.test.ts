@@ -55,7 +55,7 @@ describe("CacheTruth", () => {
     assert.equal(cleared, 1);
     assert.equal(index.replicaView("a").routes, 0);
     assert.equal(index.replicaView("a").horizonMs, null, "a cleared replica starts without a horizon");
-    assert.equal(truth.state("a", 3_000).lastClearReason, "zero-cached-run");
+    assert.equal(truth.state("a", 3_000).lastClearReason, "cache-lost");
   });
 
   it("sizes a replica's part of the index from its KV capacity, the operator's override first", () => {

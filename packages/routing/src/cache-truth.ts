@@ -4,8 +4,9 @@
 //
 //   dispatch  right after the policy chose: snapshot the index's view (cache-feedback.ts).
 //   report    when a response's usage arrives: apply the cached-token feedback, record the prediction
-//             in the replica's rolling accuracy window, and clear the replica's routes after a run
-//             of zero-cached reports on predicted hits (engine-restart.ts).
+//             in the replica's rolling accuracy window, and clear the replica's routes when its cache
+//             was emptied: a report that lost blocks far younger than the replica keeps
+//             (cache-feedback.ts), or a run of zero-cached reports on predicted hits (engine-restart.ts).
 //   metrics   on each engine scrape: clear the replica's routes when the engine restarted, and size
 //             its part of the index to the engine's KV capacity (the operator's override wins).
 //
@@ -50,7 +51,7 @@ export interface ReplicaCacheState extends PredictionWindowStats {
 
 export interface ReportOutcome {
   feedback: FeedbackResult;
-  /** Set when this report completed a zero-cached run and the replica's routes were cleared. */
+  /** Set when this report showed the replica's cache was emptied and its routes were cleared. */
   cleared: boolean;
 }
 
@@ -101,14 +102,15 @@ export class CacheTruth {
   /** A response's usage arrived (possibly without, or with malformed, cached tokens). */
   report(snap: DispatchSnapshot, usage: CachedTokensReport | null, now: number): ReportOutcome {
     const truth = this.replica(snap.replicaId);
-    const feedback = applyCacheReport(this.index, snap, usage ?? { cachedTokens: null }, now);
+    // A request dispatched before the replica was cleared reports on the cache that was cleared.
+    const stale = truth.lastClearAt !== null && snap.dispatchedAt <= truth.lastClearAt;
+    const feedback = applyCacheReport(this.index, snap, usage ?? { cachedTokens: null }, now, stale);
     const cached = feedback.verdict === "unreported" ? null : usageNumber(usage?.cachedTokens);
     truth.window.add(now, snap.predictedTokens, cached === null ? null : (feedback.reportedTokens ?? cached));
-    let cleared = false;
-    if (this.zeroRuns.observe(snap.replicaId, snap.predictedTokens, cached)) {
-      this.clear(snap.replicaId, now, "zero-cached-run");
-      cleared = true;
-    }
+    if (stale) return { feedback, cleared: false };
+    const zeroRun = this.zeroRuns.observe(snap.replicaId, snap.predictedTokens, cached);
+    const cleared = feedback.cacheLost || zeroRun;
+    if (cleared) this.clear(snap.replicaId, now, "cache-lost");
     return { feedback, cleared };
   }
 

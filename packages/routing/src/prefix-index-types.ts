@@ -45,6 +45,8 @@ export interface ReplicaIndexView {
   budget: number | null;
   /** The replica's horizon in ms, or null when only the TTL applies. */
   horizonMs: number | null;
+  /** Learn time of the replica's least recently used route, or null when it has none. */
+  oldestLearnedAt: number | null;
 }
 
 /** LOCAL block keys, most recently used first; what one LB shares with its peers. */

@@ -290,7 +290,7 @@ describe("PrefixIndex per-replica budget and horizon", () => {
     assert.equal(index.match(a, 3).depthByReplica.get("small"), 1);
     assert.equal(index.match(b, 3).depthByReplica.get("small"), 3);
     assert.equal(index.match(a, 3).depthByReplica.get("big"), 3, "another replica is untouched");
-    assert.deepEqual(index.replicaView("small"), { routes: 4, budget: 4, horizonMs: null });
+    assert.deepEqual(index.replicaView("small"), { routes: 4, budget: 4, horizonMs: null, oldestLearnedAt: 1 });
     index.setReplicaBudget("small", 2); // lowering evicts at once
     assert.equal(index.replicaView("small").routes, 2);
     assert.equal(index.match(b, 3).depthByReplica.get("small"), 2);

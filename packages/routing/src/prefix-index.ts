@@ -293,10 +293,12 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
   replicaView(replicaId: string): ReplicaIndexView {
     checkReplicaId("replicaId", replicaId);
     const r = this.replicas.find(replicaId);
+    const tail = r === undefined ? NIL : (this.replicaTail[r] ?? NIL);
     return {
       routes: r === undefined ? 0 : this.replicas.count(r),
       budget: this.budgets.get(replicaId) ?? null,
       horizonMs: this.horizons.get(replicaId) ?? null,
+      oldestLearnedAt: tail === NIL ? null : (this.slotLearnedAt[tail] as number),
     };
   }
 

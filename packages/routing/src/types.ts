@@ -43,9 +43,10 @@ export type EngineKind = (typeof ENGINE_KINDS)[number];
 export const CAPACITY_SOURCES = ["override", "metrics"] as const;
 export type CapacitySource = (typeof CAPACITY_SOURCES)[number];
 
-/** Why an LB cleared a replica's part of its prefix index: the engine restarted (its metrics
- * say), a run of zero-cached reports on predicted hits (a flushed cache), or the operator. */
-export const INDEX_CLEAR_REASONS = ["engine-restart", "zero-cached-run", "operator"] as const;
+/** Why an LB cleared a replica's part of its prefix index: the engine restarted (its metrics say),
+ * its cache was emptied (its reports lost blocks far younger than it keeps, or several zero-cached
+ * reports in a row where hits were predicted: a /flush_cache), or the operator flushed the index. */
+export const INDEX_CLEAR_REASONS = ["engine-restart", "cache-lost", "operator"] as const;
 export type IndexClearReason = (typeof INDEX_CLEAR_REASONS)[number];
 
 /** Cost weights. W_prefill is fixed at 1: only ratios matter. */

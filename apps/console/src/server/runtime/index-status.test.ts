@@ -31,7 +31,7 @@ test("a replica whose index collapsed or was cleared stands out; a healthy one d
   const restarted = indexStatus(cache({ accuracy: 0.1, clears: 1, lastClearAt: now - 30_000, lastClearReason: "engine-restart" }), now);
   assert.equal(restarted.kind, "cleared");
   assert.match(restarted.detail ?? "", /30 s ago: the engine restarted/);
-  const flushed = indexStatus(cache({ clears: 1, lastClearAt: now - 10_000, lastClearReason: "zero-cached-run" }), now);
+  const flushed = indexStatus(cache({ clears: 1, lastClearAt: now - 10_000, lastClearReason: "cache-lost" }), now);
   assert.match(flushed.detail ?? "", /cache was emptied/);
   assert.equal(indexStatus(cache({ clears: 1, lastClearAt: now - 600_000, lastClearReason: "engine-restart" }), now).kind, "ok", "an old clear is history");
 });

@@ -27,8 +27,8 @@ export function indexStatus(cache: ReplicaCacheState | null, now: number): Index
     const why =
       cache.lastClearReason === "engine-restart"
         ? "the engine restarted"
-        : cache.lastClearReason === "zero-cached-run"
-          ? "its cache was emptied (no cached tokens where the index expected hits)"
+        : cache.lastClearReason === "cache-lost"
+          ? "its cache was emptied (it lost blocks far younger than it keeps)"
           : "the operator cleared it";
     return { kind: "cleared", accuracy, detail: `index cleared ${Math.round((now - cache.lastClearAt) / 1000)} s ago: ${why}` };
   }
