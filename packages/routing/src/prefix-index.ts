@@ -1,22 +1,12 @@
 // PrefixIndex: which replica holds which prompt block, learned from this LB's own traffic (LOCAL) or
-// from a peer LB's snapshot (REMOTE), and kept close to what the engines actually hold.
+// from a peer LB's snapshot (REMOTE), and kept close to what the engines actually hold. The rules are
+// in packages/routing/README.md (*The prefix index*); storage in route-store.ts (one ROUTE per
+// (block, replica) pair in typed arrays, bounded by `capacityBlocks` whatever arrives).
 //
-// Storage (route-store.ts): one ROUTE per (block, replica) pair in a pool of typed arrays, so memory is
-// bounded by `capacityBlocks` routes under any input: a flood of distinct blocks, of replicas or of
-// peers can only evict, never grow past it. Blocks are found through an open-addressing table keyed by
-// the 53-bit block key; each block's routes hang on a short chain.
-//
-// Forgetting, in the order that usually applies first:
-//   - a replica's BUDGET: its engine's prefix-cache size in blocks (read from the engine's metrics or
-//     set by the operator). Past it, the replica's own least recently used route goes, so the index
-//     evicts about when the engine does. No budget: no per-replica bound.
-//   - a replica's HORIZON: routes learned longer ago are not offered to match(). An LRU cache under
-//     steady load keeps a block for about a characteristic time (Che's approximation), which the
-//     cache-report feedback (cache-feedback.ts) learns per replica. Hidden routes stay stored, so a
-//     later report can show the horizon was too short.
-//   - the TTL (default 1 h), a backstop for engines that report nothing;
-//   - global capacity: the least recently used REMOTE route, then the least recently used LOCAL one;
-//   - forget() / removeReplica(): the feedback trimming a replica, or an engine restart.
+// Forgetting: a replica's BUDGET (its engine's cache in blocks: its own LRU tail goes), its HORIZON
+// (routes learned longer ago are hidden from match() but kept, so a later report can show it was too
+// short; cache-feedback.ts learns it), the TTL, global capacity (REMOTE tail, then LOCAL), and
+// forget() / removeReplica() (feedback trims, restarts).
 //
 // Learning touches a prompt's blocks deepest-first with one timestamp, so a chain's shallow blocks are
 // always at least as recent as its deep ones: LRU evicts the deep tail of an idle conversation first
