@@ -10,7 +10,7 @@
 // counters. Views are therefore stale exactly as in production.
 import type { AdmitInput, Completion } from "@meridian/lb-core";
 import { createRng, DEFAULT_WEIGHTS, type EngineCacheScrape, type Rng, type ScrapedLoad } from "@meridian/routing";
-import { EngineModel, type EngineEvent } from "../engine";
+import { EngineModel, withBlockTokens, type EngineEvent } from "../engine";
 import { EventQueue } from "./event-queue";
 import { OracleIndex } from "./oracle-index";
 import { LbDriver, type Leg, type LbTransport, type SimLb } from "./lb-driver";
@@ -79,11 +79,17 @@ export class FleetRun implements LbTransport<Flight> {
   ) {
     const seed = options.seed;
     this.jitterRng = createRng(mixSeed(seed, 0x5eed));
+    // The engines' cache blocks are the workload's (one block size per trace), its size in tokens kept.
+    const blockTokens = requests[0]?.tokensPerBlock;
+    const engineParams = (r: FleetSpec["replicas"][number]) => {
+      const params = { ...spec.engine, ...r.engine, maxOutputTokens: Math.max(spec.maxOutputTokens, 1) };
+      return blockTokens === undefined ? params : withBlockTokens(params, blockTokens);
+    };
     this.replicas = spec.replicas.map((r, idx) => ({
       idx,
       id: r.id,
       region: r.region,
-      engine: new EngineModel(r.id, { ...spec.engine, ...r.engine, maxOutputTokens: Math.max(spec.maxOutputTokens, 1) }),
+      engine: new EngineModel(r.id, engineParams(r)),
       wakeAt: Infinity,
       wakeGen: 0,
       flights: new Map(),
