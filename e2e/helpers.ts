@@ -86,6 +86,8 @@ export interface ReplicaRow {
   homeLbId: string | null;
   healthy: boolean;
   share: number;
+  /** The serving LB's prefix index against the engine's cache (src/server/runtime/index-status.ts). */
+  index: { kind: string; accuracy: number | null; detail: string | null };
 }
 /** lbs.entrypoints: where each region's clients go (null when no LB is healthy) and why. */
 export type Entrypoints = Record<string, { lbId: string | null; url: string | null; assignedLbId: string; status: "assigned" | "fallback" | "unresolved" }>;

@@ -10,6 +10,9 @@
 // Target: ≤ 5 s per policy for the whole Mooncake conversation trace (12,031 requests, 3 replicas).
 // Each policy first runs untimed on the first 1,000 requests (JIT warm-up). Wall times include
 // whatever else the machine is doing: `loadavg` is printed alongside.
+// `index_truth` (sim-index.ts): prediction accuracy of the LBs' prefix index on the conversation
+// trace (paper preset at time scales 1, 2, 3 and a global run), gorgo's p95 TTFT against the oracle
+// index, and both against the index before it learned. `--no-index-truth` skips it (about 30 s).
 
 import { existsSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -17,6 +20,7 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildSimRequests, paperFleet, runPolicy, DEFAULT_COMPARE_POLICIES } from "@meridian/sim";
 import { bundledTracePath, loadTrace } from "@meridian/workload";
+import { indexTruth } from "./sim-index";
 
 const TARGET_MS_PER_POLICY = 5_000;
 
@@ -41,6 +45,7 @@ if (!existsSync(tracePath)) {
 }
 const policies = (flag("policies") ?? DEFAULT_COMPARE_POLICIES.join(",")).split(",");
 const timeScale = Number(flag("time-scale") ?? 1);
+const withIndexTruth = !process.argv.includes("--no-index-truth");
 
 const loadStart = performance.now();
 const rows = await loadTrace(tracePath, { timeScale });
@@ -81,6 +86,7 @@ console.log(
       target_ms_per_policy: TARGET_MS_PER_POLICY,
       policies: results,
       total_wall_ms: results.reduce((s, r) => s + r.wall_ms, 0),
+      ...(withIndexTruth ? { index_truth: await indexTruth(tracePath) } : {}),
     },
     null,
     2,

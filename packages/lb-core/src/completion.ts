@@ -3,10 +3,12 @@
 // learning; the rules are here:
 //   - at the 2xx response headers, the chosen target learns the prompt's keys (the engine now holds,
 //     or is computing, those blocks; for a peer, the peer index learns that the peer holds them);
-//   - at completion of a 2xx response on a replica, it learns the conversation as the next turn will
-//     present it: prompt + reply when the reply completes a block, else the prompt again (refreshing
-//     its LRU position and TTL, since the engine touched those blocks until now).
-import type { BlockKey } from "@meridian/routing";
+//   - at completion of a 2xx response on a replica, the engine's cached-token report corrects the
+//     index first (@meridian/routing cache-feedback.ts: trim or extend at the time of the request,
+//     the replica's horizon, a zero-cached run clears it), then the index learns the conversation
+//     as the next turn will present it: prompt + reply when the reply completes a block, else the
+//     prompt again (refreshing its LRU position and TTL: the engine touched those blocks until now).
+import type { BlockKey, CacheTruth, ReportOutcome } from "@meridian/routing";
 import type { TelemetryEvent } from "@meridian/protocol";
 import type { PredictionSums, ReplicaRecord } from "./targets";
 import type { Ticket } from "./ticket";
@@ -62,6 +64,9 @@ export interface CompletionContext {
   replica: ReplicaRecord | null;
   /** LB-wide prediction sums (the accuracy metric). */
   lbPrediction: PredictionSums;
+  /** The cache model the report feeds, and the time it arrived. */
+  truth: CacheTruth;
+  now: number;
 }
 
 /** What the core returns when a request ends. The telemetry event is built on demand: the proxy logs
@@ -76,6 +81,8 @@ export class Completion {
     readonly learn: LearnInstruction | null,
     /** Predicted vs reported cached tokens, when the replica reported them (for metrics). */
     readonly prediction: { predicted: number; actual: number } | null,
+    /** What the cached-token feedback did (null when the request was not served by a replica). */
+    readonly cacheReport: ReportOutcome | null = null,
   ) {}
 
   /** The target as metrics label it: a replica id, `peer:<id>`, or `none`. */
@@ -127,10 +134,13 @@ export function completeTicket(ctx: CompletionContext, ticket: Ticket<unknown>, 
     ctx.lbPrediction.add(predicted, actual);
     prediction = { predicted, actual };
   }
+  // Only a served response says what the engine held: a failure's missing usage is not a missing report.
+  const snapshot = target?.snapshot ?? null;
+  const cacheReport = replica && ok && snapshot !== null ? ctx.truth.report(snapshot, usage, ctx.now) : null;
   let learn: LearnInstruction | null = null;
   if (replica && ok) {
     const keys = (outcome.reply.length > 0 ? ticket.nextTurnKeys?.(outcome.reply) : null) ?? ticket.view.keys;
     if (keys.length > 0) learn = { index: "local", keys, targetId: replica.id };
   }
-  return new Completion(ticket, outcome, ctx.lbId, ctx.region, learn, prediction);
+  return new Completion(ticket, outcome, ctx.lbId, ctx.region, learn, prediction, cacheReport);
 }

@@ -1,7 +1,7 @@
 // @meridian/lb-core: one load balancer's decisions and bookkeeping without I/O, driven by the proxy
 // (wall clock, HTTP) and by the simulator (virtual clock). See README.md and docs/ARCHITECTURE.md.
 export { LbCore, MAX_ATTEMPTS, DEFAULT_PEER_SNAPSHOT_KEYS } from "./lb-core";
-export type { LbCoreOptions, Settled } from "./lb-core";
+export type { CacheModel, LbCoreOptions, Settled } from "./lb-core";
 export type { PlacementLogEntry } from "./placement";
 export type { FirstBytePlan } from "./deadline";
 export type { TargetChanges } from "./targets";

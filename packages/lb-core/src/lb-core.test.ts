@@ -175,10 +175,10 @@ describe("completion", () => {
     const lb = core();
     const ticket = lb.admit("r", admitInput("s"), 0);
     lb.route(ticket, 0);
-    assert.deepEqual(lb.complete(ticket, served(), 200).learn?.keys, keys);
+    assert.deepEqual(lb.complete(ticket, served(), 10).learn?.keys, keys);
     const failed = lb.admit("r2", admitInput("s2"), 0);
     lb.route(failed, 0);
-    const completion = lb.complete(failed, { ...served(), status: 502, error: "boom", usage: null }, 200);
+    const completion = lb.complete(failed, { ...served(), status: 502, error: "boom", usage: null }, 10);
     assert.equal(completion.learn, null);
     assert.equal(lb.totals.errors, 1);
   });
@@ -188,7 +188,7 @@ describe("completion", () => {
     const ticket = lb.admit("r", admitInput("s"), 0);
     assert.equal(ticket.view.inputTokens, 75);
     lb.route(ticket, 0);
-    lb.complete(ticket, { ...served(), usage: { promptTokens: 100, completionTokens: 1, cachedTokens: null } }, 0);
+    lb.complete(ticket, { ...served(), usage: { promptTokens: 100, completionTokens: 1, cachedTokens: null } }, 10);
     assert.equal(lb.estimator.charsPerToken, 3);
   });
 });

@@ -5,13 +5,16 @@
 // answer a refusal, learn), so every mode behaves the same in both. docs/ARCHITECTURE.md describes
 // the API and the order in which drivers call it.
 import {
+  CacheTruth,
   createPolicy,
   createRng,
   DEFAULT_BLOCK_CHARS,
   PrefixIndex,
   TokenEstimator,
   type CandidateView,
+  type EngineCacheScrape,
   type Policy,
+  type PrefixMatcher,
   type Rng,
   type ScrapedLoad,
 } from "@meridian/routing";
@@ -44,13 +47,24 @@ export interface LbCoreOptions {
   peerPollIntervalMs: number;
   /** Observes every placement decision, with the candidate views the policy saw (tests, tracing). */
   onPlacement?: (entry: PlacementLogEntry, candidates: readonly CandidateView[], ticket: Ticket<unknown>) => void;
+  /** `learned` (default): the index sizes each replica from its engine's KV capacity and learns from
+   * its cached-token reports and restarts (@meridian/routing cache-truth.ts). `static`: TTL and
+   * global capacity only, the index before it learned (the simulator's yardstick). */
+  cacheModel?: CacheModel;
+  /** Answers the policies' prefix matches instead of the index: the simulator's oracle over the
+   * engines' true caches. The index still learns, for state and peer snapshots. */
+  matcher?: PrefixMatcher;
 }
+
+export type CacheModel = "learned" | "static";
 
 export class LbCore<J> {
   config: LbConfig;
   readonly replicas = new Map<string, ReplicaRecord>();
   readonly peers = new Map<string, PeerRecord>();
   index: PrefixIndex;
+  /** What the LB knows of each replica's real cache, and the rules that keep the index close to it. */
+  truth: CacheTruth;
   /** SkyLB snapshot index: which peer LB is believed to hold which blocks. */
   peerIndex: PrefixIndex;
   readonly estimator = new TokenEstimator();
@@ -65,6 +79,11 @@ export class LbCore<J> {
   private readonly rng: Rng;
   private readonly onPlacement: LbCoreOptions["onPlacement"];
   private readonly placementContext: PlacementContext;
+  private readonly cacheModel: CacheModel;
+  private readonly matcher: PrefixMatcher | null;
+  /** Tokens one block key stands for in the requests this LB admits (a trace's block size, or a chat
+   * block's characters at the estimator's characters per token); null before the first request. */
+  private keyTokens: number | null = null;
 
   constructor(options: LbCoreOptions) {
     this.config = options.config;
@@ -72,9 +91,13 @@ export class LbCore<J> {
     this.rng = createRng(options.seed);
     this.onPlacement = options.onPlacement;
     this.policy = createPolicy(this.config.policy);
+    this.cacheModel = options.cacheModel ?? "learned";
+    this.matcher = options.matcher ?? null;
     this.index = this.newIndex(this.config);
+    this.truth = new CacheTruth(this.index);
     this.peerIndex = this.newIndex(this.config);
     syncTargets(this.config, this.replicas, this.peers, this.index, this.peerIndex);
+    this.applyCapacityOverrides();
     this.placementContext = {
       config: this.config,
       replicas: this.replicas,
@@ -82,7 +105,7 @@ export class LbCore<J> {
       peers: this.peers,
       peerPollIntervalMs: this.peerPollIntervalMs,
       policy: this.policy,
-      index: this.index,
+      index: this.matcher ?? this.index,
       peerIndex: this.peerIndex,
       rng: this.rng,
       scratchLocal: [],
@@ -100,15 +123,29 @@ export class LbCore<J> {
     if (next.policy !== previous.policy) this.policy = createPolicy(next.policy);
     if (next.index.capacityBlocks !== previous.index.capacityBlocks || next.index.ttlMs !== previous.index.ttlMs) {
       this.index = this.newIndex(next);
+      this.truth = new CacheTruth(this.index);
       this.peerIndex = this.newIndex(next);
     }
     const changes = syncTargets(next, this.replicas, this.peers, this.index, this.peerIndex);
+    for (const removed of changes.removedReplicas) this.truth.removeReplica(removed.id);
+    this.applyCapacityOverrides();
     this.placementContext.replicaList = [...this.replicas.values()];
     return changes;
   }
 
   private newIndex(config: LbConfig): PrefixIndex {
     return new PrefixIndex({ capacityBlocks: config.index.capacityBlocks, ttlMs: config.index.ttlMs });
+  }
+
+  /** Tokens one block key stands for: what the budget divides a KV capacity by. */
+  private blockTokens(): number {
+    return this.keyTokens ?? DEFAULT_BLOCK_CHARS / this.estimator.charsPerToken;
+  }
+
+  /** The operator's cacheCapacityTokens per replica (LbConfig) sizes its part of the index. */
+  private applyCapacityOverrides(): void {
+    if (this.cacheModel !== "learned") return;
+    for (const r of this.replicas.values()) this.truth.setCapacityOverride(r.id, r.config.cacheCapacityTokens ?? null, this.blockTokens());
   }
 
   // ---------------------------------------------------------------- what probes, scrapes and polls report
@@ -126,19 +163,21 @@ export class LbCore<J> {
     return this.replicas.get(replicaId)?.markUnreachable(this.config.probes) ?? false;
   }
 
-  scrapeSucceeded(replicaId: string, load: ScrapedLoad, now: number): void {
-    this.replicas.get(replicaId)?.scrapeSucceeded(load, now);
+  /** A scrape of the replica's metrics: its load, and what the cache model reads (KV capacity, the
+   * process's identity). True when the engine restarted and its part of the index was cleared. */
+  scrapeSucceeded(replicaId: string, load: ScrapedLoad, now: number, cache: EngineCacheScrape | null = null): boolean {
+    const replica = this.replicas.get(replicaId);
+    if (!replica) return false;
+    replica.scrapeSucceeded(load, now);
+    if (cache === null) return false;
+    // The KV capacity the policies see (kvCapacityTokens; the config's cacheCapacityTokens overrides it).
+    replica.engineCapacityTokens = cache.capacityTokens;
+    if (this.cacheModel !== "learned") return false;
+    return this.truth.engineMetrics(replicaId, cache, this.blockTokens(), now).restarted;
   }
 
   scrapeFailed(replicaId: string, error: string): void {
     this.replicas.get(replicaId)?.scrapeFailed(error);
-  }
-
-  /** What the engine's metrics say its KV-cache capacity is, in tokens (null: they do not say). The
-   * replica's `cacheCapacityTokens` in the config overrides it. Policies see it as kvCapacityTokens. */
-  engineCapacityReported(replicaId: string, capacityTokens: number | null): void {
-    const replica = this.replicas.get(replicaId);
-    if (replica) replica.engineCapacityTokens = capacityTokens;
   }
 
   /** A peer's report arrived after a poll that took `rttSampleMs`: its load, availability and snapshot. */
@@ -186,6 +225,7 @@ export class LbCore<J> {
   admit(owner: J, input: AdmitInput, now: number): Ticket<J> {
     const inputTokens = input.inputTokens ?? this.estimator.estimate(input.promptChars ?? 0);
     const tokensPerBlock = input.tokensPerBlock ?? DEFAULT_BLOCK_CHARS / this.estimator.charsPerToken;
+    this.keyTokens = tokensPerBlock;
     const { config } = this;
     return new Ticket(
       owner,
@@ -355,7 +395,8 @@ export class LbCore<J> {
   }
 
   /** The request ended (served, failed or refused): releases it, calibrates the token estimate,
-   * records accuracy and totals, and returns the completion (telemetry event, next-turn learning). */
+   * applies the cached-token feedback, records accuracy and totals, and returns the completion
+   * (telemetry event, next-turn learning). */
   complete(ticket: Ticket<J>, outcome: Outcome, now: number): Completion {
     this.release(ticket, now);
     ticket.done = true;
@@ -365,7 +406,11 @@ export class LbCore<J> {
     if (promptTokens != null && ticket.promptChars !== null) this.estimator.observe(ticket.promptChars, promptTokens);
     const target = ticket.target;
     const replica = target?.kind === "replica" ? (this.replicas.get(target.id) ?? null) : null;
-    return completeTicket({ lbId: this.config.lbId, region: this.config.region, replica, lbPrediction: this.prediction }, ticket, outcome);
+    return completeTicket(
+      { lbId: this.config.lbId, region: this.config.region, replica, lbPrediction: this.prediction, truth: this.truth, now },
+      ticket,
+      outcome,
+    );
   }
 
   learn(instruction: LearnInstruction, now: number): void {
@@ -397,7 +442,10 @@ export class LbCore<J> {
     return [...byModel.values()];
   }
 
-  flushIndex(): void {
+  /** The operator emptied the prefix indexes (POST /admin/flush): every replica's part, and its
+   * learned horizon, starts over, and the replicas' state says so. */
+  flushIndex(now: number): void {
+    for (const id of this.replicas.keys()) this.truth.clear(id, now, "operator");
     this.index.clear();
     this.peerIndex.clear();
   }
@@ -411,6 +459,7 @@ export class LbCore<J> {
       peers: this.peers,
       peerPollIntervalMs: this.peerPollIntervalMs,
       index: this.index,
+      truth: this.truth,
       queue: this.queue,
     };
   }
@@ -420,7 +469,7 @@ export class LbCore<J> {
     const ctx = this.placementContext;
     ctx.config = this.config;
     ctx.policy = this.policy;
-    ctx.index = this.index;
+    ctx.index = this.matcher ?? this.index;
     ctx.peerIndex = this.peerIndex;
     try {
       return planPlacement(ctx, ticket, now);
@@ -447,7 +496,8 @@ export class LbCore<J> {
       ticket.attempts++;
       const observer = this.policy.observe ? this.policy : null;
       const observedId = observer ? String(++this.observedDispatches) : null;
-      ticket.target = replicaTarget(replicaId, decision, pendingPrefillTokens, observer, observedId);
+      const snapshot = this.cacheModel === "learned" ? this.truth.dispatch(ticket, decision, now) : null;
+      ticket.target = replicaTarget(replicaId, decision, pendingPrefillTokens, observer, observedId, snapshot);
       if (observedId !== null) observer?.observe?.({ kind: "dispatch", requestId: observedId, replicaId, request: ticket.view, decision, now });
     } else if (placement.kind === "peer") {
       this.totals.forwarded++;

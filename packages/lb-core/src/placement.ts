@@ -3,7 +3,16 @@
 // try); peers are the fresh peer reports (`via-peer`, client requests only). SkyLB availability then
 // says route, forward or hold, and the policy picks among the routable replicas. Both modes go
 // through availability, so `direct` holds a request when every replica is full, as `via-peer` does.
-import { decideAvailability, type CandidateView, type Decision, type PeerView, type Policy, type PrefixIndex, type Rng } from "@meridian/routing";
+import {
+  decideAvailability,
+  type CandidateView,
+  type Decision,
+  type PeerView,
+  type Policy,
+  type PrefixIndex,
+  type PrefixMatcher,
+  type Rng,
+} from "@meridian/routing";
 import type { LbConfig } from "@meridian/protocol";
 import type { PeerRecord, ReplicaRecord } from "./targets";
 import { failures, type Failure, type Ticket } from "./ticket";
@@ -54,7 +63,8 @@ export interface PlacementContext {
   peers: ReadonlyMap<string, PeerRecord>;
   peerPollIntervalMs: number;
   policy: Policy;
-  index: PrefixIndex;
+  /** The LB's prefix index (or the simulator's oracle) the policy matches prompts against. */
+  index: PrefixMatcher;
   /** SkyLB snapshot index: which peer LB is believed to hold which blocks. */
   peerIndex: PrefixIndex;
   rng: Rng;

@@ -195,14 +195,16 @@ describe("what a dispatch charges its replica", () => {
     assert.equal(lb.replicas.get(id)!.candidateView(1, lb.config.probes).pendingPrefillTokens, 75);
   });
 
-  it("the view's KV capacity is the config's override, else what the engine reports; 0 or unknown is absent", () => {
+  it("the view's KV capacity is the config's override, else what the engine's scrape reports; 0 or unknown is absent", () => {
     const lb = core({ replicas: [replica("a", { cacheCapacityTokens: 50_000 }), replica("b"), replica("c", { cacheCapacityTokens: 0 })] });
-    for (const id of ["a", "b", "c"]) lb.engineCapacityReported(id, 200_000);
+    const load = { running: 0, waiting: 0, usedTokens: 0 };
+    const scraped = (id: string, capacityTokens: number | null) => lb.scrapeSucceeded(id, load, 0, { capacityTokens, epoch: null });
+    for (const id of ["a", "b", "c"]) scraped(id, 200_000);
     const capacity = (id: string) => lb.replicas.get(id)!.candidateView(0, lb.config.probes).kvCapacityTokens;
     assert.equal(capacity("a"), 50_000);
     assert.equal(capacity("b"), 200_000);
     assert.equal(capacity("c"), undefined);
-    lb.engineCapacityReported("b", null);
+    scraped("b", null);
     assert.equal(capacity("b"), undefined);
   });
 });

@@ -1,7 +1,7 @@
 // What an LB tells others about itself: the PeerReport its peers poll (per-replica in-flight tokens,
 // availability, queue, prefix snapshot), how it folds peers' reports back into its replica records,
 // and the LbState snapshot the console reads. Wire tags are the shells' business: these build bodies.
-import type { PrefixIndex } from "@meridian/routing";
+import type { CacheTruth, PrefixIndex } from "@meridian/routing";
 import type { LbConfig, LbState } from "@meridian/protocol";
 import type { HoldQueue } from "./hold-queue";
 import type { PeerRecord, PeerReportBody, ReplicaRecord } from "./targets";
@@ -14,6 +14,7 @@ export interface ReportSources {
   peers: ReadonlyMap<string, PeerRecord>;
   peerPollIntervalMs: number;
   index: PrefixIndex;
+  truth: CacheTruth;
   queue: HoldQueue<unknown>;
 }
 
@@ -109,6 +110,7 @@ export function buildLbState(src: ReportSources, now: number, extras: StateExtra
           waiting: load?.waiting ?? 0,
           usedTokens: load?.usedTokens ?? 0,
         },
+        cache: src.truth.state(r.id, now),
       };
     }),
     queue: { length: src.queue.length, maxLength: config.limits.queueMaxLength, oldestWaitMs: src.queue.oldestWaitMs(now) },

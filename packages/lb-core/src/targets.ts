@@ -24,21 +24,23 @@ export interface ScrapeRecord {
 export class PredictionSums {
   predicted = 0;
   actual = 0;
-  absError = 0;
+  /** Σ min(predicted, actual) and Σ max(predicted, actual). */
+  overlap = 0;
+  union = 0;
   samples = 0;
 
   add(predicted: number, actual: number): void {
     this.predicted += predicted;
     this.actual += actual;
-    this.absError += Math.abs(predicted - actual);
+    this.overlap += Math.min(predicted, actual);
+    this.union += Math.max(predicted, actual);
     this.samples++;
   }
 
-  /** 1 − Σ|predicted − actual| / max(Σ predicted, Σ actual): 1 when exact; null before any sample
-   * with a cached token on either side. */
+  /** Σ min(predicted, actual) / Σ max(predicted, actual), as the simulator and the replicas' rolling
+   * window measure it: 1 when exact; null before any sample with a cached token on either side. */
   accuracy(): number | null {
-    const scale = Math.max(this.predicted, this.actual);
-    return scale > 0 ? Math.max(0, 1 - this.absError / scale) : null;
+    return this.union > 0 ? this.overlap / this.union : null;
   }
 }
 

@@ -1,7 +1,7 @@
 // One request as the LB core tracks it, from admission to completion, and the refusals the core can
 // answer with. A ticket carries the config version, policy and weights in force when it arrived, so
 // a request held across a config push is routed and reported under the weights it arrived under.
-import type { BlockKey, Decision, Policy, PolicyName, RequestView, Weights } from "@meridian/routing";
+import type { BlockKey, Decision, DispatchSnapshot, Policy, PolicyName, RequestView, Weights } from "@meridian/routing";
 
 /** A request the core admits: the parsed facts routing needs, nothing of the transport. */
 export interface AdmitInput {
@@ -45,17 +45,49 @@ export interface Target {
    * policy instance even after a config push replaced the LB's policy (null: nothing to tell). */
   observer: Policy | null;
   observedId: string | null;
+  /** The index's view of the chosen replica at dispatch, for the cached-token feedback; null for a
+   * peer or when the LB does not learn from cache reports. */
+  snapshot: DispatchSnapshot | null;
 }
 
 /** The target of a dispatch to a replica, charged `pendingPrefillTokens` until its first byte. */
-export function replicaTarget(id: string, decision: Decision, pendingPrefillTokens: number, observer: Policy | null, observedId: string | null): Target {
+export function replicaTarget(
+  id: string,
+  decision: Decision,
+  pendingPrefillTokens: number,
+  observer: Policy | null,
+  observedId: string | null,
+  snapshot: DispatchSnapshot | null,
+): Target {
   const { predictedCachedTokens, reason } = decision;
-  return { kind: "replica", id, predictedCachedTokens, reason: reason ?? null, released: false, responded: false, pendingPrefillTokens, observer, observedId };
+  return {
+    kind: "replica",
+    id,
+    predictedCachedTokens,
+    reason: reason ?? null,
+    released: false,
+    responded: false,
+    pendingPrefillTokens,
+    observer,
+    observedId,
+    snapshot,
+  };
 }
 
 /** The target of a forward to a peer LB (its own core books the replica's load). */
 export function peerTarget(id: string, reason: string): Target {
-  return { kind: "peer", id, predictedCachedTokens: 0, reason, released: false, responded: false, pendingPrefillTokens: 0, observer: null, observedId: null };
+  return {
+    kind: "peer",
+    id,
+    predictedCachedTokens: 0,
+    reason,
+    released: false,
+    responded: false,
+    pendingPrefillTokens: 0,
+    observer: null,
+    observedId: null,
+    snapshot: null,
+  };
 }
 
 /** A ticket is its own RequestView (what the policies see), so a request in flight is one object,

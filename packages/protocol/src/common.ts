@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CROSS_REGION_MODES, ENGINE_KINDS, POLICY_NAMES, REPLICA_STATES } from "@meridian/routing/types";
+import { CAPACITY_SOURCES, CROSS_REGION_MODES, ENGINE_KINDS, INDEX_CLEAR_REASONS, POLICY_NAMES, REPLICA_STATES } from "@meridian/routing/types";
 
 // Field builders shared by the wire schemas. zod 4's z.number() already rejects NaN and ±Infinity.
 
@@ -19,6 +19,8 @@ export const policyName = z.enum(POLICY_NAMES);
 export const crossRegionMode = z.enum(CROSS_REGION_MODES);
 export const replicaState = z.enum(REPLICA_STATES);
 export const engineKind = z.enum(ENGINE_KINDS);
+export const capacitySource = z.enum(CAPACITY_SOURCES);
+export const indexClearReason = z.enum(INDEX_CLEAR_REASONS);
 
 /** Cost weights as carried on the wire: finite and positive. Tuner bounds are the tuner's business. */
 export const weights = z.strictObject({

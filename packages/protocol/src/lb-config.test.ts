@@ -157,3 +157,12 @@ test("ProtocolError lists issues with paths for programmatic use", () => {
   if (result.success) return;
   assert.deepEqual(result.error.issues.map((issue) => issue.path).sort(), ["lbConfig.region", "lbConfig.version"]);
 });
+
+test("a replica's cache capacity override is optional, a non-negative integer of tokens", () => {
+  const replica = { id: "r1", url: "http://r1:8000", region: "us-ashburn", model: "m" };
+  assert.equal(parseLbConfig({ ...minimal, replicas: [replica] }).replicas[0]?.cacheCapacityTokens, undefined);
+  assert.equal(parseLbConfig({ ...minimal, replicas: [{ ...replica, cacheCapacityTokens: 442_000 }] }).replicas[0]?.cacheCapacityTokens, 442_000);
+  assert.equal(parseLbConfig({ ...minimal, replicas: [{ ...replica, cacheCapacityTokens: 0 }] }).replicas[0]?.cacheCapacityTokens, 0);
+  assert.match(messageOf({ ...minimal, replicas: [{ ...replica, cacheCapacityTokens: -1 }] }), /replicas\[0\]\.cacheCapacityTokens/);
+  assert.match(messageOf({ ...minimal, replicas: [{ ...replica, cacheCapacityTokens: 1.5 }] }), /cacheCapacityTokens/);
+});

@@ -1,5 +1,17 @@
 import { z } from "zod";
-import { count, crossRegionMode, fraction, nonEmptyString, nonNegativeNumber, policyName, replicaState, timeMs, weights } from "./common";
+import {
+  capacitySource,
+  count,
+  crossRegionMode,
+  fraction,
+  indexClearReason,
+  nonEmptyString,
+  nonNegativeNumber,
+  policyName,
+  replicaState,
+  timeMs,
+  weights,
+} from "./common";
 import { makeParsers, schemaTag } from "./errors";
 
 export const LB_STATE_SCHEMA = "meridian.lb-state/1";
@@ -13,6 +25,33 @@ export const ReplicaScrapeStateSchema = z.object({
   running: nonNegativeNumber,
   waiting: nonNegativeNumber,
   usedTokens: nonNegativeNumber,
+});
+
+/** How well this LB's prefix index matches what the replica's engine holds (@meridian/routing
+ * cache-truth.ts), for the console to show at a glance. */
+export const ReplicaCacheStateSchema = z.object({
+  /** Σmin/Σmax of predicted vs reported cached tokens over the last `windowMs`; null without reports. */
+  accuracy: fraction.nullable(),
+  windowMs: nonNegativeNumber,
+  /** Responses in the window that carried a cached-token count, and those that did not. */
+  reports: count,
+  unreported: count,
+  /** false when no response in the window carried cached tokens (the engine was started without
+   * cache reports: vLLM --enable-prompt-tokens-details, SGLang --enable-cache-report); null before any. */
+  cachedTokensReported: z.boolean().nullable(),
+  predictedTokens: nonNegativeNumber,
+  actualTokens: nonNegativeNumber,
+  /** KV capacity in tokens in force, and where it came from. */
+  capacityTokens: nonNegativeNumber.nullable(),
+  capacitySource: capacitySource.nullable(),
+  /** The replica's route budget and horizon in the index, and its routes now. */
+  budgetBlocks: count.nullable(),
+  horizonMs: nonNegativeNumber.nullable(),
+  routes: count,
+  /** Times this LB cleared the replica's routes, and the last time and why. */
+  clears: count,
+  lastClearAt: timeMs.nullable(),
+  lastClearReason: indexClearReason.nullable(),
 });
 
 export const ReplicaRuntimeStateSchema = z.object({
@@ -36,6 +75,7 @@ export const ReplicaRuntimeStateSchema = z.object({
   cacheHitRate: fraction.nullable(),
   predictionAccuracy: fraction.nullable(),
   scrape: ReplicaScrapeStateSchema,
+  cache: ReplicaCacheStateSchema,
 });
 
 export const QueueStateSchema = z.object({
@@ -95,6 +135,7 @@ export const LbStateSchema = z.object({
 export type LbState = z.output<typeof LbStateSchema>;
 export type ReplicaRuntimeState = z.output<typeof ReplicaRuntimeStateSchema>;
 export type ReplicaScrapeState = z.output<typeof ReplicaScrapeStateSchema>;
+export type ReplicaCacheState = z.output<typeof ReplicaCacheStateSchema>;
 export type PeerRuntimeState = z.output<typeof PeerRuntimeStateSchema>;
 export type QueueState = z.output<typeof QueueStateSchema>;
 export type IndexStats = z.output<typeof IndexStatsSchema>;

@@ -116,6 +116,10 @@ export class Balancer implements ExchangeHost<Job> {
       queueLength: () => core.queue.length,
       indexRoutes: () => core.index.stats().routes,
       predictionAccuracy: () => core.prediction.accuracy() ?? 1,
+      cacheStates: () => {
+        const now = Date.now();
+        return [...core.replicas.keys()].map((id) => ({ id, cache: core.truth.state(id, now) }));
+      },
     });
     this.completionSinks = {
       core: this.core as LbCore<unknown>,
@@ -191,8 +195,12 @@ export class Balancer implements ExchangeHost<Job> {
 
   private onReplicaObservation(id: string, observation: ReplicaObservation): void {
     if (observation.kind === "scrape") {
-      if (observation.ok) this.core.scrapeSucceeded(id, observation.load, Date.now());
-      else this.core.scrapeFailed(id, observation.error);
+      if (observation.ok) {
+        if (this.core.scrapeSucceeded(id, observation.load, Date.now(), observation.cache)) {
+          this.metrics.cache.cleared(id, "engine-restart");
+          this.logger.warn({ replica: id }, "engine restarted: its part of the prefix index is cleared");
+        }
+      } else this.core.scrapeFailed(id, observation.error);
     } else if (observation.ok) {
       if (this.core.probeSucceeded(id, observation.sampleMs) === "recovered") this.logger.info({ replica: id }, "replica healthy again");
     } else if (this.core.probeFailed(id) === "unhealthy") {
@@ -493,6 +501,8 @@ export class Balancer implements ExchangeHost<Job> {
   }
 
   flushIndex(): void {
-    this.core.flushIndex();
+    const now = Date.now();
+    this.core.flushIndex(now);
+    for (const id of this.core.replicas.keys()) this.metrics.cache.cleared(id, "operator");
   }
 }

@@ -66,6 +66,8 @@ export function recordCompletion(
     if (outcome.ttftMs !== null) metrics.ttft.observe({ replica: completion.targetLabel }, outcome.ttftMs / 1000);
   }
   if (completion.prediction) metrics.observePrediction(completion.prediction.predicted, completion.prediction.actual);
+  // A run of zero-cached reports where the index expected hits: the engine's cache was emptied.
+  if (completion.cacheReport?.cleared) metrics.cache.cleared(completion.targetLabel, "cache-lost");
   sinks.telemetry.append(completion.telemetry());
   if (completion.learn) sinks.learnLater(completion.learn);
 }

@@ -1,8 +1,10 @@
 // Reads the load an engine reports on /metrics, in SGLang or vLLM naming, into the ScrapedLoad the
-// policies consume. The dialect is taken from the replica's config when given, else detected from
-// the metric names, so a replica can be swapped for the other engine without a config change.
+// policies consume, and what the LB's cache model reads (engine-cache.ts). The dialect is taken from
+// the replica's config when given, else detected from the metric names, so a replica can be swapped
+// for the other engine without a config change.
 import type { EngineKind, ScrapedLoad } from "@meridian/routing";
-import { firstOf, parsePrometheusText, sumOf, type ParsedMetrics } from "./prometheus-text";
+import { readEngineCache, type EngineCacheInfo } from "./engine-cache";
+import { parsePrometheusText, sumOf, type ParsedMetrics } from "./prometheus-text";
 
 /** The /metrics naming an engine uses: its kind (routing's ENGINE_KINDS). */
 export type EngineDialect = EngineKind;
@@ -10,6 +12,7 @@ export type EngineDialect = EngineKind;
 export interface EngineScrape {
   dialect: EngineDialect;
   load: ScrapedLoad;
+  cache: EngineCacheInfo;
 }
 
 export function detectDialect(parsed: ParsedMetrics): EngineDialect | null {
@@ -30,7 +33,8 @@ export function readEngineLoad(text: string, dialect?: EngineDialect): EngineScr
     if (running === undefined || waiting === undefined) {
       throw new Error("sglang metrics lack sglang:num_running_reqs or sglang:num_queue_reqs");
     }
-    return { dialect: "sglang", load: { running, waiting, usedTokens: sumOf(parsed, "sglang:num_used_tokens") ?? 0 } };
+    const cache = readEngineCache(parsed, "sglang");
+    return { dialect: "sglang", load: { running, waiting, usedTokens: cache.usedTokens ?? 0 }, cache };
   }
   if (resolved === "vllm") {
     const running = sumOf(parsed, "vllm:num_requests_running");
@@ -38,21 +42,8 @@ export function readEngineLoad(text: string, dialect?: EngineDialect): EngineScr
     if (running === undefined || waiting === undefined) {
       throw new Error("vllm metrics lack vllm:num_requests_running or vllm:num_requests_waiting");
     }
-    return { dialect: "vllm", load: { running, waiting, usedTokens: vllmUsedTokens(parsed) } };
+    const cache = readEngineCache(parsed, "vllm");
+    return { dialect: "vllm", load: { running, waiting, usedTokens: cache.usedTokens ?? 0 }, cache };
   }
   throw new Error("metrics are neither SGLang nor vLLM (no sglang:/vllm: samples)");
-}
-
-/** vLLM reports KV usage as a fraction; the token count is that fraction of gpu blocks × block size
- * from vllm:cache_config_info (V0: gpu_cache_usage_perc, V1: kv_cache_usage_perc). */
-function vllmUsedTokens(parsed: ParsedMetrics): number {
-  const usage = sumOf(parsed, "vllm:gpu_cache_usage_perc") ?? sumOf(parsed, "vllm:kv_cache_usage_perc");
-  if (usage === undefined || !(usage > 0)) return 0;
-  const info = firstOf(parsed, "vllm:cache_config_info");
-  const blocks = Number(info?.labels["num_gpu_blocks"]);
-  const blockSize = Number(info?.labels["block_size"]);
-  if (Number.isFinite(blocks) && Number.isFinite(blockSize) && blocks > 0 && blockSize > 0) {
-    return Math.round(usage * blocks * blockSize);
-  }
-  return 0;
 }

@@ -9,6 +9,7 @@ import { createRequire } from "node:module";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { REPLICA_STATES, type ReplicaStateName } from "@meridian/routing/types";
 import { processMetricsRegistry } from "./process-metrics";
+import { CacheMetrics, type CacheStates } from "./cache-metrics";
 
 export interface MetricsSources {
   replicaGauges(): { id: string; inFlight: number; queuedTokens: number; rttMs: number | null; healthy: boolean; state: ReplicaStateName }[];
@@ -16,8 +17,10 @@ export interface MetricsSources {
   config(): { lbId: string; region: string; policy: string; crossRegion: string; version: number; weights: { rtt: number; queue: number } };
   queueLength(): number;
   indexRoutes(): number;
-  /** LB-wide 1 − Σ|predicted − actual| / max(Σ predicted, Σ actual), from the LB core. */
+  /** LB-wide Σ min(predicted, actual) / Σ max(predicted, actual), from the LB core. */
   predictionAccuracy(): number;
+  /** Each replica's cache truth (rolling accuracy, cache reports, its part of the index). */
+  cacheStates: CacheStates;
 }
 
 const PROXY_VERSION = (createRequire(import.meta.url)("../package.json") as { version: string }).version;
@@ -39,9 +42,11 @@ export class ProxyMetrics {
   readonly actualCachedTokens: Counter;
   readonly predictionAbsErrorTokens: Counter;
   readonly predictionSamples: Counter;
+  readonly cache: CacheMetrics;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
+    this.cache = new CacheMetrics(this.registry, sources.cacheStates);
     this.requests = new Counter({
       name: "meridian_lb_requests_total",
       help: "Requests answered by the LB, by policy, replica (or peer:<id>, or none) and HTTP status.",
@@ -114,7 +119,7 @@ export class ProxyMetrics {
     });
     new Gauge({
       name: "meridian_lb_prediction_accuracy_ratio",
-      help: "1 - sum|predicted - actual| / max(sum predicted, sum actual) over all checked requests (1 = exact).",
+      help: "Sum of min(predicted, reported) over sum of max(predicted, reported) cached tokens over all checked requests (1 = exact).",
       registers,
       collect() {
         this.set(sources.predictionAccuracy());

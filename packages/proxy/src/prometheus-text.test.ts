@@ -32,14 +32,22 @@ test("parses the real SGLang scrape with scientific notation and +Inf buckets", 
 });
 
 test("reads engine load in both dialects from the real scrapes", () => {
-  assert.deepEqual(readEngineLoad(fixture("sglang-metrics-docs-example.txt")), {
-    dialect: "sglang",
-    load: { running: 162, waiting: 2826, usedTokens: 123_859 },
-  });
-  assert.deepEqual(readEngineLoad(fixture("vllm-metrics-v0.7-aibrix-docs.txt"), "vllm"), {
-    dialect: "vllm",
-    load: { running: 0, waiting: 0, usedTokens: 0 },
-  });
+  const sglang = readEngineLoad(fixture("sglang-metrics-docs-example.txt"));
+  assert.deepEqual(
+    { dialect: sglang.dialect, load: sglang.load },
+    {
+      dialect: "sglang",
+      load: { running: 162, waiting: 2826, usedTokens: 123_859 },
+    },
+  );
+  const vllm = readEngineLoad(fixture("vllm-metrics-v0.7-aibrix-docs.txt"), "vllm");
+  assert.deepEqual(
+    { dialect: vllm.dialect, load: vllm.load },
+    {
+      dialect: "vllm",
+      load: { running: 0, waiting: 0, usedTokens: 0 },
+    },
+  );
   assert.throws(() => readEngineLoad("# nothing here\nfoo 1\n"), /neither SGLang nor vLLM/);
   assert.throws(() => readEngineLoad("sglang:token_usage 0.5\n"), /num_running_reqs/);
 });

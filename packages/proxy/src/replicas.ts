@@ -4,13 +4,13 @@
 // replica neither delays another replica's probes nor lets busy data connections inflate its RTT.
 import { Pool } from "undici";
 import type { Limits, Probes, ReplicaConfig } from "@meridian/protocol";
-import type { ScrapedLoad } from "@meridian/routing";
+import type { EngineCacheScrape, ScrapedLoad } from "@meridian/routing";
 import { readEngineLoad } from "./engine-metrics";
 
 export type ReplicaObservation =
   | { kind: "probe"; ok: true; sampleMs: number }
   | { kind: "probe"; ok: false; error: string }
-  | { kind: "scrape"; ok: true; load: ScrapedLoad }
+  | { kind: "scrape"; ok: true; load: ScrapedLoad; cache: EngineCacheScrape }
   | { kind: "scrape"; ok: false; error: string };
 
 export class ReplicaRuntime {
@@ -109,7 +109,8 @@ export class ReplicaRuntime {
       });
       const text = await body.text();
       if (statusCode !== 200) throw new Error(`metrics returned ${statusCode}`);
-      observation = { kind: "scrape", ok: true, load: readEngineLoad(text, this.config.engine).load };
+      const { load, cache } = readEngineLoad(text, this.config.engine);
+      observation = { kind: "scrape", ok: true, load, cache };
     } catch (error) {
       observation = { kind: "scrape", ok: false, error: error instanceof Error ? error.message : String(error) };
     }

@@ -36,7 +36,7 @@ export type EngineParamsOverride = Parameters<typeof startEngineServer>[0]["para
 export async function startEngine(
   id: string,
   region: Region,
-  options: { dialect?: "sglang" | "vllm"; params?: EngineParamsOverride; model?: string; port?: number } = {},
+  options: { dialect?: "sglang" | "vllm"; params?: EngineParamsOverride; model?: string; port?: number; cacheReport?: boolean } = {},
 ): Promise<Engine> {
   const server = await startEngineServer({
     ...(options.port !== undefined ? { port: options.port } : {}),
@@ -46,6 +46,7 @@ export async function startEngine(
     dialect: options.dialect ?? "sglang",
     rttMatrix: RTT_MATRIX,
     ...(options.params ? { params: options.params } : {}),
+    ...(options.cacheReport !== undefined ? { cacheReport: options.cacheReport } : {}),
   });
   return Object.assign(server, { id, region });
 }

@@ -12,3 +12,7 @@ export { HashRing } from "./policies/hashing";
 export { requestLoad } from "./policies/common";
 export * from "./availability";
 export * from "./token-estimator";
+export * from "./cache-feedback";
+export * from "./cache-truth";
+export * from "./engine-restart";
+export * from "./prediction-window";

@@ -277,3 +277,86 @@ describe("PrefixIndex input validation", () => {
     assert.equal(index.stats().routes, 0, "a rejected call stores nothing");
   });
 });
+
+describe("PrefixIndex per-replica budget and horizon", () => {
+  it("a replica's budget evicts only that replica's least recently used routes", () => {
+    const index = new PrefixIndex({ capacityBlocks: 1000 });
+    index.setReplicaBudget("small", 4);
+    const a = chain(90, 3);
+    const b = chain(91, 3);
+    index.learn(a, "small", "LOCAL", 1);
+    index.learn(a, "big", "LOCAL", 1);
+    index.learn(b, "small", "LOCAL", 2); // needs 2 more slots on "small": A's two deepest blocks go
+    assert.equal(index.match(a, 3).depthByReplica.get("small"), 1);
+    assert.equal(index.match(b, 3).depthByReplica.get("small"), 3);
+    assert.equal(index.match(a, 3).depthByReplica.get("big"), 3, "another replica is untouched");
+    assert.deepEqual(index.replicaView("small"), { routes: 4, budget: 4, horizonMs: null, oldestLearnedAt: 1 });
+    index.setReplicaBudget("small", 2); // lowering evicts at once
+    assert.equal(index.replicaView("small").routes, 2);
+    assert.equal(index.match(b, 3).depthByReplica.get("small"), 2);
+    index.setReplicaBudget("small", 0);
+    index.learn(a, "small", "LOCAL", 4);
+    assert.equal(index.replicaView("small").routes, 0, "a zero budget learns nothing");
+    index.setReplicaBudget("small", null);
+    index.learn(a, "small", "LOCAL", 5);
+    assert.equal(index.replicaView("small").routes, 3);
+    assert.throws(() => index.setReplicaBudget("small", -1), /maxRoutes/);
+  });
+
+  it("a budget set before the replica has routes applies when it gets them, and survives removeReplica", () => {
+    const index = new PrefixIndex({ capacityBlocks: 1000 });
+    index.setReplicaBudget("r", 2);
+    index.learn(chain(92, 5), "r", "LOCAL", 1);
+    assert.equal(index.replicaView("r").routes, 2);
+    assert.equal(index.removeReplica("r"), 2);
+    index.learn(chain(93, 5), "r", "LOCAL", 2);
+    assert.equal(index.replicaView("r").routes, 2);
+  });
+
+  it("a horizon hides routes learned too long ago from match() but keeps them stored", () => {
+    const index = new PrefixIndex({ capacityBlocks: 1000 });
+    const old = chain(94, 4);
+    const fresh = chain(95, 4);
+    index.learn(old, "r", "LOCAL", 0);
+    index.learn(fresh, "r", "LOCAL", 50_000);
+    index.setReplicaHorizon("r", 30_000);
+    assert.equal(index.match(old, 60_000).maxDepth, 0);
+    assert.equal(index.match(fresh, 60_000).maxDepth, 4);
+    assert.equal(index.match(fresh, 80_000).maxDepth, 0, "expired exactly at learnedAt + horizon");
+    assert.equal(index.replicaView("r").routes, 8, "hidden routes stay stored");
+    assert.equal(index.holdingProfile(old, "r", 60_000).depth, 4, "the profile ignores the horizon");
+    index.setReplicaHorizon("r", null);
+    assert.equal(index.match(old, 60_000).maxDepth, 4);
+    assert.throws(() => index.setReplicaHorizon("r", Number.NaN), /horizonMs/);
+  });
+
+  it("holdingProfile reports the chain's learn times in runs, deepest oldest", () => {
+    const index = new PrefixIndex({ capacityBlocks: 1000 });
+    const convo = chain(96, 10);
+    index.learn(convo.slice(0, 8), "r", "LOCAL", 100);
+    index.learn(convo.slice(0, 5), "r", "LOCAL", 200);
+    index.learn(convo.slice(0, 2), "r", "LOCAL", 300);
+    assert.deepEqual(index.holdingProfile(convo, "r", 400), {
+      depth: 8,
+      runs: [
+        { end: 2, learnedAt: 300 },
+        { end: 5, learnedAt: 200 },
+        { end: 8, learnedAt: 100 },
+      ],
+    });
+    assert.deepEqual(index.holdingProfile(convo, "r", 400, 2).runs, [
+      { end: 2, learnedAt: 300 },
+      { end: 8, learnedAt: 100 },
+    ]);
+    assert.deepEqual(index.holdingProfile(convo, "nobody", 400), { depth: 0, runs: [] });
+  });
+
+  it("forget with learnedAtOrBefore keeps routes re-learned since", () => {
+    const index = new PrefixIndex({ capacityBlocks: 1000 });
+    const keys = chain(97, 6);
+    index.learn(keys, "r", "LOCAL", 10);
+    index.learn(keys.slice(0, 4), "r", "LOCAL", 20);
+    assert.equal(index.forget(keys, "r", 2, 15), 2, "only blocks 4 and 5, learned at 10, go");
+    assert.equal(index.match(keys, 21).maxDepth, 4);
+  });
+});

@@ -1,24 +1,25 @@
 // PrefixIndex: which replica holds which prompt block, learned from this LB's own traffic (LOCAL) or
-// from a peer LB's snapshot (REMOTE).
+// from a peer LB's snapshot (REMOTE), and kept close to what the engines actually hold. The rules are
+// in packages/routing/README.md (*The prefix index*); storage in route-store.ts (one ROUTE per
+// (block, replica) pair in typed arrays, bounded by `capacityBlocks` whatever arrives).
 //
-// Memory layout. The unit of storage is a ROUTE: one (block, replica) pair. Routes live in a pool of
-// typed arrays (no object per route), so memory is bounded by `capacityBlocks` routes under any
-// input: a flood of distinct blocks, of replicas, or of peers can only evict, never grow past it.
-// Blocks are found through an open-addressing hash table (linear probing, backward-shift delete)
-// keyed by the 53-bit block key, with each block's routes on a short singly linked chain.
-// Two intrusive LRU lists (one per trust level) order routes by last use; eviction takes the REMOTE
-// tail first, then the LOCAL tail. TTL counts from the time a route was (re)learned.
+// Forgetting: a replica's BUDGET (its engine's cache in blocks: its own LRU tail goes), its HORIZON
+// (routes learned longer ago are hidden from match() but kept, so a later report can show it was too
+// short; cache-feedback.ts learns it), the TTL, global capacity (REMOTE tail, then LOCAL), and
+// forget() / removeReplica() (feedback trims, restarts).
 //
-// Learning touches a prompt's blocks deepest-first, so a chain's shallow blocks are always at least
-// as recent as its deep ones: LRU evicts the deep tail of an idle conversation first and keeps the
-// shared system prompt. That ordering makes "replica r holds block k" (nearly) monotone in k, which
-// lets match() binary-search each replica's depth instead of walking all ~1250 keys of an 80 KB
-// prompt. Chaining also makes the answer meaningful: holding key_k means the replica was sent blocks
-// 0..k, so depth = 1 + the deepest held block found.
+// Learning touches a prompt's blocks deepest-first with one timestamp, so a chain's shallow blocks are
+// always at least as recent as its deep ones: LRU evicts the deep tail of an idle conversation first
+// and keeps the shared system prompt. That makes "replica r holds block k" monotone in k, which lets
+// match() binary-search each replica's depth (about 11 probes for the ~1250 keys of an 80 KB prompt)
+// and lets holdingProfile() describe a chain's ages in a few runs. Chaining also makes the answer
+// meaningful: holding key_k means the replica was sent blocks 0..k, so depth = 1 + deepest held block.
 
 import { RoutingInputError, describe, requireFiniteNumber } from "./errors";
+import { checkKeys, checkOptions, checkReplicaId, checkTrust } from "./prefix-index-checks";
 import { RouteStore } from "./route-store";
-import type { MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixSnapshot, RouteInfo } from "./prefix-index-types";
+import type { HoldingProfile, HoldingRun, MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixMatcher, PrefixSnapshot } from "./prefix-index-types";
+import type { ReplicaIndexView, RouteInfo } from "./prefix-index-types";
 import type { BlockKey, Trust } from "./types";
 
 // Local copies of route-store.ts's sentinel and trust levels: an imported binding is not folded into
@@ -27,50 +28,21 @@ const NIL = -1;
 const LOCAL = 0;
 const REMOTE = 1;
 
-export type { MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixSnapshot, RouteInfo } from "./prefix-index-types";
+export type * from "./prefix-index-types";
 
-const MAX_BLOCK_KEY = Number.MAX_SAFE_INTEGER;
+/** Runs a holding profile keeps; the last one absorbs the rest (see holdingProfile). */
+const DEFAULT_PROFILE_RUNS = 8;
 
-function checkKeys(field: string, keys: readonly BlockKey[]): void {
-  if (!Array.isArray(keys)) throw new RoutingInputError(field, `must be an array of block keys, got ${describe(keys)}`);
-  for (let i = 0; i < keys.length; i++) {
-    const k = keys[i] as number;
-    // Fast path first: a valid key is an integer in [0, 2^53).
-    if (!(k >= 0 && k <= MAX_BLOCK_KEY && Math.floor(k) === k)) {
-      throw new RoutingInputError(`${field}[${i}]`, `must be an unsigned integer block key < 2^53, got ${describe(k)}`);
-    }
-  }
-}
-
-function checkTrust(trust: unknown): number {
-  if (trust === "LOCAL") return LOCAL;
-  if (trust === "REMOTE") return REMOTE;
-  throw new RoutingInputError("trust", `must be "LOCAL" or "REMOTE", got ${describe(trust)}`);
-}
-
-function checkReplicaId(field: string, id: unknown): string {
-  if (typeof id !== "string" || id.length === 0) throw new RoutingInputError(field, `must be a non-empty string, got ${describe(id)}`);
-  return id;
-}
-
-function checkOptions(options: PrefixIndexOptions): { capacity: number; ttl: number; perBlock: number } {
-  if (options === null || typeof options !== "object") throw new RoutingInputError("options", "must be an object");
-  const capacity = options.capacityBlocks;
-  if (typeof capacity !== "number" || !Number.isInteger(capacity) || capacity <= 0 || capacity > 0x7fffffff) {
-    throw new RoutingInputError("capacityBlocks", `must be a positive integer < 2^31, got ${describe(capacity)}`);
-  }
-  const ttl = options.ttlMs ?? 3_600_000;
-  if (typeof ttl !== "number" || !(ttl > 0)) throw new RoutingInputError("ttlMs", `must be a positive number, got ${describe(ttl)}`);
-  const perBlock = options.maxReplicasPerBlock ?? 64;
-  if (typeof perBlock !== "number" || !Number.isInteger(perBlock) || perBlock <= 0) {
-    throw new RoutingInputError("maxReplicasPerBlock", `must be a positive integer, got ${describe(perBlock)}`);
-  }
-  return { capacity, ttl, perBlock };
-}
-
-export class PrefixIndex extends RouteStore {
+export class PrefixIndex extends RouteStore implements PrefixMatcher {
   readonly ttlMs: number;
   readonly maxReplicasPerBlock: number;
+
+  // Budgets and horizons are kept by replica id (they outlive the routes) and mirrored by replica
+  // number, refreshed whenever a number is pinned for a learn, for the hot paths.
+  private readonly budgets = new Map<string, number>();
+  private readonly horizons = new Map<string, number>();
+  private replicaBudget: number[] = [];
+  private replicaHorizon: number[] = [];
 
   private evictions = 0;
   private expirations = 0;
@@ -86,7 +58,7 @@ export class PrefixIndex extends RouteStore {
     this.reset();
   }
 
-  /** Drops every route and resets the counters. */
+  /** Drops every route and resets the counters. Budgets and horizons stay. */
   clear(): void {
     this.reset();
     this.evictions = 0;
@@ -98,13 +70,15 @@ export class PrefixIndex extends RouteStore {
 
   private reset(): void {
     this.resetStore();
+    this.replicaBudget = [];
+    this.replicaHorizon = [];
   }
 
   // ---------------------------------------------------------------- public API
 
   /**
-   * Longest match of `keys` per replica. With `only`, considers just those replica ids (the
-   * candidates) and stops as soon as none of them holds the first block.
+   * Longest match of `keys` per replica, each replica's horizon applied. With `only`, considers just
+   * those replica ids (the candidates) and stops as soon as none of them holds the first block.
    */
   match(keys: readonly BlockKey[], now: number, only?: readonly string[]): MatchResult {
     checkKeys("keys", keys);
@@ -127,28 +101,56 @@ export class PrefixIndex extends RouteStore {
 
     const first = this.findTable(keys[0] as number);
     if (first < 0) return { depthByReplica, maxDepth };
-    const expiredBefore = now - this.ttlMs;
+    const ttlCut = now - this.ttlMs;
     for (let s = this.tableHeads[first] as number; s !== NIL; s = this.blockNext[s] as number) {
       const r = this.slotReplica[s] as number;
       if (wanted !== null && !wanted.has(r)) continue;
+      const horizon = this.replicaHorizon[r] as number;
+      const expiredBefore = horizon < this.ttlMs ? now - horizon : ttlCut;
       if ((this.slotLearnedAt[s] as number) <= expiredBefore) continue;
-      // Binary search for the deepest block r holds; block 0 is known to be held.
-      let lo = 0;
-      let hi = n - 1;
-      if (hi > 0 && this.holds(keys[hi] as number, r, expiredBefore)) lo = hi;
-      else hi--;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >>> 1;
-        if (this.holds(keys[mid] as number, r, expiredBefore)) lo = mid;
-        else hi = mid - 1;
-      }
-      const depth = lo + 1;
+      const depth = this.heldDepth(keys, r, expiredBefore);
       depthByReplica.set(this.replicas.name(r), depth);
       if (depth > maxDepth) maxDepth = depth;
     }
     if (maxDepth > 0) this.hits++;
     this.matchedBlockSum += maxDepth;
     return { depthByReplica, maxDepth };
+  }
+
+  /**
+   * The chain of `keys` as `replicaId` holds it now, ignoring the replica's horizon (the TTL still
+   * applies): its depth and learn times in at most `maxRuns` runs. When a chain has more runs, the
+   * last run covers the rest with the learn time of the deepest held block (the oldest).
+   */
+  holdingProfile(keys: readonly BlockKey[], replicaId: string, now: number, maxRuns = DEFAULT_PROFILE_RUNS): HoldingProfile {
+    checkKeys("keys", keys);
+    requireFiniteNumber("now", now);
+    const r = this.replicas.find(checkReplicaId("replicaId", replicaId));
+    const runs: HoldingRun[] = [];
+    if (r === undefined || keys.length === 0) return { depth: 0, runs };
+    const expiredBefore = now - this.ttlMs;
+    if (!this.holds(keys[0] as number, r, expiredBefore)) return { depth: 0, runs };
+    const depth = this.heldDepth(keys, r, expiredBefore);
+    const limit = Math.max(1, Math.floor(maxRuns));
+    let start = 0;
+    while (start < depth) {
+      if (runs.length === limit - 1) {
+        runs.push({ end: depth, learnedAt: this.learnedAtOf(keys[depth - 1] as number, r) });
+        break;
+      }
+      const at = this.learnedAtOf(keys[start] as number, r);
+      // Learn times are non-increasing along a chain, so "learned at `at` or later" holds on a prefix.
+      let lo = start;
+      let hi = depth - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >>> 1;
+        if (this.learnedAtOf(keys[mid] as number, r) >= at) lo = mid;
+        else hi = mid - 1;
+      }
+      runs.push({ end: lo + 1, learnedAt: at });
+      start = lo + 1;
+    }
+    return { depth, runs };
   }
 
   /** Records that `replicaId` now holds every block of `keys` (a chained prefix). */
@@ -158,7 +160,7 @@ export class PrefixIndex extends RouteStore {
     const trustLevel = checkTrust(trust);
     requireFiniteNumber("now", now);
     this.sweepExpired(now);
-    const r = this.replicas.pin(replicaId);
+    const r = this.pin(replicaId);
     try {
       // Deepest first, so the shallow (shared) blocks end up most recent; see the file header.
       for (let k = keys.length - 1; k >= 0; k--) this.upsert(keys[k] as number, r, trustLevel, now);
@@ -194,7 +196,7 @@ export class PrefixIndex extends RouteStore {
     checkKeys("snapshot", snapshot);
     requireFiniteNumber("now", now);
     this.sweepExpired(now);
-    const r = this.replicas.pin(peerId);
+    const r = this.pin(peerId);
     try {
       // Least recent first so the peer's most recent blocks end up most recent here too; anything
       // beyond our capacity would be evicted immediately, so it is not even inserted.
@@ -205,16 +207,19 @@ export class PrefixIndex extends RouteStore {
     }
   }
 
-  /** Forgets `replicaId`'s routes for keys[fromDepth..] (e.g. the replica reported fewer cached
-   * tokens than predicted). Returns the number of routes removed. */
-  forget(keys: readonly BlockKey[], replicaId: string, fromDepth = 0): number {
+  /**
+   * Forgets `replicaId`'s routes for keys[fromDepth..] (the replica reported fewer cached tokens than
+   * predicted). With `learnedAtOrBefore`, a route learned after that time stays: something newer than
+   * the report says the replica holds it again. Returns the number of routes removed.
+   */
+  forget(keys: readonly BlockKey[], replicaId: string, fromDepth = 0, learnedAtOrBefore = Infinity): number {
     checkKeys("keys", keys);
     const r = this.replicas.find(checkReplicaId("replicaId", replicaId));
     if (r === undefined) return 0;
     let removed = 0;
     for (let k = Math.max(0, fromDepth); k < keys.length; k++) {
       const s = this.findRoute(keys[k] as number, r);
-      if (s !== NIL) {
+      if (s !== NIL && (this.slotLearnedAt[s] as number) <= learnedAtOrBefore) {
         this.removeRoute(s);
         removed++;
       }
@@ -222,18 +227,69 @@ export class PrefixIndex extends RouteStore {
     return removed;
   }
 
-  /** Drops every route of a replica (or peer). Returns the number removed. */
+  /** Drops every route of a replica (or peer); its budget and horizon stay. Returns the number removed. */
   removeReplica(replicaId: string): number {
-    const r = this.replicas.find(checkReplicaId("replicaId", replicaId));
-    if (r === undefined) return 0;
+    if (this.replicas.find(checkReplicaId("replicaId", replicaId)) === undefined) return 0;
+    const r = this.replicas.pin(replicaId);
     let removed = 0;
-    for (let s = 0; s < this.used; s++) {
-      if (this.slotReplica[s] === r) {
+    try {
+      for (let s = this.replicaTail[r] ?? NIL; s !== NIL; s = this.replicaTail[r] ?? NIL) {
         this.removeRoute(s);
         removed++;
       }
+    } finally {
+      this.replicas.unpin(r);
     }
     return removed;
+  }
+
+  /** Bounds `replicaId`'s routes (its engine's cache in blocks); null removes the bound. Lowering it
+   * evicts the replica's least recently used routes at once. */
+  setReplicaBudget(replicaId: string, maxRoutes: number | null): void {
+    checkReplicaId("replicaId", replicaId);
+    if (maxRoutes === null) {
+      this.budgets.delete(replicaId);
+    } else {
+      if (typeof maxRoutes !== "number" || !Number.isInteger(maxRoutes) || maxRoutes < 0) {
+        throw new RoutingInputError("maxRoutes", `must be a non-negative integer or null, got ${describe(maxRoutes)}`);
+      }
+      this.budgets.set(replicaId, maxRoutes);
+    }
+    if (this.replicas.find(replicaId) === undefined) return;
+    const r = this.pin(replicaId);
+    try {
+      const budget = this.replicaBudget[r] as number;
+      while (this.replicas.count(r) > budget) this.evict(this.replicaTail[r] as number);
+    } finally {
+      this.replicas.unpin(r);
+    }
+  }
+
+  /** Hides `replicaId`'s routes learned more than `horizonMs` ago from match(); null removes it. */
+  setReplicaHorizon(replicaId: string, horizonMs: number | null): void {
+    checkReplicaId("replicaId", replicaId);
+    if (horizonMs === null) {
+      this.horizons.delete(replicaId);
+    } else {
+      if (typeof horizonMs !== "number" || !(horizonMs >= 0) || horizonMs === Infinity) {
+        throw new RoutingInputError("horizonMs", `must be a finite number >= 0 or null, got ${describe(horizonMs)}`);
+      }
+      this.horizons.set(replicaId, horizonMs);
+    }
+    const r = this.replicas.find(replicaId);
+    if (r !== undefined) this.replicaHorizon[r] = horizonMs ?? Infinity;
+  }
+
+  replicaView(replicaId: string): ReplicaIndexView {
+    checkReplicaId("replicaId", replicaId);
+    const r = this.replicas.find(replicaId);
+    const tail = r === undefined ? NIL : (this.replicaTail[r] ?? NIL);
+    return {
+      routes: r === undefined ? 0 : this.replicas.count(r),
+      budget: this.budgets.get(replicaId) ?? null,
+      horizonMs: this.horizons.get(replicaId) ?? null,
+      oldestLearnedAt: tail === NIL ? null : (this.slotLearnedAt[tail] as number),
+    };
   }
 
   /** Routes stored for one block (for debugging and tests). */
@@ -244,7 +300,6 @@ export class PrefixIndex extends RouteStore {
     for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
       out.push({
         replicaId: this.replicas.name(this.slotReplica[s] as number),
-        lastUse: this.slotLastUse[s] as number,
         learnedAt: this.slotLearnedAt[s] as number,
         trust: this.slotTrust[s] === LOCAL ? "LOCAL" : "REMOTE",
       });
@@ -270,6 +325,33 @@ export class PrefixIndex extends RouteStore {
   }
 
   // ---------------------------------------------------------------- routes
+
+  /** Pins `id` for a learn and refreshes its number's budget and horizon from the settings by id. */
+  private pin(id: string): number {
+    const r = this.replicas.pin(id);
+    this.replicaBudget[r] = this.budgets.get(id) ?? Infinity;
+    this.replicaHorizon[r] = this.horizons.get(id) ?? Infinity;
+    return r;
+  }
+
+  /** Depth of `keys` held by `r`, knowing it holds keys[0]: binary search for the deepest held block. */
+  private heldDepth(keys: readonly BlockKey[], r: number, expiredBefore: number): number {
+    let lo = 0;
+    let hi = keys.length - 1;
+    if (hi > 0 && this.holds(keys[hi] as number, r, expiredBefore)) lo = hi;
+    else hi--;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (this.holds(keys[mid] as number, r, expiredBefore)) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo + 1;
+  }
+
+  private learnedAtOf(key: number, r: number): number {
+    const s = this.findRoute(key, r);
+    return s === NIL ? -Infinity : (this.slotLearnedAt[s] as number);
+  }
 
   private holds(key: number, r: number, expiredBefore: number): boolean {
     const t = this.findTable(key);
@@ -299,17 +381,19 @@ export class PrefixIndex extends RouteStore {
         this.trustRoutes[LOCAL]!++;
         this.slotTrust[existing] = LOCAL;
       }
-      this.slotLastUse[existing] = now;
       this.slotLearnedAt[existing] = now;
       this.lruPushFront(existing);
       return;
     }
+    // The replica's budget first: at its engine's cache size, its own oldest route makes room.
+    const budget = this.replicaBudget[r] as number;
+    if (budget === 0) return;
+    if (this.replicas.count(r) >= budget) this.evict(this.replicaTail[r] as number);
     this.makeRoomOnBlock(key);
     // Allocation may evict and thereby reshuffle the table, so look the block up afterwards.
     const s = this.allocateSlot();
     this.slotKey[s] = key;
     this.slotReplica[s] = r;
-    this.slotLastUse[s] = now;
     this.slotLearnedAt[s] = now;
     this.slotTrust[s] = trust;
     this.trustRoutes[trust]!++;
@@ -337,10 +421,7 @@ export class PrefixIndex extends RouteStore {
       length++;
       last = s;
     }
-    if (length >= this.maxReplicasPerBlock) {
-      this.removeRoute(last);
-      this.evictions++;
-    }
+    if (length >= this.maxReplicasPerBlock) this.evict(last);
   }
 
   private allocateSlot(): number {
@@ -355,12 +436,15 @@ export class PrefixIndex extends RouteStore {
       return this.used++;
     }
     // Full: evict the least recently used REMOTE route, else the least recently used LOCAL one.
-    const victim = this.lruTail[REMOTE] !== NIL ? (this.lruTail[REMOTE] as number) : (this.lruTail[LOCAL] as number);
-    this.removeRoute(victim);
-    this.evictions++;
+    this.evict(this.lruTail[REMOTE] !== NIL ? (this.lruTail[REMOTE] as number) : (this.lruTail[LOCAL] as number));
     const s = this.freeSlot;
     this.freeSlot = this.blockNext[s] as number;
     return s;
+  }
+
+  private evict(s: number): void {
+    this.removeRoute(s);
+    this.evictions++;
   }
 
   private removeRoute(s: number): void {

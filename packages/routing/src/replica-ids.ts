@@ -52,6 +52,11 @@ export class ReplicaIds {
     this.releaseIfEmpty(r);
   }
 
+  /** Routes of a number in use. */
+  count(r: number): number {
+    return this.routes[r] ?? 0;
+  }
+
   routeAdded(r: number): void {
     this.routes[r] = (this.routes[r] ?? 0) + 1;
   }

@@ -1,7 +1,13 @@
 // The prefix index's storage: the route pool (struct of typed arrays, grown by doubling up to the
-// capacity), the two LRU lists threaded through it, the block table (block key → first route slot;
+// capacity), the LRU lists threaded through it, the block table (block key → first route slot;
 // open addressing, linear probing, backward-shift delete) and the replica-id interning. PrefixIndex
 // (prefix-index.ts) extends it, so the hot paths read these fields on `this` with no indirection.
+//
+// Every live route is on two LRU lists, most recent first: its trust level's (LOCAL or REMOTE),
+// which global capacity evicts from, REMOTE tail first; and its replica's, which the replica's own
+// budget (its engine's cache size) evicts from, so one replica's traffic never pushes out another's
+// routes. A route's learn time is both its recency and its age (every touch re-learns it).
+// Bytes per slot: key 8 + learnedAt 8 + replica 4 + four list links 16 + block chain 4 + trust 1 = 41.
 import { ReplicaIds } from "./replica-ids";
 
 // The empty-slot sentinel and the trust levels (prefix-index.ts keeps local copies of the same values).
@@ -23,16 +29,20 @@ export class RouteStore {
   protected freeSlot = NIL; // free list threaded through blockNext
   protected slotKey: Float64Array = new Float64Array(0);
   protected slotReplica: Int32Array = new Int32Array(0); // NIL when the slot is free
-  protected slotLastUse: Float64Array = new Float64Array(0);
   protected slotLearnedAt: Float64Array = new Float64Array(0);
   protected slotTrust: Uint8Array = new Uint8Array(0);
   protected slotPrev: Int32Array = new Int32Array(0); // LRU: towards most recent
   protected slotNext: Int32Array = new Int32Array(0); // LRU: towards least recent
+  protected slotReplicaPrev: Int32Array = new Int32Array(0); // replica's LRU: towards most recent
+  protected slotReplicaNext: Int32Array = new Int32Array(0); // replica's LRU: towards least recent
   protected blockNext: Int32Array = new Int32Array(0); // next route of the same block
 
   protected readonly lruHead = new Int32Array([NIL, NIL]); // most recent, per trust
   protected readonly lruTail = new Int32Array([NIL, NIL]); // least recent, per trust
   protected readonly trustRoutes = [0, 0];
+  /** Per replica number: its most / least recent route (NIL or absent when it has none). */
+  protected readonly replicaHead: number[] = [];
+  protected readonly replicaTail: number[] = [];
 
   // Block table: key -> first route slot (open addressing, linear probing, backward-shift delete).
   protected tableKeys: Float64Array = new Float64Array(0);
@@ -55,6 +65,8 @@ export class RouteStore {
     this.lruTail.fill(NIL);
     this.trustRoutes[LOCAL] = 0;
     this.trustRoutes[REMOTE] = 0;
+    this.replicaHead.length = 0;
+    this.replicaTail.length = 0;
     this.tableKeys = new Float64Array(INITIAL_TABLE);
     this.tableHeads = new Int32Array(INITIAL_TABLE).fill(NIL);
     this.tableMask = INITIAL_TABLE - 1;
@@ -75,11 +87,12 @@ export class RouteStore {
     };
     const wasEmpty = this.poolSize === 0;
     this.slotKey = wasEmpty ? new Float64Array(size) : copyF64(this.slotKey);
-    this.slotLastUse = wasEmpty ? new Float64Array(size) : copyF64(this.slotLastUse);
     this.slotLearnedAt = wasEmpty ? new Float64Array(size) : copyF64(this.slotLearnedAt);
     this.slotReplica = wasEmpty ? new Int32Array(size) : copyI32(this.slotReplica);
     this.slotPrev = wasEmpty ? new Int32Array(size) : copyI32(this.slotPrev);
     this.slotNext = wasEmpty ? new Int32Array(size) : copyI32(this.slotNext);
+    this.slotReplicaPrev = wasEmpty ? new Int32Array(size) : copyI32(this.slotReplicaPrev);
+    this.slotReplicaNext = wasEmpty ? new Int32Array(size) : copyI32(this.slotReplicaNext);
     this.blockNext = wasEmpty ? new Int32Array(size) : copyI32(this.blockNext);
     const trust = new Uint8Array(size);
     if (!wasEmpty) trust.set(this.slotTrust.subarray(0, Math.min(this.slotTrust.length, size)));
@@ -90,6 +103,7 @@ export class RouteStore {
 
   // ---------------------------------------------------------------- LRU lists
 
+  /** Puts a route at the front of its trust list and of its replica's list. */
   protected lruPushFront(s: number): void {
     const trust = this.slotTrust[s] as number;
     const head = this.lruHead[trust] as number;
@@ -98,8 +112,17 @@ export class RouteStore {
     if (head !== NIL) this.slotPrev[head] = s;
     else this.lruTail[trust] = s;
     this.lruHead[trust] = s;
+
+    const r = this.slotReplica[s] as number;
+    const rHead = this.replicaHead[r] ?? NIL;
+    this.slotReplicaPrev[s] = NIL;
+    this.slotReplicaNext[s] = rHead;
+    if (rHead !== NIL) this.slotReplicaPrev[rHead] = s;
+    else this.replicaTail[r] = s;
+    this.replicaHead[r] = s;
   }
 
+  /** Takes a route off both its lists. */
   protected lruUnlink(s: number): void {
     const trust = this.slotTrust[s] as number;
     const prev = this.slotPrev[s] as number;
@@ -108,6 +131,14 @@ export class RouteStore {
     else this.lruHead[trust] = next;
     if (next !== NIL) this.slotPrev[next] = prev;
     else this.lruTail[trust] = prev;
+
+    const r = this.slotReplica[s] as number;
+    const rPrev = this.slotReplicaPrev[s] as number;
+    const rNext = this.slotReplicaNext[s] as number;
+    if (rPrev !== NIL) this.slotReplicaNext[rPrev] = rNext;
+    else this.replicaHead[r] = rNext;
+    if (rNext !== NIL) this.slotReplicaPrev[rNext] = rPrev;
+    else this.replicaTail[r] = rPrev;
   }
 
   // ---------------------------------------------------------------- block table

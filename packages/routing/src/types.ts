@@ -43,6 +43,16 @@ export type ReplicaStateName = (typeof REPLICA_STATES)[number];
 export const ENGINE_KINDS = ["sglang", "vllm"] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
 
+/** Where a replica's KV capacity in the LB's cache model comes from. */
+export const CAPACITY_SOURCES = ["override", "metrics"] as const;
+export type CapacitySource = (typeof CAPACITY_SOURCES)[number];
+
+/** Why an LB cleared a replica's part of its prefix index: the engine restarted (its metrics say),
+ * its cache was emptied (its reports lost blocks far younger than it keeps, or several zero-cached
+ * reports in a row where hits were predicted: a /flush_cache), or the operator flushed the index. */
+export const INDEX_CLEAR_REASONS = ["engine-restart", "cache-lost", "operator"] as const;
+export type IndexClearReason = (typeof INDEX_CLEAR_REASONS)[number];
+
 /** Cost weights. W_prefill is fixed at 1: only ratios matter. */
 export interface Weights {
   rtt: number;

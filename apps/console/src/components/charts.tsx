@@ -159,6 +159,51 @@ export function ShareHistoryChart({
   );
 }
 
+/** Compact token counts for a narrow axis: "12k", "1.5M". */
+const tokenTick = (v: number): string => (v >= 1e6 ? `${+(v / 1e6).toFixed(1)}M` : v >= 1e3 ? `${+(v / 1e3).toFixed(1)}k` : `${Math.round(v)}`);
+
+/**
+ * Predicted vs reported cached tokens over time, one small chart per replica. The two lines track
+ * each other while the LB's index knows the engine's cache; a restart or a flushed cache shows as the
+ * predicted line standing far above the reported one.
+ */
+export function CacheTruthCharts({
+  history,
+  replicas,
+}: {
+  history: readonly { t: number | string | Date; replicas: Record<string, { predicted: number; actual: number }> }[];
+  replicas: readonly { id: string; name: string }[];
+}) {
+  const rows = fromFirst(history, (h) => Object.keys(h.replicas).length > 0);
+  return (
+    <div className="chart-grid">
+      {replicas.map((r) => {
+        const data = rows.map((h) => {
+          const point = h.replicas[r.id];
+          return { t: toEpochMs(h.t), predicted: point?.predicted ?? null, actual: point?.actual ?? null };
+        });
+        const y = niceScale(data.flatMap((p) => [p.predicted, p.actual]));
+        return (
+          <div key={r.id}>
+            <div className="muted small">{r.name}</div>
+            <ChartFrame testId={`chart-cache-${r.name}`} height={160}>
+              <LineChart data={data} margin={{ top: 8, right: 12, bottom: 0, left: 0 }}>
+                <CartesianGrid stroke={GRID} strokeDasharray="3 3" />
+                <XAxis dataKey="t" type="number" domain={["dataMin", "dataMax"]} tickFormatter={fmtClock} {...AXIS} />
+                <YAxis tickFormatter={tokenTick} width={44} domain={y.domain} ticks={y.ticks} {...AXIS} />
+                <Tooltip contentStyle={TOOLTIP_STYLE} labelFormatter={(v) => fmtClock(Number(v))} formatter={(v) => tokenTick(Number(v))} />
+                <Legend wrapperStyle={{ fontSize: 11 }} />
+                <Line type="linear" dataKey="predicted" name="predicted" stroke={seriesColor(0)} dot={false} isAnimationActive={false} connectNulls />
+                <Line type="linear" dataKey="actual" name="reported" stroke={seriesColor(2)} dot={false} isAnimationActive={false} connectNulls />
+              </LineChart>
+            </ChartFrame>
+          </div>
+        );
+      })}
+    </div>
+  );
+}
+
 type StepPoint = {
   step: number;
   fitnessP95TtftMs: number | null;

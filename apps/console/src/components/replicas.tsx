@@ -7,7 +7,7 @@ import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { ENGINE_KINDS } from "@meridian/routing/types";
 import { fmtNum, fmtPct } from "../lib/format";
 import { REPLICA_STATS_WINDOW_MS, STATS_BUCKET_MS, windowLabel } from "../lib/stats-windows";
-import { ShareHistoryChart } from "./charts";
+import { CacheTruthCharts, ShareHistoryChart } from "./charts";
 import { useCanMutate } from "./session";
 import { Badge, ConfirmButton, ErrorText, HealthBadge, PageHeader, Panel, QueryView, ReadOnlyNote, ShareBar, StateBadge } from "./ui";
 import { useInvalidateAll } from "./use-action";
@@ -151,6 +151,7 @@ export function ReplicasPage() {
   const replicas = useQuery({ ...trpc.replicas.list.queryOptions(), refetchInterval: LIVE_INTERVAL_MS });
   const history = useQuery({ ...trpc.replicas.shareHistory.queryOptions(), refetchInterval: LIVE_INTERVAL_MS });
   const window = windowLabel(REPLICA_STATS_WINDOW_MS);
+  const cacheHistory = useQuery({ ...trpc.replicas.cacheHistory.queryOptions(), refetchInterval: LIVE_INTERVAL_MS });
 
   return (
     <div data-testid="page-replicas">
@@ -251,7 +252,9 @@ export function ReplicasPage() {
                         ) : null}
                       </td>
                       <td className="num">{fmtPct(r.cacheHitRate)}</td>
-                      <td className="num">{fmtPct(r.predictionAccuracy)}</td>
+                      <td className="num nowrap" data-testid={`replica-index-${r.name}`} data-index-status={r.index.kind} title={r.index.detail ?? undefined}>
+                        {fmtPct(r.predictionAccuracy)} <IndexBadge kind={r.index.kind} />
+                      </td>
                       {canMutate ? (
                         <td>
                           <ReplicaActions replica={r} />
@@ -273,8 +276,29 @@ export function ReplicasPage() {
           {(h) => <ShareHistoryChart history={h} replicas={(replicas.data ?? []).map((r) => ({ id: r.id, name: r.name }))} />}
         </QueryView>
       </Panel>
+      <Panel title="Cached tokens: predicted by the LB vs reported by the engine">
+        <QueryView query={cacheHistory} isEmpty={(d) => d.every((p) => Object.keys(p.replicas).length === 0)} empty="No cached-token reports yet.">
+          {(h) => <CacheTruthCharts history={h} replicas={(replicas.data ?? []).map((r) => ({ id: r.id, name: r.name }))} />}
+        </QueryView>
+      </Panel>
     </div>
   );
+}
+
+/** The LB index's status for a replica, shown only when it needs attention (the title has the detail). */
+function IndexBadge({ kind }: { kind: ReplicaRow["index"]["kind"] }) {
+  switch (kind) {
+    case "cleared":
+      return <Badge tone="bad">cleared</Badge>;
+    case "collapsed":
+      return <Badge tone="bad">collapsed</Badge>;
+    case "drifting":
+      return <Badge tone="warn">drifting</Badge>;
+    case "no-cache-reports":
+      return <Badge tone="warn">no reports</Badge>;
+    default:
+      return null;
+  }
 }
 
 /** Replicas that joined in a way that will surprise the operator (no RTT emulation, a model its LB's

@@ -2,13 +2,14 @@
 // tie-breaking and the Decision record.
 
 import { EXCLUDED_SCORE, RoutingInputError, describe, requireFiniteNumber } from "../errors";
-import type { PrefixIndex } from "../prefix-index";
+import type { PrefixIndex, PrefixMatcher } from "../prefix-index";
 import type { CandidateView, Decision, PolicyName, RequestView, Rng, Weights } from "../types";
 import { validateBlockKeys, validateCandidates, validateRequest, validateWeights } from "../validate";
 import type { DynamoKvOptions, LlmdOptions, SglangCacheAwareOptions } from "./peer-options";
 
 export interface PolicyContext {
-  index: PrefixIndex;
+  /** The LB's PrefixIndex (or, in the simulator, an oracle over the engines' true caches). */
+  index: PrefixMatcher;
   weights: Weights;
   rng: Rng;
   /** Caller's clock in ms (wall clock live, virtual clock in the simulator). */
@@ -70,7 +71,7 @@ export function checkDecisionInput(request: RequestView, candidates: readonly Ca
   validateWeights(ctx.weights);
   requireFiniteNumber("ctx.now", ctx.now);
   if (!ctx.rng || typeof ctx.rng.next !== "function") throw new RoutingInputError("ctx.rng", "must be an Rng with next()");
-  if (!ctx.index || typeof ctx.index.match !== "function") throw new RoutingInputError("ctx.index", "must be a PrefixIndex");
+  if (!ctx.index || typeof ctx.index.match !== "function") throw new RoutingInputError("ctx.index", "must be a PrefixIndex (an object with match())");
   const n = candidates.length;
   const eligible = new Array<boolean>(n);
   let anyEligible = false;

@@ -16,6 +16,7 @@ import {
   DEFAULT_COMPARE_POLICIES,
   DEFAULT_SATURATION_RULE,
   DEFAULT_SWEEP_POLICIES,
+  INDEX_MODES,
   isComparePolicy,
   ONLINE_GORGO,
   PRESETS,
@@ -25,6 +26,8 @@ import {
   type ComparePolicyRow,
   type ExperimentBase,
   type FleetSpec,
+  type IndexMode,
+  type RequestRecord,
   type SaturationRule,
   type TunerSettings,
 } from "../fleet";
@@ -35,14 +38,19 @@ const USAGE = `meridian-sim: discrete-event simulator of a Meridian fleet
 
 Usage:
   meridian-sim compare --trace FILE|bundled [common] [--policies a,b,...] [--weights rtt=0.5,queue=0.1]
-                       [--guardrails on|off] [--mode versioned|paper] [--jsonl FILE]
+                       [--guardrails on|off] [--mode versioned|paper] [--jsonl FILE] [--oracle-gap on|off]
   meridian-sim tune    --trace FILE|bundled [common] [--mode versioned|paper] [--guardrails on|off]
                        [--weights rtt=..,queue=..] [--rtt-bounds LO,HI] [--queue-bounds LO,HI] [--window N] [--hop N]
   meridian-sim sweep   --trace FILE|bundled --time-scales 1,2,3 [common] [--policies a,b,...]
                        [--saturation-e2e-p95-ms MS]
 
 Common: [--from-ms A --to-ms B] [--time-scale S] [--preset ${presetNames().join("|")}] [--seed N]
-        [--max-input-tokens N] [--spread-ticks] [--json] [--quiet]
+        [--max-input-tokens N] [--spread-ticks] [--index ${INDEX_MODES.join("|")}] [--json] [--quiet]
+
+--index: how the LBs know what the engines cache. learned (default): their prefix indexes, sized
+from the engines' KV capacity and corrected by cached-token reports; static: TTL and capacity only
+(the index before it learned); oracle: the engines' true cache state at dispatch (an upper bound).
+compare also runs each policy with the oracle and reports the TTFT gap to it (--oracle-gap off skips).
 
 Policies: ${COMPARE_POLICY_NAMES.join(", ")} (gorgo-online = gorgo with the online tuner).
 Progress goes to stderr as lines "progress DONE/TOTAL LABEL" (suppressed by --quiet).`;
@@ -57,6 +65,7 @@ interface CommonOptions {
   json: boolean;
   quiet: boolean;
   spreadTicks: boolean;
+  index: IndexMode;
 }
 
 function readCommon(flags: FlagReader): CommonOptions {
@@ -73,6 +82,8 @@ function readCommon(flags: FlagReader): CommonOptions {
   const maxInput = flags.number("max-input-tokens", { min: 1, integer: true });
   if (maxInput !== undefined) spec.maxInputTokens = maxInput;
   const seed = flags.number("seed", { integer: true }) ?? 1;
+  const index = flags.string("index") ?? "learned";
+  if (!(INDEX_MODES as readonly string[]).includes(index)) throw new UsageError(`--index: expected one of ${INDEX_MODES.join(", ")}, got "${index}"`);
   return {
     spec,
     tracePath,
@@ -83,6 +94,7 @@ function readCommon(flags: FlagReader): CommonOptions {
     json: flags.bool("json"),
     quiet: flags.bool("quiet"),
     spreadTicks: flags.bool("spread-ticks"),
+    index: index as IndexMode,
   };
 }
 
@@ -172,7 +184,7 @@ function writeJson(value: unknown): void {
 
 function policyTable(rows: readonly ComparePolicyRow[]): string {
   return formatTable(
-    ["policy", "refused", "TTFT p50", "p95", "p99 (ms)", "E2E p50", "p95", "p99 (s)", "ITL p50", "rps", "cache hit", "pred acc", "max share"],
+    ["policy", "refused", "TTFT p50", "p95", "p99 (ms)", "E2E p50", "p95", "p99 (s)", "ITL p50", "rps", "cache hit", "pred acc", "vs oracle", "max share"],
     rows.map((r) => [
       r.name,
       String(r.failed),
@@ -186,6 +198,7 @@ function policyTable(rows: readonly ComparePolicyRow[]): string {
       fmtFixed(r.throughput_rps, 2),
       fmtPercent(r.cache_hit_rate),
       fmtPercent(r.prediction_accuracy),
+      r.oracle?.ttft_p95_gap == null ? "—" : `${r.oracle.ttft_p95_gap >= 0 ? "+" : ""}${fmtPercent(r.oracle.ttft_p95_gap)}`,
       fmtPercent(r.max_share),
     ]),
   );
@@ -203,6 +216,7 @@ async function runCompare(flags: FlagReader): Promise<void> {
   const policies = readPolicies(flags, DEFAULT_COMPARE_POLICIES);
   const weights = readWeights(flags);
   const tuner = readTuner(flags, weights, policies.includes(ONLINE_GORGO));
+  const oracleGap = flags.onOff("oracle-gap", true);
   const jsonlPath = flags.string("jsonl");
   if (jsonlPath !== undefined && !existsSync(dirname(resolve(jsonlPath)))) {
     throw new UsageError(`--jsonl: directory ${dirname(resolve(jsonlPath))} does not exist`);
@@ -213,15 +227,20 @@ async function runCompare(flags: FlagReader): Promise<void> {
   let jsonl: WriteStream | undefined;
   if (jsonlPath !== undefined) jsonl = createWriteStream(jsonlPath);
   const { json } = compare(
-    { spec: common.spec, requests: built.requests, seed: common.seed, weights, onProgress: progressReporter(common.quiet) },
+    { spec: common.spec, requests: built.requests, seed: common.seed, weights, index: common.index, onProgress: progressReporter(common.quiet) },
     policies,
     tuner,
-    jsonl ? { onRecords: (policy, records) => records.forEach((r) => jsonl!.write(`${JSON.stringify({ policy, ...r })}\n`)) } : {},
+    {
+      oracle: oracleGap,
+      ...(jsonl
+        ? { onRecords: (policy: string, records: RequestRecord[]) => records.forEach((r) => jsonl!.write(`${JSON.stringify({ policy, ...r })}\n`)) }
+        : {}),
+    },
   );
   if (jsonl) await new Promise<void>((resolve, reject) => jsonl!.end((err?: Error | null) => (err ? reject(err) : resolve())));
   if (common.json) return writeJson({ ...json, dropped_too_long: built.droppedTooLong });
   console.log(describeRun(common, built.requests.length, built.droppedTooLong));
-  console.log(`weights for gorgo: rtt=${weights.rtt}, queue=${weights.queue}\n`);
+  console.log(`weights for gorgo: rtt=${weights.rtt}, queue=${weights.queue}; index: ${json.index}\n`);
   console.log(policyTable(json.policies));
   console.log("\nrequests per replica:");
   console.log(
@@ -245,7 +264,10 @@ async function runTune(flags: FlagReader): Promise<void> {
   flags.rejectUnknown();
   const rows = await loadWorkload(common, common.timeScale);
   const built = buildSimRequests(rows, common.spec, { spreadTicks: common.spreadTicks });
-  const { json } = tune({ spec: common.spec, requests: built.requests, seed: common.seed, weights, onProgress: progressReporter(common.quiet) }, tuner);
+  const { json } = tune(
+    { spec: common.spec, requests: built.requests, seed: common.seed, weights, index: common.index, onProgress: progressReporter(common.quiet) },
+    tuner,
+  );
   if (common.json) return writeJson(json);
   console.log(describeRun(common, built.requests.length, built.droppedTooLong));
   console.log(`tuner: ${tuner.evaluation} evaluation, guardrails ${tuner.guardrails ? "on" : "off"}, start rtt=${weights.rtt} queue=${weights.queue}\n`);
@@ -293,7 +315,14 @@ async function runSweep(flags: FlagReader): Promise<void> {
     const scaled = baseRows.map((r) => ({ ...r, timestampMs: (r.timestampMs - first) * scale }));
     return buildSimRequests(scaled, common.spec, { spreadTicks: common.spreadTicks }).requests;
   };
-  const json = sweep({ spec: common.spec, seed: common.seed, weights, onProgress: progressReporter(common.quiet) }, scales, policies, tuner, workloadAt, rule);
+  const json = sweep(
+    { spec: common.spec, seed: common.seed, weights, index: common.index, onProgress: progressReporter(common.quiet) },
+    scales,
+    policies,
+    tuner,
+    workloadAt,
+    rule,
+  );
   if (common.json) return writeJson(json);
   console.log(describeRun(common, baseRows.length, 0));
   console.log(

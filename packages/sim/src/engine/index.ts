@@ -2,5 +2,5 @@
 // the simulated engine HTTP server (real timers).
 export { EngineModel } from "./engine-model";
 export type { DoneEvent, EngineEvent, EngineLoad, EngineRequest, FirstTokenEvent, StepListener, TokensEvent } from "./engine-types";
-export { DEMO_ENGINE_PARAMS, PAPER_ENGINE_PARAMS, validateEngineParams, type EngineParams } from "./params";
+export { DEMO_ENGINE_PARAMS, PAPER_ENGINE_PARAMS, validateEngineParams, withBlockTokens, type EngineParams } from "./params";
 export { PrefixCache } from "./prefix-cache";

@@ -71,6 +71,19 @@ export const DEMO_ENGINE_PARAMS: Readonly<EngineParams> = Object.freeze({
   emitTokenEvents: true,
 });
 
+/**
+ * The same engine serving a workload whose block keys stand for `blockTokens` tokens each (a trace's
+ * 512, the multi-turn generator's 256): its prefix cache keeps its size in TOKENS. Without this a
+ * 256-token workload on a 512-token engine reported twice its cached tokens and cached half as much
+ * as the engine's KV capacity says, so neither the engine's hit rate nor an index sized from that
+ * capacity could be right.
+ */
+export function withBlockTokens(params: Readonly<EngineParams>, blockTokens: number): EngineParams {
+  if (!Number.isInteger(blockTokens) || blockTokens < 1) throw new RangeError(`blockTokens must be a positive integer, got ${blockTokens}`);
+  if (blockTokens === params.blockTokens) return { ...params };
+  return { ...params, blockTokens, prefixCacheBlocks: Math.round((params.prefixCacheBlocks * params.blockTokens) / blockTokens) };
+}
+
 /** Throws on parameters the model cannot run with (zero rates, fractional slots, ...). */
 export function validateEngineParams(params: EngineParams): void {
   const positiveIntegers = ["maxRunning", "kvCapacityTokens", "prefillChunkTokens", "blockTokens", "maxOutputTokens"] as const;

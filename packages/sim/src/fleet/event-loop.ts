@@ -9,9 +9,10 @@
 // peer reports (built when a poll reaches the peer, known at the poller a poll RTT after) and their own
 // counters. Views are therefore stale exactly as in production.
 import type { AdmitInput, Completion } from "@meridian/lb-core";
-import { createRng, DEFAULT_WEIGHTS, type Rng, type ScrapedLoad } from "@meridian/routing";
-import { EngineModel, type EngineEvent } from "../engine";
+import { createRng, DEFAULT_WEIGHTS, type EngineCacheScrape, type Rng, type ScrapedLoad } from "@meridian/routing";
+import { EngineModel, withBlockTokens, type EngineEvent } from "../engine";
 import { EventQueue } from "./event-queue";
+import { OracleIndex } from "./oracle-index";
 import { LbDriver, type Leg, type LbTransport, type SimLb } from "./lb-driver";
 import { RunRecords } from "./records";
 import { rttBetween, type FleetSpec } from "./spec";
@@ -45,7 +46,7 @@ type SimEvent =
   | { k: Kind.ProbeSend; lb: SimLb<Flight>; rep: ReplicaState }
   | { k: Kind.ProbeResult; lb: SimLb<Flight>; rep: ReplicaState; sampleMs: number }
   | { k: Kind.ScrapeSample; lb: SimLb<Flight>; rep: ReplicaState }
-  | { k: Kind.ScrapeResult; lb: SimLb<Flight>; rep: ReplicaState; load: ScrapedLoad; capacityTokens: number }
+  | { k: Kind.ScrapeResult; lb: SimLb<Flight>; rep: ReplicaState; load: ScrapedLoad; cache: EngineCacheScrape }
   | { k: Kind.PeerPoll; lb: SimLb<Flight>; peer: SimLb<Flight> }
   | { k: Kind.PeerReport; lb: SimLb<Flight>; report: ReturnType<LbDriver<Flight>["peerReport"]>; sampleMs: number }
   | { k: Kind.LbWake; lb: SimLb<Flight> };
@@ -78,11 +79,17 @@ export class FleetRun implements LbTransport<Flight> {
   ) {
     const seed = options.seed;
     this.jitterRng = createRng(mixSeed(seed, 0x5eed));
+    // The engines' cache blocks are the workload's (one block size per trace), its size in tokens kept.
+    const blockTokens = requests[0]?.tokensPerBlock;
+    const engineParams = (r: FleetSpec["replicas"][number]) => {
+      const params = { ...spec.engine, ...r.engine, maxOutputTokens: Math.max(spec.maxOutputTokens, 1) };
+      return blockTokens === undefined ? params : withBlockTokens(params, blockTokens);
+    };
     this.replicas = spec.replicas.map((r, idx) => ({
       idx,
       id: r.id,
       region: r.region,
-      engine: new EngineModel(r.id, { ...spec.engine, ...r.engine, maxOutputTokens: Math.max(spec.maxOutputTokens, 1) }),
+      engine: new EngineModel(r.id, engineParams(r)),
       wakeAt: Infinity,
       wakeGen: 0,
       flights: new Map(),
@@ -107,6 +114,8 @@ export class FleetRun implements LbTransport<Flight> {
         probes: { rttIntervalMs: spec.probeIntervalMs, scrapeIntervalMs: spec.scrapeIntervalMs },
         index: spec.index,
         peerPollIntervalMs: spec.peerSyncIntervalMs,
+        cacheModel: options.index === "static" ? "static" : "learned",
+        ...(options.index === "oracle" ? { matcher: new OracleIndex(new Map(this.replicas.map((r) => [r.id, r.engine]))) } : {}),
         seedFor: (idx) => mixSeed(seed, 0x1b00 + idx),
         ...(onDecision
           ? {
@@ -197,7 +206,7 @@ export class FleetRun implements LbTransport<Flight> {
       case Kind.ScrapeSample:
         return this.scrapeSample(ev.lb, ev.rep);
       case Kind.ScrapeResult:
-        return this.driver.scraped(ev.lb, ev.rep.id, ev.load, this.now, ev.capacityTokens);
+        return this.driver.scraped(ev.lb, ev.rep.id, ev.load, this.now, ev.cache);
       case Kind.PeerPoll:
         return this.peerPoll(ev.lb, ev.peer);
       case Kind.PeerReport:
@@ -364,9 +373,19 @@ export class FleetRun implements LbTransport<Flight> {
     rep.scrapes++;
     if (load.waiting > 0) rep.scrapesWithWaiting++;
     const half = this.halfRtt[lb.idx]![rep.idx]!;
-    // The capacity travels with the scrape, as the proxy reads it from the engine's metrics.
-    const scraped = { running: load.running, waiting: load.waiting, usedTokens: load.usedTokens };
-    this.queue.push(this.now + half, { k: Kind.ScrapeResult, lb, rep, load: scraped, capacityTokens: load.kvCapacityTokens });
+    // What the engine's /metrics would say (packages/sim/src/server/metrics.ts): its KV pool, and the
+    // token counters that identify its process.
+    const cache: EngineCacheScrape = {
+      capacityTokens: load.kvCapacityTokens,
+      epoch: { startTimeSec: null, counters: { prompt_tokens_total: load.promptTokensTotal, generation_tokens_total: load.generationTokensTotal } },
+    };
+    this.queue.push(this.now + half, {
+      k: Kind.ScrapeResult,
+      lb,
+      rep,
+      load: { running: load.running, waiting: load.waiting, usedTokens: load.usedTokens },
+      cache,
+    });
     if (this.running) this.queue.push(this.now + this.spec.scrapeIntervalMs, { k: Kind.ScrapeSample, lb, rep });
   }
 

@@ -10,6 +10,7 @@ import type { FleetSummary, RequestRecord } from "./summary";
 import {
   ONLINE_GORGO,
   type ComparePolicyRow,
+  type IndexMode,
   type CompareJson,
   type SaturationRule,
   type SweepJson,
@@ -17,6 +18,7 @@ import {
   type TrajectoryJson,
   type TuneJson,
   type TunerJson,
+  type OracleJson,
 } from "./result-json";
 import type { SimRequest } from "./workload";
 
@@ -43,6 +45,8 @@ export interface ExperimentBase {
   requests: readonly SimRequest[];
   seed: number;
   weights?: Weights;
+  /** How the LBs know what the engines cache; default `learned`. */
+  index?: IndexMode;
   /** Progress over all runs of the experiment: done and total requests. */
   onProgress?: (done: number, total: number, label: string) => void;
 }
@@ -60,6 +64,7 @@ export function runPolicy(
     label: name,
     seed: base.seed,
     weights: base.weights ?? { ...DEFAULT_WEIGHTS },
+    ...(base.index ? { index: base.index } : {}),
     ...(name === ONLINE_GORGO ? { tuner } : {}),
     ...(extra.recordRequests ? { recordRequests: true } : {}),
     ...(extra.onProgress ? { onProgress: extra.onProgress } : {}),
@@ -90,30 +95,53 @@ export function compareRow(result: FleetRunResult, weights: Weights | null): Com
   return row;
 }
 
+/** The oracle columns of a compare row: the same policy run with `--index oracle`. */
+export function oracleJson(result: FleetRunResult, oracle: FleetRunResult): OracleJson {
+  const ours = result.summary.ttft_ms.p95;
+  const best = oracle.summary.ttft_ms.p95;
+  return {
+    ttft_ms: roundPercentiles(oracle.summary.ttft_ms),
+    cache_hit_rate: roundOrNull(oracle.summary.cache_hit_rate, 4),
+    ttft_p95_gap: Number.isFinite(ours) && best > 0 ? roundOrNull((ours - best) / best, 4) : null,
+  };
+}
+
+/**
+ * Runs each policy; unless the LBs already read the engines' true caches (`index: "oracle"`) or
+ * `oracle` is false, runs each again with the oracle index and reports the TTFT gap to it.
+ */
 export function compare(
   base: ExperimentBase,
   policies: readonly string[],
   tuner: TunerSettings,
-  options: { onRecords?: (policy: string, records: RequestRecord[]) => void } = {},
+  options: { onRecords?: (policy: string, records: RequestRecord[]) => void; oracle?: boolean } = {},
 ): { json: CompareJson; results: FleetRunResult[] } {
-  const total = base.requests.length * policies.length;
+  const index = base.index ?? "learned";
+  const withOracle = index !== "oracle" && options.oracle !== false;
+  const runsPerPolicy = withOracle ? 2 : 1;
+  const total = base.requests.length * policies.length * runsPerPolicy;
   const results: FleetRunResult[] = [];
+  const rows: ComparePolicyRow[] = [];
   policies.forEach((name, i) => {
+    const offset = i * runsPerPolicy * base.requests.length;
     const result = runPolicy(base, name, tuner, {
       recordRequests: options.onRecords !== undefined,
-      ...(base.onProgress ? { onProgress: (done: number) => base.onProgress!(i * base.requests.length + done, total, name) } : {}),
+      ...(base.onProgress ? { onProgress: (done: number) => base.onProgress!(offset + done, total, name) } : {}),
     });
     if (options.onRecords && result.records) options.onRecords(name, result.records);
     results.push(result);
+    const row = compareRow(result, base.weights ?? { ...DEFAULT_WEIGHTS });
+    if (withOracle) {
+      const after = offset + base.requests.length;
+      const oracle = runPolicy({ ...base, index: "oracle" }, name, tuner, {
+        ...(base.onProgress ? { onProgress: (done: number) => base.onProgress!(after + done, total, `${name}@oracle`) } : {}),
+      });
+      row.oracle = oracleJson(result, oracle);
+    }
+    rows.push(row);
   });
   return {
-    json: {
-      preset: base.spec.name,
-      seed: base.seed,
-      session_key: "first 2 blocks of hash_ids",
-      requests: base.requests.length,
-      policies: results.map((r) => compareRow(r, base.weights ?? { ...DEFAULT_WEIGHTS })),
-    },
+    json: { preset: base.spec.name, seed: base.seed, index, session_key: "first 2 blocks of hash_ids", requests: base.requests.length, policies: rows },
     results,
   };
 }

@@ -11,3 +11,4 @@ export type { LbDriverSettings, LbTransport, Leg, SimLb, SimLbSpec, SimReplicaSp
 export { runLbScenario, type ScenarioRun } from "./scenario-runner";
 export * from "./experiments";
 export * from "./result-json";
+export { OracleIndex } from "./oracle-index";

@@ -6,6 +6,7 @@
 import {
   DEFAULT_PEER_SNAPSHOT_KEYS,
   LbCore,
+  type CacheModel,
   type AdmitInput,
   type Completion,
   type Failure,
@@ -15,7 +16,7 @@ import {
   type Ticket,
 } from "@meridian/lb-core";
 import { DEFAULT_LIMITS, DEFAULT_PROBES, DEFAULT_SESSION_KEY_BLOCKS, LB_CONFIG_SCHEMA, type LbConfig, type Limits, type Probes } from "@meridian/protocol";
-import type { CandidateView, CrossRegionMode, PolicyName, ReplicaStateName, ScrapedLoad, Weights } from "@meridian/routing";
+import type { CandidateView, CrossRegionMode, EngineCacheScrape, PolicyName, PrefixMatcher, ReplicaStateName, ScrapedLoad, Weights } from "@meridian/routing";
 
 /** One LB's part in a request: a flight forwarded to a peer has two legs (entry LB, peer LB). */
 export interface Leg<F> {
@@ -74,6 +75,10 @@ export interface LbDriverSettings {
   probes: Partial<Probes> & { rttIntervalMs: number; scrapeIntervalMs: number };
   index: { capacityBlocks: number; ttlMs: number };
   peerPollIntervalMs: number;
+  /** How each LB's index models the engines' caches (default `learned`). */
+  cacheModel?: CacheModel;
+  /** The oracle every LB's policy reads instead of its index (`--index oracle`). */
+  matcher?: PrefixMatcher;
   /** Seed per LB (policy tie-breaks and random policies). */
   seedFor(lbIdx: number): number;
   onPlacement?: (lb: SimLb<unknown>, entry: PlacementLogEntry, candidates: readonly CandidateView[], leg: Leg<unknown>) => void;
@@ -130,6 +135,8 @@ export class LbDriver<F> {
         config: simLbConfig(settings, spec),
         seed: settings.seedFor(idx),
         peerPollIntervalMs: settings.peerPollIntervalMs,
+        ...(settings.cacheModel ? { cacheModel: settings.cacheModel } : {}),
+        ...(settings.matcher ? { matcher: settings.matcher } : {}),
         ...(observe ? { onPlacement: (entry, candidates, ticket) => observe(lb as SimLb<unknown>, entry, candidates, ticket.owner as Leg<unknown>) } : {}),
       });
       lb = { idx, id: spec.id, region: spec.region, core, wakeAt: null };
@@ -156,10 +163,9 @@ export class LbDriver<F> {
     this.drain(lb, now);
   }
 
-  /** A scrape's result; `capacityTokens` is the KV capacity the engine's metrics export. */
-  scraped(lb: SimLb<F>, replicaId: string, load: ScrapedLoad, now: number, capacityTokens: number | null = null): void {
-    lb.core.scrapeSucceeded(replicaId, load, now);
-    if (capacityTokens !== null) lb.core.engineCapacityReported(replicaId, capacityTokens);
+  /** A scrape's result; `cache` is what the engine's metrics say of its KV pool and process. */
+  scraped(lb: SimLb<F>, replicaId: string, load: ScrapedLoad, now: number, cache: EngineCacheScrape | null = null): void {
+    lb.core.scrapeSucceeded(replicaId, load, now, cache);
     this.drain(lb, now);
   }
 

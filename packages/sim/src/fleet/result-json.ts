@@ -10,6 +10,15 @@ export const ONLINE_GORGO = "gorgo-online";
 export const COMPARE_POLICY_NAMES = [...POLICY_NAMES, ONLINE_GORGO] as const;
 export type ComparePolicyName = (typeof COMPARE_POLICY_NAMES)[number];
 
+/** How the LBs know what the engines cache (`meridian-sim --index`):
+ *  - `learned` (default): each LB's prefix index, sized from the engines' KV capacity and corrected
+ *    by their cached-token reports (the live LB's index);
+ *  - `static`: the index with its TTL and global capacity only, as it was before it learned;
+ *  - `oracle`: every LB reads the engines' true cache state at dispatch, which no live LB can. It is
+ *    the upper bound the other two are measured against. */
+export const INDEX_MODES = ["learned", "static", "oracle"] as const;
+export type IndexMode = (typeof INDEX_MODES)[number];
+
 /** Percentiles as printed: null when the run completed no request. */
 export interface PercentilesJson {
   p50: number | null;
@@ -36,11 +45,22 @@ export interface ComparePolicyRow {
   max_share: number;
   weights: Weights | null;
   tuner?: TunerJson;
+  /** The same policy with `--index oracle` (compare adds it unless the run is the oracle). */
+  oracle?: OracleJson;
+}
+
+/** A policy's run with every LB reading the engines' true caches, and the gap to it. */
+export interface OracleJson {
+  ttft_ms: PercentilesJson;
+  cache_hit_rate: number | null;
+  /** (this run's p95 TTFT − the oracle's) / the oracle's: 0.02 means 2 % slower than the oracle. */
+  ttft_p95_gap: number | null;
 }
 
 export interface CompareJson {
   preset: string;
   seed: number;
+  index: IndexMode;
   session_key: string;
   requests: number;
   dropped_too_long?: number;

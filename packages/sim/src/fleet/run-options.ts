@@ -1,9 +1,12 @@
 // What a simulator run takes (simulateFleet's options), shared by the event loop and its records.
 import type { PolicyName, ScrapedLoad, Weights } from "@meridian/routing";
+import type { IndexMode } from "./result-json";
 import type { TunerRunOptions } from "./tuner-driver";
 
 export interface FleetRunOptions {
   policy: PolicyName;
+  /** How the LBs know what the engines cache; default `learned`. */
+  index?: IndexMode;
   /** Name in the output; defaults to the policy name. */
   label?: string;
   /** Cost weights for gorgo (and the tuner's starting point). Defaults to rtt 0.5, queue 0.1. */

@@ -191,3 +191,23 @@ test("spreadTicks spaces a tick's requests over the gap to the next tick", () =>
   assert.deepEqual(spreadTicks([0, 0, 0, 3000, 3000, 6000]), [0, 1000, 2000, 3000, 4500, 6000]);
   assert.deepEqual(spreadTicks([5, 5]), [5, 5]);
 });
+
+test("a workload of 256-token blocks is cached and reported in 256-token blocks (not the engine preset's 512)", () => {
+  const spec = paperFleet();
+  const row = (index: number, blocks: number): TraceRequest => ({
+    index,
+    timestampMs: index * 60_000,
+    sourceTimestampMs: index * 60_000,
+    inputTokens: blocks * 256,
+    outputTokens: 16,
+    hashIds: Array.from({ length: blocks }, (_, i) => i + 1),
+    blockTokens: 256,
+    format: "multi-turn",
+  });
+  // The second prompt extends the first: 4 of its 8 blocks are cached, 1,024 tokens.
+  const { requests } = buildSimRequests([row(0, 4), row(1, 8)], spec);
+  const result = simulateFleet(spec, requests, { policy: "session-affinity", seed: 1, recordRequests: true });
+  const second = result.records!.find((r) => r.id === 1)!;
+  assert.equal(second.cached_tokens, 1_024);
+  assert.equal(second.input_tokens, 2_048);
+});

@@ -1,6 +1,9 @@
 // /metrics of the simulated engine, under SGLang's or vLLM's metric names, types and labels (as in
-// shared/fixtures/sglang-metrics-docs-example.txt and vllm-metrics-v0.7-aibrix-docs.txt), so the load
-// balancers scrape it exactly as they would scrape a real engine.
+// the proxy's fixtures sglang-metrics-docs-example.txt and vllm-metrics-v0.7-aibrix-docs.txt), so the
+// load balancers scrape it exactly as they would scrape a real engine. On top of those releases'
+// families it exports what current releases add for the LB's cache model (packages/proxy/src/
+// engine-cache.ts names the versions): SGLang's `max_total_num_tokens`, vLLM's `kv_cache_usage_perc`
+// (beside the older `gpu_cache_usage_perc`) and the process collector's `process_start_time_seconds`.
 import type { EngineModel } from "../engine";
 import { Exposition, Histogram } from "./prometheus";
 
@@ -102,7 +105,9 @@ export class EngineMetrics {
         .family("sglang:gen_throughput", "gauge", "The generate throughput (token/s)")
         .sample("sglang:gen_throughput", labels, this.throughput)
         .family("sglang:num_queue_reqs", "gauge", "The number of requests in the waiting queue")
-        .sample("sglang:num_queue_reqs", labels, load.waiting);
+        .sample("sglang:num_queue_reqs", labels, load.waiting)
+        .family("sglang:max_total_num_tokens", "gauge", "Maximum total number of tokens in the KV cache pool.")
+        .sample("sglang:max_total_num_tokens", labels, load.kvCapacityTokens);
       return out.toString();
     }
     const params = this.engine.params;
@@ -115,7 +120,7 @@ export class EngineMetrics {
           cache_dtype: "auto",
           calculate_kv_scales: "False",
           cpu_offload_gb: "0",
-          enable_prefix_caching: "True",
+          enable_prefix_caching: params.prefixCacheBlocks > 0 ? "True" : "False",
           gpu_memory_utilization: "0.9",
           is_attention_free: "False",
           num_cpu_blocks: "0",
@@ -134,6 +139,8 @@ export class EngineMetrics {
       .sample("vllm:num_requests_waiting", labels, load.waiting)
       .family("vllm:gpu_cache_usage_perc", "gauge", "GPU KV-cache usage. 1 means 100 percent usage.")
       .sample("vllm:gpu_cache_usage_perc", labels, load.tokenUsage)
+      .family("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.")
+      .sample("vllm:kv_cache_usage_perc", labels, load.tokenUsage)
       .family("vllm:cpu_cache_usage_perc", "gauge", "CPU KV-cache usage. 1 means 100 percent usage.")
       .sample("vllm:cpu_cache_usage_perc", labels, 0)
       // No CPU tier is modelled; vLLM reports -1 for a cache that does not exist.
@@ -159,7 +166,9 @@ export class EngineMetrics {
       .family("vllm:time_per_output_token_seconds", "histogram", "Histogram of time per output token in seconds.")
       .histogram("vllm:time_per_output_token_seconds", labels, this.tpot)
       .family("vllm:e2e_request_latency_seconds", "histogram", "Histogram of end to end request latency in seconds.")
-      .histogram("vllm:e2e_request_latency_seconds", labels, this.e2e);
+      .histogram("vllm:e2e_request_latency_seconds", labels, this.e2e)
+      .family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.")
+      .sample("process_start_time_seconds", {}, this.startedAtSec);
     return out.toString();
   }
 }

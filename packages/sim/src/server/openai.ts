@@ -132,15 +132,17 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
-  prompt_tokens_details: { cached_tokens: number };
+  /** null as vLLM without --enable-prompt-tokens-details and SGLang without --enable-cache-report send it. */
+  prompt_tokens_details: { cached_tokens: number } | null;
 }
 
-export function usage(promptTokens: number, completionTokens: number, cachedTokens: number): Usage {
+/** `cachedTokens` null: the engine was started without cache reports. */
+export function usage(promptTokens: number, completionTokens: number, cachedTokens: number | null): Usage {
   return {
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
     total_tokens: promptTokens + completionTokens,
-    prompt_tokens_details: { cached_tokens: cachedTokens },
+    prompt_tokens_details: cachedTokens === null ? null : { cached_tokens: cachedTokens },
   };
 }
 

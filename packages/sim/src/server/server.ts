@@ -60,6 +60,10 @@ export interface EngineServerOptions {
   tokenText?: string;
   /** Told about unexpected failures (answered with 500); the server itself never logs. */
   onError?: (error: unknown) => void;
+  /** Report cached prompt tokens in usage (default true), as vLLM does with
+   * --enable-prompt-tokens-details and SGLang with --enable-cache-report; false sends
+   * `prompt_tokens_details: null`, as they do without. */
+  cacheReport?: boolean;
 }
 
 export interface EngineServer {
@@ -141,6 +145,7 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
   const host = options.host ?? "127.0.0.1";
   const model = options.model ?? "meridian-sim-8b";
   const dialect = options.dialect ?? "sglang";
+  const cacheReport = options.cacheReport ?? true;
   const params: EngineParams = { ...(options.params ?? DEMO_ENGINE_PARAMS), blockTokens: CHAT_BLOCK_TOKENS, emitTokenEvents: true };
   const engine = new EngineModel(options.id, params);
   const driver = new EngineDriver(engine);
@@ -216,7 +221,7 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
           if (stream) emitTokens(event.count);
         } else {
           finished = true;
-          const tokenUsage = usage(event.promptTokens, event.outputTokens, event.cachedTokens);
+          const tokenUsage = usage(event.promptTokens, event.outputTokens, cacheReport ? event.cachedTokens : null);
           metrics.observeCompleted({
             ttftSec: (event.firstTokenTime - event.submitTime) / 1000,
             e2eSec: (event.time - event.submitTime) / 1000,

@@ -2,7 +2,7 @@
 import "server-only";
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
-import { createReplica, deleteReplica, listReplicas, setReplicaState, shareHistory, updateReplica } from "../services/replicas";
+import { cacheHistory, createReplica, deleteReplica, listReplicas, setReplicaState, shareHistory, updateReplica } from "../services/replicas";
 import { call } from "../trpc/errors";
 import { operatorProcedure, viewerProcedure } from "../trpc/init";
 import { engineKind, idInput, name, regionName, replicaState, url } from "./schemas";
@@ -13,6 +13,7 @@ const homeLbId = z.string().trim().min(1).nullable();
 export const replicasRouter = {
   list: viewerProcedure.query(({ ctx }) => call(() => listReplicas(ctx.rt))),
   shareHistory: viewerProcedure.query(({ ctx }) => call(() => shareHistory(ctx.rt))),
+  cacheHistory: viewerProcedure.query(({ ctx }) => call(() => cacheHistory(ctx.rt))),
   create: operatorProcedure
     .input(z.object({ name, url, region: regionName, engine: engineKind.default("sglang"), model, homeLbId: homeLbId.optional() }))
     .mutation(({ ctx, input }) => call(() => createReplica(ctx.rt, ctx.actor, input))),

@@ -2,7 +2,7 @@
 // own /admin/state. HealthMonitor writes it; failover, the services and the pages read it. Kept apart
 // from the monitor so readers need no handle on the prober (and the prober none on its readers).
 import "server-only";
-import type { LbState, ReplicaRuntimeState } from "@meridian/protocol";
+import type { LbState, ReplicaCacheState, ReplicaRuntimeState } from "@meridian/protocol";
 
 export interface LbHealth {
   /** null before the first probe finished. */
@@ -26,6 +26,8 @@ export interface ReplicaLiveView {
   cacheHitRate: number | null;
   predictionAccuracy: number | null;
   full: boolean;
+  /** How well the serving LB's prefix index matches the replica's engine. */
+  cache: ReplicaCacheState;
 }
 
 export class LbHealthBook {
@@ -91,6 +93,7 @@ export class LbHealthBook {
       cacheHitRate: view.cacheHitRate,
       predictionAccuracy: view.predictionAccuracy,
       full: view.full,
+      cache: view.cache,
     };
   }
 }

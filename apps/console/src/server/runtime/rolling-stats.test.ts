@@ -57,7 +57,9 @@ test("series, rates, shares and accuracy over time buckets", () => {
   assert.equal(shares.get("a")?.share, 0.7);
   assert.equal(shares.get("b")?.share, 0.3);
   assert.equal(shares.get("a")?.cacheHitRate, 0.5);
-  assert.ok(Math.abs(shares.get("a")!.predictionAccuracy! - 0.9) < 1e-9);
+  // Σmin/Σmax of predicted 40 vs reported 50 per request.
+  assert.ok(Math.abs(shares.get("a")!.predictionAccuracy! - 0.8) < 1e-9);
+  assert.deepEqual(stats.cacheSeries(now, 10_000).at(-1)?.replicas, { a: { predicted: 280, actual: 350 }, b: { predicted: 120, actual: 150 } });
   const history = stats.shareSeries(now, 10_000);
   assert.deepEqual(history.at(-1)?.shares, { a: 0.7, b: 0.3 });
   assert.equal(stats.requestSeries(now, 10_000).at(-1)?.errors, 1);

@@ -12,8 +12,15 @@ interface ReplicaAccumulator {
   actualCachedTokens: number;
   /** Events where the replica reported cached tokens (the only ones a hit rate can use). */
   reportedInputTokens: number;
-  accuracySum: number;
-  accuracyCount: number;
+  /** Over those events: Σ predicted cached tokens, Σ min(predicted, actual), Σ max(predicted, actual). */
+  predictedCachedTokens: number;
+  overlap: number;
+  union: number;
+  reports: number;
+}
+
+function emptyAccumulator(): ReplicaAccumulator {
+  return { requests: 0, inputTokens: 0, actualCachedTokens: 0, reportedInputTokens: 0, predictedCachedTokens: 0, overlap: 0, union: 0, reports: 0 };
 }
 
 interface Bucket {
@@ -42,7 +49,14 @@ export interface ReplicaWindowStats {
   requests: number;
   share: number;
   cacheHitRate: number | null;
+  /** Σ min(predicted, actual) / Σ max(predicted, actual) cached tokens: the simulator's and the LB's
+   * definition (1 when every prediction was exact). */
   predictionAccuracy: number | null;
+}
+/** Per bucket and replica, Σ predicted and Σ reported cached tokens over the requests that reported. */
+export interface CachePoint {
+  t: number;
+  replicas: Record<string, { predicted: number; actual: number }>;
 }
 
 /** Is this a failed request? A 2xx with no error text is a success. */
@@ -68,23 +82,16 @@ export class RollingStats {
     if (isError(event)) bucket.errors += 1;
     if (event.ttftMs !== null && !isError(event)) bucket.ttfts.push(event.ttftMs);
     if (event.replicaId !== null) {
-      const acc = bucket.replicas.get(event.replicaId) ?? {
-        requests: 0,
-        inputTokens: 0,
-        actualCachedTokens: 0,
-        reportedInputTokens: 0,
-        accuracySum: 0,
-        accuracyCount: 0,
-      };
+      const acc = bucket.replicas.get(event.replicaId) ?? emptyAccumulator();
       acc.requests += 1;
       acc.inputTokens += event.inputTokens;
       if (event.actualCachedTokens !== null) {
         acc.actualCachedTokens += event.actualCachedTokens;
         acc.reportedInputTokens += event.inputTokens;
-        // Prediction accuracy: 1 - |predicted - actual| / input, in [0, 1].
-        const denominator = Math.max(1, event.inputTokens);
-        acc.accuracySum += Math.max(0, 1 - Math.abs(event.predictedCachedTokens - event.actualCachedTokens) / denominator);
-        acc.accuracyCount += 1;
+        acc.predictedCachedTokens += event.predictedCachedTokens;
+        acc.overlap += Math.min(event.predictedCachedTokens, event.actualCachedTokens);
+        acc.union += Math.max(event.predictedCachedTokens, event.actualCachedTokens);
+        acc.reports += 1;
       }
       bucket.replicas.set(event.replicaId, acc);
     }
@@ -173,25 +180,34 @@ export class RollingStats {
     });
   }
 
+  /** Predicted vs reported cached tokens per replica and bucket: where the LB's index and the engine
+   * part ways (an engine restart or a flushed cache shows as predicted >> reported). */
+  cacheSeries(now: number = Date.now(), windowMs = 300_000): CachePoint[] {
+    return this.series(now, windowMs, (t, b) => {
+      const replicas: CachePoint["replicas"] = {};
+      if (b) {
+        for (const [id, acc] of b.replicas) {
+          if (acc.reports > 0) replicas[id] = { predicted: acc.predictedCachedTokens, actual: acc.actualCachedTokens };
+        }
+      }
+      return { t, replicas };
+    });
+  }
+
   /** Per-replica share, cache hit rate and prediction accuracy over the last `windowMs`. */
   replicaStats(now: number = Date.now(), windowMs = REPLICA_STATS_WINDOW_MS): Map<string, ReplicaWindowStats> {
     const totals = new Map<string, ReplicaAccumulator>();
     for (const bucket of this.recent(now, windowMs)) {
       for (const [id, acc] of bucket.replicas) {
-        const total = totals.get(id) ?? {
-          requests: 0,
-          inputTokens: 0,
-          actualCachedTokens: 0,
-          reportedInputTokens: 0,
-          accuracySum: 0,
-          accuracyCount: 0,
-        };
+        const total = totals.get(id) ?? emptyAccumulator();
         total.requests += acc.requests;
         total.inputTokens += acc.inputTokens;
         total.actualCachedTokens += acc.actualCachedTokens;
         total.reportedInputTokens += acc.reportedInputTokens;
-        total.accuracySum += acc.accuracySum;
-        total.accuracyCount += acc.accuracyCount;
+        total.predictedCachedTokens += acc.predictedCachedTokens;
+        total.overlap += acc.overlap;
+        total.union += acc.union;
+        total.reports += acc.reports;
         totals.set(id, total);
       }
     }
@@ -202,7 +218,7 @@ export class RollingStats {
         requests: acc.requests,
         share: routed === 0 ? 0 : acc.requests / routed,
         cacheHitRate: acc.reportedInputTokens === 0 ? null : acc.actualCachedTokens / acc.reportedInputTokens,
-        predictionAccuracy: acc.accuracyCount === 0 ? null : acc.accuracySum / acc.accuracyCount,
+        predictionAccuracy: acc.reports === 0 ? null : acc.union > 0 ? acc.overlap / acc.union : 1,
       });
     }
     return out;

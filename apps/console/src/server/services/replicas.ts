@@ -7,8 +7,9 @@ import { regionNamesById } from "../region-names";
 import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
+import { indexStatus, type IndexStatus } from "../runtime/index-status";
 import { replicaWarningsFrom, type ReplicaWarning } from "../runtime/replica-warnings";
-import type { SharePoint } from "../runtime/rolling-stats";
+import type { CachePoint, SharePoint } from "../runtime/rolling-stats";
 import type { DbLike, ServiceRuntime } from "./context";
 import { defaultHomeLb, rehomedTarget } from "./home-lb";
 import { newId } from "./ids";
@@ -38,6 +39,8 @@ export interface ReplicaView {
   share: number;
   cacheHitRate: number | null;
   predictionAccuracy: number | null;
+  /** The serving LB's index against the engine's cache: its rolling accuracy and a status. */
+  index: IndexStatus;
   rttMs: number | null;
   /** Setup problems the operator should see (no RTT emulation, a model its LB's clients do not use). */
   warnings: ReplicaWarning[];
@@ -54,6 +57,7 @@ export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
   );
   const windowStats = rt.telemetry.stats.replicaStats();
   const warnings = replicaWarningsFrom(rt.db, (lbId) => rt.lbHealth.lb(lbId)?.state ?? null);
+  const now = Date.now();
   return rt.db
     .select()
     .from(replicas)
@@ -80,7 +84,8 @@ export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
         queuedTokens: live?.queuedTokens ?? 0,
         share: stats?.share ?? 0,
         cacheHitRate: stats?.cacheHitRate ?? live?.cacheHitRate ?? null,
-        predictionAccuracy: stats?.predictionAccuracy ?? live?.predictionAccuracy ?? null,
+        predictionAccuracy: live?.cache.accuracy ?? stats?.predictionAccuracy ?? live?.predictionAccuracy ?? null,
+        index: indexStatus(live?.cache ?? null, now),
         rttMs: live?.rttMs ?? null,
         warnings: warnings.get(r.id) ?? [],
       };
@@ -89,6 +94,11 @@ export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
 
 export function shareHistory(rt: ServiceRuntime): SharePoint[] {
   return rt.telemetry.stats.shareSeries();
+}
+
+/** Predicted vs reported cached tokens per replica over time, from the LBs' telemetry. */
+export function cacheHistory(rt: ServiceRuntime): CachePoint[] {
+  return rt.telemetry.stats.cacheSeries();
 }
 
 export interface ReplicaInput {

@@ -1,0 +1,62 @@
+// Prometheus series for how well the LB's prefix index matches what each replica's engine holds
+// (@meridian/routing cache-truth.ts): accuracy over the rolling window, whether the engine reports
+// cached tokens at all, the replica's part of the index (routes, budget, horizon) and the times it
+// was cleared. Computed at scrape time from the LB core; clears are counted as they happen.
+import { Counter, Gauge, type Registry } from "prom-client";
+import type { ReplicaCacheState } from "@meridian/protocol";
+import type { IndexClearReason } from "@meridian/routing";
+
+export type CacheStates = () => { id: string; cache: ReplicaCacheState }[];
+
+export class CacheMetrics {
+  private readonly clears: Counter<"replica" | "reason">;
+
+  constructor(registry: Registry, states: CacheStates) {
+    const registers = [registry];
+    const perReplica = (name: string, help: string, value: (cache: ReplicaCacheState) => number | null) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["replica"],
+        registers,
+        collect() {
+          this.reset();
+          for (const { id, cache } of states()) {
+            const v = value(cache);
+            if (v !== null) this.set({ replica: id }, v);
+          }
+        },
+      });
+    perReplica(
+      "meridian_lb_replica_prediction_accuracy_ratio",
+      "Sum of min(predicted, reported) over sum of max(predicted, reported) cached tokens, per replica, over the last minute (1 = exact; absent without reports).",
+      (c) => c.accuracy,
+    );
+    perReplica(
+      "meridian_lb_replica_cached_tokens_reported",
+      "1 when the replica's responses carry usage.prompt_tokens_details.cached_tokens, 0 when none in the window did (vLLM needs --enable-prompt-tokens-details, SGLang --enable-cache-report).",
+      (c) => (c.cachedTokensReported === null ? null : c.cachedTokensReported ? 1 : 0),
+    );
+    perReplica("meridian_lb_replica_index_routes", "Prefix-index routes (blocks) this LB holds for the replica.", (c) => c.routes);
+    perReplica(
+      "meridian_lb_replica_index_budget_blocks",
+      "The replica's route budget in the prefix index: its engine's KV capacity in blocks (absent when unknown).",
+      (c) => c.budgetBlocks,
+    );
+    perReplica(
+      "meridian_lb_replica_index_horizon_seconds",
+      "How long the replica's engine keeps a block, as learned from its cached-token reports (absent until a report contradicts the TTL).",
+      (c) => (c.horizonMs === null ? null : c.horizonMs / 1000),
+    );
+    this.clears = new Counter({
+      name: "meridian_lb_replica_index_clears_total",
+      help: "Times the LB cleared a replica's part of its prefix index, by reason (engine-restart, cache-lost, operator).",
+      labelNames: ["replica", "reason"],
+      registers,
+    });
+  }
+
+  cleared(replicaId: string, reason: IndexClearReason): void {
+    this.clears.inc({ replica: replicaId, reason });
+  }
+}

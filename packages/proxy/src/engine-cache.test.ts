@@ -1,0 +1,76 @@
+import { strict as assert } from "node:assert";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+import { CacheTruth, PrefixIndex } from "@meridian/routing";
+import { readEngineCache } from "./engine-cache";
+import { parsePrometheusText } from "./prometheus-text";
+
+const fixture = (name: string): string => readFileSync(new URL(`../test/fixtures/${name}`, import.meta.url), "utf8");
+
+test("SGLang (docs-example release, no max_total_num_tokens): capacity is num_used_tokens / token_usage", () => {
+  const info = readEngineCache(parsePrometheusText(fixture("sglang-metrics-docs-example.txt")), "sglang");
+  assert.equal(info.capacityTokens, Math.round(123_859 / 0.28));
+  assert.equal(info.usedTokens, 123_859);
+  assert.deepEqual(info.epoch, {
+    startTimeSec: null,
+    counters: { prompt_tokens_total: 8_128_902, generation_tokens_total: 7_557_572 },
+  });
+});
+
+test("SGLang (current release): max_total_num_tokens, once per DP rank however many TP ranks repeat it", () => {
+  // The label set current SGLang schedulers attach (collector.py @ 00ae9c15): two DP groups of two TP ranks.
+  const line = (name: string, tp: number, dp: number, value: number) =>
+    `sglang:${name}{engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0",tp_rank="${tp}",dp_rank="${dp}"} ${value}`;
+  const text = [0, 1].flatMap((dp) => [0, 1].map((tp) => line("max_total_num_tokens", tp, dp, 262_144))).join("\n");
+  assert.equal(readEngineCache(parsePrometheusText(text), "sglang").capacityTokens, 2 * 262_144);
+  const idle = 'sglang:token_usage{model_name="m"} 0\nsglang:num_used_tokens{model_name="m"} 0\n';
+  assert.equal(readEngineCache(parsePrometheusText(idle), "sglang").capacityTokens, null, "an idle old release says nothing");
+});
+
+test("vLLM: capacity is num_gpu_blocks x block_size from cache_config_info, 0 without prefix caching", () => {
+  const text = fixture("vllm-metrics-v0.7-aibrix-docs.txt");
+  const off = readEngineCache(parsePrometheusText(text), "vllm");
+  assert.equal(off.capacityTokens, 0, "the fixture's engine ran with enable_prefix_caching=False");
+  assert.equal(off.blockTokens, 16);
+  assert.deepEqual(off.epoch, { startTimeSec: null, counters: { prompt_tokens_total: 148, generation_tokens_total: 955 } });
+  const on = readEngineCache(parsePrometheusText(text.replace('enable_prefix_caching="False"', 'enable_prefix_caching="True"')), "vllm");
+  assert.equal(on.capacityTokens, 81_767 * 16);
+  assert.equal(on.usedTokens, 0);
+  // V1 (0.9+) names: kv_cache_usage_perc, and the process collector's start time.
+  const v1 = [
+    'vllm:cache_config_info{block_size="16",enable_prefix_caching="True",num_gpu_blocks="1000"} 1.0',
+    'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25',
+    "process_start_time_seconds 1.7e9",
+  ].join("\n");
+  const info = readEngineCache(parsePrometheusText(v1), "vllm");
+  assert.deepEqual([info.capacityTokens, info.usedTokens, info.epoch?.startTimeSec], [16_000, 4_000, 1.7e9]);
+});
+
+test("metrics that say nothing give nulls, never an error", () => {
+  for (const dialect of ["sglang", "vllm"] as const) {
+    const info = readEngineCache(parsePrometheusText("# nothing\nfoo 1\n"), dialect);
+    assert.deepEqual(info, { capacityTokens: null, kvTokens: null, usedTokens: null, blockTokens: null, epoch: null });
+  }
+});
+
+test("the capacity read from either fixture sizes the replica's part of the LB's index", () => {
+  const index = new PrefixIndex({ capacityBlocks: 1_000_000 });
+  const truth = new CacheTruth(index);
+  const sglang = readEngineCache(parsePrometheusText(fixture("sglang-metrics-docs-example.txt")), "sglang");
+  truth.engineMetrics("sglang-1", sglang, 16, 0);
+  assert.equal(index.replicaView("sglang-1").budget, Math.floor(Math.round(123_859 / 0.28) / 16));
+  const vllmText = fixture("vllm-metrics-v0.7-aibrix-docs.txt").replace('enable_prefix_caching="False"', 'enable_prefix_caching="True"');
+  truth.engineMetrics("vllm-1", readEngineCache(parsePrometheusText(vllmText), "vllm"), 16, 0);
+  assert.equal(index.replicaView("vllm-1").budget, 81_767);
+});
+
+test("the simulated engine exports the same capacity and process identity in both dialects", async () => {
+  const { EngineMetrics, EngineModel, DEMO_ENGINE_PARAMS } = await import("@meridian/sim");
+  for (const dialect of ["sglang", "vllm"] as const) {
+    const engine = new EngineModel("e", DEMO_ENGINE_PARAMS);
+    const text = new EngineMetrics(engine, dialect, "m").render(0);
+    const info = readEngineCache(parsePrometheusText(text), dialect);
+    assert.equal(info.capacityTokens, DEMO_ENGINE_PARAMS.kvCapacityTokens, dialect);
+    assert.deepEqual(info.epoch?.counters, { prompt_tokens_total: 0, generation_tokens_total: 0 }, dialect);
+  }
+});

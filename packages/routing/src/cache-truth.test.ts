@@ -1,0 +1,94 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { CacheTruth } from "./cache-truth";
+import { traceBlockKeys } from "./keys";
+import { PrefixIndex } from "./prefix-index";
+import type { Decision, RequestView } from "./types";
+
+const TPB = 512;
+const chain = (root: number, n: number) => traceBlockKeys(Array.from({ length: n }, (_, i) => root * 10_000 + i));
+const view = (keys: readonly number[]): RequestView => ({ keys, inputTokens: keys.length * TPB, tokensPerBlock: TPB, sessionKey: "s", clientRegion: "us" });
+
+function decide(index: PrefixIndex, v: RequestView, replica: string, now: number): Decision {
+  const depth = index.match(v.keys, now, [replica]).depthByReplica.get(replica) ?? 0;
+  return { choice: replica, scores: [{ id: replica, score: 0, matchedBlocks: depth }], predictedCachedTokens: depth * TPB };
+}
+
+function setup() {
+  const index = new PrefixIndex({ capacityBlocks: 10_000 });
+  const truth = new CacheTruth(index, { windowMs: 60_000 });
+  return { index, truth };
+}
+
+describe("CacheTruth", () => {
+  it("an engine restart seen in its metrics clears that replica's entries only", () => {
+    const { index, truth } = setup();
+    const keys = chain(1, 5);
+    index.learn(keys, "a", "LOCAL", 0);
+    index.learn(keys, "b", "LOCAL", 0);
+    const epoch = (prompt: number) => ({ startTimeSec: null, counters: { prompt_tokens_total: prompt } });
+    assert.deepEqual(truth.engineMetrics("a", { capacityTokens: null, epoch: epoch(9_000) }, TPB, 10), { restarted: false });
+    assert.deepEqual(truth.engineMetrics("a", { capacityTokens: null, epoch: epoch(12_000) }, TPB, 20), { restarted: false });
+    assert.deepEqual(truth.engineMetrics("a", { capacityTokens: null, epoch: epoch(300) }, TPB, 30), { restarted: true });
+    const m = index.match(keys, 31);
+    assert.equal(m.depthByReplica.has("a"), false);
+    assert.equal(m.depthByReplica.get("b"), 5);
+    const state = truth.state("a", 31);
+    assert.deepEqual([state.clears, state.lastClearAt, state.lastClearReason], [1, 30, "engine-restart"]);
+  });
+
+  it("a run of zero-cached reports on predicted hits (a flushed cache) clears the replica", () => {
+    const { index, truth } = setup();
+    // Conversations learned 60, 30 and 5 s before the flush at 100 s; each zero report lowers the
+    // horizon below its own age, so only ever-fresher routes are still predicted.
+    const convos = [chain(2, 4), chain(3, 4), chain(4, 4)];
+    convos.forEach((keys, i) => index.learn(keys, "a", "LOCAL", [40_000, 70_000, 95_000][i]!));
+    index.learn(chain(9, 2), "a", "LOCAL", 99_000);
+    let cleared = 0;
+    convos.forEach((keys, i) => {
+      const v = view(keys);
+      const now = 101_000 + i;
+      const snap = truth.dispatch(v, decide(index, v, "a", now), now);
+      assert.equal(snap.predictedBlocks, 4);
+      if (truth.report(snap, { cachedTokens: 0, promptTokens: v.inputTokens }, now + 100).cleared) cleared++;
+    });
+    assert.equal(cleared, 1);
+    assert.equal(index.replicaView("a").routes, 0);
+    assert.equal(index.replicaView("a").horizonMs, null, "a cleared replica starts without a horizon");
+    assert.equal(truth.state("a", 3_000).lastClearReason, "cache-lost");
+  });
+
+  it("sizes a replica's part of the index from its KV capacity, the operator's override first", () => {
+    const { index, truth } = setup();
+    truth.engineMetrics("a", { capacityTokens: 10 * TPB, epoch: null }, TPB, 0);
+    assert.equal(index.replicaView("a").budget, 10);
+    assert.equal(truth.state("a", 0).capacitySource, "metrics");
+    truth.setCapacityOverride("a", 3 * TPB, TPB);
+    assert.equal(index.replicaView("a").budget, 3);
+    truth.engineMetrics("a", { capacityTokens: 20 * TPB, epoch: null }, TPB, 1);
+    assert.equal(index.replicaView("a").budget, 3, "the override wins over later scrapes");
+    assert.deepEqual([truth.state("a", 1).capacityTokens, truth.state("a", 1).capacitySource], [3 * TPB, "override"]);
+    truth.setCapacityOverride("a", null, TPB);
+    assert.equal(index.replicaView("a").budget, 20);
+    index.learn(chain(5, 30), "a", "LOCAL", 2);
+    assert.equal(index.replicaView("a").routes, 20);
+    assert.throws(() => truth.setCapacityOverride("a", -1, TPB), /capacityTokens/);
+  });
+
+  it("tracks accuracy over its window and says when a replica reports no cached tokens at all", () => {
+    const { index, truth } = setup();
+    const keys = chain(6, 4);
+    index.learn(keys, "a", "LOCAL", 0);
+    assert.equal(truth.state("a", 0).cachedTokensReported, null);
+    for (let i = 0; i < 3; i++) {
+      const v = view(keys);
+      truth.report(truth.dispatch(v, decide(index, v, "a", 10 + i), 10 + i), { cachedTokens: undefined }, 20 + i);
+    }
+    let s = truth.state("a", 30);
+    assert.deepEqual([s.cachedTokensReported, s.unreported, s.reports, s.accuracy], [false, 3, 0, null]);
+    const v = view(keys);
+    truth.report(truth.dispatch(v, decide(index, v, "a", 40), 40), { cachedTokens: 4 * TPB, promptTokens: 4 * TPB }, 50);
+    s = truth.state("a", 60);
+    assert.deepEqual([s.cachedTokensReported, s.reports, s.accuracy], [true, 1, 1]);
+  });
+});
