@@ -11,9 +11,36 @@ export const WEIGHT_NAMES: readonly WeightName[] = ["rtt", "queue"];
 export type WeightBounds = Record<WeightName, readonly [number, number]>;
 
 export type TunerMode = "online" | "static" | "manual";
-/** `versioned`: a candidate is scored only on samples routed under its config version.
- *  `paper`: the trailing window regardless of version, scored every `hop` samples (GORGO as published). */
-export type EvaluationMode = "versioned" | "paper";
+/**
+ * `versioned` (deprecated, removed once the console and the simulator run A/B trials): a candidate
+ * is scored alone on a window of samples routed under its own config version.
+ * `ab` (default): concurrent A/B trials — each LB routes a share of sessions with the candidate's
+ * weights and the rest with the incumbent's, and the candidate wins only on evidence (README.md).
+ * `paper`: the trailing window regardless of version, scored every `hop` samples (GORGO as published).
+ */
+export type EvaluationMode = "ab" | "paper" | "versioned";
+
+/** A/B trial settings (evaluation "ab"). */
+export interface TrialConfig {
+  /** Fraction of sessions routed with the candidate's weights, in (0, 1). */
+  share: number;
+  /** Valid samples (both arms) between looks at the evidence. */
+  lookEvery: number;
+  /** Sample cap: a trial still undecided here is rejected (the incumbent stays). */
+  maxSamples: number;
+  /** Bound on the probability that a trial accepts a candidate no better than the incumbent, over all its looks. */
+  alpha: number;
+  /** Power of the alpha-spending function α·t^ρ (1 spends evenly over the looks). */
+  spendingRho: number;
+  /** Reject early when the candidate is slower with a p-value at or below this. */
+  futilityP: number;
+  /** Re-randomizations per look. */
+  permutations: number;
+  /** Coverage of the per-arm p95 intervals. */
+  confidence: number;
+  /** CUPED-adjust the exceedance indicator on log prompt tokens. */
+  cuped: boolean;
+}
 
 export interface GuardrailConfig {
   enabled: boolean;
@@ -29,10 +56,12 @@ export interface TunerConfig {
   seed: number;
   mode: TunerMode;
   evaluation: EvaluationMode;
-  /** Samples per evaluation window. */
+  /** `paper` mode: samples per evaluation window. */
   window: number;
-  /** `paper` mode: evaluate every `hop` samples. Ignored in `versioned` mode. */
+  /** `paper` mode: evaluate every `hop` samples. */
   hop: number;
+  /** `ab` mode: the trials. */
+  trial: TrialConfig;
   bounds: WeightBounds;
   sigma0: number;
   /** σ below this means converged. */
@@ -44,14 +73,23 @@ export interface TunerConfig {
   targetSuccessRate: number;
   /** σ is multiplied by this on a low success rate and divided by it on a high one. */
   sigmaFactor: number;
-  /** Re-measure the incumbent after this many candidate steps. */
+  /** `paper` mode: re-measure the incumbent after this many candidate steps. */
   remeasureEvery: number;
   guardrails: GuardrailConfig;
   /** Steps kept in the state's trajectory (oldest dropped first). */
   maxTrajectory: number;
 }
 
-export const DEFAULT_BOUNDS: WeightBounds = { rtt: [0.05, 2.0], queue: [0.05, 0.5] };
+/**
+ * Wide enough for every regime measured so far (README.md, "Bounds"). GORGO's own [0.05, 2] ×
+ * [0.05, 0.5] caps W_rtt/W_queue at 40, and the short-prompt optimum sits at a ratio near 100. The
+ * weights convert RTT milliseconds and queued tokens into prefill tokens, so W_rtt ≈ a replica's
+ * prefill rate in tokens/ms (1–100 on current hardware) and W_queue ≈ 1 when queued tokens cost what
+ * one's own prefill does: each range spans those values with two decades to spare.
+ */
+export const DEFAULT_BOUNDS: WeightBounds = { rtt: [0.01, 100], queue: [0.001, 10] };
+/** GORGO's published bounds, for reproducing the paper (`meridian-sim tune --paper-bounds`). */
+export const PAPER_BOUNDS: WeightBounds = { rtt: [0.05, 2.0], queue: [0.05, 0.5] };
 export const DEFAULT_INITIAL_WEIGHTS: Weights = { rtt: 0.5, queue: 0.1 };
 
 export const DEFAULT_GUARDRAILS: GuardrailConfig = {
@@ -61,15 +99,29 @@ export const DEFAULT_GUARDRAILS: GuardrailConfig = {
   maxErrorRate: 0.05,
 };
 
+export const DEFAULT_TRIAL: TrialConfig = {
+  share: 0.5,
+  lookEvery: 50,
+  maxSamples: 500,
+  alpha: 0.05,
+  spendingRho: 1,
+  futilityP: 0.2,
+  permutations: 999,
+  confidence: 0.95,
+  cuped: true,
+};
+
 export const DEFAULT_TUNER_CONFIG: Omit<TunerConfig, "seed"> = {
   mode: "online",
-  evaluation: "versioned",
+  evaluation: "ab",
   window: 128,
   hop: 32,
+  trial: DEFAULT_TRIAL,
   bounds: DEFAULT_BOUNDS,
-  sigma0: 0.5,
+  // About an eighth of the bounds' log-width: the first candidates move a weight by a factor of e.
+  sigma0: 1,
   sigmaMin: 0.05,
-  sigmaMax: 2,
+  sigmaMax: 3,
   successHistory: 8,
   targetSuccessRate: 0.2,
   sigmaFactor: 0.817,
@@ -168,7 +220,7 @@ export function clipToBounds(weights: Weights, bounds: WeightBounds): Weights {
 }
 
 const MODES: readonly TunerMode[] = ["online", "static", "manual"];
-const EVALUATIONS: readonly EvaluationMode[] = ["versioned", "paper"];
+const EVALUATIONS: readonly EvaluationMode[] = ["ab", "paper", "versioned"];
 
 export function validateMode(field: string, value: unknown): TunerMode {
   if (!MODES.includes(value as TunerMode)) {
@@ -177,14 +229,18 @@ export function validateMode(field: string, value: unknown): TunerMode {
   return value as TunerMode;
 }
 
+/** What a caller may pass: any field, with the trial settings merged over their defaults one by one. */
+export type TunerConfigInput = Partial<Omit<TunerConfig, "trial">> & { seed: number; trial?: Partial<TrialConfig> };
+
 /** Merges `partial` over the defaults and validates every field. */
-export function resolveConfig(partial: Partial<TunerConfig> & { seed: number }): TunerConfig {
+export function resolveConfig(partial: TunerConfigInput): TunerConfig {
   const input = requireObject("config", partial) as Partial<TunerConfig>;
   const merged: TunerConfig = {
     ...DEFAULT_TUNER_CONFIG,
     ...input,
     seed: input.seed as number,
     guardrails: { ...DEFAULT_GUARDRAILS, ...(input.guardrails ?? {}) },
+    trial: { ...DEFAULT_TRIAL, ...(input.trial ?? {}) },
     bounds: input.bounds ?? DEFAULT_BOUNDS,
   };
   if (!Number.isSafeInteger(merged.seed)) throw new TunerInputError("seed", `expected a safe integer, received ${describe(merged.seed)}`);
@@ -194,7 +250,7 @@ export function resolveConfig(partial: Partial<TunerConfig> & { seed: number }):
   }
   requireInteger("window", merged.window, 1);
   requireInteger("hop", merged.hop, 1);
-  // hop only matters in paper mode; a versioned tuner with a small window must not trip over the default hop.
+  // hop only matters in paper mode; an A/B tuner with a small window must not trip over the default hop.
   if (merged.evaluation === "paper" && merged.hop > merged.window) throw new TunerInputError("hop", `must not exceed window (${merged.window}), received ${merged.hop}`);
   merged.bounds = validateBounds("bounds", merged.bounds);
   requirePositive("sigma0", merged.sigma0);
@@ -207,6 +263,7 @@ export function resolveConfig(partial: Partial<TunerConfig> & { seed: number }):
   if (factor >= 1) throw new TunerInputError("sigmaFactor", `expected a number in (0, 1), received ${factor}`);
   requireInteger("remeasureEvery", merged.remeasureEvery, 1);
   requireInteger("maxTrajectory", merged.maxTrajectory, 0);
+  validateTrial(requireObject("trial", merged.trial) as unknown as TrialConfig);
   const guardrails = requireObject("guardrails", merged.guardrails);
   if (typeof guardrails.enabled !== "boolean") {
     throw new TunerInputError("guardrails.enabled", `expected a boolean, received ${describe(guardrails.enabled)}`);
@@ -216,4 +273,23 @@ export function resolveConfig(partial: Partial<TunerConfig> & { seed: number }):
   requireFraction("guardrails.maxShare", guardrails.maxShare);
   requireFraction("guardrails.maxErrorRate", guardrails.maxErrorRate);
   return merged;
+}
+
+function requireOpenFraction(field: string, value: unknown): number {
+  const number = requireFiniteNumber(field, value);
+  if (number <= 0 || number >= 1) throw new TunerInputError(field, `expected a number in (0, 1), received ${number}`);
+  return number;
+}
+
+function validateTrial(trial: TrialConfig): void {
+  requireOpenFraction("trial.share", trial.share);
+  requireInteger("trial.lookEvery", trial.lookEvery, 2);
+  requireInteger("trial.maxSamples", trial.maxSamples, 2);
+  if (trial.maxSamples < trial.lookEvery) throw new TunerInputError("trial.maxSamples", `must be >= trial.lookEvery (${trial.lookEvery}), received ${trial.maxSamples}`);
+  requireOpenFraction("trial.alpha", trial.alpha);
+  requirePositive("trial.spendingRho", trial.spendingRho);
+  requireFraction("trial.futilityP", trial.futilityP);
+  requireInteger("trial.permutations", trial.permutations, 1);
+  requireOpenFraction("trial.confidence", trial.confidence);
+  if (typeof trial.cuped !== "boolean") throw new TunerInputError("trial.cuped", `expected a boolean, received ${describe(trial.cuped)}`);
 }

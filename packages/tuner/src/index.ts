@@ -1,16 +1,29 @@
-export { EsTuner, TUNER_STATE_FORMAT } from "./es-tuner";
-export type { GuardrailVerdict, IncumbentGuardrail, TunerCurrent, TunerRole, TunerState, TunerStep } from "./es-tuner";
+export { EsTuner, type LiveTrial } from "./es-tuner";
+export { TUNER_STATE_FORMAT } from "./state";
+export type { TrialAssignment, TrialDecision, TrialReport, TunerCurrent, TunerRole, TunerState, TunerStep } from "./state";
+export type { GuardrailVerdict, IncumbentGuardrail } from "./guardrails";
 export {
   DEFAULT_BOUNDS,
   DEFAULT_GUARDRAILS,
   DEFAULT_INITIAL_WEIGHTS,
+  DEFAULT_TRIAL,
   DEFAULT_TUNER_CONFIG,
+  PAPER_BOUNDS,
   TunerInputError,
   clipToBounds,
   validateBounds,
   validateWeights,
 } from "./config";
-export type { EvaluationMode, GuardrailConfig, TunerConfig, TunerMode, WeightBounds, WeightName, Weights } from "./config";
-export { percentile, summarizeWindow } from "./window";
+export type { EvaluationMode, GuardrailConfig, TrialConfig, TunerConfig, TunerConfigInput, TunerMode, WeightBounds, WeightName, Weights } from "./config";
+export { summarizeWindow } from "./window";
 export type { TunerSample, WindowSummary } from "./window";
+export { percentile, percentileOfSorted, quantileInterval } from "./stats/quantile";
+export type { QuantileInterval } from "./stats/quantile";
+export { randomizationTest } from "./stats/randomization";
+export type { RandomizationResult, RandomizationUnit } from "./stats/randomization";
+export { alphaForLook, alphaSpent } from "./stats/spending";
+export { armOf, hashUnit } from "./trial/arm";
+export type { Arm } from "./trial/arm";
+export { analyzeTrial } from "./trial/analysis";
+export type { ArmSummary, TrialAnalysis, TrialAnalysisOptions, TrialSample } from "./trial/analysis";
 export type { PrngState } from "./prng";

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { DEFAULT_BOUNDS } from "@meridian/tuner";
 import { test } from "node:test";
 import { bundledTracePath, loadTrace, type TraceRequest } from "@meridian/workload";
 import { buildSimRequests, compare, globalFleet, paperFleet, simulateFleet, spreadTicks, type FleetSpec, type SimRequest } from "./index";
@@ -89,8 +90,8 @@ test("the online tuner runs in virtual time and records a trajectory", async () 
   for (const point of report.trajectory) {
     assert.ok(point.atMs >= lastAt, "steps are in virtual-time order");
     lastAt = point.atMs;
-    assert.ok(point.weights.rtt >= 0.05 && point.weights.rtt <= 2);
-    assert.ok(point.weights.queue >= 0.05 && point.weights.queue <= 0.5);
+    assert.ok(point.weights.rtt >= DEFAULT_BOUNDS.rtt[0] && point.weights.rtt <= DEFAULT_BOUNDS.rtt[1]);
+    assert.ok(point.weights.queue >= DEFAULT_BOUNDS.queue[0] && point.weights.queue <= DEFAULT_BOUNDS.queue[1]);
   }
   // Versioned evaluation: each window is scored on samples routed under one config version, so the
   // LB published a new version per step.

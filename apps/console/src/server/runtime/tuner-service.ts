@@ -11,7 +11,7 @@
 //   weights other than the ones that routed it.
 // "running" = the ES is stepping (mode online and started). stop() freezes the incumbent (static).
 import { and, desc, eq, isNull } from "drizzle-orm";
-import { EsTuner, TunerInputError, type TunerConfig, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
+import { EsTuner, PAPER_BOUNDS, TunerInputError, type TunerConfig, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
 import { loadBalancers, tunerRuns, tunerSteps, type TunerRunRow } from "@meridian/db";
 import { invalid, notFound } from "../errors";
@@ -45,7 +45,8 @@ export function settingsOf(config: TunerConfig): TunerSettings {
     bounds: { rtt: [config.bounds.rtt[0], config.bounds.rtt[1]], queue: [config.bounds.queue[0], config.bounds.queue[1]] },
     window: config.window,
     hop: config.hop,
-    evaluation: config.evaluation,
+    // The console never creates "ab" tuners until the LBs split traffic into trial arms.
+    evaluation: config.evaluation === "ab" ? "versioned" : config.evaluation,
     guardrails: {
       enabled: config.guardrails.enabled,
       e2eRatio: config.guardrails.e2eTolerance,
@@ -153,7 +154,9 @@ export class TunerService {
         .values({ lbId, mode: running ? "online" : "static", running, settingsJson: "{}", startedAt: now, updatedAt: now })
         .returning()
         .get();
-      const patch = settings ? configPatch(settings) : {};
+      // Until the LBs split traffic into A/B trial arms (issue 10), the console keeps the evaluation,
+      // bounds and step size it has always run with; the tuner's own defaults assume trials.
+      const patch: Partial<TunerConfig> = settings ? configPatch(settings) : { evaluation: "versioned", bounds: PAPER_BOUNDS, sigma0: 0.5, sigmaMax: 2 };
       const bounds = (patch.bounds ?? { rtt: [0.05, 2.0], queue: [0.05, 0.5] }) as TunerSettings["bounds"];
       // Weights from an older configuration may sit outside the bounds: start from the nearest legal point.
       const initial = {
