@@ -53,13 +53,15 @@ test("A/A: when the weights change nothing, trials under drifting load accept at
 });
 
 test("on the drifting bowl, trials move a far start close to the optimum and never accept a worse incumbent by much", () => {
-  const start = { rtt: 0.2, queue: 0.05 };
-  assert.ok(bowlTtftMs(start) > 8 * bowlTtftMs(OPTIMUM));
+  const start = { rtt: 0.2, queue: 0.06 };
+  assert.ok(bowlTtftMs(start) > 7 * bowlTtftMs(OPTIMUM));
+  const finals: number[] = [];
   for (let seed = 1; seed <= 8; seed++) {
     const tuner = new EsTuner({ seed, trial: FAST }, start);
     const { steps } = driveTrials(tuner, driftingBowl, { seed: 80 + seed, samples: 6000 });
-    const final = bowlTtftMs(tuner.current().weights);
-    assert.ok(final <= 1.35 * bowlTtftMs(OPTIMUM), `seed ${seed}: ${JSON.stringify(tuner.current().weights)} gives ${final.toFixed(0)} ms`);
+    const final = bowlTtftMs(tuner.current().weights) / bowlTtftMs(OPTIMUM);
+    finals.push(final);
+    assert.ok(final <= 2, `seed ${seed}: ${JSON.stringify(tuner.current().weights)} is ${final.toFixed(2)}× the optimum`);
     let previous = bowlTtftMs(start);
     for (const step of steps.filter((s) => s.accepted)) {
       const now = bowlTtftMs(step.incumbent);
@@ -67,6 +69,8 @@ test("on the drifting bowl, trials move a far start close to the optimum and nev
       previous = now;
     }
   }
+  finals.sort((x, y) => x - y);
+  assert.ok(finals[3]! <= 1.25, `median over seeds ${finals[3]!.toFixed(2)}× the optimum`);
 });
 
 test("every decided trial reports both arms' p95 with intervals, the p-value, the look's α and a readable reason", () => {

@@ -11,7 +11,7 @@
 
 import { absoluteGuardrail, candidateVerdict, violatesLess, type GuardrailVerdict, type IncumbentStanding, type Measurement } from "./guardrails";
 import { nextUniform } from "./prng";
-import { adaptSigma, mutate, sigmaWhileViolating } from "./search";
+import { adaptSigma, logStep, mutate, negated, sigmaWhileViolating, stepped } from "./search";
 import { alphaForLook } from "./stats/spending";
 import type { IncumbentRecord, TrialDecision, TrialReport, TrialState, TunerState, TunerStep } from "./state";
 import { analyzeTrial, type ArmSummary, type TrialAnalysis, type TrialSample } from "./trial/analysis";
@@ -31,9 +31,12 @@ function hex32(s: TunerState): string {
 /** Starts a trial of a fresh candidate against the incumbent and publishes it through `current`. */
 export function startTrial(s: TunerState): void {
   s.trialsStarted++;
-  const candidate = mutate(s.incumbent.weights, s.sigma, s.config, s.prng);
+  const planned = s.planned !== null;
+  const candidate = s.planned !== null ? stepped(s.incumbent.weights, s.planned, s.config) : mutate(s.incumbent.weights, s.sigma, s.config, s.prng);
+  s.planned = null;
   const salt = hex32(s);
   const trial: TrialState = {
+    planned,
     id: `${s.trialsStarted}-${salt}`,
     salt,
     share: s.config.trial.share,
@@ -122,6 +125,12 @@ function decide(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
     const detail = guardrail === "share" ? `max fleet share ${a.candidate.maxShare.toFixed(2)} > ${rails.maxShare}` : `error rate ${(a.candidate.errorRate * 100).toFixed(1)} % > ${(rails.maxErrorRate * 100).toFixed(1)} %`;
     return { decision: "reject-guardrail", reason: `candidate arm breaks the ${guardrail} guardrail: ${detail}`, guardrail };
   }
+  // Weights that route (almost) every request as the incumbent does cannot be told apart from it
+  // however long the trial runs: stop, and spend the samples on the next candidate.
+  const lookEvery = s.config.trial.lookEvery;
+  if ((n >= lookEvery && a.triggeredSamples === 0) || (n >= 2 * lookEvery && a.triggeredSamples < 0.02 * n)) {
+    return { decision: "reject-futile", reason: `equivalent: ${a.triggeredSamples} of ${n} requests would have gone elsewhere under the other arm's weights`, guardrail };
+  }
   const { statistic, pBetter, pWorse } = a.p95;
   const lower = a.candidate.p95TtftMs !== null && a.incumbent.p95TtftMs !== null && a.candidate.p95TtftMs < a.incumbent.p95TtftMs;
   if (pBetter <= alphaAtLook && lower) {
@@ -129,7 +138,10 @@ function decide(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
     const e2e = `E2E p95 ${fmt(a.candidate.e2eP95Ms)} > ${(1 + rails.e2eTolerance).toFixed(2)} × ${fmt(a.incumbent.e2eP95Ms)}`;
     return { decision: "reject-guardrail", reason: `faster (p = ${fmtP(pBetter)}) but breaks the E2E guardrail: ${e2e}`, guardrail };
   }
-  if (statistic !== null && pWorse <= s.config.trial.futilityP) {
+  // Slower on the analysed (triggered) requests, and not faster over all of them: the triggered subset
+  // is chosen on the state each arm leaves behind (a session's cache sits where its arm put it), so
+  // alone it may disagree with the whole arm; a candidate is not called slower against its own p95.
+  if (statistic !== null && pWorse <= s.config.trial.futilityP && !lower) {
     return { decision: "reject-worse", reason: `${p95s}; slower with p = ${fmtP(pWorse)}`, guardrail };
   }
   if (n >= cap / 2 && (statistic === null || statistic <= 0)) {
@@ -166,6 +178,7 @@ function look(s: TunerState, trial: TrialState): TunerStep | null {
     permutations: config.permutations,
     confidence: config.confidence,
     cuped: config.cuped,
+    triggeredOnly: config.triggeredOnly,
     uniform: () => nextUniform(s.prng),
     peerReplicaCounts: trial.peerCounts,
   });
@@ -179,6 +192,7 @@ function look(s: TunerState, trial: TrialState): TunerStep | null {
 function finish(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook: number, verdict: Verdict): TunerStep {
   s.step++;
   const sigmaBefore = s.sigma;
+  const previousIncumbent = { ...s.incumbent.weights };
   const accepted = verdict.decision === "accept" || verdict.decision === "accept-climb-out";
   // Both arms were measured in the same period, so the incumbent's record is refreshed either way.
   s.incumbent = accepted ? recordOf(trial.candidate, a.candidate, s) : recordOf(s.incumbent.weights, a.incumbent, s);
@@ -194,6 +208,17 @@ function finish(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
   // A/B trials keep running after σ reaches its floor: the tuner tracks a fleet whose load moves.
   s.converged = s.sigma <= s.config.sigmaMin && s.incumbent.guardrail === "pass";
   s.sigma = Math.max(s.sigma, s.config.sigmaMin);
+
+  // A drawn loser that looked no better is mirrored once; a winner's step is repeated (and repeated
+  // again while it keeps winning). A planned candidate that loses is followed by a fresh draw.
+  const move = logStep(previousIncumbent, trial.candidate);
+  const lookedWorse = a.p95.statistic === null || a.p95.statistic <= 0;
+  s.planned =
+    accepted && s.config.trial.repeatSuccess
+      ? move
+      : !accepted && trial.planned !== true && lookedWorse && s.config.trial.mirroredSampling
+        ? negated(move)
+        : null;
 
   const report: TrialReport = {
     id: trial.id,

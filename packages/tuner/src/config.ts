@@ -40,6 +40,12 @@ export interface TrialConfig {
   confidence: number;
   /** CUPED-adjust the exceedance indicator on log prompt tokens. */
   cuped: boolean;
+  /** Decide on triggered samples only (those the other arm's weights would have routed elsewhere). */
+  triggeredOnly: boolean;
+  /** After a losing candidate, try its mirror image next (search.ts). */
+  mirroredSampling: boolean;
+  /** After a winning candidate, try the same step again from the new incumbent (search.ts). */
+  repeatSuccess: boolean;
 }
 
 export interface GuardrailConfig {
@@ -63,10 +69,11 @@ export interface TunerConfig {
   /** `ab` mode: the trials. */
   trial: TrialConfig;
   bounds: WeightBounds;
+  /** Initial step size in log space. Default: a quarter of the bounds' log-width (sigmaForBounds). */
   sigma0: number;
   /** σ below this means converged. */
   sigmaMin: number;
-  /** Upper limit on σ. Beyond the log-width of the bounds a larger σ only produces clipped corners. */
+  /** Upper limit on σ. Default: half the bounds' log-width; beyond that a larger σ only produces clipped corners. */
   sigmaMax: number;
   /** Outcomes the 1/5 rule looks back over. */
   successHistory: number;
@@ -81,16 +88,33 @@ export interface TunerConfig {
 }
 
 /**
- * Wide enough for every regime measured so far (README.md, "Bounds"). GORGO's own [0.05, 2] ×
+ * GORGO's lower bounds, upper bounds opened wide (README.md, "Bounds"). The paper's [0.05, 2] ×
  * [0.05, 0.5] caps W_rtt/W_queue at 40, and the short-prompt optimum sits at a ratio near 100. The
  * weights convert RTT milliseconds and queued tokens into prefill tokens, so W_rtt ≈ a replica's
  * prefill rate in tokens/ms (1–100 on current hardware) and W_queue ≈ 1 when queued tokens cost what
- * one's own prefill does: each range spans those values with two decades to spare.
+ * one's own prefill does: the upper bounds cover those values. The floor of W_queue stays at the
+ * paper's 0.05: below it the cost goes blind to load (GORGO Appendix D's reward hack), and a concurrent
+ * trial cannot see the harm, because a load-blind arm free-rides on the other arm's balancing
+ * (measured: weights at W_queue 0.0013 won their trial and then gave 15 s p95 TTFT alone).
  */
-export const DEFAULT_BOUNDS: WeightBounds = { rtt: [0.01, 100], queue: [0.001, 10] };
+export const DEFAULT_BOUNDS: WeightBounds = { rtt: [0.05, 100], queue: [0.05, 10] };
 /** GORGO's published bounds, for reproducing the paper (`meridian-sim tune --paper-bounds`). */
 export const PAPER_BOUNDS: WeightBounds = { rtt: [0.05, 2.0], queue: [0.05, 0.5] };
 export const DEFAULT_INITIAL_WEIGHTS: Weights = { rtt: 0.5, queue: 0.1 };
+
+/**
+ * Step sizes that scale with the search box: σ0 = ¼ and σmax = ½ of the larger log-width
+ * ln(hi/lo). Where in the box the optimum lies is not known in advance, and evolution strategies
+ * start with σ at a fifth to a third of the range for that case (CMA-ES's guidance is 0.3×), so the
+ * first candidates can reach across the box; the 1/5 rule shrinks σ once trials find it too long.
+ * Measured on the short-prompt regime: σ0 = 0.6, 1.0 and 1.5 left the tuner 1.2–2.2× the optimum
+ * after half the trace, where σ0 ≈ 2.3–3.2 reached it (packages/tuner/README.md).
+ */
+export function sigmaForBounds(bounds: WeightBounds): { sigma0: number; sigmaMax: number } {
+  const width = Math.max(...WEIGHT_NAMES.map((name) => Math.log(bounds[name][1] / bounds[name][0])));
+  const sigma0 = Math.max(0.25 * width, 0.1);
+  return { sigma0, sigmaMax: Math.max(0.5 * width, sigma0) };
+}
 
 export const DEFAULT_GUARDRAILS: GuardrailConfig = {
   enabled: true,
@@ -109,6 +133,9 @@ export const DEFAULT_TRIAL: TrialConfig = {
   permutations: 999,
   confidence: 0.95,
   cuped: true,
+  triggeredOnly: true,
+  mirroredSampling: true,
+  repeatSuccess: true,
 };
 
 export const DEFAULT_TUNER_CONFIG: Omit<TunerConfig, "seed"> = {
@@ -118,10 +145,8 @@ export const DEFAULT_TUNER_CONFIG: Omit<TunerConfig, "seed"> = {
   hop: 32,
   trial: DEFAULT_TRIAL,
   bounds: DEFAULT_BOUNDS,
-  // About an eighth of the bounds' log-width: the first candidates move a weight by a factor of e.
-  sigma0: 1,
+  ...sigmaForBounds(DEFAULT_BOUNDS),
   sigmaMin: 0.05,
-  sigmaMax: 3,
   successHistory: 8,
   targetSuccessRate: 0.2,
   sigmaFactor: 0.817,
@@ -235,8 +260,11 @@ export type TunerConfigInput = Partial<Omit<TunerConfig, "trial">> & { seed: num
 /** Merges `partial` over the defaults and validates every field. */
 export function resolveConfig(partial: TunerConfigInput): TunerConfig {
   const input = requireObject("config", partial) as Partial<TunerConfig>;
+  const bounds = input.bounds ?? DEFAULT_BOUNDS;
   const merged: TunerConfig = {
     ...DEFAULT_TUNER_CONFIG,
+    // σ follows the bounds unless the caller sets it (validated below, before it is used).
+    ...(Array.isArray(bounds?.rtt) && Array.isArray(bounds?.queue) && bounds.rtt[0] > 0 && bounds.queue[0] > 0 ? sigmaForBounds(bounds) : {}),
     ...input,
     seed: input.seed as number,
     guardrails: { ...DEFAULT_GUARDRAILS, ...(input.guardrails ?? {}) },
@@ -292,4 +320,7 @@ function validateTrial(trial: TrialConfig): void {
   requireInteger("trial.permutations", trial.permutations, 1);
   requireOpenFraction("trial.confidence", trial.confidence);
   if (typeof trial.cuped !== "boolean") throw new TunerInputError("trial.cuped", `expected a boolean, received ${describe(trial.cuped)}`);
+  if (typeof trial.repeatSuccess !== "boolean") throw new TunerInputError("trial.repeatSuccess", `expected a boolean, received ${describe(trial.repeatSuccess)}`);
+  if (typeof trial.mirroredSampling !== "boolean") throw new TunerInputError("trial.mirroredSampling", `expected a boolean, received ${describe(trial.mirroredSampling)}`);
+  if (typeof trial.triggeredOnly !== "boolean") throw new TunerInputError("trial.triggeredOnly", `expected a boolean, received ${describe(trial.triggeredOnly)}`);
 }

@@ -59,6 +59,7 @@ export class EsTuner {
       samplesSinceEvaluation: 0,
       trial: null,
       trialsStarted: 0,
+      planned: null,
       outcomes: [],
       candidatesSinceRemeasure: 0,
       trajectory: [],

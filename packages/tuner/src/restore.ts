@@ -29,6 +29,7 @@ export function migrateState(state: Record<string, unknown>): { state: TunerStat
     window: wasVersioned ? [] : ((state.window as TunerState["window"]) ?? []),
     trial: null,
     trialsStarted: 0,
+    planned: null,
   } as TunerState;
   // A /1 state marked its pending measurement with role candidate/remeasure; ab mode starts a trial instead.
   return { state: migrated, startTrial: wasVersioned && state.mode === "online" };
@@ -65,6 +66,7 @@ export function validateRestoredState(restored: TunerState, pendingTrial: boolea
   restored.current.trial ??= null;
   restored.trial ??= null;
   restored.trialsStarted ??= 0;
+  restored.planned ??= null;
   if (restored.trial !== null) {
     const trial = restored.trial;
     if (typeof trial.id !== "string" || typeof trial.salt !== "string" || !Array.isArray(trial.samples)) {

@@ -18,6 +18,32 @@ export function mutate(incumbent: Weights, sigma: number, config: TunerConfig, p
   return next;
 }
 
+/**
+ * Mirrored sampling (Brockhoff et al., "Mirrored sampling and sequential selection for evolution
+ * strategies", PPSN 2010): after a candidate incumbent·exp(σz) loses, try incumbent·exp(−σz) next.
+ * On a landscape that is locally a slope, the opposite step of a loser is more likely a winner than a
+ * fresh random one, which matters when every candidate costs a trial of hundreds of requests. For
+ * the same reason a winning step is tried once more from the new incumbent (a pattern-search move):
+ * on a long slope, the direction that just won is the best guess for the next win.
+ */
+export function stepped(incumbent: Weights, step: Weights, config: TunerConfig): Weights {
+  const next = {} as Weights;
+  for (const name of WEIGHT_NAMES) {
+    const [lo, hi] = config.bounds[name];
+    next[name] = Math.min(Math.max(incumbent[name] * Math.exp(step[name]), lo), hi);
+  }
+  return next;
+}
+
+export function negated(step: Weights): Weights {
+  return { rtt: -step.rtt, queue: -step.queue };
+}
+
+/** The log-space step from `from` to `to`. */
+export function logStep(from: Weights, to: Weights): Weights {
+  return { rtt: Math.log(to.rtt / from.rtt), queue: Math.log(to.queue / from.queue) };
+}
+
 /** Rechenberg's 1/5 rule over the last `successHistory` candidate outcomes; returns the new σ. */
 export function adaptSigma(outcomes: boolean[], success: boolean, sigma: number, config: TunerConfig): number {
   outcomes.push(success);

@@ -130,6 +130,8 @@ export interface IncumbentRecord {
 }
 
 export interface TrialState {
+  /** The candidate was planned (a mirrored loser or a repeated winner), not drawn. */
+  planned?: boolean;
   id: string;
   salt: string;
   share: number;
@@ -168,6 +170,8 @@ export interface TunerState {
   trial: TrialState | null;
   /** ab: trials started so far (part of each trial id). */
   trialsStarted: number;
+  /** ab: the log-space step the next candidate takes from the incumbent (a mirrored loser or a repeated winner, search.ts); null: a fresh draw. */
+  planned: Weights | null;
   /** Recent candidate outcomes for the 1/5 rule (true = accepted), oldest first. */
   outcomes: boolean[];
   candidatesSinceRemeasure: number;

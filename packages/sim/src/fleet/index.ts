@@ -7,3 +7,5 @@ export * from "./summary";
 export * from "./workload";
 export * from "./simulator";
 export * from "./experiments";
+export * from "./regimes";
+export * from "./grid";

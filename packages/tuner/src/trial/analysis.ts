@@ -72,6 +72,8 @@ export interface TrialAnalysisOptions {
   /** Coverage of each arm's p95 interval (display and guardrail context). */
   confidence: number;
   cuped: boolean;
+  /** Leave out samples marked untriggered (default true). */
+  triggeredOnly?: boolean;
   uniform: () => number;
   /** Requests peer LBs sent to each replica during the trial. */
   peerReplicaCounts?: Readonly<Record<string, number>>;
@@ -180,7 +182,7 @@ export function analyzeTrial(samples: readonly TrialSample[], options: TrialAnal
   const threshold = percentileOfSorted(pooled, Q) ?? Infinity;
 
   // Exceedance indicators of the analysed (triggered) samples; null marks a sample left out.
-  const analysed = samples.map((s) => s.triggered !== false);
+  const analysed = samples.map((s) => options.triggeredOnly === false || s.triggered !== false);
   // A request with no first token exceeds any threshold, including an infinite one (when over 5 % had
   // none). A latency equal to the threshold counts half, the usual tie correction of a quantile test:
   // with coarse or repeated latencies the p95 sample itself would otherwise count for neither side.
