@@ -1,11 +1,15 @@
-// Starts the console's server services once per Next server process: migrations, users from env,
-// the demo topology (MERIDIAN_DEMO=1), HealthMonitor, ConfigPublisher, TelemetryHub, TunerService.
+// Starts the console's server services once per Next server process: the peer-address stamp
+// (src/server/auth/peer-address.ts), migrations, users from env, the demo topology
+// (MERIDIAN_DEMO=1), HealthMonitor, ConfigPublisher, TelemetryHub, TunerService.
 // Skipped in the edge runtime and during `next build`; the runtime itself lives on globalThis, so a
 // second register() (HMR, another bundle) finds it already started. Its timers are unref'd, so the
 // server's own SIGTERM handling ends the process.
 export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
   if (process.env.NEXT_PHASE === "phase-production-build") return;
+  // Before the first request: route handlers learn each request's TCP peer from this stamp.
+  const { installPeerAddressStamp } = await import("./src/server/auth/peer-address");
+  installPeerAddressStamp();
   const { getRuntime } = await import("./src/server/runtime/global");
   getRuntime({ start: true });
 }

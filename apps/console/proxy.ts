@@ -6,10 +6,15 @@ import { NextResponse, type NextRequest } from "next/server";
 const SESSION_COOKIE = "meridian_session";
 /** Paths that answer without a session (each checks what it needs itself). */
 const PUBLIC_PATHS = new Set(["/login", "/api/auth/login", "/api/auth/logout", "/api/health", "/api/entrypoints"]);
+/** tRPC checks the session per procedure (auth.me needs none) and audits each 401 with the client's
+ * address, which this gate cannot do (it has no database). */
+const PUBLIC_PREFIXES = ["/api/trpc/"];
 
 export function proxy(request: NextRequest): NextResponse {
   const { pathname, search } = request.nextUrl;
-  if (PUBLIC_PATHS.has(pathname) || request.cookies.has(SESSION_COOKIE)) return NextResponse.next();
+  if (PUBLIC_PATHS.has(pathname) || PUBLIC_PREFIXES.some((prefix) => pathname.startsWith(prefix)) || request.cookies.has(SESSION_COOKIE)) {
+    return NextResponse.next();
+  }
   if (pathname.startsWith("/api/")) {
     return NextResponse.json({ error: { message: "log in to use the console" } }, { status: 401 });
   }

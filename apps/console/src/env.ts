@@ -4,6 +4,7 @@
 import { existsSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
+import { parseTrustedProxies } from "./server/auth/trusted-proxies";
 
 const flag = z
   .enum(["0", "1", "true", "false", "yes", "no", ""])
@@ -28,6 +29,25 @@ const EnvSchema = z.object({
   MERIDIAN_FAILOVER_AFTER: z.coerce.number().int().min(1).default(3),
   MERIDIAN_AUTO_FAILOVER: flag.default(true),
   MERIDIAN_SESSION_TTL_HOURS: z.coerce.number().positive().default(12),
+  /** Reverse proxies whose X-Forwarded-For/-Host/-Proto are believed: IPs, CIDR blocks, "loopback".
+   * Empty: none (the socket's peer is the client; the Host header names the console). */
+  MERIDIAN_TRUSTED_PROXIES: z
+    .string()
+    .default("")
+    .transform((text, ctx) => {
+      try {
+        return parseTrustedProxies(text);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
+  /** The URL browsers use to reach the console; when set, a mutation's Origin must be exactly its
+   * origin (and the session cookie is Secure when it is https). */
+  MERIDIAN_PUBLIC_URL: z
+    .url({ protocol: /^https?$/, error: "MERIDIAN_PUBLIC_URL must be an http or https URL, e.g. https://console.example.com" })
+    .transform((text) => new URL(text).origin)
+    .optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
@@ -45,9 +65,9 @@ export function findRepoRoot(from: string = process.cwd()): string {
 
 let cached: ConsoleEnv | undefined;
 
-export function getEnv(): ConsoleEnv {
-  if (cached) return cached;
-  const result = EnvSchema.safeParse(process.env);
+/** Validates an environment; throws one Error listing every problem. Exported for tests. */
+export function parseConsoleEnv(source: Record<string, string | undefined>): ConsoleEnv {
+  const result = EnvSchema.safeParse(source);
   if (!result.success) {
     const problems = result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ");
     throw new Error(`invalid console environment: ${problems}`);
@@ -56,6 +76,10 @@ export function getEnv(): ConsoleEnv {
   const dbPath = isAbsolute(result.data.MERIDIAN_DB_PATH)
     ? result.data.MERIDIAN_DB_PATH
     : join(/*turbopackIgnore: true*/ repoRoot, result.data.MERIDIAN_DB_PATH);
-  cached = { ...result.data, repoRoot, dbPath };
+  return { ...result.data, repoRoot, dbPath };
+}
+
+export function getEnv(): ConsoleEnv {
+  cached ??= parseConsoleEnv(process.env);
   return cached;
 }

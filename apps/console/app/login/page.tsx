@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import { redirect } from "next/navigation";
 import { LoginForm } from "../../src/components/login-form";
+import { safeNextPath } from "../../src/lib/safe-redirect";
 import { getSessionUser } from "../../src/server/auth/session";
 
 export const metadata: Metadata = { title: "Log in" };
@@ -13,7 +14,7 @@ export default async function LoginPage({ searchParams }: { searchParams: Promis
       <div className="login-card">
         <div className="brand login-brand"><span className="brand-mark">◆</span> Meridian</div>
         <p className="muted">Inference traffic console</p>
-        <LoginForm next={typeof next === "string" ? next : "/"} />
+        <LoginForm next={safeNextPath(typeof next === "string" ? next : "/")} />
       </div>
     </div>
   );

@@ -1,5 +1,6 @@
 "use client";
 import { useState, type FormEvent } from "react";
+import { safeNextPath } from "../lib/safe-redirect";
 
 /** Turns the login endpoint's failure into words; 429 means the rate limiter, not a bad password. */
 async function loginFailureMessage(res: Response): Promise<string> {
@@ -39,9 +40,9 @@ export function LoginForm({ next }: { next: string }) {
         setError(await loginFailureMessage(res));
         return;
       }
-      // Only same-site paths: an open redirect on the login page would be a phishing aid.
-      const target = next.startsWith("/") && !next.startsWith("//") ? next : "/";
-      window.location.assign(target);
+      // Checked again here, as parsed by the browser's own URL parser: an open redirect on the login
+      // page would be a phishing aid (lib/safe-redirect.ts).
+      window.location.assign(safeNextPath(next));
     } catch (err) {
       setError(`Network error: ${(err as Error).message}`);
     } finally {

@@ -1,4 +1,5 @@
-// Helpers for the route handlers (app/api/**): JSON responses, client IP, bearer tokens.
+// Helpers for the route handlers (app/api/**): JSON responses, domain errors, bearer tokens. The
+// client's address and the request's scheme are judged in auth/client-address.ts.
 import { timingSafeEqual, createHash } from "node:crypto";
 import { DomainError } from "./errors";
 
@@ -13,18 +14,11 @@ export function jsonError(status: number, message: string, headers: Record<strin
   return json({ error: { message } }, status, headers);
 }
 
-const STATUS: Record<DomainError["kind"], number> = { "not-found": 404, conflict: 409, invalid: 400, precondition: 412, unavailable: 503 };
+const STATUS: Record<DomainError["kind"], number> = { "not-found": 404, conflict: 409, invalid: 400, precondition: 412, busy: 429 };
 
 export function domainErrorResponse(error: unknown): Response {
   if (error instanceof DomainError) return jsonError(STATUS[error.kind], error.message);
   throw error;
-}
-
-/** The client's address as the nearest proxy (Next's server) reports it. */
-export function clientIp(req: Request): string {
-  const forwarded = req.headers.get("x-forwarded-for");
-  if (forwarded) return forwarded.split(",")[0]!.trim();
-  return req.headers.get("x-real-ip") ?? "unknown";
 }
 
 /** Constant-time bearer token check (hashing first makes the lengths equal). */
@@ -35,8 +29,4 @@ export function hasBearer(req: Request, expected: string): boolean {
   const a = createHash("sha256").update(match[1]!.trim()).digest();
   const b = createHash("sha256").update(expected).digest();
   return timingSafeEqual(a, b);
-}
-
-export function isSecureRequest(req: Request): boolean {
-  return new URL(req.url).protocol === "https:" || req.headers.get("x-forwarded-proto") === "https";
 }

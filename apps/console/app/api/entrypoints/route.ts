@@ -1,8 +1,9 @@
 // GET /api/entrypoints: {"<region>": "http://lb-url"} for replay clients. Accepts the machine bearer
 // token (MERIDIAN_LB_TOKEN) or a logged-in session.
 import "server-only";
-import { resolveSession, tokenFromCookieHeader } from "@/server/auth/session-store";
-import { hasBearer, json, jsonError } from "@/server/http";
+import { requireTokenOrSession } from "@/server/auth/api-access";
+import { requestSecurityFromEnv } from "@/server/auth/request-security";
+import { json } from "@/server/http";
 import { getRuntime } from "@/server/runtime/global";
 import { entrypointMap } from "@/server/services/lbs";
 
@@ -10,8 +11,8 @@ export const dynamic = "force-dynamic";
 
 export function GET(req: Request): Response {
   const rt = getRuntime({ start: true });
-  const authorised = hasBearer(req, rt.options.lbToken) || resolveSession(rt.db, tokenFromCookieHeader(req.headers.get("cookie"))) !== null;
-  if (!authorised) return jsonError(401, "a bearer token or a session is required");
+  const refused = requireTokenOrSession(rt, req, { security: requestSecurityFromEnv() });
+  if (refused) return refused;
   const map = Object.fromEntries(Object.entries(entrypointMap(rt)).map(([region, entry]) => [region, entry.url]));
   return json(map);
 }

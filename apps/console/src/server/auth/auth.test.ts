@@ -1,53 +1,15 @@
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
-import superjson from "superjson";
 import { sessions } from "@meridian/db";
 import { createHarness, type Harness } from "../testing/harness";
-import { handleTrpcRequest } from "../trpc/handler";
+import { CONSOLE_ORIGIN, consoleHeaders, cookieOf, loginRequest, trpcCall } from "../testing/console-requests";
 import { handleLogin, handleLogout } from "./login";
 import { hashPassword, verifyPassword } from "./password";
-import { LoginRateLimiter } from "./rate-limit";
+import { LoginThrottle } from "./rate-limit";
 import { createSession, resolveSession } from "./session-store";
 import { ensureUsers } from "./users";
 
-const ORIGIN = "http://console.test";
-
-function loginRequest(body: unknown, options: { origin?: string | null; form?: boolean; ip?: string } = {}): Request {
-  const headers = new Headers({ host: "console.test", "x-forwarded-for": options.ip ?? "10.0.0.1" });
-  if (options.origin !== null) headers.set("origin", options.origin ?? ORIGIN);
-  if (options.form) {
-    headers.set("content-type", "application/x-www-form-urlencoded");
-    return new Request(`${ORIGIN}/api/auth/login`, { method: "POST", headers, body: new URLSearchParams(body as Record<string, string>) });
-  }
-  headers.set("content-type", "application/json");
-  return new Request(`${ORIGIN}/api/auth/login`, { method: "POST", headers, body: JSON.stringify(body) });
-}
-
-function cookieOf(res: Response): string {
-  const setCookie = res.headers.get("set-cookie") ?? "";
-  return setCookie.split(";")[0]!;
-}
-
-async function trpc(h: Harness, path: string, input: unknown, options: { cookie?: string; mutation?: boolean; origin?: string | null } = {}) {
-  const headers = new Headers({ host: "console.test" });
-  if (options.cookie) headers.set("cookie", options.cookie);
-  if (options.origin !== null) headers.set("origin", options.origin ?? ORIGIN);
-  let req: Request;
-  if (options.mutation) {
-    headers.set("content-type", "application/json");
-    req = new Request(`${ORIGIN}/api/trpc/${path}`, { method: "POST", headers, body: JSON.stringify(superjson.serialize(input)) });
-  } else {
-    const query = input === undefined ? "" : `?input=${encodeURIComponent(JSON.stringify(superjson.serialize(input)))}`;
-    req = new Request(`${ORIGIN}/api/trpc/${path}${query}`, { headers });
-  }
-  const res = await handleTrpcRequest(h.rt, req);
-  const body = (await res.json()) as { result?: { data: unknown }; error?: { json: { message: string; data: { code: string } } } };
-  return {
-    status: res.status,
-    data: body.result ? superjson.deserialize(body.result.data as never) : undefined,
-    error: body.error?.json,
-  };
-}
+const trpc = (h: Harness, path: string, input: unknown, options: Parameters<typeof trpcCall>[3] = {}) => trpcCall(h.rt, path, input, options);
 
 describe("passwords and sessions", () => {
   test("scrypt hashes verify and never contain the password", () => {
@@ -57,19 +19,6 @@ describe("passwords and sessions", () => {
     assert.equal(verifyPassword("s3cret!", hash), true);
     assert.equal(verifyPassword("wrong", hash), false);
     assert.equal(verifyPassword("s3cret!", "garbage"), false);
-  });
-
-  test("the rate limiter counts failures per IP and username and resets on success", () => {
-    const limiter = new LoginRateLimiter(2, 60_000);
-    limiter.fail("ip", "admin", 0);
-    assert.equal(limiter.retryAfter("ip", "admin", 1), 0);
-    limiter.fail("ip", "admin", 1);
-    assert.equal(limiter.retryAfter("ip", "admin", 2), 60);
-    assert.equal(limiter.retryAfter("other-ip", "admin", 2), 0);
-    assert.equal(limiter.retryAfter("ip", "admin", 61_000), 0, "window slid past");
-    limiter.fail("ip", "viewer", 0);
-    limiter.succeed("ip", "viewer");
-    assert.equal(limiter.retryAfter("ip", "viewer", 1), 0);
   });
 });
 
@@ -84,7 +33,7 @@ describe("login, sessions and tRPC authorisation", () => {
   after(() => h.close());
 
   test("login sets an HttpOnly SameSite=Strict cookie; the token is stored hashed", async () => {
-    const res = await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }), new LoginRateLimiter());
+    const res = await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }), { throttle: new LoginThrottle() });
     assert.equal(res.status, 200);
     const setCookie = res.headers.get("set-cookie")!;
     assert.match(setCookie, /HttpOnly/);
@@ -96,25 +45,28 @@ describe("login, sessions and tRPC authorisation", () => {
     assert.equal(stored.length, 1);
     assert.notEqual(stored[0]!.tokenHash, token);
     assert.deepEqual(await res.json(), { ok: true, user: { username: "admin", role: "operator" } });
-    const form = await handleLogin(h.rt, loginRequest({ username: "viewer", password: "viewer-pass", next: "/replicas" }, { form: true }), new LoginRateLimiter());
+    const form = await handleLogin(h.rt, loginRequest({ username: "viewer", password: "viewer-pass", next: "/replicas" }, { form: true }), { throttle: new LoginThrottle() });
     assert.equal(form.status, 303);
     assert.equal(form.headers.get("location"), "/replicas");
     viewerCookie = cookieOf(form);
   });
 
   test("bad passwords get 401, then 429 after five failures; cross-origin logins are refused", async () => {
-    const limiter = new LoginRateLimiter(5, 60_000);
+    const limiter = { throttle: new LoginThrottle() };
     for (let i = 0; i < 5; i += 1) {
-      const res = await handleLogin(h.rt, loginRequest({ username: "admin", password: "nope" }, { ip: "10.9.9.9" }), limiter);
+      const res = await handleLogin(h.rt, loginRequest({ username: "admin", password: "nope" }, { peer: "10.9.9.9" }), limiter);
       assert.equal(res.status, 401);
     }
-    const limited = await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }, { ip: "10.9.9.9" }), limiter);
+    const limited = await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }, { peer: "10.9.9.9" }), limiter);
     assert.equal(limited.status, 429);
     assert.ok(Number(limited.headers.get("retry-after")) > 0);
     const crossOrigin = await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }, { origin: "http://evil.test" }), limiter);
     assert.equal(crossOrigin.status, 403);
-    const noOrigin = await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }, { origin: null }), limiter);
-    assert.equal(noOrigin.status, 403);
+    const browserWithoutOrigin = loginRequest({ username: "admin", password: "admin-pass" }, { origin: null, headers: { "sec-fetch-site": "cross-site" } });
+    assert.equal((await handleLogin(h.rt, browserWithoutOrigin, limiter)).status, 403);
+    // A script (curl) sends neither Origin nor Sec-Fetch-Site; login has no ambient credential to abuse.
+    const script = await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }, { origin: null, peer: "10.1.1.1" }), limiter);
+    assert.equal(script.status, 200);
   });
 
   test("auth.me answers for the session; queries need a session", async () => {
@@ -158,8 +110,8 @@ describe("login, sessions and tRPC authorisation", () => {
   });
 
   test("logout deletes the session; expired sessions resolve to nobody", async () => {
-    const headers = new Headers({ host: "console.test", origin: ORIGIN, cookie: viewerCookie });
-    const res = handleLogout(h.rt, new Request(`${ORIGIN}/api/auth/logout`, { method: "POST", headers }));
+    const headers = consoleHeaders({ cookie: viewerCookie });
+    const res = handleLogout(h.rt, new Request(`${CONSOLE_ORIGIN}/api/auth/logout`, { method: "POST", headers }));
     assert.equal(res.status, 200);
     assert.match(res.headers.get("set-cookie")!, /Max-Age=0/);
     assert.equal((await trpc(h, "auth.me", undefined, { cookie: viewerCookie })).data, null);

@@ -1,11 +1,16 @@
 // The login and logout flows behind /api/auth/*, as plain functions of a fetch Request so they can
 // be tested without Next.
 import { z } from "zod";
+import { safeNextPath } from "../../lib/safe-redirect";
+import { json, jsonError } from "../http";
 import type { ConsoleRuntime } from "../runtime/runtime";
 import { recordAudit } from "../services/audit";
-import { clientIp, isSecureRequest, json, jsonError } from "../http";
-import { isSameOrigin } from "./origin";
-import { LoginRateLimiter } from "./rate-limit";
+import { identifyClient, servedOverHttps } from "./client-address";
+import { checkOrigin } from "./origin-check";
+import { LoginThrottle } from "./rate-limit";
+import { recordRefusal, refuse } from "./refusal";
+import { DEFAULT_REQUEST_SECURITY, type RequestSecurity } from "./request-security";
+import { securityAuditor, type SecurityAuditor } from "./security-audit";
 import { clearedSessionCookie, createSession, deleteSession, resolveSession, sessionCookie, tokenFromCookieHeader } from "./session-store";
 import { checkCredentials } from "./users";
 
@@ -15,21 +20,30 @@ const Credentials = z.object({
   next: z.string().optional(),
 });
 
-const LIMITER_KEY = Symbol.for("meridian.console.login-limiter");
-/** One limiter per process (it must survive module re-evaluation like the runtime). */
-export function loginLimiter(): LoginRateLimiter {
-  const holder = globalThis as { [LIMITER_KEY]?: LoginRateLimiter };
-  holder[LIMITER_KEY] ??= new LoginRateLimiter(5, 60_000);
-  return holder[LIMITER_KEY];
+const THROTTLE_KEY = Symbol.for("meridian.console.login-throttle");
+/** One throttle per process (it must survive module re-evaluation like the runtime). */
+export function loginThrottle(): LoginThrottle {
+  const holder = globalThis as { [THROTTLE_KEY]?: LoginThrottle };
+  holder[THROTTLE_KEY] ??= new LoginThrottle();
+  return holder[THROTTLE_KEY];
 }
 
-/** Only same-site paths: an open redirect on the login form would be a phishing aid. */
-function safeNext(next: string | undefined): string {
-  return next && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/";
+export interface AuthRouteOptions {
+  security?: RequestSecurity;
+  throttle?: LoginThrottle;
+  auditor?: SecurityAuditor;
 }
 
-export async function handleLogin(rt: ConsoleRuntime, req: Request, limiter: LoginRateLimiter = loginLimiter()): Promise<Response> {
-  if (!isSameOrigin(req.headers)) return jsonError(403, "cross-origin login refused (the Origin header must match the console's host)");
+export async function handleLogin(rt: ConsoleRuntime, req: Request, options: AuthRouteOptions = {}): Promise<Response> {
+  const security = options.security ?? DEFAULT_REQUEST_SECURITY;
+  const throttle = options.throttle ?? loginThrottle();
+  const auditor = options.auditor ?? securityAuditor();
+  const client = identifyClient(req.headers, security);
+  const origin = checkOrigin(req.headers, client, security, { allowNonBrowser: true });
+  if (!origin.ok) {
+    const event = { action: "auth.denied", actor: "anonymous", target: "api:/api/auth/login", address: client.address, status: 403, reason: origin.reason } as const;
+    return refuse(rt, event, `cross-origin login refused: ${origin.reason}`, { auditor });
+  }
   const contentType = req.headers.get("content-type") ?? "";
   const isForm = contentType.includes("application/x-www-form-urlencoded") || contentType.includes("multipart/form-data");
   let raw: unknown;
@@ -40,34 +54,44 @@ export async function handleLogin(rt: ConsoleRuntime, req: Request, limiter: Log
   }
   const parsed = Credentials.safeParse(raw);
   if (!parsed.success) return jsonError(400, parsed.error.issues.map((i) => i.message).join("; "));
-  const { username, password, next } = parsed.data;
-  const ip = clientIp(req);
-  const wait = limiter.retryAfter(ip, username);
+  const { username, password } = parsed.data;
+  const next = safeNextPath(parsed.data.next);
+  const target = `user:${username}`;
+  const wait = throttle.retryAfter(client.address, username);
   if (wait > 0) {
-    return jsonError(429, `too many failed login attempts; try again in ${wait} s`, { "retry-after": String(wait) });
+    const event = { action: "auth.throttled", actor: "anonymous", target, address: client.address, status: 429, reason: `retry after ${wait} s` } as const;
+    return refuse(rt, event, `too many failed login attempts; try again in ${wait} s`, { headers: { "retry-after": String(wait) }, auditor });
   }
   const user = checkCredentials(rt.db, username, password);
-  const secure = isSecureRequest(req);
+  const secure = servedOverHttps(req.headers, client, security);
   if (!user) {
-    limiter.fail(ip, username);
-    if (isForm) return new Response(null, { status: 303, headers: { location: `/login?error=invalid&next=${encodeURIComponent(safeNext(next))}` } });
+    throttle.fail(client.address, username);
+    const event = { action: "auth.login.failed", actor: "anonymous", target, address: client.address, status: 401, reason: "invalid username or password" } as const;
+    recordRefusal(rt, event, auditor);
+    if (isForm) return new Response(null, { status: 303, headers: { location: `/login?error=invalid&next=${encodeURIComponent(next)}` } });
     return jsonError(401, "invalid username or password");
   }
-  limiter.succeed(ip, username);
+  throttle.succeed(client.address, username);
   const session = createSession(rt.db, user.id, rt.options.sessionTtlMs);
-  recordAudit(rt.db, { username: user.username, role: user.role }, "auth.login", `user:${user.username}`, null, { ip });
+  recordAudit(rt.db, { username: user.username, role: user.role }, "auth.login", `user:${user.username}`, null, { address: client.address });
   const cookie = sessionCookie(session.token, session.expiresAt, secure);
-  if (isForm) return new Response(null, { status: 303, headers: { location: safeNext(next), "set-cookie": cookie } });
+  if (isForm) return new Response(null, { status: 303, headers: { location: next, "set-cookie": cookie } });
   return json({ ok: true, user: { username: user.username, role: user.role } }, 200, { "set-cookie": cookie });
 }
 
-export function handleLogout(rt: ConsoleRuntime, req: Request): Response {
-  if (!isSameOrigin(req.headers)) return jsonError(403, "cross-origin logout refused");
+export function handleLogout(rt: ConsoleRuntime, req: Request, options: AuthRouteOptions = {}): Response {
+  const security = options.security ?? DEFAULT_REQUEST_SECURITY;
+  const client = identifyClient(req.headers, security);
   const token = tokenFromCookieHeader(req.headers.get("cookie"));
   const user = resolveSession(rt.db, token);
+  const origin = checkOrigin(req.headers, client, security);
+  if (!origin.ok) {
+    const event = { action: "auth.denied", actor: user?.username ?? "anonymous", target: "api:/api/auth/logout", address: client.address, status: 403, reason: origin.reason } as const;
+    return refuse(rt, event, `cross-origin logout refused: ${origin.reason}`, { auditor: options.auditor });
+  }
   deleteSession(rt.db, token);
-  if (user) recordAudit(rt.db, { username: user.username, role: user.role }, "auth.logout", `user:${user.username}`, null, null);
-  const cookie = clearedSessionCookie(isSecureRequest(req));
+  if (user) recordAudit(rt.db, { username: user.username, role: user.role }, "auth.logout", `user:${user.username}`, null, { address: client.address });
+  const cookie = clearedSessionCookie(servedOverHttps(req.headers, client, security));
   const accept = req.headers.get("accept") ?? "";
   if (accept.includes("text/html")) return new Response(null, { status: 303, headers: { location: "/login", "set-cookie": cookie } });
   return json({ ok: true }, 200, { "set-cookie": cookie });

@@ -41,12 +41,19 @@ export function deleteSession(db: Db, token: string | undefined | null): void {
   db.delete(sessions).where(eq(sessions.tokenHash, hashToken(token))).run();
 }
 
-/** The session token from a Cookie header. */
+/** The session token from a Cookie header; null when there is none or it is malformed. Our tokens
+ * are base64url, which needs no decoding; a value that does not decode ("%zz%") cannot be one, and
+ * is no session rather than a server error. */
 export function tokenFromCookieHeader(header: string | null): string | null {
   if (!header) return null;
   for (const part of header.split(";")) {
     const [name, ...rest] = part.trim().split("=");
-    if (name === SESSION_COOKIE) return decodeURIComponent(rest.join("="));
+    if (name !== SESSION_COOKIE) continue;
+    try {
+      return decodeURIComponent(rest.join("="));
+    } catch {
+      return null;
+    }
   }
   return null;
 }

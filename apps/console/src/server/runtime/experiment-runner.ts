@@ -8,7 +8,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { desc, eq } from "drizzle-orm";
 import { experiments } from "@meridian/db";
-import { DomainError, notFound } from "../errors";
+import { busy, notFound } from "../errors";
 
 /** Simulations are CPU-bound; more at once would starve the console and the live fleet. */
 const MAX_CONCURRENT = 2;
@@ -86,7 +86,7 @@ export class ExperimentRunner {
     const trace = this.traces().find((t) => t.id === params.traceId);
     if (!trace) throw notFound("trace", params.traceId);
     if (this.running.size >= MAX_CONCURRENT) {
-      throw new DomainError("unavailable", `${this.running.size} experiments are already running; wait for one to finish`);
+      throw busy(`${this.running.size} experiments are already running; wait for one to finish`);
     }
     const id = `exp-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
     this.rt.db

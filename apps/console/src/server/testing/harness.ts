@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Logger } from "pino";
 import { openDb } from "@meridian/db";
 import { findRepoRoot } from "../../env";
 import { ConsoleRuntime, type RuntimeOptions } from "../runtime/runtime";
@@ -16,7 +17,8 @@ export interface Harness {
   close(): void;
 }
 
-export function createHarness(options: Partial<RuntimeOptions> = {}): Harness {
+/** `log`: a logger to capture what the runtime logs (default: silent). */
+export function createHarness(options: Partial<RuntimeOptions> = {}, log?: Logger): Harness {
   const dir = mkdtempSync(join(tmpdir(), "meridian-console-"));
   const db = openDb(join(dir, "console.db"));
   const rt = new ConsoleRuntime(db, {
@@ -29,7 +31,7 @@ export function createHarness(options: Partial<RuntimeOptions> = {}): Harness {
     traceDirs: [],
     probeTimeoutMs: 1_000,
     ...options,
-  });
+  }, log);
   rt.migrate();
   return {
     rt,

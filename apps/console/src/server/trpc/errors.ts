@@ -7,7 +7,7 @@ const CODES: Record<DomainErrorKind, TRPC_ERROR_CODE_KEY> = {
   conflict: "CONFLICT",
   invalid: "BAD_REQUEST",
   precondition: "PRECONDITION_FAILED",
-  unavailable: "SERVICE_UNAVAILABLE",
+  busy: "TOO_MANY_REQUESTS",
 };
 
 export function toTRPCError(error: unknown): unknown {

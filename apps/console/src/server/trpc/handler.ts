@@ -1,23 +1,43 @@
 // The /api/trpc request handler as a plain function of a fetch Request (testable without Next).
-// Mutations (POST) must come from this console's own origin (CSRF defence).
+// Mutations (anything but GET) must come from this console's own origin (CSRF defence,
+// auth/origin-check.ts); refusals and errors are reported by report-error.ts.
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
-import { isSameOrigin } from "../auth/origin";
-import { jsonError } from "../http";
+import { identifyClient } from "../auth/client-address";
+import { checkOrigin } from "../auth/origin-check";
+import { refuse } from "../auth/refusal";
+import { DEFAULT_REQUEST_SECURITY, type RequestSecurity } from "../auth/request-security";
+import type { SecurityAuditor } from "../auth/security-audit";
 import type { ConsoleRuntime } from "../runtime/runtime";
 import { createTrpcContext } from "./context";
+import { reportTrpcError } from "./report-error";
 import { appRouter } from "./root";
 
-export function handleTrpcRequest(rt: ConsoleRuntime, req: Request, endpoint = "/api/trpc"): Promise<Response> | Response {
-  if (req.method !== "GET" && !isSameOrigin(req.headers)) {
-    return jsonError(403, "cross-origin request refused (the Origin header must match the console's host)");
+export interface TrpcRouteOptions {
+  endpoint?: string;
+  security?: RequestSecurity;
+  auditor?: SecurityAuditor;
+}
+
+export function handleTrpcRequest(rt: ConsoleRuntime, req: Request, options: TrpcRouteOptions = {}): Promise<Response> | Response {
+  const endpoint = options.endpoint ?? "/api/trpc";
+  const security = options.security ?? DEFAULT_REQUEST_SECURITY;
+  const client = identifyClient(req.headers, security);
+  const ctx = createTrpcContext(rt, req);
+  if (req.method !== "GET") {
+    const origin = checkOrigin(req.headers, client, security);
+    if (!origin.ok) {
+      const path = new URL(req.url).pathname.slice(endpoint.length + 1) || "?";
+      const event = { action: "auth.denied", actor: ctx.user?.username ?? "anonymous", target: `trpc:${path}`, address: client.address, status: 403, reason: origin.reason } as const;
+      return refuse(rt, event, `cross-origin request refused: ${origin.reason}`, { auditor: options.auditor });
+    }
   }
   return fetchRequestHandler({
     endpoint,
     req,
     router: appRouter,
-    createContext: () => createTrpcContext(rt, req),
+    createContext: () => ctx,
     onError({ error, path }) {
-      if (error.code === "INTERNAL_SERVER_ERROR") rt.log.error({ path, err: error.cause ?? error }, "tRPC procedure failed");
+      reportTrpcError(rt, { error, path, client, username: ctx.user?.username ?? null }, options.auditor);
     },
   });
 }

@@ -1,10 +1,11 @@
 // POST /api/auth/logout: ends the session and clears the cookie.
 import "server-only";
 import { handleLogout } from "@/server/auth/login";
+import { requestSecurityFromEnv } from "@/server/auth/request-security";
 import { getRuntime } from "@/server/runtime/global";
 
 export const dynamic = "force-dynamic";
 
 export function POST(req: Request): Response {
-  return handleLogout(getRuntime({ start: true }), req);
+  return handleLogout(getRuntime({ start: true }), req, { security: requestSecurityFromEnv() });
 }

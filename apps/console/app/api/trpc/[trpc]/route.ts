@@ -1,12 +1,13 @@
 // tRPC endpoint (GET queries, POST mutations); see src/server/trpc/handler.ts.
 import "server-only";
+import { requestSecurityFromEnv } from "@/server/auth/request-security";
 import { getRuntime } from "@/server/runtime/global";
 import { handleTrpcRequest } from "@/server/trpc/handler";
 
 export const dynamic = "force-dynamic";
 
 function handler(req: Request): Promise<Response> | Response {
-  return handleTrpcRequest(getRuntime({ start: true }), req);
+  return handleTrpcRequest(getRuntime({ start: true }), req, { security: requestSecurityFromEnv() });
 }
 
 export { handler as GET, handler as POST };

@@ -1,0 +1,24 @@
+import { strict as assert } from "node:assert";
+import { test } from "node:test";
+import { parseConsoleEnv } from "./env";
+
+const BASE = { MERIDIAN_LB_TOKEN: "token-123456" };
+
+test("MERIDIAN_TRUSTED_PROXIES: empty trusts no proxy; addresses, blocks and loopback parse; a bad entry is named", () => {
+  assert.equal(parseConsoleEnv(BASE).MERIDIAN_TRUSTED_PROXIES.isEmpty, true);
+  const proxies = parseConsoleEnv({ ...BASE, MERIDIAN_TRUSTED_PROXIES: "10.0.0.5, 172.16.0.0/12, loopback" }).MERIDIAN_TRUSTED_PROXIES;
+  assert.deepEqual([proxies.has("10.0.0.5"), proxies.has("172.20.1.1"), proxies.has("::1"), proxies.has("10.0.0.6")], [true, true, true, false]);
+  assert.throws(
+    () => parseConsoleEnv({ ...BASE, MERIDIAN_TRUSTED_PROXIES: "10.0.0.5, proxy.internal" }),
+    /invalid console environment: MERIDIAN_TRUSTED_PROXIES: "proxy\.internal" is not an IP address, a CIDR block \(10\.0\.0\.0\/8\) or "loopback"/,
+  );
+});
+
+test("MERIDIAN_PUBLIC_URL: reduced to its origin; only http and https", () => {
+  assert.equal(parseConsoleEnv(BASE).MERIDIAN_PUBLIC_URL, undefined);
+  assert.equal(parseConsoleEnv({ ...BASE, MERIDIAN_PUBLIC_URL: "https://Console.Example.com/meridian/" }).MERIDIAN_PUBLIC_URL, "https://console.example.com");
+  assert.equal(parseConsoleEnv({ ...BASE, MERIDIAN_PUBLIC_URL: "http://10.0.0.9:3000" }).MERIDIAN_PUBLIC_URL, "http://10.0.0.9:3000");
+  for (const bad of ["console.example.com", "ftp://console.example.com"]) {
+    assert.throws(() => parseConsoleEnv({ ...BASE, MERIDIAN_PUBLIC_URL: bad }), /MERIDIAN_PUBLIC_URL must be an http or https URL/);
+  }
+});

@@ -1,0 +1,26 @@
+// A refused request, answered and recorded the same way everywhere: a JSON error for the caller, a
+// warn line in the log (no stack: nothing failed), and a row in the audit log (security-audit.ts).
+import type { Logger } from "pino";
+import type { Db } from "@meridian/db";
+import { jsonError } from "../http";
+import { securityAuditor, type SecurityAuditor, type SecurityEvent } from "./security-audit";
+
+export interface RefusalSink {
+  db: Db;
+  log: Logger;
+}
+
+export function recordRefusal(sink: RefusalSink, event: SecurityEvent, auditor: SecurityAuditor = securityAuditor()): void {
+  auditor.record(sink.db, event);
+  sink.log.warn({ action: event.action, actor: event.actor, target: event.target, address: event.address, status: event.status, reason: event.reason }, "request refused");
+}
+
+export function refuse(
+  sink: RefusalSink,
+  event: SecurityEvent,
+  message: string,
+  options: { headers?: Record<string, string>; auditor?: SecurityAuditor } = {},
+): Response {
+  recordRefusal(sink, event, options.auditor);
+  return jsonError(event.status, message, options.headers);
+}

@@ -1,0 +1,139 @@
+// Issue 15 item 2 and issue 13 item 12: every kind of domain error reaches the operator as its 4xx
+// through the real tRPC handler, and is logged at info without a stack, never at error.
+import { strict as assert } from "node:assert";
+import { Writable } from "node:stream";
+import { after, before, describe, test } from "node:test";
+import pino from "pino";
+import { ensureUsers } from "../auth/users";
+import { handleLogin } from "../auth/login";
+import { LoginThrottle } from "../auth/rate-limit";
+import type * as ErrorsModule from "../errors";
+import { createHarness, type Harness } from "../testing/harness";
+import { cookieOf, loginRequest, trpcCall } from "../testing/console-requests";
+
+interface LogLine {
+  level: number;
+  msg: string;
+  path?: string;
+  status?: number;
+  err?: { stack?: string };
+}
+
+describe("domain errors through tRPC", () => {
+  let h: Harness;
+  let cookie = "";
+  const lines: LogLine[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split("\n")) if (line.trim()) lines.push(JSON.parse(line) as LogLine);
+      done();
+    },
+  });
+  const mutate = (path: string, input: unknown) => trpcCall(h.rt, path, input, { cookie, mutation: true });
+
+  before(async () => {
+    // A simulator that never finishes on its own, so two runs fill the runner (ExperimentRunner stops it).
+    h = createHarness({ simCommand: () => ({ command: process.execPath, args: ["-e", "setInterval(() => {}, 1000)"], cwd: process.cwd() }) }, pino({ level: "info" }, sink));
+    ensureUsers(h.rt.db, { adminPassword: "admin-pass" });
+    cookie = cookieOf(await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }), { throttle: new LoginThrottle() }));
+    assert.equal((await mutate("regions.create", { name: "us-ashburn" })).status, 200);
+    assert.equal((await mutate("lbs.create", { name: "lb-us", url: "http://127.0.0.1:1", region: "us-ashburn" })).status, 200);
+  });
+  after(() => {
+    h.rt.experiments.stop();
+    h.close();
+  });
+
+  const cases: { kind: string; path: string; input: unknown; status: number; code: string; message: RegExp }[] = [
+    { kind: "not-found", path: "lbs.failover", input: { id: "no-such-lb" }, status: 404, code: "NOT_FOUND", message: /^load balancer "no-such-lb" does not exist$/ },
+    { kind: "not-found", path: "lbs.failback", input: { id: "no-such-lb" }, status: 404, code: "NOT_FOUND", message: /does not exist/ },
+    {
+      kind: "not-found",
+      path: "experiments.run",
+      input: { traceId: "no-such-trace", timeScale: 1, policies: ["gorgo"] },
+      status: 404,
+      code: "NOT_FOUND",
+      message: /^trace "no-such-trace" does not exist$/,
+    },
+    { kind: "not-found", path: "experiments.save", input: { id: "no-such-run", name: "x" }, status: 404, code: "NOT_FOUND", message: /experiment "no-such-run"/ },
+    { kind: "not-found", path: "tuner.start", input: { lbId: "no-such-lb" }, status: 404, code: "NOT_FOUND", message: /does not exist/ },
+    { kind: "conflict", path: "regions.create", input: { name: "us-ashburn" }, status: 409, code: "CONFLICT", message: /already exists/ },
+    {
+      kind: "invalid",
+      path: "tuner.setManual",
+      input: { lbId: "lb-us", weights: { rtt: 5, queue: 0.1 } },
+      status: 400,
+      code: "BAD_REQUEST",
+      message: /^W_rtt 5 is outside the bounds \[0\.05, 2\]$/,
+    },
+    { kind: "invalid", path: "lbs.create", input: { name: "x", url: "ftp://x", region: "us-ashburn" }, status: 400, code: "BAD_REQUEST", message: /http or https/ },
+    { kind: "precondition", path: "lbs.failback", input: { id: "lb-us" }, status: 412, code: "PRECONDITION_FAILED", message: /is not failed over; nothing to fail back/ },
+    { kind: "precondition", path: "lbs.failover", input: { id: "lb-us" }, status: 412, code: "PRECONDITION_FAILED", message: /only healthy load balancer/ },
+    { kind: "precondition", path: "regions.delete", input: { id: "us-ashburn" }, status: 412, code: "PRECONDITION_FAILED", message: /still has 1 load balancer/ },
+  ];
+
+  for (const c of cases) {
+    test(`${c.kind}: ${c.path} answers ${c.status}`, async () => {
+      const res = await mutate(c.path, c.input);
+      assert.equal(res.status, c.status);
+      assert.equal(res.error?.data.code, c.code);
+      assert.match(res.error!.message, c.message);
+    });
+  }
+
+  test("busy: a third concurrent experiment answers 429 (try again later)", async () => {
+    const run = { traceId: "bundled", timeScale: 1, policies: ["gorgo"] };
+    assert.equal((await mutate("experiments.run", run)).status, 200);
+    assert.equal((await mutate("experiments.run", run)).status, 200);
+    const third = await mutate("experiments.run", run);
+    assert.equal(third.status, 429);
+    assert.equal(third.error?.data.code, "TOO_MANY_REQUESTS");
+    assert.match(third.error!.message, /2 experiments are already running; wait for one to finish/);
+  });
+
+  test("bad input is a 400 naming the field", async () => {
+    const res = await mutate("tuner.setManual", { lbId: "lb-us", weights: { rtt: -1, queue: 0.1 } });
+    assert.equal(res.status, 400);
+    assert.match(res.error!.message, /^weights\.rtt: weights must be positive numbers$/);
+  });
+
+  test("a domain error from another copy of errors.ts (Next bundles the runtime apart from the routers) keeps its status", async () => {
+    // A second module instance, as instrumentation.ts's bundle has: the bug behind the 500s in production.
+    const copy = (await import(new URL("../errors.ts?second-bundle", import.meta.url).href)) as typeof ErrorsModule;
+    const original = h.rt.failover.failback.bind(h.rt.failover);
+    h.rt.failover.failback = (lbId) => {
+      throw copy.precondition(`load balancer "${lbId}" is not failed over; nothing to fail back`);
+    };
+    try {
+      const res = await mutate("lbs.failback", { id: "lb-us" });
+      assert.equal(res.status, 412);
+      assert.equal(res.error?.data.code, "PRECONDITION_FAILED");
+    } finally {
+      h.rt.failover.failback = original;
+    }
+  });
+
+  test("domain errors are logged at info with path and status, never at error, never with a stack", async () => {
+    await mutate("lbs.failback", { id: "lb-us" });
+    const refusals = lines.filter((line) => line.msg === "tRPC request refused");
+    assert.ok(refusals.length >= cases.length + 2, `${refusals.length} info lines`);
+    assert.ok(refusals.every((line) => line.level === 30 && line.err === undefined));
+    assert.ok(refusals.some((line) => line.path === "lbs.failback" && line.status === 412));
+    assert.deepEqual(lines.filter((line) => line.level >= 50), []);
+  });
+
+  test("a bug is still a 500, logged at error with its stack", async () => {
+    const original = h.rt.failover.failback.bind(h.rt.failover);
+    h.rt.failover.failback = () => {
+      throw new TypeError("cannot read properties of undefined");
+    };
+    try {
+      assert.equal((await mutate("lbs.failback", { id: "lb-us" })).status, 500);
+    } finally {
+      h.rt.failover.failback = original;
+    }
+    const errors = lines.filter((line) => line.level === 50);
+    assert.equal(errors.length, 1);
+    assert.match(errors[0]!.err!.stack!, /TypeError: cannot read properties of undefined/);
+  });
+});

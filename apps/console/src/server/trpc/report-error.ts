@@ -1,0 +1,31 @@
+// What happens to a tRPC error after it is answered. A bug (INTERNAL_SERVER_ERROR) is logged at
+// error with its stack. 401 and 403 are refusals: logged at warn and written to the audit log with the
+// client's address (auth/security-audit.ts). Every other 4xx is an operator's mistake or a state the
+// operator must resolve (unknown id, bounds, "not failed over"): one info line, no stack.
+import type { TRPCError } from "@trpc/server";
+import { getHTTPStatusCodeFromError } from "@trpc/server/http";
+import type { Client } from "../auth/client-address";
+import { recordRefusal, type RefusalSink } from "../auth/refusal";
+import type { SecurityAuditor } from "../auth/security-audit";
+
+export interface TrpcErrorReport {
+  error: TRPCError;
+  path: string | undefined;
+  client: Client;
+  username: string | null;
+}
+
+export function reportTrpcError(sink: RefusalSink, report: TrpcErrorReport, auditor?: SecurityAuditor): void {
+  const { error, path, client } = report;
+  const status = getHTTPStatusCodeFromError(error);
+  if (error.code === "INTERNAL_SERVER_ERROR" || status >= 500) {
+    sink.log.error({ path, err: error.cause ?? error }, "tRPC procedure failed");
+    return;
+  }
+  if (status === 401 || status === 403) {
+    const event = { action: "auth.denied", actor: report.username ?? "anonymous", target: `trpc:${path ?? "?"}`, address: client.address, status, reason: error.message } as const;
+    recordRefusal(sink, event, auditor);
+    return;
+  }
+  sink.log.info({ path, code: error.code, status, message: error.message, address: client.address }, "tRPC request refused");
+}
