@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defineConfig } from "@playwright/test";
-import { BASE_URL, CONSOLE_PORT, DEMO_BASE_PORT, LB_TOKEN, OPERATOR, VIEWER } from "./e2e/env";
+import { AUTO_FAILBACK_AFTER_S, BASE_URL, CONSOLE_PORT, DEMO_BASE_PORT, LB_TOKEN, OPERATOR, VIEWER } from "./e2e/env";
 
 // Workers re-evaluate this file; the env var keeps one fresh database directory per run.
 process.env.MERIDIAN_E2E_DATA_DIR ??= mkdtempSync(join(tmpdir(), "meridian-e2e-"));
@@ -28,14 +28,7 @@ export default defineConfig({
     trace: "retain-on-failure",
     launchOptions: {
       executablePath: "/usr/bin/chromium",
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-      ],
+      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
     },
   },
   webServer: {
@@ -58,6 +51,8 @@ export default defineConfig({
       MERIDIAN_SKIP_BUILD: "1",
       // More demo traffic than the default, so tuner windows fill and shares settle in seconds.
       MERIDIAN_DEMO_RATE: "6",
+      // Shorter than the demo's 30 s, so 12-auto-failback.spec.ts waits less; still several probes.
+      MERIDIAN_AUTO_FAILBACK_AFTER_S: String(AUTO_FAILBACK_AFTER_S),
       LOG_LEVEL: "warn",
     },
   },

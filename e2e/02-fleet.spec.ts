@@ -17,10 +17,13 @@ test("the overview shows three regions whose replicas all carry traffic", async 
 
   // The demo load generator needs a few seconds before every replica has served a request.
   await expect
-    .poll(async () => {
-      const replicas = await trpcQuery<ReplicaRow[]>(page.request, "replicas.list");
-      return replicas.length > 0 && replicas.every((r) => r.share > 0);
-    }, { timeout: 60_000, intervals: [1000] })
+    .poll(
+      async () => {
+        const replicas = await trpcQuery<ReplicaRow[]>(page.request, "replicas.list");
+        return replicas.length > 0 && replicas.every((r) => r.share > 0);
+      },
+      { timeout: 60_000, intervals: [1000] },
+    )
     .toBe(true);
   await expect.poll(async () => Number((await page.getByTestId("stat-rps").textContent())?.replace(/,/g, "")), { timeout: 30_000 }).toBeGreaterThan(0);
   await expect(page.locator('[data-testid="chart-ttft"] .recharts-line').first()).toBeVisible();

@@ -19,7 +19,11 @@ test("a viewer sees every page without mutation controls", async ({ page }, test
 
   await page.goto("/lbs");
   await expect(page.locator('[data-testid^="lb-row-"]').first()).toBeVisible();
-  await expect(page.locator('[data-testid^="lb-failover-"], [data-testid^="lb-failback-"], [data-testid^="lb-policy-apply-"], [data-testid^="lb-delete-"], [data-testid="lb-add-toggle"]')).toHaveCount(0);
+  await expect(
+    page.locator(
+      '[data-testid^="lb-failover-"], [data-testid^="lb-failback-"], [data-testid^="lb-policy-apply-"], [data-testid^="lb-delete-"], [data-testid="lb-add-toggle"]',
+    ),
+  ).toHaveCount(0);
 
   await page.goto("/tuner");
   await expect(page.getByTestId("tuner-mode")).toBeVisible();
@@ -49,14 +53,17 @@ test("a viewer's direct tRPC mutations are FORBIDDEN", async ({ page }) => {
 
   // The same refusal from inside the page, with the browser's own headers and cookie.
   await page.goto("/replicas");
-  const fromBrowser = await page.evaluate(async ({ id, base }) => {
-    const res = await fetch(`${base}/api/trpc/tuner.start`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ json: { lbId: id } }),
-    });
-    return { status: res.status, body: (await res.json()) as { error?: { json?: { data?: { code?: string } } } } };
-  }, { id: lb.id, base: BASE_URL });
+  const fromBrowser = await page.evaluate(
+    async ({ id, base }) => {
+      const res = await fetch(`${base}/api/trpc/tuner.start`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ json: { lbId: id } }),
+      });
+      return { status: res.status, body: (await res.json()) as { error?: { json?: { data?: { code?: string } } } } };
+    },
+    { id: lb.id, base: BASE_URL },
+  );
   expect(fromBrowser.status).toBe(403);
   expect(fromBrowser.body.error?.json?.data?.code).toBe("FORBIDDEN");
 

@@ -12,3 +12,5 @@ export const BASE_URL = `http://127.0.0.1:${CONSOLE_PORT}`;
 export const OPERATOR = { username: "admin", password: "e2e-operator-pass-1" } as const;
 export const VIEWER = { username: "viewer", password: "e2e-viewer-pass-1" } as const;
 export const LB_TOKEN = "e2e-lb-token-0123456789";
+/** The console's automatic failback period in the e2e run (the demo default is 30 s). */
+export const AUTO_FAILBACK_AFTER_S = 10;

@@ -30,11 +30,7 @@ export async function trpcQuery<T>(request: APIRequestContext, path: string, inp
 }
 
 /** A tRPC mutation over HTTP, returning the status and error so tests can assert on refusals. */
-export async function trpcMutation<T>(
-  request: APIRequestContext,
-  path: string,
-  input: unknown,
-): Promise<{ status: number; data?: T; error?: TrpcErrorShape }> {
+export async function trpcMutation<T>(request: APIRequestContext, path: string, input: unknown): Promise<{ status: number; data?: T; error?: TrpcErrorShape }> {
   const res = await request.post(`/api/trpc/${path}`, {
     data: { json: input },
     // Mutations check Origin (CSRF); a browser sends it, so the test does too.
@@ -47,7 +43,11 @@ export async function trpcMutation<T>(
 export async function screenshot(page: Page, testInfo: TestInfo, name: string): Promise<void> {
   // Let charts lay out and the first live refetch land, so the image shows data rather than spinners.
   await page.waitForLoadState("networkidle").catch(() => undefined);
-  await page.locator('[data-testid="state-loading"]').first().waitFor({ state: "detached", timeout: 10_000 }).catch(() => undefined);
+  await page
+    .locator('[data-testid="state-loading"]')
+    .first()
+    .waitFor({ state: "detached", timeout: 10_000 })
+    .catch(() => undefined);
   const path = testInfo.outputPath(`${name}.png`);
   await page.screenshot({ path, fullPage: true });
   await testInfo.attach(name, { path, contentType: "image/png" });

@@ -1,7 +1,7 @@
 // demo-fleet: the demo fleet behind `npm start` — six simulated engines (two per region, SGLang and
 // vLLM dialects, network delays from the paper's RTT matrix), one meridian-proxy LB per region, and
 // the built-in multi-turn workload whose clients resolve their region's entrypoint from the console.
-// The console seeds the same topology into its DB (apps/console/src/server/demo/topology.ts).
+// The console seeds the same topology into its DB (apps/console/src/lib/demo-topology.ts).
 //
 // Run:   MERIDIAN_LB_TOKEN=... npx tsx scripts/demo-fleet.ts [--base-port 4100] [--console URL]
 //                                                          [--rate 3] [--no-load] [--state-dir DIR]
@@ -11,20 +11,35 @@
 //        MERIDIAN_DB_PATH (the LBs' state files go in demo-<base port>/ beside it; default data/),
 //        LOG_LEVEL (the LBs' log level, default warn).
 // Prints: one line per started engine and LB (with its PID), "demo fleet ready", a traffic line
-//         every 30 s; stops everything it started on SIGINT/SIGTERM (LBs by PID).
+//         every 30 s, and every exit and restart of an engine or LB.
+// Exits:  on SIGINT/SIGTERM, after stopping everything it started (by PID); with status 2 when the
+//         fleet cannot start (a port in use, a bad environment, an LB or engine that never stays up).
 // Ports:  engines BASE+1..BASE+6, LBs BASE+11..BASE+13.
-import { spawn, type ChildProcess } from "node:child_process";
+//
+// Decisions
+// - Every engine and LB is its own process (bins meridian-engine and meridian-proxy), kept running
+//   by the supervisor (scripts/lib/supervisor.ts): one that dies is restarted with backoff (0.5 s
+//   doubling to 30 s) on the same port, so a killed LB comes back and the console fails it back.
+//   Separate processes are also what lets an operator kill or freeze one replica to see failover.
+// - `<state dir>/<name>.pid` holds each process's PID (scripts/lib/pid-files.ts); a fleet that
+//   starts after one that was killed stops the leftovers it finds there first.
+import { createServer } from "node:net";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { LB_CONFIG_SCHEMA } from "@meridian/protocol";
-import { DEMO_ENGINE_PARAMS, startEngineServer, type EngineServer } from "@meridian/sim";
 import { startLoadGenerator, type LoadGenerator } from "@meridian/workload";
-import { DEMO_MODEL, DEMO_REGIONS, DEMO_RTT_MS, demoTopology } from "../apps/console/src/server/demo/topology";
+import { DEMO_MODEL, DEMO_REGIONS, DEMO_RTT_MS, demoTopology } from "../apps/console/src/lib/demo-topology";
+import { removePidFile, stopLeftovers, writePidFile } from "./lib/pid-files";
+import { DEFAULT_RESTART_POLICY, Supervisor, type ChildSpec } from "./lib/supervisor";
 
 const root = resolve(fileURLToPath(import.meta.url), "..", "..");
+const ENGINE_BIN = join(root, "packages", "sim", "bin", "meridian-engine.mjs");
+const PROXY_BIN = join(root, "packages", "proxy", "bin", "meridian-proxy.mjs");
+/** Exit status when the fleet cannot start; start.mjs does not retry it. */
+const SETUP_FAILED = 2;
 
 const EnvSchema = z.object({
   MERIDIAN_LB_TOKEN: z.string().min(8, { error: "MERIDIAN_LB_TOKEN must be set (at least 8 characters)" }),
@@ -41,6 +56,33 @@ function log(message: string): void {
   process.stdout.write(`[demo-fleet] ${message}\n`);
 }
 
+class SetupError extends Error {}
+
+/** Resolves when nothing listens on host:port (so this fleet can take it). */
+function portIsFree(host: string, port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const probe = createServer();
+    probe.once("error", () => done(false));
+    probe.listen(port, host, () => probe.close(() => done(true)));
+  });
+}
+
+/** Polls GET url until it answers 2xx; false after timeoutMs. */
+async function answers(url: string, timeoutMs: number, stopped: () => boolean): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && !stopped()) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+      await res.body?.cancel();
+      if (res.ok) return true;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -52,7 +94,9 @@ async function main(): Promise<void> {
     },
     strict: true,
   });
-  const env = EnvSchema.parse(process.env);
+  const parsedEnv = EnvSchema.safeParse(process.env);
+  if (!parsedEnv.success) throw new SetupError(parsedEnv.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
+  const env = parsedEnv.data;
   const basePort = values["base-port"] ? Number(values["base-port"]) : env.MERIDIAN_DEMO_BASE_PORT;
   const consoleUrl = (values.console ?? env.MERIDIAN_CONSOLE_URL).replace(/\/+$/, "");
   const rate = values.rate ? Number(values.rate) : env.MERIDIAN_DEMO_RATE;
@@ -61,60 +105,76 @@ async function main(): Promise<void> {
   mkdirSync(stateDir, { recursive: true });
   const topology = demoTopology(basePort);
 
-  const engines: EngineServer[] = [];
-  const proxies = new Map<string, ChildProcess>();
+  for (const leftover of await stopLeftovers(stateDir)) log(`stopped ${leftover.name} (pid ${leftover.pid}) left running by an earlier demo fleet`);
+  const ports = [...topology.engines.map((e) => e.port), ...topology.lbs.map((l) => l.port)];
+  const busy: number[] = [];
+  for (const port of ports) if (!(await portIsFree(topology.host, port))) busy.push(port);
+  if (busy.length > 0) {
+    throw new SetupError(
+      `port${busy.length > 1 ? "s" : ""} ${busy.join(", ")} on ${topology.host} already in use; choose other ports with MERIDIAN_DEMO_BASE_PORT`,
+    );
+  }
+
   let generator: LoadGenerator | null = null;
   let stopping = false;
+  const markers = new Map<string, string>();
+  const supervisor = new Supervisor(DEFAULT_RESTART_POLICY, (event) => {
+    if (stopping) return;
+    switch (event.kind) {
+      case "started":
+        writePidFile(stateDir, event.name, event.pid, markers.get(event.name) ?? event.name);
+        if (event.restarts > 0) log(`${event.name} restarted, pid ${event.pid}`);
+        break;
+      case "exited":
+        log(`${event.name} exited (${event.signal ?? `code ${event.code}`})`);
+        break;
+      case "spawn-failed":
+        log(`${event.name} could not be started: ${event.error}`);
+        break;
+      case "restart-scheduled":
+        log(`restarting ${event.name} in ${(event.delayMs / 1000).toFixed(1)} s`);
+        break;
+      case "gave-up":
+        log(`${event.name} exited ${event.failures} time(s) without staying up; stopping the fleet`);
+        void stopAll(SETUP_FAILED);
+        break;
+    }
+  });
 
-  async function stopAll(code: number): Promise<never> {
-    if (stopping) process.exit(code);
+  async function stopAll(code: number): Promise<void> {
+    if (stopping) return;
     stopping = true;
     log("stopping");
     await generator?.stop().catch(() => undefined);
-    for (const [id, child] of proxies) {
-      if (child.exitCode === null && child.pid !== undefined) {
-        log(`stopping ${id} (pid ${child.pid})`);
-        child.kill("SIGTERM");
-      }
+    for (const name of supervisor.names()) {
+      const status = supervisor.status(name);
+      if (status?.running) log(`stopping ${name} (pid ${status.pid})`);
     }
-    await Promise.all(
-      [...proxies.values()].map(
-        (child) =>
-          new Promise<void>((done) => {
-            if (child.exitCode !== null) return done();
-            const timer = setTimeout(() => {
-              child.kill("SIGKILL");
-              done();
-            }, 3_000);
-            child.once("exit", () => {
-              clearTimeout(timer);
-              done();
-            });
-          }),
-      ),
-    );
-    await Promise.all(engines.map((engine) => engine.close().catch(() => undefined)));
+    await supervisor.stop(3_000);
+    for (const name of supervisor.names()) removePidFile(stateDir, name);
     process.exit(code);
   }
   process.once("SIGINT", () => void stopAll(0));
   process.once("SIGTERM", () => void stopAll(0));
 
-  for (const spec of topology.engines) {
-    const engine = await startEngineServer({
-      host: topology.host,
-      port: spec.port,
-      id: spec.id,
-      region: spec.region,
-      model: DEMO_MODEL,
-      dialect: spec.engine,
-      params: DEMO_ENGINE_PARAMS,
-      rttMatrix: DEMO_RTT_MS,
-    });
-    engines.push(engine);
-    log(`engine ${spec.id} (${spec.region}, ${spec.engine}) on ${engine.url}`);
+  function supervise(spec: ChildSpec, marker: string): void {
+    markers.set(spec.name, marker);
+    // Exit status 2 is the bins' "bad configuration"; retrying cannot fix it.
+    supervisor.add({ cwd: root, fatalExitCodes: [2], ...spec });
   }
 
-  const proxyBin = join(root, "packages", "proxy", "bin", "meridian-proxy.mjs");
+  for (const spec of topology.engines) {
+    const args = [
+      ENGINE_BIN,
+      ...["--host", topology.host, "--port", String(spec.port), "--id", spec.id, "--region", spec.region],
+      ...["--model", DEMO_MODEL, "--dialect", spec.engine, "--preset", "demo", "--rtt-matrix", JSON.stringify(DEMO_RTT_MS)],
+      ...["--log-level", "warn"],
+    ];
+    // stdout carries only the engine's ready line, which this fleet words itself.
+    supervise({ name: spec.id, command: process.execPath, args, stdio: ["ignore", "ignore", "inherit"] }, `--port ${spec.port} --id ${spec.id}`);
+    log(`engine ${spec.id} (${spec.region}, ${spec.engine}) on ${spec.url}, pid ${supervisor.status(spec.id)?.pid}`);
+  }
+
   for (const lb of topology.lbs) {
     // The LB starts with its local replicas at version 0; the console pushes the real config.
     const initial = {
@@ -131,17 +191,23 @@ async function main(): Promise<void> {
     };
     const configPath = join(stateDir, `${lb.id}.config.json`);
     writeFileSync(configPath, `${JSON.stringify(initial, null, 2)}\n`);
-    const child = spawn(process.execPath, [proxyBin, "--config", configPath], {
-      cwd: root,
-      env: { ...process.env, MERIDIAN_LB_TOKEN: env.MERIDIAN_LB_TOKEN, LOG_LEVEL: env.LOG_LEVEL },
-      stdio: ["ignore", "inherit", "inherit"],
-    });
-    proxies.set(lb.id, child);
-    child.once("exit", (code, signal) => {
-      if (!stopping) log(`${lb.id} exited (${signal ?? `code ${code}`}); the console will fail it over`);
-    });
-    log(`LB ${lb.id} (${lb.region}) on ${lb.url}, pid ${child.pid}`);
+    supervise(
+      {
+        name: lb.id,
+        command: process.execPath,
+        args: [PROXY_BIN, "--config", configPath],
+        env: { ...process.env, MERIDIAN_LB_TOKEN: env.MERIDIAN_LB_TOKEN, LOG_LEVEL: env.LOG_LEVEL },
+      },
+      configPath,
+    );
+    log(`LB ${lb.id} (${lb.region}) on ${lb.url}, pid ${supervisor.status(lb.id)?.pid}`);
   }
+
+  const health = [...topology.engines.map((e) => `${e.url}/health`), ...topology.lbs.map((l) => `${l.url}/health`)];
+  const up = await Promise.all(health.map((url) => answers(url, 60_000, () => stopping)));
+  if (stopping) return;
+  const down = health.filter((_, i) => !up[i]);
+  if (down.length > 0) log(`not answering after 60 s: ${down.join(", ")} (they keep being restarted)`);
 
   if (withLoad) {
     const weights = Object.fromEntries(DEMO_REGIONS.map((region) => [region, 1]));
@@ -159,7 +225,9 @@ async function main(): Promise<void> {
       const s = generator?.summary();
       if (!s) return;
       const ms = (v: number | null | undefined) => (v === null || v === undefined ? "-" : `${Math.round(v)} ms`);
-      const errors = Object.entries(s.errorsByKind).map(([kind, n]) => `${kind}:${n}`).join(" ");
+      const errors = Object.entries(s.errorsByKind)
+        .map(([kind, n]) => `${kind}:${n}`)
+        .join(" ");
       log(`traffic: ${s.requests} requests (${s.errors} errors${errors ? ` ${errors}` : ""}), TTFT p50 ${ms(s.ttftMs.p50)} p95 ${ms(s.ttftMs.p95)}`);
     }, 30_000);
     report.unref();
@@ -169,5 +237,5 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   process.stderr.write(`demo-fleet: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
+  process.exit(error instanceof SetupError ? SETUP_FAILED : 1);
 });

@@ -13,12 +13,17 @@
 //   is a separate process (scripts/demo-fleet.ts), started first so the console's first probes find
 //   its LBs up; its clients wait for the console's entrypoint map. The console seeds the matching
 //   topology into its database (MERIDIAN_DEMO=1).
+// - Supervision (scripts/lib/supervisor.ts): a child that exits on its own is started again with
+//   backoff (0.5 s doubling to 30 s); the others keep running. The data plane never depends on the
+//   console: a console crash leaves the fleet serving, and the restarted console picks the fleet
+//   up from its database. A child that exits 5 times in a row without ever staying up 10 s is a
+//   setup error (a port in use, a bad environment): everything is stopped and start exits 1.
 // - Secrets: the demo uses fixed, printed passwords unless MERIDIAN_ADMIN_PASSWORD /
 //   MERIDIAN_VIEWER_PASSWORD are set; without the demo a missing admin password is generated and
 //   printed once. MERIDIAN_LB_TOKEN is generated per run when unset (the demo LBs start with it).
-// - Ctrl-C (or SIGTERM) stops every child this script started, by PID, then exits. If a child dies
-//   on its own, everything else is stopped too, so nothing is left running half-configured.
-import { spawn, spawnSync } from "node:child_process";
+// - Ctrl-C (or SIGTERM) stops every child this script started, by PID (the demo fleet stops its
+//   own engines and LBs), then exits.
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -79,6 +84,9 @@ if (flag("MERIDIAN_SKIP_BUILD", false)) {
 // --- 3. environment --------------------------------------------------------------------------
 const demo = flag("MERIDIAN_DEMO", true);
 const port = Number(process.env.MERIDIAN_PORT || 3000);
+// Loopback unless told otherwise: the demo's passwords are printed and fixed.
+const host = process.env.MERIDIAN_HOST || "127.0.0.1";
+const consoleUrl = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}`;
 const basePort = Number(process.env.MERIDIAN_DEMO_BASE_PORT || 4100);
 const generatedAdmin = !process.env.MERIDIAN_ADMIN_PASSWORD && !demo;
 const env = {
@@ -91,10 +99,9 @@ const env = {
   MERIDIAN_DEMO: demo ? "1" : "0",
   MERIDIAN_DEMO_BASE_PORT: String(basePort),
   MERIDIAN_LB_TOKEN: process.env.MERIDIAN_LB_TOKEN || randomBytes(18).toString("base64url"),
-  MERIDIAN_ADMIN_PASSWORD:
-    process.env.MERIDIAN_ADMIN_PASSWORD || (demo ? "meridian-admin" : randomBytes(12).toString("base64url")),
+  MERIDIAN_ADMIN_PASSWORD: process.env.MERIDIAN_ADMIN_PASSWORD || (demo ? "meridian-admin" : randomBytes(12).toString("base64url")),
   MERIDIAN_VIEWER_PASSWORD: process.env.MERIDIAN_VIEWER_PASSWORD || (demo ? "meridian-viewer" : ""),
-  MERIDIAN_CONSOLE_URL: `http://127.0.0.1:${port}`,
+  MERIDIAN_CONSOLE_URL: consoleUrl,
 };
 if (!env.MERIDIAN_VIEWER_PASSWORD) delete env.MERIDIAN_VIEWER_PASSWORD;
 
@@ -106,62 +113,70 @@ const migrated = spawnSync(process.execPath, ["--import", "tsx", join(root, "scr
 });
 if (migrated.status !== 0) process.exit(1);
 
-// --- 5. console (+ demo fleet) ---------------------------------------------------------------
-const children = [];
+// --- 5. console (+ demo fleet), supervised ----------------------------------------------------
+// The supervisor is TypeScript; load it through tsx now that the dependencies are installed.
+const { register } = await import("tsx/esm/api");
+register();
+const { Supervisor, DEFAULT_RESTART_POLICY } = await import("./lib/supervisor.ts");
+
 let stopping = false;
+const seconds = (ms) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+const supervisor = new Supervisor(DEFAULT_RESTART_POLICY, (event) => {
+  if (stopping) return;
+  switch (event.kind) {
+    case "started":
+      if (event.restarts > 0) say(`${event.name} restarted (pid ${event.pid})`);
+      break;
+    case "exited":
+      say(`${event.name} exited (${event.signal ?? `code ${event.code}`}) after ${seconds(event.uptimeMs)}`);
+      break;
+    case "spawn-failed":
+      say(`${event.name} could not be started: ${event.error}`);
+      break;
+    case "restart-scheduled":
+      say(`restarting ${event.name} in ${seconds(event.delayMs)}${event.name === "console" && demo ? "; the demo fleet keeps serving" : ""}`);
+      break;
+    case "gave-up":
+      say(`${event.name} exited ${event.failures} times in a row without staying up; stopping everything`);
+      void stop(1);
+      break;
+  }
+});
 
-function start(name, command, args, options) {
-  const child = spawn(command, args, { ...options, env, stdio: ["ignore", "inherit", "inherit"] });
-  children.push({ name, child });
-  child.once("exit", (code, signal) => {
-    if (stopping) return;
-    say(`${name} exited (${signal ?? `code ${code}`}); stopping the rest`);
-    stop(code === 0 ? 1 : (code ?? 1));
-  });
-  return child;
-}
-
-function stop(code = 0) {
+async function stop(code = 0) {
   if (stopping) return;
   stopping = true;
-  // Every child at once; each stops its own children (the demo fleet its LBs) on SIGTERM.
-  const running = children.filter(({ child }) => child.exitCode === null && child.signalCode === null);
-  for (const { name, child } of running) {
-    say(`stopping ${name} (pid ${child.pid})`);
-    child.kill("SIGTERM");
+  for (const name of supervisor.names()) {
+    const status = supervisor.status(name);
+    if (status?.running) say(`stopping ${name} (pid ${status.pid})`);
   }
-  let pending = running.length;
-  if (pending === 0) process.exit(code);
-  const force = setTimeout(() => {
-    for (const { child } of running) if (child.exitCode === null) child.kill("SIGKILL");
-    process.exit(code);
-  }, 8_000);
-  for (const { child } of running) {
-    child.once("exit", () => {
-      pending -= 1;
-      if (pending === 0) {
-        clearTimeout(force);
-        process.exit(code);
-      }
-    });
-  }
+  await supervisor.stop(8_000);
+  process.exit(code);
 }
-process.once("SIGINT", () => stop(0));
-process.once("SIGTERM", () => stop(0));
+process.once("SIGINT", () => void stop(0));
+process.once("SIGTERM", () => void stop(0));
 
 if (demo) {
   say(`starting the demo fleet (ports ${basePort + 1}-${basePort + 13})`);
-  start("demo fleet", process.execPath, ["--import", "tsx", join(root, "scripts", "demo-fleet.ts")], { cwd: root });
+  // Status 2 is the fleet's "cannot start" (a port in use): retrying would only repeat it.
+  supervisor.add({
+    name: "demo fleet",
+    command: process.execPath,
+    args: ["--import", "tsx", join(root, "scripts", "demo-fleet.ts")],
+    cwd: root,
+    env,
+    fatalExitCodes: [2],
+  });
 }
 const nextBin = join(root, "node_modules", "next", "dist", "bin", "next");
-say(`starting the console on http://127.0.0.1:${port} (db ${env.MERIDIAN_DB_PATH}${demo ? ", demo topology" : ""})`);
-start("console", process.execPath, [nextBin, "start", "-p", String(port)], { cwd: consoleDir });
+say(`starting the console on ${consoleUrl} (db ${env.MERIDIAN_DB_PATH}${demo ? ", demo topology" : ""})`);
+supervisor.add({ name: "console", command: process.execPath, args: [nextBin, "start", "-H", host, "-p", String(port)], cwd: consoleDir, env });
 
 async function waitForHealth(timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && !stopping) {
     try {
-      const res = await fetch(`http://127.0.0.1:${port}/api/health`);
+      const res = await fetch(`${consoleUrl}/api/health`);
       if (res.ok) return true;
     } catch {
       // not up yet
@@ -173,11 +188,13 @@ async function waitForHealth(timeoutMs) {
 
 if (!(await waitForHealth(60_000))) {
   say("the console did not answer /api/health within 60 s");
-  stop(1);
+  await stop(1);
 } else {
   say("");
-  say(`Meridian console: http://127.0.0.1:${port}`);
-  say(`  operator: admin / ${demo && !process.env.MERIDIAN_ADMIN_PASSWORD ? env.MERIDIAN_ADMIN_PASSWORD : generatedAdmin ? `${env.MERIDIAN_ADMIN_PASSWORD} (generated; set MERIDIAN_ADMIN_PASSWORD to choose one)` : "(MERIDIAN_ADMIN_PASSWORD)"}`);
+  say(`Meridian console: ${consoleUrl}`);
+  say(
+    `  operator: admin / ${demo && !process.env.MERIDIAN_ADMIN_PASSWORD ? env.MERIDIAN_ADMIN_PASSWORD : generatedAdmin ? `${env.MERIDIAN_ADMIN_PASSWORD} (generated; set MERIDIAN_ADMIN_PASSWORD to choose one)` : "(MERIDIAN_ADMIN_PASSWORD)"}`,
+  );
   if (env.MERIDIAN_VIEWER_PASSWORD) {
     say(`  viewer:   viewer / ${demo && !process.env.MERIDIAN_VIEWER_PASSWORD ? env.MERIDIAN_VIEWER_PASSWORD : "(MERIDIAN_VIEWER_PASSWORD)"}`);
   }

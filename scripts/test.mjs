@@ -1,6 +1,10 @@
 #!/usr/bin/env node
 // npm test: installs what is missing, then runs every suite and ends with one line
 // "N passed, N failed".
+//   0. the house checks, one passed/failed item each: `npm run lint` (Biome: lint + formatting),
+//      `npm run check:boundaries` (dependency-cruiser: import rules, no cycles) and
+//      `npm run check:dead` (knip: unused files, exports, dependencies). Skipped when
+//      MERIDIAN_TEST_FILTER narrows the run.
 //   1. unit + integration tests: node:test through tsx, every *.test.ts under packages/*,
 //      apps/*/src and scripts/ (integration tests live in packages/*/test/).
 //   2. Playwright e2e (e2e/*.spec.ts) against the production console build, when e2e/ has specs.
@@ -32,8 +36,25 @@ function findTests(dir, suffix, out = []) {
 let passed = 0;
 let failed = 0;
 
-// --- 1. node:test -----------------------------------------------------------------------
 const filter = process.env.MERIDIAN_TEST_FILTER;
+
+// --- 0. house checks ----------------------------------------------------------------------
+if (!filter) {
+  for (const script of ["lint", "check:boundaries", "check:dead"]) {
+    const startedAt = Date.now();
+    const r = spawnSync("npm", ["run", "--silent", script], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+    const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
+    if (r.status === 0) {
+      passed += 1;
+      console.log(`[meridian] ✔ npm run ${script} (${seconds} s)`);
+    } else {
+      failed += 1;
+      console.error(`[meridian] ✖ npm run ${script} failed (exit ${r.status}, ${seconds} s)`);
+    }
+  }
+}
+
+// --- 1. node:test -----------------------------------------------------------------------
 const nodeFiles = [join(root, "packages"), join(root, "apps"), join(root, "scripts")]
   .flatMap((d) => findTests(d, ".test.ts"))
   .filter((f) => !f.includes(`${join("apps", "console")}/e2e`))
@@ -44,12 +65,18 @@ if (nodeFiles.length > 0) {
   const r = spawnSync(
     process.execPath,
     [
-      "--import", "tsx",
+      // The console's server modules `import "server-only"`, which throws unless resolved under the
+      // react-server condition (as Next does for server code); packages are unaffected by it.
+      "--conditions=react-server",
+      "--import",
+      "tsx",
       "--test",
       "--test-concurrency=2",
       "--test-timeout=180000",
-      "--test-reporter=spec", "--test-reporter-destination=stdout",
-      "--test-reporter=tap", `--test-reporter-destination=${tap}`,
+      "--test-reporter=spec",
+      "--test-reporter-destination=stdout",
+      "--test-reporter=tap",
+      `--test-reporter-destination=${tap}`,
       ...nodeFiles.map((f) => relative(root, f)),
     ],
     { cwd: root, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, NODE_ENV: "test" } },

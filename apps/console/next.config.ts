@@ -9,15 +9,7 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const nextConfig: NextConfig = {
   reactStrictMode: true,
   poweredByHeader: false,
-  transpilePackages: [
-    "@meridian/db",
-    "@meridian/protocol",
-    "@meridian/routing",
-    "@meridian/tuner",
-    "@meridian/workload",
-    "@meridian/sim",
-    "@meridian/proxy",
-  ],
+  transpilePackages: ["@meridian/db", "@meridian/protocol", "@meridian/routing", "@meridian/tuner", "@meridian/workload", "@meridian/sim", "@meridian/proxy"],
   serverExternalPackages: ["better-sqlite3", "pino", "thread-stream"],
   // The workspace root holds the lockfile and node_modules; tell Turbopack so it does not guess.
   turbopack: { root: repoRoot },

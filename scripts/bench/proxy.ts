@@ -1,4 +1,4 @@
-// Proxy benchmark: `cd /work/main && npx tsx scripts/bench/proxy.ts`
+// Proxy benchmark: `npm run bench:proxy` (or `npx tsx scripts/bench/proxy.ts`)
 //
 // Measures, in one run against the same upstreams, requests/s and p50/p99 latency for
 //   direct       the load generator calls the upstreams itself (round-robin over two ports),
@@ -20,13 +20,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Pool } from "undici";
+import { loadPhase, percentile, round, ttftPairs, WARMUP_MS } from "./http-load";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
 const NGINX = "/usr/sbin/nginx";
 const MODEL = "bench-model";
 const PHASE_MS = 4_000;
-const WARMUP_MS = 800;
 const TTFT_SAMPLES = 400;
 
 // ------------------------------------------------------------------------------------- upstream role
@@ -43,7 +43,8 @@ function runUpstream(ports: number[]): void {
   });
   const chunk = (content: string): string =>
     `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":0,"model":"${MODEL}","choices":[{"index":0,"delta":{"content":"${content}"},"finish_reason":null}]}\n\n`;
-  const streamBody = Array.from({ length: 8 }, (_, i) => chunk(`tok${i} `)).join("") +
+  const streamBody =
+    Array.from({ length: 8 }, (_, i) => chunk(`tok${i} `)).join("") +
     `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":0,"model":"${MODEL}","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n`;
   const usageChunk = `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":0,"model":"${MODEL}","choices":[],"usage":{"prompt_tokens":20000,"completion_tokens":8,"total_tokens":20008,"prompt_tokens_details":{"cached_tokens":0}}}\n\n`;
   const metrics = "sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\nsglang:num_used_tokens 0\n";
@@ -51,7 +52,8 @@ function runUpstream(ports: number[]): void {
   const usageMarker = Buffer.from('"include_usage":true');
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     if (req.method === "GET") {
-      const body = req.url === "/metrics" ? metrics : req.url === "/v1/models" ? `{"object":"list","data":[{"id":"${MODEL}","object":"model"}]}` : '{"status":"ok"}';
+      const body =
+        req.url === "/metrics" ? metrics : req.url === "/v1/models" ? `{"object":"list","data":[{"id":"${MODEL}","object":"model"}]}` : '{"status":"ok"}';
       res.writeHead(200, { "content-type": req.url === "/metrics" ? "text/plain" : "application/json", "content-length": Buffer.byteLength(body) });
       res.end(body);
       return;
@@ -172,110 +174,6 @@ async function waitHttp(url: string, timeoutMs = 20_000): Promise<void> {
   }
 }
 
-// ------------------------------------------------------------------------------------- load generation
-
-/** CPU time (user + system, ms) a child process has used, from /proc; null where /proc is absent. */
-function cpuMsOf(pid: number | undefined): number | null {
-  if (pid === undefined) return null;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the parenthesised command name; utime and stime are the 12th and 13th of those.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return (ticks * 1000) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return null;
-  }
-}
-// Linux USER_HZ; /proc/<pid>/stat reports times in these ticks.
-const CLOCK_TICKS_PER_SECOND = 100;
-
-interface PhaseResult {
-  rps: number;
-  /** CPU the proxy process spent per request (ms), when a proxy process is measured. */
-  proxyCpuMsPerRequest?: number;
-  /** 1000 / proxyCpuMsPerRequest: the request rate one fully used core would sustain. */
-  proxyReqPerCoreSecond?: number;
-  p50Ms: number;
-  p99Ms: number;
-  errors: number;
-  requests: number;
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const at = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[at] as number;
-}
-
-const round = (x: number, digits = 3): number => Math.round(x * 10 ** digits) / 10 ** digits;
-
-/** Closed loop: `concurrency` workers each send back-to-back until the phase ends. */
-async function loadPhase(origins: readonly string[], bodies: readonly Buffer[], concurrency: number, durationMs: number, proxyPid?: number): Promise<PhaseResult> {
-  const pools = origins.map((origin) => new Pool(origin, { connections: Math.ceil(concurrency / origins.length), pipelining: 1, keepAliveTimeout: 60_000 }));
-  const latencies: number[] = [];
-  let errors = 0;
-  let turn = 0;
-  const run = async (until: number, record: boolean): Promise<void> => {
-    for (;;) {
-      const now = performance.now();
-      if (now >= until) return;
-      const i = turn++;
-      const pool = pools[i % pools.length] as Pool;
-      const body = bodies[i % bodies.length] as Buffer;
-      try {
-        const response = await pool.request({ method: "POST", path: "/v1/chat/completions", headers: { "content-type": "application/json" }, body });
-        await response.body.dump({ limit: Number.MAX_SAFE_INTEGER });
-        if (response.statusCode !== 200) errors++;
-        else if (record) latencies.push(performance.now() - now);
-      } catch {
-        errors++;
-      }
-    }
-  };
-  const warmEnd = performance.now() + WARMUP_MS;
-  await Promise.all(Array.from({ length: concurrency }, () => run(warmEnd, false)));
-  errors = 0;
-  const cpuBefore = cpuMsOf(proxyPid);
-  const start = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, () => run(start + durationMs, true)));
-  const elapsed = performance.now() - start;
-  const cpuAfter = cpuMsOf(proxyPid);
-  await Promise.all(pools.map((pool) => pool.close()));
-  latencies.sort((a, b) => a - b);
-  const cpu = cpuBefore !== null && cpuAfter !== null && latencies.length > 0 ? (cpuAfter - cpuBefore) / (latencies.length + errors) : null;
-  return {
-    rps: round(latencies.length / (elapsed / 1000), 0),
-    ...(cpu !== null ? { proxyCpuMsPerRequest: round(cpu, 4), proxyReqPerCoreSecond: round(1000 / cpu, 0) } : {}),
-    p50Ms: round(percentile(latencies, 50)),
-    p99Ms: round(percentile(latencies, 99)),
-    errors,
-    requests: latencies.length,
-  };
-}
-
-/**
- * One request at a time, alternating direct and through the LB (so machine noise hits both alike);
- * time to the first content chunk of a stream. Returns both sorted sample sets.
- */
-async function ttftPairs(directOrigin: string, lbOrigin: string, bodies: readonly Buffer[], samples: number): Promise<{ direct: number[]; lb: number[] }> {
-  const pools = [new Pool(directOrigin, { connections: 1 }), new Pool(lbOrigin, { connections: 1 })];
-  const out: [number[], number[]] = [[], []];
-  for (let i = 0; i < samples + 50; i++) {
-    for (let side = 0; side < 2; side++) {
-      const started = performance.now();
-      const response = await (pools[side] as Pool).request({ method: "POST", path: "/v1/chat/completions", headers: { "content-type": "application/json" }, body: bodies[i % bodies.length] as Buffer });
-      let first: number | null = null;
-      for await (const chunk of response.body) {
-        if (first === null && (chunk as Buffer).includes('"content"')) first = performance.now() - started;
-      }
-      if (i >= 50 && first !== null) (out[side] as number[]).push(first);
-    }
-  }
-  await Promise.all(pools.map((pool) => pool.close()));
-  return { direct: out[0].sort((a, b) => a - b), lb: out[1].sort((a, b) => a - b) };
-}
-
 function chatBody(userText: string, promptBytes: number, stream: boolean): Buffer {
   const filler = "The quick brown fox jumps over the lazy dog. ";
   const system = promptBytes > 0 ? filler.repeat(Math.ceil(promptBytes / filler.length)).slice(0, promptBytes) : "You are terse.";
@@ -367,7 +265,9 @@ async function main(): Promise<void> {
         },
       }),
     );
-    const lbProcess = startChild(process.execPath, [join(ROOT, "packages/proxy/bin/meridian-proxy.mjs"), "--config", configPath, "--port", String(lbPort)], { LOG_LEVEL: "warn" });
+    const lbProcess = startChild(process.execPath, [join(ROOT, "packages/proxy/bin/meridian-proxy.mjs"), "--config", configPath, "--port", String(lbPort)], {
+      LOG_LEVEL: "warn",
+    });
     await waitHttp(`http://127.0.0.1:${lbPort}/health`);
 
     let nginxPort: number | null = null;
@@ -437,12 +337,18 @@ async function main(): Promise<void> {
         smallMeridianVsNginx: nginx && small.nginx ? round(small.meridian.rps / small.nginx.rps) : null,
         streamed80KBMeridianVsNginx: nginx && large.nginx ? round(large.meridian.rps / large.nginx.rps) : null,
         smallMeridianVsNginxCpuPerRequest:
-          small.nginx?.proxyCpuMsPerRequest && small.meridian.proxyCpuMsPerRequest ? round(small.nginx.proxyCpuMsPerRequest / small.meridian.proxyCpuMsPerRequest) : null,
+          small.nginx?.proxyCpuMsPerRequest && small.meridian.proxyCpuMsPerRequest
+            ? round(small.nginx.proxyCpuMsPerRequest / small.meridian.proxyCpuMsPerRequest)
+            : null,
         smallMeridianVsDirect: round(small.meridian.rps / small.direct.rps),
         smallMeridianVsNodeFloorCpuPerRequest:
-          small.nodeFloor.proxyCpuMsPerRequest && small.meridian.proxyCpuMsPerRequest ? round(small.nodeFloor.proxyCpuMsPerRequest / small.meridian.proxyCpuMsPerRequest) : null,
+          small.nodeFloor.proxyCpuMsPerRequest && small.meridian.proxyCpuMsPerRequest
+            ? round(small.nodeFloor.proxyCpuMsPerRequest / small.meridian.proxyCpuMsPerRequest)
+            : null,
         streamed80KBMeridianVsNodeFloorCpuPerRequest:
-          large.nodeFloor.proxyCpuMsPerRequest && large.meridian.proxyCpuMsPerRequest ? round(large.nodeFloor.proxyCpuMsPerRequest / large.meridian.proxyCpuMsPerRequest) : null,
+          large.nodeFloor.proxyCpuMsPerRequest && large.meridian.proxyCpuMsPerRequest
+            ? round(large.nodeFloor.proxyCpuMsPerRequest / large.meridian.proxyCpuMsPerRequest)
+            : null,
       },
       ttftAddedByLbMs: {
         method: `${TTFT_SAMPLES} sequential requests each way, alternating direct and via LB; p50/p99 of LB minus p50/p99 of direct`,

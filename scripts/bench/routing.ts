@@ -9,7 +9,7 @@
 //   total_us         per policy: keying + decision, timed together
 //   learn_us         learn() of an 80 KB prompt: fresh keys (insert + evict at capacity) and re-learn
 //   memory           bytes per indexed block / per route (heap + typed-array delta after GC)
-//   targets          decision ≤ 50 µs p50 and ≤ 200 µs p99 (DESIGN.md), with meets_target flags and,
+//   targets          decision ≤ 50 µs p50 and ≤ 200 µs p99 (docs/ARCHITECTURE.md), with meets_target flags and,
 //                    when missed, miss_ratio = measured / target.
 // Everything is seeded; timings vary with the machine (the project's reference is 2 shared cores).
 

@@ -1,10 +1,11 @@
 // Fleet simulator benchmark: wall time to simulate a whole trace on the `paper` preset, per policy.
 //
-// Run:    cd /work/main && npx tsx scripts/bench/sim.ts [--trace PATH] [--policies a,b] [--time-scale S]
+// Run:    npx tsx scripts/bench/sim.ts [--trace PATH] [--policies a,b] [--time-scale S]
 // Trace:  defaults to ../shared/traces/mooncake-conversation.jsonl (beside the repo); when that is
 //         absent it falls back to the bundled 500-row fixture and says so in the output.
 // Prints: one JSON object: trace, requests, and per policy the wall time (ms), simulated requests
-//         per wall second, and the run's TTFT/E2E p95 so a speed-up that changes results is visible.
+//         per wall second, the requests its LB refused, and the run's TTFT/E2E p95 so a speed-up that
+//         changes results is visible.
 // Target: ≤ 5 s per policy for the whole Mooncake conversation trace (12,031 requests, 3 replicas).
 // Each policy first runs untimed on the first 1,000 requests (JIT warm-up). Wall times include
 // whatever else the machine is doing: `loadavg` is printed alongside.
@@ -53,6 +54,7 @@ const results = policies.map((policy) => {
     wall_ms: Math.round(wallMs),
     simulated_requests_per_s: Math.round(requests.length / (wallMs / 1000)),
     within_target: wallMs <= TARGET_MS_PER_POLICY,
+    refused: result.summary.failed,
     ttft_p95_ms: Math.round(result.summary.ttft_ms.p95),
     e2e_p95_ms: Math.round(result.summary.e2e_ms.p95),
   };

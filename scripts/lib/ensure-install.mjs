@@ -1,23 +1,87 @@
 // ensure-install: installs the workspace's dependencies when they are missing or stale.
 // Used by `npm start` and `npm test` so that a fresh clone needs nothing but those commands.
-// "Stale" means package-lock.json changed since the last successful install (a stamp file
-// in node_modules records its hash). Prints what it does to stderr; throws if npm fails.
+// Prints what it does to stderr; throws if npm fails.
+//
+// Decisions
+// - Current when the stamp (node_modules/.meridian-install-stamp) holds package-lock.json's hash.
+//   Without a stamp (someone ran `npm ci` by hand), the tree still counts as current when npm's own
+//   record of what it installed (node_modules/.package-lock.json) names the lockfile's versions and
+//   every node-gyp addon has its built binary; the stamp is then written. This reads two JSON files:
+//   no `npm ls`, no re-install of a tree that is already right.
+// - better-sqlite3 builds from source against Node's headers. node-gyp takes the header directory
+//   from npm_package_config_node_gyp_nodedir (node-gyp >= 11.4): unlike npm_config_nodedir, which
+//   npm 11 warns about as an unknown config, npm passes it through silently. It is set for the
+//   install step only, and only when the running Node has headers beside it (/usr/include/node for
+//   Debian's nodejs); an explicit npm_config_nodedir or npm_package_config_node_gyp_nodedir wins.
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+
+const STAMP = ".meridian-install-stamp";
 
 export function ensureInstalled(root) {
   const lock = join(root, "package-lock.json");
-  const stamp = join(root, "node_modules", ".meridian-install-stamp");
+  const stamp = join(root, "node_modules", STAMP);
   const want = existsSync(lock) ? createHash("sha256").update(readFileSync(lock)).digest("hex") : "no-lock";
   if (existsSync(stamp) && readFileSync(stamp, "utf8") === want) return false;
+  if (existsSync(lock) && installedTreeMatches(root)) {
+    writeFileSync(stamp, want);
+    return false;
+  }
   const args = existsSync(lock) ? ["ci"] : ["install"];
   process.stderr.write(`[meridian] installing dependencies (npm ${args.join(" ")}) ...\n`);
-  // better-sqlite3 builds from source and needs Node's headers; /usr holds them on these machines.
-  const env = { ...process.env, npm_config_nodedir: process.env.npm_config_nodedir ?? "/usr" };
-  const r = spawnSync("npm", [...args, "--no-audit", "--no-fund"], { cwd: root, stdio: ["ignore", 2, 2], env });
+  const r = spawnSync("npm", [...args, "--no-audit", "--no-fund"], { cwd: root, stdio: ["ignore", 2, 2], env: installEnv(process.env) });
   if (r.status !== 0) throw new Error(`npm ${args[0]} failed with exit code ${r.status}`);
   writeFileSync(stamp, want);
   return true;
+}
+
+/** The environment of the install step: the caller's, plus where node-gyp finds Node's headers. */
+export function installEnv(env, execPath = process.execPath) {
+  if (env.npm_config_nodedir || env.npm_package_config_node_gyp_nodedir) return env;
+  const nodedir = nodeHeadersDir(execPath);
+  return nodedir ? { ...env, npm_package_config_node_gyp_nodedir: nodedir } : env;
+}
+
+/** The installation prefix of the running Node when it ships its headers (<prefix>/include/node). */
+export function nodeHeadersDir(execPath = process.execPath) {
+  const prefix = dirname(dirname(execPath));
+  return existsSync(join(prefix, "include", "node", "node.h")) ? prefix : null;
+}
+
+/**
+ * Whether node_modules holds what package-lock.json describes: every locked package npm recorded
+ * as installed at the locked version, every non-optional one present, and every package with a
+ * binding.gyp built (build/Release/*.node), so an `npm ci --ignore-scripts` tree does not pass.
+ */
+export function installedTreeMatches(root) {
+  const hiddenPath = join(root, "node_modules", ".package-lock.json");
+  if (!existsSync(hiddenPath)) return false;
+  let locked;
+  let installed;
+  try {
+    locked = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")).packages ?? {};
+    installed = JSON.parse(readFileSync(hiddenPath, "utf8")).packages ?? {};
+  } catch {
+    return false;
+  }
+  for (const [path, entry] of Object.entries(locked)) {
+    if (path === "" || !path.includes("node_modules/")) continue; // the root and workspace folders
+    const have = installed[path];
+    if (!have) {
+      // npm leaves out optional packages for other platforms (esbuild's per-OS binaries).
+      if (entry.optional || entry.devOptional) continue;
+      return false;
+    }
+    if (have.version !== entry.version || !existsSync(join(root, path))) return false;
+    if (existsSync(join(root, path, "binding.gyp")) && !hasBuiltAddon(join(root, path))) return false;
+  }
+  for (const path of Object.keys(installed)) if (!(path in locked)) return false;
+  return true;
+}
+
+function hasBuiltAddon(dir) {
+  const release = join(dir, "build", "Release");
+  return existsSync(release) && readdirSync(release).some((name) => name.endsWith(".node"));
 }

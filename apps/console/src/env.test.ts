@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
-import { parseConsoleEnv } from "./env";
+import { autoFailbackAfterMs, parseConsoleEnv } from "./env";
 
 const BASE = { MERIDIAN_LB_TOKEN: "token-123456" };
 
@@ -21,4 +21,12 @@ test("MERIDIAN_PUBLIC_URL: reduced to its origin; only http and https", () => {
   for (const bad of ["console.example.com", "ftp://console.example.com"]) {
     assert.throws(() => parseConsoleEnv({ ...BASE, MERIDIAN_PUBLIC_URL: bad }), /MERIDIAN_PUBLIC_URL must be an http or https URL/);
   }
+});
+
+test("MERIDIAN_AUTO_FAILBACK_AFTER_S: 30 s in the demo and off otherwise unless set; not negative", () => {
+  assert.equal(autoFailbackAfterMs(parseConsoleEnv(BASE)), 0);
+  assert.equal(autoFailbackAfterMs(parseConsoleEnv({ ...BASE, MERIDIAN_DEMO: "1" })), 30_000);
+  assert.equal(autoFailbackAfterMs(parseConsoleEnv({ ...BASE, MERIDIAN_DEMO: "1", MERIDIAN_AUTO_FAILBACK_AFTER_S: "0" })), 0);
+  assert.equal(autoFailbackAfterMs(parseConsoleEnv({ ...BASE, MERIDIAN_AUTO_FAILBACK_AFTER_S: "5" })), 5_000);
+  assert.throws(() => parseConsoleEnv({ ...BASE, MERIDIAN_AUTO_FAILBACK_AFTER_S: "-1" }), /MERIDIAN_AUTO_FAILBACK_AFTER_S/);
 });

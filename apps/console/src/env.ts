@@ -1,14 +1,14 @@
-// The console process's configuration: the only module that reads process.env (DESIGN.md
-// conventions). Parsed lazily, on first use, because `next build` imports route modules without the
-// runtime env (a missing LB token must fail the server, not the build).
+// The console process's configuration: the only module that reads process.env (one validated env
+// module per process; the variables are listed in apps/console/README.md). Parsed lazily, on first
+// use, because `next build` imports route modules without the runtime env (a missing LB token must
+// fail the server, not the build).
+import "server-only";
 import { existsSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
 import { parseTrustedProxies } from "./server/auth/trusted-proxies";
 
-const flag = z
-  .enum(["0", "1", "true", "false", "yes", "no", ""])
-  .transform((value) => value === "1" || value === "true" || value === "yes");
+const flag = z.enum(["0", "1", "true", "false", "yes", "no", ""]).transform((value) => value === "1" || value === "true" || value === "yes");
 
 const EnvSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("production"),
@@ -28,6 +28,9 @@ const EnvSchema = z.object({
   /** Consecutive failed LB probes before an automatic failover. */
   MERIDIAN_FAILOVER_AFTER: z.coerce.number().int().min(1).default(3),
   MERIDIAN_AUTO_FAILOVER: flag.default(true),
+  /** Seconds an LB that was failed over automatically must answer every probe before the console
+   * fails it back on its own; 0 = never. Unset: DEMO_AUTO_FAILBACK_AFTER_S in the demo, else 0. */
+  MERIDIAN_AUTO_FAILBACK_AFTER_S: z.coerce.number().min(0).optional(),
   MERIDIAN_SESSION_TTL_HOURS: z.coerce.number().positive().default(12),
   /** Reverse proxies whose X-Forwarded-For/-Host/-Proto are believed: IPs, CIDR blocks, "loopback".
    * Empty: none (the socket's peer is the client; the Host header names the console). */
@@ -52,6 +55,15 @@ const EnvSchema = z.object({
 });
 
 export type ConsoleEnv = z.output<typeof EnvSchema> & { repoRoot: string; dbPath: string };
+
+/** The demo's automatic failback period: long enough that one lucky probe does not count, short
+ * enough to watch a killed LB come back within a minute. */
+const DEMO_AUTO_FAILBACK_AFTER_S = 30;
+
+/** Automatic failback, on by default only in the demo (a real fleet's operator opts in). */
+export function autoFailbackAfterMs(env: Pick<ConsoleEnv, "MERIDIAN_AUTO_FAILBACK_AFTER_S" | "MERIDIAN_DEMO">): number {
+  return (env.MERIDIAN_AUTO_FAILBACK_AFTER_S ?? (env.MERIDIAN_DEMO ? DEMO_AUTO_FAILBACK_AFTER_S : 0)) * 1000;
+}
 
 /** The repository root: the nearest ancestor of the working directory holding turbo.json
  * (`next start` runs in apps/console, scripts run at the root). */

@@ -17,8 +17,6 @@ test("openDb + migrate creates every table in WAL mode with foreign keys on, ide
   assert.equal(db.$client.pragma("foreign_keys", { simple: true }), 1);
   db.insert(regions).values({ id: "us", name: "us", createdAt: 1 }).run();
   assert.equal(db.select().from(regions).where(eq(regions.id, "us")).get()?.name, "us");
-  assert.throws(() =>
-    db.insert(loadBalancers).values({ id: "lb", name: "lb", url: "http://x", regionId: "nope", createdAt: 1 }).run(),
-  );
+  assert.throws(() => db.insert(loadBalancers).values({ id: "lb", name: "lb", url: "http://x", regionId: "nope", createdAt: 1 }).run());
   db.$client.close();
 });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { POLICY_NAMES } from "@meridian/routing";
+import { CROSS_REGION_MODES, ENGINE_KINDS, POLICY_NAMES, REPLICA_STATES } from "@meridian/routing/types";
 
 // Field builders shared by the wire schemas. zod 4's z.number() already rejects NaN and ±Infinity.
 
@@ -16,9 +16,9 @@ export const blockKey = z.int().nonnegative();
 export const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http or https URL" });
 
 export const policyName = z.enum(POLICY_NAMES);
-export const crossRegionMode = z.enum(["direct", "via-peer"]);
-export const replicaState = z.enum(["enabled", "disabled", "draining"]);
-export const engineKind = z.enum(["sglang", "vllm"]);
+export const crossRegionMode = z.enum(CROSS_REGION_MODES);
+export const replicaState = z.enum(REPLICA_STATES);
+export const engineKind = z.enum(ENGINE_KINDS);
 
 /** Cost weights as carried on the wire: finite and positive. Tuner bounds are the tuner's business. */
 export const weights = z.strictObject({

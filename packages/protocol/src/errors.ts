@@ -52,9 +52,7 @@ function toProtocolIssues(root: string, issues: readonly z.core.$ZodIssue[]): Pr
   });
   // A document of another schema version has a different shape, so every other issue would be noise:
   // report only the version mismatch.
-  const versionIssues = converted.filter(
-    (issue) => issue.message.startsWith(UNKNOWN_VERSION) || issue.message.startsWith("missing schema tag"),
-  );
+  const versionIssues = converted.filter((issue) => issue.message.startsWith(UNKNOWN_VERSION) || issue.message.startsWith("missing schema tag"));
   return versionIssues.length > 0 ? versionIssues : converted;
 }
 

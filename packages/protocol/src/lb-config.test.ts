@@ -1,15 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DEFAULT_WEIGHTS } from "@meridian/routing";
-import {
-  DEFAULT_INDEX,
-  DEFAULT_LIMITS,
-  DEFAULT_PROBES,
-  LB_CONFIG_SCHEMA,
-  ProtocolError,
-  parseLbConfig,
-  safeParseLbConfig,
-} from "./index";
+import { DEFAULT_INDEX, DEFAULT_LIMITS, DEFAULT_PROBES, LB_CONFIG_SCHEMA, ProtocolError, parseLbConfig, safeParseLbConfig } from "./index";
 
 const minimal = { schema: LB_CONFIG_SCHEMA, version: 0, lbId: "lb-ash", region: "us-ashburn" };
 

@@ -1,15 +1,6 @@
 import { z } from "zod";
-import { DEFAULT_WEIGHTS } from "@meridian/routing";
-import {
-  crossRegionMode,
-  engineKind,
-  httpUrl,
-  nonEmptyString,
-  policyName,
-  positiveInt,
-  replicaState,
-  weights,
-} from "./common";
+import { DEFAULT_WEIGHTS } from "@meridian/routing/types";
+import { crossRegionMode, engineKind, httpUrl, nonEmptyString, policyName, positiveInt, replicaState, weights } from "./common";
 import { makeParsers, schemaTag } from "./errors";
 
 export const LB_CONFIG_SCHEMA = "meridian.lb-config/1";
@@ -30,7 +21,7 @@ export const DEFAULT_LIMITS = Object.freeze({
 });
 
 export const DEFAULT_PROBES = Object.freeze({
-  /** DESIGN.md: default 5 s (the paper used 30 s). */
+  /** 5 s live (the paper probed every 30 s): docs/ARCHITECTURE.md, "Probes and health". */
   rttIntervalMs: 5_000,
   scrapeIntervalMs: 1_000,
   /** Consecutive failed probes before a replica or peer is marked unhealthy. */
@@ -40,7 +31,7 @@ export const DEFAULT_PROBES = Object.freeze({
 export const DEFAULT_INDEX = Object.freeze({
   /** The routing benchmark indexes 1M blocks. */
   capacityBlocks: 1_000_000,
-  /** DESIGN.md: TTL default 1 h. */
+  /** Routes older than 1 h are forgotten (docs/ARCHITECTURE.md, "The prefix index"). */
   ttlMs: 3_600_000,
 });
 

@@ -1,15 +1,5 @@
 import { z } from "zod";
-import {
-  count,
-  crossRegionMode,
-  fraction,
-  nonEmptyString,
-  nonNegativeNumber,
-  policyName,
-  replicaState,
-  timeMs,
-  weights,
-} from "./common";
+import { count, crossRegionMode, fraction, nonEmptyString, nonNegativeNumber, policyName, replicaState, timeMs, weights } from "./common";
 import { makeParsers, schemaTag } from "./errors";
 
 export const LB_STATE_SCHEMA = "meridian.lb-state/1";

@@ -99,9 +99,12 @@ test("bad stream lines are named, including nested event fields", () => {
     () => parseTelemetryStreamLine({ type: "event", event: { ...event, schema: "meridian.telemetry-event/7" } }),
     /telemetryLine\.event\.schema: unknown version/,
   );
-  assert.throws(() => parseTelemetryNdjsonLine("{not json"), (error: unknown) => {
-    assert.ok(error instanceof ProtocolError);
-    assert.match(error.message, /^telemetryLine: not valid JSON/);
-    return true;
-  });
+  assert.throws(
+    () => parseTelemetryNdjsonLine("{not json"),
+    (error: unknown) => {
+      assert.ok(error instanceof ProtocolError);
+      assert.match(error.message, /^telemetryLine: not valid JSON/);
+      return true;
+    },
+  );
 });

@@ -62,11 +62,7 @@ export const TelemetryHeartbeatLineSchema = z.object({
 });
 
 /** One line of the NDJSON stream served at GET /admin/telemetry. */
-export const TelemetryStreamLineSchema = z.discriminatedUnion("type", [
-  TelemetryEventLineSchema,
-  TelemetryDroppedLineSchema,
-  TelemetryHeartbeatLineSchema,
-]);
+export const TelemetryStreamLineSchema = z.discriminatedUnion("type", [TelemetryEventLineSchema, TelemetryDroppedLineSchema, TelemetryHeartbeatLineSchema]);
 
 export type TelemetryStreamLine = z.output<typeof TelemetryStreamLineSchema>;
 export type TelemetryEventLine = z.output<typeof TelemetryEventLineSchema>;
@@ -97,4 +93,3 @@ export function parseTelemetryNdjsonLine(line: string): TelemetryStreamLine {
 export function formatTelemetryNdjsonLine(line: TelemetryStreamLine): string {
   return `${JSON.stringify(line)}\n`;
 }
-

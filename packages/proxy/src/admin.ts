@@ -23,7 +23,9 @@ export function tokenMatches(expected: string | null, header: string | undefined
   if (!expected || !header) return false;
   const match = /^Bearer\s+(.+)$/i.exec(header);
   if (!match) return false;
-  const given = createHash("sha256").update(match[1] as string).digest();
+  const given = createHash("sha256")
+    .update(match[1] as string)
+    .digest();
   const wanted = createHash("sha256").update(expected).digest();
   return timingSafeEqual(given, wanted);
 }
@@ -91,7 +93,13 @@ async function putConfig(req: IncomingMessage, res: ServerResponse, deps: AdminD
     throw new HttpError(409, `config is for LB "${next.lbId}", this is "${current.lbId}"`, "invalid_request_error", "wrong_lb", "lbId");
   }
   if (next.version < current.version || (next.version === current.version && !isDeepStrictEqual(next, current))) {
-    throw new HttpError(409, `config version ${next.version} is stale; this LB runs version ${current.version}`, "invalid_request_error", "stale_version", "version");
+    throw new HttpError(
+      409,
+      `config version ${next.version} is stale; this LB runs version ${current.version}`,
+      "invalid_request_error",
+      "stale_version",
+      "version",
+    );
   }
   if (next.version === current.version) {
     // A retried push of the config already in use is not an error.

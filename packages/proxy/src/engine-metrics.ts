@@ -1,10 +1,11 @@
 // Reads the load an engine reports on /metrics, in SGLang or vLLM naming, into the ScrapedLoad the
 // policies consume. The dialect is taken from the replica's config when given, else detected from
 // the metric names, so a replica can be swapped for the other engine without a config change.
-import type { ScrapedLoad } from "@meridian/routing";
+import type { EngineKind, ScrapedLoad } from "@meridian/routing";
 import { firstOf, parsePrometheusText, sumOf, type ParsedMetrics } from "./prometheus-text";
 
-export type EngineDialect = "sglang" | "vllm";
+/** The /metrics naming an engine uses: its kind (routing's ENGINE_KINDS). */
+export type EngineDialect = EngineKind;
 
 export interface EngineScrape {
   dialect: EngineDialect;

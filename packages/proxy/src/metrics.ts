@@ -7,6 +7,8 @@ export interface MetricsSources {
   replicaGauges(): { id: string; inFlight: number; queuedTokens: number; rttMs: number | null; healthy: boolean }[];
   queueLength(): number;
   indexRoutes(): number;
+  /** LB-wide 1 − Σ|predicted − actual| / max(Σ predicted, Σ actual), from the LB core. */
+  predictionAccuracy(): number;
 }
 
 // TTFT spans loopback (sub-ms) to cross-region prefill under load (seconds).
@@ -24,9 +26,6 @@ export class ProxyMetrics {
   readonly actualCachedTokens: Counter;
   readonly predictionAbsErrorTokens: Counter;
   readonly predictionSamples: Counter;
-  private predictedSum = 0;
-  private actualSum = 0;
-  private absErrorSum = 0;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -88,13 +87,12 @@ export class ProxyMetrics {
       help: "Requests whose replica reported cached tokens, so the prediction could be checked.",
       registers,
     });
-    const self = this;
     new Gauge({
       name: "meridian_lb_prediction_accuracy_ratio",
       help: "1 - sum|predicted - actual| / max(sum predicted, sum actual) over all checked requests (1 = exact).",
       registers,
       collect() {
-        this.set(self.predictionAccuracy());
+        this.set(sources.predictionAccuracy());
       },
     });
     new Gauge({
@@ -158,17 +156,9 @@ export class ProxyMetrics {
   }
 
   observePrediction(predicted: number, actual: number): void {
-    this.predictedSum += predicted;
-    this.actualSum += actual;
-    this.absErrorSum += Math.abs(predicted - actual);
     this.predictedCachedTokens.inc(predicted);
     this.actualCachedTokens.inc(actual);
     this.predictionAbsErrorTokens.inc(Math.abs(predicted - actual));
     this.predictionSamples.inc();
-  }
-
-  predictionAccuracy(): number {
-    const scale = Math.max(this.predictedSum, this.actualSum);
-    return scale === 0 ? 1 : Math.max(0, 1 - this.absErrorSum / scale);
   }
 }

@@ -1,23 +1,15 @@
-// Peer LBs as seen from this one. Each peer's GET /admin/peer (PeerReport) is polled on an interval
-// with the shared bearer token: its per-replica in-flight tokens are added to queued_tokens here so
-// LBs do not herd onto one replica, its availability and queue length drive SkyLB forwarding, and its
-// prefix snapshot feeds the peer index. Forwarded requests go out over a keep-alive pool per peer.
+// The I/O of one peer LB: GET /admin/peer (a PeerReport) polled on an interval with the shared bearer
+// token, timed so the LB core keeps an RTT estimate of the peer, and a keep-alive pool for requests
+// forwarded to it. What a report means (in-flight tokens, availability, the prefix snapshot) is the
+// LB core's business: this file only fetches, validates and reports.
 import { Pool } from "undici";
-import type { Logger } from "pino";
 import { safeParsePeerReport, type PeerConfig, type PeerReport } from "@meridian/protocol";
-import { nextRttEwma } from "./replicas";
 
-/** A report older than this many poll intervals no longer counts (peer presumed down). */
-const STALE_AFTER_INTERVALS = 3;
+export type PeerObservation = { ok: true; report: PeerReport; rttMs: number } | { ok: false; error: string };
 
 export class PeerRuntime {
   readonly pool: Pool;
-  readonly origin: string;
   readonly basePath: string;
-  report: PeerReport | null = null;
-  reportAt: number | null = null;
-  rttMs: number | null = null;
-  lastError: string | null = null;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
 
@@ -25,28 +17,22 @@ export class PeerRuntime {
     public config: PeerConfig,
     private readonly token: string | null,
     private readonly pollIntervalMs: number,
-    private readonly snapshotKeys: number,
-    private readonly logger: Logger,
-    private readonly onReport: (peer: PeerRuntime, report: PeerReport) => void,
+    /** Block keys to ask for in the prefix snapshot (the LB core says how many it wants). */
+    private readonly snapshotKeys: () => number,
+    private readonly observe: (peerId: string, observation: PeerObservation) => void,
     connectTimeoutMs: number,
     maxConnections: number,
   ) {
     const url = new URL(config.url);
-    this.origin = url.origin;
     this.basePath = url.pathname.replace(/\/+$/, "");
-    this.pool = new Pool(this.origin, { connections: maxConnections, connectTimeout: connectTimeoutMs, keepAliveTimeout: 30_000 });
+    this.pool = new Pool(url.origin, { connections: maxConnections, connectTimeout: connectTimeoutMs, keepAliveTimeout: 30_000 });
   }
 
   get id(): string {
     return this.config.id;
   }
 
-  /** A report we can act on: recent enough to trust. */
-  freshReport(now: number): PeerReport | null {
-    if (this.report === null || this.reportAt === null) return null;
-    return now - this.reportAt > STALE_AFTER_INTERVALS * this.pollIntervalMs ? null : this.report;
-  }
-
+  /** Starts polling; resolves once the first poll answered either way. */
   start(): Promise<void> {
     const first = this.poll();
     this.timer = setInterval(() => void this.poll(), this.pollIntervalMs);
@@ -57,12 +43,13 @@ export class PeerRuntime {
   async poll(): Promise<void> {
     if (this.closed) return;
     const started = performance.now();
+    let observation: PeerObservation;
     try {
       const headers: Record<string, string> = {};
       if (this.token) headers["authorization"] = `Bearer ${this.token}`;
       const { statusCode, body } = await this.pool.request({
         method: "GET",
-        path: `${this.basePath}/admin/peer?snapshot=${this.snapshotKeys}`,
+        path: `${this.basePath}/admin/peer?snapshot=${this.snapshotKeys()}`,
         headers,
         signal: AbortSignal.timeout(Math.max(1_000, this.pollIntervalMs)),
       });
@@ -70,17 +57,11 @@ export class PeerRuntime {
       if (statusCode !== 200) throw new Error(`peer report returned ${statusCode}`);
       const parsed = safeParsePeerReport(JSON.parse(text));
       if (!parsed.success) throw parsed.error;
-      this.rttMs = nextRttEwma(this.rttMs, performance.now() - started);
-      this.report = parsed.data;
-      this.reportAt = Date.now();
-      if (this.lastError !== null) this.logger.info({ peer: this.id }, "peer reachable again");
-      this.lastError = null;
-      this.onReport(this, parsed.data);
+      observation = { ok: true, report: parsed.data, rttMs: performance.now() - started };
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      if (this.lastError === null) this.logger.warn({ peer: this.id, error: message }, "peer poll failed");
-      this.lastError = message;
+      observation = { ok: false, error: error instanceof Error ? error.message : String(error) };
     }
+    if (!this.closed) this.observe(this.id, observation);
   }
 
   async close(): Promise<void> {

@@ -4,8 +4,13 @@
 import type { IncomingMessage } from "node:http";
 import { StringDecoder } from "node:string_decoder";
 import {
+  chatBlockKeys,
   chatBlockKeysWithState,
   chatSerialisedLength,
+  continueChatBlockKeys,
+  continuePromptBlockKeys,
+  DEFAULT_BLOCK_CHARS,
+  promptBlockKeys,
   promptBlockKeysWithState,
   type BlockKeyerState,
   RoutingInputError,
@@ -118,12 +123,7 @@ function keysOrBadRequest<T>(compute: () => T): T {
   }
 }
 
-export function parseInference(
-  kind: InferenceKind,
-  received: Buffer | Buffer[],
-  sessionHeader: string | undefined,
-  sessionKeyBlocks: number,
-): ParsedInference {
+export function parseInference(kind: InferenceKind, received: Buffer | Buffer[], sessionHeader: string | undefined, sessionKeyBlocks: number): ParsedInference {
   const raw = Buffer.isBuffer(received) ? [received] : received;
   const body = parseJsonBody(raw);
   const modelField = body["model"];
@@ -156,7 +156,11 @@ export function parseInference(
     // A batch prompt (array) is routed by its first element: the batch shares one replica.
     const text = typeof field === "string" ? field : Array.isArray(field) && typeof field[0] === "string" ? field.join("") : null;
     if (text === null) {
-      throw badRequest("'prompt' is required and must be a string or an array of strings", "prompt", field === undefined ? "missing_required_parameter" : "invalid_type");
+      throw badRequest(
+        "'prompt' is required and must be a string or an array of strings",
+        "prompt",
+        field === undefined ? "missing_required_parameter" : "invalid_type",
+      );
     }
     prompt = text;
     ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(text)));
@@ -224,4 +228,25 @@ export function upstreamBody(request: ParsedInference): Buffer | Buffer[] {
 
 export function bodyLength(body: Buffer | readonly Buffer[]): number {
   return Array.isArray(body) ? body.reduce((total, part) => total + part.length, 0) : body.length;
+}
+
+const ASSISTANT_ROLE = "assistant";
+
+/** Keys of prompt + assistant reply as the next turn presents them, or null when the reply completes
+ * no new block (the prompt's keys, already learned, are the next turn's). From the prompt's keyer
+ * state only the reply is hashed, so an 80 KB prompt is not re-keyed to learn a few hundred
+ * characters of reply; the keys equal re-keying the whole conversation (keys.test.ts). */
+export function nextTurnKeys(request: ParsedInference, reply: string): BlockKey[] | null {
+  // Chat serialisation adds `role ␟ content ␞` per message (chatSerialisedLength's +2).
+  const added = request.messages !== null ? ASSISTANT_ROLE.length + 2 + reply.length : reply.length;
+  if (Math.floor((request.promptChars + added) / DEFAULT_BLOCK_CHARS) <= request.keys.length) return null;
+  const state = request.keyerState;
+  if (state !== undefined) {
+    const more =
+      request.messages !== null ? continueChatBlockKeys(state, [{ role: ASSISTANT_ROLE, content: reply }]).keys : continuePromptBlockKeys(state, reply).keys;
+    return more.length === 0 ? null : request.keys.concat(more);
+  }
+  return request.messages !== null
+    ? chatBlockKeys([...request.messages, { role: ASSISTANT_ROLE, content: reply }])
+    : promptBlockKeys((request.prompt ?? "") + reply);
 }

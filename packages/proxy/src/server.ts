@@ -3,6 +3,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pino, type Logger } from "pino";
+import type { PlacementLogEntry } from "@meridian/lb-core";
 import { parseLbConfig, type LbConfig, type LbConfigInput } from "@meridian/protocol";
 import { handleAdmin } from "./admin";
 import { Balancer } from "./balancer";
@@ -20,6 +21,8 @@ export interface StartProxyOptions {
   logger?: Logger;
   /** Seed for the routing RNG (tie-breaks, random policies). */
   seed?: number;
+  /** Observes every placement decision of the LB core (tests compare them with the simulator's). */
+  onPlacement?: (entry: PlacementLogEntry) => void;
 }
 
 export interface RunningProxy {
@@ -50,7 +53,14 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
     config = persisted;
   }
   const token = options.token ?? null;
-  const balancer = new Balancer({ config, settings, token, logger, ...(options.seed !== undefined ? { seed: options.seed } : {}) });
+  const balancer = new Balancer({
+    config,
+    settings,
+    token,
+    logger,
+    ...(options.seed !== undefined ? { seed: options.seed } : {}),
+    ...(options.onPlacement ? { onPlacement: options.onPlacement } : {}),
+  });
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000 }, (req, res) => {
     handle(req, res).catch((error: unknown) => {
       if (!(error instanceof HttpError)) logger.error({ err: error }, "request handler failed");
@@ -68,14 +78,22 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
       return;
     }
     if (req.method === "GET" && pathname === "/health") {
-      const routable = balancer.state().replicas.filter((r) => r.healthy && r.state === "enabled").length;
-      sendJson(res, 200, { status: "ok", lbId: balancer.config.lbId, region: balancer.config.region, configVersion: balancer.config.version, healthyReplicas: routable });
+      const routable = [...balancer.core.replicas.values()].filter((r) => r.routable()).length;
+      sendJson(res, 200, {
+        status: "ok",
+        lbId: balancer.config.lbId,
+        region: balancer.config.region,
+        configVersion: balancer.config.version,
+        healthyReplicas: routable,
+      });
       return;
     }
     if (req.method === "GET" && pathname === "/v1/models") {
       sendJson(res, 200, {
         object: "list",
-        data: balancer.models().map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "meridian", replicas: m.replicas, healthy_replicas: m.healthy })),
+        data: balancer
+          .models()
+          .map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "meridian", replicas: m.replicas, healthy_replicas: m.healthy })),
       });
       return;
     }

@@ -4,6 +4,7 @@
 // names the offending field (ProtocolError paths such as `lbConfig.replicas[0].url`).
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { DEFAULT_PEER_SNAPSHOT_KEYS } from "@meridian/lb-core";
 import { parseLbConfig, type LbConfig } from "@meridian/protocol";
 import type { ProxyEnv } from "./env";
 
@@ -17,8 +18,8 @@ export const ProcessSettingsSchema = z.strictObject({
   telemetryHeartbeatMs: z.int().positive().default(5_000),
   /** How often this LB polls each peer's GET /admin/peer. */
   peerPollIntervalMs: z.int().positive().default(1_000),
-  /** Block keys sent to peers in the prefix snapshot (most recent first). */
-  peerSnapshotMaxKeys: z.int().nonnegative().default(4_096),
+  /** Block keys asked of each peer in its prefix snapshot (most recent first; via-peer mode only). */
+  peerSnapshotMaxKeys: z.int().nonnegative().default(DEFAULT_PEER_SNAPSHOT_KEYS),
   /** How long startProxy waits for the first probe and scrape of every replica before serving. */
   warmupTimeoutMs: z.int().nonnegative().default(2_000),
 });
@@ -37,7 +38,7 @@ export interface LoadedSettings {
   token: string | null;
 }
 
-export class ConfigError extends Error {
+class ConfigError extends Error {
   override name = "ConfigError";
 }
 

@@ -39,11 +39,11 @@ test("strips the usage-only chunk when the client did not ask for it, at any chu
 });
 
 test("accumulates content, signals the first content delta once, handles multibyte splits", () => {
-  const events = ["Grüße", " 世界", "!"].map(
-    (piece) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: piece } }] })}\n\n`,
-  );
+  const events = ["Grüße", " 世界", "!"].map((piece) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: piece } }] })}\n\n`);
   const usage = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: "" }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 2 } } })}\n\n`;
-  const bytes = Buffer.from(`data: ${JSON.stringify({ choices: [{ delta: { role: "assistant", content: "" } }] })}\n\n` + events.join("") + usage + "data: [DONE]\n\n");
+  const bytes = Buffer.from(
+    `data: ${JSON.stringify({ choices: [{ delta: { role: "assistant", content: "" } }] })}\n\n` + events.join("") + usage + "data: [DONE]\n\n",
+  );
   for (const size of [1, 2, 5, bytes.length]) {
     const { out, observer, firsts } = run(bytes, true, size);
     assert.equal(firsts, 1);

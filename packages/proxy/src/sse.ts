@@ -31,7 +31,7 @@ export class SseObserver {
   /** Feeds one upstream chunk; returns what to forward to the client now (possibly empty). */
   push(chunk: Buffer): Buffer {
     const text = this.pending + this.decoder.decode(chunk, { stream: true });
-    const keep = this.options.stripUsage ? [] as string[] : null;
+    const keep = this.options.stripUsage ? ([] as string[]) : null;
     let eventStart = 0;
     for (;;) {
       const boundary = findEventEnd(text, eventStart);
@@ -122,7 +122,7 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-export function readUsage(usage: Record<string, unknown>): UsageReport {
+function readUsage(usage: Record<string, unknown>): UsageReport {
   const details = usage["prompt_tokens_details"];
   const cached = isRecord(details) ? details["cached_tokens"] : undefined;
   return {

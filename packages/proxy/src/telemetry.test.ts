@@ -3,11 +3,11 @@ import { PassThrough } from "node:stream";
 import { test } from "node:test";
 import type { ServerResponse } from "node:http";
 import { parseTelemetryNdjsonLine, type TelemetryStreamLine } from "@meridian/protocol";
-import { TelemetryLog, type TelemetryEventInput } from "./telemetry";
-import { AdmissionQueue } from "./admission-queue";
+import type { TelemetryEventBody } from "@meridian/lb-core";
+import { TelemetryLog } from "./telemetry";
 import { tokenMatches } from "./admin";
 
-const sample = (i: number): TelemetryEventInput => ({
+const sample = (i: number): TelemetryEventBody => ({
   time: 1_000 + i,
   lbId: "lb",
   region: "r",
@@ -47,13 +47,19 @@ test("ring keeps the newest events with gap-free seqs; a late resume gets an exp
   for (let i = 1; i <= 6; i++) log.append(sample(i));
   assert.equal(log.latestSeq, 6);
   assert.equal(log.oldestSeq, 3);
-  assert.deepEqual(log.since(4).map((e) => e.seq), [5, 6]);
+  assert.deepEqual(
+    log.since(4).map((e) => e.seq),
+    [5, 6],
+  );
   const { res, lines, end } = sink();
   log.subscribe(res, 0, 60_000);
   log.append(sample(7));
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(lines[0], { type: "dropped", fromSeq: 1, toSeq: 2, count: 2 });
-  assert.deepEqual(lines.slice(1).map((l) => (l.type === "event" ? l.event.seq : -1)), [3, 4, 5, 6, 7]);
+  assert.deepEqual(
+    lines.slice(1).map((l) => (l.type === "event" ? l.event.seq : -1)),
+    [3, 4, 5, 6, 7],
+  );
   end();
   log.close();
 });
@@ -72,34 +78,6 @@ test("resume from the last seen seq delivers each event exactly once", async () 
   const seqs = [...first.lines, ...second.lines].flatMap((l) => (l.type === "event" ? [l.event.seq] : []));
   assert.deepEqual(seqs, [3, 4, 5, 6, 7, 8]);
   log.close();
-});
-
-test("admission queue is FIFO, bounded in length, and expires waiters", async () => {
-  const queue = new AdmissionQueue(() => ({ maxLength: 2, maxWaitMs: 20 }));
-  const order: string[] = [];
-  let open = false;
-  const request = (name: string) => ({
-    enqueuedAt: Date.now(),
-    attempt: () => {
-      if (!open) return false;
-      order.push(name);
-      return true;
-    },
-    expire: () => order.push(`expired:${name}`),
-  });
-  assert.equal(queue.offer(request("a")).accepted, true);
-  assert.equal(queue.offer(request("b")).accepted, true);
-  assert.equal(queue.offer(request("c")).accepted, false);
-  queue.drain();
-  assert.deepEqual(order, []);
-  open = true;
-  queue.drain();
-  assert.deepEqual(order, ["a", "b"]);
-  open = false;
-  queue.offer(request("d"));
-  await new Promise((r) => setTimeout(r, 60));
-  assert.deepEqual(order, ["a", "b", "expired:d"]);
-  assert.equal(queue.length, 0);
 });
 
 test("admin token comparison", () => {

@@ -3,14 +3,8 @@
 // so a slow subscriber costs no memory: it reads from the ring when its socket drains, and if the ring
 // has moved past its cursor it is told exactly which events were dropped.
 import type { ServerResponse } from "node:http";
-import {
-  formatTelemetryNdjsonLine,
-  TELEMETRY_EVENT_SCHEMA,
-  type TelemetryEvent,
-  type TelemetryStreamLine,
-} from "@meridian/protocol";
-
-export type TelemetryEventInput = Omit<TelemetryEvent, "schema" | "seq">;
+import type { TelemetryEventBody } from "@meridian/lb-core";
+import { formatTelemetryNdjsonLine, TELEMETRY_EVENT_SCHEMA, type TelemetryEvent, type TelemetryStreamLine } from "@meridian/protocol";
 
 export class TelemetryLog {
   private readonly ring: (TelemetryEvent | undefined)[];
@@ -30,7 +24,7 @@ export class TelemetryLog {
     return Math.max(1, this.lastSeq - this.capacity + 1);
   }
 
-  append(input: TelemetryEventInput): TelemetryEvent {
+  append(input: TelemetryEventBody): TelemetryEvent {
     const event: TelemetryEvent = { schema: TELEMETRY_EVENT_SCHEMA, seq: ++this.lastSeq, ...input };
     this.ring[(event.seq - 1) % this.capacity] = event;
     for (const subscriber of this.subscribers) subscriber.pump();
@@ -66,7 +60,7 @@ export class TelemetryLog {
   }
 }
 
-export class TelemetrySubscriber {
+class TelemetrySubscriber {
   private cursor: number;
   private waitingForDrain = false;
   private closed = false;

@@ -9,7 +9,7 @@ import { after, before, test } from "node:test";
 import { request } from "undici";
 import { parseLbState, parsePeerReport, parseTelemetryNdjsonLine, type LbConfig, type LbState, type TelemetryStreamLine } from "@meridian/protocol";
 import { parsePrometheusText, type RunningProxy } from "../src/index";
-import { adminGet, chatBody, lbConfig, MODEL, post, startEngine, startLb, TOKEN, type Engine } from "./helpers";
+import { adminGet, chatBody, lbConfig, MODEL, post, startEngine, startLb, TOKEN, waitFor, type Engine } from "./helpers";
 
 let engine: Engine;
 let lb: RunningProxy;
@@ -28,7 +28,11 @@ after(async () => {
   rmSync(stateDir, { recursive: true, force: true });
 });
 
-async function put(path: string, body: unknown, token = TOKEN): Promise<{ status: number; json: { error?: { message: string; code: string }; version?: number } }> {
+async function put(
+  path: string,
+  body: unknown,
+  token = TOKEN,
+): Promise<{ status: number; json: { error?: { message: string; code: string }; version?: number } }> {
   const response = await request(`${lb.url}${path}`, {
     method: "PUT",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
@@ -38,26 +42,15 @@ async function put(path: string, body: unknown, token = TOKEN): Promise<{ status
 }
 
 /** Reads telemetry lines from ?since= until `count` event lines arrived, then disconnects. */
+/** The lines of a telemetry subscription from `since` until `count` events have arrived. */
 async function readTelemetry(since: number, count: number): Promise<TelemetryStreamLine[]> {
-  const controller = new AbortController();
-  const response = await request(`${lb.url}/admin/telemetry?since=${since}`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: controller.signal });
-  assert.equal(response.headers["content-type"], "application/x-ndjson");
-  const lines: TelemetryStreamLine[] = [];
-  let buffer = "";
+  const tail = await tailTelemetry(since);
   try {
-    for await (const chunk of response.body) {
-      buffer += (chunk as Buffer).toString();
-      let at: number;
-      while ((at = buffer.indexOf("\n")) >= 0) {
-        lines.push(parseTelemetryNdjsonLine(buffer.slice(0, at)));
-        buffer = buffer.slice(at + 1);
-      }
-      if (lines.filter((l) => l.type === "event").length >= count) break;
-    }
+    await tail.until(`${count} telemetry events`, (lines) => lines.filter((l) => l.type === "event").length >= count);
+    return [...tail.lines];
   } finally {
-    controller.abort();
+    tail.close();
   }
-  return lines;
 }
 
 const chat = (text: string) => post(`${lb.url}/v1/chat/completions`, chatBody(text));
@@ -79,8 +72,12 @@ test("bad input gets OpenAI errors and the LB keeps serving", async () => {
     assert.equal(typeof body.error.type, "string");
   }
   // Same shape as OpenAI's own answer to an unknown model (recorded, test/fixtures/SOURCES.md).
-  const recorded = JSON.parse(readFileSync(new URL("./fixtures/error-openai-model-not-found.json", import.meta.url), "utf8")) as { error: Record<string, unknown> };
-  const ours = JSON.parse((await post(`${lb.url}/v1/chat/completions`, chatBody("hi", { model: "gpt-4.1-nano-wrong" }))).text) as { error: Record<string, unknown> };
+  const recorded = JSON.parse(readFileSync(new URL("./fixtures/error-openai-model-not-found.json", import.meta.url), "utf8")) as {
+    error: Record<string, unknown>;
+  };
+  const ours = JSON.parse((await post(`${lb.url}/v1/chat/completions`, chatBody("hi", { model: "gpt-4.1-nano-wrong" }))).text) as {
+    error: Record<string, unknown>;
+  };
   assert.deepEqual(Object.keys(ours.error).sort(), Object.keys(recorded.error).sort());
   assert.equal(ours.error["code"], recorded.error["code"]);
   assert.equal(ours.error["type"], recorded.error["type"]);
@@ -141,7 +138,10 @@ test("a telemetry stream that disconnects and resumes delivers every event exact
   const second = await readTelemetry(lastSeen, total - lastSeen);
   const secondSeqs = second.flatMap((l) => (l.type === "event" ? [l.event.seq] : []));
   const all = [...firstSeqs, ...secondSeqs];
-  assert.deepEqual(all, Array.from({ length: 6 }, (_, i) => start + 1 + i));
+  assert.deepEqual(
+    all,
+    Array.from({ length: 6 }, (_, i) => start + 1 + i),
+  );
 
   // The ring holds 8 events: resuming from 0 once more happened says which were dropped, then
   // continues gap-free.
@@ -154,15 +154,45 @@ test("a telemetry stream that disconnects and resumes delivers every event exact
   assert.ok(next?.type === "event" && next.event.seq === dropped.toSeq + 1);
 });
 
+/** A live telemetry subscription whose lines the test can wait on as they arrive. */
+async function tailTelemetry(
+  since: number,
+): Promise<{ lines: TelemetryStreamLine[]; until(what: string, check: (lines: TelemetryStreamLine[]) => boolean): Promise<void>; close(): void }> {
+  const controller = new AbortController();
+  const response = await request(`${lb.url}/admin/telemetry?since=${since}`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: controller.signal });
+  assert.equal(response.headers["content-type"], "application/x-ndjson");
+  const lines: TelemetryStreamLine[] = [];
+  let buffer = "";
+  void (async () => {
+    for await (const chunk of response.body) {
+      buffer += (chunk as Buffer).toString();
+      let at: number;
+      while ((at = buffer.indexOf("\n")) >= 0) {
+        lines.push(parseTelemetryNdjsonLine(buffer.slice(0, at)));
+        buffer = buffer.slice(at + 1);
+      }
+    }
+  })().catch(() => undefined);
+  return {
+    lines,
+    until: (what, check) => waitFor(what, () => check(lines)).then(() => undefined),
+    close: () => controller.abort(),
+  };
+}
+
 test("live tail and heartbeats", async () => {
   const lastSeq = (await adminGet<LbState>(lb, "/admin/state")).telemetry.lastSeq;
-  const reading = readTelemetry(lastSeq, 1);
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  assert.equal((await chat("tail me")).status, 200);
-  const lines = await reading;
-  assert.ok(lines.some((l) => l.type === "heartbeat" && l.seq === lastSeq));
-  const event = lines.find((l) => l.type === "event");
-  assert.ok(event?.type === "event" && event.event.seq === lastSeq + 1);
+  const tail = await tailTelemetry(lastSeq);
+  try {
+    // An idle stream says where the log stands: a heartbeat at the current seq, before any event.
+    await tail.until("a heartbeat", (lines) => lines.some((l) => l.type === "heartbeat" && l.seq === lastSeq));
+    assert.equal((await chat("tail me")).status, 200);
+    await tail.until("the next event", (lines) => lines.some((l) => l.type === "event"));
+    const event = tail.lines.find((l) => l.type === "event");
+    assert.ok(event?.type === "event" && event.event.seq === lastSeq + 1);
+  } finally {
+    tail.close();
+  }
 });
 
 test("GET /metrics exposes the LB's series in valid Prometheus text", async () => {

@@ -23,7 +23,10 @@ const goodConfig = {
   replicas: [{ id: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", model: "m" }],
 };
 
-function run(args: string[], env: Record<string, string> = {}): { done: Promise<{ code: number | null; stderr: string; stdout: string }>; pid: number | undefined; kill: () => void } {
+function run(
+  args: string[],
+  env: Record<string, string> = {},
+): { done: Promise<{ code: number | null; stderr: string; stdout: string }>; pid: number | undefined; kill: () => void } {
   const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, LOG_LEVEL: "info", ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   let stdout = "";

@@ -193,7 +193,9 @@ test("a 5xx before any byte is retried once on another replica; with none left t
   const config = lbConfig("lb-us", "us-ashburn", [engine], { policy: "round-robin" });
   config.replicas = [...(config.replicas ?? []), { id: "us-broken", url: broken.url, region: "us-ashburn", model: MODEL, engine: "sglang" }];
   const lb = await startLb(config);
-  const onlyBroken = await startLb(lbConfig("lb-solo", "us-ashburn", [], { replicas: [{ id: "us-broken", url: broken.url, region: "us-ashburn", model: MODEL, engine: "sglang" }] }));
+  const onlyBroken = await startLb(
+    lbConfig("lb-solo", "us-ashburn", [], { replicas: [{ id: "us-broken", url: broken.url, region: "us-ashburn", model: MODEL, engine: "sglang" }] }),
+  );
   try {
     await waitFor("both healthy", async () => ((await adminGet<LbState>(lb, "/admin/state")).replicas.every((r) => r.healthy) ? true : undefined));
     for (let i = 0; i < 4; i++) {

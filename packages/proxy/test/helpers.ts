@@ -13,7 +13,7 @@ export const MODEL = "meridian-sim-8b";
 export const TOKEN = "test-token-0123456789";
 
 /** Small RTTs keep tests fast while keeping the regions clearly apart. */
-export const RTT_MATRIX: Record<string, Record<string, number>> = {
+const RTT_MATRIX: Record<string, Record<string, number>> = {
   "us-ashburn": { "us-ashburn": 2, "eu-frankfurt": 60, "ap-seoul": 100 },
   "eu-frankfurt": { "eu-frankfurt": 2, "ap-seoul": 80 },
   "ap-seoul": { "ap-seoul": 2 },
@@ -21,7 +21,7 @@ export const RTT_MATRIX: Record<string, Record<string, number>> = {
 
 export { DEMO_ENGINE_PARAMS };
 
-export const quietLogger = pino({ level: "silent" });
+const quietLogger = pino({ level: "silent" });
 
 export interface Engine extends EngineServer {
   id: string;

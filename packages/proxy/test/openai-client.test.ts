@@ -67,7 +67,10 @@ test("non-streaming chat and text completions through the LB", async () => {
   const text = await client.completions.create({ model: MODEL, prompt: "Once upon a time ".repeat(10), max_tokens: 5 });
   assert.ok((text.choices[0]?.text ?? "").length > 0);
   const models = await client.models.list();
-  assert.deepEqual(models.data.map((m) => m.id), [MODEL]);
+  assert.deepEqual(
+    models.data.map((m) => m.id),
+    [MODEL],
+  );
 });
 
 test("a vLLM-dialect replica is scraped and served like an SGLang one", async () => {

@@ -55,7 +55,10 @@ test("the peer report carries in-flight tokens, availability and the queue lengt
   assert.equal(report.lbId, "lb-us");
   assert.equal(report.availableReplicas, 1);
   assert.equal(report.queueLength, 0);
-  assert.deepEqual(report.replicas.map((r) => r.id), ["us-1"]);
+  assert.deepEqual(
+    report.replicas.map((r) => r.id),
+    ["us-1"],
+  );
   const unauthorised = await request(`${lbUs.url}/admin/peer`);
   assert.equal(unauthorised.statusCode, 401);
   await unauthorised.body.dump();

@@ -61,7 +61,12 @@ describe("decideAvailability", () => {
 
   it("forwards to an available peer when all local replicas are full: longest snapshot match, then lowest RTT", () => {
     const full = [replica("l1", { full: true }), replica("l2", { full: true })];
-    const peers = [peer("eu", { rttMs: 90 }), peer("ap", { rttMs: 180 }), peer("sa", { rttMs: 40, availableReplicas: 0 }), peer("af", { rttMs: 30, queueLength: 5 })];
+    const peers = [
+      peer("eu", { rttMs: 90 }),
+      peer("ap", { rttMs: 180 }),
+      peer("sa", { rttMs: 40, availableReplicas: 0 }),
+      peer("af", { rttMs: 30, queueLength: 5 }),
+    ];
     const byRtt = decideAvailability({ mode: "via-peer", local: full, peers, hop: 0 });
     assert.deepEqual(byRtt.action === "forward" && byRtt.peerId, "eu", "sa has no available replica, af's queue exceeds tau");
 

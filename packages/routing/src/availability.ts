@@ -105,7 +105,11 @@ export function decideAvailability(input: AvailabilityInput): AvailabilityDecisi
   const depth = new Map<string, number>();
   if (input.index && input.keys && input.keys.length > 0) {
     const now = requireFiniteNumber("now", input.now);
-    const match = input.index.match(input.keys, now, available.map((p) => p.id));
+    const match = input.index.match(
+      input.keys,
+      now,
+      available.map((p) => p.id),
+    );
     for (const [id, d] of match.depthByReplica) depth.set(id, d);
   }
   // Longest snapshot match, then lowest RTT, then id: deterministic for identical inputs.

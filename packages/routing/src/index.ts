@@ -12,4 +12,3 @@ export { HashRing } from "./policies/hashing";
 export { requestLoad } from "./policies/common";
 export * from "./availability";
 export * from "./token-estimator";
-export * from "./lb-queue";

@@ -78,7 +78,13 @@ describe("promptBlockKeys", () => {
 describe("chatBlockKeys", () => {
   const conversation = [
     { role: "system", content: SYSTEM },
-    { role: "user", content: [{ type: "text", text: "What is the capital of France? " }, { type: "text", text: "And of Germany?" }] },
+    {
+      role: "user",
+      content: [
+        { type: "text", text: "What is the capital of France? " },
+        { type: "text", text: "And of Germany?" },
+      ],
+    },
   ];
 
   it("is deterministic with a pinned value", () => {
@@ -88,7 +94,15 @@ describe("chatBlockKeys", () => {
 
   it("treats text parts exactly like the concatenated string", () => {
     const asString = [conversation[0]!, { role: "user", content: "What is the capital of France? And of Germany?" }];
-    const long = [{ role: "user", content: [{ type: "text", text: longText(500) }, { type: "text", text: longText(500, 3) }] }];
+    const long = [
+      {
+        role: "user",
+        content: [
+          { type: "text", text: longText(500) },
+          { type: "text", text: longText(500, 3) },
+        ],
+      },
+    ];
     const longString = [{ role: "user", content: longText(500) + longText(500, 3) }];
     assert.deepEqual(chatBlockKeys(asString), chatBlockKeys(conversation));
     assert.deepEqual(chatBlockKeys(long), chatBlockKeys(longString));
@@ -115,7 +129,15 @@ describe("chatBlockKeys", () => {
   });
 
   it("keys different images differently and accepts null content", () => {
-    const image = (url: string) => [{ role: "user", content: [{ type: "image_url", image_url: { url } }, { type: "text", text: longText(100) }] }];
+    const image = (url: string) => [
+      {
+        role: "user",
+        content: [
+          { type: "image_url", image_url: { url } },
+          { type: "text", text: longText(100) },
+        ],
+      },
+    ];
     assert.notDeepEqual(chatBlockKeys(image("https://x/a.png")), chatBlockKeys(image("https://x/b.png")));
     assert.doesNotThrow(() => chatBlockKeys([{ role: "assistant", content: null }]));
   });
@@ -183,7 +205,13 @@ describe("block keying matches the reference rule on any text", () => {
           const parts = [randomText(alphabet, Math.floor(rng.next() * 300)), text, randomText(alphabets.ascii!, Math.floor(rng.next() * 5000))];
           const messages = [
             { role: "system", content: parts[0] },
-            { role: "user", content: [{ type: "text", text: parts[1] }, { type: "text", text: parts[2] }] },
+            {
+              role: "user",
+              content: [
+                { type: "text", text: parts[1] },
+                { type: "text", text: parts[2] },
+              ],
+            },
           ];
           const pieces = ["system", ROLE_SEPARATOR, parts[0]!, MESSAGE_SEPARATOR, "user", ROLE_SEPARATOR, parts[1]!, parts[2]!, MESSAGE_SEPARATOR];
           assert.deepEqual(chatBlockKeys(messages, blockChars), referenceKeys(pieces, blockChars), `${name} chat B=${blockChars}`);
@@ -196,7 +224,15 @@ describe("block keying matches the reference rule on any text", () => {
     const text = randomText(alphabets.mixed!, 9000).replace(/[\ud800-\udfff]/g, "x");
     const cut = 4321;
     assert.deepEqual(
-      chatBlockKeys([{ role: "user", content: [{ type: "text", text: text.slice(0, cut) }, { type: "text", text: text.slice(cut) }] }]),
+      chatBlockKeys([
+        {
+          role: "user",
+          content: [
+            { type: "text", text: text.slice(0, cut) },
+            { type: "text", text: text.slice(cut) },
+          ],
+        },
+      ]),
       chatBlockKeys([{ role: "user", content: text }]),
     );
   });
@@ -215,7 +251,13 @@ describe("chatSerialisedLength", () => {
     for (const extra of [0, 1, 63, 64, 65]) {
       const messages = [
         { role: "system", content: SYSTEM },
-        { role: "user", content: [{ type: "text", text: longText(130 + extra) }, { type: "image_url", image_url: { url: "https://x/y.png" } }] },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: longText(130 + extra) },
+            { type: "image_url", image_url: { url: "https://x/y.png" } },
+          ],
+        },
       ];
       const length = chatSerialisedLength(messages);
       assert.equal(chatBlockKeys(messages).length, Math.floor(length / 64), `extra ${extra}`);
@@ -285,7 +327,11 @@ describe("incremental keying (continue from a keyer state)", () => {
     if (pick < 0.7) return null;
     const parts: unknown[] = [];
     for (let p = Math.floor(rng.next() * 4); p >= 0; p--) {
-      parts.push(rng.next() < 0.8 ? { type: "text", text: randomText(alphabet, Math.floor(rng.next() * 150)) } : { type: "image_url", image_url: { url: randomText(alphabet, 40) } });
+      parts.push(
+        rng.next() < 0.8
+          ? { type: "text", text: randomText(alphabet, Math.floor(rng.next() * 150)) }
+          : { type: "image_url", image_url: { url: randomText(alphabet, 40) } },
+      );
     }
     return parts;
   }
@@ -294,7 +340,10 @@ describe("incremental keying (continue from a keyer state)", () => {
     for (let round = 0; round < 400; round++) {
       const alphabet = alphabets[round % alphabets.length]!;
       const blockChars = [64, 64, 7, 1, 130][round % 5]!;
-      const messages = Array.from({ length: 1 + Math.floor(rng.next() * 4) }, (_, i) => ({ role: i === 0 ? "system" : "user", content: randomContent(alphabet) }));
+      const messages = Array.from({ length: 1 + Math.floor(rng.next() * 4) }, (_, i) => ({
+        role: i === 0 ? "system" : "user",
+        content: randomContent(alphabet),
+      }));
       const reply = { role: "assistant", content: randomText(alphabet, Math.floor(rng.next() * (rng.next() < 0.5 ? 70 : 2000))) };
       const first = chatBlockKeysWithState(messages, blockChars);
       assert.deepEqual(first.keys, chatBlockKeys(messages, blockChars));

@@ -5,7 +5,6 @@ import { traceBlockKeys } from "./keys";
 import { PrefixIndex } from "./prefix-index";
 import { createRng } from "./rng";
 
-const HOUR = 3_600_000;
 const chain = (root: number, n: number) => traceBlockKeys(Array.from({ length: n }, (_, i) => root * 10_000 + i));
 
 describe("PrefixIndex match", () => {
@@ -27,7 +26,10 @@ describe("PrefixIndex match", () => {
     index.learn(convo, "a", "LOCAL", 0);
     index.learn(convo.slice(0, 3), "b", "LOCAL", 0);
     const m = index.match(convo, 1, ["b", "c"]);
-    assert.deepEqual([...m.depthByReplica.entries()].sort(), [["b", 3], ["c", 0]]);
+    assert.deepEqual([...m.depthByReplica.entries()].sort(), [
+      ["b", 3],
+      ["c", 0],
+    ]);
     assert.equal(m.maxDepth, 3);
     assert.equal(index.match(convo, 1, ["nobody"]).maxDepth, 0);
   });
@@ -117,7 +119,10 @@ describe("PrefixIndex bounds", () => {
     const keys = chain(50, 2);
     index.learn(keys, "x", "LOCAL", 1);
     index.learn(keys, "x", "REMOTE", 2);
-    assert.deepEqual(index.routesOf(keys[0]!).map((r) => r.trust), ["LOCAL"]);
+    assert.deepEqual(
+      index.routesOf(keys[0]!).map((r) => r.trust),
+      ["LOCAL"],
+    );
     index.learn(chain(51, 1), "y", "REMOTE", 3);
     index.learn(chain(51, 1), "y", "LOCAL", 4);
     assert.equal(index.stats().remoteRoutes, 0);
@@ -237,7 +242,14 @@ describe("PrefixIndex maintenance", () => {
     }
     for (const key of keyPool) {
       const expected = [...(model.get(key) ?? [])].sort();
-      assert.deepEqual(index.routesOf(key).map((r) => r.replicaId).sort(), expected, `key ${key}`);
+      assert.deepEqual(
+        index
+          .routesOf(key)
+          .map((r) => r.replicaId)
+          .sort(),
+        expected,
+        `key ${key}`,
+      );
     }
     assert.equal(index.stats().blocks, model.size);
   });

@@ -17,64 +17,19 @@
 // 0..k, so depth = 1 + the deepest held block found.
 
 import { RoutingInputError, describe, requireFiniteNumber } from "./errors";
+import { RouteStore } from "./route-store";
+import type { MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixSnapshot, RouteInfo } from "./prefix-index-types";
 import type { BlockKey, Trust } from "./types";
 
+// Local copies of route-store.ts's sentinel and trust levels: an imported binding is not folded into
+// the hot loops' comparisons.
 const NIL = -1;
 const LOCAL = 0;
 const REMOTE = 1;
+
+export type { MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixSnapshot, RouteInfo } from "./prefix-index-types";
+
 const MAX_BLOCK_KEY = Number.MAX_SAFE_INTEGER;
-const INITIAL_POOL = 1024;
-const INITIAL_TABLE = 2048;
-
-export interface PrefixIndexOptions {
-  /** Upper bound on stored routes, i.e. (block, replica) pairs. Not distinct blocks. */
-  capacityBlocks: number;
-  /** Routes older than this since last learned are ignored and reclaimed. Default 1 h. */
-  ttlMs?: number;
-  /** Most replicas (or peers) one block may list; the oldest-learned route on the block makes room.
-   * Bounds the per-block chain walk, so lookups stay O(1) whatever ids arrive. Default 64. */
-  maxReplicasPerBlock?: number;
-}
-
-export interface MatchResult {
-  /** Matched depth (leading blocks held) per replica. When `only` was given, every listed id is
-   * present (0 when nothing matched); otherwise only replicas with depth ≥ 1. */
-  depthByReplica: Map<string, number>;
-  maxDepth: number;
-}
-
-/** LOCAL block keys, most recently used first; what one LB shares with its peers. */
-export type PrefixSnapshot = BlockKey[];
-
-export interface RouteInfo {
-  replicaId: string;
-  lastUse: number;
-  learnedAt: number;
-  trust: Trust;
-}
-
-export interface PrefixIndexStats {
-  /** Stored (block, replica) pairs. */
-  routes: number;
-  /** Distinct blocks stored. */
-  blocks: number;
-  localRoutes: number;
-  remoteRoutes: number;
-  /** Distinct replica / peer ids with at least one route. */
-  replicas: number;
-  capacityBlocks: number;
-  ttlMs: number;
-  /** Routes evicted for capacity. */
-  evictions: number;
-  /** Routes reclaimed because their TTL ran out. */
-  expirations: number;
-  /** match() calls that found at least one block. */
-  hits: number;
-  /** match() calls. */
-  lookups: number;
-  /** Sum over match() calls of the deepest match, for an average-depth gauge. */
-  matchedBlocks: number;
-}
 
 function checkKeys(field: string, keys: readonly BlockKey[]): void {
   if (!Array.isArray(keys)) throw new RoutingInputError(field, `must be an array of block keys, got ${describe(keys)}`);
@@ -98,45 +53,24 @@ function checkReplicaId(field: string, id: unknown): string {
   return id;
 }
 
-/** Table slot for a key: block keys are already hashes, one multiply spreads them over the mask. */
-function tableHash(key: number): number {
-  return Math.imul((key >>> 0) ^ ((key / 4294967296) | 0), 0x9e3779b1) >>> 0;
+function checkOptions(options: PrefixIndexOptions): { capacity: number; ttl: number; perBlock: number } {
+  if (options === null || typeof options !== "object") throw new RoutingInputError("options", "must be an object");
+  const capacity = options.capacityBlocks;
+  if (typeof capacity !== "number" || !Number.isInteger(capacity) || capacity <= 0 || capacity > 0x7fffffff) {
+    throw new RoutingInputError("capacityBlocks", `must be a positive integer < 2^31, got ${describe(capacity)}`);
+  }
+  const ttl = options.ttlMs ?? 3_600_000;
+  if (typeof ttl !== "number" || !(ttl > 0)) throw new RoutingInputError("ttlMs", `must be a positive number, got ${describe(ttl)}`);
+  const perBlock = options.maxReplicasPerBlock ?? 64;
+  if (typeof perBlock !== "number" || !Number.isInteger(perBlock) || perBlock <= 0) {
+    throw new RoutingInputError("maxReplicasPerBlock", `must be a positive integer, got ${describe(perBlock)}`);
+  }
+  return { capacity, ttl, perBlock };
 }
 
-export class PrefixIndex {
-  readonly capacityBlocks: number;
+export class PrefixIndex extends RouteStore {
   readonly ttlMs: number;
   readonly maxReplicasPerBlock: number;
-
-  // Route pool (struct of arrays), grown by doubling up to capacityBlocks.
-  private poolSize = 0;
-  private used = 0; // slots ever handed out (high-water mark)
-  private freeSlot = NIL; // free list threaded through blockNext
-  private slotKey: Float64Array = new Float64Array(0);
-  private slotReplica: Int32Array = new Int32Array(0); // NIL when the slot is free
-  private slotLastUse: Float64Array = new Float64Array(0);
-  private slotLearnedAt: Float64Array = new Float64Array(0);
-  private slotTrust: Uint8Array = new Uint8Array(0);
-  private slotPrev: Int32Array = new Int32Array(0); // LRU: towards most recent
-  private slotNext: Int32Array = new Int32Array(0); // LRU: towards least recent
-  private blockNext: Int32Array = new Int32Array(0); // next route of the same block
-
-  private readonly lruHead = new Int32Array([NIL, NIL]); // most recent, per trust
-  private readonly lruTail = new Int32Array([NIL, NIL]); // least recent, per trust
-  private readonly trustRoutes = [0, 0];
-
-  // Block table: key -> first route slot.
-  private tableKeys: Float64Array = new Float64Array(0);
-  private tableHeads: Int32Array = new Int32Array(0);
-  private tableMask = 0;
-  private blockCount = 0;
-
-  // Replica ids <-> small ints; an id's number is recycled when its last route goes.
-  private replicaIds: (string | undefined)[] = [];
-  private readonly replicaNumbers = new Map<string, number>();
-  private replicaRoutes: number[] = [];
-  private freeReplicaNumbers: number[] = [];
-  private pinnedReplica = NIL;
 
   private evictions = 0;
   private expirations = 0;
@@ -145,20 +79,10 @@ export class PrefixIndex {
   private matchedBlockSum = 0;
 
   constructor(options: PrefixIndexOptions) {
-    if (options === null || typeof options !== "object") throw new RoutingInputError("options", "must be an object");
-    const capacity = options.capacityBlocks;
-    if (typeof capacity !== "number" || !Number.isInteger(capacity) || capacity <= 0 || capacity > 0x7fffffff) {
-      throw new RoutingInputError("capacityBlocks", `must be a positive integer < 2^31, got ${describe(capacity)}`);
-    }
-    const ttl = options.ttlMs ?? 3_600_000;
-    if (typeof ttl !== "number" || !(ttl > 0)) throw new RoutingInputError("ttlMs", `must be a positive number, got ${describe(ttl)}`);
-    const perBlock = options.maxReplicasPerBlock ?? 64;
-    if (typeof perBlock !== "number" || !Number.isInteger(perBlock) || perBlock <= 0) {
-      throw new RoutingInputError("maxReplicasPerBlock", `must be a positive integer, got ${describe(perBlock)}`);
-    }
-    this.capacityBlocks = capacity;
-    this.ttlMs = ttl;
-    this.maxReplicasPerBlock = perBlock;
+    const checked = checkOptions(options);
+    super(checked.capacity);
+    this.ttlMs = checked.ttl;
+    this.maxReplicasPerBlock = checked.perBlock;
     this.reset();
   }
 
@@ -173,23 +97,7 @@ export class PrefixIndex {
   }
 
   private reset(): void {
-    this.poolSize = 0;
-    this.used = 0;
-    this.freeSlot = NIL;
-    this.growPool(Math.min(INITIAL_POOL, this.capacityBlocks));
-    this.lruHead.fill(NIL);
-    this.lruTail.fill(NIL);
-    this.trustRoutes[LOCAL] = 0;
-    this.trustRoutes[REMOTE] = 0;
-    this.tableKeys = new Float64Array(INITIAL_TABLE);
-    this.tableHeads = new Int32Array(INITIAL_TABLE).fill(NIL);
-    this.tableMask = INITIAL_TABLE - 1;
-    this.blockCount = 0;
-    this.replicaIds = [];
-    this.replicaNumbers.clear();
-    this.replicaRoutes = [];
-    this.freeReplicaNumbers = [];
-    this.pinnedReplica = NIL;
+    this.resetStore();
   }
 
   // ---------------------------------------------------------------- public API
@@ -209,7 +117,7 @@ export class PrefixIndex {
       wanted = new Set<number>();
       for (const id of only) {
         depthByReplica.set(id, 0);
-        const r = this.replicaNumbers.get(id);
+        const r = this.replicas.find(id);
         if (r !== undefined) wanted.add(r);
       }
     }
@@ -235,7 +143,7 @@ export class PrefixIndex {
         else hi = mid - 1;
       }
       const depth = lo + 1;
-      depthByReplica.set(this.replicaIds[r] as string, depth);
+      depthByReplica.set(this.replicas.name(r), depth);
       if (depth > maxDepth) maxDepth = depth;
     }
     if (maxDepth > 0) this.hits++;
@@ -250,14 +158,12 @@ export class PrefixIndex {
     const trustLevel = checkTrust(trust);
     requireFiniteNumber("now", now);
     this.sweepExpired(now);
-    const r = this.replicaNumber(replicaId);
-    this.pinnedReplica = r;
+    const r = this.replicas.pin(replicaId);
     try {
       // Deepest first, so the shallow (shared) blocks end up most recent; see the file header.
       for (let k = keys.length - 1; k >= 0; k--) this.upsert(keys[k] as number, r, trustLevel, now);
     } finally {
-      this.pinnedReplica = NIL;
-      this.releaseReplicaIfEmpty(r);
+      this.replicas.unpin(r);
     }
   }
 
@@ -288,16 +194,14 @@ export class PrefixIndex {
     checkKeys("snapshot", snapshot);
     requireFiniteNumber("now", now);
     this.sweepExpired(now);
-    const r = this.replicaNumber(peerId);
-    this.pinnedReplica = r;
+    const r = this.replicas.pin(peerId);
     try {
       // Least recent first so the peer's most recent blocks end up most recent here too; anything
       // beyond our capacity would be evicted immediately, so it is not even inserted.
       const start = Math.min(snapshot.length, this.capacityBlocks) - 1;
       for (let i = start; i >= 0; i--) this.upsert(snapshot[i] as number, r, REMOTE, now);
     } finally {
-      this.pinnedReplica = NIL;
-      this.releaseReplicaIfEmpty(r);
+      this.replicas.unpin(r);
     }
   }
 
@@ -305,7 +209,7 @@ export class PrefixIndex {
    * tokens than predicted). Returns the number of routes removed. */
   forget(keys: readonly BlockKey[], replicaId: string, fromDepth = 0): number {
     checkKeys("keys", keys);
-    const r = this.replicaNumbers.get(checkReplicaId("replicaId", replicaId));
+    const r = this.replicas.find(checkReplicaId("replicaId", replicaId));
     if (r === undefined) return 0;
     let removed = 0;
     for (let k = Math.max(0, fromDepth); k < keys.length; k++) {
@@ -320,7 +224,7 @@ export class PrefixIndex {
 
   /** Drops every route of a replica (or peer). Returns the number removed. */
   removeReplica(replicaId: string): number {
-    const r = this.replicaNumbers.get(checkReplicaId("replicaId", replicaId));
+    const r = this.replicas.find(checkReplicaId("replicaId", replicaId));
     if (r === undefined) return 0;
     let removed = 0;
     for (let s = 0; s < this.used; s++) {
@@ -339,7 +243,7 @@ export class PrefixIndex {
     if (t < 0) return out;
     for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
       out.push({
-        replicaId: this.replicaIds[this.slotReplica[s] as number] as string,
+        replicaId: this.replicas.name(this.slotReplica[s] as number),
         lastUse: this.slotLastUse[s] as number,
         learnedAt: this.slotLearnedAt[s] as number,
         trust: this.slotTrust[s] === LOCAL ? "LOCAL" : "REMOTE",
@@ -354,7 +258,7 @@ export class PrefixIndex {
       blocks: this.blockCount,
       localRoutes: this.trustRoutes[LOCAL]!,
       remoteRoutes: this.trustRoutes[REMOTE]!,
-      replicas: this.replicaNumbers.size,
+      replicas: this.replicas.size,
       capacityBlocks: this.capacityBlocks,
       ttlMs: this.ttlMs,
       evictions: this.evictions,
@@ -409,7 +313,7 @@ export class PrefixIndex {
     this.slotLearnedAt[s] = now;
     this.slotTrust[s] = trust;
     this.trustRoutes[trust]!++;
-    this.replicaRoutes[r] = (this.replicaRoutes[r] ?? 0) + 1;
+    this.replicas.routeAdded(r);
     this.lruPushFront(s);
     let t = this.findTable(key);
     if (t < 0) {
@@ -477,8 +381,7 @@ export class PrefixIndex {
     const trust = this.slotTrust[s] as number;
     this.trustRoutes[trust]!--;
     const r = this.slotReplica[s] as number;
-    this.replicaRoutes[r] = (this.replicaRoutes[r] ?? 1) - 1;
-    this.releaseReplicaIfEmpty(r);
+    this.replicas.routeRemoved(r);
     this.slotReplica[s] = NIL;
     this.blockNext[s] = this.freeSlot;
     this.freeSlot = s;
@@ -497,139 +400,6 @@ export class PrefixIndex {
       if ((this.slotLearnedAt[s] as number) > expiredBefore) break;
       this.removeRoute(s);
       this.expirations++;
-    }
-  }
-
-  private growPool(size: number): void {
-    const copyF64 = (old: Float64Array): Float64Array => {
-      const next = new Float64Array(size);
-      next.set(old.subarray(0, Math.min(old.length, size)));
-      return next;
-    };
-    const copyI32 = (old: Int32Array): Int32Array => {
-      const next = new Int32Array(size);
-      next.set(old.subarray(0, Math.min(old.length, size)));
-      return next;
-    };
-    const wasEmpty = this.poolSize === 0;
-    this.slotKey = wasEmpty ? new Float64Array(size) : copyF64(this.slotKey);
-    this.slotLastUse = wasEmpty ? new Float64Array(size) : copyF64(this.slotLastUse);
-    this.slotLearnedAt = wasEmpty ? new Float64Array(size) : copyF64(this.slotLearnedAt);
-    this.slotReplica = wasEmpty ? new Int32Array(size) : copyI32(this.slotReplica);
-    this.slotPrev = wasEmpty ? new Int32Array(size) : copyI32(this.slotPrev);
-    this.slotNext = wasEmpty ? new Int32Array(size) : copyI32(this.slotNext);
-    this.blockNext = wasEmpty ? new Int32Array(size) : copyI32(this.blockNext);
-    const trust = new Uint8Array(size);
-    if (!wasEmpty) trust.set(this.slotTrust.subarray(0, Math.min(this.slotTrust.length, size)));
-    this.slotTrust = trust;
-    this.slotReplica.fill(NIL, this.poolSize);
-    this.poolSize = size;
-  }
-
-  // ---------------------------------------------------------------- LRU lists
-
-  private lruPushFront(s: number): void {
-    const trust = this.slotTrust[s] as number;
-    const head = this.lruHead[trust] as number;
-    this.slotPrev[s] = NIL;
-    this.slotNext[s] = head;
-    if (head !== NIL) this.slotPrev[head] = s;
-    else this.lruTail[trust] = s;
-    this.lruHead[trust] = s;
-  }
-
-  private lruUnlink(s: number): void {
-    const trust = this.slotTrust[s] as number;
-    const prev = this.slotPrev[s] as number;
-    const next = this.slotNext[s] as number;
-    if (prev !== NIL) this.slotNext[prev] = next;
-    else this.lruHead[trust] = next;
-    if (next !== NIL) this.slotPrev[next] = prev;
-    else this.lruTail[trust] = prev;
-  }
-
-  // ---------------------------------------------------------------- replicas
-
-  private replicaNumber(id: string): number {
-    const known = this.replicaNumbers.get(id);
-    if (known !== undefined) return known;
-    const r = this.freeReplicaNumbers.pop() ?? this.replicaIds.length;
-    this.replicaIds[r] = id;
-    this.replicaRoutes[r] = 0;
-    this.replicaNumbers.set(id, r);
-    return r;
-  }
-
-  private releaseReplicaIfEmpty(r: number): void {
-    if (r === this.pinnedReplica || this.replicaRoutes[r] !== 0) return;
-    const id = this.replicaIds[r];
-    if (id === undefined) return;
-    this.replicaNumbers.delete(id);
-    this.replicaIds[r] = undefined;
-    this.freeReplicaNumbers.push(r);
-  }
-
-  // ---------------------------------------------------------------- block table
-
-  /** Table index of `key`, or -1. */
-  private findTable(key: number): number {
-    const mask = this.tableMask;
-    const keys = this.tableKeys;
-    const heads = this.tableHeads;
-    let i = tableHash(key) & mask;
-    while (heads[i] !== NIL) {
-      if (keys[i] === key) return i;
-      i = (i + 1) & mask;
-    }
-    return -1;
-  }
-
-  private insertTable(key: number): number {
-    // Keep the load factor ≤ 1/2 so probes stay short.
-    if ((this.blockCount + 1) * 2 > this.tableKeys.length) this.growTable();
-    const mask = this.tableMask;
-    let i = tableHash(key) & mask;
-    while (this.tableHeads[i] !== NIL) i = (i + 1) & mask;
-    this.tableKeys[i] = key;
-    this.blockCount++;
-    return i;
-  }
-
-  private deleteTable(hole: number): void {
-    const mask = this.tableMask;
-    const keys = this.tableKeys;
-    const heads = this.tableHeads;
-    let i = hole;
-    let j = hole;
-    for (;;) {
-      j = (j + 1) & mask;
-      if (heads[j] === NIL) break;
-      const ideal = tableHash(keys[j] as number) & mask;
-      // Move j back into the hole unless its ideal slot lies cyclically in (i, j].
-      const inRange = i <= j ? ideal > i && ideal <= j : ideal > i || ideal <= j;
-      if (!inRange) {
-        keys[i] = keys[j] as number;
-        heads[i] = heads[j] as number;
-        i = j;
-      }
-    }
-    heads[i] = NIL;
-    this.blockCount--;
-  }
-
-  private growTable(): void {
-    const oldKeys = this.tableKeys;
-    const oldHeads = this.tableHeads;
-    const size = oldKeys.length * 2;
-    this.tableKeys = new Float64Array(size);
-    this.tableHeads = new Int32Array(size).fill(NIL);
-    this.tableMask = size - 1;
-    for (let i = 0; i < oldKeys.length; i++) {
-      if (oldHeads[i] === NIL) continue;
-      let j = tableHash(oldKeys[i] as number) & this.tableMask;
-      while (this.tableHeads[j] !== NIL) j = (j + 1) & this.tableMask;
-      this.tableKeys[j] = oldKeys[i] as number;
-      this.tableHeads[j] = oldHeads[i] as number;
     }
   }
 }

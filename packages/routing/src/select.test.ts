@@ -111,7 +111,10 @@ describe("least-request and least-load", () => {
       context(),
     );
     assert.equal(d.choice, "c");
-    assert.deepEqual(d.scores.map((s) => s.score), [5, 9, 3]);
+    assert.deepEqual(
+      d.scores.map((s) => s.score),
+      [5, 9, 3],
+    );
   });
 
   it("least-load sums running, waiting and used KV tokens with this LB's queued tokens", () => {
@@ -123,7 +126,10 @@ describe("least-request and least-load", () => {
       ],
       context(),
     );
-    assert.deepEqual(d.scores.map((s) => s.score), [5103, 4001]);
+    assert.deepEqual(
+      d.scores.map((s) => s.score),
+      [5103, 4001],
+    );
     assert.equal(d.choice, "b");
   });
 });
@@ -134,7 +140,11 @@ describe("prefix-cache", () => {
   it("follows the longest match while the running spread is ≤ 8", () => {
     const ctx = context();
     ctx.index.learn(prompt.slice(0, 40), "warm", "LOCAL", 0);
-    const d = createPolicy("prefix-cache").select(request(prompt), [candidate("idle", { scraped: running(0) }), candidate("warm", { scraped: running(8) })], ctx);
+    const d = createPolicy("prefix-cache").select(
+      request(prompt),
+      [candidate("idle", { scraped: running(0) }), candidate("warm", { scraped: running(8) })],
+      ctx,
+    );
     assert.equal(d.choice, "warm");
     assert.equal(d.reason, undefined);
     assert.equal(d.predictedCachedTokens, 640);
@@ -143,7 +153,11 @@ describe("prefix-cache", () => {
   it("falls back to least-request when the spread of running requests is > 8", () => {
     const ctx = context();
     ctx.index.learn(prompt.slice(0, 40), "warm", "LOCAL", 0);
-    const d = createPolicy("prefix-cache").select(request(prompt), [candidate("idle", { scraped: running(0) }), candidate("warm", { scraped: running(9) })], ctx);
+    const d = createPolicy("prefix-cache").select(
+      request(prompt),
+      [candidate("idle", { scraped: running(0) }), candidate("warm", { scraped: running(9) })],
+      ctx,
+    );
     assert.equal(d.choice, "idle");
     assert.match(d.reason ?? "", /fallback:least-request/);
   });
@@ -183,7 +197,11 @@ describe("consistent-hash", () => {
     const ctx = context();
     const counts = new Map<string, number>();
     for (const sessionKey of keys) {
-      const c = policy.select(request([], { sessionKey }), ids.map((id) => candidate(id)), ctx).choice;
+      const c = policy.select(
+        request([], { sessionKey }),
+        ids.map((id) => candidate(id)),
+        ctx,
+      ).choice;
       counts.set(c, (counts.get(c) ?? 0) + 1);
     }
     for (const id of ids) {
@@ -196,7 +214,10 @@ describe("consistent-hash", () => {
     const full = new HashRing(ids, 100);
     const before = keys.map((k) => ids[full.lookup(k)]);
     for (const gone of ids) {
-      const ring = new HashRing(ids.filter((id) => id !== gone), 100);
+      const ring = new HashRing(
+        ids.filter((id) => id !== gone),
+        100,
+      );
       let kept = 0;
       for (let i = 0; i < keys.length; i++) {
         const after = ring.ids[ring.lookup(keys[i]!)];
@@ -266,7 +287,11 @@ describe("skylb", () => {
     ctx.index.learn(prompt.slice(0, 20), "a", "LOCAL", 0);
     ctx.index.learn(prompt.slice(0, 20), "b", "LOCAL", 0);
     ctx.index.learn(prompt.slice(0, 5), "c", "LOCAL", 0);
-    const d = createPolicy("skylb").select(request(prompt), [candidate("a", { inFlight: 4 }), candidate("b", { inFlight: 2 }), candidate("c"), candidate("d")], ctx);
+    const d = createPolicy("skylb").select(
+      request(prompt),
+      [candidate("a", { inFlight: 4 }), candidate("b", { inFlight: 2 }), candidate("c"), candidate("d")],
+      ctx,
+    );
     assert.equal(d.choice, "b");
     assert.equal(d.predictedCachedTokens, 320);
   });
@@ -281,7 +306,12 @@ describe("learned-prefix", () => {
   function setup(targetInFlight: number) {
     const ctx = context();
     ctx.index.learn(prompt.slice(0, 60), "target", "LOCAL", 0);
-    const cs = [candidate("target", { inFlight: targetInFlight }), candidate("x", { inFlight: 3 }), candidate("y", { inFlight: 3 }), candidate("z", { inFlight: 2 })];
+    const cs = [
+      candidate("target", { inFlight: targetInFlight }),
+      candidate("x", { inFlight: 3 }),
+      candidate("y", { inFlight: 3 }),
+      candidate("z", { inFlight: 2 }),
+    ];
     return createPolicy("learned-prefix").select(request(prompt), cs, ctx);
   }
 

@@ -23,7 +23,14 @@ describe("TokenEstimator", () => {
 
   it("ignores bad or implausible samples and clamps to the sane range", () => {
     const e = new TokenEstimator();
-    for (const [chars, tokens] of [[Number.NaN, 10], [1000, 0], [1000, -5], [10, 3], [100_000, 1], [1000, Number.POSITIVE_INFINITY]] as const) {
+    for (const [chars, tokens] of [
+      [Number.NaN, 10],
+      [1000, 0],
+      [1000, -5],
+      [10, 3],
+      [100_000, 1],
+      [1000, Number.POSITIVE_INFINITY],
+    ] as const) {
       assert.equal(e.observe(chars, tokens), false, `${chars}/${tokens}`);
     }
     assert.equal(e.charsPerToken, 4);
@@ -47,8 +54,14 @@ describe("createRng / normal", () => {
     const b = createRng(42);
     const c = createRng(43);
     const xs = Array.from({ length: 1000 }, () => a.next());
-    assert.deepEqual(xs, Array.from({ length: 1000 }, () => b.next()));
-    assert.notDeepEqual(xs.slice(0, 10), Array.from({ length: 10 }, () => c.next()));
+    assert.deepEqual(
+      xs,
+      Array.from({ length: 1000 }, () => b.next()),
+    );
+    assert.notDeepEqual(
+      xs.slice(0, 10),
+      Array.from({ length: 10 }, () => c.next()),
+    );
     assert.ok(xs.every((x) => x >= 0 && x < 1));
     const mean = xs.reduce((s, x) => s + x, 0) / xs.length;
     assert.ok(Math.abs(mean - 0.5) < 0.05);

@@ -23,7 +23,21 @@ export const POLICY_NAMES = [
 ] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
 
-export type CrossRegionMode = "direct" | "via-peer";
+// The vocabulary every layer shares (wire schemas, database columns, console forms, simulator specs)
+// is declared here once, as const arrays; zod enums and column enums are built from these.
+
+/** `direct`: every replica of every region is a candidate and the cost's RTT term decides.
+ * `via-peer`: local replicas only; when all are full, forward to a peer LB (SkyLB, one hop). */
+export const CROSS_REGION_MODES = ["direct", "via-peer"] as const;
+export type CrossRegionMode = (typeof CROSS_REGION_MODES)[number];
+
+/** A replica's operator-set state: only `enabled` replicas take new requests. */
+export const REPLICA_STATES = ["enabled", "disabled", "draining"] as const;
+export type ReplicaStateName = (typeof REPLICA_STATES)[number];
+
+/** Engine kinds, which are also the /metrics dialects the LB reads (sglang:* or vllm:* names). */
+export const ENGINE_KINDS = ["sglang", "vllm"] as const;
+export type EngineKind = (typeof ENGINE_KINDS)[number];
 
 /** Cost weights. W_prefill is fixed at 1: only ratios matter. */
 export interface Weights {
@@ -31,11 +45,27 @@ export interface Weights {
   queue: number;
 }
 
-export const DEFAULT_WEIGHTS: Readonly<Weights> = { rtt: 0.5, queue: 0.1 };
-export const WEIGHT_BOUNDS: Readonly<{ rtt: readonly [number, number]; queue: readonly [number, number] }> = {
-  rtt: [0.05, 2.0],
-  queue: [0.05, 0.5],
-};
+/** The paper's defaults; the LB config, the console's database and the tuner's start all use these. */
+export const DEFAULT_WEIGHTS: Readonly<Weights> = Object.freeze({ rtt: 0.5, queue: 0.1 });
+/**
+ * Inclusive [lo, hi] per weight: the tuner's default search box (lo > 0: it mutates in log space).
+ * GORGO's lower bounds with the upper bounds opened wide (packages/tuner/README.md, "Bounds"). The
+ * paper's [0.05, 2] × [0.05, 0.5] caps W_rtt/W_queue at 40, and the short-prompt optimum sits near
+ * 100. The weights convert RTT milliseconds and queued tokens into prefill tokens, so W_rtt ≈ a
+ * replica's prefill rate in tokens/ms (1–100 on current hardware) and W_queue ≈ 1 when a queued token
+ * costs what one's own prefill token does: the upper bounds cover those values. W_queue keeps the
+ * paper's floor: below it the cost goes blind to load (GORGO Appendix D's reward hack), and a
+ * concurrent trial cannot see the harm, because a load-blind arm free-rides on the other arm's balancing.
+ */
+export const WEIGHT_BOUNDS: Readonly<{ rtt: readonly [number, number]; queue: readonly [number, number] }> = Object.freeze({
+  rtt: [0.05, 100] as const,
+  queue: [0.05, 10] as const,
+});
+/** GORGO's published search box, to reproduce the paper (`meridian-sim tune --rtt-bounds 0.05,2 --queue-bounds 0.05,0.5`). */
+export const PAPER_WEIGHT_BOUNDS: Readonly<{ rtt: readonly [number, number]; queue: readonly [number, number] }> = Object.freeze({
+  rtt: [0.05, 2.0] as const,
+  queue: [0.05, 0.5] as const,
+});
 
 /** What a policy sees of the request. Built once per request (parse once, never tokenize). */
 export interface RequestView {

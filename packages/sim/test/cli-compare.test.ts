@@ -19,14 +19,32 @@ test("compare --json prints exactly one JSON object with the contract fields, an
   const lines = r.stdout.split("\n").filter((l) => l.trim() !== "");
   assert.equal(lines.length, 1, `stdout had ${lines.length} lines`);
   const json = JSON.parse(lines[0]!) as { policies: Record<string, unknown>[] };
-  assert.deepEqual(json.policies.map((p) => p.name), ["gorgo", "least-request", "session-affinity"]);
+  assert.deepEqual(
+    json.policies.map((p) => p.name),
+    ["gorgo", "least-request", "session-affinity"],
+  );
   for (const p of json.policies) {
-    for (const field of ["name", "requests", "completed", "ttft_ms", "e2e_ms", "itl_ms_p50", "throughput_rps", "cache_hit_rate", "replica_share", "max_share"]) {
+    for (const field of [
+      "name",
+      "requests",
+      "completed",
+      "ttft_ms",
+      "e2e_ms",
+      "itl_ms_p50",
+      "throughput_rps",
+      "cache_hit_rate",
+      "replica_share",
+      "max_share",
+    ]) {
       assert.ok(field in p, `missing ${field}`);
     }
   }
   assert.match(r.stderr, /^progress \d+\/\d+ \S+$/m);
-  const last = r.stderr.trim().split("\n").filter((l) => l.startsWith("progress ")).pop()!;
+  const last = r.stderr
+    .trim()
+    .split("\n")
+    .filter((l) => l.startsWith("progress "))
+    .pop()!;
   const [done, total] = last.split(" ")[1]!.split("/").map(Number);
   assert.equal(done, total);
 });
@@ -42,7 +60,10 @@ test("compare is deterministic for a seed across processes; --jsonl writes one r
     assert.equal(a.stdout, b.stdout);
     assert.equal(a.stderr, "", "--quiet leaves stderr empty");
     const json = JSON.parse(a.stdout) as { requests: number };
-    const rows = readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { policy: string; ttft_ms: number });
+    const rows = readFileSync(path, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { policy: string; ttft_ms: number });
     assert.equal(rows.length, 2 * json.requests);
     assert.ok(rows.every((row) => row.ttft_ms > 0 && (row.policy === "gorgo" || row.policy === "random")));
   } finally {

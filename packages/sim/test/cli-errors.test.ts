@@ -30,7 +30,10 @@ async function mainError(args: string[]): Promise<{ code: number; stderr: string
   // the CLI writes its output either through console.log (tables) or after validation (JSON).
   const errWrite = process.stderr.write;
   const log = console.log;
-  process.stderr.write = ((chunk: string) => (stderr.push(String(chunk)), true)) as typeof process.stderr.write;
+  process.stderr.write = ((chunk: string) => {
+    stderr.push(String(chunk));
+    return true;
+  }) as typeof process.stderr.write;
   console.log = (...parts: unknown[]) => void stdout.push(parts.join(" "));
   try {
     const code = await main(args);

@@ -2,7 +2,7 @@
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-export const BIN = fileURLToPath(new URL("../bin/meridian-sim.mjs", import.meta.url));
+const BIN = fileURLToPath(new URL("../bin/meridian-sim.mjs", import.meta.url));
 /** 20 s of the bundled fixture keeps each run well under a second of simulation. */
 export const SMALL_WINDOW = ["--trace", "bundled", "--from-ms", "0", "--to-ms", "20000"];
 

@@ -1,8 +1,8 @@
-/** Cost weights (structurally the same as @meridian/routing's Weights; the tuner depends on nothing of ours). */
-export interface Weights {
-  rtt: number;
-  queue: number;
-}
+// The weights, their defaults and their default bounds have one home, routing's contract module
+// (constants and types only, so the tuner still runs no routing code).
+import { WEIGHT_BOUNDS, type Weights } from "@meridian/routing/types";
+
+export type { Weights };
 
 export type WeightName = keyof Weights;
 export const WEIGHT_NAMES: readonly WeightName[] = ["rtt", "queue"];
@@ -10,7 +10,9 @@ export const WEIGHT_NAMES: readonly WeightName[] = ["rtt", "queue"];
 /** Inclusive [lo, hi] per weight; lo > 0 because mutation works in log space. */
 export type WeightBounds = Record<WeightName, readonly [number, number]>;
 
-export type TunerMode = "online" | "static" | "manual";
+/** `online`: the ES steps on telemetry. `static`: weights fixed. `manual`: the operator sets them. */
+export const TUNER_MODES = ["online", "static", "manual"] as const;
+export type TunerMode = (typeof TUNER_MODES)[number];
 /**
  * `versioned` (deprecated, removed once the console and the simulator run A/B trials): a candidate
  * is scored alone on a window of samples routed under its own config version.
@@ -18,7 +20,8 @@ export type TunerMode = "online" | "static" | "manual";
  * weights and the rest with the incumbent's, and the candidate wins only on evidence (README.md).
  * `paper`: the trailing window regardless of version, scored every `hop` samples (GORGO as published).
  */
-export type EvaluationMode = "ab" | "paper" | "versioned";
+export const EVALUATION_MODES = ["ab", "paper", "versioned"] as const;
+export type EvaluationMode = (typeof EVALUATION_MODES)[number];
 
 /** A/B trial settings (evaluation "ab"). */
 export interface TrialConfig {
@@ -87,20 +90,6 @@ export interface TunerConfig {
   maxTrajectory: number;
 }
 
-/**
- * GORGO's lower bounds, upper bounds opened wide (README.md, "Bounds"). The paper's [0.05, 2] ×
- * [0.05, 0.5] caps W_rtt/W_queue at 40, and the short-prompt optimum sits at a ratio near 100. The
- * weights convert RTT milliseconds and queued tokens into prefill tokens, so W_rtt ≈ a replica's
- * prefill rate in tokens/ms (1–100 on current hardware) and W_queue ≈ 1 when queued tokens cost what
- * one's own prefill does: the upper bounds cover those values. The floor of W_queue stays at the
- * paper's 0.05: below it the cost goes blind to load (GORGO Appendix D's reward hack), and a concurrent
- * trial cannot see the harm, because a load-blind arm free-rides on the other arm's balancing
- * (measured: weights at W_queue 0.0013 won their trial and then gave 15 s p95 TTFT alone).
- */
-export const DEFAULT_BOUNDS: WeightBounds = { rtt: [0.05, 100], queue: [0.05, 10] };
-/** GORGO's published bounds, for reproducing the paper (`meridian-sim tune --paper-bounds`). */
-export const PAPER_BOUNDS: WeightBounds = { rtt: [0.05, 2.0], queue: [0.05, 0.5] };
-export const DEFAULT_INITIAL_WEIGHTS: Weights = { rtt: 0.5, queue: 0.1 };
 
 /**
  * Step sizes that scale with the search box: σ0 = ¼ and σmax = ½ of the larger log-width
@@ -144,8 +133,8 @@ export const DEFAULT_TUNER_CONFIG: Omit<TunerConfig, "seed"> = {
   window: 128,
   hop: 32,
   trial: DEFAULT_TRIAL,
-  bounds: DEFAULT_BOUNDS,
-  ...sigmaForBounds(DEFAULT_BOUNDS),
+  bounds: WEIGHT_BOUNDS,
+  ...sigmaForBounds(WEIGHT_BOUNDS),
   sigmaMin: 0.05,
   successHistory: 8,
   targetSuccessRate: 0.2,
@@ -244,11 +233,11 @@ export function clipToBounds(weights: Weights, bounds: WeightBounds): Weights {
   };
 }
 
-const MODES: readonly TunerMode[] = ["online", "static", "manual"];
-const EVALUATIONS: readonly EvaluationMode[] = ["ab", "paper", "versioned"];
+const MODES: readonly string[] = TUNER_MODES;
+const EVALUATIONS: readonly string[] = EVALUATION_MODES;
 
 export function validateMode(field: string, value: unknown): TunerMode {
-  if (!MODES.includes(value as TunerMode)) {
+  if (typeof value !== "string" || !MODES.includes(value)) {
     throw new TunerInputError(field, `expected one of ${MODES.join(", ")}, received ${describe(value)}`);
   }
   return value as TunerMode;
@@ -260,7 +249,7 @@ export type TunerConfigInput = Partial<Omit<TunerConfig, "trial">> & { seed: num
 /** Merges `partial` over the defaults and validates every field. */
 export function resolveConfig(partial: TunerConfigInput): TunerConfig {
   const input = requireObject("config", partial) as Partial<TunerConfig>;
-  const bounds = input.bounds ?? DEFAULT_BOUNDS;
+  const bounds = input.bounds ?? WEIGHT_BOUNDS;
   const merged: TunerConfig = {
     ...DEFAULT_TUNER_CONFIG,
     // σ follows the bounds unless the caller sets it (validated below, before it is used).
@@ -269,11 +258,11 @@ export function resolveConfig(partial: TunerConfigInput): TunerConfig {
     seed: input.seed as number,
     guardrails: { ...DEFAULT_GUARDRAILS, ...(input.guardrails ?? {}) },
     trial: { ...DEFAULT_TRIAL, ...(input.trial ?? {}) },
-    bounds: input.bounds ?? DEFAULT_BOUNDS,
+    bounds: input.bounds ?? WEIGHT_BOUNDS,
   };
   if (!Number.isSafeInteger(merged.seed)) throw new TunerInputError("seed", `expected a safe integer, received ${describe(merged.seed)}`);
   validateMode("mode", merged.mode);
-  if (!EVALUATIONS.includes(merged.evaluation)) {
+  if (!EVALUATIONS.includes(merged.evaluation as string)) {
     throw new TunerInputError("evaluation", `expected one of ${EVALUATIONS.join(", ")}, received ${describe(merged.evaluation)}`);
   }
   requireInteger("window", merged.window, 1);

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { DEFAULT_BOUNDS, EsTuner, PAPER_BOUNDS, TunerInputError, type TunerStep, type Weights } from "./index";
+import { PAPER_WEIGHT_BOUNDS as PAPER_BOUNDS, WEIGHT_BOUNDS as DEFAULT_BOUNDS } from "@meridian/routing/types";
+import { EsTuner, TunerInputError, type TunerStep, type Weights } from "./index";
 import { bowlTtftMs, drive, feed, noisyBowl, OPTIMUM, sample } from "./test-helpers";
 import { windowed } from "./test-helpers";
 

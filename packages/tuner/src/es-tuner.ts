@@ -1,6 +1,5 @@
 import {
   clipToBounds,
-  DEFAULT_INITIAL_WEIGHTS,
   requireInteger,
   requireWithinBounds,
   resolveConfig,
@@ -15,6 +14,7 @@ import {
   type WeightBounds,
   type Weights,
 } from "./config";
+import { DEFAULT_WEIGHTS } from "@meridian/routing/types";
 import { observePaper, observeVersioned } from "./paper-window";
 import { observePeerTrial, observeTrial, startTrial } from "./ab-trial";
 import type { IncumbentGuardrail } from "./guardrails";
@@ -28,7 +28,7 @@ import type { TunerSample } from "./window";
 export type LiveTrial = Pick<TrialState, "id" | "salt" | "share" | "candidate" | "looks" | "latest" | "latestAlpha"> & { samples: number };
 
 /**
- * (1+1)-ES over the GORGO cost weights (packages/tuner/README.md). Pure: the caller feeds samples
+ * (1+1)-ES over the GORGO cost weights (packages/tuner/README.md; docs/ARCHITECTURE.md, "The tuner path"). Pure: the caller feeds samples
  * and publishes whatever `current()` says; nothing here reads a clock or does I/O.
  */
 export class EsTuner {
@@ -36,7 +36,7 @@ export class EsTuner {
 
   constructor(config: TunerConfigInput, initial?: Weights) {
     const resolved = resolveConfig(config);
-    const start = validateWeights("initial", initial ?? DEFAULT_INITIAL_WEIGHTS);
+    const start = validateWeights("initial", initial ?? DEFAULT_WEIGHTS);
     requireWithinBounds("initial", start, resolved.bounds);
     this.#s = EsTuner.#fresh(resolved, start);
   }

@@ -172,13 +172,16 @@ test("state round-trips mid-escape, and a state saved before the incumbent guard
   const continueRestored = drive(restored, hackedFleet, { seed: 9, maxSteps: 40 });
   assert.deepEqual(continueRestored, continueOriginal);
   assert.deepEqual(restored.state(), original.state());
-  assert.ok(continueOriginal.some((step) => step.incumbentGuardrail === "pass"), "the restored tuner climbs out as well");
+  assert.ok(
+    continueOriginal.some((step) => step.incumbentGuardrail === "pass"),
+    "the restored tuner climbs out as well",
+  );
 
   // A legacy state: no guardrail fields on the incumbent or in the trajectory.
-  const legacy = JSON.parse(JSON.stringify(saved)) as Record<string, any>;
+  const legacy = JSON.parse(JSON.stringify(saved)) as { incumbent: Record<string, unknown>; trajectory: Record<string, unknown>[] };
   for (const key of ["maxShare", "errorRate", "guardrail"]) delete legacy.incumbent[key];
-  for (const step of legacy.trajectory) delete step.incumbentGuardrail;
-  const upgraded = EsTuner.restore(legacy as TunerState).state();
+  for (const step of legacy.trajectory) delete step["incumbentGuardrail"];
+  const upgraded = EsTuner.restore(legacy as unknown as TunerState).state();
   assert.deepEqual(
     { maxShare: upgraded.incumbent.maxShare, errorRate: upgraded.incumbent.errorRate, guardrail: upgraded.incumbent.guardrail },
     { maxShare: null, errorRate: null, guardrail: "pass" },

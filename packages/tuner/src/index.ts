@@ -3,12 +3,11 @@ export { TUNER_STATE_FORMAT } from "./state";
 export type { TrialAssignment, TrialDecision, TrialReport, TunerCurrent, TunerRole, TunerState, TunerStep } from "./state";
 export type { GuardrailVerdict, IncumbentGuardrail } from "./guardrails";
 export {
-  DEFAULT_BOUNDS,
   DEFAULT_GUARDRAILS,
-  DEFAULT_INITIAL_WEIGHTS,
   DEFAULT_TRIAL,
   DEFAULT_TUNER_CONFIG,
-  PAPER_BOUNDS,
+  EVALUATION_MODES,
+  TUNER_MODES,
   TunerInputError,
   clipToBounds,
   validateBounds,

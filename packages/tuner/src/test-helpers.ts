@@ -1,5 +1,6 @@
 // Shared drivers for the tuner tests: a synthetic fleet whose p95 TTFT is a known function of the weights.
-import { EsTuner, PAPER_BOUNDS, type TunerStep, type TunerSample, type Weights } from "./index";
+import { PAPER_WEIGHT_BOUNDS as PAPER_BOUNDS } from "@meridian/routing/types";
+import type { EsTuner, TunerStep, TunerSample, Weights } from "./index";
 import { nextNormal, nextUniform, seedPrng, type PrngState } from "./prng";
 import { armOf } from "./trial/arm";
 

@@ -20,7 +20,13 @@ test("summarizeWindow reports p95 TTFT and E2E, shares and error rate", () => {
 });
 
 test("nearest-rank p95 of 1..100 is 95", () => {
-  assert.equal(percentile(Array.from({ length: 100 }, (_, i) => 100 - i), 0.95), 95);
+  assert.equal(
+    percentile(
+      Array.from({ length: 100 }, (_, i) => 100 - i),
+      0.95,
+    ),
+    95,
+  );
 });
 
 test("an empty window has no TTFT and zero rates", () => {

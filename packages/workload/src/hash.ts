@@ -14,7 +14,7 @@ const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 
 /** FNV-1a over the UTF-16 code units of `text`, continuing from `seed`. Unsigned 32-bit. */
-export function fnv1a32(text: string, seed: number = FNV_OFFSET): number {
+function fnv1a32(text: string, seed: number = FNV_OFFSET): number {
   let h = seed >>> 0;
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);
@@ -24,7 +24,7 @@ export function fnv1a32(text: string, seed: number = FNV_OFFSET): number {
 }
 
 /** Murmur3's 32-bit finaliser: FNV alone leaves the low bits poorly mixed for short inputs. */
-export function mix32(x: number): number {
+function mix32(x: number): number {
   let h = x >>> 0;
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);

@@ -40,8 +40,22 @@ describe("meridian-replay CLI", () => {
     const summaryPath = join(dir, "summary.json");
     const entrypoints = JSON.stringify({ "us-ashburn": stub.url, "ap-seoul": stub.url });
     const { code, stdout, stderr } = await runCli([
-      "--trace", fixture, "--entrypoints", entrypoints, "--time-scale", "0.001", "--max-requests", "25",
-      "--concurrency", "4", "--max-output-tokens", "8", "--out", out, "--summary", summaryPath,
+      "--trace",
+      fixture,
+      "--entrypoints",
+      entrypoints,
+      "--time-scale",
+      "0.001",
+      "--max-requests",
+      "25",
+      "--concurrency",
+      "4",
+      "--max-output-tokens",
+      "8",
+      "--out",
+      out,
+      "--summary",
+      summaryPath,
     ]);
     assert.equal(code, 0, stderr);
     const summary = JSON.parse(stdout) as { requests: number; ok: number; tokens: { cached: number }; byRegion: Record<string, unknown> };
@@ -54,9 +68,7 @@ describe("meridian-replay CLI", () => {
 
   it("runs the multi-turn generator against a map URL for a bounded time", async () => {
     stub.map = { "eu-frankfurt": stub.url };
-    const { code, stdout, stderr } = await runCli([
-      "--generator", "multi-turn", "--rate", "40", "--duration-s", "0.5", "--entrypoints", `${stub.url}/map`,
-    ]);
+    const { code, stdout, stderr } = await runCli(["--generator", "multi-turn", "--rate", "40", "--duration-s", "0.5", "--entrypoints", `${stub.url}/map`]);
     assert.equal(code, 0, stderr);
     const summary = JSON.parse(stdout) as { requests: number; errors: number; byRegion: Record<string, unknown> };
     assert.ok(summary.requests > 3, `${summary.requests} requests`);

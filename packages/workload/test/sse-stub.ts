@@ -92,7 +92,11 @@ export async function startSseStub(behaviour: Partial<StubBehaviour> = {}): Prom
     send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: "length" }] });
     if (body.stream_options?.include_usage) {
       const promptChars = body.messages.reduce((s, m) => s + m.content.length, 0);
-      send({ ...base, choices: [], usage: { prompt_tokens: Math.ceil(promptChars / 4), completion_tokens: n, total_tokens: 0, prompt_tokens_details: { cached_tokens: b.cachedTokens } } });
+      send({
+        ...base,
+        choices: [],
+        usage: { prompt_tokens: Math.ceil(promptChars / 4), completion_tokens: n, total_tokens: 0, prompt_tokens_details: { cached_tokens: b.cachedTokens } },
+      });
     }
     send("[DONE]");
     res.end();

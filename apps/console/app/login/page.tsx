@@ -12,7 +12,9 @@ export default async function LoginPage({ searchParams }: { searchParams: Promis
   return (
     <div className="login-page" data-testid="page-login">
       <div className="login-card">
-        <div className="brand login-brand"><span className="brand-mark">◆</span> Meridian</div>
+        <div className="brand login-brand">
+          <span className="brand-mark">◆</span> Meridian
+        </div>
         <p className="muted">Inference traffic console</p>
         <LoginForm next={safeNextPath(typeof next === "string" ? next : "/")} />
       </div>

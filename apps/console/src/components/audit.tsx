@@ -33,10 +33,24 @@ export function AuditPage() {
           <div className="inline-form">
             {/* The server matches actor exactly and action/target as prefixes; suggestions make that usable. */}
             <input placeholder="actor (exact)" list="audit-actors" value={filters.actor} onChange={set("actor")} data-testid="audit-filter-actor" />
-            <input placeholder="action prefix, e.g. lb." list="audit-actions" value={filters.action} onChange={set("action")} data-testid="audit-filter-action" />
+            <input
+              placeholder="action prefix, e.g. lb."
+              list="audit-actions"
+              value={filters.action}
+              onChange={set("action")}
+              data-testid="audit-filter-action"
+            />
             <input placeholder="target prefix, e.g. replica:" value={filters.target} onChange={set("target")} data-testid="audit-filter-target" />
-            <datalist id="audit-actors">{knownActors.map((a) => <option key={a} value={a} />)}</datalist>
-            <datalist id="audit-actions">{knownActions.map((a) => <option key={a} value={a} />)}</datalist>
+            <datalist id="audit-actors">
+              {knownActors.map((a) => (
+                <option key={a} value={a} />
+              ))}
+            </datalist>
+            <datalist id="audit-actions">
+              {knownActions.map((a) => (
+                <option key={a} value={a} />
+              ))}
+            </datalist>
           </div>
         }
       >
@@ -44,16 +58,31 @@ export function AuditPage() {
           {(rows) => (
             <div className="table-wrap">
               <table className="table compact" data-testid="audit-table">
-                <thead><tr><th>At</th><th>Actor</th><th>Action</th><th>Target</th><th>Before</th><th>After</th></tr></thead>
+                <thead>
+                  <tr>
+                    <th>At</th>
+                    <th>Actor</th>
+                    <th>Action</th>
+                    <th>Target</th>
+                    <th>Before</th>
+                    <th>After</th>
+                  </tr>
+                </thead>
                 <tbody>
                   {rows.map((r) => (
                     <tr key={r.id} data-testid="audit-row" data-action={r.action}>
                       <td className="nowrap">{fmtDateTime(r.at)}</td>
                       <td>{r.actor}</td>
-                      <td className="mono" data-testid="audit-action">{r.action}</td>
+                      <td className="mono" data-testid="audit-action">
+                        {r.action}
+                      </td>
                       <td className="mono">{r.target}</td>
-                      <td className="mono small json-cell" title={fmtJson(r.before)}>{fmtJson(r.before)}</td>
-                      <td className="mono small json-cell" title={fmtJson(r.after)}>{fmtJson(r.after)}</td>
+                      <td className="mono small json-cell" title={fmtJson(r.before)}>
+                        {fmtJson(r.before)}
+                      </td>
+                      <td className="mono small json-cell" title={fmtJson(r.after)}>
+                        {fmtJson(r.after)}
+                      </td>
                     </tr>
                   ))}
                 </tbody>

@@ -1,8 +1,20 @@
 "use client";
 // Every chart here is live: animations are off so a 1.5 s refetch does not restart a tween each time.
 import {
-  Bar, BarChart, CartesianGrid, Legend, Line, LineChart, ReferenceArea, ResponsiveContainer,
-  Scatter, ScatterChart, Tooltip, XAxis, YAxis, ZAxis,
+  Bar,
+  BarChart,
+  CartesianGrid,
+  Legend,
+  Line,
+  LineChart,
+  ReferenceArea,
+  ResponsiveContainer,
+  Scatter,
+  ScatterChart,
+  Tooltip,
+  XAxis,
+  YAxis,
+  ZAxis,
 } from "recharts";
 import { seriesColor } from "../lib/colors";
 import { fmtClock, fmtMs, toEpochMs } from "../lib/format";
@@ -33,7 +45,9 @@ const msTick = (v: number): string => (Math.abs(v) >= 1000 ? `${+(v / 1000).toFi
 function ChartFrame({ height = 220, testId, children }: { height?: number; testId?: string; children: React.ReactElement }) {
   return (
     <div className="chart" data-testid={testId} style={{ height }}>
-      <ResponsiveContainer width="100%" height="100%">{children}</ResponsiveContainer>
+      <ResponsiveContainer width="100%" height="100%">
+        {children}
+      </ResponsiveContainer>
     </div>
   );
 }
@@ -91,7 +105,10 @@ export function RequestsChart({ series }: { series: readonly { t: number | strin
   );
 }
 
-export function ShareHistoryChart({ history, replicas }: {
+export function ShareHistoryChart({
+  history,
+  replicas,
+}: {
   history: readonly { t: number | string | Date; shares: Record<string, number> }[];
   replicas: readonly { id: string; name: string }[];
 }) {
@@ -117,7 +134,14 @@ export function ShareHistoryChart({ history, replicas }: {
   );
 }
 
-type StepPoint = { step: number; fitnessP95TtftMs: number | null; sigma: number; accepted: boolean; weights: { rtt: number; queue: number }; guardrail?: string | null };
+type StepPoint = {
+  step: number;
+  fitnessP95TtftMs: number | null;
+  sigma: number;
+  accepted: boolean;
+  weights: { rtt: number; queue: number };
+  guardrail?: string | null;
+};
 
 /** Fitness per step, accepted and rejected candidates as two series so the eye separates them. */
 export function FitnessChart({ steps }: { steps: readonly StepPoint[] }) {
@@ -159,7 +183,11 @@ export function SigmaChart({ steps, sigmaMin = 0.05 }: { steps: readonly StepPoi
 }
 
 /** The ES path in (W_rtt, W_queue) space, drawn inside the search bounds. */
-export function WeightTrajectoryChart({ steps, bounds, current }: {
+export function WeightTrajectoryChart({
+  steps,
+  bounds,
+  current,
+}: {
   steps: readonly StepPoint[];
   bounds: { rtt: readonly [number, number]; queue: readonly [number, number] };
   current: { rtt: number; queue: number };
@@ -172,12 +200,37 @@ export function WeightTrajectoryChart({ steps, bounds, current }: {
     <ChartFrame testId="chart-trajectory" height={260}>
       <ScatterChart margin={{ top: 8, right: 16, bottom: 16, left: 0 }}>
         <CartesianGrid stroke={GRID} strokeDasharray="3 3" />
-        <XAxis dataKey="rtt" type="number" name="W_rtt" domain={[bounds.rtt[0] - padR, bounds.rtt[1] + padR]} tickFormatter={(v: number) => v.toFixed(2)} label={{ value: "W_rtt", position: "insideBottom", offset: -8, fill: "#8a94a6", fontSize: 11 }} {...AXIS} />
-        <YAxis dataKey="queue" type="number" name="W_queue" domain={[bounds.queue[0] - padQ, bounds.queue[1] + padQ]} tickFormatter={(v: number) => v.toFixed(2)} width={48} {...AXIS} />
+        <XAxis
+          dataKey="rtt"
+          type="number"
+          name="W_rtt"
+          domain={[bounds.rtt[0] - padR, bounds.rtt[1] + padR]}
+          tickFormatter={(v: number) => v.toFixed(2)}
+          label={{ value: "W_rtt", position: "insideBottom", offset: -8, fill: "#8a94a6", fontSize: 11 }}
+          {...AXIS}
+        />
+        <YAxis
+          dataKey="queue"
+          type="number"
+          name="W_queue"
+          domain={[bounds.queue[0] - padQ, bounds.queue[1] + padQ]}
+          tickFormatter={(v: number) => v.toFixed(2)}
+          width={48}
+          {...AXIS}
+        />
         <ZAxis range={[30, 30]} />
         <Tooltip contentStyle={TOOLTIP_STYLE} formatter={(v) => Number(v).toFixed(3)} />
         <Legend wrapperStyle={{ fontSize: 12 }} verticalAlign="top" />
-        <ReferenceArea x1={bounds.rtt[0]} x2={bounds.rtt[1]} y1={bounds.queue[0]} y2={bounds.queue[1]} fill="#4e79a7" fillOpacity={0.06} stroke="#4e79a7" strokeOpacity={0.4} />
+        <ReferenceArea
+          x1={bounds.rtt[0]}
+          x2={bounds.rtt[1]}
+          y1={bounds.queue[0]}
+          y2={bounds.queue[1]}
+          fill="#4e79a7"
+          fillOpacity={0.06}
+          stroke="#4e79a7"
+          strokeOpacity={0.4}
+        />
         <Scatter name="rejected" data={rejected} fill="#e15759" fillOpacity={0.5} shape="cross" isAnimationActive={false} />
         <Scatter name="accepted path" data={accepted} fill="#59a14f" line={{ stroke: "#59a14f", strokeWidth: 1.5 }} isAnimationActive={false} />
         <Scatter name="current" data={[current]} fill="#edc948" shape="star" isAnimationActive={false} />
@@ -186,21 +239,39 @@ export function WeightTrajectoryChart({ steps, bounds, current }: {
   );
 }
 
-export function PolicyBarChart({ data, metrics, testId, unit, percent }: {
+export function PolicyBarChart({
+  data,
+  metrics,
+  testId,
+  unit,
+  percent,
+}: {
   data: readonly Record<string, string | number | null>[];
   metrics: readonly { key: string; label: string }[];
   testId: string;
   unit?: string;
   percent?: boolean;
 }) {
-  const y = percent ? { domain: [0, 1] as [number, number], ticks: [0, 0.25, 0.5, 0.75, 1] } : niceScale(data.flatMap((row) => metrics.map((m) => Number(row[m.key]))));
+  const y = percent
+    ? { domain: [0, 1] as [number, number], ticks: [0, 0.25, 0.5, 0.75, 1] }
+    : niceScale(data.flatMap((row) => metrics.map((m) => Number(row[m.key]))));
   return (
     <ChartFrame testId={testId} height={220}>
       <BarChart data={[...data]} margin={{ top: 8, right: 16, bottom: 0, left: 0 }}>
         <CartesianGrid stroke={GRID} strokeDasharray="3 3" vertical={false} />
         <XAxis dataKey="name" {...AXIS} interval={0} />
-        <YAxis width={56} domain={y.domain} ticks={y.ticks} tickFormatter={percent ? (v: number) => `${Math.round(v * 100)}%` : unit === " ms" ? msTick : undefined} {...AXIS} />
-        <Tooltip contentStyle={TOOLTIP_STYLE} cursor={{ fill: "#ffffff10" }} formatter={(v) => (percent ? `${(Number(v) * 100).toFixed(1)}%` : unit === " ms" ? fmtMs(Number(v)) : `${Math.round(Number(v))}${unit ?? ""}`)} />
+        <YAxis
+          width={56}
+          domain={y.domain}
+          ticks={y.ticks}
+          tickFormatter={percent ? (v: number) => `${Math.round(v * 100)}%` : unit === " ms" ? msTick : undefined}
+          {...AXIS}
+        />
+        <Tooltip
+          contentStyle={TOOLTIP_STYLE}
+          cursor={{ fill: "#ffffff10" }}
+          formatter={(v) => (percent ? `${(Number(v) * 100).toFixed(1)}%` : unit === " ms" ? fmtMs(Number(v)) : `${Math.round(Number(v))}${unit ?? ""}`)}
+        />
         <Legend wrapperStyle={{ fontSize: 12 }} />
         {metrics.map((m, i) => (
           <Bar key={m.key} dataKey={m.key} name={m.label} fill={seriesColor(i)} isAnimationActive={false} />

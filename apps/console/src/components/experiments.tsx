@@ -40,14 +40,28 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
 
   return (
     <form className="form-grid" onSubmit={submit} data-testid="experiment-form">
-      <label className="span-2">Trace
+      <label className="span-2">
+        Trace
         <select value={chosenTrace} onChange={(e) => setTraceId(e.target.value)} data-testid="experiment-trace">
-          {(traces.data ?? []).map((t) => <option key={t.id} value={t.id}>{t.label}</option>)}
+          {(traces.data ?? []).map((t) => (
+            <option key={t.id} value={t.id}>
+              {t.label}
+            </option>
+          ))}
         </select>
       </label>
-      <label>Window from (ms)<input type="number" value={fromMs} onChange={(e) => setFromMs(e.target.value)} data-testid="experiment-from" /></label>
-      <label>Window to (ms)<input type="number" value={toMs} onChange={(e) => setToMs(e.target.value)} data-testid="experiment-to" /></label>
-      <label>time_scale<input type="number" step="any" value={timeScale} onChange={(e) => setTimeScale(e.target.value)} data-testid="experiment-time-scale" /></label>
+      <label>
+        Window from (ms)
+        <input type="number" value={fromMs} onChange={(e) => setFromMs(e.target.value)} data-testid="experiment-from" />
+      </label>
+      <label>
+        Window to (ms)
+        <input type="number" value={toMs} onChange={(e) => setToMs(e.target.value)} data-testid="experiment-to" />
+      </label>
+      <label>
+        time_scale
+        <input type="number" step="any" value={timeScale} onChange={(e) => setTimeScale(e.target.value)} data-testid="experiment-time-scale" />
+      </label>
       <fieldset className="wide">
         <legend>Policies</legend>
         <div className="checks">
@@ -59,7 +73,12 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
         </div>
       </fieldset>
       <div className="form-actions">
-        <button type="submit" className="btn btn-primary btn-solid" disabled={run.isPending || !chosenTrace || policies.length === 0} data-testid="experiment-run">
+        <button
+          type="submit"
+          className="btn btn-primary btn-solid"
+          disabled={run.isPending || !chosenTrace || policies.length === 0}
+          data-testid="experiment-run"
+        >
           {run.isPending ? "Starting…" : "Run experiment"}
         </button>
         <ErrorText error={run.error ?? traces.error} testId="experiment-run-error" />
@@ -77,7 +96,8 @@ function LiveComparison() {
   const policies = [...new Set(summary.data.regions.flatMap((r) => r.lbs.map((lb) => lb.policy)))];
   return (
     <div className="live-compare muted small" data-testid="experiment-live">
-      Live now ({policies.join(", ") || "no LB"}): TTFT p50 {fmtMs(last?.p50)}, p95 {fmtMs(last?.p95)} · {fmtNum(summary.data.rps, 1)} req/s · errors {fmtPct(summary.data.errorRate, 2)}
+      Live now ({policies.join(", ") || "no LB"}): TTFT p50 {fmtMs(last?.p50)}, p95 {fmtMs(last?.p95)} · {fmtNum(summary.data.rps, 1)} req/s · errors{" "}
+      {fmtPct(summary.data.errorRate, 2)}
     </div>
   );
 }
@@ -86,23 +106,40 @@ function ResultView({ result }: { result: ExperimentResult }) {
   const rows = result.policies;
   const latency = rows.map((p) => ({ name: p.name, ttftP95: p.ttft_ms.p95, e2eP95: p.e2e_ms.p95 }));
   const share = rows.map((p) => ({ name: p.name, maxShare: p.max_share, cacheHit: p.cache_hit_rate }));
-  const bestTtft = Math.min(...rows.map((p) => p.ttft_ms.p95));
+  const bestTtft = Math.min(...rows.flatMap((p) => (p.ttft_ms.p95 === null ? [] : [p.ttft_ms.p95])));
   return (
     <>
       <div className="table-wrap">
         <table className="table compact" data-testid="experiment-results">
           <thead>
             <tr>
-              <th>Policy</th><th className="num">Requests</th><th className="num">Completed</th>
-              <th className="num">TTFT p50</th><th className="num">TTFT p95</th><th className="num">TTFT p99</th>
-              <th className="num">E2E p50</th><th className="num">E2E p95</th><th className="num">E2E p99</th>
-              <th className="num">ITL p50</th><th className="num">Throughput</th><th className="num">Cache hit</th><th className="num">Max share</th>
+              <th>Policy</th>
+              <th className="num">Requests</th>
+              <th className="num">Completed</th>
+              <th className="num">TTFT p50</th>
+              <th className="num">TTFT p95</th>
+              <th className="num">TTFT p99</th>
+              <th className="num">E2E p50</th>
+              <th className="num">E2E p95</th>
+              <th className="num">E2E p99</th>
+              <th className="num">ITL p50</th>
+              <th className="num">Throughput</th>
+              <th className="num">Cache hit</th>
+              <th className="num">Max share</th>
             </tr>
           </thead>
           <tbody>
             {rows.map((p) => (
               <tr key={p.name} data-testid={`experiment-result-${p.name}`}>
-                <td className="mono strong">{p.name}{p.ttft_ms.p95 === bestTtft ? <> <Badge tone="ok">best p95</Badge></> : null}</td>
+                <td className="mono strong">
+                  {p.name}
+                  {p.ttft_ms.p95 === bestTtft ? (
+                    <>
+                      {" "}
+                      <Badge tone="ok">best p95</Badge>
+                    </>
+                  ) : null}
+                </td>
                 <td className="num">{fmtNum(p.requests)}</td>
                 <td className="num">{fmtNum(p.completed)}</td>
                 <td className="num">{fmtMs(p.ttft_ms.p50)}</td>
@@ -122,8 +159,24 @@ function ResultView({ result }: { result: ExperimentResult }) {
       </div>
       <LiveComparison />
       <div className="grid-2">
-        <PolicyBarChart testId="chart-experiment-latency" data={latency} metrics={[{ key: "ttftP95", label: "TTFT p95" }, { key: "e2eP95", label: "E2E p95" }]} unit=" ms" />
-        <PolicyBarChart testId="chart-experiment-share" data={share} metrics={[{ key: "maxShare", label: "max replica share" }, { key: "cacheHit", label: "cache hit rate" }]} percent />
+        <PolicyBarChart
+          testId="chart-experiment-latency"
+          data={latency}
+          metrics={[
+            { key: "ttftP95", label: "TTFT p95" },
+            { key: "e2eP95", label: "E2E p95" },
+          ]}
+          unit=" ms"
+        />
+        <PolicyBarChart
+          testId="chart-experiment-share"
+          data={share}
+          metrics={[
+            { key: "maxShare", label: "max replica share" },
+            { key: "cacheHit", label: "cache hit rate" },
+          ]}
+          percent
+        />
       </div>
     </>
   );
@@ -135,10 +188,23 @@ function SaveForm({ id, initialName }: { id: string; initialName: string }) {
   const [name, setName] = useState(initialName);
   const save = useMutation(trpc.experiments.save.mutationOptions({ onSuccess: invalidateAll }));
   return (
-    <form className="inline-form" onSubmit={(e) => { e.preventDefault(); save.mutate({ id, name: name.trim() }); }} data-testid="experiment-save-form">
+    <form
+      className="inline-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        save.mutate({ id, name: name.trim() });
+      }}
+      data-testid="experiment-save-form"
+    >
       <input value={name} onChange={(e) => setName(e.target.value)} placeholder="name this run" required data-testid="experiment-save-name" />
-      <button type="submit" className="btn btn-primary" disabled={save.isPending} data-testid="experiment-save">Save</button>
-      {initialName ? <span className="ok-text" data-testid="experiment-saved">Saved as “{initialName}”.</span> : null}
+      <button type="submit" className="btn btn-primary" disabled={save.isPending} data-testid="experiment-save">
+        Save
+      </button>
+      {initialName ? (
+        <span className="ok-text" data-testid="experiment-saved">
+          Saved as “{initialName}”.
+        </span>
+      ) : null}
       <ErrorText error={save.error} testId="experiment-save-error" />
     </form>
   );
@@ -159,13 +225,23 @@ function RunView({ id, canMutate }: { id: string; canMutate: boolean }) {
             <div className="progress" data-testid="experiment-progress" data-progress={s.progress.toFixed(3)}>
               <div className={`progress-fill ${s.state === "failed" ? "progress-bad" : ""}`} style={{ width: `${Math.round(s.progress * 100)}%` }} />
             </div>
-            <span className="mono small" data-testid="experiment-state">{s.state} · {Math.round(s.progress * 100)}%</span>
+            <span className="mono small" data-testid="experiment-state">
+              {s.state} · {Math.round(s.progress * 100)}%
+            </span>
           </div>
-          {s.error ? <div className="error-text" role="alert" data-testid="experiment-error">{s.error}</div> : null}
+          {s.error ? (
+            <div className="error-text" role="alert" data-testid="experiment-error">
+              {s.error}
+            </div>
+          ) : null}
           {s.state === "done" ? (
             <>
               {canMutate ? <SaveForm key={s.name ?? ""} id={id} initialName={s.name ?? ""} /> : null}
-              {asExperimentResult(s.result) ? <ResultView result={asExperimentResult(s.result)!} /> : <div className="error-text">The run finished but its result is not a policy comparison.</div>}
+              {asExperimentResult(s.result) ? (
+                <ResultView result={asExperimentResult(s.result)!} />
+              ) : (
+                <div className="error-text">The run finished but its result is not a policy comparison.</div>
+              )}
             </>
           ) : null}
         </div>
@@ -184,13 +260,30 @@ export function ExperimentsPage() {
     <div data-testid="page-experiments">
       <PageHeader title="Experiments" subtitle="Replay a trace through the simulator to compare policies offline." />
       {!canMutate ? <ReadOnlyNote /> : null}
-      {canMutate ? <Panel title="New run"><RunForm onStarted={setCurrentId} /></Panel> : null}
-      {currentId ? <Panel title={`Run ${currentId}`} testId="experiment-current"><RunView key={currentId} id={currentId} canMutate={canMutate} /></Panel> : null}
+      {canMutate ? (
+        <Panel title="New run">
+          <RunForm onStarted={setCurrentId} />
+        </Panel>
+      ) : null}
+      {currentId ? (
+        <Panel title={`Run ${currentId}`} testId="experiment-current">
+          <RunView key={currentId} id={currentId} canMutate={canMutate} />
+        </Panel>
+      ) : null}
       <Panel title="Saved and recent runs">
         <QueryView query={list} isEmpty={(d) => d.length === 0} empty="No experiments yet.">
           {(rows) => (
             <table className="table compact" data-testid="experiment-list">
-              <thead><tr><th>Name</th><th>Trace</th><th>Policies</th><th>State</th><th>Created</th><th /></tr></thead>
+              <thead>
+                <tr>
+                  <th>Name</th>
+                  <th>Trace</th>
+                  <th>Policies</th>
+                  <th>State</th>
+                  <th>Created</th>
+                  <th />
+                </tr>
+              </thead>
               <tbody>
                 {rows.map((x) => (
                   <tr key={x.id} data-testid={`experiment-row-${x.id}`}>
@@ -199,7 +292,11 @@ export function ExperimentsPage() {
                     <td className="mono small">{x.policies.join(", ")}</td>
                     <td>{x.state}</td>
                     <td className="nowrap">{fmtDateTime(x.createdAt)}</td>
-                    <td><button type="button" className="btn btn-small" onClick={() => setCurrentId(x.id)} data-testid={`experiment-open-${x.id}`}>Open</button></td>
+                    <td>
+                      <button type="button" className="btn btn-small" onClick={() => setCurrentId(x.id)} data-testid={`experiment-open-${x.id}`}>
+                        Open
+                      </button>
+                    </td>
                   </tr>
                 ))}
               </tbody>

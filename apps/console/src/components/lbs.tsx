@@ -22,10 +22,18 @@ function PolicyEditor({ lb }: { lb: LbRow }) {
   return (
     <div className="inline-form nowrap">
       <select value={policy} onChange={(e) => setPolicy(e.target.value as Policy)} data-testid={`lb-policy-select-${lb.name}`}>
-        {POLICY_OPTIONS.map((p) => <option key={p} value={p}>{p}</option>)}
+        {POLICY_OPTIONS.map((p) => (
+          <option key={p} value={p}>
+            {p}
+          </option>
+        ))}
       </select>
       <select value={crossRegion} onChange={(e) => setCrossRegion(e.target.value as CrossRegion)} data-testid={`lb-cross-select-${lb.name}`}>
-        {CROSS_REGION_OPTIONS.map((c) => <option key={c} value={c}>{c}</option>)}
+        {CROSS_REGION_OPTIONS.map((c) => (
+          <option key={c} value={c}>
+            {c}
+          </option>
+        ))}
       </select>
       <button
         type="button"
@@ -50,7 +58,13 @@ function FailoverActions({ lb }: { lb: LbRow }) {
   return (
     <div className="row-actions action-line">
       {lb.failedOverTo ? (
-        <button type="button" className="btn btn-small btn-primary" disabled={busy} onClick={() => failback.mutate({ id: lb.id })} data-testid={`lb-failback-${lb.name}`}>
+        <button
+          type="button"
+          className="btn btn-small btn-primary"
+          disabled={busy}
+          onClick={() => failback.mutate({ id: lb.id })}
+          data-testid={`lb-failback-${lb.name}`}
+        >
           Fail back
         </button>
       ) : (
@@ -69,7 +83,14 @@ function AddLbForm({ onDone }: { onDone: () => void }) {
   const [form, setForm] = useState({ name: "", url: "", adminUrl: "", region: "" });
   const [policy, setPolicy] = useState<Policy>("gorgo");
   const [crossRegion, setCrossRegion] = useState<CrossRegion>("direct");
-  const create = useMutation(trpc.lbs.create.mutationOptions({ onSuccess: async () => { await invalidateAll(); onDone(); } }));
+  const create = useMutation(
+    trpc.lbs.create.mutationOptions({
+      onSuccess: async () => {
+        await invalidateAll();
+        onDone();
+      },
+    }),
+  );
   const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [k]: e.target.value }));
   function submit(e: FormEvent) {
     e.preventDefault();
@@ -78,28 +99,56 @@ function AddLbForm({ onDone }: { onDone: () => void }) {
   }
   return (
     <form className="form-grid" onSubmit={submit} data-testid="lb-add-form">
-      <label>Name<input value={form.name} onChange={set("name")} required placeholder="lb-us-west" data-testid="lb-add-name" /></label>
-      <label>URL<input value={form.url} onChange={set("url")} required placeholder="http://10.0.1.2:8080" data-testid="lb-add-url" /></label>
-      <label>Admin URL (optional)<input value={form.adminUrl} onChange={set("adminUrl")} placeholder="same as URL" data-testid="lb-add-admin-url" /></label>
-      <label>Region
+      <label>
+        Name
+        <input value={form.name} onChange={set("name")} required placeholder="lb-us-west" data-testid="lb-add-name" />
+      </label>
+      <label>
+        URL
+        <input value={form.url} onChange={set("url")} required placeholder="http://10.0.1.2:8080" data-testid="lb-add-url" />
+      </label>
+      <label>
+        Admin URL (optional)
+        <input value={form.adminUrl} onChange={set("adminUrl")} placeholder="same as URL" data-testid="lb-add-admin-url" />
+      </label>
+      <label>
+        Region
         <select value={form.region} onChange={set("region")} required data-testid="lb-add-region">
           <option value="">—</option>
-          {(regions.data ?? []).map((r) => <option key={r.id} value={r.name}>{r.name}</option>)}
+          {(regions.data ?? []).map((r) => (
+            <option key={r.id} value={r.name}>
+              {r.name}
+            </option>
+          ))}
         </select>
       </label>
-      <label>Policy
+      <label>
+        Policy
         <select value={policy} onChange={(e) => setPolicy(e.target.value as Policy)} data-testid="lb-add-policy">
-          {POLICY_OPTIONS.map((p) => <option key={p} value={p}>{p}</option>)}
+          {POLICY_OPTIONS.map((p) => (
+            <option key={p} value={p}>
+              {p}
+            </option>
+          ))}
         </select>
       </label>
-      <label>Cross-region
+      <label>
+        Cross-region
         <select value={crossRegion} onChange={(e) => setCrossRegion(e.target.value as CrossRegion)} data-testid="lb-add-cross">
-          {CROSS_REGION_OPTIONS.map((c) => <option key={c} value={c}>{c}</option>)}
+          {CROSS_REGION_OPTIONS.map((c) => (
+            <option key={c} value={c}>
+              {c}
+            </option>
+          ))}
         </select>
       </label>
       <div className="form-actions">
-        <button type="submit" className="btn btn-primary btn-solid" disabled={create.isPending} data-testid="lb-add-submit">{create.isPending ? "Adding…" : "Add load balancer"}</button>
-        <button type="button" className="btn" onClick={onDone}>Cancel</button>
+        <button type="submit" className="btn btn-primary btn-solid" disabled={create.isPending} data-testid="lb-add-submit">
+          {create.isPending ? "Adding…" : "Add load balancer"}
+        </button>
+        <button type="button" className="btn" onClick={onDone}>
+          Cancel
+        </button>
         <ErrorText error={create.error ?? regions.error} testId="lb-add-error" />
       </div>
     </form>
@@ -132,11 +181,17 @@ export function LbsPage() {
     <div data-testid="page-lbs">
       <PageHeader title="Load balancers" subtitle="Regional proxies: policy, weights, pushed config and failover.">
         {canMutate ? (
-          <button type="button" className="btn btn-primary" onClick={() => setAdding((a) => !a)} data-testid="lb-add-toggle">{adding ? "Close" : "Add load balancer"}</button>
+          <button type="button" className="btn btn-primary" onClick={() => setAdding((a) => !a)} data-testid="lb-add-toggle">
+            {adding ? "Close" : "Add load balancer"}
+          </button>
         ) : null}
       </PageHeader>
       {!canMutate ? <ReadOnlyNote /> : null}
-      {adding && canMutate ? <Panel title="Add load balancer"><AddLbForm onDone={() => setAdding(false)} /></Panel> : null}
+      {adding && canMutate ? (
+        <Panel title="Add load balancer">
+          <AddLbForm onDone={() => setAdding(false)} />
+        </Panel>
+      ) : null}
       <Panel title="Load balancers">
         <QueryView query={lbs} isEmpty={(d) => d.length === 0} empty="No load balancers registered.">
           {(rows) => (
@@ -144,8 +199,14 @@ export function LbsPage() {
               <table className="table" data-testid="lb-table">
                 <thead>
                   <tr>
-                    <th>LB</th><th>Region</th><th>Status</th><th>Policy</th><th className="num">W_rtt / W_queue</th>
-                    <th>Config pushed / acked</th><th>Owned replicas</th>{canMutate ? <th>Actions</th> : null}
+                    <th>LB</th>
+                    <th>Region</th>
+                    <th>Status</th>
+                    <th>Policy</th>
+                    <th className="num">W_rtt / W_queue</th>
+                    <th>Config pushed / acked</th>
+                    <th>Owned replicas</th>
+                    {canMutate ? <th>Actions</th> : null}
                   </tr>
                 </thead>
                 <tbody>
@@ -153,24 +214,51 @@ export function LbsPage() {
                     const inSync = lb.ackedVersion === lb.configVersion;
                     return (
                       <tr key={lb.id} id={lb.id} data-testid={`lb-row-${lb.name}`} data-lb-id={lb.id}>
-                        <td><div className="strong">{lb.name}</div><div className="muted mono small">{lb.url}</div></td>
+                        <td>
+                          <div className="strong">{lb.name}</div>
+                          <div className="muted mono small">{lb.url}</div>
+                        </td>
                         <td className="nowrap">{lb.region}</td>
                         <td>
                           <div className="badges">
                             <StateBadge state={lb.failedOverTo ? "failed-over" : lb.state} testId={`lb-state-${lb.name}`} />
                             <HealthBadge healthy={lb.healthy} testId={`lb-health-${lb.name}`} />
                           </div>
-                          {lb.failedOverTo ? <div className="muted small" data-testid={`lb-failed-over-to-${lb.name}`}>→ {lbNames.get(lb.failedOverTo) ?? lb.failedOverTo}</div> : null}
+                          {lb.failedOverTo ? (
+                            <div className="muted small" data-testid={`lb-failed-over-to-${lb.name}`}>
+                              → {lbNames.get(lb.failedOverTo) ?? lb.failedOverTo}
+                            </div>
+                          ) : null}
+                          {lb.failedOverTo && lb.autoFailbackAt !== null ? (
+                            <div className="muted small" data-testid={`lb-auto-failback-${lb.name}`}>
+                              auto failback {new Date(lb.autoFailbackAt).toLocaleTimeString()}
+                            </div>
+                          ) : null}
                         </td>
-                        <td><div className="mono" data-testid={`lb-policy-${lb.name}`}>{lb.policy}</div><div className="muted small">{lb.crossRegion}</div></td>
-                        <td className="num mono">{fmtWeight(lb.weights.rtt)} / {fmtWeight(lb.weights.queue)}</td>
+                        <td>
+                          <div className="mono" data-testid={`lb-policy-${lb.name}`}>
+                            {lb.policy}
+                          </div>
+                          <div className="muted small">{lb.crossRegion}</div>
+                        </td>
+                        <td className="num mono">
+                          {fmtWeight(lb.weights.rtt)} / {fmtWeight(lb.weights.queue)}
+                        </td>
                         <td className="nowrap" data-testid={`lb-version-${lb.name}`}>
                           v{lb.configVersion} / {lb.ackedVersion == null ? "—" : `v${lb.ackedVersion}`}{" "}
                           <Badge tone={inSync ? "ok" : "warn"}>{inSync ? "in sync" : "pending"}</Badge>
                         </td>
                         <td data-testid={`lb-replicas-${lb.name}`}>
-                          {lb.replicas.length === 0 ? <span className="muted">none</span> : (
-                            <div className="chips">{lb.replicas.map((id) => <span key={id} className="chip">{replicaNames.get(id) ?? id}</span>)}</div>
+                          {lb.replicas.length === 0 ? (
+                            <span className="muted">none</span>
+                          ) : (
+                            <div className="chips">
+                              {lb.replicas.map((id) => (
+                                <span key={id} className="chip">
+                                  {replicaNames.get(id) ?? id}
+                                </span>
+                              ))}
+                            </div>
                           )}
                         </td>
                         {canMutate ? (
@@ -193,15 +281,23 @@ export function LbsPage() {
         <QueryView query={entrypoints} isEmpty={(d) => Object.keys(d).length === 0} empty="No entrypoints.">
           {(map) => (
             <table className="table compact" data-testid="entrypoint-table">
-              <thead><tr><th>Region</th><th>LB</th><th>URL</th></tr></thead>
+              <thead>
+                <tr>
+                  <th>Region</th>
+                  <th>LB</th>
+                  <th>URL</th>
+                </tr>
+              </thead>
               <tbody>
-                {Object.entries(map).sort(([a], [b]) => a.localeCompare(b)).map(([region, ep]) => (
-                  <tr key={region} data-testid={`entrypoint-${region}`} data-lb-id={ep.lbId}>
-                    <td>{region}</td>
-                    <td data-testid={`entrypoint-lb-${region}`}>{lbNames.get(ep.lbId) ?? ep.lbId}</td>
-                    <td className="mono">{ep.url}</td>
-                  </tr>
-                ))}
+                {Object.entries(map)
+                  .sort(([a], [b]) => a.localeCompare(b))
+                  .map(([region, ep]) => (
+                    <tr key={region} data-testid={`entrypoint-${region}`} data-lb-id={ep.lbId}>
+                      <td>{region}</td>
+                      <td data-testid={`entrypoint-lb-${region}`}>{lbNames.get(ep.lbId) ?? ep.lbId}</td>
+                      <td className="mono">{ep.url}</td>
+                    </tr>
+                  ))}
               </tbody>
             </table>
           )}

@@ -11,7 +11,7 @@ async function loginFailureMessage(res: Response): Promise<string> {
   let serverMessage = "";
   try {
     const body = (await res.json()) as { error?: string | { message?: string }; message?: string };
-    serverMessage = typeof body.error === "string" ? body.error : body.error?.message ?? body.message ?? "";
+    serverMessage = typeof body.error === "string" ? body.error : (body.error?.message ?? body.message ?? "");
   } catch {
     serverMessage = "";
   }
@@ -54,13 +54,34 @@ export function LoginForm({ next }: { next: string }) {
     <form className="login-form" onSubmit={onSubmit} data-testid="login-form">
       <label>
         Username
-        <input name="username" autoComplete="username" value={username} onChange={(e) => setUsername(e.target.value)} required data-testid="login-username" autoFocus />
+        <input
+          name="username"
+          autoComplete="username"
+          value={username}
+          onChange={(e) => setUsername(e.target.value)}
+          required
+          data-testid="login-username"
+          // biome-ignore lint/a11y/noAutofocus: the page's only job is this form; focusing it saves a click
+          autoFocus
+        />
       </label>
       <label>
         Password
-        <input name="password" type="password" autoComplete="current-password" value={password} onChange={(e) => setPassword(e.target.value)} required data-testid="login-password" />
+        <input
+          name="password"
+          type="password"
+          autoComplete="current-password"
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+          required
+          data-testid="login-password"
+        />
       </label>
-      {error ? <div className="error-text" role="alert" data-testid="login-error">{error}</div> : null}
+      {error ? (
+        <div className="error-text" role="alert" data-testid="login-error">
+          {error}
+        </div>
+      ) : null}
       <button type="submit" className="btn btn-primary btn-solid" disabled={pending} data-testid="login-submit">
         {pending ? "Signing in…" : "Sign in"}
       </button>

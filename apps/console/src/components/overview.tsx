@@ -14,7 +14,15 @@ export function OverviewPage() {
   return (
     <div data-testid="page-overview">
       <PageHeader title="Overview" subtitle="Regions, their load balancers and replicas, and global latency." />
-      <QueryView query={summary} isEmpty={(d) => d.regions.length === 0} empty={<>No regions yet. <Link href="/regions">Create one</Link>.</>}>
+      <QueryView
+        query={summary}
+        isEmpty={(d) => d.regions.length === 0}
+        empty={
+          <>
+            No regions yet. <Link href="/regions">Create one</Link>.
+          </>
+        }
+      >
         {(d) => {
           // The newest bucket may still be empty; the stat shows the latest bucket that measured something.
           const last = d.ttftSeries.findLast((p) => p.p50 != null || p.p95 != null);
@@ -33,21 +41,41 @@ export function OverviewPage() {
                   {d.ttftSeries.length === 0 ? <div className="state state-empty">No traffic measured yet.</div> : <TtftChart series={d.ttftSeries} />}
                 </Panel>
                 <Panel title="Requests and errors per second">
-                  {d.requestSeries.length === 0 ? <div className="state state-empty">No traffic measured yet.</div> : <RequestsChart series={d.requestSeries} />}
+                  {d.requestSeries.length === 0 ? (
+                    <div className="state state-empty">No traffic measured yet.</div>
+                  ) : (
+                    <RequestsChart series={d.requestSeries} />
+                  )}
                 </Panel>
               </div>
               <div className="region-grid" data-testid="region-list">
                 {d.regions.map((region) => (
                   <Panel key={region.id} title={region.name} testId={`region-card-${region.name}`} className="region-card">
                     <h3 className="subhead">Load balancers</h3>
-                    {region.lbs.length === 0 ? <div className="muted small">No LB in this region.</div> : (
+                    {region.lbs.length === 0 ? (
+                      <div className="muted small">No LB in this region.</div>
+                    ) : (
                       <table className="table compact">
-                        <thead><tr><th>LB</th><th>State</th><th>Policy</th><th>Cross-region</th><th>W_rtt</th><th>W_queue</th><th>Config</th></tr></thead>
+                        <thead>
+                          <tr>
+                            <th>LB</th>
+                            <th>State</th>
+                            <th>Policy</th>
+                            <th>Cross-region</th>
+                            <th>W_rtt</th>
+                            <th>W_queue</th>
+                            <th>Config</th>
+                          </tr>
+                        </thead>
                         <tbody>
                           {region.lbs.map((lb) => (
                             <tr key={lb.id} data-testid={`overview-lb-${lb.name}`}>
-                              <td><Link href={`/lbs#${lb.id}`}>{lb.name}</Link></td>
-                              <td><StateBadge state={lb.state} /></td>
+                              <td>
+                                <Link href={`/lbs#${lb.id}`}>{lb.name}</Link>
+                              </td>
+                              <td>
+                                <StateBadge state={lb.state} />
+                              </td>
                               <td className="mono">{lb.policy}</td>
                               <td>{lb.crossRegion}</td>
                               <td className="num">{fmtWeight(lb.weights.rtt)}</td>
@@ -59,16 +87,31 @@ export function OverviewPage() {
                       </table>
                     )}
                     <h3 className="subhead">Replicas</h3>
-                    {region.replicas.length === 0 ? <div className="muted small">No replica in this region.</div> : (
+                    {region.replicas.length === 0 ? (
+                      <div className="muted small">No replica in this region.</div>
+                    ) : (
                       <table className="table compact">
-                        <thead><tr><th>Replica</th><th>State</th><th>Health</th><th>Share</th></tr></thead>
+                        <thead>
+                          <tr>
+                            <th>Replica</th>
+                            <th>State</th>
+                            <th>Health</th>
+                            <th>Share</th>
+                          </tr>
+                        </thead>
                         <tbody>
                           {region.replicas.map((r) => (
                             <tr key={r.id} data-testid={`overview-replica-${r.name}`}>
                               <td>{r.name}</td>
-                              <td><StateBadge state={r.state} /></td>
-                              <td><HealthBadge healthy={r.healthy} /></td>
-                              <td className="share-cell"><ShareBar fraction={r.share} testId={`overview-share-${r.name}`} /></td>
+                              <td>
+                                <StateBadge state={r.state} />
+                              </td>
+                              <td>
+                                <HealthBadge healthy={r.healthy} />
+                              </td>
+                              <td className="share-cell">
+                                <ShareBar fraction={r.share} testId={`overview-share-${r.name}`} />
+                              </td>
                             </tr>
                           ))}
                         </tbody>

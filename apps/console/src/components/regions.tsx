@@ -33,7 +33,9 @@ function CreateRegionForm() {
     <form className="inline-form" onSubmit={submit} data-testid="region-create-form">
       <input value={name} onChange={(e) => setName(e.target.value)} placeholder="name, e.g. us-west" required data-testid="region-create-name" />
       <input value={displayName} onChange={(e) => setDisplayName(e.target.value)} placeholder="display name (optional)" data-testid="region-create-display" />
-      <button type="submit" className="btn btn-primary btn-solid" disabled={create.isPending} data-testid="region-create-submit">Create region</button>
+      <button type="submit" className="btn btn-primary btn-solid" disabled={create.isPending} data-testid="region-create-submit">
+        Create region
+      </button>
       <ErrorText error={create.error} testId="region-create-error" />
     </form>
   );
@@ -44,25 +46,53 @@ function RegionRowView({ region, canMutate }: { region: RegionRow; canMutate: bo
   const invalidateAll = useInvalidateAll();
   const [editing, setEditing] = useState(false);
   const [displayName, setDisplayName] = useState(region.displayName ?? "");
-  const update = useMutation(trpc.regions.update.mutationOptions({ onSuccess: async () => { setEditing(false); await invalidateAll(); } }));
+  const update = useMutation(
+    trpc.regions.update.mutationOptions({
+      onSuccess: async () => {
+        setEditing(false);
+        await invalidateAll();
+      },
+    }),
+  );
   const remove = useMutation(trpc.regions.delete.mutationOptions({ onSuccess: invalidateAll }));
   return (
     <tr data-testid={`region-row-${region.name}`}>
       <td className="strong mono">{region.name}</td>
       <td>
         {editing ? (
-          <form className="inline-form" onSubmit={(e) => { e.preventDefault(); update.mutate({ id: region.id, displayName }); }}>
+          <form
+            className="inline-form"
+            onSubmit={(e) => {
+              e.preventDefault();
+              update.mutate({ id: region.id, displayName });
+            }}
+          >
             <input value={displayName} onChange={(e) => setDisplayName(e.target.value)} data-testid={`region-edit-display-${region.name}`} />
-            <button type="submit" className="btn btn-small btn-primary" disabled={update.isPending} data-testid={`region-edit-save-${region.name}`}>Save</button>
-            <button type="button" className="btn btn-small" onClick={() => setEditing(false)}>Cancel</button>
+            <button type="submit" className="btn btn-small btn-primary" disabled={update.isPending} data-testid={`region-edit-save-${region.name}`}>
+              Save
+            </button>
+            <button type="button" className="btn btn-small" onClick={() => setEditing(false)}>
+              Cancel
+            </button>
           </form>
-        ) : (region.displayName ?? <span className="muted">—</span>)}
+        ) : (
+          (region.displayName ?? <span className="muted">—</span>)
+        )}
       </td>
       {canMutate ? (
         <td>
           <div className="row-actions">
-            {!editing ? <button type="button" className="btn btn-small" onClick={() => setEditing(true)} data-testid={`region-edit-${region.name}`}>Edit</button> : null}
-            <ConfirmButton label="Delete" disabled={remove.isPending} onConfirm={() => remove.mutate({ id: region.id })} testId={`region-delete-${region.name}`} />
+            {!editing ? (
+              <button type="button" className="btn btn-small" onClick={() => setEditing(true)} data-testid={`region-edit-${region.name}`}>
+                Edit
+              </button>
+            ) : null}
+            <ConfirmButton
+              label="Delete"
+              disabled={remove.isPending}
+              onConfirm={() => remove.mutate({ id: region.id })}
+              testId={`region-delete-${region.name}`}
+            />
             <ErrorText error={update.error ?? remove.error} testId={`region-error-${region.name}`} />
           </div>
         </td>
@@ -88,13 +118,27 @@ export function RegionsPage() {
     <div data-testid="page-regions">
       <PageHeader title="Regions" subtitle="Where load balancers and replicas live, and the RTT observed between them." />
       {!canMutate ? <ReadOnlyNote /> : null}
-      {canMutate ? <Panel title="New region"><CreateRegionForm /></Panel> : null}
+      {canMutate ? (
+        <Panel title="New region">
+          <CreateRegionForm />
+        </Panel>
+      ) : null}
       <Panel title="Regions">
         <QueryView query={regions} isEmpty={(d) => d.length === 0} empty="No regions yet.">
           {(rows) => (
             <table className="table" data-testid="region-table">
-              <thead><tr><th>Name</th><th>Display name</th>{canMutate ? <th>Actions</th> : null}</tr></thead>
-              <tbody>{rows.map((r) => <RegionRowView key={r.id} region={r} canMutate={canMutate} />)}</tbody>
+              <thead>
+                <tr>
+                  <th>Name</th>
+                  <th>Display name</th>
+                  {canMutate ? <th>Actions</th> : null}
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((r) => (
+                  <RegionRowView key={r.id} region={r} canMutate={canMutate} />
+                ))}
+              </tbody>
             </table>
           )}
         </QueryView>
@@ -103,14 +147,27 @@ export function RegionsPage() {
         <QueryView query={matrix} isEmpty={(d) => d.regions.length === 0} empty="No RTT observed yet.">
           {(m) => (
             <table className="table matrix" data-testid="rtt-matrix">
-              <thead><tr><th>from \ to</th>{m.regions.map((r) => <th key={r} className="num">{r}</th>)}</tr></thead>
+              <thead>
+                <tr>
+                  <th>from \ to</th>
+                  {m.regions.map((r) => (
+                    <th key={r} className="num">
+                      {r}
+                    </th>
+                  ))}
+                </tr>
+              </thead>
               <tbody>
                 {m.regions.map((from, i) => (
                   <tr key={from}>
                     <th>{from}</th>
                     {m.regions.map((to, j) => {
                       const ms = m.rttMs[i]?.[j] ?? null;
-                      return <td key={to} className={`num ${rttTone(ms)}`} data-testid={`rtt-${from}-${to}`}>{fmtMs(ms)}</td>;
+                      return (
+                        <td key={to} className={`num ${rttTone(ms)}`} data-testid={`rtt-${from}-${to}`}>
+                          {fmtMs(ms)}
+                        </td>
+                      );
                     })}
                   </tr>
                 ))}

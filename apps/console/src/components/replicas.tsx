@@ -4,6 +4,7 @@ import { useState, type FormEvent } from "react";
 import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
+import { ENGINE_KINDS } from "@meridian/routing/types";
 import { fmtNum, fmtPct } from "../lib/format";
 import { ShareHistoryChart } from "./charts";
 import { useCanMutate } from "./session";
@@ -13,7 +14,7 @@ import { useInvalidateAll } from "./use-action";
 type ReplicaRow = RouterOutputs["replicas"]["list"][number];
 type ReplicaState = ReplicaRow["state"];
 
-const ENGINES = ["sglang", "vllm"] as const;
+const ENGINES = ENGINE_KINDS;
 type Engine = (typeof ENGINES)[number];
 
 function ReplicaActions({ replica }: { replica: ReplicaRow }) {
@@ -27,9 +28,27 @@ function ReplicaActions({ replica }: { replica: ReplicaRow }) {
   // Only the transitions that apply to the current state, so the column stays narrow.
   return (
     <div className="row-actions nowrap">
-      {replica.state !== "enabled" ? <button type="button" className="btn btn-small btn-primary" disabled={busy} onClick={() => to("enabled")} data-testid={`replica-enable-${replica.name}`}>Enable</button> : null}
-      {replica.state !== "draining" ? <button type="button" className="btn btn-small btn-warn" disabled={busy} onClick={() => to("draining")} data-testid={`replica-drain-${replica.name}`}>Drain</button> : null}
-      {replica.state !== "disabled" ? <button type="button" className="btn btn-small" disabled={busy} onClick={() => to("disabled")} data-testid={`replica-disable-${replica.name}`}>Disable</button> : null}
+      {replica.state !== "enabled" ? (
+        <button
+          type="button"
+          className="btn btn-small btn-primary"
+          disabled={busy}
+          onClick={() => to("enabled")}
+          data-testid={`replica-enable-${replica.name}`}
+        >
+          Enable
+        </button>
+      ) : null}
+      {replica.state !== "draining" ? (
+        <button type="button" className="btn btn-small btn-warn" disabled={busy} onClick={() => to("draining")} data-testid={`replica-drain-${replica.name}`}>
+          Drain
+        </button>
+      ) : null}
+      {replica.state !== "disabled" ? (
+        <button type="button" className="btn btn-small" disabled={busy} onClick={() => to("disabled")} data-testid={`replica-disable-${replica.name}`}>
+          Disable
+        </button>
+      ) : null}
       <ConfirmButton label="Delete" disabled={busy} onConfirm={() => remove.mutate({ id: replica.id })} testId={`replica-delete-${replica.name}`} />
       <ErrorText error={setState.error ?? remove.error} testId={`replica-error-${replica.name}`} />
     </div>
@@ -63,29 +82,57 @@ function AddReplicaForm({ onDone }: { onDone: () => void }) {
 
   return (
     <form className="form-grid" onSubmit={submit} data-testid="replica-add-form">
-      <label>Name<input value={form.name} onChange={set("name")} required placeholder="use1-vllm-3" data-testid="replica-add-name" /></label>
-      <label>URL<input value={form.url} onChange={set("url")} required placeholder="http://10.0.0.5:8000" data-testid="replica-add-url" /></label>
-      <label>Region
+      <label>
+        Name
+        <input value={form.name} onChange={set("name")} required placeholder="use1-vllm-3" data-testid="replica-add-name" />
+      </label>
+      <label>
+        URL
+        <input value={form.url} onChange={set("url")} required placeholder="http://10.0.0.5:8000" data-testid="replica-add-url" />
+      </label>
+      <label>
+        Region
         <select value={form.region} onChange={set("region")} required data-testid="replica-add-region">
           <option value="">—</option>
-          {(regions.data ?? []).map((r) => <option key={r.id} value={r.name}>{r.name}</option>)}
+          {(regions.data ?? []).map((r) => (
+            <option key={r.id} value={r.name}>
+              {r.name}
+            </option>
+          ))}
         </select>
       </label>
-      <label>Engine
+      <label>
+        Engine
         <select value={form.engine} onChange={(e) => setForm((f) => ({ ...f, engine: e.target.value as Engine }))} data-testid="replica-add-engine">
-          {ENGINES.map((e) => <option key={e} value={e}>{e}</option>)}
+          {ENGINES.map((e) => (
+            <option key={e} value={e}>
+              {e}
+            </option>
+          ))}
         </select>
       </label>
-      <label>Model<input value={form.model} onChange={set("model")} required placeholder="meta-llama/Llama-3.1-8B-Instruct" data-testid="replica-add-model" /></label>
-      <label>Home LB
+      <label>
+        Model
+        <input value={form.model} onChange={set("model")} required placeholder="meta-llama/Llama-3.1-8B-Instruct" data-testid="replica-add-model" />
+      </label>
+      <label>
+        Home LB
         <select value={form.homeLbId} onChange={set("homeLbId")} data-testid="replica-add-home-lb">
           <option value="">default (region&apos;s LB)</option>
-          {lbsInRegion.map((lb) => <option key={lb.id} value={lb.id}>{lb.name}</option>)}
+          {lbsInRegion.map((lb) => (
+            <option key={lb.id} value={lb.id}>
+              {lb.name}
+            </option>
+          ))}
         </select>
       </label>
       <div className="form-actions">
-        <button type="submit" className="btn btn-primary btn-solid" disabled={create.isPending} data-testid="replica-add-submit">{create.isPending ? "Adding…" : "Add replica"}</button>
-        <button type="button" className="btn" onClick={onDone}>Cancel</button>
+        <button type="submit" className="btn btn-primary btn-solid" disabled={create.isPending} data-testid="replica-add-submit">
+          {create.isPending ? "Adding…" : "Add replica"}
+        </button>
+        <button type="button" className="btn" onClick={onDone}>
+          Cancel
+        </button>
         <ErrorText error={create.error ?? regions.error ?? lbs.error} testId="replica-add-error" />
       </div>
     </form>
@@ -103,11 +150,18 @@ export function ReplicasPage() {
     <div data-testid="page-replicas">
       <PageHeader title="Replicas" subtitle="Inference engines, where traffic and cache concentrate.">
         {canMutate ? (
-          <button type="button" className="btn btn-primary" onClick={() => setAdding((a) => !a)} data-testid="replica-add-toggle">{adding ? "Close" : "Add replica"}</button>
+          <button type="button" className="btn btn-primary" onClick={() => setAdding((a) => !a)} data-testid="replica-add-toggle">
+            {adding ? "Close" : "Add replica"}
+          </button>
         ) : null}
       </PageHeader>
       {!canMutate ? <ReadOnlyNote /> : null}
-      {adding && canMutate ? <Panel title="Add replica"><AddReplicaForm onDone={() => setAdding(false)} /></Panel> : null}
+      {adding && canMutate ? (
+        <Panel title="Add replica">
+          <AddReplicaForm onDone={() => setAdding(false)} />
+        </Panel>
+      ) : null}
+      <ReplicaWarnings rows={replicas.data ?? []} />
       <Panel title="Fleet">
         <QueryView query={replicas} isEmpty={(d) => d.length === 0} empty="No replicas registered.">
           {(rows) => (
@@ -115,31 +169,71 @@ export function ReplicasPage() {
               <table className="table" data-testid="replica-table">
                 <thead>
                   <tr>
-                    <th>Replica</th><th>Region / home LB</th><th>Engine</th><th>State</th><th>Health</th>
-                    <th className="num">In-flight</th><th className="num">Queued tok</th><th>Share of requests</th>
-                    <th className="num">Cache hit</th><th className="num">Pred. acc.</th>{canMutate ? <th>Actions</th> : null}
+                    <th>Replica</th>
+                    <th>Region / home LB</th>
+                    <th>Engine</th>
+                    <th>State</th>
+                    <th>Health</th>
+                    <th className="num">In-flight</th>
+                    <th className="num">Queued tok</th>
+                    <th>Share of requests</th>
+                    <th className="num">Cache hit</th>
+                    <th className="num">Pred. acc.</th>
+                    {canMutate ? <th>Actions</th> : null}
                   </tr>
                 </thead>
                 <tbody>
                   {rows.map((r) => (
                     <tr key={r.id} data-testid={`replica-row-${r.name}`} data-replica-id={r.id}>
-                      <td><div className="strong">{r.name}</div><div className="muted mono small">{r.url}</div></td>
+                      <td>
+                        <div className="strong">
+                          {r.name}
+                          {r.warnings.length > 0 ? (
+                            <>
+                              {" "}
+                              <Badge tone="warn" testId={`replica-warning-${r.name}`}>
+                                check setup
+                              </Badge>
+                            </>
+                          ) : null}
+                        </div>
+                        <div className="muted mono small">{r.url}</div>
+                      </td>
                       <td className="nowrap">
                         <div>{r.region}</div>
                         <div className="muted small">
                           <span data-testid={`replica-home-${r.name}`}>{r.homeLbName ?? r.homeLbId ?? "—"}</span>
-                          {r.rehomed ? <> <Badge tone="warn">re-homed</Badge></> : null}
+                          {r.rehomed ? (
+                            <>
+                              {" "}
+                              <Badge tone="warn">re-homed</Badge>
+                            </>
+                          ) : null}
                         </div>
                       </td>
-                      <td className="nowrap" title={r.model}>{r.engine}</td>
-                      <td><StateBadge state={r.state} testId={`replica-state-${r.name}`} /></td>
-                      <td><HealthBadge healthy={r.healthy} testId={`replica-health-${r.name}`} /></td>
-                      <td className="num" data-testid={`replica-inflight-${r.name}`}>{fmtNum(r.inFlight)}</td>
+                      <td className="nowrap" title={r.model}>
+                        {r.engine}
+                      </td>
+                      <td>
+                        <StateBadge state={r.state} testId={`replica-state-${r.name}`} />
+                      </td>
+                      <td>
+                        <HealthBadge healthy={r.healthy} testId={`replica-health-${r.name}`} />
+                      </td>
+                      <td className="num" data-testid={`replica-inflight-${r.name}`}>
+                        {fmtNum(r.inFlight)}
+                      </td>
                       <td className="num">{fmtNum(r.queuedTokens)}</td>
-                      <td className="share-cell"><ShareBar fraction={r.share} testId={`replica-share-${r.name}`} /></td>
+                      <td className="share-cell">
+                        <ShareBar fraction={r.share} testId={`replica-share-${r.name}`} />
+                      </td>
                       <td className="num">{fmtPct(r.cacheHitRate)}</td>
                       <td className="num">{fmtPct(r.predictionAccuracy)}</td>
-                      {canMutate ? <td><ReplicaActions replica={r} /></td> : null}
+                      {canMutate ? (
+                        <td>
+                          <ReplicaActions replica={r} />
+                        </td>
+                      ) : null}
                     </tr>
                   ))}
                 </tbody>
@@ -154,5 +248,25 @@ export function ReplicasPage() {
         </QueryView>
       </Panel>
     </div>
+  );
+}
+
+/** Replicas that joined in a way that will surprise the operator (no RTT emulation, a model its LB's
+ * clients do not ask for); the server explains each (src/server/runtime/replica-warnings.ts). */
+function ReplicaWarnings({ rows }: { rows: { name: string; warnings: { kind: string; message: string }[] }[] }) {
+  const flagged = rows.filter((r) => r.warnings.length > 0);
+  if (flagged.length === 0) return null;
+  return (
+    <Panel title="Needs attention">
+      <ul className="plain-list" data-testid="replica-warnings">
+        {flagged.flatMap((r) =>
+          r.warnings.map((w) => (
+            <li key={`${r.name}-${w.kind}`} data-testid={`replica-warning-${r.name}-${w.kind}`}>
+              <Badge tone="warn">{r.name}</Badge> {w.message}
+            </li>
+          )),
+        )}
+      </ul>
+    </Panel>
   );
 }

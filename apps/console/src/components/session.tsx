@@ -14,10 +14,6 @@ export function SessionProvider({ user, children }: { user: SessionUser; childre
   return <SessionContext.Provider value={user}>{children}</SessionContext.Provider>;
 }
 
-export function useSession(): SessionUser | null {
-  return useContext(SessionContext);
-}
-
 /** Mutation controls render only for operators; the server enforces the same rule regardless. */
 export function useCanMutate(): boolean {
   return useContext(SessionContext)?.role === "operator";

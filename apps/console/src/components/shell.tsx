@@ -4,7 +4,7 @@ import { usePathname, useRouter } from "next/navigation";
 import { useState, type ReactNode } from "react";
 import { SessionProvider, type SessionUser } from "./session";
 
-export const NAV_ITEMS = [
+const NAV_ITEMS = [
   { href: "/", label: "Overview", testId: "nav-overview" },
   { href: "/regions", label: "Regions", testId: "nav-regions" },
   { href: "/replicas", label: "Replicas", testId: "nav-replicas" },
@@ -54,8 +54,12 @@ export function AppShell({ user, children }: { user: SessionUser; children: Reac
             ))}
           </nav>
           <div className="user-box" data-testid="user-box">
-            <div className="user-name" data-testid="current-user">{user.username}</div>
-            <div className={`role role-${user.role}`} data-testid="current-role">{user.role}</div>
+            <div className="user-name" data-testid="current-user">
+              {user.username}
+            </div>
+            <div className={`role role-${user.role}`} data-testid="current-role">
+              {user.role}
+            </div>
             <button type="button" className="btn btn-small" onClick={logout} disabled={loggingOut} data-testid="logout">
               {loggingOut ? "Logging out…" : "Log out"}
             </button>

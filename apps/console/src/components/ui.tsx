@@ -16,7 +16,13 @@ export function PageHeader({ title, subtitle, children }: { title: string; subti
   );
 }
 
-export function Panel({ title, actions, children, testId, className }: {
+export function Panel({
+  title,
+  actions,
+  children,
+  testId,
+  className,
+}: {
   title?: ReactNode;
   actions?: ReactNode;
   children: ReactNode;
@@ -36,24 +42,41 @@ export function Panel({ title, actions, children, testId, className }: {
   );
 }
 
-export function Loading({ label = "Loading…" }: { label?: string }) {
-  return <div className="state state-loading" data-testid="state-loading">{label}</div>;
+function Loading({ label = "Loading…" }: { label?: string }) {
+  return (
+    <div className="state state-loading" data-testid="state-loading">
+      {label}
+    </div>
+  );
 }
 
-export function Empty({ children }: { children: ReactNode }) {
-  return <div className="state state-empty" data-testid="state-empty">{children}</div>;
+function Empty({ children }: { children: ReactNode }) {
+  return (
+    <div className="state state-empty" data-testid="state-empty">
+      {children}
+    </div>
+  );
 }
 
 export function ErrorText({ error, testId }: { error: unknown; testId?: string }) {
   if (!error) return null;
-  return <div className="error-text" role="alert" data-testid={testId ?? "error-text"}>{errorMessage(error)}</div>;
+  return (
+    <div className="error-text" role="alert" data-testid={testId ?? "error-text"}>
+      {errorMessage(error)}
+    </div>
+  );
 }
 
 /**
  * Renders a query's loading, error and empty states uniformly. Once data has arrived, a failed
  * background refetch keeps showing the last data with a stale banner instead of blanking the page.
  */
-export function QueryView<T>({ query, isEmpty, empty, children }: {
+export function QueryView<T>({
+  query,
+  isEmpty,
+  empty,
+  children,
+}: {
   query: UseQueryResult<T, unknown>;
   isEmpty?: (data: T) => boolean;
   empty?: ReactNode;
@@ -65,29 +88,52 @@ export function QueryView<T>({ query, isEmpty, empty, children }: {
   return (
     <>
       {query.isError ? (
-        <div className="stale-banner" data-testid="state-stale">Live update failed, showing last data: {String((query.error as Error)?.message ?? "")}</div>
+        <div className="stale-banner" data-testid="state-stale">
+          Live update failed, showing last data: {String((query.error as Error)?.message ?? "")}
+        </div>
       ) : null}
-      {isEmpty && isEmpty(data) ? <Empty>{empty ?? "Nothing here yet."}</Empty> : children(data)}
+      {isEmpty?.(data) ? <Empty>{empty ?? "Nothing here yet."}</Empty> : children(data)}
     </>
   );
 }
 
 export function Badge({ tone, children, testId }: { tone: "ok" | "warn" | "bad" | "info" | "neutral"; children: ReactNode; testId?: string }) {
-  return <span className={`badge badge-${tone}`} data-testid={testId}>{children}</span>;
+  return (
+    <span className={`badge badge-${tone}`} data-testid={testId}>
+      {children}
+    </span>
+  );
 }
 
 /** null = not probed yet, which is different from failing probes. */
 export function HealthBadge({ healthy, testId }: { healthy: boolean | null; testId?: string }) {
-  if (healthy == null) return <Badge tone="neutral" testId={testId}>unknown</Badge>;
-  return <Badge tone={healthy ? "ok" : "bad"} testId={testId}>{healthy ? "healthy" : "unhealthy"}</Badge>;
+  if (healthy == null)
+    return (
+      <Badge tone="neutral" testId={testId}>
+        unknown
+      </Badge>
+    );
+  return (
+    <Badge tone={healthy ? "ok" : "bad"} testId={testId}>
+      {healthy ? "healthy" : "unhealthy"}
+    </Badge>
+  );
 }
 
 export function StateBadge({ state, testId }: { state: string; testId?: string }) {
-  const tone = state === "enabled" || state === "healthy" ? "ok"
-    : state === "draining" || state === "failed-over" ? "warn"
-    : state === "disabled" || state === "failed" ? "bad"
-    : "neutral";
-  return <Badge tone={tone} testId={testId}>{state}</Badge>;
+  const tone =
+    state === "enabled" || state === "healthy"
+      ? "ok"
+      : state === "draining" || state === "failed-over"
+        ? "warn"
+        : state === "disabled" || state === "failed"
+          ? "bad"
+          : "neutral";
+  return (
+    <Badge tone={tone} testId={testId}>
+      {state}
+    </Badge>
+  );
 }
 
 /** Share of requests as a bar, so a replica that concentrates traffic stands out in a column scan. */
@@ -96,14 +142,24 @@ export function ShareBar({ fraction, testId }: { fraction: number | null | undef
   const tone = f >= 0.8 ? "bad" : f >= 0.5 ? "warn" : "ok";
   return (
     <div className="share" data-testid={testId} data-share={f.toFixed(4)}>
-      <div className="share-track"><div className={`share-fill share-${tone}`} style={{ width: `${f * 100}%` }} /></div>
+      <div className="share-track">
+        <div className={`share-fill share-${tone}`} style={{ width: `${f * 100}%` }} />
+      </div>
       <span className="share-label">{fmtPct(fraction ?? null)}</span>
     </div>
   );
 }
 
 /** Two-step inline confirmation: irreversible actions need a second, deliberate click. */
-export function ConfirmButton({ label, confirmLabel, onConfirm, disabled, testId, tone = "danger", small = true }: {
+export function ConfirmButton({
+  label,
+  confirmLabel,
+  onConfirm,
+  disabled,
+  testId,
+  tone = "danger",
+  small = true,
+}: {
   label: string;
   confirmLabel?: string;
   onConfirm: () => void;
@@ -145,11 +201,17 @@ export function Stat({ label, value, testId, tone }: { label: string; value: Rea
   return (
     <div className={`stat ${tone ? `stat-${tone}` : ""}`}>
       <div className="stat-label">{label}</div>
-      <div className="stat-value" data-testid={testId}>{value}</div>
+      <div className="stat-value" data-testid={testId}>
+        {value}
+      </div>
     </div>
   );
 }
 
 export function ReadOnlyNote() {
-  return <div className="readonly-note" data-testid="readonly-note">Read-only: your role is viewer.</div>;
+  return (
+    <div className="readonly-note" data-testid="readonly-note">
+      Read-only: your role is viewer.
+    </div>
+  );
 }

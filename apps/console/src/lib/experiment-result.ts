@@ -1,28 +1,10 @@
-// The simulator's comparison summary as the experiments page reads it. The server stores it as the
-// simulator printed it and types it `unknown`, so the page checks the shape before trusting it.
+// The simulator's comparison summary as the experiments page reads it. The shapes are the simulator's
+// own (`@meridian/sim/results`, types only); the server stores the result as the simulator printed it
+// and types it `unknown`, so the page checks the shape before trusting it.
+import type { CompareJson, ComparePolicyRow } from "@meridian/sim/results";
 
-export interface Percentiles {
-  p50: number;
-  p95: number;
-  p99: number;
-}
-
-export interface PolicySummary {
-  name: string;
-  requests: number;
-  completed: number;
-  ttft_ms: Percentiles;
-  e2e_ms: Percentiles;
-  itl_ms_p50: number | null;
-  throughput_rps: number;
-  cache_hit_rate: number | null;
-  replica_share: Record<string, number>;
-  max_share: number;
-}
-
-export interface ExperimentResult {
-  policies: PolicySummary[];
-}
+export type PolicySummary = ComparePolicyRow;
+export type ExperimentResult = Pick<CompareJson, "policies">;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null;
 

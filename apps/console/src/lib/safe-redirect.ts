@@ -11,7 +11,7 @@ const BASE = "http://meridian.invalid";
 
 /** `next` as a same-origin path ("/replicas?x=1#y"), or "/" when it would leave the origin. */
 export function safeNextPath(next: string | null | undefined): string {
-  if (!next || !next.startsWith("/")) return "/";
+  if (!next?.startsWith("/")) return "/";
   try {
     const url = new URL(next, BASE);
     if (url.origin !== BASE) return "/";

@@ -1,6 +1,7 @@
 // Domain errors: what services throw when an operator's request cannot be honoured. Routers map them
 // to TRPCError codes (trpc/errors.ts); route handlers map them to HTTP statuses. The message is shown
 // in the UI as is, so it names the object and says what to do.
+import "server-only";
 
 /** not-found 404, conflict 409, invalid 400, precondition 412, busy 429 (a capacity limit: retry later). */
 export type DomainErrorKind = "not-found" | "conflict" | "invalid" | "precondition" | "busy";

@@ -7,7 +7,7 @@ import superjson from "superjson";
 import type { AppRouter } from "./app-router";
 import { makeQueryClient } from "./query-client";
 
-export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
+export const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();
 
 let browserQueryClient: QueryClient | undefined;
 

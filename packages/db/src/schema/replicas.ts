@@ -1,9 +1,7 @@
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { ENGINE_KINDS, REPLICA_STATES } from "@meridian/routing/types";
 import { loadBalancers } from "./load-balancers";
 import { regions } from "./regions";
-
-export const REPLICA_STATES = ["enabled", "disabled", "draining"] as const;
-export const ENGINE_KINDS = ["sglang", "vllm"] as const;
 
 /** An inference-engine replica. `homeLbId` is the LB it belongs to; during a failover
  * `rehomedToLbId` names the LB that serves it as local until failback. */

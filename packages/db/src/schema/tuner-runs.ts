@@ -1,4 +1,5 @@
 import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { TUNER_MODES } from "@meridian/tuner";
 import { loadBalancers } from "./load-balancers";
 
 /** One tuner lifetime per LB (a reset starts a new run). `stateJson` is the serialised EsTuner state,
@@ -10,7 +11,7 @@ export const tunerRuns = sqliteTable(
     lbId: text("lb_id")
       .notNull()
       .references(() => loadBalancers.id, { onDelete: "cascade" }),
-    mode: text("mode", { enum: ["online", "static", "manual"] }).notNull().default("online"),
+    mode: text("mode", { enum: TUNER_MODES }).notNull().default("online"),
     running: integer("running", { mode: "boolean" }).notNull().default(false),
     /** Bounds, window, hop, evaluation and guardrails as JSON. */
     settingsJson: text("settings_json").notNull(),

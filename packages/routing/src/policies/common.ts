@@ -109,7 +109,7 @@ function tolerance(x: number): number {
   return 1e-9 * Math.max(1, Math.abs(x));
 }
 
-export function predictedCached(p: Prepared, i: number): number {
+function predictedCached(p: Prepared, i: number): number {
   const cached = (p.depths[i] as number) * p.request.tokensPerBlock;
   return cached < p.request.inputTokens ? cached : p.request.inputTokens;
 }

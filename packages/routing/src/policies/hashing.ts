@@ -59,7 +59,10 @@ export class HashRing {
  * grow it without limit. */
 export class RingCache {
   private readonly rings = new Map<string, HashRing>();
-  constructor(private readonly virtualNodes: number, private readonly maxRings = 32) {}
+  constructor(
+    private readonly virtualNodes: number,
+    private readonly maxRings = 32,
+  ) {}
 
   get(ids: readonly string[]): HashRing {
     const cacheKey = ids.join("\u0000");

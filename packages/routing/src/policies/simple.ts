@@ -13,7 +13,11 @@ export function createRoundRobinPolicy(): Policy {
       for (let i = 0; i < candidates.length; i++) if (p.eligible[i]) eligible.push(i);
       const choice = eligible[turn % eligible.length] as number;
       turn = (turn + 1) % 0x40000000;
-      return decide(p, candidates.map((_, i) => (i === choice ? 0 : 1)), choice);
+      return decide(
+        p,
+        candidates.map((_, i) => (i === choice ? 0 : 1)),
+        choice,
+      );
     },
   };
 }
@@ -26,7 +30,11 @@ export function createRandomPolicy(): Policy {
       const eligible: number[] = [];
       for (let i = 0; i < candidates.length; i++) if (p.eligible[i]) eligible.push(i);
       const choice = eligible[randomInt(ctx.rng, eligible.length)] as number;
-      return decide(p, candidates.map((_, i) => (i === choice ? 0 : 1)), choice);
+      return decide(
+        p,
+        candidates.map((_, i) => (i === choice ? 0 : 1)),
+        choice,
+      );
     },
   };
 }

@@ -1,8 +1,8 @@
 // What every meridian-sim command shares: the common flags, the tuner flags, loading and shaping the
 // workload (window, time scale, prompt length, client-mix shift), progress lines and JSON output.
 
-import { DEFAULT_WEIGHTS, type Weights } from "@meridian/routing";
-import { DEFAULT_BOUNDS, type WeightBounds } from "@meridian/tuner";
+import { DEFAULT_WEIGHTS, WEIGHT_BOUNDS, type Weights } from "@meridian/routing";
+import type { WeightBounds } from "@meridian/tuner";
 import { bundledTracePath, loadTrace, TraceRowError, type TraceRequest } from "@meridian/workload";
 import {
   buildSimRequests,
@@ -83,8 +83,8 @@ export function readBounds(flags: FlagReader, prefix: "" | "grid-" = ""): Weight
   const rttRaw = flags.string(`${prefix}rtt-bounds`);
   const queueRaw = flags.string(`${prefix}queue-bounds`);
   const bounds: WeightBounds = {
-    rtt: rttRaw === undefined ? DEFAULT_BOUNDS.rtt : parseBounds(`${prefix}rtt-bounds`, rttRaw),
-    queue: queueRaw === undefined ? DEFAULT_BOUNDS.queue : parseBounds(`${prefix}queue-bounds`, queueRaw),
+    rtt: rttRaw === undefined ? WEIGHT_BOUNDS.rtt : parseBounds(`${prefix}rtt-bounds`, rttRaw),
+    queue: queueRaw === undefined ? WEIGHT_BOUNDS.queue : parseBounds(`${prefix}queue-bounds`, queueRaw),
   };
   for (const name of ["rtt", "queue"] as const) {
     if (!(bounds[name][0] > 0)) throw new UsageError(`--${prefix}${name}-bounds: the lower bound must be > 0 (weights are searched in log space)`);

@@ -5,9 +5,10 @@ import { fmtFixed, fmtMs, fmtPercent, fmtSeconds, formatTable } from "./format";
 
 export function policyTable(rows: readonly ComparePolicyRow[]): string {
   return formatTable(
-    ["policy", "TTFT p50", "p95", "p99 (ms)", "E2E p50", "p95", "p99 (s)", "ITL p50", "rps", "cache hit", "pred acc", "max share"],
+    ["policy", "refused", "TTFT p50", "p95", "p99 (ms)", "E2E p50", "p95", "p99 (s)", "ITL p50", "rps", "cache hit", "pred acc", "max share"],
     rows.map((r) => [
       r.name,
+      String(r.failed),
       fmtMs(r.ttft_ms.p50),
       fmtMs(r.ttft_ms.p95),
       fmtMs(r.ttft_ms.p99),

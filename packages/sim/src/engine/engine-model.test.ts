@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { EngineModel, type DoneEvent, type EngineEvent, type EngineRequest, type FirstTokenEvent } from "./engine-model";
+import { EngineModel } from "./engine-model";
+import type { DoneEvent, EngineEvent, EngineRequest, FirstTokenEvent } from "./engine-types";
 import { PAPER_ENGINE_PARAMS, type EngineParams } from "./params";
 import { PrefixCache } from "./prefix-cache";
 
@@ -124,7 +125,7 @@ describe("EngineModel", () => {
     assert.equal(hit.promptTokens, 5_500);
     const cold = firstToken(run(new EngineModel("e", BASE), [{ time: 0, request: request("b", 5_500, 4, keys(1, 55)) }]), "b");
     assert.equal(cold.cachedTokens, 0);
-    assert.ok(hit.time - start < (cold.time / 5), `warm ${hit.time - start} ms vs cold ${cold.time} ms`);
+    assert.ok(hit.time - start < cold.time / 5, `warm ${hit.time - start} ms vs cold ${cold.time} ms`);
     assert.ok(engine.load().cacheHitRate > 0.4);
   });
 
@@ -187,7 +188,10 @@ describe("EngineModel", () => {
 
   it("requests wait when all running slots are taken", () => {
     const engine = new EngineModel("e", { ...BASE, maxRunning: 2 });
-    const events = run(engine, [0, 1, 2].map((i) => ({ time: 0, request: request(`r${i}`, 500, 20) })));
+    const events = run(
+      engine,
+      [0, 1, 2].map((i) => ({ time: 0, request: request(`r${i}`, 500, 20) })),
+    );
     const firstDone = Math.min(done(events, "r0").time, done(events, "r1").time);
     assert.ok(firstToken(events, "r2").time > firstDone);
   });
@@ -215,12 +219,15 @@ describe("EngineModel", () => {
       { time: 0, request: request("b", 100, 50) },
       { time: 0, request: request("c", 100, 1) },
     ]);
-    const count = (id: string): number =>
-      events.reduce((n, e) => n + (e.id !== id ? 0 : e.type === "first-token" ? 1 : e.type === "tokens" ? e.count : 0), 0);
+    const count = (id: string): number => events.reduce((n, e) => n + (e.id !== id ? 0 : e.type === "first-token" ? 1 : e.type === "tokens" ? e.count : 0), 0);
     assert.deepEqual([count("a"), count("b"), count("c")], [5, 10, 1]);
     assert.deepEqual([done(events, "a").outputTokens, done(events, "b").outputTokens, done(events, "c").outputTokens], [5, 10, 1]);
     const times = events.map((e) => e.time);
-    assert.deepEqual(times, [...times].sort((x, y) => x - y), "events come in time order");
+    assert.deepEqual(
+      times,
+      [...times].sort((x, y) => x - y),
+      "events come in time order",
+    );
   });
 
   it("cancel frees the slot and the KV at once", () => {

@@ -25,83 +25,11 @@
 // simulator pays per completion and per prefill chunk, not per token. Per-token events exist only
 // with `emitTokenEvents`, which also turns the skipping off.
 import type { BlockKey } from "@meridian/routing";
+import type { EngineEvent, EngineLoad, EngineRequest, StepListener } from "./engine-types";
+import { Fifo } from "./fifo";
 import { MinHeap } from "./min-heap";
 import { validateEngineParams, type EngineParams } from "./params";
 import { PrefixCache } from "./prefix-cache";
-
-export interface EngineRequest {
-  /** Unique among the requests the engine holds. */
-  id: string;
-  /** Chained prefix block keys of the prompt, each covering `params.blockTokens` tokens. */
-  blockKeys: readonly BlockKey[];
-  inputTokens: number;
-  /** The number of tokens to generate (clamped to [1, params.maxOutputTokens]). */
-  maxOutputTokens: number;
-  /** Block keys of prompt + reply as the next turn will present them; cached at completion. */
-  completionBlockKeys?: readonly BlockKey[];
-}
-
-export interface FirstTokenEvent {
-  type: "first-token";
-  id: string;
-  time: number;
-  cachedTokens: number;
-  promptTokens: number;
-}
-
-/** One event per decoded token after the first; only with `params.emitTokenEvents`. */
-export interface TokensEvent {
-  type: "tokens";
-  id: string;
-  time: number;
-  count: number;
-}
-
-export interface DoneEvent {
-  type: "done";
-  id: string;
-  time: number;
-  outputTokens: number;
-  cachedTokens: number;
-  promptTokens: number;
-  submitTime: number;
-  firstTokenTime: number;
-  /** Mean inter-token latency of this request: (done − first token) / (outputTokens − 1); 0 for one token. */
-  meanItlMs: number;
-}
-
-export type EngineEvent = FirstTokenEvent | TokensEvent | DoneEvent;
-
-export interface EngineLoad {
-  /** Admitted requests: prefilling or decoding (SGLang num_running_reqs). */
-  running: number;
-  /** Requests waiting for a slot or for KV (SGLang num_queue_reqs). */
-  waiting: number;
-  /** KV tokens held by admitted requests (SGLang num_used_tokens). */
-  usedTokens: number;
-  kvCapacityTokens: number;
-  /** usedTokens / kvCapacityTokens. */
-  tokenUsage: number;
-  /** Cached / prompt tokens over all admitted requests since construction. */
-  cacheHitRate: number;
-  /** The concurrency the engine admits (maxRunning). */
-  admittedConcurrency: number;
-  prefilling: number;
-  decoding: number;
-  cachedBlocks: number;
-  prefixCacheBlocks: number;
-  promptTokensTotal: number;
-  cachedTokensTotal: number;
-  /** Tokens generated so far, including those of requests still decoding. */
-  generationTokensTotal: number;
-  requestsFinished: number;
-  requestsCancelled: number;
-  /** Always 0: this model waits instead of preempting. */
-  preemptionsTotal: number;
-}
-
-/** Called for runs of identical steps: `steps` steps of `tokensPerStep` tokens each (prefill + decode). */
-export type StepListener = (tokensPerStep: number, steps: number) => void;
 
 type Phase = "waiting" | "prefill" | "decode" | "finished" | "cancelled";
 
@@ -125,37 +53,6 @@ interface RequestState {
   decodeEnd: number;
 }
 
-/** A FIFO over an array with a moving head; entries that left the phase are skipped lazily. */
-class Fifo<T> {
-  private items: T[] = [];
-  private head = 0;
-
-  push(item: T): void {
-    this.items.push(item);
-  }
-
-  peek(): T | undefined {
-    return this.items[this.head];
-  }
-
-  shift(): T | undefined {
-    const item = this.items[this.head];
-    if (item === undefined) return undefined;
-    this.head++;
-    // Compact now and then so the array does not grow without bound.
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return item;
-  }
-
-  /** Items from the head on, for in-order scans. */
-  at(offset: number): T | undefined {
-    return this.items[this.head + offset];
-  }
-}
-
 export class EngineModel {
   readonly params: Readonly<EngineParams>;
   private readonly cache: PrefixCache;
@@ -163,9 +60,7 @@ export class EngineModel {
   private readonly waitingQueue = new Fifo<RequestState>();
   private readonly prefillQueue = new Fifo<RequestState>();
   private readonly decodingSet = new Set<RequestState>();
-  private readonly doneHeap = new MinHeap<RequestState>((a, b) =>
-    a.decodeEnd !== b.decodeEnd ? a.decodeEnd < b.decodeEnd : a.seq < b.seq,
-  );
+  private readonly doneHeap = new MinHeap<RequestState>((a, b) => (a.decodeEnd !== b.decodeEnd ? a.decodeEnd < b.decodeEnd : a.seq < b.seq));
   private pendingEvents: EngineEvent[] = [];
   private stepListener: StepListener | null = null;
 
@@ -185,7 +80,6 @@ export class EngineModel {
 
   // The step in progress.
   private busy = false;
-  private stepStart = 0;
   private stepEnd = 0;
   /** Duration of the step in progress, and how much each following decode-only step adds to it. */
   private stepDuration = 0;
@@ -302,8 +196,7 @@ export class EngineModel {
       prefixCacheBlocks: this.params.prefixCacheBlocks,
       promptTokensTotal: this.promptTokensTotal,
       cachedTokensTotal: this.cachedTokensTotal,
-      generationTokensTotal:
-        this.generatedByFinished + decoding * (1 + this.decodeSteps) - this.decodeStartSum,
+      generationTokensTotal: this.generatedByFinished + decoding * (1 + this.decodeSteps) - this.decodeStartSum,
       requestsFinished: this.requestsFinished,
       requestsCancelled: this.requestsCancelled,
       preemptionsTotal: 0,
@@ -367,14 +260,9 @@ export class EngineModel {
     }
     const p = this.params;
     this.busy = true;
-    this.stepStart = time;
     this.stepDecoders = decoders;
     this.stepPrefillTokens = prefillTokens;
-    this.stepDuration =
-      p.itlBaseMs +
-      p.itlPerSeqMs * decoders +
-      (p.itlPerKTokMs * this.usedTokens()) / 1000 +
-      (prefillTokens * 1000) / p.prefillTokensPerSec;
+    this.stepDuration = p.itlBaseMs + p.itlPerSeqMs * decoders + (p.itlPerKTokMs * this.usedTokens()) / 1000 + (prefillTokens * 1000) / p.prefillTokensPerSec;
     this.stepSlope = (p.itlPerKTokMs * decoders) / 1000;
     this.stepEnd = time + this.stepDuration;
   }
@@ -524,11 +412,9 @@ export class EngineModel {
     const stepsToDone = next.decodeEnd - this.decodeSteps; // >= 1: the step that ends with the completion
     const skip = Math.min(stepsToDone - 1, this.stepsEndingBy(until, stepsToDone));
     if (skip <= 0) return;
-    const startOfCurrent = this.endOfStep(skip);
     const endOfCurrent = this.endOfStep(skip + 1);
     this.stepListener?.(this.stepDecoders, skip);
     this.decodeSteps += skip;
-    this.stepStart = startOfCurrent;
     this.stepEnd = endOfCurrent;
     this.stepDuration += this.stepSlope * skip;
   }

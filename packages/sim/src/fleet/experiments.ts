@@ -1,17 +1,25 @@
 // The three experiments behind `meridian-sim compare | tune | sweep`, as functions returning
 // JSON-ready objects (the CLI prints them; the console may call them directly).
 
-import { DEFAULT_WEIGHTS, isPolicyName, POLICY_NAMES, type PolicyName, type Weights } from "@meridian/routing";
+import { DEFAULT_WEIGHTS, isPolicyName, type PolicyName, type Weights } from "@meridian/routing";
 import type { EvaluationMode, WeightBounds } from "@meridian/tuner";
 import { simulateFleet, type FleetRunResult, type TunerReport, type TunerTrajectoryPoint } from "./simulator";
 import type { FleetSpec } from "./spec";
 import { roundOrNull } from "./stats";
 import type { FleetSummary, RequestRecord } from "./summary";
+import {
+  ONLINE_GORGO,
+  type ComparePolicyRow,
+  type CompareJson,
+  type SaturationRule,
+  type SweepJson,
+  type SweepRow,
+  type TrajectoryJson,
+  type TuneJson,
+  type TunerJson,
+} from "./result-json";
 import type { SimRequest } from "./workload";
 
-/** `gorgo-online` is gorgo with the (1+1)-ES tuning its weights while it routes. */
-export const ONLINE_GORGO = "gorgo-online";
-export const COMPARE_POLICY_NAMES: readonly string[] = [...POLICY_NAMES, ONLINE_GORGO];
 export const DEFAULT_COMPARE_POLICIES = ["gorgo", "least-load", "least-request", "prefix-cache", "session-affinity", "random"];
 /** The policies of the paper's Table 3. */
 export const DEFAULT_SWEEP_POLICIES = ["gorgo", "session-affinity", "least-request"];
@@ -56,37 +64,14 @@ export function runPolicy(
   });
 }
 
-export interface ComparePolicyRow {
-  name: string;
-  requests: number;
-  completed: number;
-  ttft_ms: { p50: number | null; p95: number | null; p99: number | null };
-  e2e_ms: { p50: number | null; p95: number | null; p99: number | null };
-  itl_ms_p50: number | null;
-  throughput_rps: number | null;
-  input_tokens_per_s: number | null;
-  cache_hit_rate: number | null;
-  prediction_accuracy: number | null;
-  replica_share: Record<string, number>;
-  max_share: number;
-  weights: Weights | null;
-  tuner?: TunerJson;
-}
-
-export interface CompareJson {
-  preset: string;
-  seed: number;
-  session_key: string;
-  requests: number;
-  policies: ComparePolicyRow[];
-}
-
 export function compareRow(result: FleetRunResult, weights: Weights | null): ComparePolicyRow {
   const s = result.summary;
   const row: ComparePolicyRow = {
     name: result.label,
     requests: s.requests,
     completed: s.completed,
+    failed: s.failed,
+    failed_by_code: { ...s.failed_by_code },
     ttft_ms: roundPercentiles(s.ttft_ms),
     e2e_ms: roundPercentiles(s.e2e_ms),
     itl_ms_p50: roundOrNull(s.itl_ms_p50, 2),
@@ -131,34 +116,6 @@ export function compare(
   };
 }
 
-export interface TunerJson {
-  weights: Weights;
-  initial_weights: Weights;
-  samples_to_best: number;
-  samples_seen: number;
-  steps: number;
-  converged: boolean;
-  evaluation: EvaluationMode;
-  guardrails: boolean;
-  trajectory: TrajectoryJson[];
-}
-
-export interface TrajectoryJson {
-  step: number;
-  at_ms: number;
-  samples: number;
-  kind: string;
-  weights: Weights;
-  p95_ttft_ms: number | null;
-  e2e_p95_ms: number | null;
-  max_share: number | null;
-  accepted: boolean;
-  guardrail: string;
-  sigma: number | null;
-  incumbent: Weights;
-  converged: boolean;
-}
-
 function roundWeights(w: Weights): Weights {
   return { rtt: roundOrNull(w.rtt, 4) ?? w.rtt, queue: roundOrNull(w.queue, 4) ?? w.queue };
 }
@@ -195,14 +152,6 @@ export function tunerJson(report: TunerReport): TunerJson {
   };
 }
 
-export interface TuneJson extends TunerJson {
-  preset: string;
-  seed: number;
-  requests: number;
-  /** How the tuning run itself did (online, exploration included). */
-  summary: ComparePolicyRow;
-}
-
 export function tune(base: ExperimentBase, tuner: TunerSettings): { json: TuneJson; result: FleetRunResult } {
   const result = runPolicy(base, ONLINE_GORGO, tuner, {
     ...(base.onProgress ? { onProgress: (done: number, total: number) => base.onProgress!(done, total, ONLINE_GORGO) } : {}),
@@ -217,21 +166,6 @@ export function tune(base: ExperimentBase, tuner: TunerSettings): { json: TuneJs
   };
 }
 
-/**
- * Saturation, for the sweep (the paper's Table 3 "Saturated?"). A run is saturated when the fleet
- * could not keep up with the offered load, seen as any of:
- *  - p95 E2E above `e2eP95Ms` (default 15 s: about 3× what an unloaded paper fleet gives, since a
- *    p95-sized 40k-token prompt prefills in ~3 s and 128 tokens decode in ~1.5 s);
- *  - requests waiting for admission at ≥ `queuedScrapeFraction` (default 5 %) of some replica's
- *    metric scrapes (the engine's batch is full);
- *  - a backlog still draining `drainMs` (default 30 s) after the last arrival.
- */
-export interface SaturationRule {
-  e2eP95Ms: number;
-  queuedScrapeFraction: number;
-  drainMs: number;
-}
-
 export const DEFAULT_SATURATION_RULE: SaturationRule = { e2eP95Ms: 15_000, queuedScrapeFraction: 0.05, drainMs: 30_000 };
 
 export function saturationReasons(summary: FleetSummary, rule: SaturationRule = DEFAULT_SATURATION_RULE): string[] {
@@ -240,29 +174,8 @@ export function saturationReasons(summary: FleetSummary, rule: SaturationRule = 
   const maxQueued = Math.max(0, ...Object.values(summary.queued_scrape_fraction));
   if (maxQueued >= rule.queuedScrapeFraction) reasons.push(`waiting_at_${Math.round(maxQueued * 100)}%_of_scrapes`);
   if (summary.drain_ms > rule.drainMs) reasons.push(`drain>${rule.drainMs}ms`);
+  if (summary.failed > 0) reasons.push(`refused_${summary.failed}`);
   return reasons;
-}
-
-export interface SweepRow {
-  time_scale: number;
-  policy: string;
-  requests: number;
-  input_tokens_per_s: number | null;
-  ttft_ms: { p50: number | null; p95: number | null; p99: number | null };
-  e2e_ms: { p50: number | null; p95: number | null; p99: number | null };
-  itl_ms_p50: number | null;
-  cache_hit_rate: number | null;
-  max_share: number;
-  drain_ms: number | null;
-  saturated: boolean;
-  saturated_because: string[];
-}
-
-export interface SweepJson {
-  preset: string;
-  seed: number;
-  saturation_rule: SaturationRule;
-  rows: SweepRow[];
 }
 
 /** `workloadAt(scale)` builds the requests for one time scale (the CLI re-reads the trace window). */
@@ -292,6 +205,7 @@ export function sweep(
         time_scale: scale,
         policy: name,
         requests: s.requests,
+        failed: s.failed,
         input_tokens_per_s: roundOrNull(s.input_tokens_per_s, 0),
         ttft_ms: roundPercentiles(s.ttft_ms),
         e2e_ms: roundPercentiles(s.e2e_ms),

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { DEFAULT_BOUNDS } from "@meridian/tuner";
 import { test } from "node:test";
 import { bundledTracePath, loadTrace, type TraceRequest } from "@meridian/workload";
-import { buildSimRequests, compare, globalFleet, paperFleet, simulateFleet, spreadTicks, type FleetSpec, type SimRequest } from "./index";
+import { buildSimRequests, compare, globalFleet, paperFleet, simulateFleet, spreadTicks, type DecisionTrace, type FleetSpec, type SimRequest } from "./index";
 
 const rowsPromise = loadTrace(bundledTracePath(), { toMs: 60_000 });
 
@@ -63,7 +63,18 @@ test("compare produces the JSON contract fields for each policy", async () => {
   const { json } = compare({ spec, requests, seed: 3 }, ["gorgo", "least-request", "prefix-cache"], { evaluation: "versioned", guardrails: true });
   assert.equal(json.policies.length, 3);
   for (const p of json.policies) {
-    for (const field of ["name", "requests", "completed", "ttft_ms", "e2e_ms", "itl_ms_p50", "throughput_rps", "cache_hit_rate", "replica_share", "max_share"]) {
+    for (const field of [
+      "name",
+      "requests",
+      "completed",
+      "ttft_ms",
+      "e2e_ms",
+      "itl_ms_p50",
+      "throughput_rps",
+      "cache_hit_rate",
+      "replica_share",
+      "max_share",
+    ]) {
       assert.ok(field in p, `missing ${field}`);
     }
     for (const q of ["p50", "p95", "p99"] as const) {
@@ -133,16 +144,25 @@ test("the scraped load in the LB's view lags the engine's true load", async () =
   assert.ok(lagging > decisions / 2, `only ${lagging} of ${decisions * 3} views lagged`);
 });
 
-test("reward hack: W_queue at zero concentrates traffic on the nearest replica", async () => {
+test("reward hack: W_queue at zero sends every request to the nearest replica that is not full", async () => {
   const spec = paperFleet();
   const requests = await smallWorkload(spec, 1);
-  const hacked = simulateFleet(spec, requests, { policy: "gorgo", seed: 1, weights: { rtt: 0.23, queue: 0 } });
+  const decisions: DecisionTrace[] = [];
+  const hacked = simulateFleet(spec, requests, { policy: "gorgo", seed: 1, weights: { rtt: 0.23, queue: 0 }, onDecision: (d) => decisions.push(d) });
   const balanced = simulateFleet(spec, requests, { policy: "gorgo", seed: 1, weights: { rtt: 0.5, queue: 0.1 } });
-  assert.ok(hacked.summary.replica_share["us-ashburn"]! > 0.8, JSON.stringify(hacked.summary.replica_share));
-  assert.ok(balanced.summary.max_share < hacked.summary.max_share);
+  // Only SkyLB's full rule (the LB holds what no replica can take) pushes traffic off the nearest
+  // replica: whenever Ashburn was among the candidates, the hacked policy chose it.
+  const ashburnOffered = decisions.filter((d) => d.views.some((v) => v.replica === "us-ashburn"));
+  assert.ok(ashburnOffered.length > 0);
+  for (const d of ashburnOffered) assert.equal(d.choice, "us-ashburn");
+  assert.ok(
+    hacked.summary.replica_share["us-ashburn"]! > balanced.summary.replica_share["us-ashburn"]!,
+    JSON.stringify([hacked.summary.replica_share, balanced.summary.replica_share]),
+  );
+  assert.equal(hacked.summary.replica_share["ap-seoul"], 0);
 });
 
-test("via-peer mode: full local replicas forward to a peer LB once, or hold, and everything completes", async () => {
+test("via-peer mode: full local replicas forward to a peer LB once, or hold; the hold is bounded", async () => {
   const base = globalFleet();
   const spec: FleetSpec = {
     ...base,
@@ -152,14 +172,20 @@ test("via-peer mode: full local replicas forward to a peer LB once, or hold, and
     lbs: base.lbs.map((lb) => ({ ...lb, crossRegion: "via-peer" as const })),
   };
   const requests = await smallWorkload(spec, 1);
-  const result = simulateFleet(spec, requests, { policy: "least-request", seed: 2, recordRequests: true });
-  assert.equal(result.summary.completed, requests.length);
-  const forwarded = result.records!.filter((r) => r.forwarded);
+  // With a wait bound longer than the run, everything completes.
+  const patient = simulateFleet({ ...spec, lbLimits: { queueMaxWaitMs: 600_000 } }, requests, { policy: "least-request", seed: 2, recordRequests: true });
+  assert.equal(patient.summary.completed, requests.length);
+  const forwarded = patient.records!.filter((r) => r.forwarded);
   assert.ok(forwarded.length > 0, "no request was forwarded");
-  for (const r of result.records!) {
+  for (const r of patient.records!) {
     // Local first: a request not forwarded is served in its LB's region.
     if (!r.forwarded) assert.equal(r.replica_region, r.lb.replace(/^lb-/, ""));
   }
+  // With the live default (30 s), what waits longer is refused with 503 queue_timeout, as the proxy does.
+  const bounded = simulateFleet(spec, requests, { policy: "least-request", seed: 2 });
+  assert.ok(bounded.summary.failed > 0);
+  assert.deepEqual(Object.keys(bounded.summary.failed_by_code), ["queue_timeout"]);
+  assert.equal(bounded.summary.completed + bounded.summary.failed, requests.length);
 });
 
 test("spreadTicks spaces a tick's requests over the gap to the next tick", () => {

@@ -47,6 +47,8 @@ export interface FleetSpec {
   rttJitter: number;
   /** Prefix index bounds per LB. */
   index: { capacityBlocks: number; ttlMs: number };
+  /** The LBs' hold-queue bounds and SkyLB τ; absent fields take the live defaults (LbConfig limits). */
+  lbLimits?: { queueMaxLength?: number; queueMaxWaitMs?: number; peerQueueTau?: number };
 }
 
 /** RTT between two regions; throws on a region pair the spec does not define. */

@@ -31,6 +31,14 @@ export interface RequestRecord {
   reason: string | null;
 }
 
+/** A request an LB refused (503 queue full or wait exceeded, no replica): it counts in the offered load. */
+export interface RefusedRecord {
+  arrival_ms: number;
+  input_tokens: number;
+  /** The refusal code (queue_full, queue_timeout, no_replica, ...). */
+  code: string;
+}
+
 export interface ReplicaScrapeStats {
   id: string;
   scrapes: number;
@@ -40,13 +48,17 @@ export interface ReplicaScrapeStats {
 export interface FleetSummary {
   name: string;
   requests: number;
+  /** Requests answered 2xx (every latency, share and cache figure is over these). */
   completed: number;
+  /** Requests an LB refused: its hold queue was full, the wait bound passed, or no replica served them. */
+  failed: number;
+  failed_by_code: Record<string, number>;
   ttft_ms: Percentiles;
   e2e_ms: Percentiles;
   itl_ms_p50: number;
   /** Completed requests per second of virtual time, first arrival to last completion. */
   throughput_rps: number;
-  /** Arrivals per second over the arrival span. */
+  /** Arrivals (served and refused) per second over the arrival span. */
   offered_rps: number;
   /** Prompt tokens per second offered over the arrival span (the paper's "Input (tok/s)"). */
   input_tokens_per_s: number;
@@ -66,7 +78,14 @@ export interface FleetSummary {
   duration_ms: number;
 }
 
-export function summarize(name: string, records: readonly RequestRecord[], replicas: readonly ReplicaScrapeStats[]): FleetSummary {
+export function summarize(
+  name: string,
+  records: readonly RequestRecord[],
+  replicas: readonly ReplicaScrapeStats[],
+  refused: readonly RefusedRecord[] = [],
+): FleetSummary {
+  const failed = refused.length;
+  const failedByCode: Record<string, number> = {};
   const n = records.length;
   const ttft = new Float64Array(n);
   const e2e = new Float64Array(n);
@@ -96,6 +115,15 @@ export function summarize(name: string, records: readonly RequestRecord[], repli
     union += Math.max(r.predicted_cached_tokens, r.cached_tokens);
     if (r.predicted_cached_tokens === r.cached_tokens) exact++;
   }
+  // Refused requests were offered too: they count in the arrival span and the offered load.
+  let offeredInputTokens = inputTokens;
+  for (const r of refused) {
+    failedByCode[r.code] = (failedByCode[r.code] ?? 0) + 1;
+    offeredInputTokens += r.input_tokens;
+    if (r.arrival_ms < firstArrival) firstArrival = r.arrival_ms;
+    if (r.arrival_ms > lastArrival) lastArrival = r.arrival_ms;
+  }
+  const offered = n + failed;
   ttft.sort();
   e2e.sort();
   const itlSorted = Float64Array.from(itl).sort();
@@ -109,17 +137,19 @@ export function summarize(name: string, records: readonly RequestRecord[], repli
   const queued: Record<string, number> = {};
   for (const r of replicas) queued[r.id] = r.scrapes === 0 ? 0 : r.scrapesWithWaiting / r.scrapes;
   const durationMs = n === 0 ? 0 : lastDone - firstArrival;
-  const arrivalSpanS = n <= 1 ? NaN : (lastArrival - firstArrival) / 1000;
+  const arrivalSpanS = offered <= 1 ? NaN : (lastArrival - firstArrival) / 1000;
   return {
     name,
-    requests: n,
+    requests: offered,
     completed: n,
+    failed,
+    failed_by_code: { ...failedByCode },
     ttft_ms: { p50: percentileOfSorted(ttft, 50), p95: percentileOfSorted(ttft, 95), p99: percentileOfSorted(ttft, 99) },
     e2e_ms: { p50: percentileOfSorted(e2e, 50), p95: percentileOfSorted(e2e, 95), p99: percentileOfSorted(e2e, 99) },
     itl_ms_p50: percentileOfSorted(itlSorted, 50),
     throughput_rps: durationMs > 0 ? n / (durationMs / 1000) : NaN,
-    offered_rps: n / arrivalSpanS,
-    input_tokens_per_s: inputTokens / arrivalSpanS,
+    offered_rps: offered / arrivalSpanS,
+    input_tokens_per_s: offeredInputTokens / arrivalSpanS,
     cache_hit_rate: inputTokens === 0 ? 0 : cachedTokens / inputTokens,
     prediction_accuracy: union === 0 ? 1 : overlap / union,
     prediction_exact_rate: n === 0 ? 1 : exact / n,

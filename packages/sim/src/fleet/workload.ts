@@ -60,8 +60,7 @@ export function buildSimRequests(rows: readonly TraceRequest[], spec: FleetSpec,
     }
     const keys = traceBlockKeys(row.hashIds);
     // Generator rows carry their own region; keep it only when this fleet has that region.
-    const clientRegion =
-      row.region !== undefined && regions.has(row.region) ? row.region : assignRegion(row.hashIds, spec.clientRegionWeights);
+    const clientRegion = row.region !== undefined && regions.has(row.region) ? row.region : assignRegion(row.hashIds, spec.clientRegionWeights);
     requests.push({
       id: requests.length,
       traceIndex: row.index,

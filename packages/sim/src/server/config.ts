@@ -1,8 +1,14 @@
 // Configuration of the meridian-engine process: CLI flags over MERIDIAN_ENGINE_* environment variables,
 // validated with zod. The only module of the engine process that reads process.env or argv.
+//
+// Defaults follow the demo fleet (demo-network.ts), so an engine started by hand with only --region
+// joins `npm start`'s fleet as one of its own: model meridian-demo, the demo's RTT matrix. An engine
+// whose region the matrix does not cover emulates no delay; engineSetupWarnings says so, because
+// every LB then measures it at ~1 ms and GORGO pulls every region's traffic to it.
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { DEMO_ENGINE_PARAMS, PAPER_ENGINE_PARAMS, type EngineParams } from "../engine";
+import { DEMO_MODEL, DEMO_RTT_MS } from "./demo-network";
 import { DIALECTS } from "./metrics";
 import type { EngineServerOptions } from "./server";
 
@@ -41,11 +47,11 @@ const ConfigSchema = z.object({
   port: z.coerce.number().int().min(0).max(65535).default(0),
   id: z.string().min(1).default("engine-1"),
   region: z.string().min(1).default("local"),
-  model: z.string().min(1).default("meridian-sim-8b"),
+  model: z.string().min(1).default(DEMO_MODEL),
   dialect: z.enum(DIALECTS).default("sglang"),
   preset: z.enum(["demo", "paper"]).default("demo"),
   params: json(ParamsOverrideSchema).optional(),
-  rttMatrix: json(RttMatrixSchema).optional(),
+  rttMatrix: json(RttMatrixSchema).default(DEMO_RTT_MS),
   tokenText: z.string().optional(),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
@@ -60,8 +66,10 @@ export const USAGE = `usage: meridian-engine [--host H] [--port P] [--id ID] [--
                        [--dialect sglang|vllm] [--preset demo|paper] [--params JSON]
                        [--rtt-matrix JSON] [--token-text TEXT] [--log-level LEVEL]
 Each flag may also come from MERIDIAN_ENGINE_<FLAG> (e.g. MERIDIAN_ENGINE_RTT_MATRIX).
+--model defaults to ${DEMO_MODEL}, the model the demo fleet's LBs route.
 --params overrides preset fields, e.g. '{"prefillTokensPerSec":8000}'.
---rtt-matrix is in ms, e.g. '{"us-ashburn":{"ap-seoul":464}}'.`;
+--rtt-matrix is in ms, e.g. '{"us-ashburn":{"ap-seoul":464}}'; the default is the demo's matrix
+  (us-ashburn, eu-frankfurt, ap-seoul). '{}' turns the delay emulation off.`;
 
 const FLAGS = ["host", "port", "id", "region", "model", "dialect", "preset", "params", "rtt-matrix", "token-text", "log-level"] as const;
 
@@ -81,7 +89,9 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Eng
   }
   const parsed = ConfigSchema.safeParse(raw);
   if (!parsed.success) {
-    throw new Error(parsed.error.issues.map((issue) => `--${String(issue.path[0] ?? "").replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${issue.message}`).join("\n"));
+    throw new Error(
+      parsed.error.issues.map((issue) => `--${String(issue.path[0] ?? "").replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${issue.message}`).join("\n"),
+    );
   }
   const config = parsed.data;
   const params: EngineParams = { ...PRESETS[config.preset], ...config.params };
@@ -96,8 +106,25 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Eng
       model: config.model,
       dialect: config.dialect,
       params,
-      ...(config.rttMatrix !== undefined ? { rttMatrix: config.rttMatrix } : {}),
+      rttMatrix: config.rttMatrix,
       ...(config.tokenText !== undefined ? { tokenText: config.tokenText } : {}),
     },
   };
+}
+
+/**
+ * What an operator should fix before this engine joins a fleet: a region the RTT matrix gives no
+ * delay to any other region, so every LB measures it as local (~1 ms).
+ */
+export function engineSetupWarnings(server: Pick<EngineServerOptions, "region" | "rttMatrix">): string[] {
+  const matrix = server.rttMatrix ?? {};
+  const own = server.region;
+  const others = new Set([...Object.keys(matrix), ...Object.values(matrix).flatMap((row) => Object.keys(row))]);
+  others.delete(own);
+  const delayed = [...others].filter((other) => (matrix[own]?.[other] ?? matrix[other]?.[own] ?? 0) > 0);
+  if (delayed.length > 0) return [];
+  return [
+    `no RTT emulation for region "${own}": every LB will measure this engine at ~1 ms, so GORGO sends it traffic from every region. ` +
+      `Pass --rtt-matrix with a row for "${own}" (the demo's regions are ${Object.keys(DEMO_RTT_MS).join(", ")}).`,
+  ];
 }

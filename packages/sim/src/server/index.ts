@@ -6,3 +6,5 @@ export { emulatedRttMs, SRC_REGION_HEADER, type RttMatrix } from "./network";
 export { OpenAIError, type OpenAIErrorBody, type Usage } from "./openai";
 export { formatValue as formatPrometheusValue } from "./prometheus";
 export { ReplyText } from "./filler";
+export { DEMO_MODEL, DEMO_RTT_MS } from "./demo-network";
+export { engineSetupWarnings } from "./config";

@@ -14,10 +14,8 @@ const SGLANG_TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.
 const SGLANG_E2E_BUCKETS = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60];
 const SGLANG_TPOT_BUCKETS = [0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5];
 /** SGLang's func_latency buckets: 0.05 · 1.5^k, k = 0..17, built by repeated multiplication as Python does. */
-const SGLANG_FUNC_LATENCY_BUCKETS = Array.from({ length: 18 }, (_, k) => k).reduce<number[]>(
-  (bounds, k) => [...bounds, k === 0 ? 0.05 : bounds[k - 1]! * 1.5],
-  [],
-);
+const SGLANG_FUNC_LATENCY_BUCKETS: number[] = [0.05];
+for (let k = 1; k < 18; k++) SGLANG_FUNC_LATENCY_BUCKETS.push(SGLANG_FUNC_LATENCY_BUCKETS[k - 1]! * 1.5);
 const VLLM_TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
 const VLLM_E2E_BUCKETS = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60];
 const VLLM_TPOT_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5];

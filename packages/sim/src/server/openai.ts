@@ -48,7 +48,6 @@ export const CompletionBody = z.looseObject({
 });
 export type ChatCompletionBody = z.infer<typeof ChatCompletionBody>;
 export type CompletionBody = z.infer<typeof CompletionBody>;
-export type ChatMessage = z.infer<typeof Message>;
 
 function formatPath(path: readonly PropertyKey[]): string {
   let text = "";
@@ -206,7 +205,7 @@ export class ChunkWriter {
   }
 }
 
-export function sseData(payload: unknown): string {
+function sseData(payload: unknown): string {
   return `data: ${JSON.stringify(payload)}\n\n`;
 }
 

@@ -23,7 +23,7 @@ function escapeLabel(value: string): string {
   return value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
 }
 
-export function formatLabels(labels: Labels): string {
+function formatLabels(labels: Labels): string {
   const parts = Object.entries(labels).map(([name, value]) => `${name}="${escapeLabel(value)}"`);
   return parts.length === 0 ? "" : `{${parts.join(",")}}`;
 }

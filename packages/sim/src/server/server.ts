@@ -258,7 +258,16 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
       } else if (method === "GET" && path === "/v1/models") {
         out.json(200, {
           object: "list",
-          data: [{ id: model, object: "model", created: Math.floor(Date.now() / 1000), owned_by: "meridian-sim", root: model, max_model_len: params.kvCapacityTokens }],
+          data: [
+            {
+              id: model,
+              object: "model",
+              created: Math.floor(Date.now() / 1000),
+              owned_by: "meridian-sim",
+              root: model,
+              max_model_len: params.kvCapacityTokens,
+            },
+          ],
         });
       } else if (method === "POST" && (path === "/flush_cache" || path === "/reset_prefix_cache")) {
         engine.flushCache();

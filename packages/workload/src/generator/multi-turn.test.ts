@@ -10,7 +10,10 @@ const take = (n: number, seed = 3, regions: Record<string, number> = { a: 1, b: 
 describe("multi-turn generator", () => {
   it("is deterministic for a seed and differs across seeds", () => {
     assert.deepEqual(take(60), take(60));
-    assert.notDeepEqual(take(20, 4).map((r) => r.hashIds), take(20).map((r) => r.hashIds));
+    assert.notDeepEqual(
+      take(20, 4).map((r) => r.hashIds),
+      take(20).map((r) => r.hashIds),
+    );
   });
 
   it("grows each session's context turn by turn, sharing the previous turn's prefix", () => {

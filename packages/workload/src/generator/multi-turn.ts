@@ -11,9 +11,7 @@ import { CHARS_PER_TOKEN, synthText, type ChatMessage } from "../prompt/synth";
 import { assignRegion, sessionKeyOf } from "../trace/controls";
 import type { BlockTokens, TraceRequest } from "../trace/types";
 
-const Range = z
-  .object({ min: z.number().int().positive(), max: z.number().int().positive() })
-  .refine((r) => r.min <= r.max, "min must be ≤ max");
+const Range = z.object({ min: z.number().int().positive(), max: z.number().int().positive() }).refine((r) => r.min <= r.max, "min must be ≤ max");
 
 export const MultiTurnOptionsSchema = z.object({
   seed: z.number().int().default(1),

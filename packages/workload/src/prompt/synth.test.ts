@@ -10,7 +10,14 @@ const commonPrefixLength = (a: string, b: string) => {
   return i;
 };
 const row = (hashIds: (number | string)[], inputTokens: number): TraceRequest => ({
-  index: 0, timestampMs: 0, sourceTimestampMs: 0, inputTokens, outputTokens: 10, hashIds, blockTokens: 512, format: "mooncake",
+  index: 0,
+  timestampMs: 0,
+  sourceTimestampMs: 0,
+  inputTokens,
+  outputTokens: 10,
+  hashIds,
+  blockTokens: 512,
+  format: "mooncake",
 });
 
 describe("prompt synthesis", () => {

@@ -5,7 +5,23 @@ import { loadReplayConfig, UsageRequested } from "./config";
 describe("meridian-replay config", () => {
   it("parses flags and environment into one validated config", () => {
     const config = loadReplayConfig(
-      ["--trace", "t.jsonl", "--entrypoints", '{"a":"http://127.0.0.1:1"}', "--time-scale", "2", "--from-ms", "1000", "--to-ms", "5000", "--concurrency", "8", "--regions", "a=2,b=1", "--skip-invalid"],
+      [
+        "--trace",
+        "t.jsonl",
+        "--entrypoints",
+        '{"a":"http://127.0.0.1:1"}',
+        "--time-scale",
+        "2",
+        "--from-ms",
+        "1000",
+        "--to-ms",
+        "5000",
+        "--concurrency",
+        "8",
+        "--regions",
+        "a=2,b=1",
+        "--skip-invalid",
+      ],
       { MERIDIAN_ENTRYPOINTS_TOKEN: "tok" },
     );
     assert.equal(config.trace, "t.jsonl");

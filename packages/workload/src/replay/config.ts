@@ -33,21 +33,19 @@ const positiveNumber = z.coerce.number().positive();
 const positiveInt = z.coerce.number().int().positive();
 const nonNegative = z.coerce.number().nonnegative();
 
-const RegionWeightsFlag = z
-  .string()
-  .transform((text, ctx) => {
-    const weights: Record<string, number> = {};
-    for (const part of text.split(",").filter(Boolean)) {
-      const [name, weight = "1"] = part.split("=");
-      const value = Number(weight);
-      if (!name || !(value >= 0)) {
-        ctx.addIssue({ code: "custom", message: `bad region weight "${part}" (expected name=weight)` });
-        return z.NEVER;
-      }
-      weights[name.trim()] = value;
+const RegionWeightsFlag = z.string().transform((text, ctx) => {
+  const weights: Record<string, number> = {};
+  for (const part of text.split(",").filter(Boolean)) {
+    const [name, weight = "1"] = part.split("=");
+    const value = Number(weight);
+    if (!name || !(value >= 0)) {
+      ctx.addIssue({ code: "custom", message: `bad region weight "${part}" (expected name=weight)` });
+      return z.NEVER;
     }
-    return weights;
-  });
+    weights[name.trim()] = value;
+  }
+  return weights;
+});
 
 export const ReplayConfigSchema = z
   .object({

@@ -11,10 +11,7 @@ export type EntrypointMap = Record<string, string>;
 // accept those shapes so the client does not break on a richer response.
 const EntrypointValue = z.union([z.url(), z.object({ url: z.url() }).transform((v) => v.url)]);
 const EntrypointRecord = z.record(z.string().min(1), EntrypointValue);
-export const EntrypointMapSchema = z.union([
-  z.object({ entrypoints: EntrypointRecord }).transform((v) => v.entrypoints),
-  EntrypointRecord,
-]);
+export const EntrypointMapSchema = z.union([z.object({ entrypoints: EntrypointRecord }).transform((v) => v.entrypoints), EntrypointRecord]);
 
 export function parseEntrypointMap(input: unknown): EntrypointMap {
   return EntrypointMapSchema.parse(input);

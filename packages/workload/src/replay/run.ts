@@ -166,7 +166,17 @@ function runSchedule(
       maxTokens: item.maxTokens,
     };
     if (slots.waiting >= maxPending) {
-      record({ ...base, scheduleLagMs: Math.max(0, calledAt - due), queueWaitMs: 0, startMs: calledAt - start, status: 0, ok: false, error: "client queue full", contentDeltas: 0, outputTokens: 0 });
+      record({
+        ...base,
+        scheduleLagMs: Math.max(0, calledAt - due),
+        queueWaitMs: 0,
+        startMs: calledAt - start,
+        status: 0,
+        ok: false,
+        error: "client queue full",
+        contentDeltas: 0,
+        outputTokens: 0,
+      });
       return;
     }
     await slots.acquire();
@@ -380,8 +390,7 @@ export function startLoadGenerator(options: LoadGeneratorOptions): LoadGenerator
   const startedAt = performance.now();
 
   // Throughput is over the span the kept records cover, not the whole (possibly long) run.
-  const summary = (): ReplaySummary =>
-    summarise(records, (schedule?.elapsedMs() ?? performance.now() - startedAt) - (records[0]?.startMs ?? 0));
+  const summary = (): ReplaySummary => summarise(records, (schedule?.elapsedMs() ?? performance.now() - startedAt) - (records[0]?.startMs ?? 0));
 
   // The console may not be up yet, or may serve an empty map before any LB is registered: wait
   // (re-fetching every refreshMs) until there is a region to send to.

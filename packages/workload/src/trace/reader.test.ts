@@ -42,7 +42,10 @@ describe("trace reader", () => {
       const skipped: TraceRowError[] = [];
       const rows = await loadTrace(path, { onInvalid: "skip", onSkip: (e) => skipped.push(e) });
       assert.equal(rows.length, 2);
-      assert.deepEqual(skipped.map((e) => e.line), [4]);
+      assert.deepEqual(
+        skipped.map((e) => e.line),
+        [4],
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -73,18 +76,33 @@ describe("trace reader", () => {
     assert.deepEqual(rows[0]!.hashIds, ["a1f3", "09bc"]);
     assert.deepEqual(rows[0]!.body, body);
     assert.equal(rows[1]!.body, undefined);
-    assert.throws(() => parseTraceText(JSON.stringify({ timestamp: 0, input_length: 1, output_length: 1, hash_ids: ["zz"] }), { format: "art-chat", source: "a" }), {
-      message: "a:1: hash_ids.0: expected hex string",
-    });
+    assert.throws(
+      () => parseTraceText(JSON.stringify({ timestamp: 0, input_length: 1, output_length: 1, hash_ids: ["zz"] }), { format: "art-chat", source: "a" }),
+      {
+        message: "a:1: hash_ids.0: expected hex string",
+      },
+    );
   });
 
   it("applies a window, re-basing and time scale while reading", () => {
     const text = [0, 1000, 2000, 3000, 4000].map((t, i) => GOOD(t, [0, i])).join("\n");
     const windowed = parseTraceText(text, { fromMs: 1000, toMs: 4000, timeScale: 2 });
-    assert.deepEqual(windowed.map((r) => r.index), [1, 2, 3]);
-    assert.deepEqual(windowed.map((r) => r.timestampMs), [0, 2000, 4000]);
-    assert.deepEqual(windowed.map((r) => r.sourceTimestampMs), [1000, 2000, 3000]);
+    assert.deepEqual(
+      windowed.map((r) => r.index),
+      [1, 2, 3],
+    );
+    assert.deepEqual(
+      windowed.map((r) => r.timestampMs),
+      [0, 2000, 4000],
+    );
+    assert.deepEqual(
+      windowed.map((r) => r.sourceTimestampMs),
+      [1000, 2000, 3000],
+    );
     const absolute = parseTraceText(text, { fromMs: 1000, toMs: 4000, rebase: false, timeScale: 0.5 });
-    assert.deepEqual(absolute.map((r) => r.timestampMs), [500, 1000, 1500]);
+    assert.deepEqual(
+      absolute.map((r) => r.timestampMs),
+      [500, 1000, 1500],
+    );
   });
 });

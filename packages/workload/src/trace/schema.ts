@@ -11,7 +11,6 @@ export const MooncakeRowSchema = z.object({
   output_length: tokenCount,
   hash_ids: z.array(z.number().int().nonnegative()),
 });
-export type MooncakeRow = z.infer<typeof MooncakeRowSchema>;
 
 export const ArtChatRowSchema = z.object({
   timestamp,
@@ -21,7 +20,6 @@ export const ArtChatRowSchema = z.object({
   hash_ids: z.array(z.union([z.string().regex(/^[0-9a-fA-F]+$/, "expected hex string"), z.number().int().nonnegative()])),
   body: z.record(z.string(), z.unknown()).optional(),
 });
-export type ArtChatRow = z.infer<typeof ArtChatRowSchema>;
 
 /** First issue of a zod error as `path: problem`, short enough for a one-line report. */
 export function describeZodError(error: z.ZodError, input: unknown): string {

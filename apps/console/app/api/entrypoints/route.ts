@@ -1,11 +1,11 @@
 // GET /api/entrypoints: {"<region>": "http://lb-url"} for replay clients. Accepts the machine bearer
 // token (MERIDIAN_LB_TOKEN) or a logged-in session.
 import "server-only";
-import { requireTokenOrSession } from "@/server/auth/api-access";
-import { requestSecurityFromEnv } from "@/server/auth/request-security";
-import { json } from "@/server/http";
-import { getRuntime } from "@/server/runtime/global";
-import { entrypointMap } from "@/server/services/lbs";
+import { requireTokenOrSession } from "../../../src/server/auth/api-access";
+import { requestSecurityFromEnv } from "../../../src/server/auth/request-security";
+import { json } from "../../../src/server/http";
+import { getRuntime } from "../../../src/server/runtime/global";
+import { entrypointMap } from "../../../src/server/services/lbs";
 
 export const dynamic = "force-dynamic";
 

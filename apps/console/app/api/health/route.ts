@@ -1,8 +1,8 @@
 // GET /api/health: liveness for scripts and Playwright (no session needed, no details leaked).
 import "server-only";
 import { sql } from "drizzle-orm";
-import { json } from "@/server/http";
-import { getRuntime } from "@/server/runtime/global";
+import { json } from "../../../src/server/http";
+import { getRuntime } from "../../../src/server/runtime/global";
 
 export const dynamic = "force-dynamic";
 

@@ -45,7 +45,9 @@ describe("login, sessions and tRPC authorisation", () => {
     assert.equal(stored.length, 1);
     assert.notEqual(stored[0]!.tokenHash, token);
     assert.deepEqual(await res.json(), { ok: true, user: { username: "admin", role: "operator" } });
-    const form = await handleLogin(h.rt, loginRequest({ username: "viewer", password: "viewer-pass", next: "/replicas" }, { form: true }), { throttle: new LoginThrottle() });
+    const form = await handleLogin(h.rt, loginRequest({ username: "viewer", password: "viewer-pass", next: "/replicas" }, { form: true }), {
+      throttle: new LoginThrottle(),
+    });
     assert.equal(form.status, 303);
     assert.equal(form.headers.get("location"), "/replicas");
     viewerCookie = cookieOf(form);

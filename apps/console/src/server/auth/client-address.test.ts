@@ -14,7 +14,8 @@ function headers(peer: string | null, extra: Record<string, string> = {}): Heade
 
 test("trusted proxy lists: addresses, CIDR blocks, loopback; bad entries are named", () => {
   const list = parseTrustedProxies(" 10.0.0.5 , 192.168.0.0/16, loopback, fd00::/8 ");
-  for (const address of ["10.0.0.5", "192.168.3.4", "127.0.0.1", "127.8.9.1", "::1", "::ffff:10.0.0.5", "fd00::1"]) assert.equal(list.has(address), true, address);
+  for (const address of ["10.0.0.5", "192.168.3.4", "127.0.0.1", "127.8.9.1", "::1", "::ffff:10.0.0.5", "fd00::1"])
+    assert.equal(list.has(address), true, address);
   for (const address of ["10.0.0.6", "8.8.8.8", "fe80::1", "not-an-ip", ""]) assert.equal(list.has(address), false, address);
   assert.equal(parseTrustedProxies("").isEmpty, true);
   for (const bad of ["10.0.0.300", "10.0.0.0/33", "example.com", "10.0.0.0/8/1", "::1/129"]) {
@@ -48,7 +49,10 @@ test("behind trusted proxies the client is the nearest X-Forwarded-For hop they 
   assert.equal(identifyClient(headers("10.0.0.5", { "x-forwarded-for": "198.51.100.9, garbage" }), behindProxy).address, "10.0.0.5");
   assert.equal(identifyClient(headers("10.0.0.5"), behindProxy).address, "10.0.0.5", "no header: the proxy itself");
   const client = identifyClient(headers("10.0.0.5", { "x-forwarded-host": "evil.example, console.example.com", "x-forwarded-proto": "https" }), behindProxy);
-  assert.equal(forwardedHeader(headers("10.0.0.5", { "x-forwarded-host": "evil.example, console.example.com" }), client, "x-forwarded-host"), "console.example.com");
+  assert.equal(
+    forwardedHeader(headers("10.0.0.5", { "x-forwarded-host": "evil.example, console.example.com" }), client, "x-forwarded-host"),
+    "console.example.com",
+  );
   assert.equal(servedOverHttps(headers("10.0.0.5", { "x-forwarded-proto": "https" }), client, behindProxy), true);
   assert.equal(servedOverHttps(headers("10.0.0.5"), client, { ...behindProxy, publicOrigin: "https://console.example.com" }), true);
 });

@@ -2,6 +2,7 @@
 // -Host and -Proto are believed only when that peer is a trusted proxy (MERIDIAN_TRUSTED_PROXIES).
 // Otherwise a client could pick its own address (and dodge the login rate limit, or write a forged
 // address into the audit log) or its own host (and pass the CSRF origin check).
+import "server-only";
 import { isIP } from "node:net";
 import { normaliseAddress, peerAddress } from "./peer-address";
 import type { RequestSecurity } from "./request-security";
@@ -27,7 +28,12 @@ function forwardedIp(entry: string): string | null {
 
 function headerList(headers: Headers, name: string): string[] {
   const value = headers.get(name);
-  return value ? value.split(",").map((part) => part.trim()).filter((part) => part !== "") : [];
+  return value
+    ? value
+        .split(",")
+        .map((part) => part.trim())
+        .filter((part) => part !== "")
+    : [];
 }
 
 export function identifyClient(headers: Headers, security: RequestSecurity): Client {

@@ -1,10 +1,12 @@
 // The login and logout flows behind /api/auth/*, as plain functions of a fetch Request so they can
 // be tested without Next.
+import "server-only";
+import type { Db } from "@meridian/db";
 import { z } from "zod";
+import type { Logger } from "pino";
 import { safeNextPath } from "../../lib/safe-redirect";
+import { recordAudit } from "../audit-trail";
 import { json, jsonError } from "../http";
-import type { ConsoleRuntime } from "../runtime/runtime";
-import { recordAudit } from "../services/audit";
 import { identifyClient, servedOverHttps } from "./client-address";
 import { checkOrigin } from "./origin-check";
 import { LoginThrottle } from "./rate-limit";
@@ -22,10 +24,17 @@ const Credentials = z.object({
 
 const THROTTLE_KEY = Symbol.for("meridian.console.login-throttle");
 /** One throttle per process (it must survive module re-evaluation like the runtime). */
-export function loginThrottle(): LoginThrottle {
+function loginThrottle(): LoginThrottle {
   const holder = globalThis as { [THROTTLE_KEY]?: LoginThrottle };
   holder[THROTTLE_KEY] ??= new LoginThrottle();
   return holder[THROTTLE_KEY];
+}
+
+/** What the login flows use: the database, the log (for refusals) and the session lifetime. */
+export interface AuthRuntime {
+  readonly db: Db;
+  readonly log: Logger;
+  readonly options: { readonly sessionTtlMs: number };
 }
 
 export interface AuthRouteOptions {
@@ -34,14 +43,21 @@ export interface AuthRouteOptions {
   auditor?: SecurityAuditor;
 }
 
-export async function handleLogin(rt: ConsoleRuntime, req: Request, options: AuthRouteOptions = {}): Promise<Response> {
+export async function handleLogin(rt: AuthRuntime, req: Request, options: AuthRouteOptions = {}): Promise<Response> {
   const security = options.security ?? DEFAULT_REQUEST_SECURITY;
   const throttle = options.throttle ?? loginThrottle();
   const auditor = options.auditor ?? securityAuditor();
   const client = identifyClient(req.headers, security);
   const origin = checkOrigin(req.headers, client, security, { allowNonBrowser: true });
   if (!origin.ok) {
-    const event = { action: "auth.denied", actor: "anonymous", target: "api:/api/auth/login", address: client.address, status: 403, reason: origin.reason } as const;
+    const event = {
+      action: "auth.denied",
+      actor: "anonymous",
+      target: "api:/api/auth/login",
+      address: client.address,
+      status: 403,
+      reason: origin.reason,
+    } as const;
     return refuse(rt, event, `cross-origin login refused: ${origin.reason}`, { auditor });
   }
   const contentType = req.headers.get("content-type") ?? "";
@@ -66,7 +82,14 @@ export async function handleLogin(rt: ConsoleRuntime, req: Request, options: Aut
   const secure = servedOverHttps(req.headers, client, security);
   if (!user) {
     throttle.fail(client.address, username);
-    const event = { action: "auth.login.failed", actor: "anonymous", target, address: client.address, status: 401, reason: "invalid username or password" } as const;
+    const event = {
+      action: "auth.login.failed",
+      actor: "anonymous",
+      target,
+      address: client.address,
+      status: 401,
+      reason: "invalid username or password",
+    } as const;
     recordRefusal(rt, event, auditor);
     if (isForm) return new Response(null, { status: 303, headers: { location: `/login?error=invalid&next=${encodeURIComponent(next)}` } });
     return jsonError(401, "invalid username or password");
@@ -79,14 +102,21 @@ export async function handleLogin(rt: ConsoleRuntime, req: Request, options: Aut
   return json({ ok: true, user: { username: user.username, role: user.role } }, 200, { "set-cookie": cookie });
 }
 
-export function handleLogout(rt: ConsoleRuntime, req: Request, options: AuthRouteOptions = {}): Response {
+export function handleLogout(rt: AuthRuntime, req: Request, options: AuthRouteOptions = {}): Response {
   const security = options.security ?? DEFAULT_REQUEST_SECURITY;
   const client = identifyClient(req.headers, security);
   const token = tokenFromCookieHeader(req.headers.get("cookie"));
   const user = resolveSession(rt.db, token);
   const origin = checkOrigin(req.headers, client, security);
   if (!origin.ok) {
-    const event = { action: "auth.denied", actor: user?.username ?? "anonymous", target: "api:/api/auth/logout", address: client.address, status: 403, reason: origin.reason } as const;
+    const event = {
+      action: "auth.denied",
+      actor: user?.username ?? "anonymous",
+      target: "api:/api/auth/logout",
+      address: client.address,
+      status: 403,
+      reason: origin.reason,
+    } as const;
     return refuse(rt, event, `cross-origin logout refused: ${origin.reason}`, { auditor: options.auditor });
   }
   deleteSession(rt.db, token);

@@ -6,6 +6,7 @@
 // otherwise the host the request was addressed to: the Host header, or X-Forwarded-Host when the
 // peer is a trusted proxy. A browser cannot set Host or the forwarded headers on a cross-site request,
 // but any client can: a forwarded host from an untrusted peer is ignored.
+import "server-only";
 import { forwardedHeader, type Client } from "./client-address";
 import type { RequestSecurity } from "./request-security";
 
@@ -39,7 +40,5 @@ export function checkOrigin(headers: Headers, client: Client, security: RequestS
   }
   const host = forwardedHeader(headers, client, "x-forwarded-host") ?? headers.get("host");
   if (!host) return { ok: false, reason: "the request names no host" };
-  return parsed.host === host.toLowerCase()
-    ? { ok: true }
-    : { ok: false, reason: `Origin ${parsed.origin} does not match the console's host ${host}` };
+  return parsed.host === host.toLowerCase() ? { ok: true } : { ok: false, reason: `Origin ${parsed.origin} does not match the console's host ${host}` };
 }

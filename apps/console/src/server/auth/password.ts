@@ -1,5 +1,6 @@
 // Password hashing with scrypt (node:crypto). Stored as `scrypt$N$r$p$salt$hash`, base64 fields,
 // so the parameters can be raised later without breaking existing hashes.
+import "server-only";
 import { randomBytes, scryptSync, timingSafeEqual } from "node:crypto";
 
 const N = 16_384;

@@ -7,6 +7,7 @@
 // The stamp carries a random per-process nonce, so a client cannot forge it even for a request that
 // arrives before the subscriber is installed (or in a process where it never was): a header without
 // the nonce reads as "peer unknown", and an unknown peer is trusted with nothing.
+import "server-only";
 import { randomBytes } from "node:crypto";
 import { subscribe } from "node:diagnostics_channel";
 import type { IncomingMessage } from "node:http";

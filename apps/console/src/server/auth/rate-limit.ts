@@ -10,6 +10,7 @@
 // The per-username key lets anyone delay one account's logins by failing on purpose; the cap
 // (15 min by default) bounds that, and it is the usual price of stopping a distributed guesser.
 // The address is the true client address (client-address.ts), never a client-supplied header.
+import "server-only";
 
 export interface BackoffRule {
   /** Failures allowed before the first block. */

@@ -1,5 +1,6 @@
 // A refused request, answered and recorded the same way everywhere: a JSON error for the caller, a
 // warn line in the log (no stack: nothing failed), and a row in the audit log (security-audit.ts).
+import "server-only";
 import type { Logger } from "pino";
 import type { Db } from "@meridian/db";
 import { jsonError } from "../http";
@@ -12,7 +13,10 @@ export interface RefusalSink {
 
 export function recordRefusal(sink: RefusalSink, event: SecurityEvent, auditor: SecurityAuditor = securityAuditor()): void {
   auditor.record(sink.db, event);
-  sink.log.warn({ action: event.action, actor: event.actor, target: event.target, address: event.address, status: event.status, reason: event.reason }, "request refused");
+  sink.log.warn(
+    { action: event.action, actor: event.actor, target: event.target, address: event.address, status: event.status, reason: event.reason },
+    "request refused",
+  );
 }
 
 export function refuse(

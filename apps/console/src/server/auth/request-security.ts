@@ -2,6 +2,7 @@
 // reverse proxies it trusts, and the public URL browsers use. Both come from env (src/env.ts); tests
 // and a console with neither setting use DEFAULT_REQUEST_SECURITY (trust no proxy, compare Origin
 // with the Host header).
+import "server-only";
 import { getEnv } from "../../env";
 import { NO_TRUSTED_PROXIES, type TrustedProxies } from "./trusted-proxies";
 

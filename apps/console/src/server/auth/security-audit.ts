@@ -6,8 +6,9 @@
 // Denials and throttled attempts cost an attacker nothing, so a flood of them could fill the
 // database; the same (action, actor, address) writes at most one row per window, and the next row
 // says how many were folded into it (`repeated`).
+import "server-only";
 import type { Db } from "@meridian/db";
-import { recordAudit } from "../services/audit";
+import { recordAudit } from "../audit-trail";
 
 export type SecurityAction = "auth.login.failed" | "auth.denied" | "auth.throttled";
 
@@ -54,12 +55,20 @@ export class SecurityAuditor {
       }
     }
     // The audit row keeps the actor's name only; the role passed here is not stored.
-    recordAudit(db, { username: event.actor, role: "viewer" }, event.action, event.target, null, {
-      address: event.address,
-      status: event.status,
-      reason: event.reason,
-      ...(folded > 0 ? { repeated: folded } : {}),
-    }, now);
+    recordAudit(
+      db,
+      { username: event.actor, role: "viewer" },
+      event.action,
+      event.target,
+      null,
+      {
+        address: event.address,
+        status: event.status,
+        reason: event.reason,
+        ...(folded > 0 ? { repeated: folded } : {}),
+      },
+      now,
+    );
     return true;
   }
 }

@@ -39,14 +39,19 @@ describe("console security", () => {
     const auditor = new SecurityAuditor(0);
     const rowsBefore = h.rt.db.select().from(auditLog).all().length;
     for (const path of MUTATIONS) {
-      const res = await trpcCall(h.rt, path, {}, {
-        mutation: true,
-        cookie: adminCookie,
-        peer: "203.0.113.50",
-        origin: "http://evil.example",
-        headers: { "x-forwarded-host": "evil.example" },
-        auditor,
-      });
+      const res = await trpcCall(
+        h.rt,
+        path,
+        {},
+        {
+          mutation: true,
+          cookie: adminCookie,
+          peer: "203.0.113.50",
+          origin: "http://evil.example",
+          headers: { "x-forwarded-host": "evil.example" },
+          auditor,
+        },
+      );
       assert.equal(res.status, 403, path);
       assert.match(res.error!.message, /^cross-origin request refused: Origin http:\/\/evil\.example does not match the console's host console\.test/);
     }
@@ -57,10 +62,21 @@ describe("console security", () => {
 
   test("item 9: behind a trusted proxy, its X-Forwarded-Host is believed; MERIDIAN_PUBLIC_URL pins the origin", async () => {
     const proxied: RequestSecurity = { trustedProxies: parseTrustedProxies("10.0.0.5"), publicOrigin: null };
-    const viaProxy = { mutation: true, cookie: adminCookie, peer: "10.0.0.5", origin: "https://console.example.com", headers: { "x-forwarded-host": "console.example.com" }, security: proxied };
+    const viaProxy = {
+      mutation: true,
+      cookie: adminCookie,
+      peer: "10.0.0.5",
+      origin: "https://console.example.com",
+      headers: { "x-forwarded-host": "console.example.com" },
+      security: proxied,
+    };
     assert.deepEqual((await trpcCall(h.rt, "regions.create", { name: "via-proxy" }, viaProxy)).data, { id: "via-proxy" });
     const pinned: RequestSecurity = { ...proxied, publicOrigin: "https://console.example.com" };
-    assert.equal((await trpcCall(h.rt, "regions.create", { name: "direct" }, { mutation: true, cookie: adminCookie, security: pinned })).status, 403, "Host matches, but is not the public URL");
+    assert.equal(
+      (await trpcCall(h.rt, "regions.create", { name: "direct" }, { mutation: true, cookie: adminCookie, security: pinned })).status,
+      403,
+      "Host matches, but is not the public URL",
+    );
     assert.deepEqual((await trpcCall(h.rt, "regions.create", { name: "pinned" }, { ...viaProxy, security: pinned })).data, { id: "pinned" });
   });
 
@@ -97,21 +113,31 @@ describe("console security", () => {
     const last = securityAudit(h, "auth.throttled").find((row) => row.target === "user:viewer")!;
     assert.equal(after_(last).address, "192.0.2.11");
     // Another account from the same proxy is unaffected: the proxy's own address is not the key.
-    const other = await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }, { peer: "10.0.0.5", headers: { "x-forwarded-for": "192.0.2.99" } }), { throttle, auditor, security });
+    const other = await handleLogin(
+      h.rt,
+      loginRequest({ username: "admin", password: "admin-pass" }, { peer: "10.0.0.5", headers: { "x-forwarded-for": "192.0.2.99" } }),
+      { throttle, auditor, security },
+    );
     assert.equal(other.status, 200);
   });
 
   test("item 11: both redirect payloads land on the console after a form login", async () => {
     for (const next of ["/\\evil.example/x", "/\t/evil.example/x", "//evil.example/x", "https://evil.example/"]) {
-      const ok = await handleLogin(h.rt, loginRequest({ username: "viewer", password: "viewer-pass", next }, { form: true, peer: "192.0.2.200" }), { throttle: new LoginThrottle() });
+      const ok = await handleLogin(h.rt, loginRequest({ username: "viewer", password: "viewer-pass", next }, { form: true, peer: "192.0.2.200" }), {
+        throttle: new LoginThrottle(),
+      });
       assert.equal(ok.status, 303);
       assert.equal(ok.headers.get("location"), "/", JSON.stringify(next));
-      const failed = await handleLogin(h.rt, loginRequest({ username: "viewer", password: "wrong", next }, { form: true, peer: "192.0.2.201" }), { throttle: new LoginThrottle() });
+      const failed = await handleLogin(h.rt, loginRequest({ username: "viewer", password: "wrong", next }, { form: true, peer: "192.0.2.201" }), {
+        throttle: new LoginThrottle(),
+      });
       const location = new URL(failed.headers.get("location")!, CONSOLE_ORIGIN);
       assert.equal(location.origin, CONSOLE_ORIGIN);
       assert.equal(location.searchParams.get("next"), "/");
     }
-    const kept = await handleLogin(h.rt, loginRequest({ username: "viewer", password: "viewer-pass", next: "/tuner?lb=x" }, { form: true }), { throttle: new LoginThrottle() });
+    const kept = await handleLogin(h.rt, loginRequest({ username: "viewer", password: "viewer-pass", next: "/tuner?lb=x" }, { form: true }), {
+      throttle: new LoginThrottle(),
+    });
     assert.equal(kept.headers.get("location"), "/tuner?lb=x");
   });
 
@@ -131,8 +157,15 @@ describe("console security", () => {
     await trpcCall(h.rt, "regions.list", undefined, { peer: "192.0.2.10", headers: { "x-forwarded-for": "1.1.1.1" }, auditor });
     const viewer = cookieOf(await handleLogin(h.rt, loginRequest({ username: "viewer", password: "viewer-pass" }), { throttle: new LoginThrottle() }));
     await trpcCall(h.rt, "lbs.failover", { id: "lb-x" }, { cookie: viewer, mutation: true, peer: "192.0.2.11", auditor });
-    requireTokenOrSession(h.rt, new Request(`${CONSOLE_ORIGIN}/api/entrypoints`, { headers: consoleHeaders({ peer: "192.0.2.12", headers: { authorization: "Bearer wrong" } }) }), { auditor });
-    const crossLogin = await handleLogin(h.rt, loginRequest({ username: "admin", password: "x" }, { origin: "http://evil.example", peer: "192.0.2.13" }), { throttle: new LoginThrottle(), auditor });
+    requireTokenOrSession(
+      h.rt,
+      new Request(`${CONSOLE_ORIGIN}/api/entrypoints`, { headers: consoleHeaders({ peer: "192.0.2.12", headers: { authorization: "Bearer wrong" } }) }),
+      { auditor },
+    );
+    const crossLogin = await handleLogin(h.rt, loginRequest({ username: "admin", password: "x" }, { origin: "http://evil.example", peer: "192.0.2.13" }), {
+      throttle: new LoginThrottle(),
+      auditor,
+    });
     assert.equal(crossLogin.status, 403);
     const denied = securityAudit(h, "auth.denied").slice(0, 4).reverse();
     assert.deepEqual(

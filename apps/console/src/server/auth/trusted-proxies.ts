@@ -1,6 +1,7 @@
 // MERIDIAN_TRUSTED_PROXIES: the reverse proxies whose X-Forwarded-For / -Host / -Proto headers the
 // console believes. Anyone else can put anything in those headers, so from any other peer they are
 // ignored. Entries are IP addresses, CIDR blocks, or the word "loopback" (127.0.0.0/8 and ::1).
+import "server-only";
 import { BlockList, isIP } from "node:net";
 import { normaliseAddress } from "./peer-address";
 

@@ -1,6 +1,7 @@
 // Console users come from env: "admin" (operator) with MERIDIAN_ADMIN_PASSWORD and "viewer"
 // (read-only) with MERIDIAN_VIEWER_PASSWORD. At startup each is created or, when the password
 // changed, re-hashed. An unset password leaves the stored user as it was.
+import "server-only";
 import { eq } from "drizzle-orm";
 import { users, type Db, type UserRole, type UserRow } from "@meridian/db";
 import { hashPassword, verifyPassword } from "./password";
@@ -11,15 +12,20 @@ export interface SessionUser {
   role: UserRole;
 }
 
-export function ensureUser(db: Db, username: string, role: UserRole, password: string): void {
+function ensureUser(db: Db, username: string, role: UserRole, password: string): void {
   const now = Date.now();
   const existing = db.select().from(users).where(eq(users.username, username)).get();
   if (!existing) {
-    db.insert(users).values({ username, role, passwordHash: hashPassword(password), createdAt: now, updatedAt: now }).run();
+    db.insert(users)
+      .values({ username, role, passwordHash: hashPassword(password), createdAt: now, updatedAt: now })
+      .run();
     return;
   }
   if (existing.role !== role || !verifyPassword(password, existing.passwordHash)) {
-    db.update(users).set({ role, passwordHash: hashPassword(password), updatedAt: now }).where(eq(users.id, existing.id)).run();
+    db.update(users)
+      .set({ role, passwordHash: hashPassword(password), updatedAt: now })
+      .where(eq(users.id, existing.id))
+      .run();
   }
 }
 

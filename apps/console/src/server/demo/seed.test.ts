@@ -5,7 +5,7 @@ import { createHarness, type Harness } from "../testing/harness";
 import { entrypointMap } from "../services/lbs";
 import { rttMatrix } from "../services/regions";
 import { seedDemoTopology } from "./seed";
-import { demoTopology } from "./topology";
+import { demoTopology } from "../../lib/demo-topology";
 
 describe("demo topology", () => {
   let h: Harness;
@@ -16,8 +16,14 @@ describe("demo topology", () => {
 
   test("ports follow the base port: engines B+1..B+6, LBs B+11..B+13", () => {
     const topology = demoTopology(5000);
-    assert.deepEqual(topology.engines.map((e) => e.port), [5001, 5002, 5003, 5004, 5005, 5006]);
-    assert.deepEqual(topology.lbs.map((l) => l.port), [5011, 5012, 5013]);
+    assert.deepEqual(
+      topology.engines.map((e) => e.port),
+      [5001, 5002, 5003, 5004, 5005, 5006],
+    );
+    assert.deepEqual(
+      topology.lbs.map((l) => l.port),
+      [5011, 5012, 5013],
+    );
     assert.deepEqual(new Set(topology.engines.map((e) => e.engine)), new Set(["sglang", "vllm"]));
   });
 

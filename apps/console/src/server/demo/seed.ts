@@ -1,16 +1,17 @@
 // Seeds the demo topology into the console's database (MERIDIAN_DEMO=1). Idempotent: existing
 // regions, LBs and replicas (by id) are left as the operator last set them; only missing ones are
 // created. Known RTTs are seeded so failover has a nearest LB before the first probes.
+import "server-only";
 import { eq } from "drizzle-orm";
 import { loadBalancers, observedRtts, regions, replicas } from "@meridian/db";
-import type { ConsoleRuntime } from "../runtime/runtime";
-import { SYSTEM_SEED } from "../services/context";
+import { SYSTEM_SEED } from "../audit-trail";
+import type { ServiceRuntime } from "../services/context";
 import { createLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
-import { DEMO_DISPLAY_NAMES, DEMO_MODEL, DEMO_REGIONS, DEMO_RTT_MS, demoTopology } from "./topology";
+import { DEMO_DISPLAY_NAMES, DEMO_MODEL, DEMO_REGIONS, DEMO_RTT_MS, demoTopology } from "../../lib/demo-topology";
 
-export function seedDemoTopology(rt: ConsoleRuntime, options: { basePort: number; host?: string }): void {
+export function seedDemoTopology(rt: ServiceRuntime, options: { basePort: number; host?: string }): void {
   const topology = demoTopology(options.basePort, options.host);
   const db = rt.db;
   for (const region of DEMO_REGIONS) {

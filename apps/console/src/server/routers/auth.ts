@@ -1,4 +1,5 @@
 // auth: who is logged in. Login and logout are route handlers (/api/auth/*) because they set cookies.
+import "server-only";
 import type { TRPCRouterRecord } from "@trpc/server";
 import { publicProcedure } from "../trpc/init";
 

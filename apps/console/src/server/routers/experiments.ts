@@ -1,4 +1,5 @@
 // experiments router: validates input, calls one service function, maps domain errors (see ../trpc/errors.ts).
+import "server-only";
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { experimentStatus, listExperiments, listTraces, liveSummary, runExperiment, saveExperiment } from "../services/experiments";
@@ -27,7 +28,5 @@ export const experimentsRouter = {
         }),
     )
     .mutation(({ ctx, input }) => call(() => runExperiment(ctx.rt, ctx.actor, input))),
-  save: operatorProcedure
-    .input(z.object({ id: z.string().min(1), name }))
-    .mutation(({ ctx, input }) => call(() => saveExperiment(ctx.rt, ctx.actor, input))),
+  save: operatorProcedure.input(z.object({ id: z.string().min(1), name })).mutation(({ ctx, input }) => call(() => saveExperiment(ctx.rt, ctx.actor, input))),
 } satisfies TRPCRouterRecord;

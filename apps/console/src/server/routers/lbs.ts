@@ -1,4 +1,5 @@
 // lbs router: validates input, calls one service function, maps domain errors (see ../trpc/errors.ts).
+import "server-only";
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { createLb, deleteLb, entrypointMap, failbackLb, failoverLb, lbById, listLbs, setPolicy, updateLb } from "../services/lbs";

@@ -1,4 +1,5 @@
 // overview router: validates input, calls one service function, maps domain errors (see ../trpc/errors.ts).
+import "server-only";
 import type { TRPCRouterRecord } from "@trpc/server";
 import { overviewSummary } from "../services/overview";
 import { call } from "../trpc/errors";

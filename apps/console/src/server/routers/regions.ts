@@ -1,4 +1,5 @@
 // regions router: validates input, calls one service function, maps domain errors (see ../trpc/errors.ts).
+import "server-only";
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { createRegion, deleteRegion, listRegions, rttMatrix, updateRegion } from "../services/regions";

@@ -1,15 +1,13 @@
 // Input schemas shared by the routers. Messages are written for the UI.
+import "server-only";
 import { z } from "zod";
-import { POLICY_NAMES } from "@meridian/routing";
+import { CROSS_REGION_MODES, ENGINE_KINDS, POLICY_NAMES, REPLICA_STATES } from "@meridian/routing/types";
+import { COMPARE_POLICY_NAMES } from "@meridian/sim/results";
 
 export const idInput = z.object({ id: z.string().trim().min(1, { error: "id is required" }) });
 export const lbIdInput = z.object({ lbId: z.string().trim().min(1, { error: "lbId is required" }) });
 
-export const name = z
-  .string()
-  .trim()
-  .min(1, { error: "name must not be empty" })
-  .max(64, { error: "name must be at most 64 characters" });
+export const name = z.string().trim().min(1, { error: "name must not be empty" }).max(64, { error: "name must be at most 64 characters" });
 
 export const regionName = z
   .string()
@@ -19,13 +17,13 @@ export const regionName = z
 /** Shape only; services check the scheme and say so clearly. */
 export const url = z.string().trim().min(1, { error: "url must not be empty" });
 
-export const replicaState = z.enum(["enabled", "disabled", "draining"]);
-export const engineKind = z.enum(["sglang", "vllm"], { error: "engine must be sglang or vllm" });
+export const replicaState = z.enum(REPLICA_STATES);
+export const engineKind = z.enum(ENGINE_KINDS, { error: `engine must be one of ${ENGINE_KINDS.join(", ")}` });
 export const policyName = z.enum(POLICY_NAMES, { error: `policy must be one of ${POLICY_NAMES.join(", ")}` });
 /** The simulator also offers "gorgo-online" (gorgo with the online tuner). */
-export const EXPERIMENT_POLICIES = [...POLICY_NAMES, "gorgo-online"] as const;
+const EXPERIMENT_POLICIES = COMPARE_POLICY_NAMES;
 export const experimentPolicy = z.enum(EXPERIMENT_POLICIES, { error: `policies must be among ${EXPERIMENT_POLICIES.join(", ")}` });
-export const crossRegion = z.enum(["direct", "via-peer"], { error: "crossRegion must be direct or via-peer" });
+export const crossRegion = z.enum(CROSS_REGION_MODES, { error: `crossRegion must be one of ${CROSS_REGION_MODES.join(", ")}` });
 
 const weight = z.number().positive({ error: "weights must be positive numbers" });
 export const weights = z.object({ rtt: weight, queue: weight });

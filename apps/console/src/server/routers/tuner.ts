@@ -1,6 +1,8 @@
 // tuner router: validates input, calls one service function, maps domain errors (see ../trpc/errors.ts).
+import "server-only";
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
+import { EVALUATION_MODES } from "@meridian/tuner";
 import { resetTuner, setManualWeights, startTuner, stopTuner, tunerByLb, updateTuner } from "../services/tuner";
 import { call } from "../trpc/errors";
 import { operatorProcedure, viewerProcedure } from "../trpc/init";
@@ -11,16 +13,14 @@ export const tunerRouter = {
   start: operatorProcedure.input(lbIdInput).mutation(({ ctx, input }) => call(() => startTuner(ctx.rt, ctx.actor, input))),
   stop: operatorProcedure.input(lbIdInput).mutation(({ ctx, input }) => call(() => stopTuner(ctx.rt, ctx.actor, input))),
   reset: operatorProcedure.input(lbIdInput).mutation(({ ctx, input }) => call(() => resetTuner(ctx.rt, ctx.actor, input))),
-  setManual: operatorProcedure
-    .input(lbIdInput.extend({ weights }))
-    .mutation(({ ctx, input }) => call(() => setManualWeights(ctx.rt, ctx.actor, input))),
+  setManual: operatorProcedure.input(lbIdInput.extend({ weights })).mutation(({ ctx, input }) => call(() => setManualWeights(ctx.rt, ctx.actor, input))),
   update: operatorProcedure
     .input(
       lbIdInput.extend({
         bounds: bounds.optional(),
         window: z.int({ error: "window must be a whole number of samples" }).min(8, { error: "window must be at least 8 samples" }).max(100_000).optional(),
         hop: z.int({ error: "hop must be a whole number of samples" }).min(1).max(100_000).optional(),
-        evaluation: z.enum(["versioned", "paper"], { error: "evaluation must be versioned or paper" }).optional(),
+        evaluation: z.enum(EVALUATION_MODES, { error: `evaluation must be one of ${EVALUATION_MODES.join(", ")}` }).optional(),
         guardrails: guardrails.optional(),
       }),
     )

@@ -23,16 +23,31 @@ describe("LB configs", () => {
 
   test("direct: every replica is a candidate; via-peer: only local ones; peers are the other LBs", () => {
     const direct = buildLbConfig(h.rt.db, "lb-us", 1)!;
-    assert.deepEqual(direct.replicas.map((r) => r.id), ["eu-1", "us-1"]);
-    assert.deepEqual(direct.peers.map((p) => p.id), ["lb-eu"]);
+    assert.deepEqual(
+      direct.replicas.map((r) => r.id),
+      ["eu-1", "us-1"],
+    );
+    assert.deepEqual(
+      direct.peers.map((p) => p.id),
+      ["lb-eu"],
+    );
     setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "skylb", crossRegion: "via-peer" });
     const viaPeer = buildLbConfig(h.rt.db, "lb-us", 2)!;
-    assert.deepEqual(viaPeer.replicas.map((r) => r.id), ["us-1"]);
+    assert.deepEqual(
+      viaPeer.replicas.map((r) => r.id),
+      ["us-1"],
+    );
     assert.equal(viaPeer.policy, "skylb");
     h.rt.db.update(loadBalancers).set({ state: "failed-over" }).where(eq(loadBalancers.id, "lb-eu")).run();
     h.rt.db.update(replicas).set({ rehomedToLbId: "lb-us" }).where(eq(replicas.id, "eu-1")).run();
     const takenOver = buildLbConfig(h.rt.db, "lb-us", 3)!;
-    assert.deepEqual(takenOver.replicas.map((r) => [r.id, r.region]), [["eu-1", "us"], ["us-1", "us"]]);
+    assert.deepEqual(
+      takenOver.replicas.map((r) => [r.id, r.region]),
+      [
+        ["eu-1", "us"],
+        ["us-1", "us"],
+      ],
+    );
     assert.deepEqual(takenOver.peers, []);
   });
 
@@ -68,7 +83,7 @@ describe("HealthMonitor at startup", () => {
     await h.rt.health.tick();
     const never = h.rt.db.select().from(loadBalancers).where(eq(loadBalancers.id, "lb-never")).get()!;
     assert.equal(never.state, "healthy");
-    assert.equal(h.rt.health.isHealthy("lb-never"), false);
-    assert.equal(h.rt.health.isHealthy("lb-up"), true);
+    assert.equal(h.rt.lbHealth.isHealthy("lb-never"), false);
+    assert.equal(h.rt.lbHealth.isHealthy("lb-up"), true);
   });
 });

@@ -1,10 +1,12 @@
 // Builds the LbConfig an LB should run from the console's database. Pure with respect to the DB
 // snapshot it reads: the same topology always yields the same config (bar the version), so the
 // publisher can skip pushes that would change nothing.
+import "server-only";
 import { eq } from "drizzle-orm";
 import { POLICY_NAMES, type PolicyName } from "@meridian/routing";
 import { LB_CONFIG_SCHEMA, parseLbConfig, type LbConfig } from "@meridian/protocol";
-import { loadBalancers, regions, replicas, type Db } from "@meridian/db";
+import { loadBalancers, replicas, type Db } from "@meridian/db";
+import { regionNamesById } from "../region-names";
 
 /** The LB that serves a replica as local: the failover target while re-homed, else its home. */
 export function effectiveHome(replica: { homeLbId: string | null; rehomedToLbId: string | null }): string | null {
@@ -27,10 +29,9 @@ function asPolicy(name: string): PolicyName {
 export function buildLbConfig(db: Pick<Db, "select">, lbId: string, version: number): LbConfig | null {
   const lb = db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
   if (!lb) return null;
-  const regionNames = new Map(db.select().from(regions).all().map((r) => [r.id, r.name]));
+  const regionNames = regionNamesById(db);
   const allReplicas = db.select().from(replicas).orderBy(replicas.id).all();
-  const chosen =
-    lb.crossRegion === "via-peer" ? allReplicas.filter((r) => effectiveHome(r) === lb.id) : allReplicas;
+  const chosen = lb.crossRegion === "via-peer" ? allReplicas.filter((r) => effectiveHome(r) === lb.id) : allReplicas;
   const peers = db
     .select()
     .from(loadBalancers)

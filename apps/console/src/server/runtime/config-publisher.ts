@@ -5,11 +5,19 @@
 // - Versions increase per LB; a 409 (the LB runs a newer version, e.g. after the console's DB was
 //   reset) re-records the same content above the LB's version.
 // - One push loop per LB retries with backoff; only the latest version is ever pushed.
+// - The version each LB reports running (HealthMonitor's probes, 409 answers) is remembered: new
+//   versions are numbered above it, and an LB that reports less than it acknowledged lost its config
+//   and is pushed a fresh version.
+// - Until an LB has answered once, an unreachable LB is only starting (npm start brings the LBs and
+//   the console up in any order): those retries log at debug. Once it has answered, losing it is
+//   news and logs at warn.
+import "server-only";
 import { and, desc, eq, sql } from "drizzle-orm";
+import type { Logger } from "pino";
 import type { LbConfig } from "@meridian/protocol";
-import { lbConfigs, loadBalancers } from "@meridian/db";
+import { lbConfigs, loadBalancers, type Db, type LoadBalancerRow } from "@meridian/db";
 import { buildLbConfig, configContent } from "./config-builder";
-import type { ConsoleRuntime } from "./runtime";
+import type { LbAdminClient } from "./lb-admin-client";
 import { backoffMs, WakeSignal } from "./wake-signal";
 
 export type VersionListener = (lbId: string, version: number, config: LbConfig) => void;
@@ -19,17 +27,28 @@ export interface PushStatus {
   lastError: string | null;
 }
 
+/** What the publisher uses, and nothing else. */
+export interface ConfigPublisherDeps {
+  db: Db;
+  log: Logger;
+  lbClient: Pick<LbAdminClient, "putConfig" | "state">;
+}
+
 interface PushLoop {
   signal: WakeSignal;
   status: PushStatus;
+  /** The LB answered a push at least once (any HTTP answer). */
+  answered: boolean;
 }
 
 export class ConfigPublisher {
   private readonly loops = new Map<string, PushLoop>();
   private readonly listeners: VersionListener[] = [];
+  /** The config version each LB last reported running. */
+  private readonly reportedVersions = new Map<string, number>();
   private running = false;
 
-  constructor(private readonly rt: ConsoleRuntime) {}
+  constructor(private readonly deps: ConfigPublisherDeps) {}
 
   onNewVersion(listener: VersionListener): void {
     this.listeners.push(listener);
@@ -37,7 +56,7 @@ export class ConfigPublisher {
 
   start(): void {
     this.running = true;
-    for (const lb of this.rt.db.select().from(loadBalancers).all()) {
+    for (const lb of this.deps.db.select().from(loadBalancers).all()) {
       if (lb.configVersion === 0) this.publish(lb.id);
       else this.kick(lb.id);
     }
@@ -56,17 +75,11 @@ export class ConfigPublisher {
   /** Records a new version when the LB's config changed (or `force`), then wakes its push loop.
    * Returns the LB's latest version, or null when the LB does not exist. */
   publish(lbId: string, options: { force?: boolean } = {}): number | null {
-    const db = this.rt.db;
+    const db = this.deps.db;
     const outcome = db.transaction((tx) => {
       const lb = tx.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
       if (!lb) return null;
-      const latest = tx
-        .select()
-        .from(lbConfigs)
-        .where(eq(lbConfigs.lbId, lbId))
-        .orderBy(desc(lbConfigs.version))
-        .limit(1)
-        .get();
+      const latest = tx.select().from(lbConfigs).where(eq(lbConfigs.lbId, lbId)).orderBy(desc(lbConfigs.version)).limit(1).get();
       const draft = buildLbConfig(tx, lbId, 0);
       if (!draft) return null;
       if (!options.force && latest && configContent(JSON.parse(latest.json) as LbConfig) === configContent(draft)) {
@@ -74,7 +87,9 @@ export class ConfigPublisher {
       }
       const version = this.nextVersion(tx, lbId, lb.configVersion, lb.ackedVersion, latest?.version ?? 0);
       const config: LbConfig = { ...draft, version };
-      tx.insert(lbConfigs).values({ lbId, version, json: JSON.stringify(config), createdAt: Date.now() }).run();
+      tx.insert(lbConfigs)
+        .values({ lbId, version, json: JSON.stringify(config), createdAt: Date.now() })
+        .run();
       tx.update(loadBalancers).set({ configVersion: version }).where(eq(loadBalancers.id, lbId)).run();
       return { version, config };
     });
@@ -88,7 +103,7 @@ export class ConfigPublisher {
 
   /** Re-evaluates every LB's config (after a topology change). */
   publishAll(): void {
-    for (const lb of this.rt.db.select({ id: loadBalancers.id }).from(loadBalancers).all()) this.publish(lb.id);
+    for (const lb of this.deps.db.select({ id: loadBalancers.id }).from(loadBalancers).all()) this.publish(lb.id);
   }
 
   /** Wakes (or starts) the LB's push loop, e.g. when the LB came back or reports an older version. */
@@ -99,10 +114,10 @@ export class ConfigPublisher {
       existing.signal.wake();
       return;
     }
-    const loop: PushLoop = { signal: new WakeSignal(), status: { lastAttemptAt: null, lastError: null } };
+    const loop: PushLoop = { signal: new WakeSignal(), status: { lastAttemptAt: null, lastError: null }, answered: false };
     this.loops.set(lbId, loop);
     void this.runLoop(lbId, loop).catch((error: unknown) => {
-      this.rt.log.error({ lbId, err: error }, "config push loop crashed");
+      this.deps.log.error({ lbId, err: error }, "config push loop crashed");
       if (this.loops.get(lbId) === loop) this.loops.delete(lbId);
     });
   }
@@ -110,24 +125,38 @@ export class ConfigPublisher {
   forget(lbId: string): void {
     const loop = this.loops.get(lbId);
     this.loops.delete(lbId);
+    this.reportedVersions.delete(lbId);
     loop?.signal.wake();
   }
 
-  private nextVersion(tx: Pick<ConsoleRuntime["db"], "select">, lbId: string, ...known: number[]): number {
+  /** The version the LB reports running (from its /admin/state). An LB that reports less than it
+   * acknowledged lost its config (restarted without its state file): it gets a fresh push. */
+  onReportedVersion(lb: LoadBalancerRow, version: number): void {
+    const previous = this.reportedVersions.get(lb.id);
+    this.reportedVersions.set(lb.id, version);
+    if (version < lb.ackedVersion && previous !== undefined && lb.state !== "failed-over") {
+      this.deps.log.warn({ lbId: lb.id, reported: version, acked: lb.ackedVersion }, "LB lost its config; re-pushing");
+      this.publish(lb.id, { force: true });
+    } else if (version < lb.configVersion) {
+      this.kick(lb.id);
+    }
+  }
+
+  private nextVersion(tx: Pick<Db, "select">, lbId: string, ...known: number[]): number {
     const recorded =
       tx
         .select({ max: sql<number | null>`max(${lbConfigs.version})` })
         .from(lbConfigs)
         .where(eq(lbConfigs.lbId, lbId))
         .get()?.max ?? 0;
-    const reported = this.rt.health.reportedConfigVersion(lbId) ?? 0;
+    const reported = this.reportedVersions.get(lbId) ?? 0;
     return Math.max(recorded, reported, ...known) + 1;
   }
 
   private async runLoop(lbId: string, loop: PushLoop): Promise<void> {
     let attempt = 0;
     while (this.running && this.loops.get(lbId) === loop) {
-      const lb = this.rt.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+      const lb = this.deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
       if (!lb) break;
       // Nothing to push, or the LB is failed over (dead until failback): sleep until woken.
       if (lb.ackedVersion >= lb.configVersion || lb.state === "failed-over") {
@@ -135,7 +164,7 @@ export class ConfigPublisher {
         await loop.signal.wait(60_000);
         continue;
       }
-      const row = this.rt.db
+      const row = this.deps.db
         .select()
         .from(lbConfigs)
         .where(and(eq(lbConfigs.lbId, lbId), eq(lbConfigs.version, lb.configVersion)))
@@ -145,30 +174,34 @@ export class ConfigPublisher {
         continue;
       }
       loop.status.lastAttemptAt = Date.now();
-      const result = await this.rt.lbClient.putConfig(
-        { id: lb.id, adminBase: lb.adminUrl ?? lb.url },
-        JSON.parse(row.json) as LbConfig,
-      );
+      const result = await this.deps.lbClient.putConfig({ id: lb.id, adminBase: lb.adminUrl ?? lb.url }, JSON.parse(row.json) as LbConfig);
+      if (result.kind !== "unreachable") loop.answered = true;
       if (result.kind === "acked") {
         loop.status.lastError = null;
         attempt = 0;
         this.markAcked(lbId, row.version);
-        this.rt.log.debug({ lbId, version: row.version }, "LB acknowledged config");
+        this.deps.log.debug({ lbId, version: row.version }, "LB acknowledged config");
         continue;
       }
       loop.status.lastError = result.message;
       if (result.kind === "stale") {
         // The LB runs a version at least as new as ours: record the same content above it.
-        const lbVersion = result.lbVersion ?? (await this.rt.lbClient.state({ id: lb.id, adminBase: lb.adminUrl ?? lb.url })).state?.configVersion;
-        if (lbVersion !== undefined && lbVersion !== null) this.rt.health.noteReportedVersion(lbId, lbVersion);
-        this.rt.log.warn({ lbId, version: row.version, lbVersion }, "LB holds a newer config version; bumping");
+        const lbVersion = result.lbVersion ?? (await this.deps.lbClient.state({ id: lb.id, adminBase: lb.adminUrl ?? lb.url })).state?.configVersion;
+        if (lbVersion !== undefined && lbVersion !== null) this.reportedVersions.set(lbId, Math.max(lbVersion, this.reportedVersions.get(lbId) ?? 0));
+        this.deps.log.warn({ lbId, version: row.version, lbVersion }, "LB holds a newer config version; bumping");
         this.publish(lbId, { force: true });
         attempt += 1;
         if (attempt > 3) await loop.signal.wait(backoffMs(attempt, 250, 10_000));
         continue;
       }
       // First failure and then every tenth: a dead LB retries for as long as it stays dead.
-      if (attempt % 10 === 0) this.rt.log.warn({ lbId, version: row.version, attempt, error: result.message }, "config push failed; retrying");
+      if (attempt % 10 === 0) {
+        const level = loop.answered || result.kind === "rejected" ? "warn" : "debug";
+        this.deps.log[level](
+          { lbId, version: row.version, attempt, error: result.message },
+          loop.answered ? "config push failed; retrying" : "LB not answering yet; config push retrying",
+        );
+      }
       await loop.signal.wait(backoffMs(attempt, 250, result.kind === "rejected" ? 30_000 : 10_000));
       attempt += 1;
     }
@@ -176,7 +209,7 @@ export class ConfigPublisher {
 
   private markAcked(lbId: string, version: number): void {
     const now = Date.now();
-    this.rt.db.transaction((tx) => {
+    this.deps.db.transaction((tx) => {
       tx.update(loadBalancers)
         .set({ ackedVersion: sql`max(${loadBalancers.ackedVersion}, ${version})` })
         .where(eq(loadBalancers.id, lbId))

@@ -20,14 +20,24 @@ describe("experiments", () => {
   const scratch = mkdtempSync(join(tmpdir(), "meridian-fake-sim-"));
   before(() => {
     // A stand-in for meridian-sim: progress on stderr, one JSON object on stdout; exit 2 with a
-    // usage line when asked for the policy "least-load".
+    // usage line when asked for the policy "least-load". After the first progress line it waits
+    // until the test creates the file "go" in its working directory, so the test can look at the
+    // run half-way (bounded: it gives up after 60 s).
     const fake = join(scratch, "fake-sim.mjs");
     writeFileSync(
       fake,
-      `const args = process.argv.slice(2);
+      `import { existsSync } from "node:fs";
+       const args = process.argv.slice(2);
        if (args.includes("least-load")) { process.stderr.write("meridian-sim: error: --trace: nope\\n"); process.exit(2); }
        process.stderr.write("progress 1/2 gorgo\\n");
-       setTimeout(() => { process.stderr.write("progress 2/2 gorgo\\n"); process.stdout.write(JSON.stringify({ policies: [{ name: "gorgo", args }] }) + "\\n"); }, 50);`,
+       const startedAt = Date.now();
+       const poll = setInterval(() => {
+         if (Date.now() - startedAt > 60000) process.exit(3);
+         if (!existsSync("go")) return;
+         clearInterval(poll);
+         process.stderr.write("progress 2/2 gorgo\\n");
+         process.stdout.write(JSON.stringify({ policies: [{ name: "gorgo", args }] }) + "\\n");
+       }, 10);`,
     );
     h = createHarness({
       simCommand: (a) => {
@@ -54,6 +64,14 @@ describe("experiments", () => {
     assert.equal(args[args.indexOf("--policies") + 1], "gorgo,random");
     assert.equal(args[args.indexOf("--time-scale") + 1], "2");
     assert.equal(args[args.indexOf("--to-ms") + 1], "60000");
+    // Half-way: the first progress line is stored while the simulator still runs.
+    const halfway = await waitFor(() => {
+      const status = experimentStatus(h.rt, { id });
+      return status.progress > 0 ? status : null;
+    });
+    assert.equal(halfway.state, "running");
+    assert.equal(halfway.progress, 0.5);
+    writeFileSync(join(scratch, "go"), "");
     const done = await waitFor(() => {
       const status = experimentStatus(h.rt, { id });
       return status.state === "done" ? status : null;

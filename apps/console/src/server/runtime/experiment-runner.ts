@@ -2,17 +2,17 @@
 // policies, follows its stderr for progress, and stores the parsed result in `experiments`.
 // The child's stdout is one JSON object ({"policies": [...]}); a non-zero exit is a failure whose
 // message is the child's last stderr line (the CLI prints usage errors as one clear line).
+import "server-only";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { desc, eq } from "drizzle-orm";
-import { experiments } from "@meridian/db";
+import { experiments, type Db } from "@meridian/db";
 import { busy, notFound } from "../errors";
 
 /** Simulations are CPU-bound; more at once would starve the console and the live fleet. */
 const MAX_CONCURRENT = 2;
-import type { ConsoleRuntime } from "./runtime";
 
 export interface TraceInfo {
   id: string;
@@ -48,6 +48,16 @@ export function parseProgress(line: string): number | null {
   return null;
 }
 
+/** What the runner uses, and nothing else. */
+export interface ExperimentRunnerDeps {
+  db: Db;
+  /** The bundled trace is found under it. */
+  repoRoot: string;
+  simCommand: SimCommand;
+  /** Extra folders whose *.jsonl traces are offered. */
+  traceDirs: string[];
+}
+
 interface Running {
   child: ChildProcess;
   /** Policies done so far / policies, refined by per-policy progress lines. */
@@ -57,11 +67,7 @@ interface Running {
 export class ExperimentRunner {
   private readonly running = new Map<string, Running>();
 
-  constructor(
-    private readonly rt: ConsoleRuntime,
-    private readonly simCommand: SimCommand,
-    private readonly traceDirs: string[],
-  ) {}
+  constructor(private readonly deps: ExperimentRunnerDeps) {}
 
   stop(): void {
     for (const { child } of this.running.values()) child.kill("SIGTERM");
@@ -70,9 +76,9 @@ export class ExperimentRunner {
 
   traces(): TraceInfo[] {
     const out: TraceInfo[] = [];
-    const bundled = resolve(this.rt.options.repoRoot, "packages", "workload", "fixtures", "mooncake-conversation-first500.jsonl");
+    const bundled = resolve(this.deps.repoRoot, "packages", "workload", "fixtures", "mooncake-conversation-first500.jsonl");
     if (existsSync(bundled)) out.push({ id: "bundled", label: "Mooncake conversation, first 500 requests (bundled)", path: bundled });
-    for (const dir of this.traceDirs) {
+    for (const dir of this.deps.traceDirs) {
       if (!existsSync(dir)) continue;
       for (const name of readdirSync(dir).sort()) {
         if (!name.endsWith(".jsonl")) continue;
@@ -89,7 +95,7 @@ export class ExperimentRunner {
       throw busy(`${this.running.size} experiments are already running; wait for one to finish`);
     }
     const id = `exp-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
-    this.rt.db
+    this.deps.db
       .insert(experiments)
       .values({
         id,
@@ -104,7 +110,7 @@ export class ExperimentRunner {
     const args = ["compare", "--trace", trace.path, "--policies", params.policies.join(","), "--time-scale", String(params.timeScale), "--json"];
     if (params.fromMs !== undefined) args.push("--from-ms", String(params.fromMs));
     if (params.toMs !== undefined) args.push("--to-ms", String(params.toMs));
-    const spec = this.simCommand(args);
+    const spec = this.deps.simCommand(args);
     const child = spawn(spec.command, spec.args, { cwd: spec.cwd, stdio: ["ignore", "pipe", "pipe"] });
     const entry: Running = { child, progress: 0 };
     this.running.set(id, entry);
@@ -122,7 +128,7 @@ export class ExperimentRunner {
         const progress = parseProgress(line);
         if (progress !== null && progress > entry.progress) {
           entry.progress = progress;
-          this.rt.db.update(experiments).set({ progress }).where(eq(experiments.id, id)).run();
+          this.deps.db.update(experiments).set({ progress }).where(eq(experiments.id, id)).run();
         }
       }
       stderrTail = lines.at(-1) ?? "";
@@ -147,7 +153,7 @@ export class ExperimentRunner {
   private finish(id: string, outcome: { result?: unknown; error?: string }): void {
     if (!this.running.has(id)) return;
     this.running.delete(id);
-    this.rt.db
+    this.deps.db
       .update(experiments)
       .set({
         state: outcome.error ? "failed" : "done",
@@ -162,7 +168,7 @@ export class ExperimentRunner {
 
   /** Rows left "running" by a previous console process can never finish: mark them failed. */
   recoverInterrupted(): void {
-    this.rt.db
+    this.deps.db
       .update(experiments)
       .set({ state: "failed", error: "interrupted by a console restart", finishedAt: Date.now() })
       .where(eq(experiments.state, "running"))
@@ -170,6 +176,6 @@ export class ExperimentRunner {
   }
 
   list() {
-    return this.rt.db.select().from(experiments).orderBy(desc(experiments.createdAt)).limit(100).all();
+    return this.deps.db.select().from(experiments).orderBy(desc(experiments.createdAt)).limit(100).all();
   }
 }

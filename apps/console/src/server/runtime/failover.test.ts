@@ -56,7 +56,12 @@ describe("failover and failback", () => {
     const view = listLbs(h.rt).find((lb) => lb.id === "lb-us-ashburn")!;
     assert.equal(view.state, "failed-over");
     assert.equal(view.failedOverTo, "lb-eu-frankfurt");
-    assert.deepEqual(listLbs(h.rt).find((lb) => lb.id === "lb-eu-frankfurt")!.replicas.sort(), ["eu-frankfurt-a", "us-ashburn-a"]);
+    assert.deepEqual(
+      listLbs(h.rt)
+        .find((lb) => lb.id === "lb-eu-frankfurt")!
+        .replicas.sort(),
+      ["eu-frankfurt-a", "us-ashburn-a"],
+    );
     // The target treats the re-homed replica as local: its config now includes it.
     await waitFor(
       () => lbs["eu-frankfurt"]!.configs.at(-1)?.replicas.some((r) => r.id === "us-ashburn-a"),
@@ -73,11 +78,7 @@ describe("failover and failback", () => {
     failbackLb(h.rt, OPERATOR, { id: "lb-us-ashburn" });
     assert.equal(entrypointMap(h.rt)["us-ashburn"]?.lbId, "lb-us-ashburn");
     assert.equal(listReplicas(h.rt).find((r) => r.id === "us-ashburn-a")?.homeLbId, "lb-us-ashburn");
-    await waitFor(
-      () => !lbs["eu-frankfurt"]!.configs.at(-1)?.replicas.some((r) => r.id === "us-ashburn-a"),
-      5_000,
-      "target config without the replica",
-    );
+    await waitFor(() => !lbs["eu-frankfurt"]!.configs.at(-1)?.replicas.some((r) => r.id === "us-ashburn-a"), 5_000, "target config without the replica");
     const actions = listAudit(h.rt, { action: "lb.fail" }).map((e) => e.action);
     assert.deepEqual(actions, ["lb.failback", "lb.failover"]);
   });

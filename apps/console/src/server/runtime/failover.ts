@@ -1,13 +1,25 @@
 // Failover (after SkyLB): an LB that fails (operator-triggered, or after N failed probes) hands its
 // replicas and its region's entrypoint to the nearest healthy LB by the observed region RTT matrix.
 // The target then treats those replicas as local (it is pushed a config including them). Failback
-// reverses both. One transaction per operation; every operation audited.
+// reverses both. One transaction per operation; every operation audited. A failover the health
+// monitor made is marked (failedOverAutomatically) so that auto-failback.ts may undo it.
+import "server-only";
 import { and, eq, inArray, or } from "drizzle-orm";
-import { entrypoints, loadBalancers, observedRtts, regions, replicas, type LoadBalancerRow } from "@meridian/db";
+import type { Logger } from "pino";
+import { entrypoints, loadBalancers, observedRtts, replicas, type Db, type LoadBalancerRow } from "@meridian/db";
+import { regionNamesById } from "../region-names";
+import { type Actor, recordAudit } from "../audit-trail";
 import { notFound, precondition } from "../errors";
-import { recordAudit } from "../services/audit";
-import type { Actor } from "../services/context";
-import type { ConsoleRuntime } from "./runtime";
+import type { ConfigPublisher } from "./config-publisher";
+import type { LbHealthBook } from "./lb-health";
+
+/** What failover uses, and nothing else. */
+export interface FailoverDeps {
+  db: Db;
+  log: Logger;
+  book: Pick<LbHealthBook, "isHealthy" | "lb">;
+  publisher: Pick<ConfigPublisher, "publishAll" | "kick">;
+}
 
 export interface FailoverResult {
   lbId: string;
@@ -17,12 +29,12 @@ export interface FailoverResult {
 }
 
 export class FailoverService {
-  constructor(private readonly rt: ConsoleRuntime) {}
+  constructor(private readonly deps: FailoverDeps) {}
 
   /** RTT in ms between two regions as observed (either direction), 0 within a region, null unknown. */
   private rttBetween(fromRegion: string, toRegion: string): number | null {
     if (fromRegion === toRegion) return 0;
-    const rows = this.rt.db
+    const rows = this.deps.db
       .select()
       .from(observedRtts)
       .where(
@@ -38,20 +50,20 @@ export class FailoverService {
 
   /** The nearest LB that is healthy (state and, when probed, its last probe), or null. */
   nearestHealthy(lb: LoadBalancerRow): LoadBalancerRow | null {
-    const regionName = new Map(this.rt.db.select().from(regions).all().map((r) => [r.id, r.name]));
+    const regionName = regionNamesById(this.deps.db);
     const from = regionName.get(lb.regionId) ?? lb.regionId;
-    const candidates = this.rt.db
+    const candidates = this.deps.db
       .select()
       .from(loadBalancers)
       .all()
-      .filter((other) => other.id !== lb.id && other.state === "healthy" && this.rt.health.isHealthy(other.id) !== false)
+      .filter((other) => other.id !== lb.id && other.state === "healthy" && this.deps.book.isHealthy(other.id) !== false)
       .map((other) => ({ other, rtt: this.rttBetween(from, regionName.get(other.regionId) ?? other.regionId) ?? Number.POSITIVE_INFINITY }))
       .sort((a, b) => a.rtt - b.rtt || a.other.name.localeCompare(b.other.name));
     return candidates[0]?.other ?? null;
   }
 
   failover(lbId: string, actor: Actor, options: { automatic?: boolean } = {}): FailoverResult {
-    const result = this.rt.db.transaction((tx) => {
+    const result = this.deps.db.transaction((tx) => {
       const lb = tx.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
       if (!lb) throw notFound("load balancer", lbId);
       if (lb.state === "failed-over") {
@@ -59,7 +71,7 @@ export class FailoverService {
       }
       const target = this.nearestHealthy(lb);
       if (!target) {
-        const selfHealthy = lb.state === "healthy" && this.rt.health.isHealthy(lb.id) !== false;
+        const selfHealthy = lb.state === "healthy" && this.deps.book.isHealthy(lb.id) !== false;
         throw precondition(
           selfHealthy
             ? `cannot fail over "${lb.name}": it is the only healthy load balancer, so no other LB can take its replicas and entrypoint`
@@ -75,13 +87,21 @@ export class FailoverService {
       if (moved.length > 0) {
         tx.update(replicas)
           .set({ rehomedToLbId: target.id })
-          .where(inArray(replicas.id, moved.map((r) => r.id)))
+          .where(
+            inArray(
+              replicas.id,
+              moved.map((r) => r.id),
+            ),
+          )
           .run();
       }
       const entries = tx.select().from(entrypoints).where(eq(entrypoints.lbId, lb.id)).all();
       const now = Date.now();
       tx.update(entrypoints).set({ lbId: target.id, updatedAt: now }).where(eq(entrypoints.lbId, lb.id)).run();
-      tx.update(loadBalancers).set({ state: "failed-over", failedOverTo: target.id }).where(eq(loadBalancers.id, lb.id)).run();
+      tx.update(loadBalancers)
+        .set({ state: "failed-over", failedOverTo: target.id, failedOverAutomatically: options.automatic === true })
+        .where(eq(loadBalancers.id, lb.id))
+        .run();
       const outcome: FailoverResult = {
         lbId: lb.id,
         targetLbId: target.id,
@@ -93,31 +113,46 @@ export class FailoverService {
         actor,
         options.automatic ? "lb.failover.automatic" : "lb.failover",
         `lb:${lb.id}`,
-        { state: lb.state, replicas: moved.map((r) => ({ id: r.id, servedBy: r.rehomedToLbId ?? r.homeLbId })), entrypoints: entries.map((e) => ({ region: e.regionId, lbId: e.lbId })) },
+        {
+          state: lb.state,
+          replicas: moved.map((r) => ({ id: r.id, servedBy: r.rehomedToLbId ?? r.homeLbId })),
+          entrypoints: entries.map((e) => ({ region: e.regionId, lbId: e.lbId })),
+        },
         { state: "failed-over", failedOverTo: target.id, ...outcome },
         now,
       );
       return outcome;
     });
-    this.rt.log.warn(result, "load balancer failed over");
-    this.rt.publisher.publishAll();
+    this.deps.log.warn(result, "load balancer failed over");
+    this.deps.publisher.publishAll();
     return result;
   }
 
-  failback(lbId: string, actor: Actor): FailoverResult {
-    const result = this.rt.db.transaction((tx) => {
+  /** `automatic`: the health monitor fails back after the LB stayed healthy for `healthyForMs`. */
+  failback(lbId: string, actor: Actor, options: { automatic?: boolean; healthyForMs?: number } = {}): FailoverResult {
+    const result = this.deps.db.transaction((tx) => {
       const lb = tx.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
       if (!lb) throw notFound("load balancer", lbId);
       if (lb.state === "healthy") throw precondition(`load balancer "${lb.name}" is not failed over; nothing to fail back`);
-      if (this.rt.health.isHealthy(lb.id) === false) {
-        throw precondition(`cannot fail back "${lb.name}": it does not answer its health probe (${this.rt.health.lb(lb.id)?.error ?? "no answer"})`);
+      if (this.deps.book.isHealthy(lb.id) === false) {
+        throw precondition(`cannot fail back "${lb.name}": it does not answer its health probe (${this.deps.book.lb(lb.id)?.error ?? "no answer"})`);
       }
       const target = lb.failedOverTo;
-      const returning = tx.select().from(replicas).where(eq(replicas.homeLbId, lb.id)).all().filter((r) => r.rehomedToLbId !== null);
+      const returning = tx
+        .select()
+        .from(replicas)
+        .where(eq(replicas.homeLbId, lb.id))
+        .all()
+        .filter((r) => r.rehomedToLbId !== null);
       if (returning.length > 0) {
         tx.update(replicas)
           .set({ rehomedToLbId: null })
-          .where(inArray(replicas.id, returning.map((r) => r.id)))
+          .where(
+            inArray(
+              replicas.id,
+              returning.map((r) => r.id),
+            ),
+          )
           .run();
       }
       // The LB's own region points back at it (other regions it had stood in for stay where they are).
@@ -127,7 +162,7 @@ export class FailoverService {
         .values({ regionId: lb.regionId, lbId: lb.id, updatedAt: now })
         .onConflictDoUpdate({ target: entrypoints.regionId, set: { lbId: lb.id, updatedAt: now } })
         .run();
-      tx.update(loadBalancers).set({ state: "healthy", failedOverTo: null }).where(eq(loadBalancers.id, lb.id)).run();
+      tx.update(loadBalancers).set({ state: "healthy", failedOverTo: null, failedOverAutomatically: false }).where(eq(loadBalancers.id, lb.id)).run();
       const outcome: FailoverResult = {
         lbId: lb.id,
         targetLbId: target ?? lb.id,
@@ -137,17 +172,22 @@ export class FailoverService {
       recordAudit(
         tx,
         actor,
-        "lb.failback",
+        options.automatic ? "lb.failback.automatic" : "lb.failback",
         `lb:${lb.id}`,
         { state: lb.state, failedOverTo: target, entrypoint: before?.lbId ?? null, replicas: returning.map((r) => ({ id: r.id, servedBy: r.rehomedToLbId })) },
-        { state: "healthy", entrypoint: lb.id, replicas: returning.map((r) => ({ id: r.id, servedBy: lb.id })) },
+        {
+          state: "healthy",
+          entrypoint: lb.id,
+          replicas: returning.map((r) => ({ id: r.id, servedBy: lb.id })),
+          ...(options.healthyForMs !== undefined ? { healthyForMs: options.healthyForMs } : {}),
+        },
         now,
       );
       return outcome;
     });
-    this.rt.log.info(result, "load balancer failed back");
-    this.rt.publisher.publishAll();
-    this.rt.publisher.kick(lbId);
+    this.deps.log.info(result, "load balancer failed back");
+    this.deps.publisher.publishAll();
+    this.deps.publisher.kick(lbId);
     return result;
   }
 }

@@ -1,8 +1,9 @@
 // The process-wide runtime. Next may load this module in several bundles (instrumentation, route
 // handlers) and re-evaluate it on HMR, so the instance lives on globalThis: one runtime, started once.
+import "server-only";
 import pino from "pino";
 import { openDb } from "@meridian/db";
-import { getEnv } from "../../env";
+import { autoFailbackAfterMs, getEnv } from "../../env";
 import { ensureUsers } from "../auth/users";
 import { seedDemoTopology } from "../demo/seed";
 import { ConsoleRuntime } from "./runtime";
@@ -27,6 +28,7 @@ export function getRuntime(options: { start?: boolean } = {}): ConsoleRuntime {
         healthIntervalMs: env.MERIDIAN_HEALTH_INTERVAL_MS,
         failoverAfter: env.MERIDIAN_FAILOVER_AFTER,
         autoFailover: env.MERIDIAN_AUTO_FAILOVER,
+        autoFailbackAfterMs: autoFailbackAfterMs(env),
         sessionTtlMs: env.MERIDIAN_SESSION_TTL_HOURS * 3_600_000,
         traceDirs: [`${env.repoRoot}/../shared/traces`],
       },

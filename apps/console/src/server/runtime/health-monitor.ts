@@ -1,40 +1,43 @@
-// HealthMonitor: probes every LB on an interval.
+// HealthMonitor: probes every LB on an interval and records what it learns in the LbHealthBook.
 // - LB health: GET /health. After `failoverAfter` consecutive failures the LB is failed over
 //   automatically (when enabled) or marked failed; a failed (not failed-over) LB that answers again
-//   is marked healthy.
+//   is marked healthy; one the monitor failed over is failed back after a healthy period
+//   (auto-failback.ts).
 // - Replica health, in-flight, queued tokens and share: from each LB's GET /admin/state.
 // - Observed RTTs (LB region -> replica region) are folded into observed_rtts (EWMA).
-// - An LB that reports an older config version than it acknowledged (restarted without its state
-//   file) gets a fresh push.
+// - Replicas that joined in a surprising way are logged once (replica-warnings.ts).
+// - The config version each LB reports goes to the ConfigPublisher, which re-pushes when the LB
+//   lost its config (restarted without its state file).
+import "server-only";
 import { eq, sql } from "drizzle-orm";
-import type { LbState, ReplicaRuntimeState } from "@meridian/protocol";
-import { loadBalancers, observedRtts, regions, replicas, type LoadBalancerRow } from "@meridian/db";
-import { SYSTEM_HEALTH } from "../services/context";
-import { recordAudit } from "../services/audit";
-import type { ConsoleRuntime } from "./runtime";
+import type { Logger } from "pino";
+import type { LbState } from "@meridian/protocol";
+import { loadBalancers, observedRtts, replicas, type Db, type LoadBalancerRow } from "@meridian/db";
+import { regionNamesById } from "../region-names";
+import { recordAudit, SYSTEM_HEALTH } from "../audit-trail";
+import type { AutoFailback } from "./auto-failback";
+import type { ConfigPublisher } from "./config-publisher";
+import type { FailoverService } from "./failover";
+import type { LbAdminClient } from "./lb-admin-client";
+import type { LbHealth, LbHealthBook } from "./lb-health";
+import { replicaWarningsFrom, type ReplicaWarningLog } from "./replica-warnings";
+import type { TelemetryHub } from "./telemetry-hub";
 
-export interface LbHealth {
-  /** null before the first probe finished. */
-  healthy: boolean | null;
-  consecutiveFailures: number;
-  lastProbeAt: number | null;
-  lastOkAt: number | null;
-  /** Answered at least once since the console started. Only such an LB is failed over
-   * automatically: one that was never up (e.g. still starting) is marked failed instead. */
-  everHealthy: boolean;
-  error: string | null;
-  state: LbState | null;
-  stateAt: number | null;
-}
-
-export interface ReplicaLiveView {
-  healthy: boolean | null;
-  inFlight: number;
-  queuedTokens: number;
-  rttMs: number | null;
-  cacheHitRate: number | null;
-  predictionAccuracy: number | null;
-  full: boolean;
+/** What the monitor uses, and nothing else. */
+export interface HealthMonitorDeps {
+  db: Db;
+  log: Logger;
+  lbClient: Pick<LbAdminClient, "health" | "state">;
+  book: Pick<LbHealthBook, "lb" | "record" | "keepOnly">;
+  publisher: Pick<ConfigPublisher, "onReportedVersion" | "publishAll">;
+  telemetry: Pick<TelemetryHub, "sync">;
+  failover: Pick<FailoverService, "failover">;
+  autoFailback: Pick<AutoFailback, "afterProbe">;
+  replicaWarnings: Pick<ReplicaWarningLog, "report">;
+  intervalMs: number;
+  /** Consecutive failed probes before an LB is failed over (or marked failed). */
+  failoverAfter: number;
+  autoFailover: boolean;
 }
 
 const RTT_ALPHA = 0.3;
@@ -43,19 +46,16 @@ const RTT_ALPHA = 0.3;
 const STARTUP_GRACE_MS = 20_000;
 
 export class HealthMonitor {
-  private readonly lbs = new Map<string, LbHealth>();
-  private readonly reportedVersions = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   private startedAt = Date.now();
 
-  constructor(private readonly rt: ConsoleRuntime) {}
+  constructor(private readonly deps: HealthMonitorDeps) {}
 
   start(): void {
     if (this.timer) return;
     this.startedAt = Date.now();
-    const interval = this.rt.options.healthIntervalMs;
-    this.timer = setInterval(() => void this.tick(), interval);
+    this.timer = setInterval(() => void this.tick(), this.deps.intervalMs);
     this.timer.unref?.();
     void this.tick();
   }
@@ -63,57 +63,6 @@ export class HealthMonitor {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-  }
-
-  lb(lbId: string): LbHealth | undefined {
-    return this.lbs.get(lbId);
-  }
-
-  /** null = not probed yet. */
-  isHealthy(lbId: string): boolean | null {
-    return this.lbs.get(lbId)?.healthy ?? null;
-  }
-
-  reportedConfigVersion(lbId: string): number | null {
-    return this.reportedVersions.get(lbId) ?? null;
-  }
-
-  noteReportedVersion(lbId: string, version: number): void {
-    this.reportedVersions.set(lbId, Math.max(version, this.reportedVersions.get(lbId) ?? 0));
-  }
-
-  forget(lbId: string): void {
-    this.lbs.delete(lbId);
-    this.reportedVersions.delete(lbId);
-  }
-
-  /** What the LBs report about a replica. The serving LB's view wins; in-flight and queued tokens
-   * add up over every LB (each reports only its own requests). */
-  replica(replicaId: string, servingLbId: string | null): ReplicaLiveView | null {
-    let preferred: ReplicaRuntimeState | null = null;
-    let any: ReplicaRuntimeState | null = null;
-    let inFlight = 0;
-    let queuedTokens = 0;
-    for (const [lbId, health] of this.lbs) {
-      if (!health.healthy || !health.state) continue;
-      const entry = health.state.replicas.find((r) => r.id === replicaId);
-      if (!entry) continue;
-      inFlight += entry.inFlight;
-      queuedTokens += entry.queuedTokens;
-      any ??= entry;
-      if (lbId === servingLbId) preferred = entry;
-    }
-    const view = preferred ?? any;
-    if (!view) return null;
-    return {
-      healthy: view.healthy,
-      inFlight,
-      queuedTokens,
-      rttMs: view.rttMs,
-      cacheHitRate: view.cacheHitRate,
-      predictionAccuracy: view.predictionAccuracy,
-      full: view.full,
-    };
   }
 
   /** One probe round over every LB; concurrent calls share the round in progress. */
@@ -125,18 +74,18 @@ export class HealthMonitor {
   }
 
   private async probeAll(): Promise<void> {
-    const rows = this.rt.db.select().from(loadBalancers).all();
-    const known = new Set(rows.map((r) => r.id));
-    for (const id of this.lbs.keys()) if (!known.has(id)) this.lbs.delete(id);
+    const rows = this.deps.db.select().from(loadBalancers).all();
+    this.deps.book.keepOnly(new Set(rows.map((r) => r.id)));
     await Promise.all(rows.map((lb) => this.probe(lb)));
-    this.rt.telemetry.sync();
+    this.deps.telemetry.sync();
+    this.deps.replicaWarnings.report(replicaWarningsFrom(this.deps.db, (lbId) => this.deps.book.lb(lbId)?.state ?? null));
   }
 
   private async probe(lb: LoadBalancerRow): Promise<void> {
     const endpoint = { id: lb.id, adminBase: lb.adminUrl ?? lb.url };
-    const previous = this.lbs.get(lb.id);
+    const previous = this.deps.book.lb(lb.id);
     const now = Date.now();
-    const health = await this.rt.lbClient.health(endpoint);
+    const health = await this.deps.lbClient.health(endpoint);
     const entry: LbHealth = previous ?? {
       healthy: null,
       consecutiveFailures: 0,
@@ -149,7 +98,7 @@ export class HealthMonitor {
     };
     entry.lastProbeAt = now;
     if (health.ok) {
-      const { state, error } = await this.rt.lbClient.state(endpoint);
+      const { state, error } = await this.deps.lbClient.state(endpoint);
       entry.healthy = true;
       entry.consecutiveFailures = 0;
       entry.lastOkAt = now;
@@ -165,34 +114,31 @@ export class HealthMonitor {
       entry.consecutiveFailures += 1;
       entry.error = health.error;
     }
-    this.lbs.set(lb.id, entry);
+    this.deps.book.record(lb.id, entry);
     try {
       this.afterProbe(lb, entry);
     } catch (error) {
-      this.rt.log.error({ lbId: lb.id, err: error }, "health follow-up failed");
+      this.deps.log.error({ lbId: lb.id, err: error }, "health follow-up failed");
     }
   }
 
   private afterState(lb: LoadBalancerRow, state: LbState): void {
-    const previous = this.reportedVersions.get(lb.id);
-    this.reportedVersions.set(lb.id, state.configVersion);
-    if (state.configVersion < lb.ackedVersion && previous !== undefined && lb.state !== "failed-over") {
-      this.rt.log.warn({ lbId: lb.id, reported: state.configVersion, acked: lb.ackedVersion }, "LB lost its config; re-pushing");
-      this.rt.publisher.publish(lb.id, { force: true });
-    } else if (state.configVersion < lb.configVersion) {
-      this.rt.publisher.kick(lb.id);
-    }
+    this.deps.publisher.onReportedVersion(lb, state.configVersion);
     this.recordRtts(lb, state);
   }
 
   private recordRtts(lb: LoadBalancerRow, state: LbState): void {
     const now = Date.now();
-    const regionNames = new Map(this.rt.db.select().from(regions).all().map((r) => [r.id, r.name]));
+    const regionNames = regionNamesById(this.deps.db);
     const regionName = regionNames.get(lb.regionId) ?? state.region;
     // The replica's real region from the DB: a re-homed replica is presented to its new LB with
     // that LB's region (config-builder.ts), which would file its RTT under the wrong pair.
     const replicaRegion = new Map(
-      this.rt.db.select({ id: replicas.id, regionId: replicas.regionId }).from(replicas).all().map((r) => [r.id, regionNames.get(r.regionId)]),
+      this.deps.db
+        .select({ id: replicas.id, regionId: replicas.regionId })
+        .from(replicas)
+        .all()
+        .map((r) => [r.id, regionNames.get(r.regionId)]),
     );
     const samples = new Map<string, number[]>();
     for (const replica of state.replicas) {
@@ -203,7 +149,7 @@ export class HealthMonitor {
       samples.set(toRegion, list);
     }
     if (samples.size === 0) return;
-    this.rt.db.transaction((tx) => {
+    this.deps.db.transaction((tx) => {
       for (const [toRegion, values] of samples) {
         const rtt = Math.min(...values);
         tx.insert(observedRtts)
@@ -222,27 +168,28 @@ export class HealthMonitor {
   }
 
   private afterProbe(lb: LoadBalancerRow, entry: LbHealth): void {
-    const { failoverAfter, autoFailover } = this.rt.options;
+    this.deps.autoFailback.afterProbe(lb, entry.healthy === true, entry.lastProbeAt ?? Date.now());
+    const { failoverAfter, autoFailover } = this.deps;
     const inGrace = !entry.everHealthy && Date.now() - this.startedAt < STARTUP_GRACE_MS;
     if (entry.healthy === false && entry.consecutiveFailures >= failoverAfter && lb.state === "healthy" && !inGrace) {
-      this.rt.log.warn({ lbId: lb.id, failures: entry.consecutiveFailures, error: entry.error }, "LB failed its health probes");
+      this.deps.log.warn({ lbId: lb.id, failures: entry.consecutiveFailures, error: entry.error }, "LB failed its health probes");
       if (autoFailover && entry.everHealthy) {
         try {
-          this.rt.failover.failover(lb.id, SYSTEM_HEALTH, { automatic: true });
+          this.deps.failover.failover(lb.id, SYSTEM_HEALTH, { automatic: true });
           return;
         } catch (error) {
-          this.rt.log.warn({ lbId: lb.id, reason: error instanceof Error ? error.message : String(error) }, "automatic failover refused");
+          this.deps.log.warn({ lbId: lb.id, reason: error instanceof Error ? error.message : String(error) }, "automatic failover refused");
         }
       }
       this.setState(lb, "failed", `after ${entry.consecutiveFailures} failed probes: ${entry.error ?? "no answer"}`);
     } else if (entry.healthy === true && lb.state === "failed") {
       this.setState(lb, "healthy", "answers its health probe again");
-      this.rt.publisher.publishAll();
+      this.deps.publisher.publishAll();
     }
   }
 
   private setState(lb: LoadBalancerRow, state: "healthy" | "failed", reason: string): void {
-    this.rt.db.transaction((tx) => {
+    this.deps.db.transaction((tx) => {
       tx.update(loadBalancers).set({ state }).where(eq(loadBalancers.id, lb.id)).run();
       recordAudit(tx, SYSTEM_HEALTH, state === "failed" ? "lb.mark-failed" : "lb.mark-healthy", `lb:${lb.id}`, { state: lb.state }, { state, reason });
     });

@@ -1,5 +1,6 @@
 // HTTP client for one LB's admin API (meridian-proxy): GET /health, GET /admin/state,
 // PUT /admin/config, GET /admin/telemetry (NDJSON). Bearer token on every /admin call.
+import "server-only";
 import { Agent, request, type Dispatcher } from "undici";
 import { safeParseLbState, type LbConfig, type LbState } from "@meridian/protocol";
 
@@ -28,13 +29,22 @@ function describe(error: unknown): string {
   return String(error);
 }
 
+/** What the client needs: the LBs' admin bearer token and the probe timeout. */
+export interface LbAdminClientOptions {
+  token: string;
+  /** Timeout of GET /health and GET /admin/state. */
+  timeoutMs: number;
+}
+
 export class LbAdminClient {
   private readonly dispatcher = new Agent({ connect: { timeout: 2_000 }, keepAliveTimeout: 10_000 });
+  private readonly token: string;
+  private readonly timeoutMs: number;
 
-  constructor(
-    private readonly token: string,
-    private readonly timeoutMs = 2_000,
-  ) {}
+  constructor(options: LbAdminClientOptions) {
+    this.token = options.token;
+    this.timeoutMs = options.timeoutMs;
+  }
 
   /** Drops every connection (runtime shutdown). */
   async close(): Promise<void> {
@@ -55,9 +65,7 @@ export class LbAdminClient {
         signal: AbortSignal.timeout(this.timeoutMs),
       });
       await res.body.dump();
-      return res.statusCode >= 200 && res.statusCode < 300
-        ? { ok: true, error: null }
-        : { ok: false, error: `GET /health answered ${res.statusCode}` };
+      return res.statusCode >= 200 && res.statusCode < 300 ? { ok: true, error: null } : { ok: false, error: `GET /health answered ${res.statusCode}` };
     } catch (error) {
       return { ok: false, error: describe(error) };
     }

@@ -8,13 +8,30 @@ import { RollingStats } from "./rolling-stats";
 let seq = 0;
 function event(time: number, partial: Partial<TelemetryEvent> = {}): TelemetryEvent {
   seq += 1;
-  return telemetryEvent({ seq, time, lbId: "lb", region: "r", replicaId: "a", predictedCachedTokens: 40, actualCachedTokens: 50, e2eMs: 200, outputTokens: 5, ...partial });
+  return telemetryEvent({
+    seq,
+    time,
+    lbId: "lb",
+    region: "r",
+    replicaId: "a",
+    predictedCachedTokens: 40,
+    actualCachedTokens: 50,
+    e2eMs: 200,
+    outputTokens: 5,
+    ...partial,
+  });
 }
 
 test("percentile uses the nearest rank", () => {
   assert.equal(percentile([], 0.5), null);
   assert.equal(percentile([1, 2, 3, 4], 0.5), 2);
-  assert.equal(percentile([...Array(100).keys()].map((i) => i + 1), 0.95), 95);
+  assert.equal(
+    percentile(
+      [...Array(100).keys()].map((i) => i + 1),
+      0.95,
+    ),
+    95,
+  );
 });
 
 test("series, rates, shares and accuracy over time buckets", () => {

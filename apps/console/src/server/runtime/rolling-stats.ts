@@ -1,5 +1,6 @@
 // Rolling windows over the telemetry stream for the overview: time buckets of `bucketMs`, the last
 // `bucketCount` of them kept. Pure (time comes from the events and the `now` arguments).
+import "server-only";
 import type { TelemetryEvent } from "@meridian/protocol";
 // The tuner's nearest-rank percentile, so the overview's p95 is the same statistic the tuner scores.
 import { percentile } from "@meridian/tuner";

@@ -1,12 +1,21 @@
-// The console's server runtime: the database and the long-running services, wired together.
-// Created once per process (see global.ts); tests create their own with a temp DB and fake LBs.
+// The composition root of the console's server: the database and the long-running services, each
+// built here with the few collaborators it uses (its *Deps interface) and nothing more. Only entry
+// points import this module: global.ts (route handlers, instrumentation.ts) and the tests' harness.
+// Everything else sees the narrow ServiceRuntime (services/context.ts), which this class satisfies
+// structurally (checked where global.ts and the harness hand it over; importing the interface here
+// would point the root back at the services). Structure and wiring order: apps/console/README.md,
+// "Runtime structure".
+import "server-only";
 import pino, { type Logger } from "pino";
 import { migrate, type Db } from "@meridian/db";
+import { AutoFailback } from "./auto-failback";
 import { ConfigPublisher } from "./config-publisher";
-import { ExperimentRunner, defaultSimCommand, type SimCommand } from "./experiment-runner";
+import { defaultSimCommand, ExperimentRunner, type SimCommand } from "./experiment-runner";
 import { FailoverService } from "./failover";
 import { HealthMonitor } from "./health-monitor";
 import { LbAdminClient } from "./lb-admin-client";
+import { LbHealthBook } from "./lb-health";
+import { ReplicaWarningLog } from "./replica-warnings";
 import { TelemetryHub } from "./telemetry-hub";
 import { TunerService } from "./tuner-service";
 
@@ -16,6 +25,9 @@ export interface RuntimeOptions {
   healthIntervalMs: number;
   failoverAfter: number;
   autoFailover: boolean;
+  /** How long an automatically failed-over LB must stay healthy before it is failed back; 0 or
+   * unset: never automatically. */
+  autoFailbackAfterMs?: number;
   sessionTtlMs: number;
   /** Extra folders whose *.jsonl traces the experiments page offers. */
   traceDirs: string[];
@@ -25,11 +37,13 @@ export interface RuntimeOptions {
 
 export class ConsoleRuntime {
   readonly lbClient: LbAdminClient;
+  readonly lbHealth = new LbHealthBook();
   readonly publisher: ConfigPublisher;
   readonly health: HealthMonitor;
   readonly telemetry: TelemetryHub;
   readonly tuners: TunerService;
   readonly failover: FailoverService;
+  readonly autoFailback: AutoFailback;
   readonly experiments: ExperimentRunner;
   private started = false;
 
@@ -38,13 +52,39 @@ export class ConsoleRuntime {
     readonly options: RuntimeOptions,
     readonly log: Logger = pino({ level: "silent" }),
   ) {
-    this.lbClient = new LbAdminClient(options.lbToken, options.probeTimeoutMs ?? 2_000);
-    this.publisher = new ConfigPublisher(this);
-    this.health = new HealthMonitor(this);
-    this.telemetry = new TelemetryHub(this);
-    this.tuners = new TunerService(this);
-    this.failover = new FailoverService(this);
-    this.experiments = new ExperimentRunner(this, options.simCommand ?? defaultSimCommand(options.repoRoot), options.traceDirs);
+    // Built in dependency order: each component receives only components built before it, so no
+    // component reaches another through this container.
+    const lbClient = new LbAdminClient({ token: options.lbToken, timeoutMs: options.probeTimeoutMs ?? 2_000 });
+    const publisher = new ConfigPublisher({ db, log, lbClient });
+    const telemetry = new TelemetryHub({ db, log, lbClient });
+    const failover = new FailoverService({ db, log, book: this.lbHealth, publisher });
+    const autoFailback = new AutoFailback({ log, failover, healthyForMs: options.autoFailbackAfterMs ?? 0 });
+    this.lbClient = lbClient;
+    this.publisher = publisher;
+    this.telemetry = telemetry;
+    this.failover = failover;
+    this.autoFailback = autoFailback;
+    this.tuners = new TunerService({ db, log, telemetry, publisher });
+    this.health = new HealthMonitor({
+      db,
+      log,
+      lbClient,
+      book: this.lbHealth,
+      publisher,
+      telemetry,
+      failover,
+      autoFailback,
+      replicaWarnings: new ReplicaWarningLog(log),
+      intervalMs: options.healthIntervalMs,
+      failoverAfter: options.failoverAfter,
+      autoFailover: options.autoFailover,
+    });
+    this.experiments = new ExperimentRunner({
+      db,
+      repoRoot: options.repoRoot,
+      simCommand: options.simCommand ?? defaultSimCommand(options.repoRoot),
+      traceDirs: options.traceDirs,
+    });
   }
 
   /** Applies migrations only (no background work). */

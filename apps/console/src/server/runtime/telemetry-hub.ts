@@ -3,11 +3,20 @@
 // - Never counts an event twice: an event whose seq is not above the last one seen is dropped.
 //   A heartbeat announcing a seq below ours means the LB restarted and its sequence began again.
 // - Feeds the rolling windows of the overview and fans every event out to the TunerService.
-import { loadBalancers } from "@meridian/db";
-import { parseTelemetryNdjsonLine, type TelemetryEvent } from "@meridian/protocol";
+import "server-only";
+import type { Logger } from "pino";
+import { loadBalancers, type Db } from "@meridian/db";
+import { parseTelemetryNdjsonLine, type TelemetryEvent, type TelemetryStreamLine } from "@meridian/protocol";
+import type { LbAdminClient } from "./lb-admin-client";
 import { RollingStats } from "./rolling-stats";
-import type { ConsoleRuntime } from "./runtime";
 import { backoffMs, WakeSignal } from "./wake-signal";
+
+/** What the hub uses, and nothing else. */
+export interface TelemetryHubDeps {
+  db: Db;
+  log: Logger;
+  lbClient: Pick<LbAdminClient, "telemetry">;
+}
 
 export interface SubscriptionStatus {
   lbId: string;
@@ -36,7 +45,7 @@ export class TelemetryHub {
   private readonly listeners: EventListener[] = [];
   private running = false;
 
-  constructor(private readonly rt: ConsoleRuntime) {}
+  constructor(private readonly deps: TelemetryHubDeps) {}
 
   onEvent(listener: EventListener): void {
     this.listeners.push(listener);
@@ -59,7 +68,7 @@ export class TelemetryHub {
   /** Opens subscriptions for new LBs and closes those of deleted (or moved) LBs. */
   sync(): void {
     if (!this.running) return;
-    const rows = this.rt.db.select().from(loadBalancers).all();
+    const rows = this.deps.db.select().from(loadBalancers).all();
     const wanted = new Map(rows.map((lb) => [lb.id, lb.adminUrl ?? lb.url]));
     for (const [id, sub] of this.subs) {
       if (wanted.get(id) !== sub.adminBase) this.unsubscribe(id);
@@ -85,7 +94,7 @@ export class TelemetryHub {
       try {
         listener(event);
       } catch (error) {
-        this.rt.log.error({ lbId, err: error }, "telemetry listener failed");
+        this.deps.log.error({ lbId, err: error }, "telemetry listener failed");
       }
     }
     return true;
@@ -130,11 +139,7 @@ export class TelemetryHub {
 
   /** Reads the stream until it ends; true when at least one line arrived (resets the backoff). */
   private async readOnce(lbId: string, sub: Subscription): Promise<boolean> {
-    const response = await this.rt.lbClient.telemetry(
-      { id: lbId, adminBase: sub.adminBase },
-      sub.status.lastSeq,
-      sub.controller.signal,
-    );
+    const response = await this.deps.lbClient.telemetry({ id: lbId, adminBase: sub.adminBase }, sub.status.lastSeq, sub.controller.signal);
     if (response.statusCode !== 200) {
       await response.body.dump();
       throw new Error(`GET /admin/telemetry answered ${response.statusCode}`);
@@ -162,12 +167,12 @@ export class TelemetryHub {
   }
 
   private handleLine(lbId: string, sub: Subscription, text: string): void {
-    let line;
+    let line: TelemetryStreamLine;
     try {
       line = parseTelemetryNdjsonLine(text);
     } catch (error) {
       sub.status.lastError = error instanceof Error ? error.message : String(error);
-      this.rt.log.warn({ lbId, error: sub.status.lastError }, "bad telemetry line skipped");
+      this.deps.log.warn({ lbId, error: sub.status.lastError }, "bad telemetry line skipped");
       return;
     }
     switch (line.type) {
@@ -182,7 +187,7 @@ export class TelemetryHub {
         if (line.seq < sub.status.lastSeq) {
           // The LB restarted and its sequence began again: resubscribe from the start of the new
           // sequence rather than skip its events as duplicates.
-          this.rt.log.info({ lbId, lastSeq: sub.status.lastSeq, lbSeq: line.seq }, "LB telemetry sequence restarted");
+          this.deps.log.info({ lbId, lastSeq: sub.status.lastSeq, lbSeq: line.seq }, "LB telemetry sequence restarted");
           sub.status.lastSeq = 0;
           sub.controller.abort();
         }

@@ -72,7 +72,10 @@ describe("TunerService (in-process)", () => {
     assert.deepEqual(started.weights, { rtt: 0.8, queue: 0.2 });
     for (let w = 0; w < 12; w += 1) feedWindow(h.rt);
     const running = tunerByLb(h.rt, { lbId: LB });
-    assert.ok(running.steps.some((s) => s.kind === "candidate" && s.accepted), "some candidate beat the manual weights");
+    assert.ok(
+      running.steps.some((s) => s.kind === "candidate" && s.accepted),
+      "some candidate beat the manual weights",
+    );
     const incumbent = running.incumbent;
     assert.notDeepEqual(incumbent, { rtt: 0.8, queue: 0.2 });
     assert.ok(ttftAt(incumbent) < ttftAt({ rtt: 0.8, queue: 0.2 }));
@@ -192,7 +195,8 @@ describe("TunerService (in-process)", () => {
 
     const events = feedWindow(rt2);
     let expected = null;
-    for (const e of events) expected = reference.observe({ configVersion: e.configVersion, ttftMs: e.ttftMs, e2eMs: e.e2eMs, replicaId: e.replicaId, ok: true }) ?? expected;
+    for (const e of events)
+      expected = reference.observe({ configVersion: e.configVersion, ttftMs: e.ttftMs, e2eMs: e.e2eMs, replicaId: e.replicaId, ok: true }) ?? expected;
     assert.ok(expected);
     const after = rt2.tuners.describe(LB);
     assert.equal(after.steps.length, before.steps.length + 1);

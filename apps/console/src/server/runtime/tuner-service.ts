@@ -10,20 +10,32 @@
 //   with an empty window that the TelemetryHub's replay refills, so no event is scored twice or for
 //   weights other than the ones that routed it.
 // "running" = the ES is stepping (mode online and started). stop() freezes the incumbent (static).
+import "server-only";
 import { and, desc, eq, isNull } from "drizzle-orm";
-import { EsTuner, PAPER_BOUNDS, TunerInputError, type TunerConfig, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
+import type { Logger } from "pino";
+import { EsTuner, TunerInputError, type EvaluationMode, type TunerConfig, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
+import { WEIGHT_BOUNDS } from "@meridian/routing/types";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
-import { loadBalancers, tunerRuns, tunerSteps, type TunerRunRow } from "@meridian/db";
+import { loadBalancers, tunerRuns, tunerSteps, type Db, type TunerRunRow } from "@meridian/db";
 import { invalid, notFound } from "../errors";
+import type { ConfigPublisher } from "./config-publisher";
 import { isError } from "./rolling-stats";
-import type { ConsoleRuntime } from "./runtime";
+import type { TelemetryHub } from "./telemetry-hub";
+
+/** What the tuner service uses, and nothing else. */
+export interface TunerServiceDeps {
+  db: Db;
+  log: Logger;
+  telemetry: Pick<TelemetryHub, "onEvent">;
+  publisher: Pick<ConfigPublisher, "onNewVersion" | "publish">;
+}
 
 /** Operator-tunable settings, as stored in tuner_runs.settings_json. */
 export interface TunerSettings {
   bounds: { rtt: [number, number]; queue: [number, number] };
   window: number;
   hop: number;
-  evaluation: "versioned" | "paper";
+  evaluation: EvaluationMode;
   guardrails: { enabled: boolean; e2eRatio: number; maxShare: number; maxErrorRate: number };
 }
 
@@ -40,13 +52,12 @@ function seedFor(lbId: string, runId: number): number {
   return hash;
 }
 
-export function settingsOf(config: TunerConfig): TunerSettings {
+function settingsOf(config: TunerConfig): TunerSettings {
   return {
     bounds: { rtt: [config.bounds.rtt[0], config.bounds.rtt[1]], queue: [config.bounds.queue[0], config.bounds.queue[1]] },
     window: config.window,
     hop: config.hop,
-    // The console never creates "ab" tuners until the LBs split traffic into trial arms.
-    evaluation: config.evaluation === "ab" ? "versioned" : config.evaluation,
+    evaluation: config.evaluation,
     guardrails: {
       enabled: config.guardrails.enabled,
       e2eRatio: config.guardrails.e2eTolerance,
@@ -86,12 +97,12 @@ function guard<T>(fn: () => T): T {
 export class TunerService {
   private readonly tuners = new Map<string, LiveTuner>();
 
-  constructor(private readonly rt: ConsoleRuntime) {}
+  constructor(private readonly deps: TunerServiceDeps) {}
 
   start(): void {
-    for (const lb of this.rt.db.select({ id: loadBalancers.id }).from(loadBalancers).all()) this.ensure(lb.id);
-    this.rt.telemetry.onEvent((event) => this.observe(event));
-    this.rt.publisher.onNewVersion((lbId, version, config) => this.onNewVersion(lbId, version, config));
+    for (const lb of this.deps.db.select({ id: loadBalancers.id }).from(loadBalancers).all()) this.ensure(lb.id);
+    this.deps.telemetry.onEvent((event) => this.observe(event));
+    this.deps.publisher.onNewVersion((lbId, version, config) => this.onNewVersion(lbId, version, config));
     // Publish whatever the tuners want live (a restored candidate whose version the LB never took).
     for (const lbId of this.tuners.keys()) this.applyCurrent(lbId);
   }
@@ -108,7 +119,7 @@ export class TunerService {
   ensure(lbId: string): LiveTuner {
     const existing = this.tuners.get(lbId);
     if (existing) return existing;
-    const lb = this.rt.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+    const lb = this.deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
     if (!lb) throw notFound("load balancer", lbId);
     let run = this.currentRun(lbId);
     let tuner: EsTuner | null = null;
@@ -120,7 +131,7 @@ export class TunerService {
         // events twice. Start the window empty: the replay refills it from the LB's own record.
         tuner = EsTuner.restore({ ...stored, window: [], samplesSinceEvaluation: 0 });
       } catch (error) {
-        this.rt.log.error({ lbId, err: error }, "stored tuner state unreadable; starting a new run");
+        this.deps.log.error({ lbId, err: error }, "stored tuner state unreadable; starting a new run");
         run = undefined;
       }
     }
@@ -135,7 +146,7 @@ export class TunerService {
   }
 
   private currentRun(lbId: string): TunerRunRow | undefined {
-    return this.rt.db
+    return this.deps.db
       .select()
       .from(tunerRuns)
       .where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt)))
@@ -147,17 +158,18 @@ export class TunerService {
   /** Ends the LB's current run and starts a fresh one (new tuner, empty trajectory). */
   private newRun(lbId: string, weights: Weights, settings: TunerSettings | null, running: boolean): { run: TunerRunRow; tuner: EsTuner } {
     const now = Date.now();
-    return this.rt.db.transaction((tx) => {
-      tx.update(tunerRuns).set({ endedAt: now }).where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt))).run();
+    return this.deps.db.transaction((tx) => {
+      tx.update(tunerRuns)
+        .set({ endedAt: now })
+        .where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt)))
+        .run();
       const inserted = tx
         .insert(tunerRuns)
         .values({ lbId, mode: running ? "online" : "static", running, settingsJson: "{}", startedAt: now, updatedAt: now })
         .returning()
         .get();
-      // Until the LBs split traffic into A/B trial arms (issue 10), the console keeps the evaluation,
-      // bounds and step size it has always run with; the tuner's own defaults assume trials.
-      const patch: Partial<TunerConfig> = settings ? configPatch(settings) : { evaluation: "versioned", bounds: PAPER_BOUNDS, sigma0: 0.5, sigmaMax: 2 };
-      const bounds = (patch.bounds ?? { rtt: [0.05, 2.0], queue: [0.05, 0.5] }) as TunerSettings["bounds"];
+      const patch = settings ? configPatch(settings) : {};
+      const bounds = (patch.bounds ?? WEIGHT_BOUNDS) as TunerSettings["bounds"];
       // Weights from an older configuration may sit outside the bounds: start from the nearest legal point.
       const initial = {
         rtt: Math.min(Math.max(weights.rtt, bounds.rtt[0]), bounds.rtt[1]),
@@ -178,7 +190,7 @@ export class TunerService {
   private persist(live: LiveTuner, step: TunerStep | null): void {
     const state = live.tuner.state();
     const now = Date.now();
-    this.rt.db.transaction((tx) => {
+    this.deps.db.transaction((tx) => {
       if (step) {
         tx.insert(tunerSteps)
           .values({
@@ -216,20 +228,16 @@ export class TunerService {
     if (!live) return;
     const current = live.tuner.current();
     if (current.version !== null) return;
-    const lb = this.rt.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+    const lb = this.deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
     if (!lb) return;
     if (!sameWeights({ rtt: lb.weightRtt, queue: lb.weightQueue }, current.weights)) {
-      this.rt.db
-        .update(loadBalancers)
-        .set({ weightRtt: current.weights.rtt, weightQueue: current.weights.queue })
-        .where(eq(loadBalancers.id, lbId))
-        .run();
+      this.deps.db.update(loadBalancers).set({ weightRtt: current.weights.rtt, weightQueue: current.weights.queue }).where(eq(loadBalancers.id, lbId)).run();
     }
     // A measurement gets a version of its own even when its config equals the latest one (a remeasure
     // right after Start, a candidate clipped onto the incumbent): a reused version would let events
     // routed before this window — already scored, or replayed after a restart — count for it.
     const measuring = current.role !== "incumbent";
-    const version = this.rt.publisher.publish(lbId, { force: measuring });
+    const version = this.deps.publisher.publish(lbId, { force: measuring });
     // publish() binds through onNewVersion when it recorded a version; for frozen weights an unchanged
     // config keeps its version, which then carries these weights.
     if (version !== null && live.tuner.current().version === null) live.tuner.bind(version);
@@ -244,7 +252,7 @@ export class TunerService {
 
   observe(event: TelemetryEvent): TunerStep | null {
     const live = this.tuners.get(event.lbId);
-    if (!live || !live.running) return null;
+    if (!live?.running) return null;
     const step = live.tuner.observe({
       configVersion: event.configVersion,
       ttftMs: event.ttftMs,
@@ -322,14 +330,7 @@ export class TunerService {
     const live = this.ensure(lbId);
     const state = live.tuner.state();
     const current = live.tuner.current();
-    const steps = this.rt.db
-      .select()
-      .from(tunerSteps)
-      .where(eq(tunerSteps.runId, live.runId))
-      .orderBy(desc(tunerSteps.step))
-      .limit(500)
-      .all()
-      .reverse();
+    const steps = this.deps.db.select().from(tunerSteps).where(eq(tunerSteps.runId, live.runId)).orderBy(desc(tunerSteps.step)).limit(500).all().reverse();
     // tuner_steps has no column for the incumbent's guardrail standing; the tuner's own trajectory
     // (its last maxTrajectory steps, persisted with the state) carries it, which covers the rows the
     // UI shows. Older rows report null: unknown, not "pass".

@@ -1,5 +1,7 @@
 // A wake-up flag a background loop sleeps on: wait(ms) resolves after ms or as soon as wake() is
 // called, whichever is first. A wake() while nobody waits is remembered for the next wait().
+import "server-only";
+
 export class WakeSignal {
   private pending = false;
   private resolve: (() => void) | null = null;

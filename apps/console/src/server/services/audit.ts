@@ -1,30 +1,9 @@
-// The audit log: every mutation writes one row inside the same transaction as the change.
+// The audit page's query. Rows are written by recordAudit (../audit-trail.ts), inside the same
+// transaction as the change they record.
+import "server-only";
 import { and, desc, eq, like } from "drizzle-orm";
-import { auditLog, type Db } from "@meridian/db";
-import type { Actor, ServiceRuntime } from "./context";
-
-type Tx = Pick<Db, "insert">;
-
-export function recordAudit(
-  tx: Tx,
-  actor: Actor,
-  action: string,
-  target: string,
-  before: unknown,
-  after: unknown,
-  at: number = Date.now(),
-): void {
-  tx.insert(auditLog)
-    .values({
-      at,
-      actor: actor.username,
-      action,
-      target,
-      before: before === undefined || before === null ? null : JSON.stringify(before),
-      after: after === undefined || after === null ? null : JSON.stringify(after),
-    })
-    .run();
-}
+import { auditLog } from "@meridian/db";
+import type { ServiceRuntime } from "./context";
 
 export interface AuditQuery {
   actor?: string | undefined;

@@ -1,19 +1,26 @@
-// What every service function receives: the runtime (db + live services) and who is acting.
-import type { UserRole } from "@meridian/db";
-import type { ConsoleRuntime } from "../runtime/runtime";
+// What every service function receives: the database and the parts of the live services that the
+// services call, nothing more. ConsoleRuntime (runtime/runtime.ts, the composition root) satisfies
+// it; services never import the root, so the root can import them without a cycle.
+import "server-only";
+import type { Db } from "@meridian/db";
+import type { AutoFailback } from "../runtime/auto-failback";
+import type { ConfigPublisher } from "../runtime/config-publisher";
+import type { ExperimentRunner } from "../runtime/experiment-runner";
+import type { FailoverService } from "../runtime/failover";
+import type { LbHealthBook } from "../runtime/lb-health";
+import type { TelemetryHub } from "../runtime/telemetry-hub";
+import type { TunerService } from "../runtime/tuner-service";
 
-export type ServiceRuntime = ConsoleRuntime;
-
-/** Who performed an action, as written to the audit log. System actors (health monitor, tuner) use
- * role "system". */
-export interface Actor {
-  username: string;
-  role: UserRole | "system";
+export interface ServiceRuntime {
+  readonly db: Db;
+  readonly lbHealth: Pick<LbHealthBook, "lb" | "replica" | "forget">;
+  readonly publisher: Pick<ConfigPublisher, "publish" | "publishAll" | "forget" | "status">;
+  readonly telemetry: Pick<TelemetryHub, "sync" | "stats" | "status">;
+  readonly tuners: Pick<TunerService, "ensure" | "forget" | "describe" | "startTuning" | "stopTuning" | "reset" | "setManual" | "updateSettings">;
+  readonly failover: Pick<FailoverService, "failover" | "failback">;
+  readonly autoFailback: Pick<AutoFailback, "dueAt">;
+  readonly experiments: Pick<ExperimentRunner, "traces" | "start" | "list">;
 }
 
-export const SYSTEM_HEALTH: Actor = { username: "system:health-monitor", role: "system" };
-export const SYSTEM_TUNER: Actor = { username: "system:tuner", role: "system" };
-export const SYSTEM_SEED: Actor = { username: "system:seed", role: "system" };
-
 /** The database or a transaction on it (both have the same query builders). */
-export type DbLike = Pick<ServiceRuntime["db"], "select" | "insert" | "update" | "delete">;
+export type DbLike = Pick<Db, "select" | "insert" | "update" | "delete">;

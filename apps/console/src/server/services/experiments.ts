@@ -1,10 +1,11 @@
 // Offline experiments (the simulator) for the experiments page.
+import "server-only";
 import { eq } from "drizzle-orm";
 import { experiments } from "@meridian/db";
+import { type Actor, recordAudit } from "../audit-trail";
 import { notFound } from "../errors";
 import type { ExperimentParams } from "../runtime/experiment-runner";
-import { recordAudit } from "./audit";
-import type { Actor, ServiceRuntime } from "./context";
+import type { ServiceRuntime } from "./context";
 
 export function listTraces(rt: ServiceRuntime) {
   return rt.experiments.traces();

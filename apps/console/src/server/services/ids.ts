@@ -1,8 +1,9 @@
 // Ids are slugs of the name given at creation: readable in LB configs, telemetry and the audit log,
 // and stable across renames.
+import "server-only";
 import { randomBytes } from "node:crypto";
 
-export function slugify(name: string): string {
+function slugify(name: string): string {
   const slug = name
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, "-")

@@ -1,12 +1,14 @@
 // Load balancers: CRUD, policy, failover/failback and the entrypoint map.
+import "server-only";
 import { desc, eq } from "drizzle-orm";
 import { POLICY_NAMES } from "@meridian/routing";
-import { entrypoints, lbConfigs, loadBalancers, regions, replicas, type LoadBalancerRow } from "@meridian/db";
+import { entrypoints, lbConfigs, loadBalancers, replicas, type LoadBalancerRow } from "@meridian/db";
+import { regionNamesById } from "../region-names";
+import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, invalid, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
 import type { FailoverResult } from "../runtime/failover";
-import { recordAudit } from "./audit";
-import type { Actor, ServiceRuntime } from "./context";
+import type { ServiceRuntime } from "./context";
 import { newId } from "./ids";
 import { requireRegion } from "./regions";
 import { requireHttpUrl } from "./validation";
@@ -38,11 +40,16 @@ export interface LbView {
   /** Replicas it serves as local (its own and any re-homed to it). */
   replicas: string[];
   failedOverTo: string | null;
+  /** Failed over by the health monitor (an operator's failover is never undone automatically). */
+  failedOverAutomatically: boolean;
+  /** When the console fails it back on its own if it keeps answering; null when it will not
+   * (not failed over automatically, not answering yet, or automatic failback off). */
+  autoFailbackAt: number | null;
   entrypointFor: string[];
 }
 
 export function listLbs(rt: ServiceRuntime): LbView[] {
-  const regionNames = new Map(rt.db.select().from(regions).all().map((r) => [r.id, r.name]));
+  const regionNames = regionNamesById(rt.db);
   const allReplicas = rt.db.select().from(replicas).orderBy(replicas.id).all();
   const entries = rt.db.select().from(entrypoints).all();
   return rt.db
@@ -51,7 +58,7 @@ export function listLbs(rt: ServiceRuntime): LbView[] {
     .orderBy(loadBalancers.name)
     .all()
     .map((lb) => {
-      const health = rt.health.lb(lb.id);
+      const health = rt.lbHealth.lb(lb.id);
       return {
         id: lb.id,
         name: lb.name,
@@ -73,6 +80,8 @@ export function listLbs(rt: ServiceRuntime): LbView[] {
         pushError: rt.publisher.status(lb.id).lastError,
         replicas: allReplicas.filter((r) => effectiveHome(r) === lb.id).map((r) => r.id),
         failedOverTo: lb.failedOverTo,
+        failedOverAutomatically: lb.failedOverAutomatically,
+        autoFailbackAt: rt.autoFailback.dueAt(lb),
         entrypointFor: entries.filter((e) => e.lbId === lb.id).map((e) => regionNames.get(e.regionId) ?? e.regionId),
       };
     });
@@ -89,7 +98,7 @@ export function lbById(rt: ServiceRuntime, input: { id: string }) {
     .limit(20)
     .all()
     .map((c) => ({ version: c.version, createdAt: c.createdAt, acknowledgedAt: c.acknowledgedAt, config: JSON.parse(c.json) as unknown }));
-  return { ...view, configs, live: rt.health.lb(input.id)?.state ?? null };
+  return { ...view, configs, live: rt.lbHealth.lb(input.id)?.state ?? null };
 }
 
 export interface LbInput {
@@ -143,11 +152,7 @@ export function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput, fixed
   return { id };
 }
 
-export function updateLb(
-  rt: ServiceRuntime,
-  actor: Actor,
-  input: { id: string } & Partial<Omit<LbInput, "policy" | "crossRegion">>,
-): void {
+export function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: string } & Partial<Omit<LbInput, "policy" | "crossRegion">>): void {
   rt.db.transaction((tx) => {
     const before = tx.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).get();
     if (!before) throw notFound("load balancer", input.id);
@@ -175,7 +180,11 @@ export function deleteLb(rt: ServiceRuntime, actor: Actor, input: { id: string }
   rt.db.transaction((tx) => {
     const before = tx.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).get();
     if (!before) throw notFound("load balancer", input.id);
-    const homed = tx.select().from(replicas).all().filter((r) => r.homeLbId === input.id || r.rehomedToLbId === input.id);
+    const homed = tx
+      .select()
+      .from(replicas)
+      .all()
+      .filter((r) => r.homeLbId === input.id || r.rehomedToLbId === input.id);
     if (homed.length > 0) {
       throw precondition(
         `load balancer "${before.name}" still serves ${homed.length} replica(s) (${homed.map((r) => r.name).join(", ")}); move or delete them first`,
@@ -196,7 +205,7 @@ export function deleteLb(rt: ServiceRuntime, actor: Actor, input: { id: string }
   });
   rt.tuners.forget(input.id);
   rt.publisher.forget(input.id);
-  rt.health.forget(input.id);
+  rt.lbHealth.forget(input.id);
   rt.telemetry.sync();
   rt.publisher.publishAll();
 }
@@ -207,7 +216,14 @@ export function setPolicy(rt: ServiceRuntime, actor: Actor, input: { id: string;
     const before = tx.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).get();
     if (!before) throw notFound("load balancer", input.id);
     tx.update(loadBalancers).set({ policy, crossRegion: input.crossRegion }).where(eq(loadBalancers.id, input.id)).run();
-    recordAudit(tx, actor, "lb.set-policy", `lb:${input.id}`, { policy: before.policy, crossRegion: before.crossRegion }, { policy, crossRegion: input.crossRegion });
+    recordAudit(
+      tx,
+      actor,
+      "lb.set-policy",
+      `lb:${input.id}`,
+      { policy: before.policy, crossRegion: before.crossRegion },
+      { policy, crossRegion: input.crossRegion },
+    );
   });
   rt.publisher.publish(input.id);
 }
@@ -222,8 +238,14 @@ export function failbackLb(rt: ServiceRuntime, actor: Actor, input: { id: string
 
 /** Region name → the LB its clients use. */
 export function entrypointMap(rt: ServiceRuntime): Record<string, { lbId: string; url: string }> {
-  const regionNames = new Map(rt.db.select().from(regions).all().map((r) => [r.id, r.name]));
-  const lbs = new Map(rt.db.select().from(loadBalancers).all().map((l) => [l.id, l]));
+  const regionNames = regionNamesById(rt.db);
+  const lbs = new Map(
+    rt.db
+      .select()
+      .from(loadBalancers)
+      .all()
+      .map((l) => [l.id, l]),
+  );
   const out: Record<string, { lbId: string; url: string }> = {};
   for (const entry of rt.db.select().from(entrypoints).all()) {
     const lb = lbs.get(entry.lbId);

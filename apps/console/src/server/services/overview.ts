@@ -1,4 +1,5 @@
 // The overview page's one query: topology by region with live state, and the rolling series.
+import "server-only";
 import { regions } from "@meridian/db";
 import { listLbs } from "./lbs";
 import { listReplicas } from "./replicas";

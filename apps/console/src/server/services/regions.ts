@@ -1,9 +1,10 @@
 // Regions: list, create, rename, delete, and the observed RTT matrix.
+import "server-only";
 import { eq } from "drizzle-orm";
 import { entrypoints, loadBalancers, observedRtts, regions, replicas, type RegionRow } from "@meridian/db";
+import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, notFound, precondition } from "../errors";
-import { recordAudit } from "./audit";
-import type { Actor, DbLike, ServiceRuntime } from "./context";
+import type { DbLike, ServiceRuntime } from "./context";
 import { newId } from "./ids";
 
 export interface RegionSummary {
@@ -18,7 +19,13 @@ export interface RegionSummary {
 export function listRegions(rt: ServiceRuntime): RegionSummary[] {
   const lbs = rt.db.select({ regionId: loadBalancers.regionId }).from(loadBalancers).all();
   const reps = rt.db.select({ regionId: replicas.regionId }).from(replicas).all();
-  const entries = new Map(rt.db.select().from(entrypoints).all().map((e) => [e.regionId, e.lbId]));
+  const entries = new Map(
+    rt.db
+      .select()
+      .from(entrypoints)
+      .all()
+      .map((e) => [e.regionId, e.lbId]),
+  );
   return rt.db
     .select()
     .from(regions)
@@ -35,11 +42,8 @@ export function listRegions(rt: ServiceRuntime): RegionSummary[] {
 }
 
 /** A region by its name (what operators type) or its id. */
-export function findRegion(db: DbLike, nameOrId: string): RegionRow | undefined {
-  return (
-    db.select().from(regions).where(eq(regions.name, nameOrId)).get() ??
-    db.select().from(regions).where(eq(regions.id, nameOrId)).get()
-  );
+function findRegion(db: DbLike, nameOrId: string): RegionRow | undefined {
+  return db.select().from(regions).where(eq(regions.name, nameOrId)).get() ?? db.select().from(regions).where(eq(regions.id, nameOrId)).get();
 }
 
 export function requireRegion(db: DbLike, nameOrId: string): RegionRow {
@@ -99,9 +103,7 @@ export function deleteRegion(rt: ServiceRuntime, actor: Actor, input: { id: stri
     const lbCount = tx.select().from(loadBalancers).where(eq(loadBalancers.regionId, input.id)).all().length;
     const replicaCount = tx.select().from(replicas).where(eq(replicas.regionId, input.id)).all().length;
     if (lbCount > 0 || replicaCount > 0) {
-      throw precondition(
-        `region "${before.name}" still has ${lbCount} load balancer(s) and ${replicaCount} replica(s); delete or move them first`,
-      );
+      throw precondition(`region "${before.name}" still has ${lbCount} load balancer(s) and ${replicaCount} replica(s); delete or move them first`);
     }
     tx.delete(regions).where(eq(regions.id, input.id)).run();
     recordAudit(tx, actor, "region.delete", `region:${input.id}`, before, null);
@@ -110,14 +112,21 @@ export function deleteRegion(rt: ServiceRuntime, actor: Actor, input: { id: stri
 
 /** Observed RTT between every pair of regions (row = from, column = to), null when never measured. */
 export function rttMatrix(rt: ServiceRuntime): { regions: string[]; rttMs: (number | null)[][] } {
-  const names = rt.db.select().from(regions).orderBy(regions.name).all().map((r) => r.name);
+  const names = rt.db
+    .select()
+    .from(regions)
+    .orderBy(regions.name)
+    .all()
+    .map((r) => r.name);
   const observed = rt.db.select().from(observedRtts).all();
   const lookup = new Map(observed.map((o) => [`${o.fromRegion}\u0000${o.toRegion}`, o.rttMs]));
   return {
     regions: names,
-    rttMs: names.map((from) => names.map((to) => {
-      const value = lookup.get(`${from}\u0000${to}`);
-      return value === undefined ? null : Math.round(value * 10) / 10;
-    })),
+    rttMs: names.map((from) =>
+      names.map((to) => {
+        const value = lookup.get(`${from}\u0000${to}`);
+        return value === undefined ? null : Math.round(value * 10) / 10;
+      }),
+    ),
   };
 }

@@ -1,12 +1,15 @@
 // Replicas: CRUD and state (enabled / disabled / draining). Every change is pushed to the LBs
 // whose config it alters (the publisher skips LBs whose config did not change).
+import "server-only";
 import { eq } from "drizzle-orm";
-import { loadBalancers, regions, replicas, type ReplicaRow } from "@meridian/db";
+import { loadBalancers, replicas, type ReplicaRow } from "@meridian/db";
+import { regionNamesById } from "../region-names";
+import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
+import { replicaWarningsFrom, type ReplicaWarning } from "../runtime/replica-warnings";
 import type { SharePoint } from "../runtime/rolling-stats";
-import { recordAudit } from "./audit";
-import type { Actor, DbLike, ServiceRuntime } from "./context";
+import type { DbLike, ServiceRuntime } from "./context";
 import { newId } from "./ids";
 import { requireRegion } from "./regions";
 import { requireHttpUrl } from "./validation";
@@ -35,12 +38,21 @@ export interface ReplicaView {
   cacheHitRate: number | null;
   predictionAccuracy: number | null;
   rttMs: number | null;
+  /** Setup problems the operator should see (no RTT emulation, a model its LB's clients do not use). */
+  warnings: ReplicaWarning[];
 }
 
 export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
-  const regionNames = new Map(rt.db.select().from(regions).all().map((r) => [r.id, r.name]));
-  const lbNames = new Map(rt.db.select().from(loadBalancers).all().map((l) => [l.id, l.name]));
+  const regionNames = regionNamesById(rt.db);
+  const lbNames = new Map(
+    rt.db
+      .select()
+      .from(loadBalancers)
+      .all()
+      .map((l) => [l.id, l.name]),
+  );
   const windowStats = rt.telemetry.stats.replicaStats();
+  const warnings = replicaWarningsFrom(rt.db, (lbId) => rt.lbHealth.lb(lbId)?.state ?? null);
   return rt.db
     .select()
     .from(replicas)
@@ -48,7 +60,7 @@ export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
     .all()
     .map((r) => {
       const serving = effectiveHome(r);
-      const live = rt.health.replica(r.id, serving);
+      const live = rt.lbHealth.replica(r.id, serving);
       const stats = windowStats.get(r.id);
       return {
         id: r.id,
@@ -69,6 +81,7 @@ export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
         cacheHitRate: stats?.cacheHitRate ?? live?.cacheHitRate ?? null,
         predictionAccuracy: stats?.predictionAccuracy ?? live?.predictionAccuracy ?? null,
         rttMs: live?.rttMs ?? null,
+        warnings: warnings.get(r.id) ?? [],
       };
     });
 }
@@ -121,11 +134,7 @@ export function createReplica(rt: ServiceRuntime, actor: Actor, input: ReplicaIn
   return { id };
 }
 
-export function updateReplica(
-  rt: ServiceRuntime,
-  actor: Actor,
-  input: { id: string } & Partial<ReplicaInput>,
-): void {
+export function updateReplica(rt: ServiceRuntime, actor: Actor, input: { id: string } & Partial<ReplicaInput>): void {
   rt.db.transaction((tx) => {
     const before = tx.select().from(replicas).where(eq(replicas.id, input.id)).get();
     if (!before) throw notFound("replica", input.id);
@@ -157,7 +166,14 @@ export function setReplicaState(rt: ServiceRuntime, actor: Actor, input: { id: s
     const before = tx.select().from(replicas).where(eq(replicas.id, input.id)).get();
     if (!before) throw notFound("replica", input.id);
     tx.update(replicas).set({ state: input.state }).where(eq(replicas.id, input.id)).run();
-    recordAudit(tx, actor, `replica.${input.state === "enabled" ? "enable" : input.state === "disabled" ? "disable" : "drain"}`, `replica:${input.id}`, { state: before.state }, { state: input.state });
+    recordAudit(
+      tx,
+      actor,
+      `replica.${input.state === "enabled" ? "enable" : input.state === "disabled" ? "disable" : "drain"}`,
+      `replica:${input.id}`,
+      { state: before.state },
+      { state: input.state },
+    );
   });
   rt.publisher.publishAll();
 }

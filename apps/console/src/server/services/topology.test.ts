@@ -39,9 +39,18 @@ describe("topology services", () => {
     updateRegion(h.rt, OPERATOR, { id: "eu-frankfurt", displayName: "Frankfurt" });
     assert.deepEqual(
       listRegions(h.rt).map((r) => [r.name, r.displayName]),
-      [["eu-frankfurt", "Frankfurt"], ["us-ashburn", "Ashburn"]],
+      [
+        ["eu-frankfurt", "Frankfurt"],
+        ["us-ashburn", "Ashburn"],
+      ],
     );
-    assert.deepEqual(rttMatrix(h.rt), { regions: ["eu-frankfurt", "us-ashburn"], rttMs: [[null, null], [null, null]] });
+    assert.deepEqual(rttMatrix(h.rt), {
+      regions: ["eu-frankfurt", "us-ashburn"],
+      rttMs: [
+        [null, null],
+        [null, null],
+      ],
+    });
   });
 
   test("LBs and replicas: validation errors name the problem", () => {
@@ -83,7 +92,11 @@ describe("topology services", () => {
     setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "least-request", crossRegion: "via-peer" });
     await waitFor(() => lb.configs.at(-1)?.policy === "least-request", 5_000, "policy pushed");
     const versions = lb.configs.map((c) => c.version);
-    assert.deepEqual(versions, [...versions].sort((a, b) => a - b), "versions increase");
+    assert.deepEqual(
+      versions,
+      [...versions].sort((a, b) => a - b),
+      "versions increase",
+    );
     assert.equal(new Set(versions).size, versions.length, "no version pushed twice");
     await waitFor(() => listLbs(h.rt)[0]?.ackedVersion === lb.version, 5_000, "ack recorded");
     updateReplica(h.rt, OPERATOR, { id: "r1", model: "m2" });
@@ -111,7 +124,16 @@ describe("topology services", () => {
     deleteReplica(h.rt, OPERATOR, { id: "r1" });
     const entries = listAudit(h.rt, { actor: "admin" });
     const actions = entries.map((e) => e.action);
-    for (const action of ["region.create", "region.update", "lb.create", "replica.create", "replica.drain", "lb.set-policy", "replica.update", "replica.delete"]) {
+    for (const action of [
+      "region.create",
+      "region.update",
+      "lb.create",
+      "replica.create",
+      "replica.drain",
+      "lb.set-policy",
+      "replica.update",
+      "replica.delete",
+    ]) {
       assert.ok(actions.includes(action), `missing audit action ${action}`);
     }
     const deletion = entries.find((e) => e.action === "replica.delete")!;

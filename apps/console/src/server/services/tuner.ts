@@ -1,10 +1,11 @@
 // Operator actions on an LB's tuner; each audited with the tuner's settings before and after.
+import "server-only";
 import { eq } from "drizzle-orm";
 import { loadBalancers } from "@meridian/db";
+import { type Actor, recordAudit } from "../audit-trail";
 import { notFound } from "../errors";
 import type { TunerSettings } from "../runtime/tuner-service";
-import { recordAudit } from "./audit";
-import type { Actor, ServiceRuntime } from "./context";
+import type { ServiceRuntime } from "./context";
 
 function requireLb(rt: ServiceRuntime, lbId: string): void {
   if (!rt.db.select({ id: loadBalancers.id }).from(loadBalancers).where(eq(loadBalancers.id, lbId)).get()) {
@@ -14,7 +15,16 @@ function requireLb(rt: ServiceRuntime, lbId: string): void {
 
 function snapshot(rt: ServiceRuntime, lbId: string) {
   const d = rt.tuners.describe(lbId);
-  return { mode: d.mode, running: d.running, weights: d.weights, bounds: d.bounds, window: d.window, hop: d.hop, evaluation: d.evaluation, guardrails: d.guardrails };
+  return {
+    mode: d.mode,
+    running: d.running,
+    weights: d.weights,
+    bounds: d.bounds,
+    window: d.window,
+    hop: d.hop,
+    evaluation: d.evaluation,
+    guardrails: d.guardrails,
+  };
 }
 
 function audited(rt: ServiceRuntime, actor: Actor, action: string, lbId: string, change: () => void): void {

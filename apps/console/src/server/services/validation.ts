@@ -1,5 +1,6 @@
 // Checks shared by services (routers validate shape with zod; these check meaning and give the
 // messages the UI shows).
+import "server-only";
 import { invalid } from "../errors";
 
 export function requireHttpUrl(field: string, value: string): string {

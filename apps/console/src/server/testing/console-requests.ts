@@ -1,14 +1,14 @@
 // Requests to the console's HTTP handlers the way `next start` delivers them: a fetch Request whose
 // TCP peer is stamped (auth/peer-address.ts), a Host header, and by default a same-origin Origin.
 // Shared by the auth, security and domain-error suites.
+import "server-only";
 import superjson from "superjson";
 import { stampPeer } from "../auth/peer-address";
 import type { RequestSecurity } from "../auth/request-security";
 import type { SecurityAuditor } from "../auth/security-audit";
-import type { ConsoleRuntime } from "../runtime/runtime";
 import { handleTrpcRequest } from "../trpc/handler";
 
-export const CONSOLE_HOST = "console.test";
+const CONSOLE_HOST = "console.test";
 export const CONSOLE_ORIGIN = `http://${CONSOLE_HOST}`;
 
 export interface RequestOptions {
@@ -51,7 +51,7 @@ export interface TrpcResult {
 
 /** One tRPC call through the real handler (superjson envelope, as the browser sends it). */
 export async function trpcCall(
-  rt: ConsoleRuntime,
+  rt: Parameters<typeof handleTrpcRequest>[0],
   path: string,
   input: unknown,
   options: RequestOptions & { mutation?: boolean; security?: RequestSecurity; auditor?: SecurityAuditor } = {},
@@ -65,8 +65,12 @@ export async function trpcCall(
     const query = input === undefined ? "" : `?input=${encodeURIComponent(JSON.stringify(superjson.serialize(input)))}`;
     req = new Request(`${CONSOLE_ORIGIN}/api/trpc/${path}${query}`, { headers });
   }
-  const res = await handleTrpcRequest(rt, req, { ...(options.security ? { security: options.security } : {}), ...(options.auditor ? { auditor: options.auditor } : {}) });
+  const res = await handleTrpcRequest(rt, req, {
+    ...(options.security ? { security: options.security } : {}),
+    ...(options.auditor ? { auditor: options.auditor } : {}),
+  });
   const body = (await res.json()) as { result?: { data: unknown }; error?: { json: TrpcResult["error"] } | { message: string } };
-  const error = body.error && "json" in body.error ? body.error.json : body.error ? { message: body.error.message, data: { code: "", httpStatus: res.status } } : undefined;
+  const error =
+    body.error && "json" in body.error ? body.error.json : body.error ? { message: body.error.message, data: { code: "", httpStatus: res.status } } : undefined;
   return { status: res.status, data: body.result ? superjson.deserialize(body.result.data as never) : undefined, error };
 }

@@ -1,13 +1,9 @@
 // A fake meridian-proxy admin API on loopback port 0, for tests: GET /health, GET /admin/state,
 // PUT /admin/config (409 unless the version is newer), GET /admin/telemetry?since=N (NDJSON).
+import "server-only";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import {
-  LB_STATE_SCHEMA,
-  type LbConfig,
-  type LbState,
-  type TelemetryEvent,
-} from "@meridian/protocol";
+import { LB_STATE_SCHEMA, type LbConfig, type LbState, type TelemetryEvent } from "@meridian/protocol";
 import { telemetryEvent } from "./telemetry-event";
 
 export interface FakeLb {
@@ -26,7 +22,15 @@ export interface FakeLb {
   close(): Promise<void>;
 }
 
-export async function startFakeLb(options: { id: string; region: string; token: string }): Promise<FakeLb> {
+/** `port`: listen there (an LB that comes up where the console already expects it); default any.
+ * `rttMs`: what the LB reports measuring to a replica; default 37 ms in its region, 300 ms elsewhere. */
+export async function startFakeLb(options: {
+  id: string;
+  region: string;
+  token: string;
+  port?: number;
+  rttMs?: (replica: { id: string; region: string }) => number;
+}): Promise<FakeLb> {
   const events: TelemetryEvent[] = [];
   const streams = new Set<ServerResponse>();
   const lb: FakeLb = {
@@ -83,7 +87,7 @@ export async function startFakeLb(options: { id: string; region: string; token: 
         model: r.model,
         state: r.state,
         healthy: true,
-        rttMs: r.region === options.region ? 37 : 300,
+        rttMs: options.rttMs ? options.rttMs(r) : r.region === options.region ? 37 : 300,
         inFlight: 1,
         queuedTokens: 10,
         peerQueuedTokens: 0,
@@ -127,7 +131,10 @@ export async function startFakeLb(options: { id: string; region: string; token: 
         const config = JSON.parse(body) as LbConfig;
         if (config.version <= lb.version) {
           res.writeHead(409, { "content-type": "application/json" }).end(
-            JSON.stringify({ error: { message: `stale version ${config.version}; running ${lb.version}`, type: "conflict", code: "stale_config" }, currentVersion: lb.version }),
+            JSON.stringify({
+              error: { message: `stale version ${config.version}; running ${lb.version}`, type: "conflict", code: "stale_config" },
+              currentVersion: lb.version,
+            }),
           );
           return;
         }
@@ -149,7 +156,7 @@ export async function startFakeLb(options: { id: string; region: string; token: 
     }
     res.writeHead(404).end();
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
   lb.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return lb;
 }

@@ -1,4 +1,5 @@
 // Test harness: a ConsoleRuntime on a temporary SQLite file, cleaned up by close().
+import "server-only";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,7 +7,7 @@ import type { Logger } from "pino";
 import { openDb } from "@meridian/db";
 import { findRepoRoot } from "../../env";
 import { ConsoleRuntime, type RuntimeOptions } from "../runtime/runtime";
-import type { Actor } from "../services/context";
+import type { Actor } from "../audit-trail";
 
 export const TEST_TOKEN = "test-lb-token-123";
 export const OPERATOR: Actor = { username: "admin", role: "operator" };
@@ -21,17 +22,21 @@ export interface Harness {
 export function createHarness(options: Partial<RuntimeOptions> = {}, log?: Logger): Harness {
   const dir = mkdtempSync(join(tmpdir(), "meridian-console-"));
   const db = openDb(join(dir, "console.db"));
-  const rt = new ConsoleRuntime(db, {
-    lbToken: TEST_TOKEN,
-    repoRoot: findRepoRoot(),
-    healthIntervalMs: 60_000,
-    failoverAfter: 2,
-    autoFailover: true,
-    sessionTtlMs: 3_600_000,
-    traceDirs: [],
-    probeTimeoutMs: 1_000,
-    ...options,
-  }, log);
+  const rt = new ConsoleRuntime(
+    db,
+    {
+      lbToken: TEST_TOKEN,
+      repoRoot: findRepoRoot(),
+      healthIntervalMs: 60_000,
+      failoverAfter: 2,
+      autoFailover: true,
+      sessionTtlMs: 3_600_000,
+      traceDirs: [],
+      probeTimeoutMs: 1_000,
+      ...options,
+    },
+    log,
+  );
   rt.migrate();
   return {
     rt,
@@ -44,8 +49,9 @@ export function createHarness(options: Partial<RuntimeOptions> = {}, log?: Logge
   };
 }
 
-/** Polls `check` until it returns a truthy value or `timeoutMs` passes. */
-export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 5_000, what = "condition"): Promise<NonNullable<T>> {
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes. The bound only stops a
+ * test that would otherwise hang; it is generous so a loaded machine does not fail a correct run. */
+export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 15_000, what = "condition"): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

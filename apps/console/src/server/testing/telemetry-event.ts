@@ -1,5 +1,6 @@
 // One builder for the TelemetryEvents the console tests feed in (fake LB streams, tuner windows,
 // rolling stats): a complete, schema-valid 200 event whose fields a test overrides as it needs.
+import "server-only";
 import { TELEMETRY_EVENT_SCHEMA, type TelemetryEvent } from "@meridian/protocol";
 
 export function telemetryEvent(fields: Pick<TelemetryEvent, "seq" | "time" | "lbId" | "region"> & Partial<TelemetryEvent>): TelemetryEvent {

@@ -1,9 +1,10 @@
 // Builds the tRPC context from a fetch Request: the runtime and the session's user (or null).
+import "server-only";
 import { resolveSession, tokenFromCookieHeader } from "../auth/session-store";
-import type { ConsoleRuntime } from "../runtime/runtime";
+import type { ServiceRuntime } from "../services/context";
 import type { TrpcContext } from "./init";
 
-export function createTrpcContext(rt: ConsoleRuntime, req: Request): TrpcContext {
+export function createTrpcContext(rt: ServiceRuntime, req: Request): TrpcContext {
   const user = resolveSession(rt.db, tokenFromCookieHeader(req.headers.get("cookie")));
   return { rt, user };
 }

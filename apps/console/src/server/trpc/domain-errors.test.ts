@@ -33,7 +33,10 @@ describe("domain errors through tRPC", () => {
 
   before(async () => {
     // A simulator that never finishes on its own, so two runs fill the runner (ExperimentRunner stops it).
-    h = createHarness({ simCommand: () => ({ command: process.execPath, args: ["-e", "setInterval(() => {}, 1000)"], cwd: process.cwd() }) }, pino({ level: "info" }, sink));
+    h = createHarness(
+      { simCommand: () => ({ command: process.execPath, args: ["-e", "setInterval(() => {}, 1000)"], cwd: process.cwd() }) },
+      pino({ level: "info" }, sink),
+    );
     ensureUsers(h.rt.db, { adminPassword: "admin-pass" });
     cookie = cookieOf(await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }), { throttle: new LoginThrottle() }));
     assert.equal((await mutate("regions.create", { name: "us-ashburn" })).status, 200);
@@ -45,7 +48,14 @@ describe("domain errors through tRPC", () => {
   });
 
   const cases: { kind: string; path: string; input: unknown; status: number; code: string; message: RegExp }[] = [
-    { kind: "not-found", path: "lbs.failover", input: { id: "no-such-lb" }, status: 404, code: "NOT_FOUND", message: /^load balancer "no-such-lb" does not exist$/ },
+    {
+      kind: "not-found",
+      path: "lbs.failover",
+      input: { id: "no-such-lb" },
+      status: 404,
+      code: "NOT_FOUND",
+      message: /^load balancer "no-such-lb" does not exist$/,
+    },
     { kind: "not-found", path: "lbs.failback", input: { id: "no-such-lb" }, status: 404, code: "NOT_FOUND", message: /does not exist/ },
     {
       kind: "not-found",
@@ -55,7 +65,14 @@ describe("domain errors through tRPC", () => {
       code: "NOT_FOUND",
       message: /^trace "no-such-trace" does not exist$/,
     },
-    { kind: "not-found", path: "experiments.save", input: { id: "no-such-run", name: "x" }, status: 404, code: "NOT_FOUND", message: /experiment "no-such-run"/ },
+    {
+      kind: "not-found",
+      path: "experiments.save",
+      input: { id: "no-such-run", name: "x" },
+      status: 404,
+      code: "NOT_FOUND",
+      message: /experiment "no-such-run"/,
+    },
     { kind: "not-found", path: "tuner.start", input: { lbId: "no-such-lb" }, status: 404, code: "NOT_FOUND", message: /does not exist/ },
     { kind: "conflict", path: "regions.create", input: { name: "us-ashburn" }, status: 409, code: "CONFLICT", message: /already exists/ },
     {
@@ -66,10 +83,31 @@ describe("domain errors through tRPC", () => {
       code: "BAD_REQUEST",
       message: /^W_rtt 5 is outside the bounds \[0\.05, 2\]$/,
     },
-    { kind: "invalid", path: "lbs.create", input: { name: "x", url: "ftp://x", region: "us-ashburn" }, status: 400, code: "BAD_REQUEST", message: /http or https/ },
-    { kind: "precondition", path: "lbs.failback", input: { id: "lb-us" }, status: 412, code: "PRECONDITION_FAILED", message: /is not failed over; nothing to fail back/ },
+    {
+      kind: "invalid",
+      path: "lbs.create",
+      input: { name: "x", url: "ftp://x", region: "us-ashburn" },
+      status: 400,
+      code: "BAD_REQUEST",
+      message: /http or https/,
+    },
+    {
+      kind: "precondition",
+      path: "lbs.failback",
+      input: { id: "lb-us" },
+      status: 412,
+      code: "PRECONDITION_FAILED",
+      message: /is not failed over; nothing to fail back/,
+    },
     { kind: "precondition", path: "lbs.failover", input: { id: "lb-us" }, status: 412, code: "PRECONDITION_FAILED", message: /only healthy load balancer/ },
-    { kind: "precondition", path: "regions.delete", input: { id: "us-ashburn" }, status: 412, code: "PRECONDITION_FAILED", message: /still has 1 load balancer/ },
+    {
+      kind: "precondition",
+      path: "regions.delete",
+      input: { id: "us-ashburn" },
+      status: 412,
+      code: "PRECONDITION_FAILED",
+      message: /still has 1 load balancer/,
+    },
   ];
 
   for (const c of cases) {
@@ -119,7 +157,10 @@ describe("domain errors through tRPC", () => {
     assert.ok(refusals.length >= cases.length + 2, `${refusals.length} info lines`);
     assert.ok(refusals.every((line) => line.level === 30 && line.err === undefined));
     assert.ok(refusals.some((line) => line.path === "lbs.failback" && line.status === 412));
-    assert.deepEqual(lines.filter((line) => line.level >= 50), []);
+    assert.deepEqual(
+      lines.filter((line) => line.level >= 50),
+      [],
+    );
   });
 
   test("a bug is still a 500, logged at error with its stack", async () => {

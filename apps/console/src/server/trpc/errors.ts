@@ -1,4 +1,5 @@
 // Maps domain errors to tRPC error codes, keeping the domain message (the UI shows it as is).
+import "server-only";
 import { TRPCError, type TRPC_ERROR_CODE_KEY } from "@trpc/server";
 import { DomainError, type DomainErrorKind } from "../errors";
 
@@ -10,7 +11,7 @@ const CODES: Record<DomainErrorKind, TRPC_ERROR_CODE_KEY> = {
   busy: "TOO_MANY_REQUESTS",
 };
 
-export function toTRPCError(error: unknown): unknown {
+function toTRPCError(error: unknown): unknown {
   if (error instanceof DomainError) return new TRPCError({ code: CODES[error.kind], message: error.message, cause: error });
   return error;
 }

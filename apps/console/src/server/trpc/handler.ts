@@ -1,13 +1,15 @@
 // The /api/trpc request handler as a plain function of a fetch Request (testable without Next).
 // Mutations (anything but GET) must come from this console's own origin (CSRF defence,
 // auth/origin-check.ts); refusals and errors are reported by report-error.ts.
+import "server-only";
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
+import type { Logger } from "pino";
 import { identifyClient } from "../auth/client-address";
 import { checkOrigin } from "../auth/origin-check";
 import { refuse } from "../auth/refusal";
 import { DEFAULT_REQUEST_SECURITY, type RequestSecurity } from "../auth/request-security";
 import type { SecurityAuditor } from "../auth/security-audit";
-import type { ConsoleRuntime } from "../runtime/runtime";
+import type { ServiceRuntime } from "../services/context";
 import { createTrpcContext } from "./context";
 import { reportTrpcError } from "./report-error";
 import { appRouter } from "./root";
@@ -18,7 +20,7 @@ export interface TrpcRouteOptions {
   auditor?: SecurityAuditor;
 }
 
-export function handleTrpcRequest(rt: ConsoleRuntime, req: Request, options: TrpcRouteOptions = {}): Promise<Response> | Response {
+export function handleTrpcRequest(rt: ServiceRuntime & { readonly log: Logger }, req: Request, options: TrpcRouteOptions = {}): Promise<Response> | Response {
   const endpoint = options.endpoint ?? "/api/trpc";
   const security = options.security ?? DEFAULT_REQUEST_SECURITY;
   const client = identifyClient(req.headers, security);
@@ -27,7 +29,14 @@ export function handleTrpcRequest(rt: ConsoleRuntime, req: Request, options: Trp
     const origin = checkOrigin(req.headers, client, security);
     if (!origin.ok) {
       const path = new URL(req.url).pathname.slice(endpoint.length + 1) || "?";
-      const event = { action: "auth.denied", actor: ctx.user?.username ?? "anonymous", target: `trpc:${path}`, address: client.address, status: 403, reason: origin.reason } as const;
+      const event = {
+        action: "auth.denied",
+        actor: ctx.user?.username ?? "anonymous",
+        target: `trpc:${path}`,
+        address: client.address,
+        status: 403,
+        reason: origin.reason,
+      } as const;
       return refuse(rt, event, `cross-origin request refused: ${origin.reason}`, { auditor: options.auditor });
     }
   }

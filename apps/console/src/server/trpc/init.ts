@@ -2,23 +2,22 @@
 // - publicProcedure: no session needed (auth.me).
 // - viewerProcedure: any logged-in user (queries).
 // - operatorProcedure: operators only (every mutation); a viewer gets FORBIDDEN.
+import "server-only";
 import { initTRPC, TRPCError } from "@trpc/server";
 import superjson from "superjson";
 import { ZodError } from "zod";
+import type { Actor } from "../audit-trail";
 import type { SessionUser } from "../auth/users";
-import type { ConsoleRuntime } from "../runtime/runtime";
-import type { Actor } from "../services/context";
+import type { ServiceRuntime } from "../services/context";
 
 export interface TrpcContext {
-  rt: ConsoleRuntime;
+  rt: ServiceRuntime;
   user: SessionUser | null;
 }
 
 /** "name: must not be empty; url: expected an http or https URL" from a ZodError. */
-export function describeZodError(error: ZodError): string {
-  return error.issues
-    .map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
-    .join("; ");
+function describeZodError(error: ZodError): string {
+  return error.issues.map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message)).join("; ");
 }
 
 const t = initTRPC.context<TrpcContext>().create({
@@ -34,7 +33,6 @@ const t = initTRPC.context<TrpcContext>().create({
 });
 
 export const router = t.router;
-export const createCallerFactory = t.createCallerFactory;
 
 export const publicProcedure = t.procedure;
 

@@ -2,6 +2,7 @@
 // error with its stack. 401 and 403 are refusals: logged at warn and written to the audit log with the
 // client's address (auth/security-audit.ts). Every other 4xx is an operator's mistake or a state the
 // operator must resolve (unknown id, bounds, "not failed over"): one info line, no stack.
+import "server-only";
 import type { TRPCError } from "@trpc/server";
 import { getHTTPStatusCodeFromError } from "@trpc/server/http";
 import type { Client } from "../auth/client-address";
@@ -23,7 +24,14 @@ export function reportTrpcError(sink: RefusalSink, report: TrpcErrorReport, audi
     return;
   }
   if (status === 401 || status === 403) {
-    const event = { action: "auth.denied", actor: report.username ?? "anonymous", target: `trpc:${path ?? "?"}`, address: client.address, status, reason: error.message } as const;
+    const event = {
+      action: "auth.denied",
+      actor: report.username ?? "anonymous",
+      target: `trpc:${path ?? "?"}`,
+      address: client.address,
+      status,
+      reason: error.message,
+    } as const;
     recordRefusal(sink, event, auditor);
     return;
   }

@@ -1,4 +1,5 @@
 // The console's tRPC router: one sub-router per domain. `AppRouter` is the type the UI imports.
+import "server-only";
 import { auditRouter } from "../routers/audit";
 import { authRouter } from "../routers/auth";
 import { experimentsRouter } from "../routers/experiments";
@@ -7,7 +8,7 @@ import { overviewRouter } from "../routers/overview";
 import { regionsRouter } from "../routers/regions";
 import { replicasRouter } from "../routers/replicas";
 import { tunerRouter } from "../routers/tuner";
-import { createCallerFactory, router } from "./init";
+import { router } from "./init";
 
 export const appRouter = router({
   auth: authRouter,
@@ -21,6 +22,3 @@ export const appRouter = router({
 });
 
 export type AppRouter = typeof appRouter;
-
-/** Server-side caller (tests, server components). */
-export const createCaller = createCallerFactory(appRouter);

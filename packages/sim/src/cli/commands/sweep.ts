@@ -22,7 +22,7 @@ export async function runSweep(flags: FlagReader): Promise<void> {
   if (common.json) return writeJson(json);
   console.log(describeRun(common, 1, workload.rows, 0));
   console.log(
-    `saturated = p95 E2E > ${rule.e2eP95Ms} ms, or requests waiting for admission at ≥ ${rule.queuedScrapeFraction * 100}% of a replica's scrapes, or a backlog draining > ${rule.drainMs} ms after the last arrival\n`,
+    `saturated = p95 E2E > ${rule.e2eP95Ms} ms, or requests waiting for admission at ≥ ${rule.queuedScrapeFraction * 100}% of a replica's scrapes, or a backlog draining > ${rule.drainMs} ms after the last arrival, or any request refused by an LB\n`,
   );
   console.log(
     formatTable(

@@ -1,8 +1,8 @@
 // POST /api/auth/login: JSON or form {username, password[, next]} → session cookie.
 import "server-only";
-import { handleLogin } from "@/server/auth/login";
-import { requestSecurityFromEnv } from "@/server/auth/request-security";
-import { getRuntime } from "@/server/runtime/global";
+import { handleLogin } from "../../../../src/server/auth/login";
+import { requestSecurityFromEnv } from "../../../../src/server/auth/request-security";
+import { getRuntime } from "../../../../src/server/runtime/global";
 
 export const dynamic = "force-dynamic";
 

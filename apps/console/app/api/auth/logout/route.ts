@@ -1,8 +1,8 @@
 // POST /api/auth/logout: ends the session and clears the cookie.
 import "server-only";
-import { handleLogout } from "@/server/auth/login";
-import { requestSecurityFromEnv } from "@/server/auth/request-security";
-import { getRuntime } from "@/server/runtime/global";
+import { handleLogout } from "../../../../src/server/auth/login";
+import { requestSecurityFromEnv } from "../../../../src/server/auth/request-security";
+import { getRuntime } from "../../../../src/server/runtime/global";
 
 export const dynamic = "force-dynamic";
 

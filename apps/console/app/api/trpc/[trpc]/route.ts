@@ -1,8 +1,8 @@
 // tRPC endpoint (GET queries, POST mutations); see src/server/trpc/handler.ts.
 import "server-only";
-import { requestSecurityFromEnv } from "@/server/auth/request-security";
-import { getRuntime } from "@/server/runtime/global";
-import { handleTrpcRequest } from "@/server/trpc/handler";
+import { requestSecurityFromEnv } from "../../../../src/server/auth/request-security";
+import { getRuntime } from "../../../../src/server/runtime/global";
+import { handleTrpcRequest } from "../../../../src/server/trpc/handler";
 
 export const dynamic = "force-dynamic";
 

@@ -5,6 +5,9 @@
 //   engines  B+1 .. B+6   (two per region)
 //   LBs      B+11 .. B+13 (one meridian-proxy per region)
 
+import type { EngineKind } from "@meridian/routing/types";
+import { DEMO_MODEL as SIM_DEMO_MODEL, DEMO_RTT_MS as SIM_DEMO_RTT_MS } from "@meridian/sim/demo-network";
+
 export const DEMO_REGIONS = ["us-ashburn", "eu-frankfurt", "ap-seoul"] as const;
 export type DemoRegion = (typeof DEMO_REGIONS)[number];
 
@@ -14,15 +17,10 @@ export const DEMO_DISPLAY_NAMES: Record<DemoRegion, string> = {
   "ap-seoul": "AP Northeast (Seoul)",
 };
 
-/** Region RTTs in ms: GORGO's Figure 2 from Ashburn (37, 292, 464); the other pairs as in the
- * simulator's `paper` preset (packages/sim/src/fleet/presets.ts). */
-export const DEMO_RTT_MS: Record<DemoRegion, Record<DemoRegion, number>> = {
-  "us-ashburn": { "us-ashburn": 37, "eu-frankfurt": 292, "ap-seoul": 464 },
-  "eu-frankfurt": { "us-ashburn": 292, "eu-frankfurt": 37, "ap-seoul": 510 },
-  "ap-seoul": { "us-ashburn": 464, "eu-frankfurt": 510, "ap-seoul": 37 },
-};
-
-export const DEMO_MODEL = "meridian-demo";
+/** Region RTTs in ms and the model name: the engines' own defaults (meridian-engine), so the
+ * console's seeded RTTs, the fleet's engines and an engine started by hand agree. */
+export const DEMO_RTT_MS: Record<DemoRegion, Record<DemoRegion, number>> = SIM_DEMO_RTT_MS;
+export const DEMO_MODEL = SIM_DEMO_MODEL;
 
 export interface DemoEngine {
   id: string;
@@ -30,7 +28,7 @@ export interface DemoEngine {
   region: DemoRegion;
   port: number;
   url: string;
-  engine: "sglang" | "vllm";
+  engine: EngineKind;
   homeLbId: string;
 }
 

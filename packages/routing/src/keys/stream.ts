@@ -1,4 +1,6 @@
-// Block keyers: turn a request into a chain of block keys, key_k = hash(key_{k-1}, block_k).
+// The canonical byte stream every text keyer writes into, and the chained block hash over it.
+//
+// Block keys chain: key_k = hash(key_{k-1}, block_k).
 //
 // Chat and completion prompts are cut into fixed blocks of `blockChars` UTF-16 code units (64 by
 // default, about 16 tokens). Only FULL blocks get a key; the trailing partial block is dropped.
@@ -17,17 +19,12 @@
 // because block boundaries sit at fixed unit offsets. keys.test.ts checks all paths against a
 // direct implementation of this rule.
 
-import { RoutingInputError, describe } from "./errors";
-import { LANE1_MUL, LANE2_MUL, TWO_POW_32, finalizeLanes, seedLane1, seedLane2 } from "./hash";
-import type { BlockKey } from "./types";
+import { RoutingInputError, describe } from "../errors";
+import { finalizeLanes, seedLane1, seedLane2 } from "../hash";
+import type { BlockKey } from "../types";
 
 /** Default chat block size in characters (≈ 16 tokens at 4 chars/token, vLLM's block size). */
 export const DEFAULT_BLOCK_CHARS = 64;
-/** Tokens one block key stands for in Mooncake traces. */
-export const MOONCAKE_TOKENS_PER_BLOCK = 512;
-/** Tokens one block key stands for in ART-Chat traces. */
-export const ART_CHAT_TOKENS_PER_BLOCK = 256;
-
 /** Ends a message's role in the canonical serialisation (ASCII unit separator). */
 export const ROLE_SEPARATOR = "\u001f";
 /** Ends a message's content in the canonical serialisation (ASCII record separator). */
@@ -36,12 +33,7 @@ export const MESSAGE_SEPARATOR = "\u001e";
 export const PART_SEPARATOR = "\u001d";
 
 /** The chain starts from this value, so the first block is hash(CHAIN_ORIGIN, block_0). */
-const CHAIN_ORIGIN = 0;
-
-export interface ChatMessageLike {
-  role: string;
-  content: unknown;
-}
+export const CHAIN_ORIGIN = 0;
 
 const encoder = new TextEncoder();
 // Word-at-a-time reads through a Uint32Array view assume little-endian byte order; on a big-endian
@@ -84,7 +76,7 @@ function align4(offset: number): number {
  * text, and after every chunk) so most of them hash through aligned 32-bit reads; blocks inside a
  * non-ASCII chunk may start anywhere and hash through the byte-assembling path (same result).
  */
-class CanonicalStream {
+export class CanonicalStream {
   private bytes = 0;
   private units = 0;
   private nextBoundary: number;
@@ -331,76 +323,10 @@ function hashBytes(start: number, end: number, prev: number): BlockKey {
   return finalizeLanes(h1 ^ length, h2);
 }
 
-function checkBlockChars(blockChars: number): void {
+export function checkBlockChars(blockChars: number): void {
   if (!Number.isInteger(blockChars) || blockChars <= 0) {
     throw new RoutingInputError("blockChars", `must be a positive integer, got ${describe(blockChars)}`);
   }
-}
-
-function feedContent(chainer: CanonicalStream, content: unknown, index: number): void {
-  if (typeof content === "string") {
-    chainer.write(content);
-    return;
-  }
-  if (content === null || content === undefined) return; // e.g. assistant tool-call turns
-  if (!Array.isArray(content)) {
-    throw new RoutingInputError(
-      `messages[${index}].content`,
-      `must be a string, null or an array of content parts, got ${describe(content)}`,
-    );
-  }
-  for (let p = 0; p < content.length; p++) {
-    const part: unknown = content[p];
-    if (typeof part === "string") {
-      chainer.write(part);
-      continue;
-    }
-    if (part === null || typeof part !== "object") {
-      throw new RoutingInputError(`messages[${index}].content[${p}]`, `must be a content part object, got ${describe(part)}`);
-    }
-    const record = part as { type?: unknown; text?: unknown; image_url?: unknown };
-    if (typeof record.text === "string") {
-      chainer.write(record.text);
-    } else if (record.type === "text") {
-      throw new RoutingInputError(`messages[${index}].content[${p}].text`, `must be a string, got ${describe(record.text)}`);
-    } else if (record.type === "image_url") {
-      // Different images must not share a key: the image URL (or data URL) stands in for its tokens.
-      const image = record.image_url;
-      const url = typeof image === "string" ? image : image && typeof image === "object" ? (image as { url?: unknown }).url : undefined;
-      if (typeof url === "string") {
-        chainer.write(PART_SEPARATOR);
-        chainer.write(url);
-      }
-    }
-    // Other part types (audio, files) carry no text we can key cheaply; they are skipped.
-  }
-}
-
-function feedMessages(chainer: CanonicalStream, messages: readonly ChatMessageLike[], firstIndex: number): void {
-  if (!Array.isArray(messages)) throw new RoutingInputError("messages", `must be an array, got ${describe(messages)}`);
-  for (let m = 0; m < messages.length; m++) {
-    const i = firstIndex + m;
-    const message = messages[m];
-    if (message === null || typeof message !== "object") {
-      throw new RoutingInputError(`messages[${i}]`, `must be an object, got ${describe(message)}`);
-    }
-    if (typeof message.role !== "string") {
-      throw new RoutingInputError(`messages[${i}].role`, `must be a string, got ${describe(message.role)}`);
-    }
-    chainer.write(message.role);
-    chainer.write(ROLE_SEPARATOR);
-    feedContent(chainer, message.content, i);
-    chainer.write(MESSAGE_SEPARATOR);
-  }
-}
-
-/**
- * Chained keys of a chat prompt. Canonical serialisation per message:
- * `role ␟ content ␞`, where an array content contributes its text parts concatenated (and image URLs
- * behind ␝). Only full blocks are keyed (see the file header).
- */
-export function chatBlockKeys(messages: readonly ChatMessageLike[], blockChars = DEFAULT_BLOCK_CHARS): BlockKey[] {
-  return chatBlockKeysWithState(messages, blockChars).keys;
 }
 
 /**
@@ -420,7 +346,15 @@ export interface BlockKeyerState {
   readonly messages: number;
 }
 
-function keyerState(kind: "chat" | "prompt", blockChars: number, keys: readonly BlockKey[], chainer: CanonicalStream, origin: number, blocksBefore: number, messages: number): BlockKeyerState {
+export function keyerState(
+  kind: "chat" | "prompt",
+  blockChars: number,
+  keys: readonly BlockKey[],
+  chainer: CanonicalStream,
+  origin: number,
+  blocksBefore: number,
+  messages: number,
+): BlockKeyerState {
   return {
     kind,
     blockChars,
@@ -431,150 +365,9 @@ function keyerState(kind: "chat" | "prompt", blockChars: number, keys: readonly 
   };
 }
 
-/** chatBlockKeys plus the state continueChatBlockKeys needs to key appended messages. */
-export function chatBlockKeysWithState(messages: readonly ChatMessageLike[], blockChars = DEFAULT_BLOCK_CHARS): { keys: BlockKey[]; state: BlockKeyerState } {
-  checkBlockChars(blockChars);
-  const chainer = new CanonicalStream(blockChars);
-  feedMessages(chainer, messages, 0);
-  const keys = chainer.keys();
-  return { keys, state: keyerState("chat", blockChars, keys, chainer, CHAIN_ORIGIN, 0, messages.length) };
-}
-
-/**
- * Keys of the blocks that `appended` messages complete after a chat keyed into `state`: exactly
- * chatBlockKeys([...messages, ...appended]).slice(state.blocks), at the cost of the appended text
- * only. The open tail is re-fed piece by piece, so its canonical bytes are unchanged.
- */
-export function continueChatBlockKeys(state: BlockKeyerState, appended: readonly ChatMessageLike[]): { keys: BlockKey[]; state: BlockKeyerState } {
-  checkState(state, "chat");
-  const chainer = new CanonicalStream(state.blockChars);
-  for (const piece of state.tail) chainer.write(piece);
-  feedMessages(chainer, appended, state.messages);
-  const keys = chainer.keys(state.lastKey);
-  return { keys, state: keyerState("chat", state.blockChars, keys, chainer, state.lastKey, state.blocks, state.messages + appended.length) };
-}
-
-function checkState(state: BlockKeyerState, kind: "chat" | "prompt"): void {
+export function checkState(state: BlockKeyerState, kind: "chat" | "prompt"): void {
   if (state === null || typeof state !== "object" || state.kind !== kind || !Array.isArray(state.tail)) {
     throw new RoutingInputError("state", `must be the ${kind} keyer state of a previous call, got ${describe(state)}`);
   }
   checkBlockChars(state.blockChars);
-}
-
-/** Characters the canonical chat serialisation has (for token estimation), counted the same way
- * chatBlockKeys feeds them; no allocation. Malformed parts count as 0 (chatBlockKeys rejects them). */
-export function chatSerialisedLength(messages: readonly ChatMessageLike[]): number {
-  let total = 0;
-  for (const message of messages) {
-    total += (typeof message.role === "string" ? message.role.length : 0) + ROLE_SEPARATOR.length + MESSAGE_SEPARATOR.length;
-    const content = message.content;
-    if (typeof content === "string") {
-      total += content.length;
-      continue;
-    }
-    if (!Array.isArray(content)) continue;
-    for (const part of content as unknown[]) {
-      if (typeof part === "string") total += part.length;
-      else if (part && typeof part === "object") {
-        const record = part as { type?: unknown; text?: unknown; image_url?: unknown };
-        if (typeof record.text === "string") total += record.text.length;
-        else if (record.type === "image_url") {
-          const image = record.image_url;
-          const url = typeof image === "string" ? image : image && typeof image === "object" ? (image as { url?: unknown }).url : undefined;
-          if (typeof url === "string") total += PART_SEPARATOR.length + url.length;
-        }
-      }
-    }
-  }
-  return total;
-}
-
-/** Chained keys of a /v1/completions prompt: the raw text, full blocks only. */
-export function promptBlockKeys(prompt: string, blockChars = DEFAULT_BLOCK_CHARS): BlockKey[] {
-  return promptBlockKeysWithState(prompt, blockChars).keys;
-}
-
-/** promptBlockKeys plus the state continuePromptBlockKeys needs to key appended text. */
-export function promptBlockKeysWithState(prompt: string, blockChars = DEFAULT_BLOCK_CHARS): { keys: BlockKey[]; state: BlockKeyerState } {
-  checkBlockChars(blockChars);
-  if (typeof prompt !== "string") throw new RoutingInputError("prompt", `must be a string, got ${describe(prompt)}`);
-  const chainer = new CanonicalStream(blockChars);
-  chainer.write(prompt);
-  const keys = chainer.keys();
-  return { keys, state: keyerState("prompt", blockChars, keys, chainer, CHAIN_ORIGIN, 0, 0) };
-}
-
-/**
- * Keys of the blocks `appended` completes after a prompt keyed into `state`. The raw prompt is one
- * piece, so this equals promptBlockKeys(prompt + appended).slice(state.blocks) except where the
- * join itself pairs a lone high surrogate with a lone low one (per-piece UTF-8 keeps them apart).
- */
-export function continuePromptBlockKeys(state: BlockKeyerState, appended: string): { keys: BlockKey[]; state: BlockKeyerState } {
-  checkState(state, "prompt");
-  if (typeof appended !== "string") throw new RoutingInputError("appended", `must be a string, got ${describe(appended)}`);
-  const chainer = new CanonicalStream(state.blockChars);
-  for (const piece of state.tail) chainer.write(piece);
-  chainer.write(appended);
-  const keys = chainer.keys(state.lastKey);
-  return { keys, state: keyerState("prompt", state.blockChars, keys, chainer, state.lastKey, state.blocks, 0) };
-}
-
-// Type tags keep the integer 5 and the string "5" apart.
-const INT_ID_TAG = 0x1;
-const HEX_ID_TAG = 0x2;
-
-/**
- * Chained keys of a trace request: one key per hash id (Mooncake: safe integers, 512-token blocks;
- * ART-Chat: hex strings, 256-token blocks). key_k = hash(key_{k-1}, hashIds[k]).
- */
-export function traceBlockKeys(hashIds: readonly (number | string)[]): BlockKey[] {
-  if (!Array.isArray(hashIds)) throw new RoutingInputError("hashIds", `must be an array, got ${describe(hashIds)}`);
-  const keys: BlockKey[] = new Array<BlockKey>(hashIds.length);
-  let prev = CHAIN_ORIGIN;
-  for (let k = 0; k < hashIds.length; k++) {
-    const id = hashIds[k];
-    let h1 = seedLane1(prev);
-    let h2 = seedLane2(prev);
-    if (typeof id === "number") {
-      if (!Number.isSafeInteger(id) || id < 0) {
-        throw new RoutingInputError(`hashIds[${k}]`, `must be a non-negative safe integer or a hex string, got ${describe(id)}`);
-      }
-      const words = [INT_ID_TAG, id % 0x10000, Math.floor(id / 0x10000) % 0x10000, Math.floor(id / TWO_POW_32) % 0x10000, Math.floor(id / 281474976710656)];
-      for (const w of words) {
-        h1 = Math.imul(h1 ^ w, LANE1_MUL);
-        h2 = Math.imul(h2 ^ w, LANE2_MUL);
-      }
-    } else if (typeof id === "string" && id.length > 0) {
-      h1 = Math.imul(h1 ^ HEX_ID_TAG, LANE1_MUL);
-      h2 = Math.imul(h2 ^ HEX_ID_TAG, LANE2_MUL);
-      for (let i = 0; i < id.length; i++) {
-        // Hex ids are case-insensitive: fold A-F to a-f so "AB" and "ab" are the same block.
-        let c = id.charCodeAt(i);
-        if (c >= 65 && c <= 70) c += 32;
-        h1 = Math.imul(h1 ^ c, LANE1_MUL);
-        h2 = Math.imul(h2 ^ c, LANE2_MUL);
-      }
-      h1 ^= id.length;
-    } else {
-      throw new RoutingInputError(`hashIds[${k}]`, `must be a non-negative safe integer or a non-empty hex string, got ${describe(id)}`);
-    }
-    prev = finalizeLanes(h1, h2);
-    keys[k] = prev;
-  }
-  return keys;
-}
-
-/**
- * Session key from the first `nBlocks` block keys, as a base-36 string. Because keys are chained,
- * key_{n-1} already hashes the first n blocks, so it IS the session hash. Uses fewer blocks when
- * the prompt has fewer; returns "" for a prompt with no full block (callers should then prefer an
- * explicit user / x-session-id).
- */
-export function sessionKeyFromBlocks(keys: readonly BlockKey[], nBlocks: number): string {
-  if (!Number.isInteger(nBlocks) || nBlocks <= 0) {
-    throw new RoutingInputError("nBlocks", `must be a positive integer, got ${describe(nBlocks)}`);
-  }
-  const n = Math.min(nBlocks, keys.length);
-  if (n === 0) return "";
-  return (keys[n - 1] as number).toString(36);
 }

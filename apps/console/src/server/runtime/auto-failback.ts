@@ -1,0 +1,69 @@
+// Automatic failback (SkyLB's controller returns a recovered LB's region to it): an LB that the
+// health monitor failed over is failed back once it has answered every probe for a healthy period
+// (MERIDIAN_AUTO_FAILBACK_AFTER_S; 30 s in the demo, off otherwise). Audited as the system action
+// "lb.failback.automatic" by system:health-monitor.
+//
+// Rule (failbackDue):
+// - only failovers the health monitor made (failedOverAutomatically): an operator's failover is
+//   deliberate (maintenance, a drill) and stays until an operator fails it back;
+// - the period counts from the first healthy probe after the last failed one, so an LB that flaps
+//   never qualifies; a console restart starts the count again (the probes are the evidence). An
+//   LB must fail probes before it is failed over automatically, which clears its run, so a deleted
+//   LB's leftover entry can never shorten the period of a later one with the same id.
+import "server-only";
+import type { Logger } from "pino";
+import type { LoadBalancerRow } from "@meridian/db";
+import { SYSTEM_HEALTH } from "../audit-trail";
+import type { FailoverService } from "./failover";
+
+export interface AutoFailbackDeps {
+  log: Logger;
+  failover: Pick<FailoverService, "failback">;
+  /** How long the LB must stay healthy; 0 turns automatic failback off. */
+  healthyForMs: number;
+}
+
+export interface FailbackCheck {
+  lb: Pick<LoadBalancerRow, "state" | "failedOverAutomatically">;
+  /** When the current unbroken run of healthy probes began; null while the LB does not answer. */
+  healthySince: number | null;
+  now: number;
+  healthyForMs: number;
+}
+
+/** Whether the LB is due to be failed back automatically now. */
+export function failbackDue({ lb, healthySince, now, healthyForMs }: FailbackCheck): boolean {
+  if (healthyForMs <= 0 || lb.state !== "failed-over" || !lb.failedOverAutomatically) return false;
+  return healthySince !== null && now - healthySince >= healthyForMs;
+}
+
+export class AutoFailback {
+  private readonly healthySince = new Map<string, number>();
+
+  constructor(private readonly deps: AutoFailbackDeps) {}
+
+  /** After every probe of an LB: tracks its healthy run and fails it back when due. */
+  afterProbe(lb: LoadBalancerRow, healthy: boolean, now: number): void {
+    if (!healthy) {
+      this.healthySince.delete(lb.id);
+      return;
+    }
+    const since = this.healthySince.get(lb.id) ?? now;
+    this.healthySince.set(lb.id, since);
+    if (!failbackDue({ lb, healthySince: since, now, healthyForMs: this.deps.healthyForMs })) return;
+    try {
+      this.deps.failover.failback(lb.id, SYSTEM_HEALTH, { automatic: true, healthyForMs: now - since });
+    } catch (error) {
+      // The failback re-checks the LB inside its transaction; a refusal (e.g. an operator failed it
+      // back a moment ago) is not an error of ours.
+      this.deps.log.info({ lbId: lb.id, reason: error instanceof Error ? error.message : String(error) }, "automatic failback skipped");
+    }
+  }
+
+  /** When the LB is next failed back automatically (if it keeps answering), or null. */
+  dueAt(lb: Pick<LoadBalancerRow, "id" | "state" | "failedOverAutomatically">): number | null {
+    if (this.deps.healthyForMs <= 0 || lb.state !== "failed-over" || !lb.failedOverAutomatically) return null;
+    const since = this.healthySince.get(lb.id);
+    return since === undefined ? null : since + this.deps.healthyForMs;
+  }
+}

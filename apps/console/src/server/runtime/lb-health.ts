@@ -1,0 +1,84 @@
+// What the console last learned about each LB from its probes: health, failure streak and the LB's
+// own /admin/state. HealthMonitor writes it; failover, the services and the pages read it. Kept apart
+// from the monitor so readers need no handle on the prober (and the prober none on its readers).
+import "server-only";
+import type { LbState, ReplicaRuntimeState } from "@meridian/protocol";
+
+export interface LbHealth {
+  /** null before the first probe finished. */
+  healthy: boolean | null;
+  consecutiveFailures: number;
+  lastProbeAt: number | null;
+  lastOkAt: number | null;
+  /** Answered at least once since the console started. Only such an LB is failed over
+   * automatically: one that was never up (e.g. still starting) is marked failed instead. */
+  everHealthy: boolean;
+  error: string | null;
+  state: LbState | null;
+  stateAt: number | null;
+}
+
+export interface ReplicaLiveView {
+  healthy: boolean | null;
+  inFlight: number;
+  queuedTokens: number;
+  rttMs: number | null;
+  cacheHitRate: number | null;
+  predictionAccuracy: number | null;
+  full: boolean;
+}
+
+export class LbHealthBook {
+  private readonly lbs = new Map<string, LbHealth>();
+
+  lb(lbId: string): LbHealth | undefined {
+    return this.lbs.get(lbId);
+  }
+
+  /** null = not probed yet. */
+  isHealthy(lbId: string): boolean | null {
+    return this.lbs.get(lbId)?.healthy ?? null;
+  }
+
+  record(lbId: string, entry: LbHealth): void {
+    this.lbs.set(lbId, entry);
+  }
+
+  forget(lbId: string): void {
+    this.lbs.delete(lbId);
+  }
+
+  /** Drops the LBs that are no longer in the database. */
+  keepOnly(known: ReadonlySet<string>): void {
+    for (const id of this.lbs.keys()) if (!known.has(id)) this.lbs.delete(id);
+  }
+
+  /** What the LBs report about a replica. The serving LB's view wins; in-flight and queued tokens
+   * add up over every LB (each reports only its own requests). */
+  replica(replicaId: string, servingLbId: string | null): ReplicaLiveView | null {
+    let preferred: ReplicaRuntimeState | null = null;
+    let any: ReplicaRuntimeState | null = null;
+    let inFlight = 0;
+    let queuedTokens = 0;
+    for (const [lbId, health] of this.lbs) {
+      if (!health.healthy || !health.state) continue;
+      const entry = health.state.replicas.find((r) => r.id === replicaId);
+      if (!entry) continue;
+      inFlight += entry.inFlight;
+      queuedTokens += entry.queuedTokens;
+      any ??= entry;
+      if (lbId === servingLbId) preferred = entry;
+    }
+    const view = preferred ?? any;
+    if (!view) return null;
+    return {
+      healthy: view.healthy,
+      inFlight,
+      queuedTokens,
+      rttMs: view.rttMs,
+      cacheHitRate: view.cacheHitRate,
+      predictionAccuracy: view.predictionAccuracy,
+      full: view.full,
+    };
+  }
+}

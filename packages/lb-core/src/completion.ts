@@ -1,0 +1,136 @@
+// Completion bookkeeping: what the LB records when a request ends (served, failed or refused), and
+// what its prefix index learns and when. The drivers measure (TTFT, E2E, usage) and apply the
+// learning; the rules are here:
+//   - at the 2xx response headers, the chosen target learns the prompt's keys (the engine now holds,
+//     or is computing, those blocks; for a peer, the peer index learns that the peer holds them);
+//   - at completion of a 2xx response on a replica, it learns the conversation as the next turn will
+//     present it: prompt + reply when the reply completes a block, else the prompt again (refreshing
+//     its LRU position and TTL, since the engine touched those blocks until now).
+import type { BlockKey } from "@meridian/routing";
+import type { TelemetryEvent } from "@meridian/protocol";
+import type { PredictionSums, ReplicaRecord } from "./targets";
+import type { Ticket } from "./ticket";
+
+/** A telemetry event without its wire tag and sequence number (the shell's log assigns those). */
+export type TelemetryEventBody = Omit<TelemetryEvent, "schema" | "seq">;
+
+/** Which index learns which keys for which target. Apply with LbCore.learn, when the driver chooses
+ * (the proxy defers it off the response path; the simulator applies it at once). */
+export interface LearnInstruction {
+  /** `local`: this LB's replica index. `peer`: the snapshot index of peer LBs. */
+  index: "local" | "peer";
+  keys: readonly BlockKey[];
+  targetId: string;
+}
+
+export interface Usage {
+  promptTokens: number | null;
+  completionTokens: number | null;
+  /** usage.prompt_tokens_details.cached_tokens; null when the engine did not report it. */
+  cachedTokens: number | null;
+}
+
+/** How a request ended, as the driver measured it. */
+export interface Outcome {
+  /** HTTP status returned to the client. */
+  status: number;
+  error: string | null;
+  usage: Usage | null;
+  /** The reply's text (empty when unknown or none). */
+  reply: string;
+  /** Content events seen on a stream (the output-token count when usage is absent). */
+  outputEvents: number;
+  /** Arrival to the first content token; null when none arrived. */
+  ttftMs: number | null;
+  e2eMs: number;
+}
+
+export function isSuccess(status: number): boolean {
+  return status >= 200 && status < 300;
+}
+
+/** What the index learns at the response headers. */
+export function headersLearning(ticket: Ticket<unknown>, status: number): LearnInstruction | null {
+  const target = ticket.target;
+  if (!target || !isSuccess(status) || ticket.view.keys.length === 0) return null;
+  return { index: target.kind === "replica" ? "local" : "peer", keys: ticket.view.keys, targetId: target.id };
+}
+
+export interface CompletionContext {
+  lbId: string;
+  region: string;
+  replica: ReplicaRecord | null;
+  /** LB-wide prediction sums (the accuracy metric). */
+  lbPrediction: PredictionSums;
+}
+
+/** What the core returns when a request ends. The telemetry event is built on demand: the proxy logs
+ * every one, the simulator only feeds its tuner. */
+export class Completion {
+  constructor(
+    private readonly ticket: Ticket<unknown>,
+    readonly outcome: Outcome,
+    private readonly lbId: string,
+    private readonly region: string,
+    /** Next-turn learning, or null. */
+    readonly learn: LearnInstruction | null,
+    /** Predicted vs reported cached tokens, when the replica reported them (for metrics). */
+    readonly prediction: { predicted: number; actual: number } | null,
+  ) {}
+
+  /** The target as metrics label it: a replica id, `peer:<id>`, or `none`. */
+  get targetLabel(): string {
+    const target = this.ticket.target;
+    return target ? (target.kind === "peer" ? `peer:${target.id}` : target.id) : "none";
+  }
+
+  telemetry(): TelemetryEventBody {
+    const { ticket, outcome } = this;
+    const target = ticket.target;
+    return {
+      time: ticket.arrivalMs,
+      lbId: this.lbId,
+      region: this.region,
+      replicaId: target?.kind === "replica" ? target.id : null,
+      configVersion: ticket.configVersion,
+      policy: ticket.policy,
+      weights: ticket.weights,
+      inputTokens: Math.round(ticket.view.inputTokens),
+      predictedCachedTokens: Math.round(target?.predictedCachedTokens ?? 0),
+      actualCachedTokens: outcome.usage?.cachedTokens ?? null,
+      ttftMs: outcome.ttftMs,
+      e2eMs: outcome.e2eMs,
+      outputTokens: outcome.usage?.completionTokens ?? outcome.outputEvents,
+      status: outcome.status,
+      error: outcome.error,
+      forwarded: target?.kind === "peer",
+      hop: ticket.hop,
+      sessionKey: ticket.view.sessionKey,
+      clientRegion: ticket.view.clientRegion,
+    };
+  }
+}
+
+/** Records a finished request on the replica and returns its completion (next-turn learning, accuracy). */
+export function completeTicket(ctx: CompletionContext, ticket: Ticket<unknown>, outcome: Outcome): Completion {
+  const target = ticket.target;
+  const replica = target?.kind === "replica" ? ctx.replica : null;
+  const ok = isSuccess(outcome.status);
+  const usage = outcome.usage;
+  if (replica && ok) replica.requests++;
+  if (replica && usage?.promptTokens != null) replica.promptTokensSum += usage.promptTokens;
+  const actual = usage?.cachedTokens ?? null;
+  let prediction: Completion["prediction"] = null;
+  if (replica && actual !== null) {
+    const predicted = target?.predictedCachedTokens ?? 0;
+    replica.prediction.add(predicted, actual);
+    ctx.lbPrediction.add(predicted, actual);
+    prediction = { predicted, actual };
+  }
+  let learn: LearnInstruction | null = null;
+  if (replica && ok) {
+    const keys = (outcome.reply.length > 0 ? ticket.nextTurnKeys?.(outcome.reply) : null) ?? ticket.view.keys;
+    if (keys.length > 0) learn = { index: "local", keys, targetId: replica.id };
+  }
+  return new Completion(ticket, outcome, ctx.lbId, ctx.region, learn, prediction);
+}

@@ -1,0 +1,208 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { chatBlockKeys } from "@meridian/routing";
+import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
+import { LbCore } from "./lb-core";
+import type { PlacementLogEntry } from "./placement";
+import { nextRttEwma, RTT_EWMA_ALPHA } from "./rtt";
+import type { Outcome } from "./completion";
+
+const replica = (id: string, region = "us", extra: Record<string, unknown> = {}) => ({ id, url: `http://${id}.test/`, region, model: "m", ...extra });
+
+function core(extra: Partial<LbConfigInput> = {}, log: PlacementLogEntry[] = []) {
+  const config = parseLbConfig({
+    schema: "meridian.lb-config/1",
+    version: 1,
+    lbId: "lb-us",
+    region: "us",
+    policy: "least-request",
+    replicas: [replica("a"), replica("b")],
+    ...extra,
+  });
+  const lb = new LbCore<string>({ config, seed: 1, peerPollIntervalMs: 1_000, onPlacement: (e) => log.push(e) });
+  for (const id of lb.replicas.keys()) lb.probeSucceeded(id, 1);
+  return lb;
+}
+
+const keys = chatBlockKeys([{ role: "user", content: "x".repeat(300) }]);
+const admitInput = (session: string, model: string | null = null) => ({ keys, sessionKey: session, model, hop: 0, promptChars: 300 });
+const served = (reply = ""): Outcome => ({
+  status: 200,
+  error: null,
+  usage: { promptTokens: 75, completionTokens: 3, cachedTokens: 0 },
+  reply,
+  outputEvents: 3,
+  ttftMs: 5,
+  e2eMs: 9,
+});
+
+describe("RTT estimate", () => {
+  it("seeds with the first sample, then moves by alpha 0.3", () => {
+    assert.equal(RTT_EWMA_ALPHA, 0.3);
+    assert.equal(nextRttEwma(null, 100), 100);
+    assert.equal(nextRttEwma(100, 200), 130);
+  });
+});
+
+describe("replica knowledge", () => {
+  it("admitted concurrency is the running count last seen while requests were waiting; scrapes go stale", () => {
+    const lb = core();
+    const a = lb.replicas.get("a")!;
+    lb.scrapeSucceeded("a", { running: 5, waiting: 0, usedTokens: 0 }, 1_000);
+    assert.equal(a.concurrencyCap(), null);
+    lb.scrapeSucceeded("a", { running: 12, waiting: 3, usedTokens: 0 }, 2_000);
+    assert.equal(a.concurrencyCap(), 12);
+    lb.scrapeSucceeded("a", { running: 4, waiting: 0, usedTokens: 0 }, 3_000);
+    assert.equal(a.concurrencyCap(), 12);
+    const probes = lb.config.probes;
+    assert.deepEqual(a.freshLoad(3_000 + probes.scrapeIntervalMs, probes), { running: 4, waiting: 0, usedTokens: 0 });
+    assert.equal(a.freshLoad(3_000 + 4 * probes.scrapeIntervalMs, probes), null);
+  });
+
+  it("a run of failed probes takes a replica out; one good probe brings it back", () => {
+    const lb = core({ probes: { unhealthyAfter: 2 } });
+    assert.equal(lb.probeFailed("a"), null);
+    assert.equal(lb.probeFailed("a"), "unhealthy");
+    assert.equal(lb.replicas.get("a")!.routable(), false);
+    assert.equal(lb.probeSucceeded("a", 3), "recovered");
+    assert.equal(lb.markUnreachable("a"), true);
+    assert.equal(lb.replicas.get("a")!.healthy, false);
+  });
+});
+
+describe("placement", () => {
+  it("direct mode holds when every replica is full and drains in FIFO order when one frees", () => {
+    const log: PlacementLogEntry[] = [];
+    const lb = core({ limits: { queueMaxLength: 1, queueMaxWaitMs: 1_000 } }, log);
+    for (const id of ["a", "b"]) lb.scrapeSucceeded(id, { running: 1, waiting: 1, usedTokens: 0 }, 0);
+    const first = lb.admit("r1", admitInput("s1"), 0);
+    assert.equal(lb.route(first, 0).kind, "hold");
+    const second = lb.admit("r2", admitInput("s2"), 0);
+    const refused = lb.route(second, 0);
+    assert.ok(refused.kind === "fail" && refused.failure.code === "queue_full" && refused.failure.status === 503);
+    assert.equal(lb.nextExpiryAt(), 1_000);
+    assert.deepEqual(lb.drain(10), []);
+    lb.scrapeSucceeded("b", { running: 0, waiting: 0, usedTokens: 0 }, 20);
+    const settled = lb.drain(20);
+    assert.equal(settled.length, 1);
+    assert.ok(settled[0]!.ticket === first && settled[0]!.placement.kind === "replica" && settled[0]!.placement.replicaId === "b");
+    assert.deepEqual(
+      log.map((e) => [e.session, e.outcome, e.target, e.code]),
+      [
+        ["s1", "hold", null, null],
+        ["s2", "fail", null, "queue_full"],
+        ["s1", "replica", "b", null],
+      ],
+    );
+  });
+
+  it("a held request past the wait bound is refused with queue_timeout", () => {
+    const lb = core({ limits: { queueMaxWaitMs: 500 } });
+    for (const id of ["a", "b"]) lb.scrapeSucceeded(id, { running: 1, waiting: 2, usedTokens: 0 }, 0);
+    const ticket = lb.admit("r", admitInput("s"), 0);
+    lb.route(ticket, 0);
+    assert.deepEqual(lb.drain(499), []);
+    const [expired] = lb.drain(500);
+    assert.ok(expired?.placement.kind === "fail" && expired.placement.failure.code === "queue_timeout");
+    assert.equal(lb.queue.length, 0);
+  });
+
+  it("refuses an unknown model (404) and a model only disabled replicas serve (503 no_replica)", () => {
+    const lb = core({ replicas: [replica("a"), replica("d", "us", { model: "other", state: "disabled" })] });
+    assert.equal(lb.checkModel("nope")?.status, 404);
+    assert.equal(lb.checkModel("other"), null);
+    const placement = lb.route(lb.admit("r", admitInput("s", "other"), 0), 0);
+    assert.ok(placement.kind === "fail" && placement.failure.code === "no_replica");
+  });
+
+  it("a failed try excludes its replica; with nowhere else to go the retry fails with upstream_error", () => {
+    const lb = core({ replicas: [replica("a")] });
+    const ticket = lb.admit("r", admitInput("s"), 0);
+    assert.equal(lb.route(ticket, 0).kind, "replica");
+    assert.equal(lb.replicas.get("a")!.inFlight, 1);
+    assert.equal(lb.mayRetry(ticket), true);
+    const again = lb.retry(ticket, 1);
+    assert.ok(again.kind === "fail" && again.failure.code === "upstream_error");
+    assert.equal(lb.replicas.get("a")!.inFlight, 0);
+  });
+
+  it("via-peer forwards to an available peer only for client requests, preferring the snapshot match", () => {
+    const peers = [
+      { id: "lb-eu", url: "http://eu.test/", region: "eu" },
+      { id: "lb-ap", url: "http://ap.test/", region: "ap" },
+    ];
+    const lb = core({ crossRegion: "via-peer", replicas: [replica("a"), replica("e", "eu")], peers });
+    lb.scrapeSucceeded("a", { running: 1, waiting: 1, usedTokens: 0 }, 0);
+    const report = (lbId: string, snapshot: number[]) => ({
+      lbId,
+      region: "x",
+      time: 0,
+      configVersion: 1,
+      replicas: [],
+      queueLength: 0,
+      availableReplicas: 1,
+      snapshot: { keys: snapshot, truncated: false },
+    });
+    lb.peerReported("lb-eu", report("lb-eu", []), 80, 0);
+    lb.peerReported("lb-ap", report("lb-ap", [...keys]), 150, 0);
+    const placement = lb.route(lb.admit("r", admitInput("s"), 0), 0);
+    assert.ok(placement.kind === "peer" && placement.peerId === "lb-ap", JSON.stringify(placement));
+    const forwarded = lb.route(lb.admit("r2", { ...admitInput("s2"), hop: 1 }, 0), 0);
+    assert.equal(forwarded.kind, "hold");
+    assert.equal(lb.totals.forwarded, 1);
+  });
+});
+
+describe("completion", () => {
+  it("learns the prompt at 2xx headers and the next turn at completion; records accuracy and telemetry", () => {
+    const lb = core();
+    const ticket = lb.admit("r", { ...admitInput("s"), nextTurnKeys: () => [...keys, 42] }, 100);
+    lb.route(ticket, 100);
+    const atHeaders = lb.headersReceived(ticket, 200);
+    assert.deepEqual(atHeaders, { index: "local", keys, targetId: ticket.target!.id });
+    assert.equal(lb.headersReceived(ticket, 500), null);
+    const done = lb.complete(ticket, served("a reply"));
+    assert.deepEqual(done.learn?.keys, [...keys, 42]);
+    assert.equal(done.telemetry().time, 100);
+    assert.equal(done.telemetry().status, 200);
+    assert.equal(done.telemetry().replicaId, ticket.target!.id);
+    assert.deepEqual(done.prediction, { predicted: 0, actual: 0 });
+    assert.equal(lb.replicas.get(ticket.target!.id)!.inFlight, 0);
+    assert.equal(lb.totals.requests, 1);
+  });
+
+  it("without a reply the completion re-learns the prompt; a failure learns nothing", () => {
+    const lb = core();
+    const ticket = lb.admit("r", admitInput("s"), 0);
+    lb.route(ticket, 0);
+    assert.deepEqual(lb.complete(ticket, served()).learn?.keys, keys);
+    const failed = lb.admit("r2", admitInput("s2"), 0);
+    lb.route(failed, 0);
+    const completion = lb.complete(failed, { ...served(), status: 502, error: "boom", usage: null });
+    assert.equal(completion.learn, null);
+    assert.equal(lb.totals.errors, 1);
+  });
+
+  it("calibrates the token estimate from the engine's usage", () => {
+    const lb = core();
+    const ticket = lb.admit("r", admitInput("s"), 0);
+    assert.equal(ticket.view.inputTokens, 75);
+    lb.route(ticket, 0);
+    lb.complete(ticket, { ...served(), usage: { promptTokens: 100, completionTokens: 1, cachedTokens: null } });
+    assert.equal(lb.estimator.charsPerToken, 3);
+  });
+});
+
+describe("peer report", () => {
+  it("carries in-flight tokens, availability, the queue and a snapshot of recent keys", () => {
+    const lb = core();
+    const ticket = lb.admit("r", admitInput("s"), 0);
+    lb.route(ticket, 0);
+    lb.learn(lb.headersReceived(ticket, 200)!, 0);
+    const report = lb.peerReport(0, 100);
+    assert.equal(report.availableReplicas, 2);
+    assert.equal(report.queueLength, 0);
+    assert.equal(report.replicas.find((r) => r.id === ticket.target!.id)?.inFlightTokens, 75);
+    assert.deepEqual([...report.snapshot!.keys].sort(), [...keys].sort());
+  });
+});

@@ -1,0 +1,123 @@
+// What an LB tells others about itself: the PeerReport its peers poll (per-replica in-flight tokens,
+// availability, queue, prefix snapshot), how it folds peers' reports back into its replica records,
+// and the LbState snapshot the console reads. Wire tags are the shells' business: these build bodies.
+import type { PrefixIndex } from "@meridian/routing";
+import type { LbConfig, LbState } from "@meridian/protocol";
+import type { HoldQueue } from "./hold-queue";
+import type { PeerRecord, PeerReportBody, ReplicaRecord } from "./targets";
+
+export type LbStateBody = Omit<LbState, "schema">;
+
+export interface ReportSources {
+  config: LbConfig;
+  replicas: ReadonlyMap<string, ReplicaRecord>;
+  peers: ReadonlyMap<string, PeerRecord>;
+  peerPollIntervalMs: number;
+  index: PrefixIndex;
+  queue: HoldQueue<unknown>;
+}
+
+/** The report peers poll. `snapshotKeys` > 0 adds up to that many most recently used block keys. */
+export function buildPeerReport(src: ReportSources, now: number, snapshotKeys: number): PeerReportBody {
+  const { config } = src;
+  const replicas = [];
+  let availableReplicas = 0;
+  for (const r of src.replicas.values()) {
+    const full = r.full(now, config.probes);
+    replicas.push({ id: r.id, inFlight: r.inFlight, inFlightTokens: r.queuedTokens, full });
+    if (r.config.region === config.region && r.routable() && !full) availableReplicas++;
+  }
+  const report: PeerReportBody = {
+    lbId: config.lbId,
+    region: config.region,
+    time: now,
+    configVersion: config.version,
+    replicas,
+    queueLength: src.queue.length,
+    availableReplicas,
+  };
+  if (snapshotKeys > 0) {
+    const keys = src.index.snapshot(snapshotKeys, now);
+    report.snapshot = { keys, truncated: keys.length >= snapshotKeys };
+  }
+  return report;
+}
+
+/** Sums what fresh peer reports say is in flight on each replica, so LBs sharing replicas do not herd. */
+export function refreshPeerQueuedTokens(src: ReportSources, now: number): void {
+  for (const replica of src.replicas.values()) replica.peerQueuedTokens = 0;
+  for (const peer of src.peers.values()) {
+    const report = peer.freshReport(now, src.peerPollIntervalMs);
+    if (!report) continue;
+    for (const load of report.replicas) {
+      const replica = src.replicas.get(load.id);
+      if (replica) replica.peerQueuedTokens += load.inFlightTokens;
+    }
+  }
+}
+
+export interface StateExtras {
+  startedAt: number;
+  totals: { requests: number; errors: number; forwarded: number };
+  telemetry: { lastSeq: number; bufferSize: number };
+}
+
+/** The LbState the console polls. */
+export function buildLbState(src: ReportSources, now: number, extras: StateExtras): LbStateBody {
+  const { config } = src;
+  let totalRequests = 0;
+  for (const r of src.replicas.values()) totalRequests += r.requests;
+  const stats = src.index.stats();
+  return {
+    lbId: config.lbId,
+    region: config.region,
+    configVersion: config.version,
+    policy: config.policy,
+    weights: config.weights,
+    crossRegion: config.crossRegion,
+    startedAt: extras.startedAt,
+    replicas: [...src.replicas.values()].map((r) => {
+      const load = r.scrape.load;
+      const fresh = r.freshLoad(now, config.probes);
+      return {
+        id: r.id,
+        url: r.config.url,
+        region: r.config.region,
+        model: r.config.model,
+        state: r.config.state,
+        healthy: r.healthy,
+        rttMs: r.rtt.ms,
+        inFlight: r.inFlight,
+        queuedTokens: r.queuedTokens,
+        peerQueuedTokens: r.peerQueuedTokens,
+        full: r.full(now, config.probes),
+        share: totalRequests === 0 ? 0 : r.requests / totalRequests,
+        requests: r.requests,
+        cacheHitRate: r.promptTokensSum > 0 ? Math.min(1, r.prediction.actual / r.promptTokensSum) : null,
+        predictionAccuracy: r.prediction.accuracy(),
+        scrape: {
+          ok: r.scrape.ok && fresh !== null,
+          ageMs: r.scrape.at === null ? null : now - r.scrape.at,
+          error: r.scrape.error ?? (r.scrape.at !== null && fresh === null ? "stale" : null),
+          running: load?.running ?? 0,
+          waiting: load?.waiting ?? 0,
+          usedTokens: load?.usedTokens ?? 0,
+        },
+      };
+    }),
+    queue: { length: src.queue.length, maxLength: config.limits.queueMaxLength, oldestWaitMs: src.queue.oldestWaitMs(now) },
+    index: { routes: stats.routes, blocks: stats.blocks, evictions: stats.evictions, hits: stats.hits, lookups: stats.lookups },
+    totals: { ...extras.totals, queued: src.queue.totalHeld },
+    telemetry: extras.telemetry,
+    peers: [...src.peers.values()].map((p) => {
+      const report = p.freshReport(now, src.peerPollIntervalMs);
+      return {
+        id: p.id,
+        region: p.config.region,
+        healthy: report !== null,
+        queueLength: report?.queueLength ?? 0,
+        availableReplicas: report?.availableReplicas ?? 0,
+      };
+    }),
+  };
+}

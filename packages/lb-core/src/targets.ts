@@ -1,0 +1,237 @@
+// What an LB knows about each target it can send a request to: its replicas (config state, health,
+// RTT, the last metrics scrape, this LB's in-flight counts, what peers report in flight) and its peer
+// LBs (the last report and the poll RTT). The I/O shells feed these records from probes, scrapes and
+// polls; everything derived from them (freshness, SkyLB fullness, the views policies see) is computed
+// here, once.
+import { isReplicaFull, type CandidateView, type PeerView, type ScrapedLoad } from "@meridian/routing";
+import type { PrefixIndex } from "@meridian/routing";
+import type { LbConfig, PeerConfig, PeerReport, Probes, ReplicaConfig } from "@meridian/protocol";
+import { RttEstimate } from "./rtt";
+
+/** A scrape or a peer report older than this many intervals is stale: acted on as if absent. */
+export const STALE_AFTER_INTERVALS = 3;
+
+export interface ScrapeRecord {
+  ok: boolean;
+  /** Time of the last successful scrape on the caller's clock; null before the first. */
+  at: number | null;
+  error: string | null;
+  load: ScrapedLoad | null;
+}
+
+/** Σ predicted and Σ actual cached tokens over requests whose replica reported cached tokens. */
+export class PredictionSums {
+  predicted = 0;
+  actual = 0;
+  absError = 0;
+  samples = 0;
+
+  add(predicted: number, actual: number): void {
+    this.predicted += predicted;
+    this.actual += actual;
+    this.absError += Math.abs(predicted - actual);
+    this.samples++;
+  }
+
+  /** 1 − Σ|predicted − actual| / max(Σ predicted, Σ actual): 1 when exact; null before any sample
+   * with a cached token on either side. */
+  accuracy(): number | null {
+    const scale = Math.max(this.predicted, this.actual);
+    return scale > 0 ? Math.max(0, 1 - this.absError / scale) : null;
+  }
+}
+
+export type HealthChange = "recovered" | "unhealthy" | null;
+
+export class ReplicaRecord {
+  readonly rtt = new RttEstimate();
+  healthy = false;
+  /** Set once the first probe has answered either way. */
+  probed = false;
+  consecutiveProbeFailures = 0;
+  scrape: ScrapeRecord = { ok: false, at: null, error: null, load: null };
+  /** Running count the engine admitted while it also had waiting requests (SkyLB full rule). */
+  admittedConcurrency: number | null = null;
+  inFlight = 0;
+  /** Prompt tokens this LB has in flight on the replica. */
+  queuedTokens = 0;
+  /** Prompt tokens peer LBs report in flight on the replica. */
+  peerQueuedTokens = 0;
+  /** 2xx responses served. */
+  requests = 0;
+  promptTokensSum = 0;
+  readonly prediction = new PredictionSums();
+  /** The view handed to policies, refreshed in place (no allocation per decision). */
+  private readonly view: CandidateView;
+
+  constructor(public config: ReplicaConfig) {
+    this.view = { id: config.id, region: config.region, rttMs: 0, inFlight: 0, queuedTokens: 0, scraped: null, full: false, healthy: false };
+  }
+
+  get id(): string {
+    return this.config.id;
+  }
+
+  /** Healthy and enabled: may take new requests. */
+  routable(): boolean {
+    return this.healthy && this.config.state === "enabled";
+  }
+
+  /** Scraped load, or null before the first scrape or once the last good one is stale. */
+  freshLoad(now: number, probes: Probes): ScrapedLoad | null {
+    const { at, load } = this.scrape;
+    if (at === null || load === null) return null;
+    return now - at > STALE_AFTER_INTERVALS * probes.scrapeIntervalMs ? null : load;
+  }
+
+  /** The concurrency cap for the full rule: the operator's maxConcurrency, else what the engine admitted. */
+  concurrencyCap(): number | null {
+    return this.config.maxConcurrency ?? this.admittedConcurrency;
+  }
+
+  full(now: number, probes: Probes): boolean {
+    const load = this.freshLoad(now, probes);
+    return isReplicaFull({ waiting: load ? load.waiting : null, inFlight: this.inFlight, admittedConcurrency: this.concurrencyCap() });
+  }
+
+  /** What a policy sees of this replica now: the one place a CandidateView is built. */
+  candidateView(now: number, probes: Probes): CandidateView {
+    const v = this.view;
+    const load = this.freshLoad(now, probes);
+    v.region = this.config.region;
+    v.rttMs = this.rtt.ms ?? 0;
+    v.inFlight = this.inFlight;
+    v.queuedTokens = this.queuedTokens + this.peerQueuedTokens;
+    v.scraped = load;
+    v.full = isReplicaFull({ waiting: load ? load.waiting : null, inFlight: this.inFlight, admittedConcurrency: this.concurrencyCap() });
+    v.healthy = this.healthy;
+    return v;
+  }
+
+  probeSucceeded(sampleMs: number): HealthChange {
+    this.rtt.observe(sampleMs);
+    this.consecutiveProbeFailures = 0;
+    const wasProbed = this.probed;
+    this.probed = true;
+    if (this.healthy) return null;
+    this.healthy = true;
+    return wasProbed ? "recovered" : null;
+  }
+
+  /** Before its first success a replica is not trusted; after it, only a run of `unhealthyAfter`
+   * failures takes it out, so one lost probe does not flap routing. */
+  probeFailed(probes: Probes): HealthChange {
+    this.probed = true;
+    this.consecutiveProbeFailures++;
+    if (!this.healthy || this.consecutiveProbeFailures < probes.unhealthyAfter) return null;
+    this.healthy = false;
+    return "unhealthy";
+  }
+
+  /** Passive health: a refused or reset connection means the engine is gone; no new work until a
+   * probe sees it answer again. True when this changed its health. */
+  markUnreachable(probes: Probes): boolean {
+    if (!this.healthy) return false;
+    this.healthy = false;
+    this.consecutiveProbeFailures = probes.unhealthyAfter;
+    return true;
+  }
+
+  scrapeSucceeded(load: ScrapedLoad, now: number): void {
+    if (load.waiting > 0 && load.running > 0) this.admittedConcurrency = load.running;
+    this.scrape = { ok: true, at: now, error: null, load };
+  }
+
+  scrapeFailed(error: string): void {
+    this.scrape = { ...this.scrape, ok: false, error };
+  }
+}
+
+/** A peer report without its wire tag (the I/O shell adds and checks `schema`). */
+export type PeerReportBody = Omit<PeerReport, "schema">;
+
+export class PeerRecord {
+  readonly rtt = new RttEstimate();
+  report: PeerReportBody | null = null;
+  reportAt: number | null = null;
+  lastError: string | null = null;
+
+  constructor(public config: PeerConfig) {}
+
+  get id(): string {
+    return this.config.id;
+  }
+
+  /** The last report, if recent enough to act on (3 poll intervals). */
+  freshReport(now: number, pollIntervalMs: number): PeerReportBody | null {
+    if (this.report === null || this.reportAt === null) return null;
+    return now - this.reportAt > STALE_AFTER_INTERVALS * pollIntervalMs ? null : this.report;
+  }
+
+  /** What availability sees of the peer: its report and the RTT this LB measured polling it. */
+  peerView(now: number, pollIntervalMs: number): PeerView | null {
+    const report = this.freshReport(now, pollIntervalMs);
+    if (!report) return null;
+    return { id: this.id, region: this.config.region, rttMs: this.rtt.ms ?? 0, availableReplicas: report.availableReplicas, queueLength: report.queueLength };
+  }
+
+  reported(report: PeerReportBody, rttSampleMs: number, now: number): void {
+    this.rtt.observe(rttSampleMs);
+    this.report = report;
+    this.reportAt = now;
+    this.lastError = null;
+  }
+}
+
+/** Targets the shell must start or stop I/O for after a config change. */
+export interface TargetChanges {
+  addedReplicas: ReplicaRecord[];
+  removedReplicas: ReplicaRecord[];
+  addedPeers: PeerRecord[];
+  removedPeers: PeerRecord[];
+}
+
+/** Brings the records in line with a config. A target whose id disappeared or whose URL changed is a
+ * new target: it starts from nothing, and the index forgets its routes. */
+export function syncTargets(
+  config: LbConfig,
+  replicas: Map<string, ReplicaRecord>,
+  peers: Map<string, PeerRecord>,
+  index: PrefixIndex,
+  peerIndex: PrefixIndex,
+): TargetChanges {
+  const changes: TargetChanges = { addedReplicas: [], removedReplicas: [], addedPeers: [], removedPeers: [] };
+  syncRecords(config.replicas, replicas, (c) => new ReplicaRecord(c), index, changes.addedReplicas, changes.removedReplicas);
+  syncRecords(config.peers, peers, (c) => new PeerRecord(c), peerIndex, changes.addedPeers, changes.removedPeers);
+  return changes;
+}
+
+/** One kind of target: drop records whose id went or whose URL changed (and their index routes),
+ * update the config of the others, and create records for new ids. */
+function syncRecords<C extends { id: string; url: string }, R extends { config: C; readonly id: string }>(
+  wanted: readonly C[],
+  records: Map<string, R>,
+  create: (config: C) => R,
+  index: PrefixIndex,
+  added: R[],
+  removed: R[],
+): void {
+  const byId = new Map(wanted.map((c) => [c.id, c]));
+  for (const [id, record] of records) {
+    const next = byId.get(id);
+    if (next && next.url === record.config.url) continue;
+    records.delete(id);
+    index.removeReplica(id);
+    removed.push(record);
+  }
+  for (const config of wanted) {
+    const existing = records.get(config.id);
+    if (existing) {
+      existing.config = config;
+      continue;
+    }
+    const record = create(config);
+    records.set(record.id, record);
+    added.push(record);
+  }
+}

@@ -1,0 +1,161 @@
+// One request as the LB core tracks it, from admission to completion, and the refusals the core can
+// answer with. A ticket carries the config version, policy and weights in force when it arrived, so
+// a request held across a config push is routed and reported under the weights it arrived under.
+import type { BlockKey, PolicyName, RequestView, Weights } from "@meridian/routing";
+
+/** A request the core admits: the parsed facts routing needs, nothing of the transport. */
+export interface AdmitInput {
+  keys: readonly BlockKey[];
+  sessionKey: string;
+  /** The requested model; null routes to any replica. */
+  model: string | null;
+  /** 0 from a client; 1 when a peer LB forwarded it here (never forwarded again). */
+  hop: number;
+  /** Where the client is; defaults to the LB's region (a live LB cannot tell). */
+  clientRegion?: string;
+  /** Characters of the canonical prompt: the core estimates tokens from them and calibrates the
+   * estimate from the engine's usage.prompt_tokens. Give either this or `inputTokens`. */
+  promptChars?: number;
+  /** Prompt tokens when they are known (a trace row). */
+  inputTokens?: number;
+  /** Tokens one key stands for when `inputTokens` is given (trace: the block size). */
+  tokensPerBlock?: number;
+  /** Keys of prompt + reply as the next turn will present them, or null when the reply adds no full
+   * block. Absent when the reply is unknown (a trace): completion then re-learns the prompt. */
+  nextTurnKeys?: (reply: string) => readonly BlockKey[] | null;
+}
+
+export type TargetKind = "replica" | "peer";
+
+export interface Target {
+  kind: TargetKind;
+  id: string;
+  /** Cached prompt tokens the index predicted on the chosen replica (0 for a peer). */
+  predictedCachedTokens: number;
+  /** Why the policy deviated from its main rule (e.g. "fallback:least-request"), or the forward reason. */
+  reason: string | null;
+  /** Set once this LB's in-flight counters no longer include the request. */
+  released: boolean;
+}
+
+/** A ticket is its own RequestView (what the policies see), so a request in flight is one object,
+ * not two: tickets live as long as their requests and would otherwise double what the GC promotes. */
+export class Ticket<J> implements RequestView {
+  /** Targets that failed this request before any byte reached the client. */
+  excluded: Set<string> | null = null;
+  /** Placements so far (the first try and retries). */
+  attempts = 0;
+  target: Target | null = null;
+  held = false;
+  done = false;
+
+  constructor(
+    /** The driver's own object for this request (a proxy job, a simulated flight). */
+    readonly owner: J,
+    readonly keys: readonly BlockKey[],
+    readonly inputTokens: number,
+    readonly tokensPerBlock: number,
+    readonly sessionKey: string,
+    readonly clientRegion: string,
+    readonly model: string | null,
+    readonly hop: number,
+    readonly promptChars: number | null,
+    readonly nextTurnKeys: ((reply: string) => readonly BlockKey[] | null) | null,
+    /** Arrival on the core's clock (telemetry `time`). */
+    readonly arrivalMs: number,
+    readonly configVersion: number,
+    readonly policy: PolicyName,
+    readonly weights: Weights,
+  ) {}
+
+  /** What the policies see of the request (this ticket itself). */
+  get view(): RequestView {
+    return this;
+  }
+
+  isExcluded(id: string): boolean {
+    return this.excluded?.has(id) === true;
+  }
+}
+
+/** A refusal, in OpenAI error terms, with the reason label the LB's metrics count it under. */
+export interface Failure {
+  status: number;
+  type: "invalid_request_error" | "server_error";
+  code: string;
+  message: string;
+  param: string | null;
+  /** Seconds for Retry-After; null when retrying would not help. */
+  retryAfterSeconds: number | null;
+  /** meridian_lb_rejected_requests_total{reason}. */
+  reason: string;
+  /** The exception behind a routing_error, for the shell's log. */
+  cause?: unknown;
+}
+
+export const failures = {
+  modelNotFound: (model: string): Failure => ({
+    status: 404,
+    type: "invalid_request_error",
+    code: "model_not_found",
+    message: `The model \`${model}\` does not exist on this load balancer.`,
+    param: "model",
+    retryAfterSeconds: null,
+    reason: "unknown_model",
+  }),
+  noReplica: (): Failure => ({
+    status: 503,
+    type: "server_error",
+    code: "no_replica",
+    message: "no enabled replica serves this request",
+    param: null,
+    retryAfterSeconds: 5,
+    reason: "no_replica",
+  }),
+  upstreamExhausted: (): Failure => ({
+    status: 502,
+    type: "server_error",
+    code: "upstream_error",
+    message: "the upstream failed and no other replica can take the request",
+    param: null,
+    retryAfterSeconds: null,
+    reason: "upstream_error",
+  }),
+  queueFull: (maxLength: number): Failure => ({
+    status: 503,
+    type: "server_error",
+    code: "queue_full",
+    message: `every replica is busy and the LB queue is full (${maxLength})`,
+    param: null,
+    retryAfterSeconds: 1,
+    reason: "queue_full",
+  }),
+  queueTimeout: (maxWaitMs: number): Failure => ({
+    status: 503,
+    type: "server_error",
+    code: "queue_timeout",
+    message: `no replica became available within ${maxWaitMs} ms`,
+    param: null,
+    retryAfterSeconds: 1,
+    reason: "queue_timeout",
+  }),
+  shuttingDown: (): Failure => ({
+    status: 503,
+    type: "server_error",
+    code: "shutting_down",
+    message: "the load balancer is shutting down",
+    param: null,
+    retryAfterSeconds: 1,
+    reason: "shutting_down",
+  }),
+  routingError: (cause: unknown): Failure => ({
+    status: 500,
+    type: "server_error",
+    code: "routing_error",
+    message: "routing failed",
+    param: null,
+    retryAfterSeconds: null,
+    reason: "routing_error",
+    cause,
+  }),
+};

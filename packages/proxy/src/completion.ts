@@ -1,0 +1,69 @@
+// What the proxy does when a request ends: read the outcome off the upstream exchange (usage, reply
+// text, first content time), hand it to the LB core, and emit what the core returns (metrics, the
+// telemetry event, the next-turn learning, deferred off the response path). The bookkeeping rules
+// themselves are the core's (packages/lb-core/src/completion.ts).
+import type { LbCore, LearnInstruction, Outcome } from "@meridian/lb-core";
+import type { ProxyMetrics } from "./metrics";
+import { readCompletionBody, type UsageReport } from "./sse";
+import type { TelemetryLog } from "./telemetry";
+import type { UpstreamExchange, ExchangeJob } from "./upstream";
+import type { Ticket } from "@meridian/lb-core";
+
+/** What a finished upstream response says, as the core's Outcome wants it (status and timing aside). */
+export interface ResponseFacts {
+  usage: UsageReport | null;
+  reply: string;
+  outputEvents: number;
+  /** performance.now() of the first content token. */
+  firstContentAt: number | null;
+}
+
+/** Usage, reply and first-content time of a finished exchange: from the SSE observer on a stream,
+ * from the JSON body otherwise (whose first byte is its first content). */
+export function responseFacts(exchange: UpstreamExchange<ExchangeJob>): ResponseFacts {
+  const observer = exchange.observer;
+  if (observer) return { usage: observer.usage, reply: observer.content, outputEvents: observer.contentEvents, firstContentAt: exchange.firstContentAt };
+  const parsed = exchange.ok ? readCompletionBody(Buffer.concat(exchange.buffered).toString("utf8")) : { content: "", usage: null };
+  const firstContentAt = parsed.content.length > 0 && exchange.firstByteAt !== null ? exchange.firstByteAt : exchange.firstContentAt;
+  return { usage: parsed.usage, reply: parsed.content, outputEvents: 0, firstContentAt };
+}
+
+export interface CompletionSinks {
+  core: LbCore<unknown>;
+  metrics: ProxyMetrics;
+  telemetry: TelemetryLog;
+  /** Applies a learning instruction a tick later: indexing an 80 KB prompt must not stand between
+   * the engine's first token and the client. */
+  learnLater(instruction: LearnInstruction): void;
+}
+
+/** Hands a finished request to the core and emits the results. `arrival` is performance.now() at arrival. */
+export function recordCompletion(
+  sinks: CompletionSinks,
+  ticket: Ticket<unknown>,
+  arrival: number,
+  status: number,
+  facts: ResponseFacts | null,
+  error: string | null,
+): void {
+  const e2eMs = performance.now() - arrival;
+  const outcome: Outcome = {
+    status,
+    error,
+    usage: facts?.usage ?? null,
+    reply: facts?.reply ?? "",
+    outputEvents: facts?.outputEvents ?? 0,
+    ttftMs: facts?.firstContentAt != null ? facts.firstContentAt - arrival : null,
+    e2eMs,
+  };
+  const completion = sinks.core.complete(ticket, outcome);
+  const { metrics } = sinks;
+  metrics.requests.inc({ policy: ticket.policy, replica: completion.targetLabel, status: String(status) });
+  if (status >= 200 && status < 300) {
+    metrics.e2e.observe({ replica: completion.targetLabel }, e2eMs / 1000);
+    if (outcome.ttftMs !== null) metrics.ttft.observe({ replica: completion.targetLabel }, outcome.ttftMs / 1000);
+  }
+  if (completion.prediction) metrics.observePrediction(completion.prediction.predicted, completion.prediction.actual);
+  sinks.telemetry.append(completion.telemetry());
+  if (completion.learn) sinks.learnLater(completion.learn);
+}

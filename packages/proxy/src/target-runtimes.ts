@@ -1,0 +1,77 @@
+// Keeps one ReplicaRuntime per replica and one PeerRuntime per peer in step with the LB core's
+// targets: the core decides which targets a config adds and removes (an id that went or a URL that
+// changed); this starts and stops their I/O accordingly.
+import type { LbConfig } from "@meridian/protocol";
+import type { TargetChanges } from "@meridian/lb-core";
+import { PeerRuntime, type PeerObservation } from "./peers";
+import { ReplicaRuntime, type ReplicaObservation } from "./replicas";
+import type { ProcessSettings } from "./settings";
+
+export interface TargetObservers {
+  region(): string;
+  /** Block keys to ask each peer for in its prefix snapshot. */
+  snapshotKeys(): number;
+  replica(replicaId: string, observation: ReplicaObservation): void;
+  peer(peerId: string, observation: PeerObservation): void;
+}
+
+export class TargetRuntimes {
+  readonly replicas = new Map<string, ReplicaRuntime>();
+  readonly peers = new Map<string, PeerRuntime>();
+
+  constructor(
+    private readonly settings: ProcessSettings,
+    private readonly token: string | null,
+    private readonly observers: TargetObservers,
+  ) {}
+
+  /** Starts I/O for added targets and stops it for removed ones; resolves once every added target
+   * answered its first probe, scrape or poll. */
+  apply(config: LbConfig, changes: TargetChanges): Promise<void> {
+    for (const record of [...changes.removedReplicas]) {
+      const runtime = this.replicas.get(record.id);
+      this.replicas.delete(record.id);
+      void runtime?.close();
+    }
+    for (const record of changes.removedPeers) {
+      const runtime = this.peers.get(record.id);
+      this.peers.delete(record.id);
+      void runtime?.close();
+    }
+    const starts: Promise<void>[] = [];
+    for (const replicaConfig of config.replicas) {
+      const existing = this.replicas.get(replicaConfig.id);
+      if (existing) {
+        existing.config = replicaConfig;
+        existing.updateProbes(config.probes);
+        continue;
+      }
+      const runtime = new ReplicaRuntime(replicaConfig, this.observers.region, config.probes, config.limits, this.observers.replica);
+      this.replicas.set(runtime.id, runtime);
+      starts.push(runtime.start());
+    }
+    for (const peerConfig of config.peers) {
+      const existing = this.peers.get(peerConfig.id);
+      if (existing) {
+        existing.config = peerConfig;
+        continue;
+      }
+      const runtime = new PeerRuntime(
+        peerConfig,
+        this.token,
+        this.settings.peerPollIntervalMs,
+        this.observers.snapshotKeys,
+        this.observers.peer,
+        config.limits.connectTimeoutMs,
+        config.limits.maxConnectionsPerReplica,
+      );
+      this.peers.set(runtime.id, runtime);
+      starts.push(runtime.start());
+    }
+    return Promise.all(starts).then(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.replicas.values()].map((r) => r.close()).concat([...this.peers.values()].map((p) => p.close())));
+  }
+}

@@ -1,0 +1,11 @@
+// Block keyers: turn a request into a chain of block keys, key_k = hash(key_{k-1}, block_k). The
+// canonical stream and hash (stream.ts) are shared by the chat, completion-prompt and trace keyers.
+export {
+  ART_CHAT_TOKENS_PER_BLOCK,
+  MOONCAKE_TOKENS_PER_BLOCK,
+  sessionKeyFromBlocks,
+  traceBlockKeys,
+} from "./trace";
+export { DEFAULT_BLOCK_CHARS, MESSAGE_SEPARATOR, PART_SEPARATOR, ROLE_SEPARATOR, type BlockKeyerState } from "./stream";
+export { chatBlockKeys, chatBlockKeysWithState, chatSerialisedLength, continueChatBlockKeys, type ChatMessageLike } from "./chat";
+export { continuePromptBlockKeys, promptBlockKeys, promptBlockKeysWithState } from "./prompt";

@@ -1,0 +1,123 @@
+// The JSON shapes `meridian-sim compare | tune | sweep --json` print, and the policy names they
+// accept. Types and constants only (no simulator code), exported as `@meridian/sim/results`, so the
+// console's pages read the simulator's output through these declarations instead of copies.
+
+import { POLICY_NAMES, type Weights } from "@meridian/routing/types";
+
+/** `gorgo-online` is gorgo with the (1+1)-ES tuning its weights while it routes. */
+export const ONLINE_GORGO = "gorgo-online";
+/** Every name `compare`, `sweep` and the console's experiments accept. */
+export const COMPARE_POLICY_NAMES = [...POLICY_NAMES, ONLINE_GORGO] as const;
+export type ComparePolicyName = (typeof COMPARE_POLICY_NAMES)[number];
+
+/** Percentiles as printed: null when the run completed no request. */
+export interface PercentilesJson {
+  p50: number | null;
+  p95: number | null;
+  p99: number | null;
+}
+
+export interface ComparePolicyRow {
+  name: string;
+  requests: number;
+  /** Requests answered 2xx; the rest were refused by an LB (`failed`). */
+  completed: number;
+  /** Requests an LB refused (503 queue full or wait exceeded, no replica): see `failed_by_code`. */
+  failed: number;
+  failed_by_code: Record<string, number>;
+  ttft_ms: PercentilesJson;
+  e2e_ms: PercentilesJson;
+  itl_ms_p50: number | null;
+  throughput_rps: number | null;
+  input_tokens_per_s: number | null;
+  cache_hit_rate: number | null;
+  prediction_accuracy: number | null;
+  replica_share: Record<string, number>;
+  max_share: number;
+  weights: Weights | null;
+  tuner?: TunerJson;
+}
+
+export interface CompareJson {
+  preset: string;
+  seed: number;
+  session_key: string;
+  requests: number;
+  dropped_too_long?: number;
+  policies: ComparePolicyRow[];
+}
+
+export interface TrajectoryJson {
+  step: number;
+  at_ms: number;
+  samples: number;
+  kind: string;
+  weights: Weights;
+  p95_ttft_ms: number | null;
+  e2e_p95_ms: number | null;
+  max_share: number | null;
+  accepted: boolean;
+  guardrail: string;
+  sigma: number | null;
+  incumbent: Weights;
+  converged: boolean;
+}
+
+export interface TunerJson {
+  weights: Weights;
+  initial_weights: Weights;
+  samples_to_best: number;
+  samples_seen: number;
+  steps: number;
+  converged: boolean;
+  evaluation: string;
+  guardrails: boolean;
+  trajectory: TrajectoryJson[];
+}
+
+export interface TuneJson extends TunerJson {
+  preset: string;
+  seed: number;
+  requests: number;
+  /** How the tuning run itself did (online, exploration included). */
+  summary: ComparePolicyRow;
+}
+
+/**
+ * Saturation, for the sweep (the paper's Table 3 "Saturated?"). A run is saturated when the fleet
+ * could not keep up with the offered load, seen as any of:
+ *  - p95 E2E above `e2eP95Ms` (default 15 s: about 3× what an unloaded paper fleet gives, since a
+ *    p95-sized 40k-token prompt prefills in ~3 s and 128 tokens decode in ~1.5 s);
+ *  - requests waiting for admission at ≥ `queuedScrapeFraction` (default 5 %) of some replica's
+ *    metric scrapes (the engine's batch is full);
+ *  - a backlog still draining `drainMs` (default 30 s) after the last arrival;
+ *  - any request refused by an LB (its hold queue was full or the wait bound passed).
+ */
+export interface SaturationRule {
+  e2eP95Ms: number;
+  queuedScrapeFraction: number;
+  drainMs: number;
+}
+
+export interface SweepRow {
+  time_scale: number;
+  policy: string;
+  requests: number;
+  failed: number;
+  input_tokens_per_s: number | null;
+  ttft_ms: PercentilesJson;
+  e2e_ms: PercentilesJson;
+  itl_ms_p50: number | null;
+  cache_hit_rate: number | null;
+  max_share: number;
+  drain_ms: number | null;
+  saturated: boolean;
+  saturated_because: string[];
+}
+
+export interface SweepJson {
+  preset: string;
+  seed: number;
+  saturation_rule: SaturationRule;
+  rows: SweepRow[];
+}

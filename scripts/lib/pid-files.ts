@@ -1,0 +1,70 @@
+// pid-files: one `<name>.pid` file per supervised demo-fleet process, in the fleet's state
+// directory. Not a CLI; used by scripts/demo-fleet.ts. Prints nothing.
+//
+// Why: the files say which PID serves which engine or LB (operators and the e2e fault specs signal
+// a process by them), and they let a demo fleet that was itself killed (SIGKILL leaves its children
+// running, holding their ports) stop those leftovers before it starts new ones. A leftover is
+// stopped only when /proc/<pid>/cmdline still contains the marker the fleet started it with (its
+// config path or engine id), so a recycled PID that now belongs to something else is never touched.
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+export function pidFilePath(dir: string, name: string): string {
+  return join(dir, `${name}.pid`);
+}
+
+export function writePidFile(dir: string, name: string, pid: number, marker: string): void {
+  writeFileSync(pidFilePath(dir, name), `${pid}\n${marker}\n`);
+}
+
+export function readPidFile(dir: string, name: string): { pid: number; marker: string } | null {
+  const path = pidFilePath(dir, name);
+  if (!existsSync(path)) return null;
+  const [pidText, marker] = readFileSync(path, "utf8").split("\n");
+  const pid = Number(pidText);
+  return Number.isInteger(pid) && pid > 0 && marker ? { pid, marker } : null;
+}
+
+export function removePidFile(dir: string, name: string): void {
+  rmSync(pidFilePath(dir, name), { force: true });
+}
+
+/** Whether a process with this PID exists (signal 0 delivers nothing). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The process's command line, or null where /proc is not available or the process is gone. */
+function commandLine(pid: number): string | null {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Stops the processes an earlier fleet left behind (SIGTERM, SIGKILL after graceMs) and removes
+ * every pid file in `dir`. Returns what it stopped.
+ */
+export async function stopLeftovers(dir: string, graceMs = 3_000): Promise<{ name: string; pid: number }[]> {
+  if (!existsSync(dir)) return [];
+  const stopped: { name: string; pid: number }[] = [];
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".pid"))) {
+    const name = file.slice(0, -".pid".length);
+    const entry = readPidFile(dir, name);
+    removePidFile(dir, name);
+    if (!entry || !isAlive(entry.pid) || !commandLine(entry.pid)?.includes(entry.marker)) continue;
+    process.kill(entry.pid, "SIGTERM");
+    const deadline = Date.now() + graceMs;
+    while (isAlive(entry.pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    if (isAlive(entry.pid)) process.kill(entry.pid, "SIGKILL");
+    stopped.push({ name, pid: entry.pid });
+  }
+  return stopped;
+}

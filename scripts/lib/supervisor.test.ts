@@ -1,0 +1,134 @@
+import { strict as assert } from "node:assert";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, test } from "node:test";
+import { isAlive } from "./pid-files";
+import { backoffDelayMs, Supervisor, type RestartPolicy, type SupervisorEvent } from "./supervisor";
+
+// Tiny children: node itself, so nothing but the running Node is needed.
+const EXIT_AT_ONCE = ["-e", "process.exit(3)"];
+const RUN_FOREVER = ["-e", "setInterval(() => {}, 1e6)"];
+
+const FAST: RestartPolicy = { initialDelayMs: 20, maxDelayMs: 80, stableAfterMs: 60_000, giveUpAfter: 5 };
+
+/** Polls a condition every 10 ms; fails after `timeoutMs` (a bound, not a pacing sleep). */
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const supervisors: Supervisor[] = [];
+function supervisor(policy: RestartPolicy = FAST): { sup: Supervisor; events: SupervisorEvent[] } {
+  const events: SupervisorEvent[] = [];
+  const sup = new Supervisor(policy, (event) => events.push(event));
+  supervisors.push(sup);
+  return { sup, events };
+}
+after(async () => {
+  await Promise.all(supervisors.map((sup) => sup.stop(1_000)));
+});
+
+const of = <K extends SupervisorEvent["kind"]>(events: SupervisorEvent[], kind: K, name?: string) =>
+  events.filter((e): e is Extract<SupervisorEvent, { kind: K }> => e.kind === kind && (name === undefined || e.name === name));
+
+describe("backoffDelayMs", () => {
+  test("doubles from the initial delay and stays at the cap", () => {
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 40].map((n) => backoffDelayMs({ initialDelayMs: 500, maxDelayMs: 3_000 }, n)),
+      [500, 1_000, 2_000, 3_000, 3_000, 3_000],
+    );
+  });
+});
+
+describe("Supervisor", () => {
+  test("restarts a child that keeps failing with doubling delays, then gives up on one that never stayed up", async () => {
+    const { sup, events } = supervisor();
+    sup.add({ name: "flaky", command: process.execPath, args: EXIT_AT_ONCE });
+    await waitFor(() => of(events, "gave-up").length === 1, "the supervisor to give up");
+    assert.deepEqual(
+      of(events, "restart-scheduled").map((e) => e.delayMs),
+      [20, 40, 80, 80],
+    );
+    const starts = of(events, "started");
+    assert.equal(starts.length, 5, "started once and restarted four times");
+    assert.equal(new Set(starts.map((e) => e.pid)).size, 5, "a new process each time");
+    assert.deepEqual(
+      of(events, "exited").map((e) => e.code),
+      [3, 3, 3, 3, 3],
+    );
+    assert.deepEqual(sup.status("flaky"), { name: "flaky", pid: starts.at(-1)!.pid, running: false, restarts: 4, gaveUp: true });
+  });
+
+  test("a child that had stayed up is restarted for as long as it keeps failing, each time from the first delay", async () => {
+    const { sup, events } = supervisor({ ...FAST, stableAfterMs: 0 });
+    sup.add({ name: "console", command: process.execPath, args: EXIT_AT_ONCE });
+    await waitFor(() => of(events, "started").length >= 7, "six restarts");
+    await sup.stop(1_000);
+    assert.equal(of(events, "gave-up").length, 0);
+    assert.ok(of(events, "restart-scheduled").every((e) => e.delayMs === 20 && e.failures === 1));
+  });
+
+  test("killing the console child restarts it and leaves the fleet children running; stop() ends them all by PID", async () => {
+    const { sup, events } = supervisor();
+    sup.add({ name: "fleet", command: process.execPath, args: RUN_FOREVER });
+    sup.add({ name: "console", command: process.execPath, args: RUN_FOREVER });
+    await waitFor(() => of(events, "started").length === 2, "both children to start");
+    const fleetPid = sup.status("fleet")!.pid!;
+    const firstConsolePid = sup.status("console")!.pid!;
+
+    process.kill(firstConsolePid, "SIGKILL");
+    await waitFor(() => of(events, "started", "console").length === 2, "the console to be restarted");
+    const exited = of(events, "exited", "console")[0]!;
+    assert.equal(exited.signal, "SIGKILL");
+    assert.equal(of(events, "restart-scheduled", "console")[0]!.delayMs, 20);
+    const console2 = sup.status("console")!;
+    assert.notEqual(console2.pid, firstConsolePid);
+    assert.equal(console2.running, true);
+    assert.equal(console2.restarts, 1);
+
+    const fleet = sup.status("fleet")!;
+    assert.deepEqual({ pid: fleet.pid, running: fleet.running, restarts: fleet.restarts }, { pid: fleetPid, running: true, restarts: 0 });
+    assert.ok(isAlive(fleetPid), "the fleet process was not touched");
+    assert.equal(of(events, "exited", "fleet").length, 0);
+
+    await sup.stop(2_000);
+    assert.ok(!isAlive(fleetPid) && !isAlive(console2.pid!), "stop() ended both");
+    assert.equal(of(events, "started").length, 3, "nothing restarted after stop()");
+    const exits = of(events, "exited").map((e) => `${e.name}:${e.signal}`);
+    assert.deepEqual(exits.slice(1).sort(), ["console:SIGTERM", "fleet:SIGTERM"]);
+  });
+
+  test("stop() escalates to SIGKILL for a child that ignores SIGTERM", async () => {
+    const { sup, events } = supervisor();
+    const readyFile = join(mkdtempSync(join(tmpdir(), "meridian-supervisor-")), "ready");
+    // The child ignores SIGTERM and writes readyFile once its handler is in place, so stop() never races it.
+    const script = `process.on("SIGTERM", () => {}); setInterval(() => {}, 1e6); require("node:fs").writeFileSync(${JSON.stringify(readyFile)}, "")`;
+    sup.add({ name: "stubborn", command: process.execPath, args: ["-e", script] });
+    const pid = sup.status("stubborn")!.pid!;
+    await waitFor(() => existsSync(readyFile), "the child to install its SIGTERM handler");
+    await sup.stop(200);
+    assert.equal(of(events, "exited", "stubborn")[0]?.signal, "SIGKILL");
+    assert.ok(!isAlive(pid));
+  });
+
+  test("a fatal exit code of a child that never stayed up gives up at once", async () => {
+    const { sup, events } = supervisor();
+    sup.add({ name: "bad-config", command: process.execPath, args: ["-e", "process.exit(2)"], fatalExitCodes: [2] });
+    await waitFor(() => of(events, "gave-up").length === 1, "the supervisor to give up");
+    assert.equal(of(events, "started").length, 1);
+    assert.equal(of(events, "restart-scheduled").length, 0);
+  });
+
+  test("a command that cannot be spawned is reported and given up on, without a crash", async () => {
+    const { sup, events } = supervisor({ ...FAST, giveUpAfter: 2 });
+    sup.add({ name: "missing", command: "/nonexistent/meridian-binary", args: [] });
+    await waitFor(() => of(events, "gave-up").length === 1, "the supervisor to give up");
+    assert.equal(of(events, "spawn-failed").length, 2);
+    assert.match(of(events, "spawn-failed")[0]!.error, /ENOENT/);
+    assert.throws(() => sup.add({ name: "missing", command: "x", args: [] }), /already supervised/);
+  });
+});
