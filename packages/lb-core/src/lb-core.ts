@@ -22,6 +22,7 @@ import { knownModel, placementLogEntry, planPlacement, type Placement, type Plac
 import { buildLbState, buildPeerReport, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
 import { type PeerRecord, PredictionSums, type ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
 import { failures, Ticket, type AdmitInput, type Failure } from "./ticket";
+import { admitToTrial } from "./trial";
 
 /** A request is tried on at most this many targets (the first and one retry). */
 export const MAX_ATTEMPTS = 2;
@@ -165,6 +166,7 @@ export class LbCore<J> {
     const inputTokens = input.inputTokens ?? this.estimator.estimate(input.promptChars ?? 0);
     const tokensPerBlock = input.tokensPerBlock ?? DEFAULT_BLOCK_CHARS / this.estimator.charsPerToken;
     const { config } = this;
+    const { weights, trial } = admitToTrial(config, input.sessionKey);
     return new Ticket(
       owner,
       input.keys,
@@ -179,7 +181,8 @@ export class LbCore<J> {
       now,
       config.version,
       config.policy,
-      config.weights,
+      weights,
+      trial,
     );
   }
 

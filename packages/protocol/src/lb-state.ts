@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { count, crossRegionMode, fraction, nonEmptyString, nonNegativeNumber, policyName, replicaState, timeMs, weights } from "./common";
+import { count, crossRegionMode, fraction, nonEmptyString, nonNegativeNumber, policyName, replicaState, timeMs, trial, weights } from "./common";
 import { makeParsers, schemaTag } from "./errors";
 
 export const LB_STATE_SCHEMA = "meridian.lb-state/1";
@@ -82,6 +82,8 @@ export const LbStateSchema = z.object({
   configVersion: z.int().nonnegative(),
   policy: policyName,
   weights,
+  /** The tuner trial the LB is splitting its sessions by, if any. */
+  trial: trial.optional(),
   crossRegion: crossRegionMode,
   startedAt: timeMs,
   replicas: z.array(ReplicaRuntimeStateSchema),

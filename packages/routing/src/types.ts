@@ -45,6 +45,10 @@ export interface Weights {
   queue: number;
 }
 
+/** The two arms of a tuner trial (packages/tuner/README.md): the weights in force, and the candidate. */
+export const TRIAL_ARMS = ["incumbent", "candidate"] as const;
+export type TrialArm = (typeof TRIAL_ARMS)[number];
+
 /** The paper's defaults; the LB config, the console's database and the tuner's start all use these. */
 export const DEFAULT_WEIGHTS: Readonly<Weights> = Object.freeze({ rtt: 0.5, queue: 0.1 });
 /**

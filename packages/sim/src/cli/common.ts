@@ -94,8 +94,10 @@ export function readBounds(flags: FlagReader, prefix: "" | "grid-" = ""): Weight
 
 /** Tuner settings; the starting weights must lie inside the bounds only when a tuner will run. */
 export function readTuner(flags: FlagReader, initial: Weights, tunerRuns: boolean): TunerSettings {
-  const mode = flags.string("mode") ?? "versioned";
-  if (mode !== "versioned" && mode !== "paper") throw new UsageError(`--mode: expected versioned or paper, got "${mode}"`);
+  const mode = flags.string("mode") ?? "ab";
+  if (mode !== "ab" && mode !== "paper") throw new UsageError(`--mode: expected ab or paper, got "${mode}"`);
+  const scope = flags.string("tuner-scope") ?? "lb";
+  if (scope !== "lb" && scope !== "fleet") throw new UsageError(`--tuner-scope: expected lb or fleet, got "${scope}"`);
   const guardrails = flags.onOff("guardrails", true);
   const bounds = readBounds(flags);
   for (const name of ["rtt", "queue"] as const) {
@@ -109,6 +111,7 @@ export function readTuner(flags: FlagReader, initial: Weights, tunerRuns: boolea
   return {
     evaluation: mode,
     guardrails,
+    scope,
     bounds,
     ...(window !== undefined ? { window } : {}),
     ...(hop !== undefined ? { hop } : {}),

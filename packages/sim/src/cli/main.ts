@@ -15,14 +15,15 @@ const USAGE = `meridian-sim: discrete-event simulator of a Meridian fleet
 
 Usage:
   meridian-sim compare --trace FILE|bundled [common] [--policies a,b,...] [--weights rtt=0.5,queue=0.1]
-                       [--guardrails on|off] [--mode versioned|paper] [--jsonl FILE]
-  meridian-sim tune    --trace FILE|bundled [common] [--mode versioned|paper] [--guardrails on|off]
-                       [--weights rtt=..,queue=..] [--rtt-bounds LO,HI] [--queue-bounds LO,HI] [--window N] [--hop N]
+                       [tuner] [--jsonl FILE]
+  meridian-sim tune    --trace FILE|bundled [common] [tuner] [--weights rtt=..,queue=..]
   meridian-sim sweep   --trace FILE|bundled --time-scales 1,2,3 [common] [--policies a,b,...]
                        [--saturation-e2e-p95-ms MS]
   meridian-sim grid    --trace FILE|bundled [common] [--rtt-bounds LO,HI] [--queue-bounds LO,HI] [--points N]
                        [--weights rtt=..,queue=..]   (the defaults to place on the landscape)
 
+Tuner:  [--mode ab|paper] [--tuner-scope lb|fleet] [--guardrails on|off] [--rtt-bounds LO,HI] [--queue-bounds LO,HI]
+        [--window N] [--hop N]   (paper mode)
 Common: [--from-ms A --to-ms B] [--time-scale S|busy] [--preset ${presetNames().join("|")}] [--seed N]
         [--max-input-tokens N] [--spread-ticks] [--prompt-factor F]
         [--shift-clients REGION=W,... [--shift-at FRACTION]] [--json] [--quiet]

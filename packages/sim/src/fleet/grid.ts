@@ -3,8 +3,8 @@
 // defaults' distance from it is given both as a latency ratio and in log-weight space (the space the
 // tuner searches).
 
-import { DEFAULT_WEIGHTS, type Weights } from "@meridian/routing";
-import { DEFAULT_BOUNDS, type WeightBounds } from "@meridian/tuner";
+import { DEFAULT_WEIGHTS, WEIGHT_BOUNDS, type Weights } from "@meridian/routing";
+import type { WeightBounds } from "@meridian/tuner";
 import { simulateFleet } from "./simulator";
 import type { FleetSpec } from "./spec";
 import { roundOrNull } from "./stats";
@@ -61,7 +61,7 @@ export interface GridOptions {
 }
 
 export function grid(spec: FleetSpec, requests: readonly SimRequest[], seed: number, options: GridOptions = {}): GridJson {
-  const bounds = options.bounds ?? DEFAULT_BOUNDS;
+  const bounds = options.bounds ?? WEIGHT_BOUNDS;
   const n = options.pointsPerAxis ?? 9;
   const defaultsWeights = options.defaults ?? { ...DEFAULT_WEIGHTS };
   const rtts = logSpaced(bounds.rtt[0], bounds.rtt[1], n);

@@ -61,6 +61,17 @@ export interface TrajectoryJson {
   sigma: number | null;
   incumbent: Weights;
   converged: boolean;
+  /** ab mode: how the trial ended and on what evidence. */
+  trial?: {
+    id: string;
+    decision: string;
+    reason: string;
+    samples: { incumbent: number; candidate: number };
+    triggered: { incumbent: number; candidate: number };
+    p95_ttft_ms: { incumbent: number | null; candidate: number | null };
+    p_better: number;
+    alpha_at_look: number;
+  };
 }
 
 export interface TunerJson {
@@ -72,10 +83,15 @@ export interface TunerJson {
   converged: boolean;
   evaluation: string;
   guardrails: boolean;
+  /** The LB this tuner tunes, or "fleet" (scope fleet), and the LBs it sets the weights of. */
+  lb: string;
+  lbs: string[];
   trajectory: TrajectoryJson[];
 }
 
+/** The first tuner's fields at the top level (one LB, or scope fleet), and every tuner in `tuners`. */
 export interface TuneJson extends TunerJson {
+  tuners: TunerJson[];
   preset: string;
   seed: number;
   requests: number;

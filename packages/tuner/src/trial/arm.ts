@@ -3,7 +3,9 @@
 // new salt per trial re-shuffles which sessions test the candidate, and any process (proxy,
 // simulator, console) computes the same arm for the same session without coordination.
 
-export type Arm = "incumbent" | "candidate";
+import type { TrialArm } from "@meridian/routing/types";
+
+export type Arm = TrialArm;
 
 /** FNV-1a over the UTF-16 code units, then murmur3's fmix32 so nearby keys land far apart. Uniform in [0, 1). */
 export function hashUnit(text: string): number {
