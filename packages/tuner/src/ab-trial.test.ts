@@ -17,7 +17,7 @@ test("a fresh online tuner starts a trial at once: incumbent weights for most se
   assert.match(trial.id, /^1-[0-9a-f]{8}$/);
   assert.equal(trial.salt, trial.id.slice(2));
   assert.notDeepEqual(trial.candidate, current.weights);
-  assert.equal(tuner.trial()!.samples, 0);
+  assert.deepEqual(tuner.trial()!.samples, { incumbent: 0, candidate: 0 });
 });
 
 test("samples of another trial, or without an arm, are not counted", () => {
@@ -28,7 +28,7 @@ test("samples of another trial, or without an arm, are not counted", () => {
     assert.equal(tuner.observe({ ...sample(1, 100), trialId: id }), null);
     assert.equal(tuner.observe(sample(1, 100)), null);
   }
-  assert.equal(tuner.trial()!.samples, 0);
+  assert.deepEqual(tuner.trial()!.samples, { incumbent: 0, candidate: 0 });
   assert.equal(tuner.current().trial!.id, id);
 });
 
@@ -135,7 +135,7 @@ test("a tuner started on the reward hack climbs out in trials: the violating inc
 test("state round-trips mid-trial: a restored tuner continues exactly like the original", () => {
   const original = new EsTuner({ seed: 42, trial: FAST }, { rtt: 0.2, queue: 0.05 });
   driveTrials(original, driftingBowl, { seed: 9, samples: 1234 });
-  assert.ok(original.trial()!.samples > 0, "a trial is half-way");
+  assert.ok(original.trial()!.samples.incumbent + original.trial()!.samples.candidate > 0, "a trial is half-way");
   const restored = EsTuner.restore(JSON.parse(JSON.stringify(original.state())));
   assert.deepEqual(restored.state(), original.state());
   const a = driveTrials(original, driftingBowl, { seed: 10, samples: 2000 });
@@ -165,4 +165,26 @@ test("bad trial settings and samples are refused with the field named", () => {
   assert.throws(() => tuner.observe({ ...sample(1, 10), arm: "b" as never }), /sample\.arm/);
   assert.throws(() => tuner.observe({ ...sample(1, 10), triggered: "yes" as never }), /sample\.triggered/);
   assert.throws(() => tuner.observePeer({ replicaId: 3 as never }), /sample\.replicaId/);
+});
+
+test("a state persisted before trials (format /1, versioned) continues in A/B mode from its incumbent and σ", () => {
+  const v2 = new EsTuner({ seed: 9 }, { rtt: 1.5, queue: 0.2 }).state();
+  const v1 = {
+    ...v2,
+    format: "meridian.tuner-state/1",
+    config: { ...v2.config, evaluation: "versioned" },
+    current: { weights: { rtt: 2, queue: 0.3 }, version: 12, role: "candidate" },
+    window: [sample(12, 100)],
+    sigma: 0.7,
+  } as unknown as Parameters<typeof EsTuner.restore>[0];
+  delete (v1 as unknown as Record<string, unknown>).trial;
+  delete (v1 as unknown as Record<string, unknown>).trialsStarted;
+  const restored = EsTuner.restore(v1);
+  const state = restored.state();
+  assert.equal(state.format, "meridian.tuner-state/2");
+  assert.equal(state.config.evaluation, "ab");
+  assert.equal(state.sigma, 0.7);
+  assert.deepEqual(restored.current().weights, { rtt: 1.5, queue: 0.2 }, "the incumbent routes; the old candidate is dropped");
+  assert.ok(restored.current().trial !== null, "online: a trial starts at once");
+  assert.deepEqual(state.window, []);
 });

@@ -14,13 +14,11 @@ export type WeightBounds = Record<WeightName, readonly [number, number]>;
 export const TUNER_MODES = ["online", "static", "manual"] as const;
 export type TunerMode = (typeof TUNER_MODES)[number];
 /**
- * `versioned` (deprecated, removed once the console and the simulator run A/B trials): a candidate
- * is scored alone on a window of samples routed under its own config version.
  * `ab` (default): concurrent A/B trials — each LB routes a share of sessions with the candidate's
  * weights and the rest with the incumbent's, and the candidate wins only on evidence (README.md).
  * `paper`: the trailing window regardless of version, scored every `hop` samples (GORGO as published).
  */
-export const EVALUATION_MODES = ["ab", "paper", "versioned"] as const;
+export const EVALUATION_MODES = ["ab", "paper"] as const;
 export type EvaluationMode = (typeof EVALUATION_MODES)[number];
 
 /** A/B trial settings (evaluation "ab"). */

@@ -165,43 +165,6 @@ test("guardrails reject E2E blow-ups and error rates above the cap", () => {
   assert.equal(fine.accepted, true);
 });
 
-test("versioned windows never mix samples of two versions", () => {
-  const tuner = new EsTuner({ seed: 2, window: 16, evaluation: "versioned", bounds: PAPER_BOUNDS });
-  // Nothing counts before the weights are bound to a version.
-  assert.equal(feed(tuner, 40, () => sample(0, 1)).length, 0);
-  const steps: TunerStep[] = [];
-  for (let version = 1; version <= 12; version++) {
-    tuner.bind(version);
-    // Interleave stale samples of older versions and early ones of the next; TTFT encodes the version.
-    steps.push(
-      ...feed(tuner, 64, (i) => {
-        const source = i % 4 === 0 ? version - 1 : i % 4 === 1 ? version + 1 : version;
-        return sample(source, source * 100);
-      }),
-    );
-    assert.equal(steps.length, version, "one window per version");
-  }
-  for (const step of steps) {
-    assert.equal(step.samples, 16);
-    assert.equal(step.fitnessP95TtftMs, step.configVersion! * 100, `step ${step.step} saw only version ${step.configVersion}`);
-  }
-});
-
-
-test("re-binding the same version keeps the window; binding a new one restarts it", () => {
-  const tuner = new EsTuner({ seed: 2, window: 10, evaluation: "versioned", bounds: PAPER_BOUNDS });
-  tuner.bind(1);
-  feed(tuner, 6, () => sample(1, 10));
-  tuner.bind(1);
-  assert.equal(feed(tuner, 4, () => sample(1, 10)).length, 1);
-  tuner.bind(2);
-  feed(tuner, 6, () => sample(2, 10));
-  tuner.bind(3);
-  assert.equal(feed(tuner, 9, () => sample(3, 10)).length, 0, "the 6 samples of version 2 were discarded");
-  assert.equal(feed(tuner, 1, () => sample(3, 10)).length, 1);
-});
-
-
 test("a tuner restored from JSON state makes the same proposals as the original", () => {
   const original = new EsTuner(windowed({ seed: 42 }));
   drive(original, noisyBowl, { seed: 99, maxSteps: 7 });

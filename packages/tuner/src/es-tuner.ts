@@ -15,17 +15,24 @@ import {
   type Weights,
 } from "./config";
 import { DEFAULT_WEIGHTS } from "@meridian/routing/types";
-import { observePaper, observeVersioned } from "./paper-window";
+import { observePaper } from "./paper-window";
 import { observePeerTrial, observeTrial, startTrial } from "./ab-trial";
 import type { IncumbentGuardrail } from "./guardrails";
 import { seedPrng } from "./prng";
 import { validateSample } from "./samples";
 import { migrateState, validateRestoredState } from "./restore";
 import { copy, TUNER_STATE_FORMAT, unmeasured, type TrialState, type TunerCurrent, type TunerRole, type TunerState, type TunerStep } from "./state";
+import type { Arm } from "./trial/arm";
 import type { TunerSample } from "./window";
 
-/** The running A/B trial as the console shows it: the assignment and the latest look's evidence. */
-export type LiveTrial = Pick<TrialState, "id" | "salt" | "share" | "candidate" | "looks" | "latest" | "latestAlpha"> & { samples: number };
+/** The running A/B trial as the console shows it: the assignment, its samples so far and the latest look's evidence. */
+export type LiveTrial = Pick<TrialState, "id" | "salt" | "share" | "candidate" | "looks" | "latest" | "latestAlpha"> & {
+  /** Samples per arm so far, and of those the ones the other arm's weights would have routed elsewhere. */
+  samples: Record<Arm, number>;
+  triggered: Record<Arm, number>;
+  /** The trial's sample cap. */
+  maxSamples: number;
+};
 
 /**
  * (1+1)-ES over the GORGO cost weights (packages/tuner/README.md; docs/ARCHITECTURE.md, "The tuner path"). Pure: the caller feeds samples
@@ -92,7 +99,14 @@ export class EsTuner {
   trial(): LiveTrial | null {
     const t = this.#s.trial;
     if (t === null) return null;
-    return copy({ id: t.id, salt: t.salt, share: t.share, candidate: t.candidate, looks: t.looks, latest: t.latest, latestAlpha: t.latestAlpha, samples: t.samples.length });
+    const samples = { incumbent: 0, candidate: 0 };
+    const triggered = { incumbent: 0, candidate: 0 };
+    for (const sample of t.samples) {
+      samples[sample.arm]++;
+      if (sample.triggered !== false) triggered[sample.arm]++;
+    }
+    const { id, salt, share, candidate, looks, latest, latestAlpha } = t;
+    return copy({ id, salt, share, candidate, looks, latest, latestAlpha, samples, triggered, maxSamples: this.#s.config.trial.maxSamples });
   }
 
   /** Steps kept so far, oldest first (bounded by config.maxTrajectory). */
@@ -120,10 +134,7 @@ export class EsTuner {
   /** The caller published `current()` under `configVersion`. */
   bind(configVersion: number): void {
     requireInteger("configVersion", configVersion, 0);
-    const s = this.#s;
-    if (s.current.version === configVersion) return; // re-publishing the same version changes nothing
-    s.current.version = configVersion;
-    if (s.config.evaluation === "versioned") s.window = [];
+    this.#s.current.version = configVersion;
   }
 
   /** Feeds one finished request of this LB. Returns the step when a window closes or a trial is decided; then `current()` holds what to publish next. */
@@ -136,8 +147,7 @@ export class EsTuner {
       step = observeTrial(s, checked);
     } else {
       if (s.converged) return null;
-      const setCurrent = (weights: Weights, role: TunerRole) => this.#setCurrent(weights, role);
-      step = s.config.evaluation === "paper" ? observePaper(s, checked, setCurrent) : observeVersioned(s, checked, setCurrent);
+      step = observePaper(s, checked, (weights, role) => this.#setCurrent(weights, role));
     }
     if (step !== null) this.#record(step);
     return step === null ? null : copy(step);
@@ -219,7 +229,6 @@ export class EsTuner {
     const s = this.#s;
     s.current = { weights: { ...weights }, version: null, role, trial: null };
     s.trial = null;
-    if (s.config.evaluation === "versioned") s.window = [];
     s.samplesSinceEvaluation = 0;
   }
 }

@@ -94,18 +94,6 @@ function closeWindow(s: TunerState, summary: WindowSummary, setCurrent: SetCurre
   };
 }
 
-/** Deprecated `versioned` mode: a window of samples routed under the bound version only. */
-export function observeVersioned(s: TunerState, sample: TunerSample, setCurrent: SetCurrent): TunerStep | null {
-  // Samples routed under any other version (older weights still draining, or a version not yet
-  // bound) would contaminate this window.
-  if (s.current.version === null || sample.configVersion !== s.current.version) return null;
-  s.window.push(sample);
-  if (s.window.length < s.config.window) return null;
-  const step = closeWindow(s, summarizeWindow(s.window), setCurrent);
-  s.window = [];
-  return step;
-}
-
 /** Adds one sample to the trailing window; returns the step when an evaluation is due. */
 export function observePaper(s: TunerState, sample: TunerSample, setCurrent: SetCurrent): TunerStep | null {
   s.window.push(sample);

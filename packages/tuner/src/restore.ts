@@ -18,8 +18,8 @@ export function migrateState(state: Record<string, unknown>): { state: TunerStat
     throw new TunerInputError("state.format", `expected "${TUNER_STATE_FORMAT}", received ${JSON.stringify(state.format)}`);
   }
   const config = { ...(state.config as Record<string, unknown>) };
-  // Until the console and the simulator run A/B trials, a versioned state stays versioned.
-  const wasVersioned = false;
+  const wasVersioned = config.evaluation !== "paper";
+  if (wasVersioned) config.evaluation = "ab";
   const current = { ...(state.current as Record<string, unknown>), trial: null };
   const migrated = {
     ...(state as unknown as TunerState),
