@@ -33,6 +33,9 @@ export interface RuntimeOptions {
   traceDirs: string[];
   simCommand?: SimCommand;
   probeTimeoutMs?: number;
+  /** The tuner's trial-push rate limit and the clock it runs on (tests substitute a fake one). */
+  minTrialPushIntervalMs?: number;
+  tunerClock?: { now: () => number; setTimer: (fn: () => void, ms: number) => () => void };
 }
 
 export class ConsoleRuntime {
@@ -64,7 +67,14 @@ export class ConsoleRuntime {
     this.telemetry = telemetry;
     this.failover = failover;
     this.autoFailback = autoFailback;
-    this.tuners = new TunerService({ db, log, telemetry, publisher });
+    this.tuners = new TunerService({
+      db,
+      log,
+      telemetry,
+      publisher,
+      ...(options.minTrialPushIntervalMs !== undefined ? { minTrialPushIntervalMs: options.minTrialPushIntervalMs } : {}),
+      ...(options.tunerClock ?? {}),
+    });
     this.health = new HealthMonitor({
       db,
       log,
