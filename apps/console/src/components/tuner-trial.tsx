@@ -9,6 +9,8 @@ type Interval = { lo: number | null; hi: number | null };
 
 export interface LiveTrialView {
   id: string;
+  /** False while the trial waits for the push rate limit. */
+  published: boolean;
   share: number;
   incumbent: { rtt: number; queue: number };
   candidate: { rtt: number; queue: number };
@@ -76,7 +78,14 @@ export function LiveTrialPanel({ trial, last }: { trial: LiveTrialView | null; l
   return (
     <div data-testid="tuner-trial">
       <div className="stats">
-        <Stat label="Trial" value={<span data-testid="tuner-trial-id">{trial.id}</span>} />
+        <Stat
+          label="Trial"
+          value={
+            <span data-testid="tuner-trial-id">
+              {trial.id} {trial.published ? null : <Badge tone="neutral">waiting to be pushed</Badge>}
+            </span>
+          }
+        />
         <Stat label="Candidate" value={<span data-testid="tuner-trial-candidate">{fmtWeight(trial.candidate.rtt)} / {fmtWeight(trial.candidate.queue)}</span>} />
         <Stat label="Incumbent" value={`${fmtWeight(trial.incumbent.rtt)} / ${fmtWeight(trial.incumbent.queue)}`} />
         <Stat label="Samples (incumbent + candidate)" value={<span data-testid="tuner-trial-samples">{trial.samples.incumbent} + {trial.samples.candidate}</span>} />

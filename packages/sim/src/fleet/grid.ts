@@ -8,32 +8,8 @@ import type { WeightBounds } from "@meridian/tuner";
 import { simulateFleet } from "./simulator";
 import type { FleetSpec } from "./spec";
 import { roundOrNull } from "./stats";
+import type { GridJson, GridPoint } from "./result-json";
 import type { SimRequest } from "./workload";
-
-export interface GridPoint {
-  rtt: number;
-  queue: number;
-  ttft_ms: { p50: number | null; p95: number | null };
-  e2e_p95_ms: number | null;
-  max_share: number;
-}
-
-export interface GridJson {
-  preset: string;
-  seed: number;
-  requests: number;
-  /** Points per axis, log-spaced over `bounds` (both ends included). */
-  points_per_axis: number;
-  bounds: WeightBounds;
-  points: GridPoint[];
-  optimum: GridPoint;
-  defaults: GridPoint & {
-    /** Defaults' p95 TTFT / the optimum's. */
-    p95_ratio_to_optimum: number | null;
-    /** Euclidean distance to the optimum in (ln W_rtt, ln W_queue). */
-    log_distance_to_optimum: number;
-  };
-}
 
 /** `points` values log-spaced over [lo, hi], both ends included. */
 export function logSpaced(lo: number, hi: number, points: number): number[] {

@@ -137,3 +137,30 @@ export interface SweepJson {
   saturation_rule: SaturationRule;
   rows: SweepRow[];
 }
+
+/** `meridian-sim grid --json` (fleet/grid.ts). */
+export interface GridPoint {
+  rtt: number;
+  queue: number;
+  ttft_ms: { p50: number | null; p95: number | null };
+  e2e_p95_ms: number | null;
+  max_share: number;
+}
+
+export interface GridJson {
+  preset: string;
+  seed: number;
+  requests: number;
+  /** Points per axis, log-spaced over `bounds` (both ends included). */
+  points_per_axis: number;
+  bounds: { rtt: readonly [number, number]; queue: readonly [number, number] };
+  points: GridPoint[];
+  optimum: GridPoint;
+  defaults: GridPoint & {
+    /** Defaults' p95 TTFT / the optimum's. */
+    p95_ratio_to_optimum: number | null;
+    /** Euclidean distance to the optimum in (ln W_rtt, ln W_queue). */
+    log_distance_to_optimum: number;
+  };
+}
+
