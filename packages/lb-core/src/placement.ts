@@ -114,7 +114,12 @@ export function planPlacement(ctx: PlacementContext, ticket: Ticket<unknown>, no
   const decision = ctx.policy.select(ticket.view, availability.candidates, { index: ctx.index, weights: ticket.weights, rng: ctx.rng, now });
   if (ticket.trial !== null) {
     // The counterfactual uses its own fixed generator: it must not shift the tie-breaks of real decisions.
-    const counterfactual = ctx.policy.select(ticket.view, availability.candidates, { index: ctx.index, weights: ticket.trial.other, rng: COUNTERFACTUAL_RNG, now });
+    const counterfactual = ctx.policy.select(ticket.view, availability.candidates, {
+      index: ctx.index,
+      weights: ticket.trial.other,
+      rng: COUNTERFACTUAL_RNG,
+      now,
+    });
     ticket.trial.triggered = triggeredBy(decision, counterfactual);
   }
   return { kind: "replica", replicaId: decision.choice, decision, candidates: availability.candidates };

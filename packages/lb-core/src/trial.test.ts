@@ -11,7 +11,15 @@ import { LbCore } from "./lb-core";
 
 const keys = chatBlockKeys([{ role: "user", content: "y".repeat(300) }]);
 const input = (sessionKey: string) => ({ keys, sessionKey, model: null, hop: 0, promptChars: 300 });
-const served: Outcome = { status: 200, error: null, usage: { promptTokens: 75, completionTokens: 3, cachedTokens: 0 }, reply: "", outputEvents: 3, ttftMs: 5, e2eMs: 9 };
+const served: Outcome = {
+  status: 200,
+  error: null,
+  usage: { promptTokens: 75, completionTokens: 3, cachedTokens: 0 },
+  reply: "",
+  outputEvents: 3,
+  ttftMs: 5,
+  e2eMs: 9,
+};
 const trial = { id: "7-9f3a11c2", salt: "9f3a11c2", share: 0.5, candidate: { rtt: 100, queue: 0.05 } };
 
 /** Two gorgo replicas: "near" (10 ms) and "far" (300 ms), the far one idle and the near one loaded. */

@@ -4,12 +4,30 @@ import { test } from "node:test";
 import { runCli, SMALL_WINDOW } from "./cli-helpers";
 
 test("grid --json prints one object with every point, the optimum and the defaults' distance; the table names the optimum", async () => {
-  const args = ["grid", ...SMALL_WINDOW, "--preset", "global", "--prompt-factor", "0.05", "--points", "2", "--rtt-bounds", "0.5,50", "--queue-bounds", "0.05,5"];
+  const args = [
+    "grid",
+    ...SMALL_WINDOW,
+    "--preset",
+    "global",
+    "--prompt-factor",
+    "0.05",
+    "--points",
+    "2",
+    "--rtt-bounds",
+    "0.5,50",
+    "--queue-bounds",
+    "0.05,5",
+  ];
   const [json, table] = await Promise.all([runCli([...args, "--json", "--quiet"]), runCli([...args, "--quiet"])]);
   assert.equal(json.code, 0, json.stderr);
   const lines = json.stdout.trim().split("\n");
   assert.equal(lines.length, 1);
-  const grid = JSON.parse(lines[0]!) as { points: unknown[]; optimum: { ttft_ms: { p95: number } }; defaults: { p95_ratio_to_optimum: number; log_distance_to_optimum: number }; time_scale: number };
+  const grid = JSON.parse(lines[0]!) as {
+    points: unknown[];
+    optimum: { ttft_ms: { p95: number } };
+    defaults: { p95_ratio_to_optimum: number; log_distance_to_optimum: number };
+    time_scale: number;
+  };
   assert.equal(grid.points.length, 4);
   assert.ok(grid.defaults.p95_ratio_to_optimum >= 1);
   assert.equal(grid.time_scale, 1);
@@ -22,7 +40,10 @@ test("grid --json prints one object with every point, the optimum and the defaul
 test("--time-scale busy picks the load by the busy-but-clears rule and reports how", async () => {
   const result = await runCli(["compare", "--trace", "bundled", "--policies", "gorgo", "--time-scale", "busy", "--json", "--quiet"]);
   assert.equal(result.code, 0, result.stderr);
-  const json = JSON.parse(result.stdout) as { time_scale: number; busy_load: { timeScale: number; limitedBy: string; rule: string; probes: { clears: boolean }[] } };
+  const json = JSON.parse(result.stdout) as {
+    time_scale: number;
+    busy_load: { timeScale: number; limitedBy: string; rule: string; probes: { clears: boolean }[] };
+  };
   assert.equal(json.time_scale, json.busy_load.timeScale);
   assert.equal(json.busy_load.limitedBy, "load");
   assert.match(json.busy_load.rule, /heaviest time scale/);

@@ -20,7 +20,13 @@ test("tune --json and sweep --json", async () => {
 
   // The default: A/B trials. Every step says how its trial ended, on what evidence.
   assert.equal(trials.code, 0, trials.stderr);
-  const abRun = JSON.parse(trials.stdout) as { evaluation: string; lb: string; lbs: string[]; tuners: unknown[]; trajectory: { kind: string; trial: { decision: string; reason: string; samples: { incumbent: number; candidate: number } } }[] };
+  const abRun = JSON.parse(trials.stdout) as {
+    evaluation: string;
+    lb: string;
+    lbs: string[];
+    tuners: unknown[];
+    trajectory: { kind: string; trial: { decision: string; reason: string; samples: { incumbent: number; candidate: number } } }[];
+  };
   assert.equal(abRun.evaluation, "ab");
   assert.equal(abRun.lb, "fleet");
   assert.equal(abRun.lbs.length, 3, "one tuner for the three LBs of the global preset");

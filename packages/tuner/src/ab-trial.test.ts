@@ -102,7 +102,13 @@ test("guardrails in trials: a candidate that concentrates its arm on one replica
       const arm = armOf(sessionKey, trial.salt, trial.share);
       if (peers) for (const replica of ["far1", "far2", "far1", "far2"]) tuner.observePeer({ replicaId: replica });
       const ttft = (arm === "candidate" ? 700 : 1000) * (1 + (i % 7) / 10);
-      step = tuner.observe({ ...sample(1, ttft), trialId: trial.id, arm, sessionKey, replicaId: arm === "candidate" ? "near" : ["near", "far1", "far2"][i % 3]! });
+      step = tuner.observe({
+        ...sample(1, ttft),
+        trialId: trial.id,
+        arm,
+        sessionKey,
+        replicaId: arm === "candidate" ? "near" : ["near", "far1", "far2"][i % 3]!,
+      });
     }
     return step!;
   };

@@ -96,7 +96,7 @@ interface Verdict {
   guardrail: GuardrailVerdict;
 }
 
-function decide(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook: number): Verdict | null {
+function decide(s: TunerState, a: TrialAnalysis, alphaAtLook: number): Verdict | null {
   const rails = s.config.guardrails;
   const cap = s.config.trial.maxSamples;
   const n = a.samples;
@@ -117,19 +117,30 @@ function decide(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
     if (!guardrailsMayDecide) return atCap ? { decision: "reject-cap", reason: `too few samples per arm by the cap; ${p95s}`, guardrail } : null;
     const why = `the incumbent arm breaks the ${inc.guardrail} guardrail (max share ${a.incumbent.maxShare.toFixed(2)}, errors ${(a.incumbent.errorRate * 100).toFixed(1)} %)`;
     if (guardrail === "pass" || (guardrail !== "e2e" && violatesLess(rails, cand, inc))) {
-      return { decision: "accept-climb-out", reason: `${why}; the candidate arm ${guardrail === "pass" ? "passes" : "violates less"} (max share ${a.candidate.maxShare.toFixed(2)}, errors ${(a.candidate.errorRate * 100).toFixed(1)} %)`, guardrail };
+      return {
+        decision: "accept-climb-out",
+        reason: `${why}; the candidate arm ${guardrail === "pass" ? "passes" : "violates less"} (max share ${a.candidate.maxShare.toFixed(2)}, errors ${(a.candidate.errorRate * 100).toFixed(1)} %)`,
+        guardrail,
+      };
     }
     return { decision: "reject-guardrail", reason: `${why}; the candidate arm is no better (${guardrail})`, guardrail };
   }
   if ((guardrail === "share" || guardrail === "errors") && guardrailsMayDecide) {
-    const detail = guardrail === "share" ? `max fleet share ${a.candidate.maxShare.toFixed(2)} > ${rails.maxShare}` : `error rate ${(a.candidate.errorRate * 100).toFixed(1)} % > ${(rails.maxErrorRate * 100).toFixed(1)} %`;
+    const detail =
+      guardrail === "share"
+        ? `max fleet share ${a.candidate.maxShare.toFixed(2)} > ${rails.maxShare}`
+        : `error rate ${(a.candidate.errorRate * 100).toFixed(1)} % > ${(rails.maxErrorRate * 100).toFixed(1)} %`;
     return { decision: "reject-guardrail", reason: `candidate arm breaks the ${guardrail} guardrail: ${detail}`, guardrail };
   }
   // Weights that route (almost) every request as the incumbent does cannot be told apart from it
   // however long the trial runs: stop, and spend the samples on the next candidate.
   const lookEvery = s.config.trial.lookEvery;
   if ((n >= lookEvery && a.triggeredSamples === 0) || (n >= 2 * lookEvery && a.triggeredSamples < 0.02 * n)) {
-    return { decision: "reject-futile", reason: `equivalent: ${a.triggeredSamples} of ${n} requests would have gone elsewhere under the other arm's weights`, guardrail };
+    return {
+      decision: "reject-futile",
+      reason: `equivalent: ${a.triggeredSamples} of ${n} requests would have gone elsewhere under the other arm's weights`,
+      guardrail,
+    };
   }
   const { statistic, pBetter, pWorse } = a.p95;
   const lower = a.candidate.p95TtftMs !== null && a.incumbent.p95TtftMs !== null && a.candidate.p95TtftMs < a.incumbent.p95TtftMs;
@@ -184,7 +195,7 @@ function look(s: TunerState, trial: TrialState): TunerStep | null {
   });
   trial.latest = analysis;
   trial.latestAlpha = alphaAtLook;
-  const verdict = decide(s, trial, analysis, alphaAtLook);
+  const verdict = decide(s, analysis, alphaAtLook);
   if (verdict === null) return null;
   return finish(s, trial, analysis, alphaAtLook, verdict);
 }

@@ -88,7 +88,6 @@ export interface TunerConfig {
   maxTrajectory: number;
 }
 
-
 /**
  * Step sizes that scale with the search box: σ0 = ¼ and σmax = ½ of the larger log-width
  * ln(hi/lo). Where in the box the optimum lies is not known in advance, and evolution strategies
@@ -97,7 +96,7 @@ export interface TunerConfig {
  * Measured on the short-prompt regime: σ0 = 0.6, 1.0 and 1.5 left the tuner 1.2–2.2× the optimum
  * after half the trace, where σ0 ≈ 2.3–3.2 reached it (packages/tuner/README.md).
  */
-export function sigmaForBounds(bounds: WeightBounds): { sigma0: number; sigmaMax: number } {
+function sigmaForBounds(bounds: WeightBounds): { sigma0: number; sigmaMax: number } {
   const width = Math.max(...WEIGHT_NAMES.map((name) => Math.log(bounds[name][1] / bounds[name][0])));
   const sigma0 = Math.max(0.25 * width, 0.1);
   return { sigma0, sigmaMax: Math.max(0.5 * width, sigma0) };
@@ -165,7 +164,7 @@ export function requireFiniteNumber(field: string, value: unknown): number {
   return value;
 }
 
-export function requirePositive(field: string, value: unknown): number {
+function requirePositive(field: string, value: unknown): number {
   const number = requireFiniteNumber(field, value);
   if (number <= 0) throw new TunerInputError(field, `expected a number > 0, received ${number}`);
   return number;
@@ -266,7 +265,8 @@ export function resolveConfig(partial: TunerConfigInput): TunerConfig {
   requireInteger("window", merged.window, 1);
   requireInteger("hop", merged.hop, 1);
   // hop only matters in paper mode; an A/B tuner with a small window must not trip over the default hop.
-  if (merged.evaluation === "paper" && merged.hop > merged.window) throw new TunerInputError("hop", `must not exceed window (${merged.window}), received ${merged.hop}`);
+  if (merged.evaluation === "paper" && merged.hop > merged.window)
+    throw new TunerInputError("hop", `must not exceed window (${merged.window}), received ${merged.hop}`);
   merged.bounds = validateBounds("bounds", merged.bounds);
   requirePositive("sigma0", merged.sigma0);
   requirePositive("sigmaMin", merged.sigmaMin);
@@ -300,14 +300,18 @@ function validateTrial(trial: TrialConfig): void {
   requireOpenFraction("trial.share", trial.share);
   requireInteger("trial.lookEvery", trial.lookEvery, 2);
   requireInteger("trial.maxSamples", trial.maxSamples, 2);
-  if (trial.maxSamples < trial.lookEvery) throw new TunerInputError("trial.maxSamples", `must be >= trial.lookEvery (${trial.lookEvery}), received ${trial.maxSamples}`);
+  if (trial.maxSamples < trial.lookEvery)
+    throw new TunerInputError("trial.maxSamples", `must be >= trial.lookEvery (${trial.lookEvery}), received ${trial.maxSamples}`);
   requireOpenFraction("trial.alpha", trial.alpha);
   requirePositive("trial.spendingRho", trial.spendingRho);
   requireFraction("trial.futilityP", trial.futilityP);
   requireInteger("trial.permutations", trial.permutations, 1);
   requireOpenFraction("trial.confidence", trial.confidence);
   if (typeof trial.cuped !== "boolean") throw new TunerInputError("trial.cuped", `expected a boolean, received ${describe(trial.cuped)}`);
-  if (typeof trial.repeatSuccess !== "boolean") throw new TunerInputError("trial.repeatSuccess", `expected a boolean, received ${describe(trial.repeatSuccess)}`);
-  if (typeof trial.mirroredSampling !== "boolean") throw new TunerInputError("trial.mirroredSampling", `expected a boolean, received ${describe(trial.mirroredSampling)}`);
-  if (typeof trial.triggeredOnly !== "boolean") throw new TunerInputError("trial.triggeredOnly", `expected a boolean, received ${describe(trial.triggeredOnly)}`);
+  if (typeof trial.repeatSuccess !== "boolean")
+    throw new TunerInputError("trial.repeatSuccess", `expected a boolean, received ${describe(trial.repeatSuccess)}`);
+  if (typeof trial.mirroredSampling !== "boolean")
+    throw new TunerInputError("trial.mirroredSampling", `expected a boolean, received ${describe(trial.mirroredSampling)}`);
+  if (typeof trial.triggeredOnly !== "boolean")
+    throw new TunerInputError("trial.triggeredOnly", `expected a boolean, received ${describe(trial.triggeredOnly)}`);
 }

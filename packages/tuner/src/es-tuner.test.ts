@@ -1,14 +1,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { PAPER_WEIGHT_BOUNDS as PAPER_BOUNDS, WEIGHT_BOUNDS as DEFAULT_BOUNDS } from "@meridian/routing/types";
+import { WEIGHT_BOUNDS as DEFAULT_BOUNDS } from "@meridian/routing/types";
 import { EsTuner, TunerInputError, type TunerStep, type Weights } from "./index";
 import { bowlTtftMs, drive, feed, noisyBowl, OPTIMUM, sample } from "./test-helpers";
 import { windowed } from "./test-helpers";
 
 function withinBounds(weights: Weights, bounds = DEFAULT_BOUNDS): boolean {
-  return (
-    weights.rtt >= bounds.rtt[0] && weights.rtt <= bounds.rtt[1] && weights.queue >= bounds.queue[0] && weights.queue <= bounds.queue[1]
-  );
+  return weights.rtt >= bounds.rtt[0] && weights.rtt <= bounds.rtt[1] && weights.queue >= bounds.queue[0] && weights.queue <= bounds.queue[1];
 }
 
 /** Closes one window of `count` samples under a fresh version with the given per-sample fields. */
@@ -135,7 +133,9 @@ test("on a noisy objective with a known optimum it converges within 10% of the o
 
 test("a guardrail rejects a candidate that puts >80% of requests on one replica even when its TTFT is best", () => {
   const concentrate = (guardrailsEnabled: boolean): TunerStep => {
-    const tuner = new EsTuner(windowed({ seed: 9, window: 10, guardrails: { enabled: guardrailsEnabled, e2eTolerance: 0.25, maxShare: 0.8, maxErrorRate: 0.05 } }));
+    const tuner = new EsTuner(
+      windowed({ seed: 9, window: 10, guardrails: { enabled: guardrailsEnabled, e2eTolerance: 0.25, maxShare: 0.8, maxErrorRate: 0.05 } }),
+    );
     closeWindow(tuner, 1, 10, (i) => sample(1, 1000, { replicaId: `r${i % 3}` }));
     // 9 of 10 on r0 (share 0.9), TTFT far better, E2E unchanged.
     return closeWindow(tuner, 2, 10, (i) => sample(2, 200, { replicaId: i === 0 ? "r1" : "r0", e2eMs: 2000 }));
@@ -236,7 +236,7 @@ test("static mode freezes the weights; manual mode routes the operator's weights
   assert.deepEqual(step.incumbent, { rtt: 0.7, queue: 0.3 });
 });
 
-test("setMode(\"online\") while tuning keeps the window; after convergence it restarts tuning", () => {
+test('setMode("online") while tuning keeps the window; after convergence it restarts tuning', () => {
   const tuner = new EsTuner(windowed({ seed: 3, window: 4 }));
   tuner.bind(1);
   feed(tuner, 3, () => sample(1, 100));
@@ -301,9 +301,16 @@ test("bad input throws TunerInputError naming the field", () => {
   expectError(() => new EsTuner(windowed({ seed: 1, window: 2.5 })), "window");
   expectError(() => new EsTuner({ seed: 1, evaluation: "paper", hop: 200 }), "hop");
   expectError(() => new EsTuner(windowed({ seed: Number.NaN })), "seed");
-  expectError(() => new EsTuner(windowed({ seed: 1, bounds: { rtt: [2, 0.05], queue: [0.05, 0.5] } })), "bounds.rtt", /lower bound 2 is above upper bound 0.05/);
+  expectError(
+    () => new EsTuner(windowed({ seed: 1, bounds: { rtt: [2, 0.05], queue: [0.05, 0.5] } })),
+    "bounds.rtt",
+    /lower bound 2 is above upper bound 0.05/,
+  );
   expectError(() => new EsTuner(windowed({ seed: 1, bounds: { rtt: [0, 1], queue: [0.05, 0.5] } })), "bounds.rtt[0]");
-  expectError(() => new EsTuner(windowed({ seed: 1, guardrails: { enabled: true, e2eTolerance: 0.25, maxShare: 1.5, maxErrorRate: 0.05 } })), "guardrails.maxShare");
+  expectError(
+    () => new EsTuner(windowed({ seed: 1, guardrails: { enabled: true, e2eTolerance: 0.25, maxShare: 1.5, maxErrorRate: 0.05 } })),
+    "guardrails.maxShare",
+  );
 
   const tuner = new EsTuner(windowed({ seed: 1 }));
   expectError(() => tuner.setManualWeights({ rtt: 0.5, queue: 0.9 }), "weights.queue", /0.9 is outside the bounds \[0.05, 0.5\]/);
@@ -329,4 +336,3 @@ test("a window with no first token at all never wins, guardrails or not", () => 
   assert.equal(empty.guardrail, "errors");
   assert.equal(empty.fitnessP95TtftMs, 5, "E2E p95 stands in so the step still carries a number");
 });
-

@@ -60,7 +60,10 @@ export function validateRestoredState(restored: TunerState, pendingTrial: boolea
   incumbent.errorRate ??= null;
   incumbent.guardrail ??= "pass";
   if (!INCUMBENT_GUARDRAILS.includes(incumbent.guardrail)) {
-    throw new TunerInputError("state.incumbent.guardrail", `expected one of ${INCUMBENT_GUARDRAILS.join(", ")}, received ${JSON.stringify(incumbent.guardrail)}`);
+    throw new TunerInputError(
+      "state.incumbent.guardrail",
+      `expected one of ${INCUMBENT_GUARDRAILS.join(", ")}, received ${JSON.stringify(incumbent.guardrail)}`,
+    );
   }
   for (const step of restored.trajectory ?? []) step.incumbentGuardrail ??= "pass";
   restored.current.trial ??= null;

@@ -2,10 +2,33 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { EsTuner, sampleFromEvent, type TunerTelemetry } from "./index";
 
-const ok: TunerTelemetry = { configVersion: 3, ttftMs: 120, e2eMs: 900, replicaId: "r1", status: 200, error: null, inputTokens: 800, sessionKey: "s1", trialId: "1-abc", arm: "candidate", triggered: true };
+const ok: TunerTelemetry = {
+  configVersion: 3,
+  ttftMs: 120,
+  e2eMs: 900,
+  replicaId: "r1",
+  status: 200,
+  error: null,
+  inputTokens: 800,
+  sessionKey: "s1",
+  trialId: "1-abc",
+  arm: "candidate",
+  triggered: true,
+};
 
 test("a served request is a sample with its trial fields; a 5xx, a 429 and a transport error are failed samples", () => {
-  assert.deepEqual(sampleFromEvent(ok), { configVersion: 3, ttftMs: 120, e2eMs: 900, replicaId: "r1", ok: true, trialId: "1-abc", arm: "candidate", triggered: true, sessionKey: "s1", inputTokens: 800 });
+  assert.deepEqual(sampleFromEvent(ok), {
+    configVersion: 3,
+    ttftMs: 120,
+    e2eMs: 900,
+    replicaId: "r1",
+    ok: true,
+    trialId: "1-abc",
+    arm: "candidate",
+    triggered: true,
+    sessionKey: "s1",
+    inputTokens: 800,
+  });
   for (const failed of [{ status: 502 }, { status: 429 }, { status: 200, error: "upstream reset" }]) {
     assert.equal(sampleFromEvent({ ...ok, ...failed, ttftMs: null })!.ok, false, JSON.stringify(failed));
   }

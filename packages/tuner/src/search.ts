@@ -63,13 +63,7 @@ export function adaptSigma(outcomes: boolean[], success: boolean, sigma: number,
  * Not a hard reset to σ0: a tuner settled right at the share cap sees its incumbent flip in and out of
  * violation on sampling noise, and resetting σ on every flip kept it from converging.
  */
-export function sigmaWhileViolating(
-  sigma: number,
-  sigmaBefore: number,
-  config: TunerConfig,
-  incumbent: IncumbentGuardrail,
-  rejectedViolator: boolean,
-): number {
+export function sigmaWhileViolating(sigma: number, sigmaBefore: number, config: TunerConfig, incumbent: IncumbentGuardrail, rejectedViolator: boolean): number {
   if (incumbent === "pass") return sigma;
   let next = Math.min(Math.max(sigma, sigmaBefore, config.sigma0 / 2), config.sigmaMax);
   if (rejectedViolator) next = Math.min(next / config.sigmaFactor, config.sigmaMax);

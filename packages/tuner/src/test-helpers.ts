@@ -7,7 +7,7 @@ import { armOf } from "./trial/arm";
 export type SampleSource = (weights: Weights, version: number, rng: PrngState) => TunerSample;
 
 /** Publishes current() under a fresh version, feeds samples until a window closes, returns the step. */
-export function runOneWindow(tuner: EsTuner, source: SampleSource, rng: PrngState, nextVersion: () => number): TunerStep {
+function runOneWindow(tuner: EsTuner, source: SampleSource, rng: PrngState, nextVersion: () => number): TunerStep {
   const { weights } = tuner.current();
   const version = nextVersion();
   tuner.bind(version);
@@ -77,7 +77,7 @@ export function hackNearestShare(weights: Weights): number {
 }
 
 /** Noise-free TTFT scale: concentrating load looks *better* (lower W_queue → lower TTFT), the hack's lure. */
-export function hackTtftMs(weights: Weights): number {
+function hackTtftMs(weights: Weights): number {
   return 200 * (weights.queue / HACK_BOUNDS.queue[0]) ** 0.3 * (1 + 0.5 * Math.log(weights.rtt / OPTIMUM.rtt) ** 2);
 }
 
@@ -97,7 +97,9 @@ export const hackedFleet: SampleSource = (weights, version, rng) => {
  * hop = window scores consecutive, non-overlapping windows, which is exactly what the drivers above
  * feed (one window per published weights).
  */
-export function windowed<T extends { seed: number; window?: number; hop?: number; bounds?: unknown }>(config: T): T & { evaluation: "paper"; window: number; hop: number } {
+export function windowed<T extends { seed: number; window?: number; hop?: number; bounds?: unknown }>(
+  config: T,
+): T & { evaluation: "paper"; window: number; hop: number } {
   const window = config.window ?? 128;
   return { bounds: PAPER_BOUNDS, sigma0: 0.5, sigmaMax: 2, ...config, evaluation: "paper", window, hop: window };
 }
@@ -137,7 +139,7 @@ export function driveTrials(
 }
 
 /** Load that drifts by ±40 % over about 2,000 requests, common to every request at that moment. */
-export function driftingLoad(t: number): number {
+function driftingLoad(t: number): number {
   return 1 + 0.4 * Math.sin(t / 320);
 }
 

@@ -23,7 +23,7 @@ export function LandscapeView({ result }: { result: GridResult }) {
           points={result.points}
           optimum={optimum}
           incumbent={tuner.data?.incumbent ?? null}
-          trajectory={(tuner.data?.steps ?? []).map((s) => ({ weights: s.weights, accepted: s.accepted }))}
+          trajectory={(tuner.data?.steps ?? []).map((s) => ({ step: s.step, weights: s.weights, accepted: s.accepted }))}
         />
         <div>
           <label className="inline-label">
@@ -69,8 +69,9 @@ export function LandscapeView({ result }: { result: GridResult }) {
             </tbody>
           </table>
           <p className="muted small">
-            The defaults give {defaults.p95_ratio_to_optimum?.toFixed(2) ?? "–"}× the optimum's p95 TTFT on this workload, {defaults.log_distance_to_optimum.toFixed(2)} away in log-weight
-            space. The landscape is simulated with the same weights on every LB; the live tuner tunes one LB on live traffic.
+            The defaults give {defaults.p95_ratio_to_optimum?.toFixed(2) ?? "–"}× the optimum's p95 TTFT on this workload,{" "}
+            {defaults.log_distance_to_optimum.toFixed(2)} away in log-weight space. The landscape is simulated with the same weights on every LB; the live tuner
+            tunes one LB on live traffic.
           </p>
         </div>
       </div>

@@ -213,15 +213,31 @@ export function SettingsForm({ lbId, state }: { lbId: string; state: TunerState 
           <>
             <label>
               Candidate share of sessions
-              <input type="number" step="any" value={trial.share} onChange={(e) => setTrial((t) => ({ ...t, share: e.target.value }))} data-testid="tuner-trial-share" />
+              <input
+                type="number"
+                step="any"
+                value={trial.share}
+                onChange={(e) => setTrial((t) => ({ ...t, share: e.target.value }))}
+                data-testid="tuner-trial-share"
+              />
             </label>
             <label>
               Look every (samples)
-              <input type="number" value={trial.lookEvery} onChange={(e) => setTrial((t) => ({ ...t, lookEvery: e.target.value }))} data-testid="tuner-trial-look" />
+              <input
+                type="number"
+                value={trial.lookEvery}
+                onChange={(e) => setTrial((t) => ({ ...t, lookEvery: e.target.value }))}
+                data-testid="tuner-trial-look"
+              />
             </label>
             <label>
               Trial cap (samples)
-              <input type="number" value={trial.maxSamples} onChange={(e) => setTrial((t) => ({ ...t, maxSamples: e.target.value }))} data-testid="tuner-trial-cap" />
+              <input
+                type="number"
+                value={trial.maxSamples}
+                onChange={(e) => setTrial((t) => ({ ...t, maxSamples: e.target.value }))}
+                data-testid="tuner-trial-cap"
+              />
             </label>
           </>
         ) : (

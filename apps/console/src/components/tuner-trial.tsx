@@ -60,9 +60,20 @@ function ArmBars({ trial }: { trial: LiveTrialView }) {
         const colour = arm === "candidate" ? "#f28e2b" : "#4e79a7";
         return (
           <g key={arm}>
-            <line x1={x(lo)} x2={x(hi)} y1={yy} y2={yy} stroke={colour} strokeWidth={6} strokeOpacity={0.35} strokeDasharray={ivl[arm].hi == null ? "4 3" : undefined} />
+            <line
+              x1={x(lo)}
+              x2={x(hi)}
+              y1={yy}
+              y2={yy}
+              stroke={colour}
+              strokeWidth={6}
+              strokeOpacity={0.35}
+              strokeDasharray={ivl[arm].hi == null ? "4 3" : undefined}
+            />
             {p95[arm] != null ? <circle cx={x(p95[arm]!)} cy={yy} r={5} fill={colour} /> : null}
-            <text x={8} y={yy - 8} fontSize={9} fill="#8a94a6">{arm}</text>
+            <text x={8} y={yy - 8} fontSize={9} fill="#8a94a6">
+              {arm}
+            </text>
           </g>
         );
       })}
@@ -72,7 +83,11 @@ function ArmBars({ trial }: { trial: LiveTrialView }) {
 
 export function LiveTrialPanel({ trial, last }: { trial: LiveTrialView | null; last: TrialDecisionView | null }) {
   if (!trial) {
-    return <div className="state state-empty" data-testid="tuner-trial-none">No trial running. Start online tuning: each trial routes a share of sessions with a candidate's weights.</div>;
+    return (
+      <div className="state state-empty" data-testid="tuner-trial-none">
+        No trial running. Start online tuning: each trial routes a share of sessions with a candidate's weights.
+      </div>
+    );
   }
   const total = trial.samples.incumbent + trial.samples.candidate;
   return (
@@ -86,13 +101,36 @@ export function LiveTrialPanel({ trial, last }: { trial: LiveTrialView | null; l
             </span>
           }
         />
-        <Stat label="Candidate" value={<span data-testid="tuner-trial-candidate">{fmtWeight(trial.candidate.rtt)} / {fmtWeight(trial.candidate.queue)}</span>} />
+        <Stat
+          label="Candidate"
+          value={
+            <span data-testid="tuner-trial-candidate">
+              {fmtWeight(trial.candidate.rtt)} / {fmtWeight(trial.candidate.queue)}
+            </span>
+          }
+        />
         <Stat label="Incumbent" value={`${fmtWeight(trial.incumbent.rtt)} / ${fmtWeight(trial.incumbent.queue)}`} />
-        <Stat label="Samples (incumbent + candidate)" value={<span data-testid="tuner-trial-samples">{trial.samples.incumbent} + {trial.samples.candidate}</span>} />
+        <Stat
+          label="Samples (incumbent + candidate)"
+          value={
+            <span data-testid="tuner-trial-samples">
+              {trial.samples.incumbent} + {trial.samples.candidate}
+            </span>
+          }
+        />
         <Stat label="Progress" value={`${total} / ${trial.maxSamples}`} />
       </div>
       <table className="table compact" data-testid="tuner-trial-arms">
-        <thead><tr><th>Arm</th><th className="num">Share</th><th className="num">Samples</th><th className="num">Routed differently</th><th className="num">p95 TTFT</th><th>95 % interval</th></tr></thead>
+        <thead>
+          <tr>
+            <th>Arm</th>
+            <th className="num">Share</th>
+            <th className="num">Samples</th>
+            <th className="num">Routed differently</th>
+            <th className="num">p95 TTFT</th>
+            <th>95 % interval</th>
+          </tr>
+        </thead>
         <tbody>
           {(["incumbent", "candidate"] as const).map((arm) => (
             <tr key={arm} data-testid={`tuner-trial-arm-${arm}`}>

@@ -23,5 +23,7 @@ export type GridResult = Pick<GridJson, "points" | "optimum" | "defaults" | "bou
 /** Null when the stored result is not a `meridian-sim grid` landscape. */
 export function asGridResult(value: unknown): GridResult | null {
   if (!isObject(value) || !Array.isArray(value.points) || !isObject(value.optimum) || !isObject(value.defaults)) return null;
-  return value.points.every((p) => isObject(p) && typeof p.rtt === "number" && typeof p.queue === "number" && isObject(p.ttft_ms)) ? (value as unknown as GridResult) : null;
+  return value.points.every((p) => isObject(p) && typeof p.rtt === "number" && typeof p.queue === "number" && isObject(p.ttft_ms))
+    ? (value as unknown as GridResult)
+    : null;
 }

@@ -59,13 +59,28 @@ export function readCommon(flags: FlagReader): CommonOptions {
     throw new UsageError(shiftRaw === undefined ? "--shift-at needs --shift-clients" : `--shift-at: expected a fraction in [0, 1], got ${atFraction}`);
   }
   const shift = shiftRaw === undefined ? null : { clients: parseRegionWeights("shift-clients", shiftRaw, spec.regions), atFraction: atFraction ?? 0.5 };
-  return { spec, tracePath, fromMs, toMs, timeScale, seed, json: flags.bool("json"), quiet: flags.bool("quiet"), spreadTicks: flags.bool("spread-ticks"), promptFactor, shift };
+  return {
+    spec,
+    tracePath,
+    fromMs,
+    toMs,
+    timeScale,
+    seed,
+    json: flags.bool("json"),
+    quiet: flags.bool("quiet"),
+    spreadTicks: flags.bool("spread-ticks"),
+    promptFactor,
+    shift,
+  };
 }
 
 export function readPolicies(flags: FlagReader, fallback: readonly string[]): string[] {
   const raw = flags.string("policies");
   if (raw === undefined) return [...fallback];
-  const names = raw.split(",").map((s) => s.trim()).filter((s) => s.length > 0);
+  const names = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   if (names.length === 0) throw new UsageError("--policies: expected a comma-separated list of policy names");
   for (const name of names) {
     if (!isComparePolicy(name)) throw new UsageError(`unknown policy "${name}" (expected one of ${COMPARE_POLICY_NAMES.join(", ")})`);

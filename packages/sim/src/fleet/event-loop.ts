@@ -97,7 +97,13 @@ export class FleetRun implements LbTransport<Flight> {
     const tunerOptions = options.tuner;
     if (!tunerOptions) this.tunerOf = spec.lbs.map(() => null);
     else if (tunerOptions.scope === "fleet") {
-      const fleet = new TunerDriver("fleet", spec.lbs.map((lb) => lb.id), tunerOptions, mixSeed(seed, 0x7a11), initialWeights);
+      const fleet = new TunerDriver(
+        "fleet",
+        spec.lbs.map((lb) => lb.id),
+        tunerOptions,
+        mixSeed(seed, 0x7a11),
+        initialWeights,
+      );
       this.tunerOf = spec.lbs.map(() => fleet);
     } else this.tunerOf = spec.lbs.map((lb, idx) => new TunerDriver(lb.id, [lb.id], tunerOptions, mixSeed(seed, 0x7a11 + idx), initialWeights));
     this.tuners = [...new Set(this.tunerOf.filter((t): t is TunerDriver => t !== null))];

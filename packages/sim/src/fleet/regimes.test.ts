@@ -50,7 +50,14 @@ test("busy but clears: the chosen load clears, the next heavier one on the grid 
   const rows = await loadTrace(bundledTracePath());
   const built = new Map<number, SimRequest[]>();
   const at = (scale: number) => {
-    if (!built.has(scale)) built.set(scale, buildSimRequests(rows.map((r) => ({ ...r, timestampMs: r.timestampMs * scale })), paper).requests);
+    if (!built.has(scale))
+      built.set(
+        scale,
+        buildSimRequests(
+          rows.map((r) => ({ ...r, timestampMs: r.timestampMs * scale })),
+          paper,
+        ).requests,
+      );
     return built.get(scale)!;
   };
   const busy = busyButClears(paper, at);
@@ -66,7 +73,14 @@ test("busy but clears: the chosen load clears, the next heavier one on the grid 
 
 test("busy but clears on a workload too short to load the fleet says so instead of inventing a load", async () => {
   const rows = await rowsPromise;
-  const at = (scale: number) => scalePrompts(buildSimRequests(rows.map((r) => ({ ...r, timestampMs: r.timestampMs * scale })), spec).requests, 0.05);
+  const at = (scale: number) =>
+    scalePrompts(
+      buildSimRequests(
+        rows.map((r) => ({ ...r, timestampMs: r.timestampMs * scale })),
+        spec,
+      ).requests,
+      0.05,
+    );
   const busy = busyButClears(spec, at);
   assert.equal(busy.limitedBy, "span");
   assert.ok(busy.probes.every((p) => p.clears));

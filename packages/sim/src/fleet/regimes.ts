@@ -72,7 +72,11 @@ export interface BusyLoad {
  * arrival within CLEARS_WITHIN × the unloaded E2E p95; return the last load that did. `workloadAt`
  * builds the workload at a time scale (inter-arrival times multiplied).
  */
-export function busyButClears(spec: FleetSpec, workloadAt: (timeScale: number) => readonly SimRequest[], options: { seed?: number; weights?: Weights } = {}): BusyLoad {
+export function busyButClears(
+  spec: FleetSpec,
+  workloadAt: (timeScale: number) => readonly SimRequest[],
+  options: { seed?: number; weights?: Weights } = {},
+): BusyLoad {
   const seed = options.seed ?? 1;
   const weights = options.weights ?? { ...DEFAULT_WEIGHTS };
   const run = (timeScale: number) => simulateFleet(spec, workloadAt(timeScale), { policy: "gorgo", seed, weights }).summary;

@@ -163,4 +163,3 @@ export interface GridJson {
     log_distance_to_optimum: number;
   };
 }
-

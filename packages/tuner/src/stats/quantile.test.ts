@@ -14,7 +14,13 @@ test("normal CDF and quantile invert each other and match tabulated values", () 
 });
 
 test("nearest-rank p95 of 1..100 is 95, of one sample is that sample, of none is null", () => {
-  assert.equal(percentile(Array.from({ length: 100 }, (_, i) => i + 1), 0.95), 95);
+  assert.equal(
+    percentile(
+      Array.from({ length: 100 }, (_, i) => i + 1),
+      0.95,
+    ),
+    95,
+  );
   assert.equal(percentile([7], 0.95), 7);
   assert.equal(percentile([], 0.95), null);
 });

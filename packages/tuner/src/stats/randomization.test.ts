@@ -26,7 +26,9 @@ test("under the null the p-value is uniform: P(p ≤ 0.05) ≈ 0.05, even with s
     const units = sessions(rng, 60, 5, 0.5, 0, 2);
     if (randomizationTest(units, 0.5, 199, uniform).pBetter <= 0.05) rejections++;
     // The same data re-randomized per request instead of per session ignores the clustering.
-    const perRequest: RandomizationUnit[] = units.flatMap((u) => Array.from({ length: u.count }, () => ({ candidate: u.candidate, sum: u.sum / u.count, count: 1 })));
+    const perRequest: RandomizationUnit[] = units.flatMap((u) =>
+      Array.from({ length: u.count }, () => ({ candidate: u.candidate, sum: u.sum / u.count, count: 1 })),
+    );
     if (randomizationTest(perRequest, 0.5, 199, uniform).pBetter <= 0.05) naiveRejections++;
   }
   const rate = rejections / reps;
@@ -50,7 +52,15 @@ test("an arm with no analysed sample gives no statistic and p = 1; p is never be
     const rng = seedPrng(1);
     return () => nextUniform(rng);
   })();
-  const empty = randomizationTest([{ candidate: true, sum: 3, count: 3 }, { candidate: false, sum: 0, count: 0 }], 0.5, 99, uniform);
+  const empty = randomizationTest(
+    [
+      { candidate: true, sum: 3, count: 3 },
+      { candidate: false, sum: 0, count: 0 },
+    ],
+    0.5,
+    99,
+    uniform,
+  );
   assert.deepEqual(empty, { statistic: null, pBetter: 1, pWorse: 1, permutations: 0 });
   const units = Array.from({ length: 40 }, (_, i) => ({ candidate: i % 2 === 0, sum: i % 2 === 0 ? 0 : 10, count: 1 }));
   assert.equal(randomizationTest(units, 0.5, 99, uniform).pBetter, 1 / 100);

@@ -11,12 +11,18 @@ function uniformOf(rng: PrngState): () => number {
 const OPTIONS = { share: 0.5, permutations: 499, confidence: 0.95, cuped: false };
 
 /** Requests of `sessions` two-turn sessions; `ttft(arm, rng, i)` draws each latency. */
-function trial(rng: PrngState, sessions: number, ttft: (arm: TrialSample["arm"], rng: PrngState) => number, extra: (arm: TrialSample["arm"], i: number) => Partial<TrialSample> = () => ({})): TrialSample[] {
+function trial(
+  rng: PrngState,
+  sessions: number,
+  ttft: (arm: TrialSample["arm"], rng: PrngState) => number,
+  extra: (arm: TrialSample["arm"], i: number) => Partial<TrialSample> = () => ({}),
+): TrialSample[] {
   const samples: TrialSample[] = [];
   for (let s = 0; s < sessions; s++) {
     const sessionKey = `s${s}`;
     const arm = armOf(sessionKey, "salt", 0.5);
-    for (let k = 0; k < 2; k++) samples.push({ arm, ttftMs: ttft(arm, rng), e2eMs: 1000, replicaId: `r${samples.length % 3}`, ok: true, sessionKey, ...extra(arm, samples.length) });
+    for (let k = 0; k < 2; k++)
+      samples.push({ arm, ttftMs: ttft(arm, rng), e2eMs: 1000, replicaId: `r${samples.length % 3}`, ok: true, sessionKey, ...extra(arm, samples.length) });
   }
   return samples;
 }

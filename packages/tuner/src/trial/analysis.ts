@@ -81,7 +81,12 @@ export interface TrialAnalysisOptions {
 
 const Q = 0.95;
 
-function summarize(samples: readonly TrialSample[], lbTotal: number, peers: Readonly<Record<string, number>>, confidence: number): Omit<ArmSummary, "triggered"> & { triggered: number } {
+function summarize(
+  samples: readonly TrialSample[],
+  lbTotal: number,
+  peers: Readonly<Record<string, number>>,
+  confidence: number,
+): Omit<ArmSummary, "triggered"> & { triggered: number } {
   const ttfts: number[] = [];
   const e2es: number[] = [];
   const perReplica = new Map<string, number>();

@@ -15,10 +15,38 @@ test("progress lines of meridian-sim", () => {
 });
 
 test("a what-if grid runs meridian-sim grid with its preset, prompt factor and points; a comparison runs compare", () => {
-  assert.deepEqual(simArgs({ kind: "grid", traceId: "t", timeScale: 0.05, policies: [], fromMs: 0, toMs: 60_000, grid: { preset: "global", promptFactor: 0.05, points: 5 } }, "/t.jsonl"), [
-    "grid", "--trace", "/t.jsonl", "--time-scale", "0.05", "--preset", "global", "--prompt-factor", "0.05", "--points", "5", "--from-ms", "0", "--to-ms", "60000",
+  assert.deepEqual(
+    simArgs(
+      { kind: "grid", traceId: "t", timeScale: 0.05, policies: [], fromMs: 0, toMs: 60_000, grid: { preset: "global", promptFactor: 0.05, points: 5 } },
+      "/t.jsonl",
+    ),
+    [
+      "grid",
+      "--trace",
+      "/t.jsonl",
+      "--time-scale",
+      "0.05",
+      "--preset",
+      "global",
+      "--prompt-factor",
+      "0.05",
+      "--points",
+      "5",
+      "--from-ms",
+      "0",
+      "--to-ms",
+      "60000",
+    ],
+  );
+  assert.deepEqual(simArgs({ traceId: "t", timeScale: 2, policies: ["gorgo", "random"] }, "/t.jsonl"), [
+    "compare",
+    "--trace",
+    "/t.jsonl",
+    "--policies",
+    "gorgo,random",
+    "--time-scale",
+    "2",
   ]);
-  assert.deepEqual(simArgs({ traceId: "t", timeScale: 2, policies: ["gorgo", "random"] }, "/t.jsonl"), ["compare", "--trace", "/t.jsonl", "--policies", "gorgo,random", "--time-scale", "2"]);
 });
 
 describe("experiments", () => {

@@ -40,7 +40,20 @@ export function simArgs(params: ExperimentParams, tracePath: string): string[] {
   ];
   if (params.kind === "grid") {
     const grid = params.grid ?? { preset: "paper", promptFactor: 1, points: 7 };
-    return ["grid", "--trace", tracePath, "--time-scale", String(params.timeScale), "--preset", grid.preset, "--prompt-factor", String(grid.promptFactor), "--points", String(grid.points), ...window];
+    return [
+      "grid",
+      "--trace",
+      tracePath,
+      "--time-scale",
+      String(params.timeScale),
+      "--preset",
+      grid.preset,
+      "--prompt-factor",
+      String(grid.promptFactor),
+      "--points",
+      String(grid.points),
+      ...window,
+    ];
   }
   return ["compare", "--trace", tracePath, "--policies", params.policies.join(","), "--time-scale", String(params.timeScale), ...window];
 }

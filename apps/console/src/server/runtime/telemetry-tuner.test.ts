@@ -52,7 +52,11 @@ describe("TelemetryHub and TunerService", () => {
   });
 
   test("the tuner trials candidates on the LB's tagged events, pushes the next trial and persists every step", async () => {
-    updateTuner(h.rt, OPERATOR, { lbId: "lb-a", trial: { lookEvery: 10, maxSamples: 40 }, guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 1, maxErrorRate: 0.5 } });
+    updateTuner(h.rt, OPERATOR, {
+      lbId: "lb-a",
+      trial: { lookEvery: 10, maxSamples: 40 },
+      guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 1, maxErrorRate: 0.5 },
+    });
     startTuner(h.rt, OPERATOR, { lbId: "lb-a" });
     const before = tunerByLb(h.rt, { lbId: "lb-a" });
     assert.equal(before.mode, "online");

@@ -35,7 +35,12 @@ function event(partial: Partial<TelemetryEvent> = {}): TelemetryEvent {
 }
 
 /** Events of the running trial, as the LB would send them: each its own session, tagged with its arm. */
-function trialEvents(rt: ConsoleRuntime, n: number, ttft: (arm: "incumbent" | "candidate", i: number) => number, partial: Partial<TelemetryEvent> = {}): TelemetryEvent[] {
+function trialEvents(
+  rt: ConsoleRuntime,
+  n: number,
+  ttft: (arm: "incumbent" | "candidate", i: number) => number,
+  partial: Partial<TelemetryEvent> = {},
+): TelemetryEvent[] {
   const trial = rt.tuners.ensure(LB).tuner.current().trial;
   assert.ok(trial, "a trial is running");
   return Array.from({ length: n }, (_, i) => {
@@ -53,7 +58,10 @@ const ingest = (rt: ConsoleRuntime, events: TelemetryEvent[]) => {
 function decideTrial(rt: ConsoleRuntime): void {
   const before = tunerByLb(rt, { lbId: LB }).steps.length;
   for (let round = 0; round < 10 && tunerByLb(rt, { lbId: LB }).steps.length === before; round += 1) {
-    ingest(rt, trialEvents(rt, 10, (arm, i) => (arm === "candidate" ? 900 : 100) + i));
+    ingest(
+      rt,
+      trialEvents(rt, 10, (arm, i) => (arm === "candidate" ? 900 : 100) + i),
+    );
   }
   assert.equal(tunerByLb(rt, { lbId: LB }).steps.length, before + 1, "the trial was decided");
 }
@@ -104,7 +112,10 @@ describe("TunerService (in-process)", () => {
     assert.deepEqual(config.weights, started.weights);
     assert.equal(h.rt.db.select().from(loadBalancers).get()!.trialJson, JSON.stringify(h.rt.tuners.ensure(LB).tuner.current().trial));
 
-    ingest(h.rt, trialEvents(h.rt, 10, (arm) => (arm === "candidate" ? 900 : 100)));
+    ingest(
+      h.rt,
+      trialEvents(h.rt, 10, (arm) => (arm === "candidate" ? 900 : 100)),
+    );
     const decided = tunerByLb(h.rt, { lbId: LB });
     assert.equal(decided.steps.length, 1);
     const step = decided.steps[0]!;
@@ -123,16 +134,31 @@ describe("TunerService (in-process)", () => {
     startTuner(h.rt, OPERATOR, { lbId: LB });
     const versions = () => h.rt.db.select().from(lbConfigs).all().length;
     const before = versions();
-    ingest(h.rt, trialEvents(h.rt, 96, () => 0, { status: 400, error: "bad request", ttftMs: null }));
-    ingest(h.rt, trialEvents(h.rt, 30, () => 0, { status: 499, error: "client closed request", ttftMs: null }));
-    ingest(h.rt, trialEvents(h.rt, 30, () => 100, { trialId: "1-feedface" }));
-    ingest(h.rt, Array.from({ length: 30 }, () => event({ ttftMs: 100 })));
+    ingest(
+      h.rt,
+      trialEvents(h.rt, 96, () => 0, { status: 400, error: "bad request", ttftMs: null }),
+    );
+    ingest(
+      h.rt,
+      trialEvents(h.rt, 30, () => 0, { status: 499, error: "client closed request", ttftMs: null }),
+    );
+    ingest(
+      h.rt,
+      trialEvents(h.rt, 30, () => 100, { trialId: "1-feedface" }),
+    );
+    ingest(
+      h.rt,
+      Array.from({ length: 30 }, () => event({ ttftMs: 100 })),
+    );
     const after = tunerByLb(h.rt, { lbId: LB });
     assert.equal(after.steps.length, 0, "no candidate rejected");
     assert.deepEqual(after.trial!.samples, { incumbent: 0, candidate: 0 });
     assert.equal(versions(), before, "no config pushed");
     // A 5xx is the routing's business: it counts, as a failure.
-    ingest(h.rt, trialEvents(h.rt, 4, () => 100, { status: 502, error: "upstream failed", ttftMs: null }));
+    ingest(
+      h.rt,
+      trialEvents(h.rt, 4, () => 100, { status: 502, error: "upstream failed", ttftMs: null }),
+    );
     const counted = tunerByLb(h.rt, { lbId: LB }).trial!.samples;
     assert.equal(counted.incumbent + counted.candidate, 4);
   });
@@ -140,7 +166,14 @@ describe("TunerService (in-process)", () => {
   test("trial pushes are rate-limited: a trial decided sooner waits, then goes out", () => {
     updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
     startTuner(h.rt, OPERATOR, { lbId: LB });
-    const pushedTrials = () => new Set(h.rt.db.select().from(lbConfigs).all().map((row) => (JSON.parse(row.json) as LbConfig).trial?.id)).size;
+    const pushedTrials = () =>
+      new Set(
+        h.rt.db
+          .select()
+          .from(lbConfigs)
+          .all()
+          .map((row) => (JSON.parse(row.json) as LbConfig).trial?.id),
+      ).size;
     decideTrial(h.rt);
     const first = pushedTrials();
     const pending = h.rt.tuners.ensure(LB).tuner.current();
@@ -156,7 +189,10 @@ describe("TunerService (in-process)", () => {
   test("stop freezes the incumbent and takes the trial out of the config; stopped means stopped", () => {
     updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
     startTuner(h.rt, OPERATOR, { lbId: LB });
-    ingest(h.rt, trialEvents(h.rt, 5, () => 100));
+    ingest(
+      h.rt,
+      trialEvents(h.rt, 5, () => 100),
+    );
     stopTuner(h.rt, OPERATOR, { lbId: LB });
     const stopped = tunerByLb(h.rt, { lbId: LB });
     assert.equal(stopped.mode, "static");
@@ -165,7 +201,10 @@ describe("TunerService (in-process)", () => {
     assert.equal(latestConfig(h.rt).trial, undefined);
     assert.equal(h.rt.db.select().from(loadBalancers).get()!.trialJson, null);
     const steps = stopped.steps.length;
-    ingest(h.rt, Array.from({ length: 40 }, () => event()));
+    ingest(
+      h.rt,
+      Array.from({ length: 40 }, () => event()),
+    );
     assert.equal(tunerByLb(h.rt, { lbId: LB }).steps.length, steps);
   });
 
@@ -214,7 +253,10 @@ describe("TunerService (in-process)", () => {
     const d = tunerByLb(h.rt, { lbId: LB });
     assert.equal(d.role, "remeasure");
     assert.equal(d.trial, null);
-    ingest(h.rt, Array.from({ length: 8 }, () => event({ configVersion: d.boundVersion! })));
+    ingest(
+      h.rt,
+      Array.from({ length: 8 }, () => event({ configVersion: d.boundVersion! })),
+    );
     assert.equal(tunerByLb(h.rt, { lbId: LB }).steps[0]?.kind, "remeasure");
   });
 });

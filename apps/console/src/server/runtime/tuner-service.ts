@@ -27,7 +27,7 @@ import { describeTuner } from "./tuner-view";
 export type { TunerSettings, TunerSettingsPatch } from "./tuner-settings";
 
 /** Trial pushes to one LB come at most this often by default. */
-export const MIN_TRIAL_PUSH_INTERVAL_MS = 5_000;
+const MIN_TRIAL_PUSH_INTERVAL_MS = 5_000;
 
 /** What the tuner service uses, and nothing else. */
 export interface TunerServiceDeps {
@@ -117,7 +117,14 @@ export class TunerService {
       run = created.run;
       tuner = created.tuner;
     }
-    const live: LiveTuner = { runId: run.id, tuner, running: run.running, settings: settingsOf(tuner.state().config), lastTrialPushAt: -Infinity, pendingPush: null };
+    const live: LiveTuner = {
+      runId: run.id,
+      tuner,
+      running: run.running,
+      settings: settingsOf(tuner.state().config),
+      lastTrialPushAt: -Infinity,
+      pendingPush: null,
+    };
     this.tuners.set(lbId, live);
     return live;
   }

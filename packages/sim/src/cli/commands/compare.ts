@@ -43,6 +43,9 @@ export async function runCompare(flags: FlagReader): Promise<void> {
     ),
   );
   for (const p of json.policies) {
-    if (p.tuner) console.log(`\n${p.name}: tuned to rtt=${p.tuner.weights.rtt}, queue=${p.tuner.weights.queue} in ${p.tuner.steps} steps (converged: ${p.tuner.converged})`);
+    if (p.tuner)
+      console.log(
+        `\n${p.name}: tuned to rtt=${p.tuner.weights.rtt}, queue=${p.tuner.weights.queue} in ${p.tuner.steps} steps (converged: ${p.tuner.converged})`,
+      );
   }
 }

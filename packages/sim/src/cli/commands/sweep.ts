@@ -18,7 +18,14 @@ export async function runSweep(flags: FlagReader): Promise<void> {
   flags.rejectUnknown();
   // The same requests per scale, inter-arrival times multiplied.
   const workload = await loadWorkload(common);
-  const json = sweep({ spec: common.spec, seed: common.seed, weights, onProgress: progressReporter(common.quiet) }, scales, policies, tuner, (scale) => workload.at(scale), rule);
+  const json = sweep(
+    { spec: common.spec, seed: common.seed, weights, onProgress: progressReporter(common.quiet) },
+    scales,
+    policies,
+    tuner,
+    (scale) => workload.at(scale),
+    rule,
+  );
   if (common.json) return writeJson(json);
   console.log(describeRun(common, 1, workload.rows, 0));
   console.log(

@@ -16,7 +16,9 @@ export async function runTune(flags: FlagReader): Promise<void> {
   const { json } = tune(experimentBase(common, requests, weights), tuner);
   if (common.json) return writeJson({ ...json, ...(busy ? { time_scale: timeScale, busy_load: busy } : {}) });
   console.log(describeRun(common, timeScale, requests.length, workload.droppedTooLong));
-  console.log(`tuner: ${tuner.evaluation} evaluation, scope ${tuner.scope ?? "lb"}, guardrails ${tuner.guardrails ? "on" : "off"}, start rtt=${weights.rtt} queue=${weights.queue}\n`);
+  console.log(
+    `tuner: ${tuner.evaluation} evaluation, scope ${tuner.scope ?? "lb"}, guardrails ${tuner.guardrails ? "on" : "off"}, start rtt=${weights.rtt} queue=${weights.queue}\n`,
+  );
   for (const t of json.tuners) {
     console.log(t.lb === "fleet" ? "fleet tuner (every LB):" : `tuner of ${t.lb}:`);
     console.log(
@@ -37,7 +39,9 @@ export async function runTune(flags: FlagReader): Promise<void> {
         ]),
       ),
     );
-    console.log(`learned weights: rtt=${t.weights.rtt}, queue=${t.weights.queue}; best after ${t.samples_to_best} of ${t.samples_seen} samples; ${t.steps} steps; converged: ${t.converged}\n`);
+    console.log(
+      `learned weights: rtt=${t.weights.rtt}, queue=${t.weights.queue}; best after ${t.samples_to_best} of ${t.samples_seen} samples; ${t.steps} steps; converged: ${t.converged}\n`,
+    );
   }
   console.log(
     `tuning run: TTFT p95 ${fmtMs(json.summary.ttft_ms.p95)} ms, E2E p95 ${fmtSeconds(json.summary.e2e_ms.p95)} s, max share ${fmtPercent(json.summary.max_share)}`,
