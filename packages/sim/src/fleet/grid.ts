@@ -23,8 +23,10 @@ function point(spec: FleetSpec, requests: readonly SimRequest[], seed: number, w
   return {
     rtt: roundOrNull(weights.rtt, 6) ?? weights.rtt,
     queue: roundOrNull(weights.queue, 6) ?? weights.queue,
-    ttft_ms: { p50: roundOrNull(s.ttft_ms.p50, 1), p95: roundOrNull(s.ttft_ms.p95, 1) },
+    // A refused request counts as slower than any served one: no point wins by refusing.
+    ttft_ms: { p50: roundOrNull(s.ttft_ms.p50, 1), p95: roundOrNull(s.ttft_p95_offered_ms, 1) },
     e2e_p95_ms: roundOrNull(s.e2e_ms.p95, 1),
+    refused: s.failed,
     max_share: roundOrNull(s.max_share, 4) ?? 0,
   };
 }

@@ -47,6 +47,7 @@ export interface LoadProbe {
   e2eP95Ms: number;
   drainMs: number;
   ttftP95Ms: number;
+  refused: number;
   clears: boolean;
 }
 
@@ -69,7 +70,8 @@ export interface BusyLoad {
  * "Busy but clears": starting from an unloaded reference (offered prompt tokens at 10 % of the
  * fleet's prefill capacity), raise the load by LOAD_STEP while a run of gorgo at `weights` (the
  * defaults: the configuration a tuner starts from) keeps its E2E p95 and its drain after the last
- * arrival within CLEARS_WITHIN × the unloaded E2E p95; return the last load that did. `workloadAt`
+ * arrival within CLEARS_WITHIN × the unloaded E2E p95, and its LBs refuse no request; return the
+ * last load that did. `workloadAt`
  * builds the workload at a time scale (inter-arrival times multiplied).
  */
 export function busyButClears(
@@ -95,8 +97,9 @@ export function busyButClears(
   let limitedBy: BusyLoad["limitedBy"] = "span";
   for (let scale = unloadedTimeScale / LOAD_STEP; spanS * 1000 * scale >= 10 * unloaded; scale /= LOAD_STEP) {
     const s = run(scale);
-    const clears = s.e2e_ms.p95 <= limit && s.drain_ms <= limit;
-    probes.push({ timeScale: scale, e2eP95Ms: s.e2e_ms.p95, drainMs: s.drain_ms, ttftP95Ms: s.ttft_ms.p95, clears });
+    // Refusing requests is not keeping up, however fast the served ones are.
+    const clears = s.failed === 0 && s.e2e_ms.p95 <= limit && s.drain_ms <= limit;
+    probes.push({ timeScale: scale, e2eP95Ms: s.e2e_ms.p95, drainMs: s.drain_ms, ttftP95Ms: s.ttft_ms.p95, refused: s.failed, clears });
     if (!clears) {
       limitedBy = "load";
       break;
@@ -108,7 +111,7 @@ export function busyButClears(
     limitedBy,
     unloadedTimeScale,
     unloadedE2eP95Ms: unloaded,
-    rule: `heaviest time scale on the grid 2^(k/4) at which gorgo at rtt=${weights.rtt},queue=${weights.queue} keeps E2E p95 and drain within ${CLEARS_WITHIN}x the E2E p95 at ${UNLOADED_UTILISATION * 100}% prefill utilisation`,
+    rule: `heaviest time scale on the grid 2^(k/4) at which gorgo at rtt=${weights.rtt},queue=${weights.queue} refuses no request and keeps E2E p95 and drain within ${CLEARS_WITHIN}x the E2E p95 at ${UNLOADED_UTILISATION * 100}% prefill utilisation`,
     probes,
   };
 }

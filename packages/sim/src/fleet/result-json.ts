@@ -142,7 +142,10 @@ export interface SweepJson {
 export interface GridPoint {
   rtt: number;
   queue: number;
+  /** p50 over served requests; p95 over every offered request, a refused one counting as slowest (null: over 5 % refused). */
   ttft_ms: { p50: number | null; p95: number | null };
+  /** Requests an LB refused at this point. */
+  refused: number;
   e2e_p95_ms: number | null;
   max_share: number;
 }
