@@ -39,7 +39,7 @@ test("the replicas, load balancers and regions pages render the live fleet", asy
   for (const r of replicas) {
     await expect(page.getByTestId(`replica-health-${r.name}`)).toHaveText("healthy");
   }
-  await expect(page.locator('[data-testid="chart-share-history"] .recharts-line').first()).toBeVisible();
+  await expect(page.locator('[data-testid="chart-share-history"] .recharts-area').first()).toBeVisible();
   await screenshot(page, testInfo, "replicas");
 
   await page.goto("/lbs");

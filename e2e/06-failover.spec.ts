@@ -21,18 +21,20 @@ function startRegionClient(request: APIRequestContext, region: string, model: st
   async function worker() {
     while (!stopped) {
       const entry = (await trpcQuery<Entrypoints>(request, "lbs.entrypoints"))[region]!;
+      const lbId = entry.lbId ?? "none";
       log.sent += 1;
       try {
+        if (entry.url === null) throw new Error("the entrypoint map names no healthy LB for the region");
         const res = await request.post(`${entry.url.replace(/\/$/, "")}/v1/chat/completions`, {
           data: { model, max_tokens: 8, messages: [{ role: "user", content: `e2e failover probe ${seq++}: say hi` }] },
           timeout: 30_000,
         });
         if (res.ok()) {
           log.ok += 1;
-          log.byLb.set(entry.lbId, (log.byLb.get(entry.lbId) ?? 0) + 1);
-        } else log.failed.push({ lbId: entry.lbId, status: res.status() });
+          log.byLb.set(lbId, (log.byLb.get(lbId) ?? 0) + 1);
+        } else log.failed.push({ lbId, status: res.status() });
       } catch (err) {
-        log.failed.push({ lbId: entry.lbId, status: (err as Error).message });
+        log.failed.push({ lbId, status: (err as Error).message });
       }
     }
   }

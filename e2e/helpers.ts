@@ -87,4 +87,5 @@ export interface ReplicaRow {
   healthy: boolean;
   share: number;
 }
-export type Entrypoints = Record<string, { lbId: string; url: string }>;
+/** lbs.entrypoints: where each region's clients go (null when no LB is healthy) and why. */
+export type Entrypoints = Record<string, { lbId: string | null; url: string | null; assignedLbId: string; status: "assigned" | "fallback" | "unresolved" }>;

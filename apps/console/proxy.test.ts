@@ -16,7 +16,7 @@ test("cookie-less API calls get 401; public paths and requests with a session co
   assert.equal(api.status, 401);
   assert.deepEqual(await api.json(), { error: { message: "log in to use the console" } });
   // tRPC answers 401 itself (and audits it), so it passes the gate.
-  for (const path of ["/login", "/api/auth/login", "/api/health", "/api/entrypoints", "/api/trpc/regions.list"]) {
+  for (const path of ["/login", "/api/auth/login", "/api/health", "/api/entrypoints", "/metrics", "/api/trpc/regions.list"]) {
     assert.equal(proxy(new NextRequest(`http://console.test${path}`)).headers.get("x-middleware-next"), "1", path);
   }
   const withCookie = proxy(new NextRequest("http://console.test/lbs", { headers: { cookie: "meridian_session=abc" } }));

@@ -5,7 +5,7 @@ import { NextResponse, type NextRequest } from "next/server";
 
 const SESSION_COOKIE = "meridian_session";
 /** Paths that answer without a session (each checks what it needs itself). */
-const PUBLIC_PATHS = new Set(["/login", "/api/auth/login", "/api/auth/logout", "/api/health", "/api/entrypoints"]);
+const PUBLIC_PATHS = new Set(["/login", "/api/auth/login", "/api/auth/logout", "/api/health", "/api/entrypoints", "/metrics"]);
 /** tRPC checks the session per procedure (auth.me needs none) and audits each 401 with the client's
  * address, which this gate cannot do (it has no database). */
 const PUBLIC_PREFIXES = ["/api/trpc/"];

@@ -89,7 +89,10 @@ function busy(name: RegimeName, label: string, part: typeof rows) {
 }
 const loadsJson = () =>
   Object.fromEntries(
-    [...busyCache.entries()].map(([key, b]) => [key, { time_scale: round(b.timeScale, 5), limited_by: b.limitedBy, unloaded_e2e_p95_ms: round(b.unloadedE2eP95Ms, 0) }]),
+    [...busyCache.entries()].map(([key, b]) => [
+      key,
+      { time_scale: round(b.timeScale, 5), limited_by: b.limitedBy, unloaded_e2e_p95_ms: round(b.unloadedE2eP95Ms, 0) },
+    ]),
   );
 
 // ---- A/A: the first trial's candidate is the incumbent; one trial per tuner, tuning stops after it

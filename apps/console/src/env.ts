@@ -21,6 +21,9 @@ const EnvSchema = z.object({
   MERIDIAN_VIEWER_PASSWORD: z.string().min(1).optional(),
   /** Bearer token of the LBs' admin API, also accepted by /api/entrypoints for replay clients. */
   MERIDIAN_LB_TOKEN: z.string().min(8, { error: "MERIDIAN_LB_TOKEN must be at least 8 characters" }),
+  /** Bearer token that reads the console's /metrics from anywhere (a Prometheus scraper); unset: only
+   * loopback clients may read it. Kept apart from MERIDIAN_LB_TOKEN, which can push LB configs. */
+  MERIDIAN_METRICS_TOKEN: z.string().min(16, { error: "MERIDIAN_METRICS_TOKEN must be at least 16 characters" }).optional(),
   /** Seed the demo topology (the fleet itself is started by scripts/demo-fleet.ts). */
   MERIDIAN_DEMO: flag.default(false),
   MERIDIAN_DEMO_BASE_PORT: z.coerce.number().int().min(1).max(65000).default(4100),

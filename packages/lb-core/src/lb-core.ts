@@ -299,13 +299,15 @@ export class LbCore<J> {
     return buildLbState(this.sources(), now, { ...extras, totals: { ...this.totals } });
   }
 
-  /** Models served, for GET /v1/models. */
-  models(): { id: string; replicas: number; healthy: number }[] {
-    const byModel = new Map<string, { id: string; replicas: number; healthy: number }>();
+  /** Models served, for GET /v1/models. Per model: its replicas, how many pass their probes whatever their state, and how many take new
+   * requests (healthy and enabled: a draining replica is healthy but takes none). */
+  models(): { id: string; replicas: number; healthy: number; serving: number }[] {
+    const byModel = new Map<string, { id: string; replicas: number; healthy: number; serving: number }>();
     for (const r of this.replicas.values()) {
-      const entry = byModel.get(r.config.model) ?? { id: r.config.model, replicas: 0, healthy: 0 };
+      const entry = byModel.get(r.config.model) ?? { id: r.config.model, replicas: 0, healthy: 0, serving: 0 };
       entry.replicas++;
-      if (r.routable()) entry.healthy++;
+      if (r.healthy) entry.healthy++;
+      if (r.routable()) entry.serving++;
       byModel.set(r.config.model, entry);
     }
     return [...byModel.values()];

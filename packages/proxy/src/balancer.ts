@@ -10,6 +10,7 @@ import { LB_STATE_SCHEMA, PEER_REPORT_SCHEMA, type LbConfig, type LbState, type 
 import { recordCompletion, responseFacts, type CompletionSinks, type ResponseFacts } from "./completion";
 import { HttpError, httpErrorOf, sendError } from "./errors";
 import { ProxyMetrics } from "./metrics";
+import { ModelCatalog, type ModelCounts, modelsOf } from "./models";
 import type { PeerObservation } from "./peers";
 import type { ReplicaObservation } from "./replicas";
 import { nextTurnKeys, parseInference, readBodyParts, upstreamBody, type InferenceKind, type ParsedInference } from "./request";
@@ -53,6 +54,8 @@ export class Balancer implements ExchangeHost<Job> {
   readonly telemetry: TelemetryLog;
   readonly metrics: ProxyMetrics;
   readonly startedAt = Date.now();
+  /** When each model was first served (the OpenAI `created` of /v1/models). */
+  readonly modelCatalog = new ModelCatalog();
   private readonly targets: TargetRuntimes;
   private readonly completionSinks: CompletionSinks;
   private readonly logger: Logger;
@@ -70,6 +73,7 @@ export class Balancer implements ExchangeHost<Job> {
       peerPollIntervalMs: this.settings.peerPollIntervalMs,
       ...(options.onPlacement ? { onPlacement: options.onPlacement } : {}),
     });
+    this.modelCatalog.observe(modelsOf(options.config), this.startedAt);
     this.telemetry = new TelemetryLog(this.settings.telemetryBufferSize);
     this.targets = new TargetRuntimes(this.settings, options.token, {
       region: () => this.core.config.region,
@@ -86,7 +90,12 @@ export class Balancer implements ExchangeHost<Job> {
           queuedTokens: r.queuedTokens + r.peerQueuedTokens,
           rttMs: r.rtt.ms,
           healthy: r.healthy,
+          state: r.config.state,
         })),
+      config: () => {
+        const { lbId, region, policy, crossRegion, version, weights } = core.config;
+        return { lbId, region, policy, crossRegion, version, weights };
+      },
       queueLength: () => core.queue.length,
       indexRoutes: () => core.index.stats().routes,
       predictionAccuracy: () => core.prediction.accuracy() ?? 1,
@@ -113,6 +122,7 @@ export class Balancer implements ExchangeHost<Job> {
 
   /** Applies a validated config: weights and policy take effect for the next request. */
   applyConfig(next: LbConfig): Promise<void> {
+    this.modelCatalog.observe(modelsOf(next), Date.now());
     const started = this.targets.apply(next, this.core.applyConfig(next));
     this.drain();
     return started;
@@ -390,7 +400,7 @@ export class Balancer implements ExchangeHost<Job> {
     return { schema: PEER_REPORT_SCHEMA, ...this.core.peerReport(Date.now(), snapshotKeys) };
   }
 
-  models(): { id: string; replicas: number; healthy: number }[] {
+  models(): ModelCounts[] {
     return this.core.models();
   }
 

@@ -19,12 +19,14 @@ export interface ResponseFacts {
 }
 
 /** Usage, reply and first-content time of a finished exchange: from the SSE observer on a stream,
- * from the JSON body otherwise (whose first byte is its first content). */
+ * from the JSON body otherwise (whose first byte is its first content, also for an embedding). */
 export function responseFacts(exchange: UpstreamExchange<ExchangeJob>): ResponseFacts {
   const observer = exchange.observer;
   if (observer) return { usage: observer.usage, reply: observer.content, outputEvents: observer.contentEvents, firstContentAt: exchange.firstContentAt };
   const parsed = exchange.ok ? readCompletionBody(Buffer.concat(exchange.buffered).toString("utf8")) : { content: "", usage: null };
-  const firstContentAt = parsed.content.length > 0 && exchange.firstByteAt !== null ? exchange.firstByteAt : exchange.firstContentAt;
+  // An embedding is a prefill whose whole answer is its first output: its TTFT is the first byte.
+  const answered = parsed.content.length > 0 || (exchange.ok && exchange.job.request.kind === "embedding");
+  const firstContentAt = answered && exchange.firstByteAt !== null ? exchange.firstByteAt : exchange.firstContentAt;
   return { usage: parsed.usage, reply: parsed.content, outputEvents: 0, firstContentAt };
 }
 

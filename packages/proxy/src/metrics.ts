@@ -1,15 +1,25 @@
 // Prometheus metrics for GET /metrics, on a Registry of our own so that two LBs in one process (tests,
 // the demo) never share series. Gauges that mirror LB state are computed at scrape time by collect()
-// rather than updated on the request path.
+// rather than updated on the request path. Every metric of the LB is defined here (one module per
+// process), so later series (per client key, per-replica prediction accuracy) join these names.
+// The Node process metrics (process_*, nodejs_*) are per process, not per LB: one shared registry
+// (process-metrics.ts), merged into each LB's scrape.
+import { createRequire } from "node:module";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { REPLICA_STATES, type ReplicaStateName } from "@meridian/routing/types";
+import { processMetricsRegistry } from "./process-metrics";
 
 export interface MetricsSources {
-  replicaGauges(): { id: string; inFlight: number; queuedTokens: number; rttMs: number | null; healthy: boolean }[];
+  replicaGauges(): { id: string; inFlight: number; queuedTokens: number; rttMs: number | null; healthy: boolean; state: ReplicaStateName }[];
+  /** The config in force: identity, version, policy and weights. */
+  config(): { lbId: string; region: string; policy: string; crossRegion: string; version: number; weights: { rtt: number; queue: number } };
   queueLength(): number;
   indexRoutes(): number;
   /** LB-wide 1 − Σ|predicted − actual| / max(Σ predicted, Σ actual), from the LB core. */
   predictionAccuracy(): number;
 }
+
+const PROXY_VERSION = (createRequire(import.meta.url)("../package.json") as { version: string }).version;
 
 // TTFT spans loopback (sub-ms) to cross-region prefill under load (seconds).
 const LATENCY_BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -126,6 +136,58 @@ export class ProxyMetrics {
       },
     });
     new Gauge({
+      name: "meridian_lb_replica_state",
+      help: "The replica's state in the LB's config, one series per state: 1 for the current one (enabled takes new requests, draining finishes what it has, disabled takes nothing).",
+      labelNames: ["replica", "state"],
+      registers,
+      collect() {
+        this.reset();
+        for (const replica of sources.replicaGauges()) {
+          for (const state of REPLICA_STATES) this.set({ replica: replica.id, state }, replica.state === state ? 1 : 0);
+        }
+      },
+    });
+    new Gauge({
+      name: "meridian_lb_build_info",
+      help: "Always 1; the labels name the meridian-proxy version and the Node.js version running it.",
+      labelNames: ["version", "nodejs"],
+      registers,
+      collect() {
+        this.reset();
+        this.set({ version: PROXY_VERSION, nodejs: process.version }, 1);
+      },
+    });
+    new Gauge({
+      name: "meridian_lb_config_info",
+      help: "Always 1; the labels name the LB, its region, its policy and its cross-region mode in the config in force.",
+      labelNames: ["lb", "region", "policy", "cross_region"],
+      registers,
+      collect() {
+        this.reset();
+        const config = sources.config();
+        this.set({ lb: config.lbId, region: config.region, policy: config.policy, cross_region: config.crossRegion }, 1);
+      },
+    });
+    new Gauge({
+      name: "meridian_lb_config_version",
+      help: "Version of the config in force (the console numbers each LB's configs upward).",
+      registers,
+      collect() {
+        this.set(sources.config().version);
+      },
+    });
+    new Gauge({
+      name: "meridian_lb_weight",
+      help: "Cost weight in force, by term (rtt: W_rtt per ms of RTT, queue: W_queue per queued token).",
+      labelNames: ["term"],
+      registers,
+      collect() {
+        const { weights } = sources.config();
+        this.set({ term: "rtt" }, weights.rtt);
+        this.set({ term: "queue" }, weights.queue);
+      },
+    });
+    new Gauge({
       name: "meridian_lb_probe_rtt_seconds",
       help: "EWMA (alpha 0.3) of the GET /health round trip from this LB to each replica.",
       labelNames: ["replica"],
@@ -153,6 +215,12 @@ export class ProxyMetrics {
         this.set(sources.indexRoutes());
       },
     });
+  }
+
+  /** The exposition text of this LB plus the process metrics, and its content type. */
+  async render(): Promise<{ text: string; contentType: string }> {
+    const merged = Registry.merge([this.registry, processMetricsRegistry()]);
+    return { text: await merged.metrics(), contentType: merged.contentType };
   }
 
   observePrediction(predicted: number, actual: number): void {

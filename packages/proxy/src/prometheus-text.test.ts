@@ -62,6 +62,7 @@ test("label escapes, special values, timestamps, CRLF and garbage lines", () => 
       "inf_metric +Inf",
       "neg_inf -Inf",
       "sci 1.5E-3\r",
+      "prom_client_nan Nan",
       "# a free comment",
       'broken{a="x" 1',
       'truncated_metric{le="0.5"',
@@ -76,7 +77,8 @@ test("label escapes, special values, timestamps, CRLF and garbage lines", () => 
   assert.equal(parsed.samples[2]?.value, Infinity);
   assert.equal(parsed.samples[3]?.value, -Infinity);
   assert.equal(parsed.samples[4]?.value, 0.0015);
-  assert.equal(parsed.samples.length, 5);
+  assert.ok(Number.isNaN(parsed.samples[5]?.value));
+  assert.equal(parsed.samples.length, 6);
   assert.equal(parsed.skippedLines, 3);
   assert.equal(parseSampleLine('x{a="1",} 2')?.value, 2);
 });

@@ -149,13 +149,14 @@ function skipSpaces(line: string, pos: number): number {
 }
 
 function parseValue(text: string): number | null {
-  switch (text) {
-    case "NaN":
+  // Case-insensitive, as Prometheus (Go's ParseFloat) reads them: prom-client writes "Nan".
+  switch (text.toLowerCase()) {
+    case "nan":
       return Number.NaN;
-    case "+Inf":
-    case "Inf":
+    case "+inf":
+    case "inf":
       return Number.POSITIVE_INFINITY;
-    case "-Inf":
+    case "-inf":
       return Number.NEGATIVE_INFINITY;
   }
   // Number("") is 0 and Number("0x10") is 16; the format allows neither, so check the shape first.

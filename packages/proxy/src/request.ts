@@ -17,10 +17,11 @@ import {
   sessionKeyFromBlocks,
   type BlockKey,
 } from "@meridian/routing";
+import { embeddingInput } from "./embedding-input";
 import { badRequest, HttpError } from "./errors";
 import { isRecord } from "./sse";
 
-export type InferenceKind = "chat" | "completion";
+export type InferenceKind = "chat" | "completion" | "embedding";
 
 export interface ChatMessage {
   role: string;
@@ -151,6 +152,11 @@ export function parseInference(kind: InferenceKind, received: Buffer | Buffer[],
     messages = field as ChatMessage[];
     ({ keys, state: keyerState } = keysOrBadRequest(() => chatBlockKeysWithState(messages as ChatMessage[])));
     promptChars = chatSerialisedLength(messages);
+  } else if (kind === "embedding") {
+    const input = embeddingInput(body);
+    prompt = input.text;
+    ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(input.text)));
+    promptChars = input.promptChars;
   } else {
     const field = body["prompt"];
     // A batch prompt (array) is routed by its first element: the batch shares one replica.
@@ -237,6 +243,8 @@ const ASSISTANT_ROLE = "assistant";
  * state only the reply is hashed, so an 80 KB prompt is not re-keyed to learn a few hundred
  * characters of reply; the keys equal re-keying the whole conversation (keys.test.ts). */
 export function nextTurnKeys(request: ParsedInference, reply: string): BlockKey[] | null {
+  // An embedding has no reply: its prompt, learned at headers, is all the next request can reuse.
+  if (request.kind === "embedding") return null;
   // Chat serialisation adds `role ␟ content ␞` per message (chatSerialisedLength's +2).
   const added = request.messages !== null ? ASSISTANT_ROLE.length + 2 + reply.length : reply.length;
   if (Math.floor((request.promptChars + added) / DEFAULT_BLOCK_CHARS) <= request.keys.length) return null;

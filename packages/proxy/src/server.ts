@@ -9,6 +9,8 @@ import { handleAdmin } from "./admin";
 import { Balancer } from "./balancer";
 import { ConfigStore } from "./config-store";
 import { HttpError, notFound, sendError, sendJson } from "./errors";
+import { sendModel, sendModelList } from "./models";
+import type { InferenceKind } from "./request";
 import { parseProcessSettings, type ProcessSettings, type ProcessSettingsInput } from "./settings";
 
 export interface StartProxyOptions {
@@ -35,10 +37,12 @@ export interface RunningProxy {
   close(): Promise<void>;
 }
 
-const INFERENCE_PATHS: Record<string, "chat" | "completion"> = {
+const INFERENCE_PATHS: Record<string, InferenceKind> = {
   "/v1/chat/completions": "chat",
   "/v1/completions": "completion",
+  "/v1/embeddings": "embedding",
 };
+const MODEL_PREFIX = "/v1/models/";
 
 export async function startProxy(options: StartProxyOptions): Promise<RunningProxy> {
   const settings = parseProcessSettings(options.settings ?? {});
@@ -89,17 +93,16 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
       return;
     }
     if (req.method === "GET" && pathname === "/v1/models") {
-      sendJson(res, 200, {
-        object: "list",
-        data: balancer
-          .models()
-          .map((m) => ({ id: m.id, object: "model", created: 0, owned_by: "meridian", replicas: m.replicas, healthy_replicas: m.healthy })),
-      });
+      sendModelList(res, balancer.models(), balancer.modelCatalog);
+      return;
+    }
+    if (req.method === "GET" && pathname.startsWith(MODEL_PREFIX) && pathname.length > MODEL_PREFIX.length) {
+      sendModel(res, pathname.slice(MODEL_PREFIX.length), balancer.models(), balancer.modelCatalog);
       return;
     }
     if (req.method === "GET" && pathname === "/metrics") {
-      const text = await balancer.metrics.registry.metrics();
-      res.writeHead(200, { "content-type": balancer.metrics.registry.contentType });
+      const { text, contentType } = await balancer.metrics.render();
+      res.writeHead(200, { "content-type": contentType });
       res.end(text);
       return;
     }

@@ -61,7 +61,8 @@ test("bad input gets OpenAI errors and the LB keeps serving", async () => {
     { send: () => post(`${lb.url}/v1/chat/completions`, { model: MODEL }), status: 400, code: "missing_required_parameter" },
     { send: () => post(`${lb.url}/v1/chat/completions`, chatBody("x".repeat(30_000))), status: 413, code: "request_too_large" },
     { send: () => post(`${lb.url}/v1/chat/completions`, chatBody("hi", { model: "no-such-model" })), status: 404, code: "model_not_found" },
-    { send: () => post(`${lb.url}/v1/embeddings`, { input: "x" }), status: 404, code: "not_found" },
+    { send: () => post(`${lb.url}/v1/audio/speech`, { input: "x" }), status: 404, code: "not_found" },
+    { send: () => post(`${lb.url}/v1/embeddings`, { model: MODEL }), status: 400, code: "missing_required_parameter" },
   ];
   for (const { send, status, code } of cases) {
     const result = await send();

@@ -1,6 +1,8 @@
 "use client";
 // Every chart here is live: animations are off so a 1.5 s refetch does not restart a tween each time.
 import {
+  Area,
+  AreaChart,
   Bar,
   BarChart,
   CartesianGrid,
@@ -105,6 +107,11 @@ export function RequestsChart({ series }: { series: readonly { t: number | strin
   );
 }
 
+/**
+ * Each replica's share of the requests routed per bucket, as stacked bands that fill to 100%: six or
+ * seven overlapping lines were unreadable, while stacked shares show both who carries how much and
+ * how the whole splits. A bucket with no routed request is a gap, not a 0% band.
+ */
 export function ShareHistoryChart({
   history,
   replicas,
@@ -112,24 +119,42 @@ export function ShareHistoryChart({
   history: readonly { t: number | string | Date; shares: Record<string, number> }[];
   replicas: readonly { id: string; name: string }[];
 }) {
-  // A replica absent from a bucket served nothing in it: plot 0, so a drained replica visibly hits zero.
+  // A replica absent from a bucket that routed requests served nothing in it: 0, so a drained replica
+  // visibly thins to nothing.
   const data = fromFirst(history, (h) => Object.keys(h.shares).length > 0).map((h) => {
-    const point: Record<string, number> = { t: toEpochMs(h.t) };
-    for (const r of replicas) point[r.id] = h.shares[r.id] ?? 0;
+    const routed = Object.keys(h.shares).length > 0;
+    const point: Record<string, number | null> = { t: toEpochMs(h.t) };
+    for (const r of replicas) point[r.id] = routed ? (h.shares[r.id] ?? 0) : null;
     return point;
   });
   return (
-    <ChartFrame testId="chart-share-history" height={240}>
-      <LineChart data={data} margin={{ top: 8, right: 16, bottom: 0, left: 0 }}>
+    <ChartFrame testId="chart-share-history" height={260}>
+      <AreaChart data={data} margin={{ top: 8, right: 16, bottom: 0, left: 0 }}>
         <CartesianGrid stroke={GRID} strokeDasharray="3 3" />
         <XAxis dataKey="t" type="number" domain={["dataMin", "dataMax"]} tickFormatter={fmtClock} {...AXIS} />
-        <YAxis domain={[0, 1]} tickFormatter={(v: number) => `${Math.round(v * 100)}%`} width={48} {...AXIS} />
-        <Tooltip contentStyle={TOOLTIP_STYLE} labelFormatter={(v) => fmtClock(Number(v))} formatter={(v) => `${(Number(v) * 100).toFixed(1)}%`} />
+        <YAxis domain={[0, 1]} ticks={[0, 0.25, 0.5, 0.75, 1]} tickFormatter={(v: number) => `${Math.round(v * 100)}%`} width={48} {...AXIS} />
+        <Tooltip
+          contentStyle={TOOLTIP_STYLE}
+          labelFormatter={(v) => fmtClock(Number(v))}
+          formatter={(v) => (v == null ? "—" : `${(Number(v) * 100).toFixed(1)}%`)}
+          itemSorter={(item) => -Number(item.value ?? 0)}
+        />
         <Legend wrapperStyle={{ fontSize: 12 }} />
         {replicas.map((r, i) => (
-          <Line key={r.id} type="linear" dataKey={r.id} name={r.name} stroke={seriesColor(i)} dot={false} isAnimationActive={false} connectNulls />
+          <Area
+            key={r.id}
+            type="linear"
+            dataKey={r.id}
+            name={r.name}
+            stackId="share"
+            stroke={seriesColor(i)}
+            fill={seriesColor(i)}
+            fillOpacity={0.55}
+            strokeWidth={1}
+            isAnimationActive={false}
+          />
         ))}
-      </LineChart>
+      </AreaChart>
     </ChartFrame>
   );
 }

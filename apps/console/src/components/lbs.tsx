@@ -7,7 +7,8 @@ import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { fmtWeight } from "../lib/format";
 import { CROSS_REGION_OPTIONS, POLICY_OPTIONS, type CrossRegion, type Policy } from "../lib/policies";
 import { useCanMutate } from "./session";
-import { Badge, ConfirmButton, ErrorText, HealthBadge, PageHeader, Panel, QueryView, ReadOnlyNote, StateBadge } from "./ui";
+import { EntrypointAlarms, EntrypointTable } from "./entrypoints";
+import { Badge, ConfirmButton, ErrorText, LbStatusBadge, PageHeader, Panel, QueryView, ReadOnlyNote } from "./ui";
 import { useInvalidateAll } from "./use-action";
 
 type LbRow = RouterOutputs["lbs"]["list"][number];
@@ -20,7 +21,7 @@ function PolicyEditor({ lb }: { lb: LbRow }) {
   const setPolicyMutation = useMutation(trpc.lbs.setPolicy.mutationOptions({ onSuccess: invalidateAll }));
   const dirty = policy !== lb.policy || crossRegion !== lb.crossRegion;
   return (
-    <div className="inline-form nowrap">
+    <div className="inline-form">
       <select value={policy} onChange={(e) => setPolicy(e.target.value as Policy)} data-testid={`lb-policy-select-${lb.name}`}>
         {POLICY_OPTIONS.map((p) => (
           <option key={p} value={p}>
@@ -187,6 +188,7 @@ export function LbsPage() {
         ) : null}
       </PageHeader>
       {!canMutate ? <ReadOnlyNote /> : null}
+      <EntrypointAlarms entrypoints={Object.values(entrypoints.data ?? {})} />
       {adding && canMutate ? (
         <Panel title="Add load balancer">
           <AddLbForm onDone={() => setAdding(false)} />
@@ -220,10 +222,7 @@ export function LbsPage() {
                         </td>
                         <td className="nowrap">{lb.region}</td>
                         <td>
-                          <div className="badges">
-                            <StateBadge state={lb.failedOverTo ? "failed-over" : lb.state} testId={`lb-state-${lb.name}`} />
-                            <HealthBadge healthy={lb.healthy} testId={`lb-health-${lb.name}`} />
-                          </div>
+                          <LbStatusBadge lb={lb} testId={`lb-state-${lb.name}`} />
                           {lb.failedOverTo ? (
                             <div className="muted small" data-testid={`lb-failed-over-to-${lb.name}`}>
                               → {lbNames.get(lb.failedOverTo) ?? lb.failedOverTo}
@@ -277,30 +276,12 @@ export function LbsPage() {
         </QueryView>
       </Panel>
       <Panel title="Entrypoint map" testId="entrypoint-panel">
-        <p className="muted small">Clients resolve their region's entrypoint here; a failover moves it to the healthy LB.</p>
+        <p className="muted small">
+          Clients resolve their region&apos;s entrypoint here. A failover moves it to the nearest healthy LB; while a region&apos;s LB is failed and not yet
+          failed over, its clients go to the nearest healthy LB, never to the failed one.
+        </p>
         <QueryView query={entrypoints} isEmpty={(d) => Object.keys(d).length === 0} empty="No entrypoints.">
-          {(map) => (
-            <table className="table compact" data-testid="entrypoint-table">
-              <thead>
-                <tr>
-                  <th>Region</th>
-                  <th>LB</th>
-                  <th>URL</th>
-                </tr>
-              </thead>
-              <tbody>
-                {Object.entries(map)
-                  .sort(([a], [b]) => a.localeCompare(b))
-                  .map(([region, ep]) => (
-                    <tr key={region} data-testid={`entrypoint-${region}`} data-lb-id={ep.lbId}>
-                      <td>{region}</td>
-                      <td data-testid={`entrypoint-lb-${region}`}>{lbNames.get(ep.lbId) ?? ep.lbId}</td>
-                      <td className="mono">{ep.url}</td>
-                    </tr>
-                  ))}
-              </tbody>
-            </table>
-          )}
+          {(map) => <EntrypointTable entrypoints={Object.values(map)} lbNames={lbNames} />}
         </QueryView>
       </Panel>
     </div>

@@ -4,8 +4,10 @@ import Link from "next/link";
 import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { fmtMs, fmtNum, fmtPct, fmtWeight } from "../lib/format";
+import { REPLICA_STATS_WINDOW_MS, windowLabel } from "../lib/stats-windows";
 import { RequestsChart, TtftChart } from "./charts";
-import { HealthBadge, PageHeader, Panel, QueryView, ShareBar, Stat, StateBadge } from "./ui";
+import { EntrypointAlarms } from "./entrypoints";
+import { HealthBadge, LbStatusBadge, PageHeader, Panel, QueryView, ShareBar, Stat, StateBadge } from "./ui";
 
 export function OverviewPage() {
   const trpc = useTRPC();
@@ -28,6 +30,7 @@ export function OverviewPage() {
           const last = d.ttftSeries.findLast((p) => p.p50 != null || p.p95 != null);
           return (
             <>
+              <EntrypointAlarms entrypoints={d.entrypoints} />
               <div className="stats">
                 <Stat label="Requests/s" value={fmtNum(d.rps, 1)} testId="stat-rps" />
                 <Stat label="Error rate" value={fmtPct(d.errorRate, 2)} testId="stat-error-rate" tone={d.errorRate > 0.01 ? "bad" : undefined} />
@@ -74,7 +77,7 @@ export function OverviewPage() {
                                 <Link href={`/lbs#${lb.id}`}>{lb.name}</Link>
                               </td>
                               <td>
-                                <StateBadge state={lb.state} />
+                                <LbStatusBadge lb={lb} />
                               </td>
                               <td className="mono">{lb.policy}</td>
                               <td>{lb.crossRegion}</td>
@@ -96,7 +99,9 @@ export function OverviewPage() {
                             <th>Replica</th>
                             <th>State</th>
                             <th>Health</th>
-                            <th>Share</th>
+                            <th title={`Share of the requests routed over the last ${windowLabel(REPLICA_STATS_WINDOW_MS)} (a trailing window)`}>
+                              Share, {windowLabel(REPLICA_STATS_WINDOW_MS)}
+                            </th>
                           </tr>
                         </thead>
                         <tbody>
@@ -110,7 +115,7 @@ export function OverviewPage() {
                                 <HealthBadge healthy={r.healthy} />
                               </td>
                               <td className="share-cell">
-                                <ShareBar fraction={r.share} testId={`overview-share-${r.name}`} />
+                                <ShareBar fraction={r.share} testId={`overview-share-${r.name}`} muted={r.state !== "enabled"} />
                               </td>
                             </tr>
                           ))}

@@ -6,6 +6,7 @@ import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { ENGINE_KINDS } from "@meridian/routing/types";
 import { fmtNum, fmtPct } from "../lib/format";
+import { REPLICA_STATS_WINDOW_MS, STATS_BUCKET_MS, windowLabel } from "../lib/stats-windows";
 import { ShareHistoryChart } from "./charts";
 import { useCanMutate } from "./session";
 import { Badge, ConfirmButton, ErrorText, HealthBadge, PageHeader, Panel, QueryView, ReadOnlyNote, ShareBar, StateBadge } from "./ui";
@@ -72,6 +73,10 @@ function AddReplicaForm({ onDone }: { onDone: () => void }) {
   const set = (k: keyof typeof form) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [k]: e.target.value }));
   // Default the home LB to the one in the chosen region: replicas are normally owned by their region's LB.
   const lbsInRegion = (lbs.data ?? []).filter((lb) => !form.region || lb.region === form.region);
+  // The server writes the region's default home into the replica; name it so the choice is visible.
+  const defaultHomeId = (regions.data ?? []).find((r) => r.name === form.region)?.defaultHomeLbId ?? null;
+  const defaultHomeName = defaultHomeId === null ? null : ((lbs.data ?? []).find((lb) => lb.id === defaultHomeId)?.name ?? defaultHomeId);
+  const defaultLabel = !form.region ? "default (region's LB)" : defaultHomeName ? `default: ${defaultHomeName}` : "default: none (no LB in region yet)";
 
   function submit(e: FormEvent) {
     e.preventDefault();
@@ -118,7 +123,7 @@ function AddReplicaForm({ onDone }: { onDone: () => void }) {
       <label>
         Home LB
         <select value={form.homeLbId} onChange={set("homeLbId")} data-testid="replica-add-home-lb">
-          <option value="">default (region&apos;s LB)</option>
+          <option value="">{defaultLabel}</option>
           {lbsInRegion.map((lb) => (
             <option key={lb.id} value={lb.id}>
               {lb.name}
@@ -145,6 +150,7 @@ export function ReplicasPage() {
   const [adding, setAdding] = useState(false);
   const replicas = useQuery({ ...trpc.replicas.list.queryOptions(), refetchInterval: LIVE_INTERVAL_MS });
   const history = useQuery({ ...trpc.replicas.shareHistory.queryOptions(), refetchInterval: LIVE_INTERVAL_MS });
+  const window = windowLabel(REPLICA_STATS_WINDOW_MS);
 
   return (
     <div data-testid="page-replicas">
@@ -172,13 +178,20 @@ export function ReplicasPage() {
                     <th>Replica</th>
                     <th>Region / home LB</th>
                     <th>Engine</th>
-                    <th>State</th>
-                    <th>Health</th>
+                    <th>Status</th>
                     <th className="num">In-flight</th>
                     <th className="num">Queued tok</th>
-                    <th>Share of requests</th>
-                    <th className="num">Cache hit</th>
-                    <th className="num">Pred. acc.</th>
+                    <th
+                      title={`Share of the requests routed over the last ${window}: a trailing window, so a replica drained or disabled just now still shows what it served before`}
+                    >
+                      Share, last {window}
+                    </th>
+                    <th className="num" title={`Over the last ${window}`}>
+                      Cache hit
+                    </th>
+                    <th className="num" title={`Over the last ${window}`}>
+                      Pred. acc.
+                    </th>
                     {canMutate ? <th>Actions</th> : null}
                   </tr>
                 </thead>
@@ -202,7 +215,12 @@ export function ReplicasPage() {
                       <td className="nowrap">
                         <div>{r.region}</div>
                         <div className="muted small">
-                          <span data-testid={`replica-home-${r.name}`}>{r.homeLbName ?? r.homeLbId ?? "—"}</span>
+                          <span
+                            data-testid={`replica-home-${r.name}`}
+                            title={r.homeLbId === null ? "no LB in its region yet; the first LB created there takes it" : undefined}
+                          >
+                            {r.homeLbName ?? r.homeLbId ?? "no home LB"}
+                          </span>
                           {r.rehomed ? (
                             <>
                               {" "}
@@ -215,17 +233,22 @@ export function ReplicasPage() {
                         {r.engine}
                       </td>
                       <td>
-                        <StateBadge state={r.state} testId={`replica-state-${r.name}`} />
-                      </td>
-                      <td>
-                        <HealthBadge healthy={r.healthy} testId={`replica-health-${r.name}`} />
+                        <div className="badges">
+                          <StateBadge state={r.state} testId={`replica-state-${r.name}`} />
+                          <HealthBadge healthy={r.healthy} testId={`replica-health-${r.name}`} />
+                        </div>
                       </td>
                       <td className="num" data-testid={`replica-inflight-${r.name}`}>
                         {fmtNum(r.inFlight)}
                       </td>
                       <td className="num">{fmtNum(r.queuedTokens)}</td>
                       <td className="share-cell">
-                        <ShareBar fraction={r.share} testId={`replica-share-${r.name}`} />
+                        <ShareBar fraction={r.share} testId={`replica-share-${r.name}`} muted={r.state !== "enabled"} />
+                        {r.state !== "enabled" ? (
+                          <div className="muted small" data-testid={`replica-share-note-${r.name}`}>
+                            {r.state}: no new requests
+                          </div>
+                        ) : null}
                       </td>
                       <td className="num">{fmtPct(r.cacheHitRate)}</td>
                       <td className="num">{fmtPct(r.predictionAccuracy)}</td>
@@ -243,6 +266,9 @@ export function ReplicasPage() {
         </QueryView>
       </Panel>
       <Panel title="Share of requests over time">
+        <p className="muted small">
+          Each band is one replica&apos;s share of the requests routed in each {windowLabel(STATS_BUCKET_MS)} bucket; the bands stack to 100%.
+        </p>
         <QueryView query={history} isEmpty={(d) => d.length === 0} empty="No traffic recorded yet.">
           {(h) => <ShareHistoryChart history={h} replicas={(replicas.data ?? []).map((r) => ({ id: r.id, name: r.name }))} />}
         </QueryView>

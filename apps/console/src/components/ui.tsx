@@ -136,10 +136,48 @@ export function StateBadge({ state, testId }: { state: string; testId?: string }
   );
 }
 
+/**
+ * One badge for an LB: its lifecycle state (failed, failed-over) when it is not in service, else what
+ * the probes say. A lifecycle "healthy" beside a probe "healthy" said the same thing twice, and an LB
+ * that stopped answering but is not failed yet was easy to miss between them.
+ */
+export function LbStatusBadge({
+  lb,
+  testId,
+}: {
+  lb: { state: string; failedOverTo?: string | null; healthy: boolean; probed?: boolean; consecutiveFailures?: number; lastError?: string | null };
+  testId?: string;
+}) {
+  if (lb.failedOverTo || lb.state !== "healthy") return <StateBadge state={lb.failedOverTo ? "failed-over" : lb.state} testId={testId} />;
+  if (lb.probed === false) {
+    return (
+      <Badge tone="neutral" testId={testId}>
+        probing
+      </Badge>
+    );
+  }
+  if (!lb.healthy) {
+    const failures = lb.consecutiveFailures ?? 0;
+    return (
+      <span title={lb.lastError ?? undefined}>
+        <Badge tone="bad" testId={testId}>
+          not answering{failures > 0 ? ` (${failures})` : ""}
+        </Badge>
+      </span>
+    );
+  }
+  return (
+    <Badge tone="ok" testId={testId}>
+      healthy
+    </Badge>
+  );
+}
+
 /** Share of requests as a bar, so a replica that concentrates traffic stands out in a column scan. */
-export function ShareBar({ fraction, testId }: { fraction: number | null | undefined; testId?: string }) {
+/** `muted`: the replica takes no new requests (drained, disabled); what remains is the trailing window. */
+export function ShareBar({ fraction, testId, muted }: { fraction: number | null | undefined; testId?: string; muted?: boolean }) {
   const f = fraction == null || !Number.isFinite(fraction) ? 0 : Math.max(0, Math.min(1, fraction));
-  const tone = f >= 0.8 ? "bad" : f >= 0.5 ? "warn" : "ok";
+  const tone = muted ? "muted" : f >= 0.8 ? "bad" : f >= 0.5 ? "warn" : "ok";
   return (
     <div className="share" data-testid={testId} data-share={f.toFixed(4)}>
       <div className="share-track">

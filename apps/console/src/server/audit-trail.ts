@@ -13,6 +13,8 @@ export interface Actor {
 
 export const SYSTEM_HEALTH: Actor = { username: "system:health-monitor", role: "system" };
 export const SYSTEM_SEED: Actor = { username: "system:seed", role: "system" };
+/** Repairs the console makes on its own at startup (e.g. homing replicas written without a home LB). */
+export const SYSTEM_CONSOLE: Actor = { username: "system:console", role: "system" };
 
 /** Writes one audit row; pass the transaction that makes the change, so both land or neither. */
 export function recordAudit(

@@ -1,6 +1,7 @@
 // The simulated engine HTTP server: the OpenAI API of an SGLang or vLLM replica (chat and text
-// completions, streamed or not, with usage and cached tokens), /v1/models, /health, /flush_cache and
-// /metrics, all on node:http, in front of the same EngineModel the fleet simulator runs.
+// completions, streamed or not, with usage and cached tokens; embeddings, embeddings.ts), /v1/models,
+// /health, /flush_cache and /metrics, all on node:http, in front of the same EngineModel the fleet
+// simulator runs.
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -15,6 +16,7 @@ import {
   type ChatMessageLike,
 } from "@meridian/routing";
 import { DEMO_ENGINE_PARAMS, EngineModel, type EngineParams } from "../engine";
+import { EmbeddingsBody, embeddingPrompts, embeddingsResponse, type EmbeddingResult } from "./embeddings";
 import { EngineDriver } from "./engine-driver";
 import { ReplyText } from "./filler";
 import { EngineMetrics, type Dialect } from "./metrics";
@@ -237,6 +239,48 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
     );
   }
 
+  /** One engine request per input, each a prefill with a single output step; answered when all are done. */
+  async function embed(req: IncomingMessage, res: ServerResponse, out: DelayedResponse, inboundMs: number): Promise<void> {
+    const startedAt = performance.now();
+    const body = parseBody(EmbeddingsBody, await readBody(req));
+    const prompts = embeddingPrompts(body, CHARS_PER_TOKEN);
+    await sleep(inboundMs);
+    if (res.destroyed) return;
+    const id = requestId("embd");
+    const results: EmbeddingResult[] = [];
+    let pending = prompts.length;
+    let finished = false;
+    res.on("close", () => {
+      if (finished) return;
+      finished = true;
+      prompts.forEach((_, i) => driver.cancel(`${id}-${i}`));
+    });
+    prompts.forEach((prompt, i) => {
+      const request = {
+        id: `${id}-${i}`,
+        blockKeys: prompt.blockKeys,
+        inputTokens: prompt.promptTokens,
+        maxOutputTokens: 1,
+        completionBlockKeys: prompt.blockKeys,
+      };
+      driver.submit(request, (event) => {
+        if (event.type !== "done") return;
+        results[i] = { prompt, cachedTokens: event.cachedTokens };
+        metrics.observeCompleted({
+          ttftSec: (event.firstTokenTime - event.submitTime) / 1000,
+          e2eSec: (event.time - event.submitTime) / 1000,
+          outputTokens: 0,
+          meanItlSec: 0,
+          finishReason: "stop",
+        });
+        if (--pending > 0) return;
+        finished = true;
+        metrics.observeHandlerLatency((performance.now() - startedAt) / 1000);
+        out.json(200, embeddingsResponse(body, model, results), identity);
+      });
+    });
+  }
+
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "/").split("?", 1)[0] ?? "/";
     const method = req.method ?? "GET";
@@ -245,6 +289,7 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
     try {
       if (method === "POST" && path === "/v1/chat/completions") return await generate("chat", req, res, out, rtt / 2);
       if (method === "POST" && path === "/v1/completions") return await generate("text", req, res, out, rtt / 2);
+      if (method === "POST" && path === "/v1/embeddings") return await embed(req, res, out, rtt / 2);
       // Everything else is small: drain any body, then answer after the inbound half of the RTT.
       req.resume();
       await sleep(rtt / 2);

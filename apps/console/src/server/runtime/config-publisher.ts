@@ -17,7 +17,7 @@ import type { Logger } from "pino";
 import type { LbConfig } from "@meridian/protocol";
 import { lbConfigs, loadBalancers, type Db, type LoadBalancerRow } from "@meridian/db";
 import { buildLbConfig, configContent } from "./config-builder";
-import type { LbAdminClient } from "./lb-admin-client";
+import type { LbAdminClient, PutConfigResult } from "./lb-admin-client";
 import { backoffMs, WakeSignal } from "./wake-signal";
 
 export type VersionListener = (lbId: string, version: number, config: LbConfig) => void;
@@ -32,6 +32,8 @@ export interface ConfigPublisherDeps {
   db: Db;
   log: Logger;
   lbClient: Pick<LbAdminClient, "putConfig" | "state">;
+  /** ConsoleMetrics' counter, declared here because the metrics module reads this one. */
+  metrics: { countConfigPush(lbId: string, result: PutConfigResult["kind"]): void };
 }
 
 interface PushLoop {
@@ -175,6 +177,7 @@ export class ConfigPublisher {
       }
       loop.status.lastAttemptAt = Date.now();
       const result = await this.deps.lbClient.putConfig({ id: lb.id, adminBase: lb.adminUrl ?? lb.url }, JSON.parse(row.json) as LbConfig);
+      this.deps.metrics.countConfigPush(lbId, result.kind);
       if (result.kind !== "unreachable") loop.answered = true;
       if (result.kind === "acked") {
         loop.status.lastError = null;

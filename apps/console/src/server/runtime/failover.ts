@@ -4,21 +4,23 @@
 // reverses both. One transaction per operation; every operation audited. A failover the health
 // monitor made is marked (failedOverAutomatically) so that auto-failback.ts may undo it.
 import "server-only";
-import { and, eq, inArray, or } from "drizzle-orm";
+import { eq, inArray } from "drizzle-orm";
 import type { Logger } from "pino";
-import { entrypoints, loadBalancers, observedRtts, replicas, type Db, type LoadBalancerRow } from "@meridian/db";
-import { regionNamesById } from "../region-names";
+import { entrypoints, loadBalancers, replicas, type Db } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
 import { notFound, precondition } from "../errors";
 import type { ConfigPublisher } from "./config-publisher";
 import type { LbHealthBook } from "./lb-health";
+import { lbTakesClients, nearestHealthyLb } from "./nearest-lb";
 
 /** What failover uses, and nothing else. */
 export interface FailoverDeps {
   db: Db;
   log: Logger;
-  book: Pick<LbHealthBook, "isHealthy" | "lb">;
+  book: Pick<LbHealthBook, "isHealthy" | "lb" | "probedAll">;
   publisher: Pick<ConfigPublisher, "publishAll" | "kick">;
+  /** ConsoleMetrics' counters, declared here because the metrics module reads the runtime. */
+  metrics: { countFailover(lbId: string, automatic: boolean): void; countFailback(lbId: string, automatic: boolean): void };
 }
 
 export interface FailoverResult {
@@ -31,37 +33,6 @@ export interface FailoverResult {
 export class FailoverService {
   constructor(private readonly deps: FailoverDeps) {}
 
-  /** RTT in ms between two regions as observed (either direction), 0 within a region, null unknown. */
-  private rttBetween(fromRegion: string, toRegion: string): number | null {
-    if (fromRegion === toRegion) return 0;
-    const rows = this.deps.db
-      .select()
-      .from(observedRtts)
-      .where(
-        or(
-          and(eq(observedRtts.fromRegion, fromRegion), eq(observedRtts.toRegion, toRegion)),
-          and(eq(observedRtts.fromRegion, toRegion), eq(observedRtts.toRegion, fromRegion)),
-        ),
-      )
-      .all();
-    if (rows.length === 0) return null;
-    return Math.min(...rows.map((r) => r.rttMs));
-  }
-
-  /** The nearest LB that is healthy (state and, when probed, its last probe), or null. */
-  nearestHealthy(lb: LoadBalancerRow): LoadBalancerRow | null {
-    const regionName = regionNamesById(this.deps.db);
-    const from = regionName.get(lb.regionId) ?? lb.regionId;
-    const candidates = this.deps.db
-      .select()
-      .from(loadBalancers)
-      .all()
-      .filter((other) => other.id !== lb.id && other.state === "healthy" && this.deps.book.isHealthy(other.id) !== false)
-      .map((other) => ({ other, rtt: this.rttBetween(from, regionName.get(other.regionId) ?? other.regionId) ?? Number.POSITIVE_INFINITY }))
-      .sort((a, b) => a.rtt - b.rtt || a.other.name.localeCompare(b.other.name));
-    return candidates[0]?.other ?? null;
-  }
-
   failover(lbId: string, actor: Actor, options: { automatic?: boolean } = {}): FailoverResult {
     const result = this.deps.db.transaction((tx) => {
       const lb = tx.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
@@ -69,9 +40,9 @@ export class FailoverService {
       if (lb.state === "failed-over") {
         throw precondition(`load balancer "${lb.name}" is already failed over to "${lb.failedOverTo ?? "?"}"; fail it back first`);
       }
-      const target = this.nearestHealthy(lb);
+      const target = nearestHealthyLb(tx, this.deps.book, lb.regionId, lb.id)?.lb ?? null;
       if (!target) {
-        const selfHealthy = lb.state === "healthy" && this.deps.book.isHealthy(lb.id) !== false;
+        const selfHealthy = lbTakesClients(lb, this.deps.book);
         throw precondition(
           selfHealthy
             ? `cannot fail over "${lb.name}": it is the only healthy load balancer, so no other LB can take its replicas and entrypoint`
@@ -123,6 +94,7 @@ export class FailoverService {
       );
       return outcome;
     });
+    this.deps.metrics.countFailover(lbId, options.automatic === true);
     this.deps.log.warn(result, "load balancer failed over");
     this.deps.publisher.publishAll();
     return result;
@@ -185,6 +157,7 @@ export class FailoverService {
       );
       return outcome;
     });
+    this.deps.metrics.countFailback(lbId, options.automatic === true);
     this.deps.log.info(result, "load balancer failed back");
     this.deps.publisher.publishAll();
     this.deps.publisher.kick(lbId);

@@ -6,6 +6,7 @@ import { openDb } from "@meridian/db";
 import { autoFailbackAfterMs, getEnv } from "../../env";
 import { ensureUsers } from "../auth/users";
 import { seedDemoTopology } from "../demo/seed";
+import consolePackage from "../../../package.json";
 import { ConsoleRuntime } from "./runtime";
 
 const KEY = Symbol.for("meridian.console.runtime");
@@ -31,6 +32,7 @@ export function getRuntime(options: { start?: boolean } = {}): ConsoleRuntime {
         autoFailbackAfterMs: autoFailbackAfterMs(env),
         sessionTtlMs: env.MERIDIAN_SESSION_TTL_HOURS * 3_600_000,
         traceDirs: [`${env.repoRoot}/../shared/traces`],
+        version: consolePackage.version,
       },
       log,
     );

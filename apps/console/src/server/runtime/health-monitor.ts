@@ -6,6 +6,8 @@
 // - Replica health, in-flight, queued tokens and share: from each LB's GET /admin/state.
 // - Observed RTTs (LB region -> replica region) are folded into observed_rtts (EWMA).
 // - Replicas that joined in a surprising way are logged once (replica-warnings.ts).
+// - Entrypoints are resolved after every round, so a fallback or an alarm is logged when it happens
+//   (entrypoint-resolver.ts).
 // - The config version each LB reports goes to the ConfigPublisher, which re-pushes when the LB
 //   lost its config (restarted without its state file).
 import "server-only";
@@ -17,6 +19,7 @@ import { regionNamesById } from "../region-names";
 import { recordAudit, SYSTEM_HEALTH } from "../audit-trail";
 import type { AutoFailback } from "./auto-failback";
 import type { ConfigPublisher } from "./config-publisher";
+import type { EntrypointResolver } from "./entrypoint-resolver";
 import type { FailoverService } from "./failover";
 import type { LbAdminClient } from "./lb-admin-client";
 import type { LbHealth, LbHealthBook } from "./lb-health";
@@ -28,11 +31,14 @@ export interface HealthMonitorDeps {
   db: Db;
   log: Logger;
   lbClient: Pick<LbAdminClient, "health" | "state">;
-  book: Pick<LbHealthBook, "lb" | "record" | "keepOnly">;
+  book: Pick<LbHealthBook, "lb" | "record" | "keepOnly" | "completeRound">;
   publisher: Pick<ConfigPublisher, "onReportedVersion" | "publishAll">;
   telemetry: Pick<TelemetryHub, "sync">;
   failover: Pick<FailoverService, "failover">;
   autoFailback: Pick<AutoFailback, "afterProbe">;
+  /** Resolved after every round, so an entrypoint that falls back (or has nowhere to go) is logged
+   * when it happens, not when a client next asks. */
+  entrypoints: Pick<EntrypointResolver, "resolve">;
   replicaWarnings: Pick<ReplicaWarningLog, "report">;
   intervalMs: number;
   /** Consecutive failed probes before an LB is failed over (or marked failed). */
@@ -77,7 +83,9 @@ export class HealthMonitor {
     const rows = this.deps.db.select().from(loadBalancers).all();
     this.deps.book.keepOnly(new Set(rows.map((r) => r.id)));
     await Promise.all(rows.map((lb) => this.probe(lb)));
+    this.deps.book.completeRound();
     this.deps.telemetry.sync();
+    this.deps.entrypoints.resolve();
     this.deps.replicaWarnings.report(replicaWarningsFrom(this.deps.db, (lbId) => this.deps.book.lb(lbId)?.state ?? null));
   }
 

@@ -30,6 +30,18 @@ export interface ReplicaLiveView {
 
 export class LbHealthBook {
   private readonly lbs = new Map<string, LbHealth>();
+  private roundDone = false;
+
+  /** The monitor finished a probe round over every LB it knew. Until then an LB with no probe yet
+   * is judged by its stored state (the console just started); after it, an LB with no probe yet was
+   * created since, and nothing is known about it. */
+  completeRound(): void {
+    this.roundDone = true;
+  }
+
+  get probedAll(): boolean {
+    return this.roundDone;
+  }
 
   lb(lbId: string): LbHealth | undefined {
     return this.lbs.get(lbId);

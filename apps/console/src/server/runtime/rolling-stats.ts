@@ -4,6 +4,7 @@ import "server-only";
 import type { TelemetryEvent } from "@meridian/protocol";
 // The tuner's nearest-rank percentile, so the overview's p95 is the same statistic the tuner scores.
 import { percentile } from "@meridian/tuner";
+import { REPLICA_STATS_WINDOW_MS, STATS_BUCKET_MS } from "../../lib/stats-windows";
 
 interface ReplicaAccumulator {
   requests: number;
@@ -53,7 +54,7 @@ export class RollingStats {
   private readonly buckets: Bucket[] = [];
 
   constructor(
-    readonly bucketMs = 5_000,
+    readonly bucketMs = STATS_BUCKET_MS,
     readonly bucketCount = 120,
   ) {}
 
@@ -173,7 +174,7 @@ export class RollingStats {
   }
 
   /** Per-replica share, cache hit rate and prediction accuracy over the last `windowMs`. */
-  replicaStats(now: number = Date.now(), windowMs = 60_000): Map<string, ReplicaWindowStats> {
+  replicaStats(now: number = Date.now(), windowMs = REPLICA_STATS_WINDOW_MS): Map<string, ReplicaWindowStats> {
     const totals = new Map<string, ReplicaAccumulator>();
     for (const bucket of this.recent(now, windowMs)) {
       for (const [id, acc] of bucket.replicas) {

@@ -8,8 +8,12 @@
 import "server-only";
 import pino, { type Logger } from "pino";
 import { migrate, type Db } from "@meridian/db";
+import { SYSTEM_CONSOLE } from "../audit-trail";
+import { ConsoleMetrics } from "../metrics/console-metrics";
+import { assignDefaultHomes } from "../services/home-lb";
 import { AutoFailback } from "./auto-failback";
 import { ConfigPublisher } from "./config-publisher";
+import { EntrypointResolver } from "./entrypoint-resolver";
 import { defaultSimCommand, ExperimentRunner, type SimCommand } from "./experiment-runner";
 import { FailoverService } from "./failover";
 import { HealthMonitor } from "./health-monitor";
@@ -36,6 +40,8 @@ export interface RuntimeOptions {
   /** The tuner's trial-push rate limit and the clock it runs on (tests substitute a fake one). */
   minTrialPushIntervalMs?: number;
   tunerClock?: { now: () => number; setTimer: (fn: () => void, ms: number) => () => void };
+  /** The console's version, for meridian_console_build_info. */
+  version?: string;
 }
 
 export class ConsoleRuntime {
@@ -47,6 +53,8 @@ export class ConsoleRuntime {
   readonly tuners: TunerService;
   readonly failover: FailoverService;
   readonly autoFailback: AutoFailback;
+  readonly entrypoints: EntrypointResolver;
+  readonly metrics: ConsoleMetrics;
   readonly experiments: ExperimentRunner;
   private started = false;
 
@@ -57,16 +65,19 @@ export class ConsoleRuntime {
   ) {
     // Built in dependency order: each component receives only components built before it, so no
     // component reaches another through this container.
+    const metrics = new ConsoleMetrics(options.version ?? "0.0.0");
     const lbClient = new LbAdminClient({ token: options.lbToken, timeoutMs: options.probeTimeoutMs ?? 2_000 });
-    const publisher = new ConfigPublisher({ db, log, lbClient });
+    const publisher = new ConfigPublisher({ db, log, lbClient, metrics });
     const telemetry = new TelemetryHub({ db, log, lbClient });
-    const failover = new FailoverService({ db, log, book: this.lbHealth, publisher });
+    const failover = new FailoverService({ db, log, book: this.lbHealth, publisher, metrics });
     const autoFailback = new AutoFailback({ log, failover, healthyForMs: options.autoFailbackAfterMs ?? 0 });
+    const entrypoints = new EntrypointResolver({ db, log, book: this.lbHealth });
     this.lbClient = lbClient;
     this.publisher = publisher;
     this.telemetry = telemetry;
     this.failover = failover;
     this.autoFailback = autoFailback;
+    this.entrypoints = entrypoints;
     this.tuners = new TunerService({
       db,
       log,
@@ -84,11 +95,14 @@ export class ConsoleRuntime {
       telemetry,
       failover,
       autoFailback,
+      entrypoints,
       replicaWarnings: new ReplicaWarningLog(log),
       intervalMs: options.healthIntervalMs,
       failoverAfter: options.failoverAfter,
       autoFailover: options.autoFailover,
     });
+    metrics.observe({ db, book: this.lbHealth, publisher, telemetry, tuners: this.tuners, entrypoints });
+    this.metrics = metrics;
     this.experiments = new ExperimentRunner({
       db,
       repoRoot: options.repoRoot,
@@ -106,6 +120,8 @@ export class ConsoleRuntime {
   start(): void {
     if (this.started) return;
     this.started = true;
+    // Replicas an older console created without a home LB get their region's default now.
+    assignDefaultHomes(this.db, SYSTEM_CONSOLE);
     this.experiments.recoverInterrupted();
     this.telemetry.start();
     // Tuners first: they register for new config versions before the publisher's first pushes.

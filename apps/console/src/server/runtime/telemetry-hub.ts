@@ -27,6 +27,8 @@ export interface SubscriptionStatus {
   dropped: number;
   reconnects: number;
   lastError: string | null;
+  /** How late the last event arrived: receipt time minus the event's own time (null before one). */
+  lastEventLagMs: number | null;
 }
 
 interface Subscription {
@@ -88,6 +90,7 @@ export class TelemetryHub {
       }
       sub.status.lastSeq = event.seq;
       sub.status.events += 1;
+      sub.status.lastEventLagMs = Math.max(0, Date.now() - event.time);
     }
     this.stats.add(event);
     for (const listener of this.listeners) {
@@ -102,7 +105,7 @@ export class TelemetryHub {
 
   private subscribe(lbId: string, adminBase: string): void {
     const sub: Subscription = {
-      status: { lbId, connected: false, lastSeq: 0, events: 0, duplicates: 0, dropped: 0, reconnects: 0, lastError: null },
+      status: { lbId, connected: false, lastSeq: 0, events: 0, duplicates: 0, dropped: 0, reconnects: 0, lastError: null, lastEventLagMs: null },
       controller: new AbortController(),
       signal: new WakeSignal(),
       adminBase,

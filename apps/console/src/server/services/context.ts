@@ -5,6 +5,7 @@ import "server-only";
 import type { Db } from "@meridian/db";
 import type { AutoFailback } from "../runtime/auto-failback";
 import type { ConfigPublisher } from "../runtime/config-publisher";
+import type { EntrypointResolver } from "../runtime/entrypoint-resolver";
 import type { ExperimentRunner } from "../runtime/experiment-runner";
 import type { FailoverService } from "../runtime/failover";
 import type { LbHealthBook } from "../runtime/lb-health";
@@ -19,6 +20,7 @@ export interface ServiceRuntime {
   readonly tuners: Pick<TunerService, "ensure" | "forget" | "describe" | "startTuning" | "stopTuning" | "reset" | "setManual" | "updateSettings">;
   readonly failover: Pick<FailoverService, "failover" | "failback">;
   readonly autoFailback: Pick<AutoFailback, "dueAt">;
+  readonly entrypoints: Pick<EntrypointResolver, "resolve">;
   readonly experiments: Pick<ExperimentRunner, "traces" | "start" | "list">;
 }
 

@@ -7,8 +7,10 @@ import { regionNamesById } from "../region-names";
 import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, invalid, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
+import type { EntrypointResolution } from "../runtime/entrypoint-resolver";
 import type { FailoverResult } from "../runtime/failover";
 import type { ServiceRuntime } from "./context";
+import { assignDefaultHomes } from "./home-lb";
 import { newId } from "./ids";
 import { requireRegion } from "./regions";
 import { requireHttpUrl } from "./validation";
@@ -144,6 +146,8 @@ export function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput, fixed
       tx.insert(entrypoints).values({ regionId: region.id, lbId: id, updatedAt: now }).run();
     }
     recordAudit(tx, actor, "lb.create", `lb:${id}`, null, row);
+    // Replicas created while their region had no LB belong to it now.
+    assignDefaultHomes(tx, actor, region.id);
     return id;
   });
   rt.tuners.ensure(id);
@@ -236,21 +240,8 @@ export function failbackLb(rt: ServiceRuntime, actor: Actor, input: { id: string
   return rt.failover.failback(input.id, actor);
 }
 
-/** Region name → the LB its clients use. */
-export function entrypointMap(rt: ServiceRuntime): Record<string, { lbId: string; url: string }> {
-  const regionNames = regionNamesById(rt.db);
-  const lbs = new Map(
-    rt.db
-      .select()
-      .from(loadBalancers)
-      .all()
-      .map((l) => [l.id, l]),
-  );
-  const out: Record<string, { lbId: string; url: string }> = {};
-  for (const entry of rt.db.select().from(entrypoints).all()) {
-    const lb = lbs.get(entry.lbId);
-    const region = regionNames.get(entry.regionId);
-    if (lb && region) out[region] = { lbId: lb.id, url: lb.url };
-  }
-  return out;
+/** Region name → where its clients go: the assigned LB, a fallback while it is failed, or nothing
+ * (an alarm); see entrypoint-resolver.ts. */
+export function entrypointMap(rt: ServiceRuntime): Record<string, EntrypointResolution> {
+  return Object.fromEntries(rt.entrypoints.resolve().map((r) => [r.region, r]));
 }

@@ -1,7 +1,7 @@
 // The overview page's one query: topology by region with live state, and the rolling series.
 import "server-only";
 import { regions } from "@meridian/db";
-import { listLbs } from "./lbs";
+import { entrypointMap, listLbs } from "./lbs";
 import { listReplicas } from "./replicas";
 import type { ServiceRuntime } from "./context";
 
@@ -27,6 +27,9 @@ export function overviewSummary(rt: ServiceRuntime) {
             name: lb.name,
             state: lb.state,
             healthy: lb.healthy,
+            probed: lb.probed,
+            consecutiveFailures: lb.consecutiveFailures,
+            lastError: lb.lastError,
             policy: lb.policy,
             crossRegion: lb.crossRegion,
             weights: lb.weights,
@@ -54,5 +57,6 @@ export function overviewSummary(rt: ServiceRuntime) {
     ttftSeries: stats.ttftSeries(now),
     requestSeries: stats.requestSeries(now),
     telemetry: rt.telemetry.status(),
+    entrypoints: Object.values(entrypointMap(rt)),
   };
 }

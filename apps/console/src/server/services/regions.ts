@@ -5,6 +5,7 @@ import { entrypoints, loadBalancers, observedRtts, regions, replicas, type Regio
 import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, notFound, precondition } from "../errors";
 import type { DbLike, ServiceRuntime } from "./context";
+import { defaultHomeLb } from "./home-lb";
 import { newId } from "./ids";
 
 export interface RegionSummary {
@@ -14,6 +15,8 @@ export interface RegionSummary {
   lbCount: number;
   replicaCount: number;
   entrypointLbId: string | null;
+  /** The home LB a replica created in this region gets when none is chosen (home-lb.ts). */
+  defaultHomeLbId: string | null;
 }
 
 export function listRegions(rt: ServiceRuntime): RegionSummary[] {
@@ -38,6 +41,7 @@ export function listRegions(rt: ServiceRuntime): RegionSummary[] {
       lbCount: lbs.filter((l) => l.regionId === r.id).length,
       replicaCount: reps.filter((x) => x.regionId === r.id).length,
       entrypointLbId: entries.get(r.id) ?? null,
+      defaultHomeLbId: defaultHomeLb(rt.db, r.id)?.id ?? null,
     }));
 }
 

@@ -10,6 +10,7 @@ import { effectiveHome } from "../runtime/config-builder";
 import { replicaWarningsFrom, type ReplicaWarning } from "../runtime/replica-warnings";
 import type { SharePoint } from "../runtime/rolling-stats";
 import type { DbLike, ServiceRuntime } from "./context";
+import { defaultHomeLb, rehomedTarget } from "./home-lb";
 import { newId } from "./ids";
 import { requireRegion } from "./regions";
 import { requireHttpUrl } from "./validation";
@@ -105,6 +106,7 @@ function requireLb(db: DbLike, lbId: string) {
   return lb;
 }
 
+/** No home LB given: the region's default (home-lb.ts), written into the row so it is explicit. */
 export function createReplica(rt: ServiceRuntime, actor: Actor, input: ReplicaInput, fixedId?: string): { id: string } {
   const url = requireHttpUrl("url", input.url);
   const id = rt.db.transaction((tx) => {
@@ -112,7 +114,7 @@ export function createReplica(rt: ServiceRuntime, actor: Actor, input: ReplicaIn
       throw conflict(`a replica named "${input.name}" already exists`);
     }
     const region = requireRegion(tx, input.region);
-    if (input.homeLbId) requireLb(tx, input.homeLbId);
+    const home = input.homeLbId ? requireLb(tx, input.homeLbId) : defaultHomeLb(tx, region.id);
     const id = fixedId ?? newId(input.name, (candidate) => !!tx.select().from(replicas).where(eq(replicas.id, candidate)).get());
     const row = {
       id,
@@ -122,8 +124,9 @@ export function createReplica(rt: ServiceRuntime, actor: Actor, input: ReplicaIn
       engine: input.engine,
       model: input.model,
       state: "enabled" as const,
-      homeLbId: input.homeLbId ?? null,
-      rehomedToLbId: null,
+      homeLbId: home?.id ?? null,
+      // Homed on a failed-over LB: served by its stand-in until failback, like the replicas it owned.
+      rehomedToLbId: rehomedTarget(home),
       createdAt: Date.now(),
     };
     tx.insert(replicas).values(row).run();
@@ -142,7 +145,8 @@ export function updateReplica(rt: ServiceRuntime, actor: Actor, input: { id: str
       throw conflict(`a replica named "${input.name}" already exists`);
     }
     const regionId = input.region !== undefined ? requireRegion(tx, input.region).id : before.regionId;
-    if (input.homeLbId) requireLb(tx, input.homeLbId);
+    // undefined: the home stays; null: back to the region's default, as on create.
+    const home = input.homeLbId ? requireLb(tx, input.homeLbId) : input.homeLbId === null ? defaultHomeLb(tx, regionId) : undefined;
     const after: ReplicaRow = {
       ...before,
       name: input.name ?? before.name,
@@ -150,10 +154,19 @@ export function updateReplica(rt: ServiceRuntime, actor: Actor, input: { id: str
       regionId,
       engine: input.engine ?? before.engine,
       model: input.model ?? before.model,
-      homeLbId: input.homeLbId === undefined ? before.homeLbId : input.homeLbId,
+      homeLbId: home === undefined ? before.homeLbId : (home?.id ?? null),
+      rehomedToLbId: home === undefined ? before.rehomedToLbId : rehomedTarget(home),
     };
     tx.update(replicas)
-      .set({ name: after.name, url: after.url, regionId: after.regionId, engine: after.engine, model: after.model, homeLbId: after.homeLbId })
+      .set({
+        name: after.name,
+        url: after.url,
+        regionId: after.regionId,
+        engine: after.engine,
+        model: after.model,
+        homeLbId: after.homeLbId,
+        rehomedToLbId: after.rehomedToLbId,
+      })
       .where(eq(replicas.id, input.id))
       .run();
     recordAudit(tx, actor, "replica.update", `replica:${input.id}`, before, after);

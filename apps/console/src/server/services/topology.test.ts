@@ -53,7 +53,7 @@ describe("topology services", () => {
     });
   });
 
-  test("LBs and replicas: validation errors name the problem", () => {
+  test("LBs and replicas: validation errors name the problem", async () => {
     expectDomainError(() => createLb(h.rt, OPERATOR, { name: "x", url: "ftp://host", region: "us-ashburn" }), "invalid", /http or https/);
     expectDomainError(() => createLb(h.rt, OPERATOR, { name: "x", url: "http://h:1", region: "mars" }), "precondition", /unknown region "mars"/);
     createLb(h.rt, OPERATOR, { name: "lb-us", url: lb.url, region: "us-ashburn" });
@@ -79,7 +79,12 @@ describe("topology services", () => {
     const [replica] = listReplicas(h.rt);
     assert.equal(replica?.url, "http://127.0.0.1:9", "trailing slash trimmed");
     assert.equal(replica?.homeLbName, "lb-us");
-    assert.deepEqual(entrypointMap(h.rt), { "us-ashburn": { lbId: "lb-us", url: lb.url } });
+    // A new LB takes its region's clients once its first probe answers.
+    await h.rt.health.tick();
+    assert.deepEqual(
+      Object.entries(entrypointMap(h.rt)).map(([region, e]) => [region, e.lbId, e.url, e.status]),
+      [["us-ashburn", "lb-us", lb.url, "assigned"]],
+    );
   });
 
   test("the LB receives versioned configs with its replicas, policy and state changes", async () => {

@@ -1,0 +1,36 @@
+// Who may read the console's /metrics: a scraper with the metrics bearer token (MERIDIAN_METRICS_TOKEN),
+// or any client on the console's own host. "On this host" is the client's true address
+// (client-address.ts: the socket's peer, or behind a trusted proxy the first untrusted hop), never a
+// header the client wrote, so a remote client cannot claim to be 127.0.0.1; and a request relayed by
+// a trusted reverse proxy on this host counts as the remote client it carries, not as loopback.
+// Refusals are 401, audited like any other (refusal.ts).
+import "server-only";
+import { BlockList, isIP } from "node:net";
+import { hasBearer } from "../http";
+import { identifyClient } from "./client-address";
+import { type RefusalSink, refuse } from "./refusal";
+import type { RequestSecurity } from "./request-security";
+import type { SecurityAuditor } from "./security-audit";
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");
+LOOPBACK.addAddress("::1", "ipv6");
+
+function isLoopback(address: string): boolean {
+  const family = isIP(address);
+  return family !== 0 && LOOPBACK.check(address, family === 6 ? "ipv6" : "ipv4");
+}
+
+/** null when the request may read the metrics; otherwise the 401 to answer. */
+export function requireMetricsAccess(
+  sink: RefusalSink,
+  req: Request,
+  options: { token: string | undefined; security: RequestSecurity; auditor?: SecurityAuditor },
+): Response | null {
+  if (options.token !== undefined && hasBearer(req, options.token)) return null;
+  const client = identifyClient(req.headers, options.security);
+  if (isLoopback(client.address)) return null;
+  const reason = req.headers.has("authorization") ? "wrong metrics token" : "not loopback and no metrics token";
+  const event = { action: "auth.denied", actor: "anonymous", target: "api:/metrics", address: client.address, status: 401, reason } as const;
+  return refuse(sink, event, "the metrics are readable from the console's host or with MERIDIAN_METRICS_TOKEN", { auditor: options.auditor });
+}
