@@ -70,6 +70,7 @@ export class EsTuner {
       outcomes: [],
       candidatesSinceRemeasure: 0,
       trajectory: [],
+      paused: null,
     };
     if (measuring && config.evaluation === "ab") startTrial(s);
     return s;
@@ -127,6 +128,11 @@ export class EsTuner {
     return this.#s.sigma;
   }
 
+  /** Why tuning is paused, or null when it is not. */
+  get pausedReason(): string | null {
+    return this.#s.paused;
+  }
+
   get incumbentGuardrail(): IncumbentGuardrail {
     return this.#s.incumbent.guardrail;
   }
@@ -141,7 +147,8 @@ export class EsTuner {
   observe(sample: TunerSample): TunerStep | null {
     const checked = validateSample(sample);
     const s = this.#s;
-    if (s.mode !== "online") return null;
+    // Paused: the LB routes everyone with the incumbent, so a sample says nothing about a candidate.
+    if (s.mode !== "online" || s.paused !== null) return null;
     let step: TunerStep | null;
     if (s.config.evaluation === "ab") {
       step = observeTrial(s, checked);
@@ -159,13 +166,35 @@ export class EsTuner {
     if (sample.replicaId !== null && typeof sample.replicaId !== "string") {
       throw new TunerInputError("sample.replicaId", `expected a string or null, received ${typeof sample.replicaId}`);
     }
-    if (this.#s.mode === "online") observePeerTrial(this.#s, sample.replicaId);
+    if (this.#s.mode === "online" && this.#s.paused === null) observePeerTrial(this.#s, sample.replicaId);
   }
 
   #record(step: TunerStep): void {
     const s = this.#s;
     s.trajectory.push(copy(step));
     if (s.trajectory.length > s.config.maxTrajectory) s.trajectory.splice(0, s.trajectory.length - s.config.maxTrajectory);
+  }
+
+  /**
+   * Pauses tuning, e.g. while the LB's policy ignores the weights: a trial there would measure noise,
+   * and accepting it would walk the incumbent anywhere. The running trial (or paper candidate) is
+   * dropped, the incumbent goes live, samples are ignored. Idempotent; a new reason replaces the old.
+   */
+  pause(reason: string): void {
+    if (typeof reason !== "string" || reason.trim() === "") throw new TunerInputError("reason", "expected a non-empty string");
+    const s = this.#s;
+    const wasPaused = s.paused !== null;
+    s.paused = reason;
+    if (wasPaused) return;
+    this.#setCurrent(s.mode === "manual" && s.manualWeights !== null ? s.manualWeights : s.incumbent.weights, "incumbent");
+  }
+
+  /** Ends a pause: tuning (when online) continues from the incumbent with a new trial. A no-op when not paused. */
+  resume(): void {
+    const s = this.#s;
+    if (s.paused === null) return;
+    s.paused = null;
+    if (s.mode === "online" && (s.config.evaluation === "ab" || !s.converged)) this.#startMeasuring();
   }
 
   /** Switch modes. Returning to `online` re-measures the incumbent (paper) or starts a trial (ab). */
@@ -217,11 +246,14 @@ export class EsTuner {
     const s = this.#s;
     const fresh = EsTuner.#fresh({ ...s.config, mode: s.mode }, clipToBounds(s.initial, s.config.bounds));
     fresh.initial = { ...s.initial };
+    const paused = s.paused;
     this.#s = fresh;
+    if (paused !== null) this.pause(paused);
   }
 
   #startMeasuring(): void {
-    if (this.#s.config.evaluation === "ab") startTrial(this.#s);
+    if (this.#s.paused !== null) this.#setCurrent(this.#s.incumbent.weights, "incumbent");
+    else if (this.#s.config.evaluation === "ab") startTrial(this.#s);
     else this.#setCurrent(this.#s.incumbent.weights, "remeasure");
   }
 

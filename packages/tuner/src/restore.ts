@@ -70,6 +70,10 @@ export function validateRestoredState(restored: TunerState, pendingTrial: boolea
   restored.trial ??= null;
   restored.trialsStarted ??= 0;
   restored.planned ??= null;
+  restored.paused ??= null;
+  if (restored.paused !== null && typeof restored.paused !== "string") {
+    throw new TunerInputError("state.paused", `expected a string or null, received ${typeof restored.paused}`);
+  }
   if (restored.trial !== null) {
     const trial = restored.trial;
     if (typeof trial.id !== "string" || typeof trial.salt !== "string" || !Array.isArray(trial.samples)) {
@@ -78,6 +82,6 @@ export function validateRestoredState(restored: TunerState, pendingTrial: boolea
     validateWeights("state.trial.candidate", trial.candidate);
     trial.peerCounts ??= {};
   }
-  if (pendingTrial) startTrial(restored);
+  if (pendingTrial && restored.paused === null) startTrial(restored);
   return restored;
 }

@@ -176,6 +176,8 @@ export interface TunerState {
   outcomes: boolean[];
   candidatesSinceRemeasure: number;
   trajectory: TunerStep[];
+  /** Why tuning is paused (the LB's policy ignores the weights), or null. Paused: no trial, no samples, the incumbent live. */
+  paused: string | null;
 }
 
 export function copy<T>(value: T): T {

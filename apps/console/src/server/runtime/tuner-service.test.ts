@@ -10,7 +10,7 @@ import { desc, eq } from "drizzle-orm";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb } from "../testing/fake-lb";
 import { telemetryEvent } from "../testing/telemetry-event";
-import { createLb } from "../services/lbs";
+import { createLb, setPolicy } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
 import { resetTuner, setManualWeights, startTuner, stopTuner, tunerByLb, updateTuner } from "../services/tuner";
@@ -127,6 +127,54 @@ describe("TunerService (in-process)", () => {
     assert.notEqual(decided.trial!.id, started.trial.id, "a new trial runs");
     const row = h.rt.db.select().from(tunerSteps).get()!;
     assert.equal(JSON.parse(row.trialJson!).decision, "reject-worse");
+  });
+
+  test("an LB switched to a policy that ignores the weights pauses its tuner, with the reason; back on gorgo it resumes from the incumbent", () => {
+    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    startTuner(h.rt, OPERATOR, { lbId: LB });
+    decideTrial(h.rt);
+    const before = tunerByLb(h.rt, { lbId: LB });
+    assert.equal(before.paused, null);
+    assert.ok(before.trial);
+
+    setPolicy(h.rt, OPERATOR, { id: LB, policy: "least-load", crossRegion: "direct" });
+    const paused = tunerByLb(h.rt, { lbId: LB });
+    assert.match(paused.paused ?? "", /least-load.*does not use W_rtt\/W_queue/);
+    assert.equal(paused.running, true, "still switched on: it resumes by itself");
+    assert.equal(paused.trial, null, "no trial runs while paused");
+    assert.deepEqual(paused.weights, before.incumbent);
+    const pausedConfig = latestConfig(h.rt);
+    assert.equal(pausedConfig.policy, "least-load");
+    assert.equal(pausedConfig.trial, undefined, "the trial is off the LB at once, without waiting for the push rate limit");
+    assert.deepEqual(pausedConfig.weights, before.incumbent);
+    const versionsWhilePaused = pausedConfig.version;
+
+    // Least-load traffic for a long while: nothing counts, nothing moves, nothing is pushed.
+    ingest(
+      h.rt,
+      Array.from({ length: 500 }, (_, i) => event({ sessionKey: `p${i}`, ttftMs: 100 + (i % 7) * 300 })),
+    );
+    advance(60_000);
+    const still = tunerByLb(h.rt, { lbId: LB });
+    assert.equal(still.steps.length, before.steps.length);
+    assert.deepEqual(still.weights, before.incumbent);
+    assert.equal(latestConfig(h.rt).version, versionsWhilePaused);
+
+    // A restart keeps the pause (the policy has not changed).
+    const rt2 = new ConsoleRuntime(h.rt.db, h.rt.options);
+    rt2.tuners.start();
+    assert.match(tunerByLb(rt2, { lbId: LB }).paused ?? "", /least-load/);
+    assert.equal(tunerByLb(rt2, { lbId: LB }).trial, null);
+
+    setPolicy(h.rt, OPERATOR, { id: LB, policy: "gorgo", crossRegion: "direct" });
+    const resumed = tunerByLb(h.rt, { lbId: LB });
+    assert.equal(resumed.paused, null);
+    assert.deepEqual(resumed.incumbent, before.incumbent, "resumes from its incumbent");
+    assert.deepEqual(resumed.weights, before.incumbent);
+    assert.ok(resumed.trial, "a trial runs again");
+    assert.equal(latestConfig(h.rt).trial?.id, resumed.trial.id);
+    decideTrial(h.rt);
+    assert.equal(tunerByLb(h.rt, { lbId: LB }).steps.length, before.steps.length + 1);
   });
 
   test("client errors, client aborts and events of other trials are not samples; a flood of 400s pushes nothing", () => {

@@ -10,10 +10,14 @@
 //   tuner_steps, and every new config version that carries the tuner's weights and trial rebinds and
 //   persists it, so a console restart resumes where it stopped. A restored tuner starts its trial's
 //   samples afresh: the TelemetryHub's replay of the LB's buffer refills them, so no event counts twice.
+// - Paused: while the LB's policy does not read the cost weights (routing's Policy.usesCostWeights),
+//   the tuner runs no trial and the incumbent stays live; every new config version re-checks the
+//   policy, so switching back resumes from the incumbent.
 // "running" = the tuner is stepping (mode online and started). stop() freezes the incumbent (static).
 import "server-only";
 import { and, desc, eq, isNull } from "drizzle-orm";
 import type { Logger } from "pino";
+import { isPolicyName, policyUsesCostWeights } from "@meridian/routing";
 import { WEIGHT_BOUNDS } from "@meridian/routing/types";
 import { EsTuner, sampleFromEvent, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
@@ -126,7 +130,18 @@ export class TunerService {
       pendingPush: null,
     };
     this.tuners.set(lbId, live);
+    if (this.syncPause(lbId, live, lb.policy)) this.persist(live, null);
     return live;
+  }
+
+  /** Pauses the tuner while the LB's policy ignores the weights, resumes it when the policy reads them again. True when that changed anything. */
+  private syncPause(lbId: string, live: LiveTuner, policy: string): boolean {
+    const reason = isPolicyName(policy) && policyUsesCostWeights(policy) ? null : `the LB's policy, ${policy}, does not use W_rtt/W_queue`;
+    if (reason === live.tuner.pausedReason) return false;
+    if (reason === null) live.tuner.resume();
+    else live.tuner.pause(reason);
+    this.deps.log.info({ lbId, paused: reason }, reason === null ? "tuner resumed" : "tuner paused");
+    return true;
   }
 
   private currentRun(lbId: string): TunerRunRow | undefined {
@@ -257,6 +272,12 @@ export class TunerService {
   private onNewVersion(lbId: string, version: number, config: LbConfig): void {
     const live = this.tuners.get(lbId);
     if (!live) return;
+    if (this.syncPause(lbId, live, config.policy)) {
+      // A pause must take the trial off the LB now; a resume starts the next trial at once.
+      this.persist(live, null);
+      this.applyCurrent(lbId, true);
+      return;
+    }
     const current = live.tuner.current();
     const trial = current.trial === null ? undefined : current.trial;
     if (!sameWeights(current.weights, config.weights) || config.trial?.id !== trial?.id) return;

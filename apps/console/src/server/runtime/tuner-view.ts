@@ -60,6 +60,8 @@ export function describeTuner(db: Pick<Db, "select">, live: TunerViewSource) {
     runId: live.runId,
     mode: state.mode,
     running: live.running && state.mode === "online" && (state.config.evaluation === "ab" || !state.converged),
+    /** Why the tuner is paused (its LB's policy ignores the weights), or null: no trial runs meanwhile. */
+    paused: state.paused,
     weights: current.weights,
     role: current.role,
     boundVersion: current.version,
