@@ -58,10 +58,27 @@ export function ModeControls({ lbId, state }: { lbId: string; state: TunerState 
 export function ManualWeightsForm({ lbId, state }: { lbId: string; state: TunerState }) {
   const trpc = useTRPC();
   const invalidateAll = useInvalidateAll();
-  // Tuner weights carry full float precision; three decimals is what an operator reads and types.
-  const [rtt, setRtt] = useState(String(Number(state.weights.rtt.toFixed(3))));
-  const [queue, setQueue] = useState(String(Number(state.weights.queue.toFixed(3))));
-  const setManual = useMutation(trpc.tuner.setManual.mutationOptions({ onSuccess: invalidateAll }));
+  // What the operator typed, per field; null shows the live weight. The form is not re-keyed on the
+  // weights (the tuner moves them every step): a step must not wipe what is being typed, nor the
+  // server's error or "Pushed.". Tuner weights carry full float precision; three decimals is what an
+  // operator reads and types.
+  const [typed, setTyped] = useState<{ rtt: string | null; queue: string | null }>({ rtt: null, queue: null });
+  const rtt = typed.rtt ?? String(Number(state.weights.rtt.toFixed(3)));
+  const queue = typed.queue ?? String(Number(state.weights.queue.toFixed(3)));
+  const setManual = useMutation(
+    trpc.tuner.setManual.mutationOptions({
+      onSuccess: async () => {
+        // The pushed weights are now the live ones: show them from the server again.
+        setTyped({ rtt: null, queue: null });
+        await invalidateAll();
+      },
+    }),
+  );
+  const type = (field: "rtt" | "queue") => (e: { target: { value: string } }) => {
+    setTyped((t) => ({ ...t, [field]: e.target.value }));
+    // A new edit: the last push's outcome no longer describes what the form holds.
+    if (setManual.isSuccess) setManual.reset();
+  };
   const rttValue = Number(rtt);
   const queueValue = Number(queue);
   const rttBad = outOfBounds(rttValue, state.bounds.rtt);
@@ -80,14 +97,7 @@ export function ManualWeightsForm({ lbId, state }: { lbId: string; state: TunerS
         <span className="muted small">
           [{state.bounds.rtt[0]}, {state.bounds.rtt[1]}]
         </span>
-        <input
-          type="number"
-          step="any"
-          value={rtt}
-          onChange={(e) => setRtt(e.target.value)}
-          className={rttBad ? "invalid" : ""}
-          data-testid="tuner-manual-rtt"
-        />
+        <input type="number" step="any" value={rtt} onChange={type("rtt")} className={rttBad ? "invalid" : ""} data-testid="tuner-manual-rtt" />
         {rttBad ? (
           <span className="hint-bad" data-testid="tuner-manual-rtt-hint">
             outside bounds
@@ -99,14 +109,7 @@ export function ManualWeightsForm({ lbId, state }: { lbId: string; state: TunerS
         <span className="muted small">
           [{state.bounds.queue[0]}, {state.bounds.queue[1]}]
         </span>
-        <input
-          type="number"
-          step="any"
-          value={queue}
-          onChange={(e) => setQueue(e.target.value)}
-          className={queueBad ? "invalid" : ""}
-          data-testid="tuner-manual-queue"
-        />
+        <input type="number" step="any" value={queue} onChange={type("queue")} className={queueBad ? "invalid" : ""} data-testid="tuner-manual-queue" />
         {queueBad ? (
           <span className="hint-bad" data-testid="tuner-manual-queue-hint">
             outside bounds

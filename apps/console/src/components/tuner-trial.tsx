@@ -81,11 +81,13 @@ function ArmBars({ trial }: { trial: LiveTrialView }) {
   );
 }
 
-export function LiveTrialPanel({ trial, last }: { trial: LiveTrialView | null; last: TrialDecisionView | null }) {
+export function LiveTrialPanel({ trial, last, paused }: { trial: LiveTrialView | null; last: TrialDecisionView | null; paused: string | null }) {
   if (!trial) {
     return (
       <div className="state state-empty" data-testid="tuner-trial-none">
-        No trial running. Start online tuning: each trial routes a share of sessions with a candidate's weights.
+        {paused
+          ? `No trial while paused: ${paused}.`
+          : "No trial running. Start online tuning: each trial routes a share of sessions with a candidate's weights."}
       </div>
     );
   }

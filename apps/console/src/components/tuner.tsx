@@ -32,6 +32,17 @@ function IncumbentGuardrailWarning({ state }: { state: TunerState }) {
   );
 }
 
+/** Shown while the tuner is on but paused: its LB's policy ignores the weights, so no trial runs. */
+function PausedNote({ state }: { state: TunerState }) {
+  if (!state.running || state.paused === null) return null;
+  return (
+    <div className="stale-banner" role="status" data-testid="tuner-paused">
+      <Badge tone="warn">paused</Badge> <span data-testid="tuner-paused-reason">{state.paused}</span>. No trial runs and the weights stay at the incumbent's;
+      tuning resumes from the incumbent when the LB's policy uses the weights again.
+    </div>
+  );
+}
+
 /** Accepted is accepted; a guardrail verdict on an accepted row only says it was a less-bad violator. */
 function StepOutcome({ step }: { step: TunerState["steps"][number] }) {
   if (!step.accepted) return <Badge tone={step.guardrail ? "warn" : "neutral"}>{step.guardrail ? `guardrail: ${step.guardrail}` : "rejected"}</Badge>;
@@ -65,9 +76,10 @@ function TunerView({ lbId }: { lbId: string }) {
         return (
           <>
             <IncumbentGuardrailWarning state={state} />
+            <PausedNote state={state} />
             <div className="stats">
               <Stat label="Tuner mode" value={<span data-testid="tuner-mode">{state.mode}</span>} />
-              <Stat label="Status" value={<span data-testid="tuner-running">{state.running ? "running" : "stopped"}</span>} />
+              <Stat label="Status" value={<span data-testid="tuner-running">{state.running ? (state.paused ? "paused" : "running") : "stopped"}</span>} />
               <Stat label="W_rtt" value={fmtWeight(state.weights.rtt)} testId="tuner-weight-rtt" />
               <Stat label="W_queue" value={fmtWeight(state.weights.queue)} testId="tuner-weight-queue" />
               <Stat label="σ" value={state.sigma.toFixed(3)} testId="tuner-sigma" />
@@ -107,7 +119,7 @@ function TunerView({ lbId }: { lbId: string }) {
             </div>
             {state.evaluation === "ab" ? (
               <Panel title="Live trial" testId="tuner-trial-panel">
-                <LiveTrialPanel trial={state.trial} last={state.lastDecision} />
+                <LiveTrialPanel trial={state.trial} last={state.lastDecision} paused={state.running ? state.paused : null} />
               </Panel>
             ) : null}
             {canMutate ? (
@@ -116,7 +128,7 @@ function TunerView({ lbId }: { lbId: string }) {
                   <ModeControls lbId={lbId} state={state} />
                 </Panel>
                 <Panel title="Manual weights">
-                  <ManualWeightsForm key={`${lbId}:${state.weights.rtt}:${state.weights.queue}`} lbId={lbId} state={state} />
+                  <ManualWeightsForm key={lbId} lbId={lbId} state={state} />
                 </Panel>
               </div>
             ) : null}
