@@ -24,6 +24,11 @@ test("the online tuner decides A/B trials on live traffic and shows why; it paus
   await expect(page.getByTestId("tuner-settings-error")).toHaveCount(0);
   await expect(page.getByTestId("tuner-trial-cap")).toHaveValue("20");
 
+  // The demo starts its tuners; stopped first, so the start below is this test's own.
+  if (await page.getByTestId("tuner-stop").isEnabled()) {
+    await page.getByTestId("tuner-stop").click();
+    await expect(page.getByTestId("tuner-running")).toHaveText("stopped");
+  }
   // A fresh run, so every step counted below was produced after this start.
   await page.getByTestId("tuner-reset").click();
   await expect(page.getByTestId("tuner-steps")).toHaveText("0 (0)");
