@@ -22,6 +22,9 @@ export const loadBalancers = sqliteTable("load_balancers", {
   crossRegion: text("cross_region", { enum: CROSS_REGION_MODES }).notNull().default("direct"),
   weightRtt: real("weight_rtt").notNull().default(DEFAULT_WEIGHTS.rtt),
   weightQueue: real("weight_queue").notNull().default(DEFAULT_WEIGHTS.queue),
+  /** The tuner trial this LB splits its sessions by (LbConfig.trial as JSON); null outside a trial.
+   * Kept on the row so every config version, whatever triggered it, carries the running trial. */
+  trialJson: text("trial_json"),
   /** Latest config version the console wants this LB to run (lb_configs holds the history). */
   configVersion: integer("config_version").notNull().default(0),
   /** Latest version the LB acknowledged (PUT /admin/config answered 2xx). */

@@ -20,6 +20,8 @@ export const tunerSteps = sqliteTable(
     /** candidate | incumbent | converged | manual ... as reported by the tuner. */
     kind: text("kind").notNull(),
     configVersion: integer("config_version"),
+    /** A/B trials: the trial's evidence and decision (the tuner's TrialReport) as JSON; null in paper mode. */
+    trialJson: text("trial_json"),
     at: integer("at").notNull(),
   },
   (table) => [index("tuner_steps_run").on(table.runId, table.step)],

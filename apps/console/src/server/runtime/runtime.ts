@@ -47,6 +47,9 @@ export interface RuntimeOptions {
   traceDirs: string[];
   simCommand?: SimCommand;
   probeTimeoutMs?: number;
+  /** The tuner's trial-push rate limit and the clock it runs on (tests substitute a fake one). */
+  minTrialPushIntervalMs?: number;
+  tunerClock?: { now: () => number; setTimer: (fn: () => void, ms: number) => () => void };
   /** The console's version, for meridian_console_build_info. */
   version?: string;
 }
@@ -92,7 +95,14 @@ export class ConsoleRuntime {
     this.failover = failover;
     this.autoFailback = autoFailback;
     this.entrypoints = entrypoints;
-    this.tuners = new TunerService({ db, log, telemetry, publisher });
+    this.tuners = new TunerService({
+      db,
+      log,
+      telemetry,
+      publisher,
+      ...(options.minTrialPushIntervalMs !== undefined ? { minTrialPushIntervalMs: options.minTrialPushIntervalMs } : {}),
+      ...(options.tunerClock ?? {}),
+    });
     this.health = new HealthMonitor({
       db,
       log,
