@@ -87,6 +87,7 @@ CREATE TABLE "load_balancers" (
 	"cross_region" text DEFAULT 'direct' NOT NULL,
 	"weight_rtt" double precision DEFAULT 0.5 NOT NULL,
 	"weight_queue" double precision DEFAULT 0.1 NOT NULL,
+	"trial_json" text,
 	"config_version" integer DEFAULT 0 NOT NULL,
 	"acked_version" integer DEFAULT 0 NOT NULL,
 	"failed_over_to" text,
@@ -159,6 +160,7 @@ CREATE TABLE "tuner_steps" (
 	"guardrail" text,
 	"kind" text NOT NULL,
 	"config_version" integer,
+	"trial_json" text,
 	"at" bigint NOT NULL
 );
 --> statement-breakpoint

@@ -17,7 +17,7 @@ test("manual weights reach the LB as a new config version", async ({ page }) => 
   await page.getByTestId("tuner-lb-select").selectOption(lb.id);
 
   // Outside the bounds: the form hints, and the server's refusal is shown next to the button.
-  await page.getByTestId("tuner-manual-rtt").fill("5");
+  await page.getByTestId("tuner-manual-rtt").fill("500");
   await expect(page.getByTestId("tuner-manual-rtt-hint")).toBeVisible();
   await page.getByTestId("tuner-manual-submit").click();
   await expect(page.getByTestId("tuner-manual-error")).toBeVisible();

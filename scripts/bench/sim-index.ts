@@ -58,7 +58,7 @@ function figures(results: readonly FleetRunResult[]) {
 function scenarioFigures(spec: FleetSpec, rows: readonly TraceRequest[]) {
   const { requests } = buildSimRequests(rows, spec);
   const run = (policy: string, index: IndexMode) =>
-    SEEDS.map((seed) => runPolicy({ spec, requests, seed, index }, policy, { evaluation: "versioned", guardrails: true }));
+    SEEDS.map((seed) => runPolicy({ spec, requests, seed, index }, policy, { evaluation: "ab", guardrails: true }));
   const policies: Record<string, unknown> = {};
   let met = true;
   for (const policy of POLICIES) {

@@ -14,31 +14,22 @@
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildSimRequests, DEFAULT_COMPARE_POLICIES, globalFleet, paperFleet, runPolicy, type FleetSpec, type SimRequest } from "@meridian/sim";
+import { buildSimRequests, DEFAULT_COMPARE_POLICIES, globalFleet, paperFleet, runPolicy, scalePrompts, type FleetSpec, type SimRequest } from "@meridian/sim";
 import { bundledTracePath, loadTrace } from "@meridian/workload";
 
-/** The short-prompt regime of the tuner work: every prompt this many times as long (at least one block). */
+/** The short-prompt regime (`--prompt-factor 0.05`): every prompt this many times as long (at least one block). */
 const SHORT_PROMPT_FACTOR = 0.05;
 /**
  * Its busy load: arrivals 10× as dense as recorded. With default gorgo on the conversation trace the
  * fleet keeps up at 0.1 (this table's short-prompt row) and falls behind at 0.05.
  */
 const SHORT_PROMPT_TIME_SCALE = 0.1;
-const TUNER = { evaluation: "versioned", guardrails: true } as const;
+const TUNER = { evaluation: "ab", guardrails: true } as const;
 const TUNED = "gorgo-tuned-frozen";
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : undefined;
-}
-
-/** Every prompt `factor` times as long, at least one block; the block keys are cut to the new
- * length, the session key and client region stay those of the original conversation. */
-function scalePrompts(requests: readonly SimRequest[], factor: number): SimRequest[] {
-  return requests.map((r) => {
-    const inputTokens = Math.max(r.tokensPerBlock, Math.round(r.inputTokens * factor));
-    return { ...r, inputTokens, keys: r.keys.slice(0, Math.ceil(inputTokens / r.tokensPerBlock)) };
-  });
 }
 
 /** The requests that arrive before the workload's midpoint in time (the tuner's training half). */
@@ -101,7 +92,7 @@ export async function runTable(): Promise<void> {
         trace: tracePath,
         ...(note ? { note } : {}),
         seed,
-        tuned: `${TUNED}: gorgo-online (versioned evaluation, guardrails on) on the requests before the scenario's midpoint, its final weights frozen and run on the whole scenario`,
+        tuned: `${TUNED}: gorgo-online (A/B trials, guardrails on) on the requests before the scenario's midpoint, its final weights frozen and run on the whole scenario`,
         scenarios: out,
       },
       null,

@@ -55,11 +55,11 @@ const loadMs = performance.now() - loadStart;
 
 // Warm-up, untimed: JIT-compile the simulator, engine, index and policy code on the first 1,000
 // requests so the first timed policy does not pay for it.
-for (const policy of policies) runPolicy({ spec, requests: requests.slice(0, 1_000), seed: 1 }, policy, { evaluation: "versioned", guardrails: true });
+for (const policy of policies) runPolicy({ spec, requests: requests.slice(0, 1_000), seed: 1 }, policy, { evaluation: "ab", guardrails: true });
 
 const results = policies.map((policy) => {
   const start = performance.now();
-  const result = runPolicy({ spec, requests, seed: 1 }, policy, { evaluation: "versioned", guardrails: true });
+  const result = runPolicy({ spec, requests, seed: 1 }, policy, { evaluation: "ab", guardrails: true });
   const wallMs = performance.now() - start;
   return {
     policy,

@@ -114,6 +114,9 @@ export class Completion {
       hop: ticket.hop,
       sessionKey: ticket.view.sessionKey,
       clientRegion: ticket.view.clientRegion,
+      ...(ticket.trial !== null
+        ? { trialId: ticket.trial.id, arm: ticket.trial.arm, ...(ticket.trial.triggered !== null ? { triggered: ticket.trial.triggered } : {}) }
+        : {}),
     };
   }
 }

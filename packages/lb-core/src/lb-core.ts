@@ -27,6 +27,7 @@ import { hasAlternative, isRetryableStatus } from "./redispatch";
 import { buildLbState, buildPeerReport, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
 import { type PeerRecord, PredictionSums, type ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
 import { failures, peerTarget, replicaTarget, Ticket, type AdmitInput, type Failure } from "./ticket";
+import { admitToTrial } from "./trial";
 
 /** A request is tried on at most this many targets (the first and one retry). */
 export const MAX_ATTEMPTS = 2;
@@ -227,6 +228,7 @@ export class LbCore<J> {
     const tokensPerBlock = input.tokensPerBlock ?? DEFAULT_BLOCK_CHARS / this.estimator.charsPerToken;
     this.keyTokens = tokensPerBlock;
     const { config } = this;
+    const { weights, trial } = admitToTrial(config, input.sessionKey);
     return new Ticket(
       owner,
       input.keys,
@@ -241,7 +243,8 @@ export class LbCore<J> {
       now,
       config.version,
       config.policy,
-      config.weights,
+      weights,
+      trial,
     );
   }
 

@@ -16,6 +16,9 @@ import {
 import type { LbConfig } from "@meridian/protocol";
 import type { PeerRecord, ReplicaRecord } from "./targets";
 import { failures, type Failure, type Ticket } from "./ticket";
+import { triggeredBy } from "./trial";
+
+const COUNTERFACTUAL_RNG: Rng = { next: () => 0 };
 
 export type Placement =
   | { kind: "replica"; replicaId: string; decision: Decision; candidates: readonly CandidateView[] }
@@ -116,6 +119,16 @@ export function planPlacement(ctx: PlacementContext, ticket: Ticket<unknown>, no
     return { kind: "peer", peerId: availability.peerId, reason: availability.reason };
   }
   const decision = ctx.policy.select(ticket.view, availability.candidates, { index: ctx.index, weights: ticket.weights, rng: ctx.rng, now });
+  if (ticket.trial !== null) {
+    // The counterfactual uses its own fixed generator: it must not shift the tie-breaks of real decisions.
+    const counterfactual = ctx.policy.select(ticket.view, availability.candidates, {
+      index: ctx.index,
+      weights: ticket.trial.other,
+      rng: COUNTERFACTUAL_RNG,
+      now,
+    });
+    ticket.trial.triggered = triggeredBy(decision, counterfactual);
+  }
   return { kind: "replica", replicaId: decision.choice, decision, candidates: availability.candidates };
 }
 

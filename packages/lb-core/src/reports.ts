@@ -81,6 +81,7 @@ export function buildLbState(src: ReportSources, now: number, extras: StateExtra
     configVersion: config.version,
     policy: config.policy,
     weights: config.weights,
+    ...(config.trial !== undefined ? { trial: config.trial } : {}),
     crossRegion: config.crossRegion,
     startedAt: extras.startedAt,
     replicas: [...src.replicas.values()].map((r) => {

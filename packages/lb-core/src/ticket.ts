@@ -2,6 +2,7 @@
 // answer with. A ticket carries the config version, policy and weights in force when it arrived, so
 // a request held across a config push is routed and reported under the weights it arrived under.
 import type { BlockKey, Decision, DispatchSnapshot, Policy, PolicyName, RequestView, Weights } from "@meridian/routing";
+import type { TicketTrial } from "./trial";
 
 /** A request the core admits: the parsed facts routing needs, nothing of the transport. */
 export interface AdmitInput {
@@ -117,7 +118,10 @@ export class Ticket<J> implements RequestView {
     readonly arrivalMs: number,
     readonly configVersion: number,
     readonly policy: PolicyName,
+    /** The weights of the request's trial arm (the config's weights outside a trial). */
     readonly weights: Weights,
+    /** Its part in the config's tuner trial; null outside one. */
+    readonly trial: TicketTrial | null,
   ) {}
 
   /** What the policies see of the request (this ticket itself). */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CAPACITY_SOURCES, CROSS_REGION_MODES, ENGINE_KINDS, INDEX_CLEAR_REASONS, POLICY_NAMES, REPLICA_STATES } from "@meridian/routing/types";
+import { CAPACITY_SOURCES, CROSS_REGION_MODES, ENGINE_KINDS, INDEX_CLEAR_REASONS, POLICY_NAMES, REPLICA_STATES, TRIAL_ARMS } from "@meridian/routing/types";
 
 // Field builders shared by the wire schemas. zod 4's z.number() already rejects NaN and ±Infinity.
 
@@ -21,9 +21,23 @@ export const replicaState = z.enum(REPLICA_STATES);
 export const engineKind = z.enum(ENGINE_KINDS);
 export const capacitySource = z.enum(CAPACITY_SOURCES);
 export const indexClearReason = z.enum(INDEX_CLEAR_REASONS);
+export const trialArm = z.enum(TRIAL_ARMS);
 
 /** Cost weights as carried on the wire: finite and positive. Tuner bounds are the tuner's business. */
 export const weights = z.strictObject({
   rtt: z.number().positive(),
   queue: z.number().positive(),
+});
+
+/**
+ * A tuner trial as an LB applies it (packages/tuner/README.md): sessions whose salted hash puts them in
+ * the candidate arm (share of them) are routed with `candidate`, the rest with the config's weights.
+ * Strict, so an LB that does not know trials refuses such a config instead of silently ignoring it.
+ */
+export const trial = z.strictObject({
+  /** Telemetry events carry it back; the tuner counts only samples of its current trial. */
+  id: nonEmptyString.max(64),
+  salt: nonEmptyString.max(64),
+  share: z.number().gt(0, { error: "must be > 0" }).lt(1, { error: "must be < 1" }),
+  candidate: weights,
 });

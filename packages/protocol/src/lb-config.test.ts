@@ -166,3 +166,14 @@ test("a replica's cache capacity override is optional, a non-negative integer of
   assert.match(messageOf({ ...minimal, replicas: [{ ...replica, cacheCapacityTokens: -1 }] }), /replicas\[0\]\.cacheCapacityTokens/);
   assert.match(messageOf({ ...minimal, replicas: [{ ...replica, cacheCapacityTokens: 1.5 }] }), /cacheCapacityTokens/);
 });
+
+test("a tuner trial travels in the config; a bad one names its field, and an LB without trials refuses rather than ignores it", () => {
+  const trial = { id: "3-0a1b2c3d", salt: "0a1b2c3d", share: 0.5, candidate: { rtt: 20, queue: 0.2 } };
+  assert.deepEqual(parseLbConfig({ ...minimal, trial }).trial, trial);
+  assert.equal(parseLbConfig(minimal).trial, undefined, "no trial unless the console sends one");
+  assert.match(messageOf({ ...minimal, trial: { ...trial, share: 1 } }), /lbConfig\.trial\.share: must be < 1/);
+  assert.match(messageOf({ ...minimal, trial: { ...trial, share: 0 } }), /lbConfig\.trial\.share: must be > 0/);
+  assert.match(messageOf({ ...minimal, trial: { ...trial, salt: "" } }), /lbConfig\.trial\.salt/);
+  assert.match(messageOf({ ...minimal, trial: { ...trial, candidate: { rtt: 20 } } }), /lbConfig\.trial\.candidate\.queue/);
+  assert.match(messageOf({ ...minimal, trial: { ...trial, arms: 3 } }), /lbConfig\.trial/, "strict: an unknown key is an error");
+});

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { DEFAULT_WEIGHTS } from "@meridian/routing/types";
-import { crossRegionMode, engineKind, httpUrl, nonEmptyString, policyName, positiveInt, replicaState, weights } from "./common";
+import { crossRegionMode, engineKind, httpUrl, nonEmptyString, policyName, positiveInt, replicaState, trial, weights } from "./common";
 import { ClientAuthSchema, PeerCredentialHashesSchema } from "./client-auth";
 import { makeParsers, schemaTag } from "./errors";
 
@@ -123,6 +123,8 @@ export const LbConfigSchema = z
     region: nonEmptyString,
     policy: policyName.default("gorgo"),
     weights: weights.default(() => ({ ...DEFAULT_WEIGHTS })),
+    /** A tuner trial: a share of sessions routed with the candidate's weights. Absent: none. */
+    trial: trial.optional(),
     crossRegion: crossRegionMode.default("direct"),
     sessionKeyBlocks: positiveInt.default(DEFAULT_SESSION_KEY_BLOCKS),
     replicas: z.array(ReplicaConfigSchema).default(() => []),

@@ -10,6 +10,7 @@ import {
   policyName,
   replicaState,
   timeMs,
+  trial,
   weights,
 } from "./common";
 import { makeParsers, schemaTag } from "./errors";
@@ -122,6 +123,8 @@ export const LbStateSchema = z.object({
   configVersion: z.int().nonnegative(),
   policy: policyName,
   weights,
+  /** The tuner trial the LB is splitting its sessions by, if any. */
+  trial: trial.optional(),
   crossRegion: crossRegionMode,
   startedAt: timeMs,
   replicas: z.array(ReplicaRuntimeStateSchema),

@@ -108,3 +108,11 @@ test("bad stream lines are named, including nested event fields", () => {
     },
   );
 });
+
+test("an event routed in a tuner trial carries the trial id, its arm and whether it was triggered", () => {
+  const inTrial = { ...event, trialId: "3-0a1b2c3d", arm: "candidate" as const, triggered: true };
+  assert.deepEqual(parseTelemetryEvent(JSON.parse(JSON.stringify(inTrial))), inTrial);
+  const parsed = safeParseTelemetryEvent({ ...inTrial, arm: "treatment" });
+  assert.equal(parsed.success, false);
+  assert.match(String(parsed.success ? "" : parsed.error.message), /telemetryEvent\.arm/);
+});

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { count, nonEmptyString, nonNegativeNumber, policyName, timeMs, weights } from "./common";
+import { count, nonEmptyString, nonNegativeNumber, policyName, timeMs, trialArm, weights } from "./common";
 import { makeParsers, ProtocolError, schemaTag } from "./errors";
 
 export const TELEMETRY_EVENT_SCHEMA = "meridian.telemetry-event/1";
@@ -35,6 +35,11 @@ export const TelemetryEventSchema = z.object({
   hop: count,
   sessionKey: z.string().optional(),
   clientRegion: z.string().optional(),
+  /** The trial the request was routed under (absent outside a trial) and its arm. */
+  trialId: z.string().optional(),
+  arm: trialArm.optional(),
+  /** Whether the other arm's weights would have chosen another replica for this request. */
+  triggered: z.boolean().optional(),
 });
 
 export type TelemetryEvent = z.output<typeof TelemetryEventSchema>;

@@ -21,6 +21,11 @@ export function isPolicyName(name: unknown): name is PolicyName {
   return typeof name === "string" && (POLICY_NAMES as readonly string[]).includes(name);
 }
 
+/** Whether the policy's decisions depend on the cost weights (`Policy.usesCostWeights`): the tuner runs only then. */
+export function policyUsesCostWeights(name: PolicyName): boolean {
+  return createPolicy(name).usesCostWeights;
+}
+
 /** A fresh policy instance. Instances may hold state (round-robin turn, ring cache, a peer router's
  * own prefix tree and load books): create one per LB, and feed `observe` where a policy has it. */
 export function createPolicy(name: PolicyName, options: PolicyOptions = {}): Policy {

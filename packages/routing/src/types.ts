@@ -59,10 +59,28 @@ export interface Weights {
   queue: number;
 }
 
+/** The two arms of a tuner trial (packages/tuner/README.md): the weights in force, and the candidate. */
+export const TRIAL_ARMS = ["incumbent", "candidate"] as const;
+export type TrialArm = (typeof TRIAL_ARMS)[number];
+
 /** The paper's defaults; the LB config, the console's database and the tuner's start all use these. */
 export const DEFAULT_WEIGHTS: Readonly<Weights> = Object.freeze({ rtt: 0.5, queue: 0.1 });
-/** Inclusive [lo, hi] per weight: the tuner's default search box (lo > 0: it mutates in log space). */
+/**
+ * Inclusive [lo, hi] per weight: the tuner's default search box (lo > 0: it mutates in log space).
+ * GORGO's lower bounds with the upper bounds opened wide (packages/tuner/README.md, "Bounds"). The
+ * paper's [0.05, 2] × [0.05, 0.5] caps W_rtt/W_queue at 40, and the short-prompt optimum sits near
+ * 100. The weights convert RTT milliseconds and queued tokens into prefill tokens, so W_rtt ≈ a
+ * replica's prefill rate in tokens/ms (1–100 on current hardware) and W_queue ≈ 1 when a queued token
+ * costs what one's own prefill token does: the upper bounds cover those values. W_queue keeps the
+ * paper's floor: below it the cost goes blind to load (GORGO Appendix D's reward hack), and a
+ * concurrent trial cannot see the harm, because a load-blind arm free-rides on the other arm's balancing.
+ */
 export const WEIGHT_BOUNDS: Readonly<{ rtt: readonly [number, number]; queue: readonly [number, number] }> = Object.freeze({
+  rtt: [0.05, 100] as const,
+  queue: [0.05, 10] as const,
+});
+/** GORGO's published search box, to reproduce the paper (`meridian-sim tune --rtt-bounds 0.05,2 --queue-bounds 0.05,0.5`). */
+export const PAPER_WEIGHT_BOUNDS: Readonly<{ rtt: readonly [number, number]; queue: readonly [number, number] }> = Object.freeze({
   rtt: [0.05, 2.0] as const,
   queue: [0.05, 0.5] as const,
 });

@@ -57,7 +57,7 @@ test("other usage errors exit 2 with a message naming the problem", async () => 
       [["compare", "--trace", "bundled", "--polices", "gorgo"], /unknown flag --polices/],
       [["compare", "--trace", "bundled", "--preset", "moon"], /unknown preset "moon"/],
       [["compare"], /--trace FILE is required/],
-      [["tune", "--trace", "bundled", "--mode", "fast"], /--mode: expected versioned or paper/],
+      [["tune", "--trace", "bundled", "--mode", "fast"], /--mode: expected ab or paper/],
       [["tune", "--trace", "bundled", "--guardrails", "maybe"], /--guardrails: expected on or off/],
       [["tune", "--trace", "bundled", "--queue-bounds", "0,0.5"], /lower bound must be > 0/],
       [["sweep", "--trace", "bundled"], /--time-scales/],

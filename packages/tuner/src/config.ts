@@ -13,10 +13,41 @@ export type WeightBounds = Record<WeightName, readonly [number, number]>;
 /** `online`: the ES steps on telemetry. `static`: weights fixed. `manual`: the operator sets them. */
 export const TUNER_MODES = ["online", "static", "manual"] as const;
 export type TunerMode = (typeof TUNER_MODES)[number];
-/** `versioned`: a candidate is scored only on samples routed under its config version.
- *  `paper`: the trailing window regardless of version, scored every `hop` samples (GORGO as published). */
-export const EVALUATION_MODES = ["versioned", "paper"] as const;
+/**
+ * `ab` (default): concurrent A/B trials — each LB routes a share of sessions with the candidate's
+ * weights and the rest with the incumbent's, and the candidate wins only on evidence (README.md).
+ * `paper`: the trailing window regardless of version, scored every `hop` samples (GORGO as published).
+ */
+export const EVALUATION_MODES = ["ab", "paper"] as const;
 export type EvaluationMode = (typeof EVALUATION_MODES)[number];
+
+/** A/B trial settings (evaluation "ab"). */
+export interface TrialConfig {
+  /** Fraction of sessions routed with the candidate's weights, in (0, 1). */
+  share: number;
+  /** Valid samples (both arms) between looks at the evidence. */
+  lookEvery: number;
+  /** Sample cap: a trial still undecided here is rejected (the incumbent stays). */
+  maxSamples: number;
+  /** Bound on the probability that a trial accepts a candidate no better than the incumbent, over all its looks. */
+  alpha: number;
+  /** Power of the alpha-spending function α·t^ρ (1 spends evenly over the looks). */
+  spendingRho: number;
+  /** Reject early when the candidate is slower with a p-value at or below this. */
+  futilityP: number;
+  /** Re-randomizations per look. */
+  permutations: number;
+  /** Coverage of the per-arm p95 intervals. */
+  confidence: number;
+  /** CUPED-adjust the exceedance indicator on log prompt tokens. */
+  cuped: boolean;
+  /** Decide on triggered samples only (those the other arm's weights would have routed elsewhere). */
+  triggeredOnly: boolean;
+  /** After a losing candidate, try its mirror image next (search.ts). */
+  mirroredSampling: boolean;
+  /** After a winning candidate, try the same step again from the new incumbent (search.ts). */
+  repeatSuccess: boolean;
+}
 
 export interface GuardrailConfig {
   enabled: boolean;
@@ -32,26 +63,43 @@ export interface TunerConfig {
   seed: number;
   mode: TunerMode;
   evaluation: EvaluationMode;
-  /** Samples per evaluation window. */
+  /** `paper` mode: samples per evaluation window. */
   window: number;
-  /** `paper` mode: evaluate every `hop` samples. Ignored in `versioned` mode. */
+  /** `paper` mode: evaluate every `hop` samples. */
   hop: number;
+  /** `ab` mode: the trials. */
+  trial: TrialConfig;
   bounds: WeightBounds;
+  /** Initial step size in log space. Default: a quarter of the bounds' log-width (sigmaForBounds). */
   sigma0: number;
   /** σ below this means converged. */
   sigmaMin: number;
-  /** Upper limit on σ. Beyond the log-width of the bounds a larger σ only produces clipped corners. */
+  /** Upper limit on σ. Default: half the bounds' log-width; beyond that a larger σ only produces clipped corners. */
   sigmaMax: number;
   /** Outcomes the 1/5 rule looks back over. */
   successHistory: number;
   targetSuccessRate: number;
   /** σ is multiplied by this on a low success rate and divided by it on a high one. */
   sigmaFactor: number;
-  /** Re-measure the incumbent after this many candidate steps. */
+  /** `paper` mode: re-measure the incumbent after this many candidate steps. */
   remeasureEvery: number;
   guardrails: GuardrailConfig;
   /** Steps kept in the state's trajectory (oldest dropped first). */
   maxTrajectory: number;
+}
+
+/**
+ * Step sizes that scale with the search box: σ0 = ¼ and σmax = ½ of the larger log-width
+ * ln(hi/lo). Where in the box the optimum lies is not known in advance, and evolution strategies
+ * start with σ at a fifth to a third of the range for that case (CMA-ES's guidance is 0.3×), so the
+ * first candidates can reach across the box; the 1/5 rule shrinks σ once trials find it too long.
+ * Measured on the short-prompt regime: σ0 = 0.6, 1.0 and 1.5 left the tuner 1.2–2.2× the optimum
+ * after half the trace, where σ0 ≈ 2.3–3.2 reached it (packages/tuner/README.md).
+ */
+function sigmaForBounds(bounds: WeightBounds): { sigma0: number; sigmaMax: number } {
+  const width = Math.max(...WEIGHT_NAMES.map((name) => Math.log(bounds[name][1] / bounds[name][0])));
+  const sigma0 = Math.max(0.25 * width, 0.1);
+  return { sigma0, sigmaMax: Math.max(0.5 * width, sigma0) };
 }
 
 export const DEFAULT_GUARDRAILS: GuardrailConfig = {
@@ -61,16 +109,30 @@ export const DEFAULT_GUARDRAILS: GuardrailConfig = {
   maxErrorRate: 0.05,
 };
 
+export const DEFAULT_TRIAL: TrialConfig = {
+  share: 0.5,
+  lookEvery: 50,
+  maxSamples: 500,
+  alpha: 0.05,
+  spendingRho: 1,
+  futilityP: 0.2,
+  permutations: 999,
+  confidence: 0.95,
+  cuped: true,
+  triggeredOnly: true,
+  mirroredSampling: true,
+  repeatSuccess: true,
+};
+
 export const DEFAULT_TUNER_CONFIG: Omit<TunerConfig, "seed"> = {
   mode: "online",
-  evaluation: "versioned",
+  evaluation: "ab",
   window: 128,
   hop: 32,
-  // The default search box and start are routing's WEIGHT_BOUNDS and DEFAULT_WEIGHTS.
+  trial: DEFAULT_TRIAL,
   bounds: WEIGHT_BOUNDS,
-  sigma0: 0.5,
+  ...sigmaForBounds(WEIGHT_BOUNDS),
   sigmaMin: 0.05,
-  sigmaMax: 2,
   successHistory: 8,
   targetSuccessRate: 0.2,
   sigmaFactor: 0.817,
@@ -178,24 +240,31 @@ export function validateMode(field: string, value: unknown): TunerMode {
   return value as TunerMode;
 }
 
+/** What a caller may pass: any field, with the trial settings merged over their defaults one by one. */
+export type TunerConfigInput = Partial<Omit<TunerConfig, "trial">> & { seed: number; trial?: Partial<TrialConfig> };
+
 /** Merges `partial` over the defaults and validates every field. */
-export function resolveConfig(partial: Partial<TunerConfig> & { seed: number }): TunerConfig {
+export function resolveConfig(partial: TunerConfigInput): TunerConfig {
   const input = requireObject("config", partial) as Partial<TunerConfig>;
+  const bounds = input.bounds ?? WEIGHT_BOUNDS;
   const merged: TunerConfig = {
     ...DEFAULT_TUNER_CONFIG,
+    // σ follows the bounds unless the caller sets it (validated below, before it is used).
+    ...(Array.isArray(bounds?.rtt) && Array.isArray(bounds?.queue) && bounds.rtt[0] > 0 && bounds.queue[0] > 0 ? sigmaForBounds(bounds) : {}),
     ...input,
     seed: input.seed as number,
     guardrails: { ...DEFAULT_GUARDRAILS, ...(input.guardrails ?? {}) },
+    trial: { ...DEFAULT_TRIAL, ...(input.trial ?? {}) },
     bounds: input.bounds ?? WEIGHT_BOUNDS,
   };
   if (!Number.isSafeInteger(merged.seed)) throw new TunerInputError("seed", `expected a safe integer, received ${describe(merged.seed)}`);
   validateMode("mode", merged.mode);
-  if (!EVALUATIONS.includes(merged.evaluation)) {
+  if (!EVALUATIONS.includes(merged.evaluation as string)) {
     throw new TunerInputError("evaluation", `expected one of ${EVALUATIONS.join(", ")}, received ${describe(merged.evaluation)}`);
   }
   requireInteger("window", merged.window, 1);
   requireInteger("hop", merged.hop, 1);
-  // hop only matters in paper mode; a versioned tuner with a small window must not trip over the default hop.
+  // hop only matters in paper mode; an A/B tuner with a small window must not trip over the default hop.
   if (merged.evaluation === "paper" && merged.hop > merged.window)
     throw new TunerInputError("hop", `must not exceed window (${merged.window}), received ${merged.hop}`);
   merged.bounds = validateBounds("bounds", merged.bounds);
@@ -209,6 +278,7 @@ export function resolveConfig(partial: Partial<TunerConfig> & { seed: number }):
   if (factor >= 1) throw new TunerInputError("sigmaFactor", `expected a number in (0, 1), received ${factor}`);
   requireInteger("remeasureEvery", merged.remeasureEvery, 1);
   requireInteger("maxTrajectory", merged.maxTrajectory, 0);
+  validateTrial(requireObject("trial", merged.trial) as unknown as TrialConfig);
   const guardrails = requireObject("guardrails", merged.guardrails);
   if (typeof guardrails.enabled !== "boolean") {
     throw new TunerInputError("guardrails.enabled", `expected a boolean, received ${describe(guardrails.enabled)}`);
@@ -218,4 +288,30 @@ export function resolveConfig(partial: Partial<TunerConfig> & { seed: number }):
   requireFraction("guardrails.maxShare", guardrails.maxShare);
   requireFraction("guardrails.maxErrorRate", guardrails.maxErrorRate);
   return merged;
+}
+
+function requireOpenFraction(field: string, value: unknown): number {
+  const number = requireFiniteNumber(field, value);
+  if (number <= 0 || number >= 1) throw new TunerInputError(field, `expected a number in (0, 1), received ${number}`);
+  return number;
+}
+
+function validateTrial(trial: TrialConfig): void {
+  requireOpenFraction("trial.share", trial.share);
+  requireInteger("trial.lookEvery", trial.lookEvery, 2);
+  requireInteger("trial.maxSamples", trial.maxSamples, 2);
+  if (trial.maxSamples < trial.lookEvery)
+    throw new TunerInputError("trial.maxSamples", `must be >= trial.lookEvery (${trial.lookEvery}), received ${trial.maxSamples}`);
+  requireOpenFraction("trial.alpha", trial.alpha);
+  requirePositive("trial.spendingRho", trial.spendingRho);
+  requireFraction("trial.futilityP", trial.futilityP);
+  requireInteger("trial.permutations", trial.permutations, 1);
+  requireOpenFraction("trial.confidence", trial.confidence);
+  if (typeof trial.cuped !== "boolean") throw new TunerInputError("trial.cuped", `expected a boolean, received ${describe(trial.cuped)}`);
+  if (typeof trial.repeatSuccess !== "boolean")
+    throw new TunerInputError("trial.repeatSuccess", `expected a boolean, received ${describe(trial.repeatSuccess)}`);
+  if (typeof trial.mirroredSampling !== "boolean")
+    throw new TunerInputError("trial.mirroredSampling", `expected a boolean, received ${describe(trial.mirroredSampling)}`);
+  if (typeof trial.triggeredOnly !== "boolean")
+    throw new TunerInputError("trial.triggeredOnly", `expected a boolean, received ${describe(trial.triggeredOnly)}`);
 }

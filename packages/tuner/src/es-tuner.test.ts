@@ -1,10 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { WEIGHT_BOUNDS } from "@meridian/routing/types";
+import { WEIGHT_BOUNDS as DEFAULT_BOUNDS } from "@meridian/routing/types";
 import { EsTuner, TunerInputError, type TunerStep, type Weights } from "./index";
 import { bowlTtftMs, drive, feed, noisyBowl, OPTIMUM, sample } from "./test-helpers";
+import { windowed } from "./test-helpers";
 
-function withinBounds(weights: Weights, bounds = WEIGHT_BOUNDS): boolean {
+function withinBounds(weights: Weights, bounds = DEFAULT_BOUNDS): boolean {
   return weights.rtt >= bounds.rtt[0] && weights.rtt <= bounds.rtt[1] && weights.queue >= bounds.queue[0] && weights.queue <= bounds.queue[1];
 }
 
@@ -17,8 +18,8 @@ function closeWindow(tuner: EsTuner, version: number, count: number, make: (i: n
 }
 
 test("starts by measuring the initial weights, then proposes a candidate", () => {
-  const tuner = new EsTuner({ seed: 1, window: 4 });
-  assert.deepEqual(tuner.current(), { weights: { rtt: 0.5, queue: 0.1 }, version: null, role: "remeasure" });
+  const tuner = new EsTuner(windowed({ seed: 1, window: 4 }));
+  assert.deepEqual(tuner.current(), { weights: { rtt: 0.5, queue: 0.1 }, version: null, role: "remeasure", trial: null });
   const first = closeWindow(tuner, 1, 4, () => sample(1, 800));
   assert.equal(first.kind, "remeasure");
   assert.equal(first.fitnessP95TtftMs, 800);
@@ -30,7 +31,7 @@ test("starts by measuring the initial weights, then proposes a candidate", () =>
 
 test("mutations always stay within the bounds, even with a huge step size", () => {
   const bounds = { rtt: [0.1, 0.3] as const, queue: [0.2, 0.25] as const };
-  const tuner = new EsTuner({ seed: 7, window: 2, sigma0: 5, sigmaMax: 50, bounds }, { rtt: 0.2, queue: 0.2 });
+  const tuner = new EsTuner(windowed({ seed: 7, window: 2, sigma0: 5, sigmaMax: 50, bounds }), { rtt: 0.2, queue: 0.2 });
   let version = 0;
   let ttft = 1000;
   for (let i = 0; i < 200; i++) {
@@ -43,7 +44,7 @@ test("mutations always stay within the bounds, even with a huge step size", () =
 });
 
 test("σ rises on a run of successes and falls on a run of failures", () => {
-  const improving = new EsTuner({ seed: 3, window: 8, sigmaMax: 100 });
+  const improving = new EsTuner(windowed({ seed: 3, window: 8, sigmaMax: 100 }));
   let ttft = 10_000;
   let version = 0;
   const rising: TunerStep[] = [];
@@ -57,7 +58,7 @@ test("σ rises on a run of successes and falls on a run of failures", () => {
   for (let i = 1; i < risingCandidates.length; i++) assert.ok(risingCandidates[i]!.sigma > risingCandidates[i - 1]!.sigma);
   assert.ok(risingCandidates[0]!.sigma > 0.5);
 
-  const worsening = new EsTuner({ seed: 3, window: 8 });
+  const worsening = new EsTuner(windowed({ seed: 3, window: 8 }));
   ttft = 100;
   version = 0;
   const falling: TunerStep[] = [];
@@ -72,7 +73,7 @@ test("σ rises on a run of successes and falls on a run of failures", () => {
 });
 
 test("a run of failures converges: σ below σ_min pins the incumbent and stops stepping", () => {
-  const tuner = new EsTuner({ seed: 11, window: 4 }, { rtt: 0.3, queue: 0.3 });
+  const tuner = new EsTuner(windowed({ seed: 11, window: 4 }), { rtt: 0.3, queue: 0.3 });
   let ttft = 100;
   let version = 0;
   const steps: TunerStep[] = [];
@@ -85,14 +86,14 @@ test("a run of failures converges: σ below σ_min pins the incumbent and stops 
   assert.ok(last.sigma < 0.05);
   // 0.5 × 0.817^n < 0.05 needs n = 12 failed candidates, plus the baseline and the re-measurements.
   assert.equal(steps.filter((step) => step.kind === "candidate").length, 12);
-  assert.deepEqual(tuner.current(), { weights: { rtt: 0.3, queue: 0.3 }, version: null, role: "incumbent" });
+  assert.deepEqual(tuner.current(), { weights: { rtt: 0.3, queue: 0.3 }, version: null, role: "incumbent", trial: null });
   tuner.bind(version + 1);
   assert.equal(feed(tuner, 50, () => sample(version + 1, 1)).length, 0, "no more steps once converged");
   assert.equal(tuner.state().converged, true);
 });
 
 test("the incumbent is re-measured every K candidate steps and the fresh value replaces the lucky one", () => {
-  const tuner = new EsTuner({ seed: 5, window: 4, remeasureEvery: 2 });
+  const tuner = new EsTuner(windowed({ seed: 5, window: 4, remeasureEvery: 2 }));
   let version = 1;
   // A lucky first measurement: 100 ms. Every later window is slower.
   const baseline = closeWindow(tuner, version, 4, () => sample(version, 100));
@@ -117,7 +118,7 @@ test("on a noisy objective with a known optimum it converges within 10% of the o
   assert.ok(bowlTtftMs(start) > 1.9 * optimumTtft, "the start is far off, so convergence is a real result");
   // Every seed, not a lucky one: the (1+1)-ES under noise stops where σ runs out, so judge the worst case.
   for (let seed = 1; seed <= 20; seed++) {
-    const tuner = new EsTuner({ seed }, start);
+    const tuner = new EsTuner(windowed({ seed }), start);
     const steps = drive(tuner, noisyBowl, { seed: 1000 + seed, maxSteps: 400 });
     assert.ok(tuner.converged, `seed ${seed}: converged within 400 windows (took ${steps.length})`);
     const final = tuner.current().weights;
@@ -132,7 +133,9 @@ test("on a noisy objective with a known optimum it converges within 10% of the o
 
 test("a guardrail rejects a candidate that puts >80% of requests on one replica even when its TTFT is best", () => {
   const concentrate = (guardrailsEnabled: boolean): TunerStep => {
-    const tuner = new EsTuner({ seed: 9, window: 10, guardrails: { enabled: guardrailsEnabled, e2eTolerance: 0.25, maxShare: 0.8, maxErrorRate: 0.05 } });
+    const tuner = new EsTuner(
+      windowed({ seed: 9, window: 10, guardrails: { enabled: guardrailsEnabled, e2eTolerance: 0.25, maxShare: 0.8, maxErrorRate: 0.05 } }),
+    );
     closeWindow(tuner, 1, 10, (i) => sample(1, 1000, { replicaId: `r${i % 3}` }));
     // 9 of 10 on r0 (share 0.9), TTFT far better, E2E unchanged.
     return closeWindow(tuner, 2, 10, (i) => sample(2, 200, { replicaId: i === 0 ? "r1" : "r0", e2eMs: 2000 }));
@@ -149,7 +152,7 @@ test("a guardrail rejects a candidate that puts >80% of requests on one replica 
 });
 
 test("guardrails reject E2E blow-ups and error rates above the cap", () => {
-  const tuner = new EsTuner({ seed: 9, window: 20 });
+  const tuner = new EsTuner(windowed({ seed: 9, window: 20 }));
   closeWindow(tuner, 1, 20, (i) => sample(1, 1000, { e2eMs: 4000, replicaId: `r${i % 3}` }));
   const slow = closeWindow(tuner, 2, 20, (i) => sample(2, 500, { e2eMs: 5001, replicaId: `r${i % 3}` }));
   assert.equal(slow.guardrail, "e2e");
@@ -162,43 +165,8 @@ test("guardrails reject E2E blow-ups and error rates above the cap", () => {
   assert.equal(fine.accepted, true);
 });
 
-test("versioned windows never mix samples of two versions", () => {
-  const tuner = new EsTuner({ seed: 2, window: 16 });
-  // Nothing counts before the weights are bound to a version.
-  assert.equal(feed(tuner, 40, () => sample(0, 1)).length, 0);
-  const steps: TunerStep[] = [];
-  for (let version = 1; version <= 12; version++) {
-    tuner.bind(version);
-    // Interleave stale samples of older versions and early ones of the next; TTFT encodes the version.
-    steps.push(
-      ...feed(tuner, 64, (i) => {
-        const source = i % 4 === 0 ? version - 1 : i % 4 === 1 ? version + 1 : version;
-        return sample(source, source * 100);
-      }),
-    );
-    assert.equal(steps.length, version, "one window per version");
-  }
-  for (const step of steps) {
-    assert.equal(step.samples, 16);
-    assert.equal(step.fitnessP95TtftMs, step.configVersion! * 100, `step ${step.step} saw only version ${step.configVersion}`);
-  }
-});
-
-test("re-binding the same version keeps the window; binding a new one restarts it", () => {
-  const tuner = new EsTuner({ seed: 2, window: 10 });
-  tuner.bind(1);
-  feed(tuner, 6, () => sample(1, 10));
-  tuner.bind(1);
-  assert.equal(feed(tuner, 4, () => sample(1, 10)).length, 1);
-  tuner.bind(2);
-  feed(tuner, 6, () => sample(2, 10));
-  tuner.bind(3);
-  assert.equal(feed(tuner, 9, () => sample(3, 10)).length, 0, "the 6 samples of version 2 were discarded");
-  assert.equal(feed(tuner, 1, () => sample(3, 10)).length, 1);
-});
-
 test("a tuner restored from JSON state makes the same proposals as the original", () => {
-  const original = new EsTuner({ seed: 42 });
+  const original = new EsTuner(windowed({ seed: 42 }));
   drive(original, noisyBowl, { seed: 99, maxSteps: 7 });
   leavePartialWindow(original);
   const restored = EsTuner.restore(JSON.parse(JSON.stringify(original.state())));
@@ -211,9 +179,9 @@ test("a tuner restored from JSON state makes the same proposals as the original"
   assert.deepEqual(restored.trajectory(), original.trajectory());
 
   // Same seed, same history → same first proposal; another seed → another proposal.
-  const twinA = new EsTuner({ seed: 42, window: 4 });
-  const twinB = new EsTuner({ seed: 42, window: 4 });
-  const other = new EsTuner({ seed: 43, window: 4 });
+  const twinA = new EsTuner(windowed({ seed: 42, window: 4 }));
+  const twinB = new EsTuner(windowed({ seed: 42, window: 4 }));
+  const other = new EsTuner(windowed({ seed: 43, window: 4 }));
   for (const tuner of [twinA, twinB, other]) closeWindow(tuner, 1, 4, () => sample(1, 100));
   assert.deepEqual(twinA.current(), twinB.current());
   assert.notDeepEqual(twinA.current().weights, other.current().weights);
@@ -252,8 +220,8 @@ test("paper mode scores the trailing 128 samples every 32, regardless of version
 });
 
 test("static mode freezes the weights; manual mode routes the operator's weights", () => {
-  const tuner = new EsTuner({ seed: 1, window: 4, mode: "static" }, { rtt: 1, queue: 0.2 });
-  assert.deepEqual(tuner.current(), { weights: { rtt: 1, queue: 0.2 }, version: null, role: "incumbent" });
+  const tuner = new EsTuner(windowed({ seed: 1, window: 4, mode: "static" }), { rtt: 1, queue: 0.2 });
+  assert.deepEqual(tuner.current(), { weights: { rtt: 1, queue: 0.2 }, version: null, role: "incumbent", trial: null });
   tuner.bind(1);
   assert.equal(feed(tuner, 40, () => sample(1, 5)).length, 0);
   tuner.setManualWeights({ rtt: 0.7, queue: 0.3 });
@@ -262,20 +230,20 @@ test("static mode freezes the weights; manual mode routes the operator's weights
   assert.equal(feed(tuner, 40, () => sample(1, 5)).length, 0);
   // Going online starts from the operator's weights and measures them first.
   tuner.setMode("online");
-  assert.deepEqual(tuner.current(), { weights: { rtt: 0.7, queue: 0.3 }, version: null, role: "remeasure" });
+  assert.deepEqual(tuner.current(), { weights: { rtt: 0.7, queue: 0.3 }, version: null, role: "remeasure", trial: null });
   const step = closeWindow(tuner, 2, 4, () => sample(2, 5));
   assert.equal(step.kind, "remeasure");
   assert.deepEqual(step.incumbent, { rtt: 0.7, queue: 0.3 });
 });
 
 test('setMode("online") while tuning keeps the window; after convergence it restarts tuning', () => {
-  const tuner = new EsTuner({ seed: 3, window: 4 });
+  const tuner = new EsTuner(windowed({ seed: 3, window: 4 }));
   tuner.bind(1);
   feed(tuner, 3, () => sample(1, 100));
   tuner.setMode("online");
   assert.equal(feed(tuner, 1, () => sample(1, 100)).length, 1, "the 3 samples already collected still count");
 
-  const converging = new EsTuner({ seed: 3, window: 2, sigma0: 0.06 });
+  const converging = new EsTuner(windowed({ seed: 3, window: 2, sigma0: 0.06 }));
   let version = 0;
   let ttft = 10;
   while (!converging.converged) {
@@ -289,11 +257,11 @@ test('setMode("online") while tuning keeps the window; after convergence it rest
 });
 
 test("setBounds clips the incumbent and drops a candidate under measurement; reset starts over", () => {
-  const tuner = new EsTuner({ seed: 8, window: 4 }, { rtt: 1.5, queue: 0.1 });
+  const tuner = new EsTuner(windowed({ seed: 8, window: 4 }), { rtt: 1.5, queue: 0.1 });
   closeWindow(tuner, 1, 4, () => sample(1, 100));
   assert.equal(tuner.current().role, "candidate");
   tuner.setBounds({ rtt: [0.1, 1], queue: [0.05, 0.5] });
-  assert.deepEqual(tuner.current(), { weights: { rtt: 1, queue: 0.1 }, version: null, role: "remeasure" });
+  assert.deepEqual(tuner.current(), { weights: { rtt: 1, queue: 0.1 }, version: null, role: "remeasure", trial: null });
   assert.deepEqual(tuner.state().config.bounds.rtt, [0.1, 1]);
   tuner.reset();
   const state = tuner.state();
@@ -307,7 +275,7 @@ test("setBounds clips the incumbent and drops a candidate under measurement; res
 });
 
 test("trajectory is bounded", () => {
-  const tuner = new EsTuner({ seed: 1, window: 1, maxTrajectory: 5, sigmaMin: 1e-9 });
+  const tuner = new EsTuner(windowed({ seed: 1, window: 1, maxTrajectory: 5, sigmaMin: 1e-9 }));
   tuner.bind(1);
   for (let version = 1; version <= 20; version++) {
     tuner.bind(version);
@@ -327,17 +295,24 @@ test("bad input throws TunerInputError naming the field", () => {
       if (pattern) assert.match(error.message, pattern);
       return true;
     });
-  expectError(() => new EsTuner({ seed: 1 }, { rtt: Number.NaN, queue: 0.1 }), "initial.rtt", /received NaN/);
-  expectError(() => new EsTuner({ seed: 1 }, { rtt: 5, queue: 0.1 }), "initial.rtt", /outside the bounds \[0\.05, 2\]/);
-  expectError(() => new EsTuner({ seed: 1, window: 0 }), "window", /integer >= 1, received 0/);
-  expectError(() => new EsTuner({ seed: 1, window: 2.5 }), "window");
+  expectError(() => new EsTuner(windowed({ seed: 1 }), { rtt: Number.NaN, queue: 0.1 }), "initial.rtt", /received NaN/);
+  expectError(() => new EsTuner(windowed({ seed: 1 }), { rtt: 5, queue: 0.1 }), "initial.rtt", /outside the bounds \[0\.05, 2\]/);
+  expectError(() => new EsTuner(windowed({ seed: 1, window: 0 })), "window", /integer >= 1, received 0/);
+  expectError(() => new EsTuner(windowed({ seed: 1, window: 2.5 })), "window");
   expectError(() => new EsTuner({ seed: 1, evaluation: "paper", hop: 200 }), "hop");
-  expectError(() => new EsTuner({ seed: Number.NaN }), "seed");
-  expectError(() => new EsTuner({ seed: 1, bounds: { rtt: [2, 0.05], queue: [0.05, 0.5] } }), "bounds.rtt", /lower bound 2 is above upper bound 0.05/);
-  expectError(() => new EsTuner({ seed: 1, bounds: { rtt: [0, 1], queue: [0.05, 0.5] } }), "bounds.rtt[0]");
-  expectError(() => new EsTuner({ seed: 1, guardrails: { enabled: true, e2eTolerance: 0.25, maxShare: 1.5, maxErrorRate: 0.05 } }), "guardrails.maxShare");
+  expectError(() => new EsTuner(windowed({ seed: Number.NaN })), "seed");
+  expectError(
+    () => new EsTuner(windowed({ seed: 1, bounds: { rtt: [2, 0.05], queue: [0.05, 0.5] } })),
+    "bounds.rtt",
+    /lower bound 2 is above upper bound 0.05/,
+  );
+  expectError(() => new EsTuner(windowed({ seed: 1, bounds: { rtt: [0, 1], queue: [0.05, 0.5] } })), "bounds.rtt[0]");
+  expectError(
+    () => new EsTuner(windowed({ seed: 1, guardrails: { enabled: true, e2eTolerance: 0.25, maxShare: 1.5, maxErrorRate: 0.05 } })),
+    "guardrails.maxShare",
+  );
 
-  const tuner = new EsTuner({ seed: 1 });
+  const tuner = new EsTuner(windowed({ seed: 1 }));
   expectError(() => tuner.setManualWeights({ rtt: 0.5, queue: 0.9 }), "weights.queue", /0.9 is outside the bounds \[0.05, 0.5\]/);
   expectError(() => tuner.setManualWeights({ rtt: Number.POSITIVE_INFINITY, queue: 0.1 }), "weights.rtt");
   expectError(() => tuner.setBounds({ rtt: [0.05, 2], queue: [0.5, 0.05] }), "bounds.queue");
@@ -354,7 +329,7 @@ test("bad input throws TunerInputError naming the field", () => {
 });
 
 test("a window with no first token at all never wins, guardrails or not", () => {
-  const tuner = new EsTuner({ seed: 1, window: 4, guardrails: { enabled: false, e2eTolerance: 0.25, maxShare: 0.8, maxErrorRate: 0.05 } });
+  const tuner = new EsTuner(windowed({ seed: 1, window: 4, guardrails: { enabled: false, e2eTolerance: 0.25, maxShare: 0.8, maxErrorRate: 0.05 } }));
   closeWindow(tuner, 1, 4, () => sample(1, 1000));
   const empty = closeWindow(tuner, 2, 4, () => sample(2, null, { e2eMs: 5, ok: false }));
   assert.equal(empty.accepted, false);

@@ -5,6 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { EsTuner, type TunerSample, type TunerState, type TunerStep } from "./index";
 import { drive, feed, hackedFleet, hackNearestShare, HACK_BOUNDS, HACKED_START, noisyBowl, sample } from "./test-helpers";
+import { windowed } from "./test-helpers";
 
 const RAILS_ON = { enabled: true, e2eTolerance: 0.25, maxShare: 0.8, maxErrorRate: 0.05 };
 const RAILS_OFF = { ...RAILS_ON, enabled: false };
@@ -30,7 +31,7 @@ test("a tuner started on the reward hack climbs out to guardrail-passing weights
   const floor = HACK_BOUNDS.queue[0];
   assert.ok(hackNearestShare(HACKED_START) > 0.8, "the start really is hacked");
   for (let seed = 1; seed <= 20; seed++) {
-    const tuner = new EsTuner({ seed, bounds: HACK_BOUNDS, guardrails: RAILS_ON }, HACKED_START);
+    const tuner = new EsTuner(windowed({ seed, bounds: HACK_BOUNDS, guardrails: RAILS_ON }), HACKED_START);
     const steps = drive(tuner, hackedFleet, { seed: 700 + seed, maxSteps: 2000 });
     const first = steps[0]!;
     assert.equal(first.kind, "remeasure");
@@ -57,7 +58,7 @@ test("a tuner started on the reward hack climbs out to guardrail-passing weights
 });
 
 test("with guardrails off the reward hack still wins and the trajectory is exactly the pre-fix one", () => {
-  const tuner = new EsTuner({ seed: 5, bounds: HACK_BOUNDS, guardrails: RAILS_OFF }, HACKED_START);
+  const tuner = new EsTuner(windowed({ seed: 5, bounds: HACK_BOUNDS, guardrails: RAILS_OFF }), HACKED_START);
   const steps = drive(tuner, hackedFleet, { seed: 55, maxSteps: 400 });
   // Recorded from the tuner before the incumbent guardrail existed.
   assert.equal(
@@ -72,7 +73,7 @@ test("with guardrails off the reward hack still wins and the trajectory is exact
 });
 
 test("with guardrails on and a healthy incumbent the trajectory is exactly the pre-fix one", () => {
-  const tuner = new EsTuner({ seed: 3 });
+  const tuner = new EsTuner(windowed({ seed: 3 }));
   const steps = drive(tuner, noisyBowl, { seed: 33, maxSteps: 400 });
   // Recorded from the tuner before the incumbent guardrail existed; E2E rejections ("e") included.
   assert.equal(signature(steps), "reAxeereeAxerexxexrxAxxArxxxxerxxxxxrxxx");
@@ -82,7 +83,7 @@ test("with guardrails on and a healthy incumbent the trajectory is exactly the p
 });
 
 test("against a violating incumbent, a candidate that also violates wins only by violating less; TTFT does not count", () => {
-  const tuner = new EsTuner({ seed: 1, window: 10, guardrails: RAILS_ON });
+  const tuner = new EsTuner(windowed({ seed: 1, window: 10, guardrails: RAILS_ON }));
   // Hacked incumbent: 9 of 10 on r0, TTFT 100 ms.
   const baseline = closeWindow(tuner, 1, 10, spread(1, 100, 9));
   assert.equal(baseline.kind, "remeasure");
@@ -99,7 +100,7 @@ test("against a violating incumbent, a candidate that also violates wins only by
 });
 
 test("against a violating incumbent the rules apply step by step, and the published rules return once it passes", () => {
-  const tuner = new EsTuner({ seed: 1, window: 20, remeasureEvery: 50, guardrails: RAILS_ON });
+  const tuner = new EsTuner(windowed({ seed: 1, window: 20, remeasureEvery: 50, guardrails: RAILS_ON }));
   closeWindow(tuner, 1, 20, spread(1, 100, 18)); // incumbent: share 0.9, TTFT 100
   // Spread out but 4 of 20 failed: errors rank before share, so this is worse, not better.
   const erroring = closeWindow(tuner, 2, 20, (i) => ({ ...spread(2, 80, 8)(i), ok: i >= 4 }));
@@ -125,7 +126,7 @@ test("against a violating incumbent the rules apply step by step, and the publis
 });
 
 test("an incumbent that starts failing on re-measurement is flagged; fewer errors win; a window with no first token never does", () => {
-  const tuner = new EsTuner({ seed: 2, window: 10, remeasureEvery: 2, guardrails: RAILS_ON });
+  const tuner = new EsTuner(windowed({ seed: 2, window: 10, remeasureEvery: 2, guardrails: RAILS_ON }));
   closeWindow(tuner, 1, 10, spread(1, 100, 4));
   closeWindow(tuner, 2, 10, spread(2, 200, 4)); // rejected on TTFT
   closeWindow(tuner, 3, 10, spread(3, 200, 4)); // rejected on TTFT; a re-measurement is due
@@ -143,7 +144,7 @@ test("an incumbent that starts failing on re-measurement is flagged; fewer error
 });
 
 test("a fleet where nothing passes never converges: σ stays at σ0/2 or above", () => {
-  const tuner = new EsTuner({ seed: 4, window: 10, guardrails: RAILS_ON });
+  const tuner = new EsTuner(windowed({ seed: 4, window: 10, guardrails: RAILS_ON }));
   let version = 0;
   let ttft = 100;
   const steps: TunerStep[] = [];
@@ -158,7 +159,7 @@ test("a fleet where nothing passes never converges: σ stays at σ0/2 or above",
 });
 
 test("state round-trips mid-escape, and a state saved before the incumbent guardrail existed still restores", () => {
-  const original = new EsTuner({ seed: 8, bounds: HACK_BOUNDS, guardrails: RAILS_ON }, HACKED_START);
+  const original = new EsTuner(windowed({ seed: 8, bounds: HACK_BOUNDS, guardrails: RAILS_ON }), HACKED_START);
   drive(original, hackedFleet, { seed: 88, maxSteps: 3 });
   assert.equal(original.state().incumbent.guardrail, "share", "still on the hack when saved");
   original.bind(10_000);

@@ -1,30 +1,59 @@
-// Checking a persisted tuner state before EsTuner.restore continues from it: shape checks that name
-// the offending field, and defaults for the fields added after states were first persisted.
-import { requireFiniteNumber, resolveConfig, TunerInputError, validateMode, validateWeights, type Weights } from "./config";
-import { copy, TUNER_STATE_FORMAT, type IncumbentGuardrail, type IncumbentRecord, type TunerState } from "./state";
+// Restoring a persisted tuner state: shape checks with the offending field named, and the migration
+// of states written before A/B trials existed (format /1, evaluation "versioned" or "paper").
 
-const INCUMBENT_GUARDRAILS: readonly IncumbentGuardrail[] = ["pass", "share", "errors"];
+import { requireFiniteNumber, TunerInputError, validateMode, validateWeights } from "./config";
+import { startTrial } from "./ab-trial";
+import { TUNER_STATE_FORMAT, TUNER_STATE_FORMAT_V1, type IncumbentRecord, type TunerState } from "./state";
 
-/** A checked deep copy of `state` with its config resolved; throws TunerInputError naming the bad field. */
-export function restoredState(state: TunerState): TunerState {
-  if (typeof state !== "object" || state === null) throw new TunerInputError("state", "expected an object");
-  if (state.format !== TUNER_STATE_FORMAT) {
+const INCUMBENT_GUARDRAILS = ["pass", "share", "errors"] as const;
+
+/**
+ * Format /1 → /2. `versioned` evaluation no longer exists: A/B trials replace it (they measure the
+ * candidate and the incumbent in the same period instead of one after the other), so such a state
+ * continues in `ab` mode from its incumbent, σ and trajectory. A paper-mode state stays in paper mode.
+ */
+export function migrateState(state: Record<string, unknown>): { state: TunerState; startTrial: boolean } {
+  if (state.format === TUNER_STATE_FORMAT) return { state: state as unknown as TunerState, startTrial: false };
+  if (state.format !== TUNER_STATE_FORMAT_V1) {
     throw new TunerInputError("state.format", `expected "${TUNER_STATE_FORMAT}", received ${JSON.stringify(state.format)}`);
   }
-  const config = resolveConfig(state.config);
+  const config = { ...(state.config as Record<string, unknown>) };
+  const wasVersioned = config.evaluation !== "paper";
+  if (wasVersioned) config.evaluation = "ab";
+  const current = { ...(state.current as Record<string, unknown>), trial: null };
+  const migrated = {
+    ...(state as unknown as TunerState),
+    format: TUNER_STATE_FORMAT,
+    config: config as unknown as TunerState["config"],
+    current: current as unknown as TunerState["current"],
+    window: wasVersioned ? [] : ((state.window as TunerState["window"]) ?? []),
+    trial: null,
+    trialsStarted: 0,
+    planned: null,
+  } as TunerState;
+  // A /1 state marked its pending measurement with role candidate/remeasure; ab mode starts a trial instead.
+  return { state: migrated, startTrial: wasVersioned && state.mode === "online" };
+}
+
+function requirePositiveSigma(value: unknown): void {
+  const sigma = requireFiniteNumber("state.sigma", value);
+  if (sigma <= 0) throw new TunerInputError("state.sigma", `expected a number > 0, received ${sigma}`);
+}
+
+/** Checks a (copied, migrated) state and fills in fields older states lack. */
+export function validateRestoredState(restored: TunerState, pendingTrial: boolean): TunerState {
   // `initial` may lie outside bounds narrowed later by setBounds, so it is checked only for shape.
-  validateWeights("state.initial", state.initial);
-  validateMode("state.mode", state.mode);
-  validateWeights("state.incumbent.weights", state.incumbent?.weights);
-  validateWeights("state.current.weights", state.current?.weights);
-  if (!Array.isArray(state.prng) || state.prng.length !== 4 || !state.prng.every((word) => Number.isInteger(word) && word >= 0 && word < 2 ** 32)) {
+  validateWeights("state.initial", restored.initial);
+  validateMode("state.mode", restored.mode);
+  validateWeights("state.incumbent.weights", restored.incumbent?.weights);
+  validateWeights("state.current.weights", restored.current?.weights);
+  if (!Array.isArray(restored.prng) || restored.prng.length !== 4 || !restored.prng.every((word) => Number.isInteger(word) && word >= 0 && word < 2 ** 32)) {
     throw new TunerInputError("state.prng", "expected four uint32 words");
   }
-  requirePositiveSigma(state.sigma);
-  const restored = copy({ ...state, config });
+  requirePositiveSigma(restored.sigma);
   // States persisted before the incumbent guardrail existed lack these fields; treat such an incumbent
-  // as passing (what the tuner then assumed) until its next re-measurement says otherwise.
-  const incumbent = restored.incumbent as Partial<IncumbentRecord> & { weights: Weights };
+  // as passing (what the tuner then assumed) until its next measurement says otherwise.
+  const incumbent = restored.incumbent as Partial<IncumbentRecord> & { weights: IncumbentRecord["weights"] };
   incumbent.p95TtftMs ??= null;
   incumbent.e2eP95Ms ??= null;
   incumbent.maxShare ??= null;
@@ -37,10 +66,22 @@ export function restoredState(state: TunerState): TunerState {
     );
   }
   for (const step of restored.trajectory ?? []) step.incumbentGuardrail ??= "pass";
+  restored.current.trial ??= null;
+  restored.trial ??= null;
+  restored.trialsStarted ??= 0;
+  restored.planned ??= null;
+  restored.paused ??= null;
+  if (restored.paused !== null && typeof restored.paused !== "string") {
+    throw new TunerInputError("state.paused", `expected a string or null, received ${typeof restored.paused}`);
+  }
+  if (restored.trial !== null) {
+    const trial = restored.trial;
+    if (typeof trial.id !== "string" || typeof trial.salt !== "string" || !Array.isArray(trial.samples)) {
+      throw new TunerInputError("state.trial", "expected a trial with id, salt and samples");
+    }
+    validateWeights("state.trial.candidate", trial.candidate);
+    trial.peerCounts ??= {};
+  }
+  if (pendingTrial && restored.paused === null) startTrial(restored);
   return restored;
-}
-
-function requirePositiveSigma(value: unknown): void {
-  const sigma = requireFiniteNumber("state.sigma", value);
-  if (sigma <= 0) throw new TunerInputError("state.sigma", `expected a number > 0, received ${sigma}`);
 }

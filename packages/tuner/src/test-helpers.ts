@@ -1,6 +1,8 @@
 // Shared drivers for the tuner tests: a synthetic fleet whose p95 TTFT is a known function of the weights.
+import { PAPER_WEIGHT_BOUNDS as PAPER_BOUNDS } from "@meridian/routing/types";
 import type { EsTuner, TunerStep, TunerSample, Weights } from "./index";
 import { nextNormal, nextUniform, seedPrng, type PrngState } from "./prng";
+import { armOf } from "./trial/arm";
 
 export type SampleSource = (weights: Weights, version: number, rng: PrngState) => TunerSample;
 
@@ -88,4 +90,67 @@ export const hackedFleet: SampleSource = (weights, version, rng) => {
   const nearest = nextUniform(rng) < hackNearestShare(weights);
   const replicaId = nearest ? "near" : nextUniform(rng) < 0.5 ? "far1" : "far2";
   return { configVersion: version, ttftMs, e2eMs: 3 * ttftMs, replicaId, ok: true };
+};
+
+/**
+ * Window-by-window evaluation for the tests that pin the ES and guardrail logic: paper mode with
+ * hop = window scores consecutive, non-overlapping windows, which is exactly what the drivers above
+ * feed (one window per published weights).
+ */
+export function windowed<T extends { seed: number; window?: number; hop?: number; bounds?: unknown }>(
+  config: T,
+): T & { evaluation: "paper"; window: number; hop: number } {
+  const window = config.window ?? 128;
+  return { bounds: PAPER_BOUNDS, sigma0: 0.5, sigmaMax: 2, ...config, evaluation: "paper", window, hop: window };
+}
+
+/** What a synthetic fleet answers for one request routed with `weights` at request index `t`. */
+export type TrialFleet = (weights: Weights, t: number, rng: PrngState) => Pick<TunerSample, "ttftMs" | "e2eMs" | "replicaId" | "ok">;
+
+/**
+ * Drives an A/B tuner over `samples` requests: sessions of `turns` consecutive requests, each routed
+ * with the weights of the arm armOf() gives its session in the current trial, fed back tagged with
+ * the trial and arm. `onPeer` lets a test add other LBs' requests for the fleet-share guardrail.
+ */
+export function driveTrials(
+  tuner: EsTuner,
+  fleet: TrialFleet,
+  options: { seed: number; samples: number; turns?: number; onRequest?: (tuner: EsTuner, t: number) => void },
+): { steps: TunerStep[]; stepAt: number[] } {
+  const rng = seedPrng(options.seed);
+  const turns = options.turns ?? 3;
+  const steps: TunerStep[] = [];
+  const stepAt: number[] = [];
+  for (let t = 0; t < options.samples; t++) {
+    const current = tuner.current();
+    const trial = current.trial;
+    const sessionKey = `s${options.seed}-${Math.floor(t / turns)}`;
+    const arm = trial === null ? "incumbent" : armOf(sessionKey, trial.salt, trial.share);
+    const weights = arm === "candidate" && trial !== null ? trial.candidate : current.weights;
+    const triggered = trial !== null && (trial.candidate.rtt !== current.weights.rtt || trial.candidate.queue !== current.weights.queue);
+    options.onRequest?.(tuner, t);
+    const step = tuner.observe({ configVersion: 1, ...fleet(weights, t, rng), arm, sessionKey, triggered, ...(trial ? { trialId: trial.id } : {}) });
+    if (step !== null) {
+      steps.push(step);
+      stepAt.push(t + 1);
+    }
+  }
+  return { steps, stepAt };
+}
+
+/** Load that drifts by ±40 % over about 2,000 requests, common to every request at that moment. */
+function driftingLoad(t: number): number {
+  return 1 + 0.4 * Math.sin(t / 320);
+}
+
+/** The bowl under drifting load with lognormal noise (σ = 0.3) and three replicas. */
+export const driftingBowl: TrialFleet = (weights, t, rng) => {
+  const ttftMs = bowlTtftMs(weights) * driftingLoad(t) * Math.exp(0.3 * nextNormal(rng));
+  return { ttftMs, e2eMs: ttftMs + 2000, replicaId: `r${Math.floor(nextUniform(rng) * 3)}`, ok: true };
+};
+
+/** Weights do not matter at all (every candidate is an A/A trial), but the load drifts. */
+export const flatDrifting: TrialFleet = (_weights, t, rng) => {
+  const ttftMs = 1000 * driftingLoad(t) * Math.exp(0.3 * nextNormal(rng));
+  return { ttftMs, e2eMs: ttftMs + 2000, replicaId: `r${Math.floor(nextUniform(rng) * 3)}`, ok: true };
 };

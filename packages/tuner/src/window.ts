@@ -1,4 +1,12 @@
-/** One routed request as the tuner sees it (a projection of a telemetry event). */
+// Paper-mode evaluation windows: the samples one (trailing) window scores.
+
+import { percentile } from "./stats/quantile";
+import type { Arm } from "./trial/arm";
+
+/**
+ * One routed request as the tuner sees it (a projection of a telemetry event). Callers feed only
+ * valid samples: a client error (4xx) or a client abort says nothing about the weights.
+ */
 export interface TunerSample {
   /** Config version that routed the request. */
   configVersion: number;
@@ -7,8 +15,17 @@ export interface TunerSample {
   e2eMs: number;
   /** null when no replica was reached. */
   replicaId: string | null;
-  /** false for an error response (status ≥ 400 or a transport failure). */
+  /** false for a server-side failure (5xx, 429, or a transport failure). */
   ok: boolean;
+  /** ab: the trial and arm that routed the request (absent outside a trial). */
+  trialId?: string;
+  arm?: Arm;
+  /** ab: whether the other arm's weights would have picked another replica (absent = unknown). */
+  triggered?: boolean;
+  /** ab: the session key the arm was chosen by (the randomization unit). */
+  sessionKey?: string;
+  /** Prompt tokens (the CUPED covariate). */
+  inputTokens?: number;
 }
 
 export interface WindowSummary {
@@ -23,14 +40,6 @@ export interface WindowSummary {
   maxShare: number;
   /** Fraction of samples with ok = false; 0 for an empty window. */
   errorRate: number;
-}
-
-/** Nearest-rank percentile (no interpolation): the smallest value with at least p of the data at or below it. */
-export function percentile(values: readonly number[], p: number): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((x, y) => x - y);
-  const rank = Math.max(1, Math.ceil(p * sorted.length));
-  return sorted[rank - 1] ?? null;
 }
 
 export function summarizeWindow(samples: readonly TunerSample[]): WindowSummary {

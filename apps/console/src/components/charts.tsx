@@ -264,8 +264,8 @@ export function WeightTrajectoryChart({
 }) {
   const accepted = steps.filter((s) => s.accepted).map((s) => ({ rtt: s.weights.rtt, queue: s.weights.queue, step: s.step }));
   const rejected = steps.filter((s) => !s.accepted).map((s) => ({ rtt: s.weights.rtt, queue: s.weights.queue, step: s.step }));
-  const padR = (bounds.rtt[1] - bounds.rtt[0]) * 0.05;
-  const padQ = (bounds.queue[1] - bounds.queue[0]) * 0.05;
+  // Log axes: the bounds span three decades and the tuner steps multiplicatively.
+  const weightTick = (v: number) => (v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : String(Number(v.toPrecision(2))));
   return (
     <ChartFrame testId="chart-trajectory" height={260}>
       <ScatterChart margin={{ top: 8, right: 16, bottom: 16, left: 0 }}>
@@ -274,8 +274,10 @@ export function WeightTrajectoryChart({
           dataKey="rtt"
           type="number"
           name="W_rtt"
-          domain={[bounds.rtt[0] - padR, bounds.rtt[1] + padR]}
-          tickFormatter={(v: number) => v.toFixed(2)}
+          scale="log"
+          domain={[bounds.rtt[0] / 1.2, bounds.rtt[1] * 1.2]}
+          allowDataOverflow
+          tickFormatter={weightTick}
           label={{ value: "W_rtt", position: "insideBottom", offset: -8, fill: "#8a94a6", fontSize: 11 }}
           {...AXIS}
         />
@@ -283,8 +285,10 @@ export function WeightTrajectoryChart({
           dataKey="queue"
           type="number"
           name="W_queue"
-          domain={[bounds.queue[0] - padQ, bounds.queue[1] + padQ]}
-          tickFormatter={(v: number) => v.toFixed(2)}
+          scale="log"
+          domain={[bounds.queue[0] / 1.2, bounds.queue[1] * 1.2]}
+          allowDataOverflow
+          tickFormatter={weightTick}
           width={48}
           {...AXIS}
         />

@@ -4,9 +4,10 @@ import { useState, type FormEvent } from "react";
 import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { fmtDateTime, fmtMs, fmtNum, fmtPct } from "../lib/format";
-import { asExperimentResult, type ExperimentResult } from "../lib/experiment-result";
+import { asExperimentResult, asGridResult, type ExperimentResult } from "../lib/experiment-result";
 import { EXPERIMENT_POLICY_OPTIONS, type ExperimentPolicy } from "../lib/policies";
 import { PolicyBarChart } from "./charts";
+import { LandscapeView } from "./landscape-view";
 import { useCanMutate } from "./session";
 import { Badge, ErrorText, PageHeader, Panel, QueryView, ReadOnlyNote } from "./ui";
 import { useInvalidateAll } from "./use-action";
@@ -21,6 +22,10 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
   const [toMs, setToMs] = useState("600000");
   const [timeScale, setTimeScale] = useState("2");
   const [policies, setPolicies] = useState<ExperimentPolicy[]>(DEFAULT_POLICIES);
+  const [kind, setKind] = useState<"compare" | "grid">("compare");
+  const [preset, setPreset] = useState<"paper" | "global">("paper");
+  const [promptFactor, setPromptFactor] = useState("1");
+  const [points, setPoints] = useState("7");
   const run = useMutation(trpc.experiments.run.mutationOptions({ onSuccess: (r) => onStarted(r.id) }));
   const chosenTrace = traceId || traces.data?.[0]?.id || "";
 
@@ -34,12 +39,21 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
       ...(fromMs.trim() ? { fromMs: Number(fromMs) } : {}),
       ...(toMs.trim() ? { toMs: Number(toMs) } : {}),
       timeScale: Number(timeScale),
-      policies: EXPERIMENT_POLICY_OPTIONS.filter((p) => policies.includes(p)),
+      kind,
+      policies: kind === "grid" ? [] : EXPERIMENT_POLICY_OPTIONS.filter((p) => policies.includes(p)),
+      ...(kind === "grid" ? { grid: { preset, promptFactor: Number(promptFactor), points: Number(points) } } : {}),
     });
   }
 
   return (
     <form className="form-grid" onSubmit={submit} data-testid="experiment-form">
+      <label>
+        Run
+        <select value={kind} onChange={(e) => setKind(e.target.value as "compare" | "grid")} data-testid="experiment-kind">
+          <option value="compare">compare policies</option>
+          <option value="grid">weight landscape (what-if grid)</option>
+        </select>
+      </label>
       <label className="span-2">
         Trace
         <select value={chosenTrace} onChange={(e) => setTraceId(e.target.value)} data-testid="experiment-trace">
@@ -62,7 +76,27 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
         time_scale
         <input type="number" step="any" value={timeScale} onChange={(e) => setTimeScale(e.target.value)} data-testid="experiment-time-scale" />
       </label>
-      <fieldset className="wide">
+      {kind === "grid" ? (
+        <fieldset className="wide">
+          <legend>Landscape</legend>
+          <label>
+            Fleet preset
+            <select value={preset} onChange={(e) => setPreset(e.target.value as "paper" | "global")} data-testid="experiment-grid-preset">
+              <option value="paper">paper (one LB, clients beside it)</option>
+              <option value="global">global (an LB and clients in every region)</option>
+            </select>
+          </label>
+          <label>
+            Prompt length factor
+            <input type="number" step="any" value={promptFactor} onChange={(e) => setPromptFactor(e.target.value)} data-testid="experiment-grid-prompt" />
+          </label>
+          <label>
+            Points per axis
+            <input type="number" value={points} onChange={(e) => setPoints(e.target.value)} data-testid="experiment-grid-points" />
+          </label>
+        </fieldset>
+      ) : null}
+      <fieldset className="wide" hidden={kind === "grid"}>
         <legend>Policies</legend>
         <div className="checks">
           {EXPERIMENT_POLICY_OPTIONS.map((p) => (
@@ -76,7 +110,7 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
         <button
           type="submit"
           className="btn btn-primary btn-solid"
-          disabled={run.isPending || !chosenTrace || policies.length === 0}
+          disabled={run.isPending || !chosenTrace || (kind === "compare" && policies.length === 0)}
           data-testid="experiment-run"
         >
           {run.isPending ? "Starting…" : "Run experiment"}
@@ -239,8 +273,10 @@ function RunView({ id, canMutate }: { id: string; canMutate: boolean }) {
               {canMutate ? <SaveForm key={s.name ?? ""} id={id} initialName={s.name ?? ""} /> : null}
               {asExperimentResult(s.result) ? (
                 <ResultView result={asExperimentResult(s.result)!} />
+              ) : asGridResult(s.result) ? (
+                <LandscapeView result={asGridResult(s.result)!} />
               ) : (
-                <div className="error-text">The run finished but its result is not a policy comparison.</div>
+                <div className="error-text">The run finished but its result is neither a policy comparison nor a landscape.</div>
               )}
             </>
           ) : null}

@@ -1,7 +1,7 @@
 "use client";
 // The tuner page's operator controls: mode (start/stop/reset), manual weights, and the tuner's
-// settings (bounds, window, evaluation, guardrails), with a read-only view for viewers. Split from
-// tuner.tsx, which shows the run.
+// settings (bounds, evaluation — A/B trials or the paper's windows — and guardrails), with a
+// read-only view for viewers. Split from tuner.tsx, which shows the run.
 import { useMutation } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { EVALUATION_MODES, type EvaluationMode } from "@meridian/tuner";
@@ -12,6 +12,11 @@ import { useInvalidateAll } from "./use-action";
 
 type TunerState = RouterOutputs["tuner"]["byLb"];
 type Bounds = TunerState["bounds"];
+
+const EVALUATION_LABELS: Record<EvaluationMode, string> = {
+  ab: "A/B trials (candidate and incumbent side by side)",
+  paper: "paper (GORGO's trailing windows)",
+};
 
 function outOfBounds(value: number, [lo, hi]: readonly [number, number]): boolean {
   return !Number.isFinite(value) || value < lo || value > hi;
@@ -53,10 +58,27 @@ export function ModeControls({ lbId, state }: { lbId: string; state: TunerState 
 export function ManualWeightsForm({ lbId, state }: { lbId: string; state: TunerState }) {
   const trpc = useTRPC();
   const invalidateAll = useInvalidateAll();
-  // Tuner weights carry full float precision; three decimals is what an operator reads and types.
-  const [rtt, setRtt] = useState(String(Number(state.weights.rtt.toFixed(3))));
-  const [queue, setQueue] = useState(String(Number(state.weights.queue.toFixed(3))));
-  const setManual = useMutation(trpc.tuner.setManual.mutationOptions({ onSuccess: invalidateAll }));
+  // What the operator typed, per field; null shows the live weight. The form is not re-keyed on the
+  // weights (the tuner moves them every step): a step must not wipe what is being typed, nor the
+  // server's error or "Pushed.". Tuner weights carry full float precision; three decimals is what an
+  // operator reads and types.
+  const [typed, setTyped] = useState<{ rtt: string | null; queue: string | null }>({ rtt: null, queue: null });
+  const rtt = typed.rtt ?? String(Number(state.weights.rtt.toFixed(3)));
+  const queue = typed.queue ?? String(Number(state.weights.queue.toFixed(3)));
+  const setManual = useMutation(
+    trpc.tuner.setManual.mutationOptions({
+      onSuccess: async () => {
+        // The pushed weights are now the live ones: show them from the server again.
+        setTyped({ rtt: null, queue: null });
+        await invalidateAll();
+      },
+    }),
+  );
+  const type = (field: "rtt" | "queue") => (e: { target: { value: string } }) => {
+    setTyped((t) => ({ ...t, [field]: e.target.value }));
+    // A new edit: the last push's outcome no longer describes what the form holds.
+    if (setManual.isSuccess) setManual.reset();
+  };
   const rttValue = Number(rtt);
   const queueValue = Number(queue);
   const rttBad = outOfBounds(rttValue, state.bounds.rtt);
@@ -75,14 +97,7 @@ export function ManualWeightsForm({ lbId, state }: { lbId: string; state: TunerS
         <span className="muted small">
           [{state.bounds.rtt[0]}, {state.bounds.rtt[1]}]
         </span>
-        <input
-          type="number"
-          step="any"
-          value={rtt}
-          onChange={(e) => setRtt(e.target.value)}
-          className={rttBad ? "invalid" : ""}
-          data-testid="tuner-manual-rtt"
-        />
+        <input type="number" step="any" value={rtt} onChange={type("rtt")} className={rttBad ? "invalid" : ""} data-testid="tuner-manual-rtt" />
         {rttBad ? (
           <span className="hint-bad" data-testid="tuner-manual-rtt-hint">
             outside bounds
@@ -94,14 +109,7 @@ export function ManualWeightsForm({ lbId, state }: { lbId: string; state: TunerS
         <span className="muted small">
           [{state.bounds.queue[0]}, {state.bounds.queue[1]}]
         </span>
-        <input
-          type="number"
-          step="any"
-          value={queue}
-          onChange={(e) => setQueue(e.target.value)}
-          className={queueBad ? "invalid" : ""}
-          data-testid="tuner-manual-queue"
-        />
+        <input type="number" step="any" value={queue} onChange={type("queue")} className={queueBad ? "invalid" : ""} data-testid="tuner-manual-queue" />
         {queueBad ? (
           <span className="hint-bad" data-testid="tuner-manual-queue-hint">
             outside bounds
@@ -133,6 +141,11 @@ export function SettingsForm({ lbId, state }: { lbId: string; state: TunerState 
   const [windowSize, setWindowSize] = useState(String(state.window));
   const [hop, setHop] = useState(String(state.hop));
   const [evaluation, setEvaluation] = useState(state.evaluation);
+  const [trial, setTrial] = useState({
+    share: String(state.trialSettings.share),
+    lookEvery: String(state.trialSettings.lookEvery),
+    maxSamples: String(state.trialSettings.maxSamples),
+  });
   const [guardrails, setGuardrails] = useState({
     enabled: state.guardrails.enabled,
     e2eRatio: String(state.guardrails.e2eRatio),
@@ -155,6 +168,7 @@ export function SettingsForm({ lbId, state }: { lbId: string; state: TunerState 
       window: Number(windowSize),
       hop: Number(hop),
       evaluation,
+      trial: { share: Number(trial.share), lookEvery: Number(trial.lookEvery), maxSamples: Number(trial.maxSamples) },
       guardrails: {
         enabled: guardrails.enabled,
         e2eRatio: Number(guardrails.e2eRatio),
@@ -187,24 +201,60 @@ export function SettingsForm({ lbId, state }: { lbId: string; state: TunerState 
       </fieldset>
       <fieldset>
         <legend>Evaluation</legend>
+        {/* "Evaluation", not "Mode": the tuner's mode is online/static/manual, set by the buttons. */}
         <label>
-          Window (samples)
-          <input type="number" value={windowSize} onChange={(e) => setWindowSize(e.target.value)} data-testid="tuner-window" />
-        </label>
-        <label>
-          Hop
-          <input type="number" value={hop} onChange={(e) => setHop(e.target.value)} data-testid="tuner-hop" />
-        </label>
-        <label>
-          Mode
+          Evaluation
           <select value={evaluation} onChange={(e) => setEvaluation(e.target.value as EvaluationMode)} data-testid="tuner-evaluation">
             {EVALUATION_MODES.map((m) => (
               <option key={m} value={m}>
-                {m}
+                {EVALUATION_LABELS[m]}
               </option>
             ))}
           </select>
         </label>
+        {evaluation === "ab" ? (
+          <>
+            <label>
+              Candidate share of sessions
+              <input
+                type="number"
+                step="any"
+                value={trial.share}
+                onChange={(e) => setTrial((t) => ({ ...t, share: e.target.value }))}
+                data-testid="tuner-trial-share"
+              />
+            </label>
+            <label>
+              Look every (samples)
+              <input
+                type="number"
+                value={trial.lookEvery}
+                onChange={(e) => setTrial((t) => ({ ...t, lookEvery: e.target.value }))}
+                data-testid="tuner-trial-look"
+              />
+            </label>
+            <label>
+              Trial cap (samples)
+              <input
+                type="number"
+                value={trial.maxSamples}
+                onChange={(e) => setTrial((t) => ({ ...t, maxSamples: e.target.value }))}
+                data-testid="tuner-trial-cap"
+              />
+            </label>
+          </>
+        ) : (
+          <>
+            <label>
+              Window (samples)
+              <input type="number" value={windowSize} onChange={(e) => setWindowSize(e.target.value)} data-testid="tuner-window" />
+            </label>
+            <label>
+              Hop
+              <input type="number" value={hop} onChange={(e) => setHop(e.target.value)} data-testid="tuner-hop" />
+            </label>
+          </>
+        )}
       </fieldset>
       <fieldset>
         <legend>Guardrails</legend>
@@ -274,12 +324,23 @@ export function ReadOnlySettings({ state }: { state: TunerState }) {
       <dd>
         [{state.bounds.queue[0]}, {state.bounds.queue[1]}]
       </dd>
-      <dt>Window / hop</dt>
-      <dd>
-        {state.window} / {state.hop}
-      </dd>
       <dt>Evaluation</dt>
-      <dd>{state.evaluation}</dd>
+      <dd>{EVALUATION_LABELS[state.evaluation]}</dd>
+      {state.evaluation === "ab" ? (
+        <>
+          <dt>Trials</dt>
+          <dd>
+            candidate share {state.trialSettings.share}, look every {state.trialSettings.lookEvery} samples, cap {state.trialSettings.maxSamples}
+          </dd>
+        </>
+      ) : (
+        <>
+          <dt>Window / hop</dt>
+          <dd>
+            {state.window} / {state.hop}
+          </dd>
+        </>
+      )}
       <dt>Guardrails</dt>
       <dd>
         {state.guardrails.enabled

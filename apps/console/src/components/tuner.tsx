@@ -6,6 +6,7 @@ import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { fmtClock, fmtMs, fmtPct, fmtWeight } from "../lib/format";
 import { FitnessChart, SigmaChart, WeightTrajectoryChart } from "./charts";
+import { LiveTrialPanel } from "./tuner-trial";
 import { useCanMutate } from "./session";
 import { Badge, PageHeader, Panel, QueryView, ReadOnlyNote, Stat } from "./ui";
 import { ManualWeightsForm, ModeControls, ReadOnlySettings, SettingsForm } from "./tuner-controls";
@@ -27,6 +28,17 @@ function IncumbentGuardrailWarning({ state }: { state: TunerState }) {
   return (
     <div className="stale-banner" role="alert" data-testid="tuner-incumbent-guardrail">
       <Badge tone="warn">guardrail: {state.incumbentGuardrail}</Badge> incumbent {what}: {action}.
+    </div>
+  );
+}
+
+/** Shown while the tuner is on but paused: its LB's policy ignores the weights, so no trial runs. */
+function PausedNote({ state }: { state: TunerState }) {
+  if (!state.running || state.paused === null) return null;
+  return (
+    <div className="stale-banner" role="status" data-testid="tuner-paused">
+      <Badge tone="warn">paused</Badge> <span data-testid="tuner-paused-reason">{state.paused}</span>. No trial runs and the weights stay at the incumbent's;
+      tuning resumes from the incumbent when the LB's policy uses the weights again.
     </div>
   );
 }
@@ -60,24 +72,36 @@ function TunerView({ lbId }: { lbId: string }) {
         const accepted = state.steps.filter((s) => s.accepted).length;
         // Forms are keyed by the server values so a change from elsewhere (tuner step, other operator)
         // resets them rather than leaving stale edits that would silently revert it.
-        const settingsKey = JSON.stringify([state.bounds, state.window, state.hop, state.evaluation, state.guardrails]);
+        const settingsKey = JSON.stringify([state.bounds, state.window, state.hop, state.evaluation, state.trialSettings, state.guardrails]);
         return (
           <>
             <IncumbentGuardrailWarning state={state} />
+            <PausedNote state={state} />
             <div className="stats">
-              <Stat label="Mode" value={<span data-testid="tuner-mode">{state.mode}</span>} />
-              <Stat label="Status" value={<span data-testid="tuner-running">{state.running ? "running" : "stopped"}</span>} />
+              <Stat label="Tuner mode" value={<span data-testid="tuner-mode">{state.mode}</span>} />
+              <Stat label="Status" value={<span data-testid="tuner-running">{state.running ? (state.paused ? "paused" : "running") : "stopped"}</span>} />
               <Stat label="W_rtt" value={fmtWeight(state.weights.rtt)} testId="tuner-weight-rtt" />
               <Stat label="W_queue" value={fmtWeight(state.weights.queue)} testId="tuner-weight-queue" />
               <Stat label="σ" value={state.sigma.toFixed(3)} testId="tuner-sigma" />
-              <Stat
-                label="Window fill"
-                value={
-                  <span data-testid="tuner-window-fill">
-                    {state.windowFill} / {state.window}
-                  </span>
-                }
-              />
+              {state.evaluation === "ab" ? (
+                <Stat
+                  label="Trial samples"
+                  value={
+                    <span data-testid="tuner-window-fill">
+                      {state.trial ? state.trial.samples.incumbent + state.trial.samples.candidate : 0} / {state.trialSettings.maxSamples}
+                    </span>
+                  }
+                />
+              ) : (
+                <Stat
+                  label="Window fill"
+                  value={
+                    <span data-testid="tuner-window-fill">
+                      {state.windowFill} / {state.window}
+                    </span>
+                  }
+                />
+              )}
               <Stat label="Incumbent p95 TTFT" value={fmtMs(state.incumbentP95TtftMs)} testId="tuner-incumbent-p95" />
               <Stat
                 label="Steps (accepted)"
@@ -93,13 +117,18 @@ function TunerView({ lbId }: { lbId: string }) {
                 testId="tuner-converged"
               />
             </div>
+            {state.evaluation === "ab" ? (
+              <Panel title="Live trial" testId="tuner-trial-panel">
+                <LiveTrialPanel trial={state.trial} last={state.lastDecision} paused={state.running ? state.paused : null} />
+              </Panel>
+            ) : null}
             {canMutate ? (
               <div className="grid-2">
-                <Panel title="Mode">
+                <Panel title="Tuner mode">
                   <ModeControls lbId={lbId} state={state} />
                 </Panel>
                 <Panel title="Manual weights">
-                  <ManualWeightsForm key={`${lbId}:${state.weights.rtt}:${state.weights.queue}`} lbId={lbId} state={state} />
+                  <ManualWeightsForm key={lbId} lbId={lbId} state={state} />
                 </Panel>
               </div>
             ) : null}
@@ -107,7 +136,7 @@ function TunerView({ lbId }: { lbId: string }) {
               <Panel title="Fitness: p95 TTFT per step" testId="tuner-fitness-panel">
                 {scoredSteps.length === 0 ? (
                   <div className="state state-empty" data-testid="tuner-fitness-empty">
-                    No scored steps yet. Start the tuner; a point appears after each evaluation window.
+                    No scored steps yet. Start the tuner; a point appears after each decided trial (or window, in paper mode).
                   </div>
                 ) : (
                   <FitnessChart steps={state.steps} />
@@ -139,8 +168,10 @@ function TunerView({ lbId }: { lbId: string }) {
                         <th className="num">W_rtt</th>
                         <th className="num">W_queue</th>
                         <th className="num">p95 TTFT</th>
+                        <th className="num">incumbent p95</th>
                         <th className="num">σ</th>
                         <th>Outcome</th>
+                        <th>Why</th>
                         <th>Incumbent</th>
                       </tr>
                     </thead>
@@ -156,9 +187,13 @@ function TunerView({ lbId }: { lbId: string }) {
                             <td className="num">{fmtWeight(s.weights.rtt)}</td>
                             <td className="num">{fmtWeight(s.weights.queue)}</td>
                             <td className="num">{fmtMs(s.fitnessP95TtftMs)}</td>
+                            <td className="num">{fmtMs(s.incumbentP95TtftMs)}</td>
                             <td className="num">{s.sigma.toFixed(3)}</td>
                             <td>
                               <StepOutcome step={s} />
+                            </td>
+                            <td className="small muted" data-testid="tuner-step-reason">
+                              {s.decision ? `${s.decision}: ${s.reason ?? ""}` : "–"}
                             </td>
                             <td>
                               {s.incumbentGuardrail == null ? (

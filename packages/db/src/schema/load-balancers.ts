@@ -23,6 +23,9 @@ export const loadBalancersTable = defineTable("load_balancers", {
   crossRegion: col.text("cross_region", { enum: CROSS_REGION_MODES }).notNull().default("direct"),
   weightRtt: col.real("weight_rtt").notNull().default(DEFAULT_WEIGHTS.rtt),
   weightQueue: col.real("weight_queue").notNull().default(DEFAULT_WEIGHTS.queue),
+  /** The tuner trial this LB splits its sessions by (LbConfig.trial as JSON); null outside a trial.
+   * Kept on the row so every config version, whatever triggered it, carries the running trial. */
+  trialJson: col.text("trial_json"),
   /** Latest config version the console wants this LB to run (lb_configs holds the history). */
   configVersion: col.int("config_version").notNull().default(0),
   /** Latest version the LB acknowledged (PUT /admin/config answered 2xx). */

@@ -21,6 +21,8 @@ export const tunerStepsTable = defineTable(
     /** candidate | incumbent | converged | manual ... as reported by the tuner. */
     kind: col.text("kind").notNull(),
     configVersion: col.int("config_version"),
+    /** A/B trials: the trial's evidence and decision (the tuner's TrialReport) as JSON; null in paper mode. */
+    trialJson: col.text("trial_json"),
     at: col.epochMs("at").notNull(),
   },
   { indexes: [{ name: "tuner_steps_run", on: ["runId", "step"] }] },

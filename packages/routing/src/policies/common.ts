@@ -33,6 +33,12 @@ export type PolicyEvent =
 
 export interface Policy {
   readonly name: PolicyName;
+  /**
+   * Whether the decision reads the cost weights (ctx.weights: W_rtt, W_queue). The tuner tunes only
+   * such a policy: for any other, every weight gives the same decisions, so a trial measures noise
+   * and its random walk ends at a bound (docs/ARCHITECTURE.md, "The tuner path").
+   */
+  readonly usesCostWeights: boolean;
   select(request: RequestView, candidates: readonly CandidateView[], ctx: PolicyContext): Decision;
   /** Present on policies with their own state; the LB core calls it for every event above. */
   observe?(event: PolicyEvent): void;

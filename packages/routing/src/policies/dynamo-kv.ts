@@ -97,6 +97,7 @@ export function createDynamoKvPolicy(options: DynamoKvOptions = {}): Policy {
 
   return {
     name: "dynamo-kv",
+    usesCostWeights: false,
     select(request, candidates, ctx) {
       const eligible = checkDecisionInput(request, candidates, ctx);
       const depths = ownIndexDepths(index, request, candidates, ctx.now);

@@ -9,6 +9,7 @@ import { type Policy, argminRandomTie, decide, prepare } from "./common";
 export function createGorgoPolicy(): Policy {
   return {
     name: "gorgo",
+    usesCostWeights: true,
     select(request, candidates, ctx) {
       const p = prepare(request, candidates, ctx);
       const { rtt, queue } = ctx.weights;

@@ -93,6 +93,7 @@ export function ringPick(p: Prepared, cache: RingCache, allowed: readonly boolea
 export function createSessionAffinityPolicy(): Policy {
   return {
     name: "session-affinity",
+    usesCostWeights: false,
     select(request, candidates, ctx) {
       const p = prepare(request, candidates, ctx);
       const order: number[] = [];
@@ -115,6 +116,7 @@ export function createConsistentHashPolicy(options: PolicyOptions = {}): Policy 
   const cache = new RingCache(options.virtualNodes ?? 100);
   return {
     name: "consistent-hash",
+    usesCostWeights: false,
     select(request, candidates, ctx) {
       const p = prepare(request, candidates, ctx);
       const choice = ringPick(p, cache);

@@ -19,6 +19,7 @@ export function createLearnedPrefixPolicy(options: PolicyOptions = {}): Policy {
   const cache = new RingCache(options.virtualNodes ?? 100);
   return {
     name: "learned-prefix",
+    usesCostWeights: false,
     select(request, candidates, ctx) {
       const p = prepare(request, candidates, ctx);
       let target: number;

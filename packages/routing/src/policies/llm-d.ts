@@ -104,6 +104,7 @@ export function createLlmdPolicy(options: LlmdOptions = {}): Policy {
 
   return {
     name: "llm-d",
+    usesCostWeights: false,
     select(request, candidates, ctx) {
       const eligible = checkDecisionInput(request, candidates, ctx);
       validateBlockKeys("keys", request.keys);

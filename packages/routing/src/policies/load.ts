@@ -8,6 +8,7 @@ import { type Policy, argminRandomTie, decide, leastRequestIndex, prepare } from
 export function createLeastLoadPolicy(): Policy {
   return {
     name: "least-load",
+    usesCostWeights: false,
     select(request, candidates, ctx) {
       const p = prepare(request, candidates, ctx);
       const scores = candidates.map((c: CandidateView) => {
@@ -23,6 +24,7 @@ export function createLeastLoadPolicy(): Policy {
 export function createLeastRequestPolicy(): Policy {
   return {
     name: "least-request",
+    usesCostWeights: false,
     select(request, candidates, ctx) {
       const p = prepare(request, candidates, ctx);
       const { index, scores } = leastRequestIndex(p, ctx.rng);

@@ -10,6 +10,7 @@ export function createPrefixCachePolicy(options: PolicyOptions = {}): Policy {
   }
   return {
     name: "prefix-cache",
+    usesCostWeights: false,
     select(request, candidates, ctx) {
       const p = prepare(request, candidates, ctx);
       const loads = candidates.map(requestLoad);

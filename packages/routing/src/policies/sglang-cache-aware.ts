@@ -124,6 +124,7 @@ export function createSglangCacheAwarePolicy(options: SglangCacheAwareOptions = 
 
   return {
     name: "sglang-cache-aware",
+    usesCostWeights: false,
     select(request, candidates, ctx) {
       const eligible = checkDecisionInput(request, candidates, ctx);
       const depths = ownIndexDepths(tree, request, candidates, ctx.now);

@@ -7,6 +7,7 @@ export function createRoundRobinPolicy(): Policy {
   let turn = 0;
   return {
     name: "round-robin",
+    usesCostWeights: false,
     select(request, candidates, ctx) {
       const p = prepare(request, candidates, ctx);
       const eligible: number[] = [];
@@ -25,6 +26,7 @@ export function createRoundRobinPolicy(): Policy {
 export function createRandomPolicy(): Policy {
   return {
     name: "random",
+    usesCostWeights: false,
     select(request, candidates, ctx) {
       const p = prepare(request, candidates, ctx);
       const eligible: number[] = [];

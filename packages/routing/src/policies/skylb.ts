@@ -6,6 +6,7 @@ import { MISSING_BLOCK_WEIGHT, type Policy, argminRandomTie, decide, prepare, re
 export function createSkyLbPolicy(): Policy {
   return {
     name: "skylb",
+    usesCostWeights: false,
     select(request, candidates, ctx) {
       const p = prepare(request, candidates, ctx);
       // SkyLB's traversal skips unavailable targets; if the caller passed full ones, prefer the rest.

@@ -160,3 +160,19 @@ export function checkTraceFile(path: string): void {
   if (!existsSync(path)) throw new UsageError(`trace file not found: ${path}`);
   if (!statSync(path).isFile()) throw new UsageError(`trace path is not a file: ${path}`);
 }
+
+/** `us-ashburn=3,eu-frankfurt=1`: weights ≥ 0 per region of the fleet, at least one positive. */
+export function parseRegionWeights(name: string, raw: string, regions: readonly string[]): Record<string, number> {
+  const weights: Record<string, number> = {};
+  for (const part of raw.split(",")) {
+    const [region, value, extra] = part.split("=").map((s) => s.trim());
+    if (!region || value === undefined || value === "" || extra !== undefined) throw new UsageError(`--${name}: expected REGION=WEIGHT,..., got "${raw}"`);
+    if (!regions.includes(region)) throw new UsageError(`--${name}: unknown region "${region}" (expected one of ${regions.join(", ")})`);
+    if (region in weights) throw new UsageError(`--${name}: ${region} given twice`);
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < 0) throw new UsageError(`--${name}: ${region} must be a number ≥ 0, got "${value}"`);
+    weights[region] = n;
+  }
+  if (!Object.values(weights).some((w) => w > 0)) throw new UsageError(`--${name}: at least one region needs a positive weight`);
+  return weights;
+}

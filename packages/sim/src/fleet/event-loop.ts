@@ -56,7 +56,10 @@ export class FleetRun implements LbTransport<Flight> {
   readonly replicas: ReplicaState[];
   private readonly replicaById = new Map<string, ReplicaState>();
   readonly driver: LbDriver<Flight>;
-  readonly tuners: (TunerDriver | null)[];
+  /** The tuner of each LB (by LB index), shared by all LBs with scope "fleet". */
+  readonly tunerOf: (TunerDriver | null)[];
+  /** Each tuner once. */
+  readonly tuners: TunerDriver[];
   private readonly entryByRegion = new Map<string, SimLb<Flight>>();
   private readonly halfRtt: number[][]; // [lbIdx][replicaIdx], ms
   private readonly jitterRng: Rng;
@@ -98,7 +101,19 @@ export class FleetRun implements LbTransport<Flight> {
     }));
     for (const rep of this.replicas) this.replicaById.set(rep.id, rep);
     const initialWeights = options.weights ?? { ...DEFAULT_WEIGHTS };
-    this.tuners = spec.lbs.map((lb, idx) => (options.tuner ? new TunerDriver(lb.id, options.tuner, mixSeed(seed, 0x7a11 + idx), initialWeights) : null));
+    const tunerOptions = options.tuner;
+    if (!tunerOptions) this.tunerOf = spec.lbs.map(() => null);
+    else if (tunerOptions.scope === "fleet") {
+      const fleet = new TunerDriver(
+        "fleet",
+        spec.lbs.map((lb) => lb.id),
+        tunerOptions,
+        mixSeed(seed, 0x7a11),
+        initialWeights,
+      );
+      this.tunerOf = spec.lbs.map(() => fleet);
+    } else this.tunerOf = spec.lbs.map((lb, idx) => new TunerDriver(lb.id, [lb.id], tunerOptions, mixSeed(seed, 0x7a11 + idx), initialWeights));
+    this.tuners = [...new Set(this.tunerOf.filter((t): t is TunerDriver => t !== null))];
     const onDecision = options.onDecision;
     this.driver = new LbDriver<Flight>(
       {
@@ -107,7 +122,7 @@ export class FleetRun implements LbTransport<Flight> {
           id: lb.id,
           region: lb.region,
           policy: options.policy ?? lb.policy,
-          weights: this.tuners[idx]?.weights() ?? { ...(lb.weights ?? initialWeights) },
+          weights: { ...(this.tunerOf[idx] ? initialWeights : (lb.weights ?? initialWeights)) },
           crossRegion: lb.crossRegion ?? "direct",
         })),
         ...(spec.lbLimits ? { limits: spec.lbLimits } : {}),
@@ -146,7 +161,8 @@ export class FleetRun implements LbTransport<Flight> {
       },
       this,
     );
-    this.driver.lbs.forEach((lb, idx) => this.tuners[idx]?.bind(lb.core.config.version));
+    // Each tuned LB starts on its tuner's config (its trial, in A/B mode).
+    this.driver.lbs.forEach((lb, idx) => this.pushTunerConfig(lb, this.tunerOf[idx] ?? null, 0));
     for (const lb of this.driver.lbs) if (!this.entryByRegion.has(lb.region)) this.entryByRegion.set(lb.region, lb);
     this.halfRtt = this.driver.lbs.map((lb) => this.replicas.map((rep) => rttBetween(spec, lb.region, rep.region) / 2));
     this.records = new RunRecords(requests.length, options);
@@ -266,10 +282,12 @@ export class FleetRun implements LbTransport<Flight> {
 
   answered(leg: Leg<Flight>, completion: Completion, now: number): void {
     const f = leg.flight;
-    const tuner = this.tuners[leg.lb.idx];
-    if (tuner) {
-      const next = tuner.observe(completion.telemetry(), leg.lb.core.config, now);
-      if (next) this.driver.applyConfig(leg.lb, next, now);
+    if (this.tuners.length > 0) {
+      const event = completion.telemetry();
+      for (const tuner of this.tuners) {
+        if (!tuner.observe(event, now)) continue;
+        for (const lb of this.driver.lbs) if (this.tunerOf[lb.idx] === tuner) this.pushTunerConfig(lb, tuner, now);
+      }
     }
     if (leg.ticket.hop > 0) {
       // A peer LB answered the LB that forwarded to it.
@@ -279,6 +297,15 @@ export class FleetRun implements LbTransport<Flight> {
       return;
     }
     this.records.answered(f, completion, now, this.clientHalfRtt(f.req.clientRegion, leg.lb));
+  }
+
+  /** Publishes the tuner's weights (and trial) to one LB under a new config version; instantaneous in virtual time. */
+  private pushTunerConfig(lb: SimLb<Flight>, tuner: TunerDriver | null, now: number): void {
+    if (tuner === null) return;
+    const base = lb.core.config;
+    const next = { ...tuner.configFor(base), version: base.version + 1 };
+    this.driver.applyConfig(lb, next, now);
+    tuner.bind(next.version);
   }
 
   wakeAt(lb: SimLb<Flight>, at: number): void {

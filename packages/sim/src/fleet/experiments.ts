@@ -2,8 +2,7 @@
 // JSON-ready objects (the CLI prints them; the console may call them directly).
 
 import { DEFAULT_WEIGHTS, isPolicyName, type PolicyName, type Weights } from "@meridian/routing";
-import type { EvaluationMode, WeightBounds } from "@meridian/tuner";
-import { simulateFleet, type FleetRunResult, type TunerReport, type TunerTrajectoryPoint } from "./simulator";
+import { simulateFleet, type FleetRunResult, type TunerReport, type TunerRunOptions, type TunerTrajectoryPoint } from "./simulator";
 import type { FleetSpec } from "./spec";
 import { roundOrNull } from "./stats";
 import type { FleetSummary, RequestRecord } from "./summary";
@@ -32,13 +31,8 @@ export function isComparePolicy(name: string): boolean {
   return name === ONLINE_GORGO || isPolicyName(name);
 }
 
-export interface TunerSettings {
-  evaluation: EvaluationMode;
-  guardrails: boolean;
-  bounds?: WeightBounds;
-  window?: number;
-  hop?: number;
-}
+/** The online tuner's settings for gorgo-online (the simulator's TunerRunOptions). */
+export type TunerSettings = TunerRunOptions;
 
 export interface ExperimentBase {
   spec: FleetSpec;
@@ -165,6 +159,20 @@ export function trajectoryJson(p: TunerTrajectoryPoint): TrajectoryJson {
     sigma: roundOrNull(p.sigma, 4),
     incumbent: roundWeights(p.incumbent),
     converged: p.converged,
+    ...(p.trial
+      ? {
+          trial: {
+            id: p.trial.id,
+            decision: p.trial.decision,
+            reason: p.trial.reason,
+            samples: p.trial.samples,
+            triggered: p.trial.triggered,
+            p95_ttft_ms: p.trial.p95TtftMs,
+            p_better: p.trial.pBetter,
+            alpha_at_look: p.trial.alphaAtLook,
+          },
+        }
+      : {}),
   };
 }
 
@@ -178,6 +186,8 @@ export function tunerJson(report: TunerReport): TunerJson {
     converged: report.converged,
     evaluation: report.evaluation,
     guardrails: report.guardrails,
+    lb: report.lb,
+    lbs: report.lbs,
     trajectory: report.trajectory.map(trajectoryJson),
   };
 }
@@ -191,7 +201,7 @@ export function tune(base: ExperimentBase, tuner: TunerSettings): { json: TuneJs
   const summary = compareRow(result, null);
   delete summary.tuner;
   return {
-    json: { ...tunerJson(report), preset: base.spec.name, seed: base.seed, requests: base.requests.length, summary },
+    json: { ...tunerJson(report), tuners: result.tuners.map(tunerJson), preset: base.spec.name, seed: base.seed, requests: base.requests.length, summary },
     result,
   };
 }

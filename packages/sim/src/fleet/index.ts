@@ -12,3 +12,5 @@ export { runLbScenario, type ScenarioRun } from "./scenario-runner";
 export * from "./experiments";
 export * from "./result-json";
 export { OracleIndex } from "./oracle-index";
+export * from "./regimes";
+export * from "./grid";

@@ -81,6 +81,17 @@ export interface TrajectoryJson {
   sigma: number | null;
   incumbent: Weights;
   converged: boolean;
+  /** ab mode: how the trial ended and on what evidence. */
+  trial?: {
+    id: string;
+    decision: string;
+    reason: string;
+    samples: { incumbent: number; candidate: number };
+    triggered: { incumbent: number; candidate: number };
+    p95_ttft_ms: { incumbent: number | null; candidate: number | null };
+    p_better: number;
+    alpha_at_look: number;
+  };
 }
 
 export interface TunerJson {
@@ -92,10 +103,15 @@ export interface TunerJson {
   converged: boolean;
   evaluation: string;
   guardrails: boolean;
+  /** The LB this tuner tunes, or "fleet" (scope fleet), and the LBs it sets the weights of. */
+  lb: string;
+  lbs: string[];
   trajectory: TrajectoryJson[];
 }
 
+/** The first tuner's fields at the top level (one LB, or scope fleet), and every tuner in `tuners`. */
 export interface TuneJson extends TunerJson {
+  tuners: TunerJson[];
   preset: string;
   seed: number;
   requests: number;
@@ -140,4 +156,33 @@ export interface SweepJson {
   seed: number;
   saturation_rule: SaturationRule;
   rows: SweepRow[];
+}
+
+/** `meridian-sim grid --json` (fleet/grid.ts). */
+export interface GridPoint {
+  rtt: number;
+  queue: number;
+  /** p50 over served requests; p95 over every offered request, a refused one counting as slowest (null: over 5 % refused). */
+  ttft_ms: { p50: number | null; p95: number | null };
+  /** Requests an LB refused at this point. */
+  refused: number;
+  e2e_p95_ms: number | null;
+  max_share: number;
+}
+
+export interface GridJson {
+  preset: string;
+  seed: number;
+  requests: number;
+  /** Points per axis, log-spaced over `bounds` (both ends included). */
+  points_per_axis: number;
+  bounds: { rtt: readonly [number, number]; queue: readonly [number, number] };
+  points: GridPoint[];
+  optimum: GridPoint;
+  defaults: GridPoint & {
+    /** Defaults' p95 TTFT / the optimum's. */
+    p95_ratio_to_optimum: number | null;
+    /** Euclidean distance to the optimum in (ln W_rtt, ln W_queue). */
+    log_distance_to_optimum: number;
+  };
 }

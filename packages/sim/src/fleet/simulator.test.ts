@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { WEIGHT_BOUNDS as DEFAULT_BOUNDS } from "@meridian/routing";
 import { test } from "node:test";
 import { bundledTracePath, loadTrace, type TraceRequest } from "@meridian/workload";
 import { buildSimRequests, compare, globalFleet, paperFleet, simulateFleet, spreadTicks, type DecisionTrace, type FleetSpec, type SimRequest } from "./index";
@@ -59,7 +60,7 @@ test("session-affinity keys on the first two blocks: a conversation stays on one
 test("compare produces the JSON contract fields for each policy", async () => {
   const spec = paperFleet();
   const requests = await smallWorkload(spec);
-  const { json } = compare({ spec, requests, seed: 3 }, ["gorgo", "least-request", "prefix-cache"], { evaluation: "versioned", guardrails: true });
+  const { json } = compare({ spec, requests, seed: 3 }, ["gorgo", "least-request", "prefix-cache"], { evaluation: "ab", guardrails: true });
   assert.equal(json.policies.length, 3);
   for (const p of json.policies) {
     for (const field of [
@@ -91,7 +92,7 @@ test("the online tuner runs in virtual time and records a trajectory", async () 
   const result = simulateFleet(spec, requests, {
     policy: "gorgo",
     seed: 5,
-    tuner: { evaluation: "versioned", guardrails: true, window: 16 },
+    tuner: { evaluation: "paper", guardrails: true, window: 16, hop: 16 },
   });
   const report = result.tuners[0]!;
   assert.ok(report.trajectory.length >= 3, `only ${report.trajectory.length} steps`);
@@ -100,8 +101,8 @@ test("the online tuner runs in virtual time and records a trajectory", async () 
   for (const point of report.trajectory) {
     assert.ok(point.atMs >= lastAt, "steps are in virtual-time order");
     lastAt = point.atMs;
-    assert.ok(point.weights.rtt >= 0.05 && point.weights.rtt <= 2);
-    assert.ok(point.weights.queue >= 0.05 && point.weights.queue <= 0.5);
+    assert.ok(point.weights.rtt >= DEFAULT_BOUNDS.rtt[0] && point.weights.rtt <= DEFAULT_BOUNDS.rtt[1]);
+    assert.ok(point.weights.queue >= DEFAULT_BOUNDS.queue[0] && point.weights.queue <= DEFAULT_BOUNDS.queue[1]);
   }
   // Versioned evaluation: each window is scored on samples routed under one config version, so the
   // LB published a new version per step.

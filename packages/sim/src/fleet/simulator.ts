@@ -11,7 +11,7 @@ import { summarize, type FleetSummary, type RequestRecord } from "./summary";
 import type { TunerReport } from "./tuner-driver";
 import type { SimRequest } from "./workload";
 
-export type { TunerReport, TunerRunOptions, TunerTrajectoryPoint } from "./tuner-driver";
+export type { TunerReport, TunerRunOptions, TunerScope, TunerTrajectoryPoint } from "./tuner-driver";
 export { mixSeed } from "./seeds";
 export type { DecisionTrace, FleetRunOptions } from "./run-options";
 

@@ -54,6 +54,12 @@ export interface FleetSummary {
   failed: number;
   failed_by_code: Record<string, number>;
   ttft_ms: Percentiles;
+  /**
+   * p95 TTFT over every offered request, a refused one counting as slower than any served one:
+   * Infinity when more than 5 % were refused. What the tuner optimises (it scores a refusal as a
+   * request without a first token), so a configuration cannot look fast by refusing its slow requests.
+   */
+  ttft_p95_offered_ms: number;
   e2e_ms: Percentiles;
   itl_ms_p50: number;
   /** Completed requests per second of virtual time, first arrival to last completion. */
@@ -145,6 +151,7 @@ export function summarize(
     failed,
     failed_by_code: { ...failedByCode },
     ttft_ms: { p50: percentileOfSorted(ttft, 50), p95: percentileOfSorted(ttft, 95), p99: percentileOfSorted(ttft, 99) },
+    ttft_p95_offered_ms: offered === 0 ? Number.NaN : (ttft[Math.min(offered, Math.max(1, Math.ceil(0.95 * offered))) - 1] ?? Infinity),
     e2e_ms: { p50: percentileOfSorted(e2e, 50), p95: percentileOfSorted(e2e, 95), p99: percentileOfSorted(e2e, 99) },
     itl_ms_p50: percentileOfSorted(itlSorted, 50),
     throughput_rps: durationMs > 0 ? n / (durationMs / 1000) : NaN,

@@ -1,27 +1,44 @@
-// The simulator's tuner path, as the console runs it live: each LB's telemetry events feed that LB's
-// (1+1)-ES (@meridian/tuner), and when the tuner steps, its next weights are pushed to the LB as a
-// new config version. In virtual time the push is instantaneous (live, the console pushes over HTTP
-// in a few ms). This file also keeps the trajectory the CLI and the console print.
+// The simulator's tuner path, as the console runs it live: LB telemetry → @meridian/tuner (the same
+// sample rule, sampleFromEvent) → a config push carrying the tuner's weights and, in A/B mode, its
+// trial, which the LB core applies to new requests. In virtual time the push is instantaneous (live,
+// the console pushes over HTTP, rate-limited). This file also keeps the trajectory the CLI prints.
+//
+// Scope: "lb" gives each LB its own tuner, as the console does; "fleet" gives all LBs one tuner,
+// whose trial every LB applies, so a trial gathers the whole fleet's samples (packages/tuner/README.md
+// compares the two).
 import type { TelemetryEventBody } from "@meridian/lb-core";
 import type { LbConfig } from "@meridian/protocol";
 import type { Weights } from "@meridian/routing";
-import { EsTuner, type EvaluationMode, type TunerStep, type WeightBounds } from "@meridian/tuner";
+import { EsTuner, sampleFromEvent, type EvaluationMode, type TrialConfig, type TrialReport, type TunerStep, type WeightBounds } from "@meridian/tuner";
+
+export type TunerScope = "lb" | "fleet";
 
 export interface TunerRunOptions {
   evaluation: EvaluationMode;
   guardrails: boolean;
   bounds?: WeightBounds;
-  /** Samples per evaluation window (default 128). */
+  /** Paper mode: samples per evaluation window (default 128). */
   window?: number;
   /** Paper mode: evaluate every `hop` samples (default 32). */
   hop?: number;
+  /** Default "lb": one tuner per LB. */
+  scope?: TunerScope;
+  /** Trial settings over the tuner's defaults (ab mode). */
+  trial?: Partial<TrialConfig>;
+  /**
+   * Experiments: stop tuning (freeze the incumbent) once this many valid samples were fed, counting
+   * only requests that arrived at or after `afterMs` (default: all).
+   */
+  stopAfter?: { samples: number; afterMs?: number };
+  /** Experiments: the first trial's candidate is the incumbent itself (an A/A trial); tuning stops after it. */
+  aaTrial?: boolean;
 }
 
 export interface TunerTrajectoryPoint {
   step: number;
-  /** Virtual time the window closed, ms. */
+  /** Virtual time the window closed or the trial was decided, ms. */
   atMs: number;
-  /** Samples the tuner had been fed when this window closed. */
+  /** Samples the tuner had been fed then. */
   samplesSeen: number;
   kind: TunerStep["kind"];
   weights: Weights;
@@ -33,10 +50,14 @@ export interface TunerTrajectoryPoint {
   sigma: number;
   incumbent: Weights;
   converged: boolean;
+  /** ab: the trial's evidence and decision. */
+  trial?: TrialReport;
 }
 
 export interface TunerReport {
+  /** The LB this tuner tunes, or "fleet". */
   lb: string;
+  lbs: string[];
   evaluation: EvaluationMode;
   guardrails: boolean;
   initialWeights: Weights;
@@ -52,16 +73,21 @@ export interface TunerReport {
 export class TunerDriver {
   private readonly tuner: EsTuner;
   private samples = 0;
+  private samplesAfter = 0;
   private samplesToBest = 0;
+  private stopped = false;
   private readonly trajectory: TunerTrajectoryPoint[] = [];
 
   constructor(
-    private readonly lbId: string,
-    options: TunerRunOptions,
+    /** "fleet" or the LB's id. */
+    private readonly name: string,
+    /** The LBs whose weights (and trial) this tuner sets. */
+    readonly lbIds: readonly string[],
+    private readonly options: TunerRunOptions,
     seed: number,
     initialWeights: Weights,
   ) {
-    this.tuner = new EsTuner(
+    let tuner = new EsTuner(
       {
         seed,
         evaluation: options.evaluation,
@@ -69,14 +95,28 @@ export class TunerDriver {
         ...(options.bounds ? { bounds: options.bounds } : {}),
         ...(options.window !== undefined ? { window: options.window } : {}),
         ...(options.hop !== undefined ? { hop: options.hop } : {}),
+        ...(options.trial ? { trial: options.trial } : {}),
       },
       initialWeights,
     );
+    if (options.aaTrial) {
+      // An A/A trial through the public state: the same trial, with the incumbent as its candidate.
+      const state = tuner.state();
+      if (state.trial === null || state.current.trial === null) throw new Error("an A/A trial needs evaluation ab");
+      state.trial.candidate = { ...state.incumbent.weights };
+      state.current.trial.candidate = { ...state.incumbent.weights };
+      tuner = EsTuner.restore(state);
+    }
+    this.tuner = tuner;
   }
 
-  /** The weights the LB should start with. */
-  weights(): Weights {
-    return this.tuner.current().weights;
+  /** The config an LB of this tuner should run: its weights and, while a trial runs, the trial. */
+  configFor(base: LbConfig): LbConfig {
+    const { weights, trial } = this.tuner.current();
+    const next: LbConfig = { ...base, weights: { ...weights } };
+    if (trial !== null) next.trial = { id: trial.id, salt: trial.salt, share: trial.share, candidate: { ...trial.candidate } };
+    else delete next.trial;
+    return next;
   }
 
   /** Binds the tuner to the config version carrying its current weights. */
@@ -84,20 +124,34 @@ export class TunerDriver {
     this.tuner.bind(version);
   }
 
-  /** Feeds one telemetry event; returns the config to push when the tuner stepped, else null. */
-  observe(event: TelemetryEventBody, config: LbConfig, now: number): LbConfig | null {
+  /** One LB's finished request. Returns true when the tuner's current weights or trial changed (push them). */
+  observe(event: TelemetryEventBody, now: number): boolean {
+    if (this.stopped) return false;
+    if (!this.lbIds.includes(event.lbId)) {
+      this.tuner.observePeer({ replicaId: event.replicaId });
+      return false;
+    }
+    const sample = sampleFromEvent(event);
+    if (sample === null) return false;
     this.samples++;
-    // The console's rule (rolling-stats isError): an error status or message is a failed sample.
-    const step = this.tuner.observe({
-      configVersion: event.configVersion,
-      ttftMs: event.ttftMs,
-      e2eMs: event.e2eMs,
-      replicaId: event.replicaId,
-      ok: event.status < 400 && event.error === null,
-    });
-    if (step === null) return null;
-    const before = this.trajectory.length > 0 ? this.trajectory[this.trajectory.length - 1]!.incumbent : config.weights;
-    if (step.kind === "candidate" && step.accepted && !sameWeights(before, step.incumbent)) this.samplesToBest = this.samples;
+    const stop = this.options.stopAfter;
+    if (stop !== undefined && event.time >= (stop.afterMs ?? -Infinity) && ++this.samplesAfter > stop.samples) return this.stop();
+    const step = this.tuner.observe(sample);
+    if (step === null) return false;
+    this.record(step, now);
+    if (this.options.aaTrial) return this.stop();
+    return true;
+  }
+
+  private stop(): boolean {
+    this.stopped = true;
+    this.tuner.setMode("static");
+    return true;
+  }
+
+  private record(step: TunerStep, now: number): void {
+    const before = this.trajectory.length > 0 ? this.trajectory[this.trajectory.length - 1]!.incumbent : this.tuner.state().initial;
+    if ((step.kind === "candidate" || step.kind === "trial") && step.accepted && !sameWeights(before, step.incumbent)) this.samplesToBest = this.samples;
     this.trajectory.push({
       step: step.step,
       atMs: now,
@@ -112,17 +166,15 @@ export class TunerDriver {
       sigma: step.sigma,
       incumbent: step.incumbent,
       converged: step.converged,
+      ...(step.trial ? { trial: step.trial } : {}),
     });
-    // Publish the tuner's next weights under a new config version.
-    const next: LbConfig = { ...config, version: config.version + 1, weights: this.tuner.current().weights };
-    this.tuner.bind(next.version);
-    return next;
   }
 
   report(): TunerReport {
     const state = this.tuner.state();
     return {
-      lb: this.lbId,
+      lb: this.name,
+      lbs: [...this.lbIds],
       evaluation: state.config.evaluation,
       guardrails: state.config.guardrails.enabled,
       initialWeights: state.initial,

@@ -99,14 +99,14 @@ describe("login, sessions and tRPC authorisation", () => {
     assert.match(badUrl.error!.message, /http or https/);
     const lb = await trpc(h, "lbs.create", { name: "lb-us", url: "http://127.0.0.1:1", region: "us-ashburn" }, { cookie: adminCookie, mutation: true });
     assert.equal((lb.data as { id: string }).id, "lb-us");
-    const outOfBounds = await trpc(h, "tuner.setManual", { lbId: "lb-us", weights: { rtt: 0.5, queue: 0.9 } }, { cookie: adminCookie, mutation: true });
+    const outOfBounds = await trpc(h, "tuner.setManual", { lbId: "lb-us", weights: { rtt: 0.5, queue: 12 } }, { cookie: adminCookie, mutation: true });
     assert.equal(outOfBounds.error?.data.code, "BAD_REQUEST");
-    assert.match(outOfBounds.error!.message, /W_queue 0.9 is outside the bounds \[0.05, 0.5\]/);
+    assert.match(outOfBounds.error!.message, /W_queue 12 is outside the bounds \[0.05, 10\]/);
     const onlyLb = await trpc(h, "lbs.failover", { id: "lb-us" }, { cookie: adminCookie, mutation: true });
     assert.equal(onlyLb.error?.data.code, "PRECONDITION_FAILED");
     assert.match(onlyLb.error!.message, /only healthy load balancer/);
     const tuner = await trpc(h, "tuner.byLb", { lbId: "lb-us" }, { cookie: viewerCookie });
-    assert.deepEqual((tuner.data as { bounds: unknown }).bounds, { rtt: [0.05, 2], queue: [0.05, 0.5] });
+    assert.deepEqual((tuner.data as { bounds: unknown }).bounds, { rtt: [0.05, 100], queue: [0.05, 10] });
     const summary = await trpc(h, "overview.summary", undefined, { cookie: viewerCookie });
     assert.equal((summary.data as { regions: { lbs: unknown[] }[] }).regions[0]?.lbs.length, 1);
   });

@@ -46,7 +46,9 @@ describe("demo topology", () => {
     assert.equal(matrix.rttMs[ashburn]![matrix.regions.indexOf("ap-seoul")], 464);
     const tuner = h.rt.tuners.describe("lb-us-ashburn");
     assert.equal(tuner.running, true);
-    assert.equal(tuner.window, 32);
+    assert.equal(tuner.evaluation, "ab");
+    assert.deepEqual(tuner.trialSettings, { share: 0.5, lookEvery: 20, maxSamples: 120 });
+    assert.ok(tuner.trial !== null, "a trial runs from the start");
     seedDemoTopology(h.rt, { basePort: 5100 });
     assert.equal(entrypointMap(h.rt)["ap-seoul"]?.url, "http://127.0.0.1:5113");
   });

@@ -68,11 +68,11 @@ export function seedDemoTopology(rt: ServiceRuntime, options: { basePort: number
       db.insert(observedRtts).values({ fromRegion: from, toRegion: to, rttMs: DEMO_RTT_MS[from][to], samples: 1, updatedAt: now }).onConflictDoNothing().run();
     }
   }
-  // The tuner runs online on freshly seeded demo LBs (an operator's later stop is respected). The
-  // demo's few requests per second per LB would need minutes per 128-sample window, so the demo
-  // scores 32-sample windows to show the tuner moving.
+  // The tuner runs A/B trials on freshly seeded demo LBs (an operator's later stop is respected). At
+  // the demo's request or so per second per LB a 500-sample trial would last eight minutes, so the demo
+  // looks every 20 samples and caps a trial at 120: trials come and go while someone watches.
   for (const lbId of newLbs) {
-    rt.tuners.updateSettings(lbId, { window: 32 });
+    rt.tuners.updateSettings(lbId, { trial: { lookEvery: 20, maxSamples: 120 } });
     rt.tuners.startTuning(lbId);
   }
   rt.publisher.publishAll();

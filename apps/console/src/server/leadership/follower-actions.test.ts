@@ -23,7 +23,7 @@ before(async () => {
   createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
   createLb(h.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us-ashburn" });
   createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-a" });
-  updateTuner(h.rt, OPERATOR, { lbId: "lb-a", window: 8 });
+  updateTuner(h.rt, OPERATOR, { lbId: "lb-a", evaluation: "paper", window: 8, hop: 8 });
   h.rt.start();
   await waitFor(() => h.rt.leadership.view().isLeader, 10_000, "first console leads");
   follower = new ConsoleRuntime(openDb(`${h.dir}/console.db`), { ...h.rt.options, leadership: { id: "follower" } });
@@ -32,10 +32,13 @@ before(async () => {
 });
 
 after(async () => {
-  await follower.stop();
-  followerDb().$client.close();
-  h.close();
-  await lb.close();
+  // Whatever before() got to: a half-built setup must not keep the process alive.
+  if (follower) {
+    await follower.stop();
+    followerDb().$client.close();
+  }
+  h?.close();
+  await lb?.close();
 });
 
 test("a tuner started and stepped through the leader is seen on the follower; the follower's stop and manual weights reach the LB through the leader", async () => {

@@ -76,7 +76,7 @@ before(async () => {
   createLb(h.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us-ashburn" });
   createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-a" });
   createReplica(h.rt, OPERATOR, { name: "r2", url: "http://127.0.0.1:10", region: "us-ashburn", engine: "vllm", model: "m", homeLbId: "lb-a" });
-  updateTuner(h.rt, OPERATOR, { lbId: "lb-a", window: 8 });
+  updateTuner(h.rt, OPERATOR, { lbId: "lb-a", evaluation: "paper", window: 8, hop: 8 });
   startTuner(h.rt, OPERATOR, { lbId: "lb-a" });
 });
 
@@ -89,8 +89,8 @@ after(async () => {
     }
     await exited(child);
   }
-  h.close();
-  await lb.close();
+  h?.close();
+  await lb?.close();
 });
 
 test("two consoles, one leader: the leader is killed, the other takes over within 10 s and the tuner and config versions carry on", async () => {

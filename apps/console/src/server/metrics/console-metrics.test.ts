@@ -4,6 +4,7 @@
 // nothing in it (skipped without promtool, a failure in CI: @meridian/proxy/testing).
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
+import { armOf } from "@meridian/tuner";
 import { havePromtool, metricFamilies, promtoolFindings } from "@meridian/proxy/testing";
 import { requireMetricsAccess } from "../auth/metrics-access";
 import { DEFAULT_REQUEST_SECURITY, type RequestSecurity } from "../auth/request-security";
@@ -13,6 +14,7 @@ import { listAudit } from "../services/audit";
 import { createLb, failbackLb, failoverLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
+import { updateTuner } from "../services/tuner";
 import { CONSOLE_ORIGIN, consoleHeaders } from "../testing/console-requests";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
@@ -86,12 +88,18 @@ describe("console /metrics content", () => {
     await h.rt.health.tick();
     failoverLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
     failbackLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
+    // Small trials so a few dozen events decide one.
+    updateTuner(h.rt, OPERATOR, { lbId: "lb-us-ashburn", trial: { lookEvery: 10, maxSamples: 40 } });
     h.rt.tuners.startTuning("lb-us-ashburn");
     await waitFor(() => h.rt.telemetry.status().every((s) => s.connected), 5_000, "telemetry streams open");
-    const version = () => h.rt.tuners.describe("lb-us-ashburn").boundVersion;
-    await waitFor(() => version() !== null && lbs[0]!.version >= version()!, 5_000, "the tuner's measurement is live");
-    // One evaluation window of events routed under the measured weights: one tuner step.
-    for (let i = 0; i < h.rt.tuners.describe("lb-us-ashburn").window; i++) lbs[0]!.emit({ configVersion: version()!, ttftMs: 100 + i, e2eMs: 400 + i });
+    const trial = h.rt.tuners.ensure("lb-us-ashburn").tuner.current().trial!;
+    await waitFor(() => lbs[0]!.configs.at(-1)?.trial?.id === trial.id, 5_000, "the trial is live on the LB");
+    // The LB's events of the trial, the candidate clearly slower: one tuner step (a rejection).
+    for (let i = 0; i < 40; i++) {
+      const sessionKey = `metrics-s${i}`;
+      const arm = armOf(sessionKey, trial.salt, trial.share);
+      lbs[0]!.emit({ trialId: trial.id, arm, triggered: true, sessionKey, ttftMs: arm === "candidate" ? 900 : 100, e2eMs: 400 + i });
+    }
     await waitFor(() => h.rt.tuners.describe("lb-us-ashburn").steps.length > 0, 5_000, "a tuner step");
     await h.rt.health.tick();
   });

@@ -25,7 +25,7 @@ type PushResult = PutConfigResult["kind"];
 
 const ENTRYPOINT_STATUSES: readonly EntrypointStatus[] = ["assigned", "fallback", "unresolved"];
 /** The tuner's lifecycle as the tuner page shows it. */
-const TUNER_STATES = ["running", "stopped", "converged"] as const;
+const TUNER_STATES = ["running", "paused", "stopped", "converged"] as const;
 
 /** What the scrape-time gauges read. */
 export interface ConsoleMetricsSources {
@@ -263,13 +263,13 @@ export class ConsoleMetrics {
     };
     new Gauge({
       name: "meridian_console_tuner_state",
-      help: "The LB's tuner, one series per state: 1 for the current one (running: stepping online; stopped: weights frozen; converged).",
+      help: "The LB's tuner, one series per state: 1 for the current one (running: stepping online; paused: online but the LB's policy ignores the weights; stopped: weights frozen; converged).",
       labelNames: ["lb", "state"],
       registers,
       collect() {
         this.reset();
         for (const { lbId, tuner } of tuners()) {
-          const current = tuner.converged ? "converged" : tuner.running ? "running" : "stopped";
+          const current = tuner.converged ? "converged" : tuner.running ? (tuner.paused !== null ? "paused" : "running") : "stopped";
           for (const state of TUNER_STATES) this.set({ lb: lbId, state }, state === current ? 1 : 0);
         }
       },
@@ -286,22 +286,24 @@ export class ConsoleMetrics {
     });
     new Gauge({
       name: "meridian_console_tuner_trial_samples",
-      help: "Samples in the current trial's evaluation window.",
+      help: "Samples in the current trial: both arms of the A/B trial, or the paper mode's evaluation window.",
       labelNames: ["lb"],
       registers,
       collect() {
         this.reset();
-        for (const { lbId, tuner } of tuners()) this.set({ lb: lbId }, tuner.windowFill);
+        for (const { lbId, tuner } of tuners()) {
+          this.set({ lb: lbId }, tuner.trial ? tuner.trial.samples.incumbent + tuner.trial.samples.candidate : tuner.windowFill);
+        }
       },
     });
     new Gauge({
       name: "meridian_console_tuner_trial_window_samples",
-      help: "Samples a trial's evaluation window closes at.",
+      help: "Samples a trial ends at: the A/B trial's sample cap, or the paper mode's window.",
       labelNames: ["lb"],
       registers,
       collect() {
         this.reset();
-        for (const { lbId, tuner } of tuners()) this.set({ lb: lbId }, tuner.window);
+        for (const { lbId, tuner } of tuners()) this.set({ lb: lbId }, tuner.trial ? tuner.trial.maxSamples : tuner.window);
       },
     });
     new Gauge({

@@ -20,12 +20,21 @@ export const experimentsRouter = {
           fromMs: z.number().min(0).optional(),
           toMs: z.number().min(0).optional(),
           timeScale: z.number().positive({ error: "time scale must be > 0" }).max(1000),
-          policies: z.array(experimentPolicy).min(1, { error: "choose at least one policy" }).max(10),
+          kind: z.enum(["compare", "grid"]).optional(),
+          policies: z.array(experimentPolicy).max(10),
+          grid: z
+            .object({
+              preset: z.enum(["paper", "global"]),
+              promptFactor: z.number().positive({ error: "prompt factor must be > 0" }).max(1),
+              points: z.int().min(2, { error: "a grid needs at least 2 points per axis" }).max(12, { error: "at most 12 points per axis (144 simulations)" }),
+            })
+            .optional(),
         })
         .refine((v) => v.fromMs === undefined || v.toMs === undefined || v.fromMs < v.toMs, {
           error: "the window's start must be before its end",
           path: ["toMs"],
-        }),
+        })
+        .refine((v) => v.kind === "grid" || v.policies.length > 0, { error: "choose at least one policy", path: ["policies"] }),
     )
     .mutation(({ ctx, input }) => call(() => runExperiment(ctx.rt, ctx.actor, input))),
   save: operatorProcedure.input(z.object({ id: z.string().min(1), name })).mutation(({ ctx, input }) => call(() => saveExperiment(ctx.rt, ctx.actor, input))),

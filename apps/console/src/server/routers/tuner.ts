@@ -21,6 +21,21 @@ export const tunerRouter = {
         window: z.int({ error: "window must be a whole number of samples" }).min(8, { error: "window must be at least 8 samples" }).max(100_000).optional(),
         hop: z.int({ error: "hop must be a whole number of samples" }).min(1).max(100_000).optional(),
         evaluation: z.enum(EVALUATION_MODES, { error: `evaluation must be one of ${EVALUATION_MODES.join(", ")}` }).optional(),
+        trial: z
+          .object({
+            share: z.number().gt(0, { error: "trial share must be > 0" }).lt(1, { error: "trial share must be < 1" }).optional(),
+            lookEvery: z
+              .int({ error: "lookEvery must be a whole number of samples" })
+              .min(10, { error: "lookEvery must be at least 10 samples" })
+              .max(100_000)
+              .optional(),
+            maxSamples: z
+              .int({ error: "maxSamples must be a whole number of samples" })
+              .min(20, { error: "maxSamples must be at least 20 samples" })
+              .max(1_000_000)
+              .optional(),
+          })
+          .optional(),
         guardrails: guardrails.optional(),
       }),
     )

@@ -54,6 +54,8 @@ export function buildLbConfig(db: Pick<Db, "select">, lbId: string, version: num
     region: regionNames.get(lb.regionId) ?? lb.regionId,
     policy: asPolicy(lb.policy),
     weights: { rtt: lb.weightRtt, queue: lb.weightQueue },
+    // The tuner's running trial (validated with the rest: a malformed one fails the build loudly).
+    ...(lb.trialJson !== null ? { trial: JSON.parse(lb.trialJson) as unknown } : {}),
     crossRegion: lb.crossRegion,
     replicas: chosen.map((r) => ({
       id: r.id,

@@ -5,13 +5,48 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { createHarness, OPERATOR, waitFor, type Harness } from "../testing/harness";
 import { experimentStatus, listExperiments, listTraces, runExperiment, saveExperiment } from "../services/experiments";
-import { parseProgress } from "./experiment-runner";
+import { parseProgress, simArgs } from "./experiment-runner";
 
 test("progress lines of meridian-sim", () => {
   assert.equal(parseProgress("progress 50/200 gorgo"), 0.25);
   assert.equal(parseProgress("progress 3/3 random"), 1);
   assert.equal(parseProgress("42%"), 0.42);
   assert.equal(parseProgress("loading trace"), null);
+});
+
+test("a what-if grid runs meridian-sim grid with its preset, prompt factor and points; a comparison runs compare", () => {
+  assert.deepEqual(
+    simArgs(
+      { kind: "grid", traceId: "t", timeScale: 0.05, policies: [], fromMs: 0, toMs: 60_000, grid: { preset: "global", promptFactor: 0.05, points: 5 } },
+      "/t.jsonl",
+    ),
+    [
+      "grid",
+      "--trace",
+      "/t.jsonl",
+      "--time-scale",
+      "0.05",
+      "--preset",
+      "global",
+      "--prompt-factor",
+      "0.05",
+      "--points",
+      "5",
+      "--from-ms",
+      "0",
+      "--to-ms",
+      "60000",
+    ],
+  );
+  assert.deepEqual(simArgs({ traceId: "t", timeScale: 2, policies: ["gorgo", "random"] }, "/t.jsonl"), [
+    "compare",
+    "--trace",
+    "/t.jsonl",
+    "--policies",
+    "gorgo,random",
+    "--time-scale",
+    "2",
+  ]);
 });
 
 describe("experiments", () => {

@@ -21,11 +21,41 @@ export interface TraceInfo {
 }
 
 export interface ExperimentParams {
+  /** "compare" (default): policies side by side. "grid": the (W_rtt, W_queue) landscape of gorgo. */
+  kind?: "compare" | "grid" | undefined;
   traceId: string;
   fromMs?: number | undefined;
   toMs?: number | undefined;
   timeScale: number;
   policies: string[];
+  /** Grid runs: the fleet preset, every prompt this many times as long, points per axis. */
+  grid?: { preset: "paper" | "global"; promptFactor: number; points: number } | undefined;
+}
+
+/** The meridian-sim arguments of a run (without --json). */
+export function simArgs(params: ExperimentParams, tracePath: string): string[] {
+  const window = [
+    ...(params.fromMs !== undefined ? ["--from-ms", String(params.fromMs)] : []),
+    ...(params.toMs !== undefined ? ["--to-ms", String(params.toMs)] : []),
+  ];
+  if (params.kind === "grid") {
+    const grid = params.grid ?? { preset: "paper", promptFactor: 1, points: 7 };
+    return [
+      "grid",
+      "--trace",
+      tracePath,
+      "--time-scale",
+      String(params.timeScale),
+      "--preset",
+      grid.preset,
+      "--prompt-factor",
+      String(grid.promptFactor),
+      "--points",
+      String(grid.points),
+      ...window,
+    ];
+  }
+  return ["compare", "--trace", tracePath, "--policies", params.policies.join(","), "--time-scale", String(params.timeScale), ...window];
 }
 
 /** The command that runs the simulator; tests substitute a fake. */
@@ -107,9 +137,7 @@ export class ExperimentRunner {
         createdAt: Date.now(),
       })
       .run();
-    const args = ["compare", "--trace", trace.path, "--policies", params.policies.join(","), "--time-scale", String(params.timeScale), "--json"];
-    if (params.fromMs !== undefined) args.push("--from-ms", String(params.fromMs));
-    if (params.toMs !== undefined) args.push("--to-ms", String(params.toMs));
+    const args = [...simArgs(params, trace.path), "--json"];
     const spec = this.deps.simCommand(args);
     const child = spawn(spec.command, spec.args, { cwd: spec.cwd, stdio: ["ignore", "pipe", "pipe"] });
     const entry: Running = { child, progress: 0 };

@@ -60,7 +60,7 @@ export interface CachePoint {
 }
 
 /** Is this a failed request? A 2xx with no error text is a success. */
-export function isError(event: Pick<TelemetryEvent, "status" | "error">): boolean {
+function isError(event: Pick<TelemetryEvent, "status" | "error">): boolean {
   return event.status >= 400 || event.error !== null;
 }
 

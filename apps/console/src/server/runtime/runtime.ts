@@ -55,6 +55,9 @@ export interface RuntimeOptions {
    * to host:pid:random (unique per process), `url` (shown to operators as the leader's address) to
    * none, `timing` to DEFAULT_LEASE_TIMING. */
   leadership?: { id?: string; url?: string | null; timing?: LeaseTiming };
+  /** The tuner's trial-push rate limit and the clock it runs on (tests substitute a fake one). */
+  minTrialPushIntervalMs?: number;
+  tunerClock?: { now: () => number; setTimer: (fn: () => void, ms: number) => () => void };
   /** The console's version, for meridian_console_build_info. */
   version?: string;
 }
@@ -119,7 +122,15 @@ export class ConsoleRuntime {
     this.failover = failover;
     this.autoFailback = autoFailback;
     this.entrypoints = entrypoints;
-    this.tuners = new TunerService({ db, log, telemetry, publisher, leadership });
+    this.tuners = new TunerService({
+      db,
+      log,
+      telemetry,
+      publisher,
+      leadership,
+      ...(options.minTrialPushIntervalMs !== undefined ? { minTrialPushIntervalMs: options.minTrialPushIntervalMs } : {}),
+      ...(options.tunerClock ?? {}),
+    });
     this.health = new HealthMonitor({
       acting: () => leadership.currentTerm() !== null,
       db,

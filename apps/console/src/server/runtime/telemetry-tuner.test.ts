@@ -7,6 +7,7 @@ import { createLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
 import { setManualWeights, startTuner, stopTuner, tunerByLb, updateTuner } from "../services/tuner";
+import { armOf } from "@meridian/tuner";
 import { ConsoleRuntime } from "./runtime";
 import { DomainError } from "../errors";
 
@@ -50,33 +51,37 @@ describe("TelemetryHub and TunerService", () => {
     assert.equal(shares.get("r1")?.cacheHitRate, 0.5);
   });
 
-  test("the tuner steps on events of its bound version, pushes new weights and persists every step", async () => {
-    updateTuner(h.rt, OPERATOR, { lbId: "lb-a", window: 8, guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 1, maxErrorRate: 0.5 } });
+  test("the tuner trials candidates on the LB's tagged events, pushes the next trial and persists every step", async () => {
+    updateTuner(h.rt, OPERATOR, {
+      lbId: "lb-a",
+      trial: { lookEvery: 10, maxSamples: 40 },
+      guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 1, maxErrorRate: 0.5 },
+    });
     startTuner(h.rt, OPERATOR, { lbId: "lb-a" });
     const before = tunerByLb(h.rt, { lbId: "lb-a" });
     assert.equal(before.mode, "online");
     assert.equal(before.running, true);
-    assert.ok(before.boundVersion !== null);
-    await waitFor(() => lb.version >= before.boundVersion!, 5_000, "bound version live");
-    // Three windows: remeasure, then candidates with new weights.
-    for (let window = 0; window < 3; window += 1) {
-      const { boundVersion } = tunerByLb(h.rt, { lbId: "lb-a" });
-      await waitFor(() => lb.version >= boundVersion!, 5_000, `version ${boundVersion} live`);
-      for (let i = 0; i < 8; i += 1) lb.emit({ configVersion: boundVersion!, ttftMs: 100 + window * 10 + i, replicaId: i % 2 ? "r1" : "r2" });
-      await waitFor(() => tunerByLb(h.rt, { lbId: "lb-a" }).steps.length === window + 1, 5_000, `step ${window + 1}`);
+    assert.ok(before.trial);
+    await waitFor(() => lb.configs.at(-1)?.trial?.id === before.trial!.id, 5_000, "trial live");
+    // The candidate arm is slower: rejected at the first look, and the next trial goes out.
+    for (let i = 0; tunerByLb(h.rt, { lbId: "lb-a" }).steps.length === 0 && i < 40; i += 1) {
+      const sessionKey = `tt-${i}`;
+      const { salt, share, id } = h.rt.tuners.ensure("lb-a").tuner.current().trial!;
+      const arm = armOf(sessionKey, salt, share);
+      const emitted = lb.emit({ trialId: id, arm, triggered: true, sessionKey, ttftMs: arm === "candidate" ? 800 : 100, replicaId: i % 2 ? "r1" : "r2" });
+      await waitFor(() => h.rt.telemetry.status()[0]?.lastSeq === emitted.seq, 5_000, `event ${i + 1}`);
     }
     const after = tunerByLb(h.rt, { lbId: "lb-a" });
-    assert.equal(after.steps[0]?.kind, "remeasure");
-    assert.equal(after.steps[1]?.kind, "candidate");
-    await waitFor(() => lb.configs.some((c) => c.weights.rtt !== 0.5 || c.weights.queue !== 0.1), 5_000, "candidate weights pushed");
-    const rows = h.rt.db.select().from(tunerSteps).all();
-    assert.equal(rows.length, 3);
+    assert.equal(after.steps[0]?.kind, "trial");
+    assert.equal(after.steps[0]?.decision, "reject-worse");
+    assert.notEqual(after.trial!.id, before.trial!.id);
+    assert.equal(h.rt.db.select().from(tunerSteps).all().length, 1);
   });
 
   test("manual weights outside the bounds are refused with a clear message", () => {
     assert.throws(
-      () => setManualWeights(h.rt, OPERATOR, { lbId: "lb-a", weights: { rtt: 5, queue: 0.1 } }),
-      (error: unknown) => error instanceof DomainError && error.kind === "invalid" && /W_rtt 5 is outside the bounds \[0\.05, 2\]/.test(error.message),
+      () => setManualWeights(h.rt, OPERATOR, { lbId: "lb-a", weights: { rtt: 500, queue: 0.1 } }),
+      (error: unknown) => error instanceof DomainError && error.kind === "invalid" && /W_rtt 500 is outside the bounds \[0\.05, 100\]/.test(error.message),
     );
     setManualWeights(h.rt, OPERATOR, { lbId: "lb-a", weights: { rtt: 1.5, queue: 0.2 } });
     const described = tunerByLb(h.rt, { lbId: "lb-a" });

@@ -1,22 +1,24 @@
-// TunerService behaviour around operator actions, guardrail reporting and restarts. Most tests run
-// in-process: the publisher records versions (no push loop) and events go straight to ingest().
+// TunerService with A/B trials: what reaches the LB, which events count, how fast trials are pushed,
+// and restarts. Most tests run in-process: the publisher records versions (no push loop) and events
+// go straight to ingest().
 import { strict as assert } from "node:assert";
 import { afterEach, beforeEach, describe, test } from "node:test";
-import { EsTuner, type TunerState } from "@meridian/tuner";
+import { armOf } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
 import { lbConfigs, loadBalancers, tunerRuns, tunerSteps } from "@meridian/db";
 import { desc, eq } from "drizzle-orm";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb } from "../testing/fake-lb";
 import { telemetryEvent } from "../testing/telemetry-event";
-import { createLb } from "../services/lbs";
+import { createLb, setPolicy } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
 import { resetTuner, setManualWeights, startTuner, stopTuner, tunerByLb, updateTuner } from "../services/tuner";
 import { ConsoleRuntime } from "./runtime";
 
 const LB = "lb-a";
-const WINDOW = 8;
+/** Small trials so a test decides one in tens of events. */
+const SMALL_TRIALS = { trial: { lookEvery: 10, maxSamples: 40 }, guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 1, maxErrorRate: 0.5 } };
 
 function setup(h: Harness, url = "http://127.0.0.1:9"): void {
   createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
@@ -26,236 +28,345 @@ function setup(h: Harness, url = "http://127.0.0.1:9"): void {
 }
 
 let seq = 0;
-function event(configVersion: number, partial: Partial<TelemetryEvent> = {}): TelemetryEvent {
+let session = 0;
+function event(partial: Partial<TelemetryEvent> = {}): TelemetryEvent {
   seq += 1;
-  return telemetryEvent({ seq, time: Date.now(), lbId: LB, region: "us-ashburn", replicaId: seq % 2 ? "r1" : "r2", configVersion, ...partial });
+  return telemetryEvent({ seq, time: Date.now(), lbId: LB, region: "us-ashburn", replicaId: seq % 2 ? "r1" : "r2", ...partial });
 }
 
-/** A smooth landscape with its optimum at (0.3, 0.1), so the ES finds weights better than any start. */
-const ttftAt = (w: { rtt: number; queue: number }) => 100 + 200 * Math.abs(w.rtt - 0.3) + 400 * Math.abs(w.queue - 0.1);
+/** Events of the running trial, as the LB would send them: each its own session, tagged with its arm. */
+function trialEvents(
+  rt: ConsoleRuntime,
+  n: number,
+  ttft: (arm: "incumbent" | "candidate", i: number) => number,
+  partial: Partial<TelemetryEvent> = {},
+): TelemetryEvent[] {
+  const trial = rt.tuners.ensure(LB).tuner.current().trial;
+  assert.ok(trial, "a trial is running");
+  return Array.from({ length: n }, (_, i) => {
+    const sessionKey = `s${(session += 1)}`;
+    const arm = armOf(sessionKey, trial.salt, trial.share);
+    return event({ trialId: trial.id, arm, triggered: true, sessionKey, ttftMs: ttft(arm, i), ...partial });
+  });
+}
 
-/** Feeds one full window under the tuner's bound version; returns the events fed. */
-function feedWindow(rt: ConsoleRuntime, make: (i: number) => Partial<TelemetryEvent> = () => ({})): TelemetryEvent[] {
-  const d = rt.tuners.describe(LB);
-  assert.ok(d.boundVersion !== null, "tuner bound to a version");
-  const events: TelemetryEvent[] = [];
-  for (let i = 0; i < WINDOW; i += 1) {
-    const e = event(d.boundVersion, { ttftMs: ttftAt(d.weights) + i, ...make(i) });
-    events.push(e);
-    rt.telemetry.ingest(LB, e);
+const ingest = (rt: ConsoleRuntime, events: TelemetryEvent[]) => {
+  for (const e of events) rt.telemetry.ingest(LB, e);
+};
+
+/** Until the running trial is decided: the candidate clearly slower, so it is rejected within a look or two. */
+function decideTrial(rt: ConsoleRuntime): void {
+  const before = tunerByLb(rt, { lbId: LB }).steps.length;
+  for (let round = 0; round < 10 && tunerByLb(rt, { lbId: LB }).steps.length === before; round += 1) {
+    ingest(
+      rt,
+      trialEvents(rt, 10, (arm, i) => (arm === "candidate" ? 900 : 100) + i),
+    );
   }
-  return events;
+  assert.equal(tunerByLb(rt, { lbId: LB }).steps.length, before + 1, "the trial was decided");
 }
 
 const latestConfig = (rt: ConsoleRuntime) =>
   JSON.parse(rt.db.select().from(lbConfigs).where(eq(lbConfigs.lbId, LB)).orderBy(desc(lbConfigs.version)).limit(1).get()!.json) as LbConfig;
 
-const smallWindow = { window: WINDOW, guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 1, maxErrorRate: 0.5 } };
-
 describe("TunerService (in-process)", () => {
   let h: Harness;
+  let clock: number;
+  let timers: { at: number; fn: () => void }[];
   beforeEach(() => {
-    h = createHarness();
+    clock = 1_000_000;
+    timers = [];
+    // A fake clock and timer for the push rate limit.
+    const tunerClock = {
+      now: () => clock,
+      setTimer: (fn: () => void, ms: number) => {
+        const timer = { at: clock + ms, fn };
+        timers.push(timer);
+        return () => void timers.splice(timers.indexOf(timer), 1);
+      },
+    };
+    h = createHarness({ tunerClock });
     setup(h);
     h.rt.tuners.start();
   });
   afterEach(() => h.close());
 
-  test("stop after manual → start freezes the incumbent the run found, shows it and publishes it", () => {
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...smallWindow });
-    setManualWeights(h.rt, OPERATOR, { lbId: LB, weights: { rtt: 0.8, queue: 0.2 } });
-    assert.deepEqual(latestConfig(h.rt).weights, { rtt: 0.8, queue: 0.2 });
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    // Start after manual: the ES starts from the operator's weights (a remeasure of them first).
-    const started = tunerByLb(h.rt, { lbId: LB });
-    assert.equal(started.role, "remeasure");
-    assert.deepEqual(started.weights, { rtt: 0.8, queue: 0.2 });
-    for (let w = 0; w < 12; w += 1) feedWindow(h.rt);
-    const running = tunerByLb(h.rt, { lbId: LB });
-    assert.ok(
-      running.steps.some((s) => s.kind === "candidate" && s.accepted),
-      "some candidate beat the manual weights",
-    );
-    const incumbent = running.incumbent;
-    assert.notDeepEqual(incumbent, { rtt: 0.8, queue: 0.2 });
-    assert.ok(ttftAt(incumbent) < ttftAt({ rtt: 0.8, queue: 0.2 }));
+  const advance = (ms: number) => {
+    clock += ms;
+    for (const timer of timers.filter((t) => t.at <= clock)) {
+      timers.splice(timers.indexOf(timer), 1);
+      timer.fn();
+    }
+  };
 
+  test("starting publishes the trial in the LB's config; its samples decide it; the next trial follows", () => {
+    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    startTuner(h.rt, OPERATOR, { lbId: LB });
+    const started = tunerByLb(h.rt, { lbId: LB });
+    assert.equal(started.evaluation, "ab");
+    assert.equal(started.role, "trial");
+    assert.ok(started.trial);
+    const config = latestConfig(h.rt);
+    assert.deepEqual(config.trial?.id, started.trial.id);
+    assert.deepEqual(config.trial?.candidate, started.trial.candidate);
+    assert.deepEqual(config.weights, started.weights);
+    assert.equal(h.rt.db.select().from(loadBalancers).get()!.trialJson, JSON.stringify(h.rt.tuners.ensure(LB).tuner.current().trial));
+
+    ingest(
+      h.rt,
+      trialEvents(h.rt, 10, (arm) => (arm === "candidate" ? 900 : 100)),
+    );
+    const decided = tunerByLb(h.rt, { lbId: LB });
+    assert.equal(decided.steps.length, 1);
+    const step = decided.steps[0]!;
+    assert.equal(step.kind, "trial");
+    assert.equal(step.accepted, false);
+    assert.equal(step.decision, "reject-worse");
+    assert.match(step.reason!, /p95 900 ms vs 100 ms/);
+    assert.equal(decided.lastDecision?.decision, "reject-worse");
+    assert.notEqual(decided.trial!.id, started.trial.id, "a new trial runs");
+    const row = h.rt.db.select().from(tunerSteps).get()!;
+    assert.equal(JSON.parse(row.trialJson!).decision, "reject-worse");
+  });
+
+  test("an LB switched to a policy that ignores the weights pauses its tuner, with the reason; back on gorgo it resumes from the incumbent", () => {
+    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    startTuner(h.rt, OPERATOR, { lbId: LB });
+    decideTrial(h.rt);
+    const before = tunerByLb(h.rt, { lbId: LB });
+    assert.equal(before.paused, null);
+    assert.ok(before.trial);
+
+    setPolicy(h.rt, OPERATOR, { id: LB, policy: "least-load", crossRegion: "direct" });
+    const paused = tunerByLb(h.rt, { lbId: LB });
+    assert.match(paused.paused ?? "", /least-load.*does not use W_rtt\/W_queue/);
+    assert.equal(paused.running, true, "still switched on: it resumes by itself");
+    assert.equal(paused.trial, null, "no trial runs while paused");
+    assert.deepEqual(paused.weights, before.incumbent);
+    const pausedConfig = latestConfig(h.rt);
+    assert.equal(pausedConfig.policy, "least-load");
+    assert.equal(pausedConfig.trial, undefined, "the trial is off the LB at once, without waiting for the push rate limit");
+    assert.deepEqual(pausedConfig.weights, before.incumbent);
+    const versionsWhilePaused = pausedConfig.version;
+
+    // Least-load traffic for a long while: nothing counts, nothing moves, nothing is pushed.
+    ingest(
+      h.rt,
+      Array.from({ length: 500 }, (_, i) => event({ sessionKey: `p${i}`, ttftMs: 100 + (i % 7) * 300 })),
+    );
+    advance(60_000);
+    const still = tunerByLb(h.rt, { lbId: LB });
+    assert.equal(still.steps.length, before.steps.length);
+    assert.deepEqual(still.weights, before.incumbent);
+    assert.equal(latestConfig(h.rt).version, versionsWhilePaused);
+
+    // A restart keeps the pause (the policy has not changed).
+    const rt2 = new ConsoleRuntime(h.rt.db, h.rt.options);
+    rt2.tuners.start();
+    assert.match(tunerByLb(rt2, { lbId: LB }).paused ?? "", /least-load/);
+    assert.equal(tunerByLb(rt2, { lbId: LB }).trial, null);
+
+    setPolicy(h.rt, OPERATOR, { id: LB, policy: "gorgo", crossRegion: "direct" });
+    const resumed = tunerByLb(h.rt, { lbId: LB });
+    assert.equal(resumed.paused, null);
+    assert.deepEqual(resumed.incumbent, before.incumbent, "resumes from its incumbent");
+    assert.deepEqual(resumed.weights, before.incumbent);
+    assert.ok(resumed.trial, "a trial runs again");
+    assert.equal(latestConfig(h.rt).trial?.id, resumed.trial.id);
+    decideTrial(h.rt);
+    assert.equal(tunerByLb(h.rt, { lbId: LB }).steps.length, before.steps.length + 1);
+  });
+
+  test("client errors, client aborts and events of other trials are not samples; a flood of 400s pushes nothing", () => {
+    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    startTuner(h.rt, OPERATOR, { lbId: LB });
+    const versions = () => h.rt.db.select().from(lbConfigs).all().length;
+    const before = versions();
+    ingest(
+      h.rt,
+      trialEvents(h.rt, 96, () => 0, { status: 400, error: "bad request", ttftMs: null }),
+    );
+    ingest(
+      h.rt,
+      trialEvents(h.rt, 30, () => 0, { status: 499, error: "client closed request", ttftMs: null }),
+    );
+    ingest(
+      h.rt,
+      trialEvents(h.rt, 30, () => 100, { trialId: "1-feedface" }),
+    );
+    ingest(
+      h.rt,
+      Array.from({ length: 30 }, () => event({ ttftMs: 100 })),
+    );
+    const after = tunerByLb(h.rt, { lbId: LB });
+    assert.equal(after.steps.length, 0, "no candidate rejected");
+    assert.deepEqual(after.trial!.samples, { incumbent: 0, candidate: 0 });
+    assert.equal(versions(), before, "no config pushed");
+    // A 5xx is the routing's business: it counts, as a failure.
+    ingest(
+      h.rt,
+      trialEvents(h.rt, 4, () => 100, { status: 502, error: "upstream failed", ttftMs: null }),
+    );
+    const counted = tunerByLb(h.rt, { lbId: LB }).trial!.samples;
+    assert.equal(counted.incumbent + counted.candidate, 4);
+  });
+
+  test("trial pushes are rate-limited: a trial decided sooner waits, then goes out", () => {
+    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    startTuner(h.rt, OPERATOR, { lbId: LB });
+    const pushedTrials = () =>
+      new Set(
+        h.rt.db
+          .select()
+          .from(lbConfigs)
+          .all()
+          .map((row) => (JSON.parse(row.json) as LbConfig).trial?.id),
+      ).size;
+    decideTrial(h.rt);
+    const first = pushedTrials();
+    const pending = h.rt.tuners.ensure(LB).tuner.current();
+    assert.equal(pending.version, null, "the next trial is decided on but not published yet");
+    assert.equal(tunerByLb(h.rt, { lbId: LB }).trial?.published, false);
+    advance(1_000);
+    assert.equal(pushedTrials(), first, "still within the interval");
+    advance(4_000);
+    assert.equal(pushedTrials(), first + 1, "published once the interval passed");
+    assert.equal(latestConfig(h.rt).trial?.id, pending.trial!.id);
+  });
+
+  test("stop freezes the incumbent and takes the trial out of the config; stopped means stopped", () => {
+    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    startTuner(h.rt, OPERATOR, { lbId: LB });
+    ingest(
+      h.rt,
+      trialEvents(h.rt, 5, () => 100),
+    );
     stopTuner(h.rt, OPERATOR, { lbId: LB });
     const stopped = tunerByLb(h.rt, { lbId: LB });
     assert.equal(stopped.mode, "static");
     assert.equal(stopped.running, false);
-    assert.deepEqual(stopped.weights, incumbent, "the view shows the incumbent, not the manual weights");
-    assert.deepEqual(latestConfig(h.rt).weights, incumbent, "the incumbent is what the LB is sent");
-    const row = h.rt.db.select().from(loadBalancers).where(eq(loadBalancers.id, LB)).get()!;
-    assert.deepEqual({ rtt: row.weightRtt, queue: row.weightQueue }, incumbent);
-
-    // Stopped means stopped: further events do not step the tuner.
+    assert.equal(stopped.trial, null);
+    assert.equal(latestConfig(h.rt).trial, undefined);
+    assert.equal(h.rt.db.select().from(loadBalancers).get()!.trialJson, null);
     const steps = stopped.steps.length;
-    for (let i = 0; i < WINDOW; i += 1) h.rt.telemetry.ingest(LB, event(stopped.boundVersion!));
+    ingest(
+      h.rt,
+      Array.from({ length: 40 }, () => event()),
+    );
     assert.equal(tunerByLb(h.rt, { lbId: LB }).steps.length, steps);
   });
 
-  test("reset starts a new run from the initial weights, not the manual or the incumbent ones", () => {
-    const initial = tunerByLb(h.rt, { lbId: LB }).weights;
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...smallWindow });
-    setManualWeights(h.rt, OPERATOR, { lbId: LB, weights: { rtt: 0.8, queue: 0.2 } });
+  test("manual weights take the trial down; start after manual trials candidates against the operator's weights", () => {
+    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
     startTuner(h.rt, OPERATOR, { lbId: LB });
-    for (let w = 0; w < 4; w += 1) feedWindow(h.rt);
+    setManualWeights(h.rt, OPERATOR, { lbId: LB, weights: { rtt: 0.8, queue: 0.2 } });
+    assert.deepEqual(latestConfig(h.rt).weights, { rtt: 0.8, queue: 0.2 });
+    assert.equal(latestConfig(h.rt).trial, undefined);
+    advance(10_000);
+    startTuner(h.rt, OPERATOR, { lbId: LB });
+    const started = tunerByLb(h.rt, { lbId: LB });
+    assert.deepEqual(started.weights, { rtt: 0.8, queue: 0.2 });
+    assert.deepEqual(started.trial?.incumbent, { rtt: 0.8, queue: 0.2 });
+    assert.deepEqual(latestConfig(h.rt).trial?.id, started.trial?.id);
+  });
+
+  test("reset starts a new run from the initial weights with a fresh trial", () => {
+    const initial = tunerByLb(h.rt, { lbId: LB }).weights;
+    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    startTuner(h.rt, OPERATOR, { lbId: LB });
+    decideTrial(h.rt);
     const before = tunerByLb(h.rt, { lbId: LB });
+    advance(10_000);
     resetTuner(h.rt, OPERATOR, { lbId: LB });
     const after = tunerByLb(h.rt, { lbId: LB });
     assert.notEqual(after.runId, before.runId);
     assert.deepEqual(after.weights, initial);
-    assert.deepEqual(after.incumbent, initial);
     assert.equal(after.steps.length, 0);
     assert.equal(after.running, true, "a running tuner keeps running after a reset");
-    assert.equal(after.role, "remeasure");
-    assert.deepEqual(latestConfig(h.rt).weights, initial);
+    assert.equal(latestConfig(h.rt).trial?.id, after.trial?.id);
   });
 
-  test("an accepted less-bad guardrail violator is stored as accepted, and the incumbent's violation is reported", () => {
-    updateTuner(h.rt, OPERATOR, { lbId: LB, window: WINDOW, guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 0.8, maxErrorRate: 0.5 } });
+  test("other LBs' requests count toward the fleet-share guardrail, not as samples", () => {
+    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
     startTuner(h.rt, OPERATOR, { lbId: LB });
-    // Remeasure: every request on r1 (share 1 > 0.8) — the incumbent is the reward hack.
-    feedWindow(h.rt, () => ({ replicaId: "r1" }));
-    const hacked = tunerByLb(h.rt, { lbId: LB });
-    assert.equal(hacked.incumbentGuardrail, "share");
-    assert.equal(hacked.incumbentMaxShare, 1);
-    assert.equal(hacked.steps[0]?.incumbentGuardrail, "share");
-    // A candidate still over the cap but less so (7/8 on r1), with worse TTFT: accepted as less bad.
-    feedWindow(h.rt, (i) => ({ replicaId: i < 7 ? "r1" : "r2", ttftMs: 500 }));
-    const climbing = tunerByLb(h.rt, { lbId: LB });
-    const step = climbing.steps.at(-1)!;
-    assert.equal(step.kind, "candidate");
-    assert.equal(step.accepted, true);
-    assert.equal(step.guardrail, "share");
-    assert.equal(step.incumbentGuardrail, "share");
-    const row = h.rt.db.select().from(tunerSteps).orderBy(desc(tunerSteps.id)).limit(1).get()!;
-    assert.equal(row.accepted, true);
-    assert.equal(row.guardrail, "share");
-    assert.equal(climbing.incumbentGuardrail, "share");
-    assert.equal(climbing.incumbentMaxShare, 7 / 8);
-    // A passing candidate clears the violation.
-    feedWindow(h.rt);
-    const out = tunerByLb(h.rt, { lbId: LB });
-    assert.equal(out.steps.at(-1)?.accepted, true);
-    assert.equal(out.steps.at(-1)?.guardrail, null);
-    assert.equal(out.incumbentGuardrail, "pass");
-    assert.equal(out.steps.at(-1)?.incumbentGuardrail, "pass");
+    for (let i = 0; i < 20; i += 1) h.rt.tuners.observe(event({ lbId: "lb-b", replicaId: "r-remote" }));
+    const state = h.rt.tuners.ensure(LB).tuner.state();
+    assert.deepEqual(state.trial!.peerCounts, { "r-remote": 20 });
+    assert.equal(state.trial!.samples.length, 0);
   });
 
-  test("events routed under an older config version are never scored for a newer candidate", () => {
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...smallWindow });
+  test("paper mode still runs GORGO's trailing windows", () => {
+    updateTuner(h.rt, OPERATOR, { lbId: LB, evaluation: "paper", window: 8, hop: 8 });
     startTuner(h.rt, OPERATOR, { lbId: LB });
-    const v1 = tunerByLb(h.rt, { lbId: LB }).boundVersion!;
-    feedWindow(h.rt); // remeasure closes; a candidate is published under a newer version
-    const candidate = tunerByLb(h.rt, { lbId: LB });
-    assert.equal(candidate.role, "candidate");
-    assert.ok(candidate.boundVersion! > v1);
-    // Stragglers of the remeasure's version, and events of a version never bound, are ignored.
-    for (let i = 0; i < 2 * WINDOW; i += 1) h.rt.telemetry.ingest(LB, event(v1));
-    for (let i = 0; i < WINDOW; i += 1) h.rt.telemetry.ingest(LB, event(candidate.boundVersion! + 1));
-    const after = tunerByLb(h.rt, { lbId: LB });
-    assert.equal(after.windowFill, 0);
-    assert.equal(after.steps.length, 1);
-    // Its own version's events fill the window.
-    h.rt.telemetry.ingest(LB, event(candidate.boundVersion!));
-    assert.equal(tunerByLb(h.rt, { lbId: LB }).windowFill, 1);
-  });
-
-  test("a measurement always gets a version of its own, even when the config did not change", () => {
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...smallWindow });
-    const staticVersion = tunerByLb(h.rt, { lbId: LB }).boundVersion!;
-    // The incumbent has been live under staticVersion; events routed then must not count for its remeasure.
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    const started = tunerByLb(h.rt, { lbId: LB });
-    assert.equal(started.role, "remeasure");
-    assert.ok(started.boundVersion! > staticVersion, `remeasure bound to ${started.boundVersion}, static was ${staticVersion}`);
-    assert.deepEqual(latestConfig(h.rt).weights, started.weights);
-    for (let i = 0; i < WINDOW; i += 1) h.rt.telemetry.ingest(LB, event(staticVersion));
-    assert.equal(tunerByLb(h.rt, { lbId: LB }).windowFill, 0);
-  });
-
-  test("a restarted console resumes each tuner exactly where it stopped", () => {
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...smallWindow });
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    for (let w = 0; w < 5; w += 1) feedWindow(h.rt);
-    const before = tunerByLb(h.rt, { lbId: LB });
-    const stateBefore = h.rt.tuners.ensure(LB).tuner.state();
-    // What the uninterrupted tuner would do next, from the in-memory state.
-    const reference = EsTuner.restore(JSON.parse(JSON.stringify(stateBefore)) as TunerState);
-
-    const rt2 = new ConsoleRuntime(h.rt.db, h.rt.options);
-    rt2.tuners.start();
-    const resumed = rt2.tuners.ensure(LB);
-    assert.equal(resumed.runId, before.runId);
-    assert.equal(resumed.running, true);
-    assert.deepEqual(resumed.tuner.state(), stateBefore, "the persisted state is the live state");
-    assert.deepEqual(rt2.tuners.describe(LB).steps, before.steps);
-
-    const events = feedWindow(rt2);
-    let expected = null;
-    for (const e of events)
-      expected = reference.observe({ configVersion: e.configVersion, ttftMs: e.ttftMs, e2eMs: e.e2eMs, replicaId: e.replicaId, ok: true }) ?? expected;
-    assert.ok(expected);
-    const after = rt2.tuners.describe(LB);
-    assert.equal(after.steps.length, before.steps.length + 1);
-    const next = after.steps.at(-1)!;
-    assert.equal(next.step, expected.step);
-    assert.deepEqual(next.weights, expected.weights);
-    assert.equal(next.accepted, expected.accepted);
-    assert.equal(next.sigma, expected.sigma);
-    assert.deepEqual(after.incumbent, expected.incumbent);
-    assert.deepEqual(after.weights, reference.current().weights, "the same next candidate");
-  });
-
-  test("a half-filled window persisted by an operator action is not double-counted by the replay after a restart", () => {
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...smallWindow });
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    const version = tunerByLb(h.rt, { lbId: LB }).boundVersion!;
-    const early = Array.from({ length: 5 }, () => event(version));
-    for (const e of early) h.rt.telemetry.ingest(LB, e);
-    // Re-asserting "online" keeps the half-filled window and persists it.
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    const stored = JSON.parse(h.rt.db.select().from(tunerRuns).get()!.stateJson!) as TunerState;
-    assert.equal(stored.window.length, 5);
-
-    const rt2 = new ConsoleRuntime(h.rt.db, h.rt.options);
-    rt2.tuners.start();
-    rt2.tuners.ensure(LB);
-    // The new TelemetryHub subscribes from seq 0: the LB resends the same five events.
-    for (const e of early) rt2.telemetry.ingest(LB, e);
-    assert.equal(rt2.tuners.describe(LB).windowFill, 5);
-    for (let i = 0; i < 3; i += 1) rt2.telemetry.ingest(LB, event(version));
-    const d = rt2.tuners.describe(LB);
-    assert.equal(d.steps.length, 1);
-    assert.equal(rt2.tuners.ensure(LB).tuner.trajectory()[0]?.samples, WINDOW);
+    const d = tunerByLb(h.rt, { lbId: LB });
+    assert.equal(d.role, "remeasure");
+    assert.equal(d.trial, null);
+    ingest(
+      h.rt,
+      Array.from({ length: 8 }, () => event({ configVersion: d.boundVersion! })),
+    );
+    assert.equal(tunerByLb(h.rt, { lbId: LB }).steps[0]?.kind, "remeasure");
   });
 });
 
-test("stop pushes the incumbent to the LB itself (ConfigPublisher → PUT /admin/config)", async () => {
+describe("TunerService across a console restart", () => {
+  test("after an LB is added (a topology push), a restarted console keeps stepping on the same trial", () => {
+    const h = createHarness({ minTrialPushIntervalMs: 0 });
+    try {
+      setup(h);
+      h.rt.tuners.start();
+      updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+      startTuner(h.rt, OPERATOR, { lbId: LB });
+      decideTrial(h.rt);
+      // A new LB changes every LB's peers: a new config version, which must carry the running trial.
+      createLb(h.rt, OPERATOR, { name: "lb-b", url: "http://127.0.0.1:11", region: "us-ashburn" });
+      const live = tunerByLb(h.rt, { lbId: LB });
+      const latest = latestConfig(h.rt);
+      assert.equal(latest.trial?.id, live.trial!.id, "the topology push kept the trial");
+      assert.equal(live.boundVersion, latest.version, "and the tuner is bound to it");
+      const stored = JSON.parse(h.rt.db.select().from(tunerRuns).where(eq(tunerRuns.lbId, LB)).get()!.stateJson!);
+      assert.equal(stored.current.version, latest.version, "the binding was persisted");
+
+      // Kill (drop the runtime) and restart on the same database.
+      const rt2 = new ConsoleRuntime(h.rt.db, h.rt.options);
+      rt2.tuners.start();
+      const resumed = tunerByLb(rt2, { lbId: LB });
+      assert.equal(resumed.runId, live.runId);
+      assert.equal(resumed.running, true);
+      assert.equal(resumed.trial?.id, live.trial!.id);
+      assert.equal(resumed.steps.length, 1);
+      // The LB keeps sending events of its current trial: steps continue.
+      decideTrial(rt2);
+      decideTrial(rt2);
+      assert.equal(tunerByLb(rt2, { lbId: LB }).steps.length, 3);
+    } finally {
+      h.close();
+    }
+  });
+});
+
+test("the trial reaches the LB itself and the LB's tagged events decide it (ConfigPublisher → PUT /admin/config, telemetry stream)", async () => {
   const h = createHarness();
   const lb = await startFakeLb({ id: LB, region: "us-ashburn", token: TEST_TOKEN });
   try {
     setup(h, lb.url);
     h.rt.start();
     await waitFor(() => lb.version > 0, 5_000, "first config");
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...smallWindow });
-    setManualWeights(h.rt, OPERATOR, { lbId: LB, weights: { rtt: 0.8, queue: 0.2 } });
+    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
     startTuner(h.rt, OPERATOR, { lbId: LB });
-    for (let w = 0; w < 10; w += 1) {
-      const { boundVersion, weights } = tunerByLb(h.rt, { lbId: LB });
-      await waitFor(() => lb.version >= boundVersion!, 5_000, `version ${boundVersion} live`);
-      for (let i = 0; i < WINDOW; i += 1) lb.emit({ configVersion: boundVersion!, ttftMs: ttftAt(weights) + i, replicaId: i % 2 ? "r1" : "r2" });
-      await waitFor(() => tunerByLb(h.rt, { lbId: LB }).steps.length === w + 1, 5_000, `step ${w + 1}`);
+    const trial = h.rt.tuners.ensure(LB).tuner.current().trial!;
+    await waitFor(() => lb.configs.at(-1)?.trial?.id === trial.id, 5_000, "trial live on the LB");
+    for (let i = 0; i < 40 && tunerByLb(h.rt, { lbId: LB }).steps.length === 0; i += 1) {
+      const sessionKey = `lb-s${i}`;
+      const arm = armOf(sessionKey, trial.salt, trial.share);
+      lb.emit({ trialId: trial.id, arm, triggered: true, sessionKey, ttftMs: arm === "candidate" ? 900 : 100, replicaId: i % 2 ? "r1" : "r2" });
+      await waitFor(() => h.rt.telemetry.status()[0]?.lastSeq === i + 1, 5_000, `event ${i + 1}`);
     }
-    const { incumbent } = tunerByLb(h.rt, { lbId: LB });
-    assert.notDeepEqual(incumbent, { rtt: 0.8, queue: 0.2 });
+    assert.equal(tunerByLb(h.rt, { lbId: LB }).steps[0]?.decision, "reject-worse");
     stopTuner(h.rt, OPERATOR, { lbId: LB });
     const stopped = tunerByLb(h.rt, { lbId: LB });
-    assert.deepEqual(stopped.weights, incumbent);
     await waitFor(() => lb.version >= stopped.boundVersion!, 5_000, "stopped config live");
-    assert.deepEqual(lb.configs.at(-1)?.weights, incumbent);
+    assert.equal(lb.configs.at(-1)?.trial, undefined);
   } finally {
     h.close();
     await lb.close();

@@ -1,15 +1,19 @@
 // TunerService: one EsTuner per LB, fed by the TelemetryHub.
-// - The tuner's state is persisted to tuner_runs after every step (and every operator change), and
-//   each step to tuner_steps, so a console restart resumes where it stopped.
-// - When the tuner's current weights are not yet published (a new candidate, a remeasure, manual
-//   weights), they are written to the LB row and published; the tuner is then bound to the version
-//   that carries them, so it scores only requests routed under those weights.
-// - Any new config version that carries the tuner's weights (a topology change, a 409 bump) rebinds
-//   the tuner to it, so unrelated pushes do not starve its window.
-// - Every measurement (candidate or remeasure) is bound to a fresh version, and a restored tuner starts
-//   with an empty window that the TelemetryHub's replay refills, so no event is scored twice or for
-//   weights other than the ones that routed it.
-// "running" = the ES is stepping (mode online and started). stop() freezes the incumbent (static).
+// - Samples: every LB's telemetry event goes to every tuner: its own LB's events are samples (the
+//   tuner's rule, sampleFromEvent: client errors and aborts are not), other LBs' events count toward
+//   the fleet-share guardrail (observePeer).
+// - A/B trials (the default): the tuner's current weights and trial are written to the LB row
+//   (weight_*, trial_json) and published, so every config version — whatever triggered it — carries
+//   the running trial; samples are matched to the trial by its id, not by config version. Trial pushes
+//   to one LB are rate-limited (minTrialPushIntervalMs): a new trial due sooner waits.
+// - The tuner's state is persisted to tuner_runs after every step and operator change, each step to
+//   tuner_steps, and every new config version that carries the tuner's weights and trial rebinds and
+//   persists it, so a console restart resumes where it stopped. A restored tuner starts its trial's
+//   samples afresh: the TelemetryHub's replay of the LB's buffer refills them, so no event counts twice.
+// - Paused: while the LB's policy does not read the cost weights (routing's Policy.usesCostWeights),
+//   the tuner runs no trial and the incumbent stays live; every new config version re-checks the
+//   policy, so switching back resumes from the incumbent.
+// "running" = the tuner is stepping (mode online and started). stop() freezes the incumbent (static).
 // - With several consoles, only the leader steps and publishes. A follower reads every tuner fresh
 //   from the database and writes an operator's change there without publishing; the leader's
 //   reconcile() reloads a run that someone else wrote and publishes what it wants live. A step whose
@@ -17,15 +21,22 @@
 import "server-only";
 import { and, desc, eq, isNull, TransactionRollbackError } from "drizzle-orm";
 import type { Logger } from "pino";
-import { EsTuner, TunerInputError, type EvaluationMode, type TunerConfig, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
+import { isPolicyName, policyUsesCostWeights } from "@meridian/routing";
 import { WEIGHT_BOUNDS } from "@meridian/routing/types";
+import { EsTuner, sampleFromEvent, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
 import { consoleLeases, loadBalancers, tunerRuns, tunerSteps, type Db, type TunerRunRow } from "@meridian/db";
 import { whileLeading } from "../leadership/fence";
 import { invalid, notFound } from "../errors";
 import type { ConfigPublisher } from "./config-publisher";
-import { isError } from "./rolling-stats";
 import type { TelemetryHub } from "./telemetry-hub";
+import { configPatch, guard, mergeSettings, settingsOf, type TunerSettings, type TunerSettingsPatch } from "./tuner-settings";
+import { describeTuner } from "./tuner-view";
+
+export type { TunerSettings, TunerSettingsPatch } from "./tuner-settings";
+
+/** Trial pushes to one LB come at most this often by default. */
+const MIN_TRIAL_PUSH_INTERVAL_MS = 5_000;
 
 /** What the tuner service uses, and nothing else. */
 export interface TunerServiceDeps {
@@ -36,15 +47,10 @@ export interface TunerServiceDeps {
   /** The leadership term this console steps the tuners under (null: not the leader, 0: no election
    * runs). A step is recorded fenced by it, so a deposed leader that wakes up records none. */
   leadership: { currentTerm(): number | null };
-}
-
-/** Operator-tunable settings, as stored in tuner_runs.settings_json. */
-export interface TunerSettings {
-  bounds: { rtt: [number, number]; queue: [number, number] };
-  window: number;
-  hop: number;
-  evaluation: EvaluationMode;
-  guardrails: { enabled: boolean; e2eRatio: number; maxShare: number; maxErrorRate: number };
+  minTrialPushIntervalMs?: number;
+  /** Clock and timer (tests substitute their own). */
+  now?: () => number;
+  setTimer?: (fn: () => void, ms: number) => () => void;
 }
 
 interface LiveTuner {
@@ -55,6 +61,10 @@ interface LiveTuner {
   /** tuner_runs.updated_at as this console last read or wrote it: a different value means another
    * console (an operator on a follower) changed the run. */
   writtenAt: number;
+  /** When a trial was last pushed to the LB (rate limit). */
+  lastTrialPushAt: number;
+  /** Cancels a push waiting for the rate limit. */
+  pendingPush: (() => void) | null;
 }
 
 function seedFor(lbId: string, runId: number): number {
@@ -63,56 +73,30 @@ function seedFor(lbId: string, runId: number): number {
   return hash;
 }
 
-function settingsOf(config: TunerConfig): TunerSettings {
-  return {
-    bounds: { rtt: [config.bounds.rtt[0], config.bounds.rtt[1]], queue: [config.bounds.queue[0], config.bounds.queue[1]] },
-    window: config.window,
-    hop: config.hop,
-    evaluation: config.evaluation,
-    guardrails: {
-      enabled: config.guardrails.enabled,
-      e2eRatio: config.guardrails.e2eTolerance,
-      maxShare: config.guardrails.maxShare,
-      maxErrorRate: config.guardrails.maxErrorRate,
-    },
-  };
-}
-
-function configPatch(settings: TunerSettings): Partial<TunerConfig> {
-  return {
-    bounds: settings.bounds,
-    window: settings.window,
-    hop: settings.hop,
-    evaluation: settings.evaluation,
-    guardrails: {
-      enabled: settings.guardrails.enabled,
-      e2eTolerance: settings.guardrails.e2eRatio,
-      maxShare: settings.guardrails.maxShare,
-      maxErrorRate: settings.guardrails.maxErrorRate,
-    },
-  };
-}
-
 const sameWeights = (a: Weights, b: Weights) => Math.abs(a.rtt - b.rtt) < 1e-12 && Math.abs(a.queue - b.queue) < 1e-12;
 
-/** Tuner input errors become domain errors with the tuner's own field-naming message. */
-function guard<T>(fn: () => T): T {
-  try {
-    return fn();
-  } catch (error) {
-    if (error instanceof TunerInputError) throw invalid(error.message);
-    throw error;
-  }
+function defaultTimer(fn: () => void, ms: number): () => void {
+  const timer = setTimeout(fn, ms);
+  timer.unref();
+  return () => clearTimeout(timer);
 }
 
 export class TunerService {
   private readonly tuners = new Map<string, LiveTuner>();
   private subscribed = false;
+  private readonly now: () => number;
+  private readonly setTimer: (fn: () => void, ms: number) => () => void;
+  private readonly minTrialPushIntervalMs: number;
 
-  constructor(private readonly deps: TunerServiceDeps) {}
+  constructor(private readonly deps: TunerServiceDeps) {
+    this.now = deps.now ?? Date.now;
+    this.setTimer = deps.setTimer ?? defaultTimer;
+    this.minTrialPushIntervalMs = deps.minTrialPushIntervalMs ?? MIN_TRIAL_PUSH_INTERVAL_MS;
+  }
 
   start(): void {
     // Copies read while following may be stale: lead from what the database holds.
+    for (const live of this.tuners.values()) live.pendingPush?.();
     this.tuners.clear();
     for (const lb of this.deps.db.select({ id: loadBalancers.id }).from(loadBalancers).all()) this.ensure(lb.id);
     // A console that leads again after losing the lease starts its tuners again: subscribe once.
@@ -121,15 +105,17 @@ export class TunerService {
       this.deps.telemetry.onEvent((event) => this.observe(event));
       this.deps.publisher.onNewVersion((lbId, version, config) => this.onNewVersion(lbId, version, config));
     }
-    // Publish whatever the tuners want live (a restored candidate whose version the LB never took).
+    // Publish whatever the tuners want live (a restored trial whose version the LB never took).
     for (const lbId of this.tuners.keys()) this.applyCurrent(lbId);
   }
 
   stop(): void {
+    for (const live of this.tuners.values()) live.pendingPush?.();
     this.tuners.clear();
   }
 
   forget(lbId: string): void {
+    this.tuners.get(lbId)?.pendingPush?.();
     this.tuners.delete(lbId);
   }
 
@@ -144,11 +130,7 @@ export class TunerService {
     let tuner: EsTuner | null = null;
     if (run?.stateJson) {
       try {
-        const stored = JSON.parse(run.stateJson) as TunerState;
-        // The persisted window may hold events that the TelemetryHub replays after a restart (it
-        // resubscribes from seq 0 and the LB resends its buffer), so keeping them would score those
-        // events twice. Start the window empty: the replay refills it from the LB's own record.
-        tuner = EsTuner.restore({ ...stored, window: [], samplesSinceEvaluation: 0 });
+        tuner = EsTuner.restore(withoutReplayedSamples(JSON.parse(run.stateJson) as TunerState));
       } catch (error) {
         this.deps.log.error({ lbId, err: error }, "stored tuner state unreadable; starting a new run");
         run = undefined;
@@ -159,9 +141,28 @@ export class TunerService {
       run = created.run;
       tuner = created.tuner;
     }
-    const live: LiveTuner = { runId: run.id, tuner, running: run.running, settings: settingsOf(tuner.state().config), writtenAt: run.updatedAt };
+    const live: LiveTuner = {
+      runId: run.id,
+      tuner,
+      running: run.running,
+      settings: settingsOf(tuner.state().config),
+      lastTrialPushAt: -Infinity,
+      pendingPush: null,
+      writtenAt: run.updatedAt,
+    };
     this.tuners.set(lbId, live);
+    if (this.syncPause(lbId, live, lb.policy)) this.persist(live, null);
     return live;
+  }
+
+  /** Pauses the tuner while the LB's policy ignores the weights, resumes it when the policy reads them again. True when that changed anything. */
+  private syncPause(lbId: string, live: LiveTuner, policy: string): boolean {
+    const reason = isPolicyName(policy) && policyUsesCostWeights(policy) ? null : `the LB's policy, ${policy}, does not use W_rtt/W_queue`;
+    if (reason === live.tuner.pausedReason) return false;
+    if (reason === null) live.tuner.resume();
+    else live.tuner.pause(reason);
+    this.deps.log.info({ lbId, paused: reason }, reason === null ? "tuner resumed" : "tuner paused");
+    return true;
   }
 
   private currentRun(lbId: string): TunerRunRow | undefined {
@@ -176,7 +177,7 @@ export class TunerService {
 
   /** Ends the LB's current run and starts a fresh one (new tuner, empty trajectory). */
   private newRun(lbId: string, weights: Weights, settings: TunerSettings | null, running: boolean): { run: TunerRunRow; tuner: EsTuner } {
-    const now = Date.now();
+    const now = this.now();
     return this.deps.db.transaction((tx) => {
       tx.update(tunerRuns)
         .set({ endedAt: now })
@@ -188,7 +189,7 @@ export class TunerService {
         .returning()
         .get();
       const patch = settings ? configPatch(settings) : {};
-      const bounds = (patch.bounds ?? WEIGHT_BOUNDS) as TunerSettings["bounds"];
+      const bounds = patch.bounds ?? WEIGHT_BOUNDS;
       // Weights from an older configuration may sit outside the bounds: start from the nearest legal point.
       const initial = {
         rtt: Math.min(Math.max(weights.rtt, bounds.rtt[0]), bounds.rtt[1]),
@@ -210,7 +211,7 @@ export class TunerService {
    * it: a console that lost the lease rolls back (TransactionRollbackError) and records neither. */
   private persist(live: LiveTuner, step: TunerStep | null, term = 0): void {
     const state = live.tuner.state();
-    const now = Date.now();
+    const now = this.now();
     this.deps.db.transaction((tx) => {
       if (step) {
         tx.insert(tunerSteps)
@@ -225,6 +226,7 @@ export class TunerService {
             guardrail: step.guardrail === "pass" ? null : step.guardrail,
             kind: step.kind,
             configVersion: step.configVersion,
+            trialJson: step.trial ? JSON.stringify(step.trial) : null,
             at: now,
           })
           .run();
@@ -257,6 +259,7 @@ export class TunerService {
   }
 
   private reload(lbId: string): void {
+    this.tuners.get(lbId)?.pendingPush?.();
     this.tuners.delete(lbId);
     if (this.deps.leadership.currentTerm() === null) return;
     try {
@@ -268,8 +271,9 @@ export class TunerService {
     this.applyCurrent(lbId);
   }
 
-  /** Publishes the tuner's current weights when they are not live yet, and binds the version. */
-  private applyCurrent(lbId: string): void {
+  /** Publishes the tuner's current weights and trial when they are not live yet, and binds the version.
+   * An operator's action publishes at once; a trial the tuner moved on to waits for the rate limit. */
+  private applyCurrent(lbId: string, operator = false): void {
     const live = this.tuners.get(lbId);
     if (!live) return;
     // A follower records the operator's change only; the leader's reconcile publishes it.
@@ -279,54 +283,92 @@ export class TunerService {
     }
     const current = live.tuner.current();
     if (current.version !== null) return;
+    if (operator) {
+      live.pendingPush?.();
+      live.pendingPush = null;
+    }
+    if (current.trial !== null) {
+      // Rate limit: a trial decided early would otherwise push a config every few requests.
+      const wait = live.lastTrialPushAt + this.minTrialPushIntervalMs - this.now();
+      if (wait > 0 && !operator) {
+        if (live.pendingPush === null) {
+          live.pendingPush = this.setTimer(() => {
+            live.pendingPush = null;
+            if (this.tuners.get(lbId) === live) this.applyCurrent(lbId);
+          }, wait);
+        }
+        return;
+      }
+      live.lastTrialPushAt = this.now();
+    }
     const lb = this.deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
     if (!lb) return;
-    if (!sameWeights({ rtt: lb.weightRtt, queue: lb.weightQueue }, current.weights)) {
-      this.deps.db.update(loadBalancers).set({ weightRtt: current.weights.rtt, weightQueue: current.weights.queue }).where(eq(loadBalancers.id, lbId)).run();
+    const trialJson = current.trial === null ? null : JSON.stringify(current.trial);
+    if (!sameWeights({ rtt: lb.weightRtt, queue: lb.weightQueue }, current.weights) || lb.trialJson !== trialJson) {
+      this.deps.db
+        .update(loadBalancers)
+        .set({ weightRtt: current.weights.rtt, weightQueue: current.weights.queue, trialJson })
+        .where(eq(loadBalancers.id, lbId))
+        .run();
     }
-    // A measurement gets a version of its own even when its config equals the latest one (a remeasure
-    // right after Start, a candidate clipped onto the incumbent): a reused version would let events
-    // routed before this window — already scored, or replayed after a restart — count for it.
-    const measuring = current.role !== "incumbent";
+    // Paper mode measures a candidate on the window after it went live; a version of its own (even
+    // when the config did not change) keeps events routed before it from looking like its own.
+    const measuring = current.role === "candidate" || current.role === "remeasure";
     const version = this.deps.publisher.publish(lbId, { force: measuring });
-    // publish() binds through onNewVersion when it recorded a version; for frozen weights an unchanged
-    // config keeps its version, which then carries these weights.
+    // publish() binds through onNewVersion when it recorded a version; for unchanged weights and
+    // trial the latest version already carries them.
     if (version !== null && live.tuner.current().version === null) live.tuner.bind(version);
     this.persist(live, null);
   }
 
+  /** A new config version for the LB (a tuner push, a topology change, a 409 bump): if it carries the
+   * tuner's weights and trial, the tuner is bound to it — and that is persisted, so a restart resumes. */
   private onNewVersion(lbId: string, version: number, config: LbConfig): void {
     const live = this.tuners.get(lbId);
     if (!live) return;
-    if (sameWeights(live.tuner.current().weights, config.weights)) live.tuner.bind(version);
+    if (this.syncPause(lbId, live, config.policy)) {
+      // A pause must take the trial off the LB now; a resume starts the next trial at once.
+      this.persist(live, null);
+      this.applyCurrent(lbId, true);
+      return;
+    }
+    const current = live.tuner.current();
+    const trial = current.trial === null ? undefined : current.trial;
+    if (!sameWeights(current.weights, config.weights) || config.trial?.id !== trial?.id) return;
+    if (current.version === version) return;
+    live.tuner.bind(version);
+    this.persist(live, null);
   }
 
+  /** One LB's finished request: a sample for that LB's tuner, a peer request for the others'. */
   observe(event: TelemetryEvent): TunerStep | null {
     // A leader whose lease ran out stops stepping at once, before its duties are stopped.
     const term = this.deps.leadership.currentTerm();
     if (term === null) return null;
-    const live = this.tuners.get(event.lbId);
-    if (!live?.running) return null;
-    const step = live.tuner.observe({
-      configVersion: event.configVersion,
-      ttftMs: event.ttftMs,
-      e2eMs: event.e2eMs,
-      replicaId: event.replicaId,
-      ok: !isError(event),
-    });
-    if (!step) return null;
-    if (step.converged) live.running = false;
-    try {
-      this.persist(live, step, term);
-    } catch (error) {
-      if (!(error instanceof TransactionRollbackError)) throw error;
-      // The lease moved on, or another console changed this run: the step is not recorded, and
-      // the run is reloaded from the database (when this console still leads).
-      this.deps.log.warn({ lbId: event.lbId, term, step: step.step }, "tuner run changed elsewhere or leadership lost; step not recorded");
-      this.reload(event.lbId);
-      return null;
+    let step: TunerStep | null = null;
+    for (const [lbId, live] of this.tuners) {
+      if (!live.running) continue;
+      if (lbId !== event.lbId) {
+        live.tuner.observePeer({ replicaId: event.replicaId });
+        continue;
+      }
+      const sample = sampleFromEvent(event);
+      if (sample === null) continue;
+      step = live.tuner.observe(sample);
+      if (!step) continue;
+      if (step.converged && live.settings.evaluation === "paper") live.running = false;
+      try {
+        this.persist(live, step, term);
+      } catch (error) {
+        if (!(error instanceof TransactionRollbackError)) throw error;
+        // The lease moved on, or another console changed this run: the step is not recorded, and
+        // the run is reloaded from the database (when this console still leads).
+        this.deps.log.warn({ lbId, term, step: step.step }, "tuner run changed elsewhere or leadership lost; step not recorded");
+        this.reload(lbId);
+        return null;
+      }
+      this.applyCurrent(lbId);
     }
-    this.applyCurrent(event.lbId);
     return step;
   }
 
@@ -337,24 +379,25 @@ export class TunerService {
     guard(() => live.tuner.setMode("online"));
     live.running = true;
     this.persist(live, null);
-    this.applyCurrent(lbId);
+    this.applyCurrent(lbId, true);
   }
 
   stopTuning(lbId: string): void {
     const live = this.ensure(lbId);
-    // Freeze the incumbent: a candidate under measurement must not stay live.
+    // Freeze the incumbent: a candidate or trial under measurement must not stay live.
     if (live.tuner.mode === "online") guard(() => live.tuner.setMode("static"));
     live.running = false;
     this.persist(live, null);
-    this.applyCurrent(lbId);
+    this.applyCurrent(lbId, true);
   }
 
   reset(lbId: string): void {
     const live = this.ensure(lbId);
+    live.pendingPush?.();
     const state = live.tuner.state();
     const created = this.newRun(lbId, state.initial, live.settings, live.running);
-    this.tuners.set(lbId, { runId: created.run.id, tuner: created.tuner, running: live.running, settings: live.settings, writtenAt: created.run.updatedAt });
-    this.applyCurrent(lbId);
+    this.tuners.set(lbId, { ...live, runId: created.run.id, tuner: created.tuner, pendingPush: null, writtenAt: created.run.updatedAt });
+    this.applyCurrent(lbId, true);
   }
 
   setManual(lbId: string, weights: Weights): void {
@@ -366,74 +409,42 @@ export class TunerService {
     guard(() => live.tuner.setManualWeights(weights));
     live.running = false;
     this.persist(live, null);
-    this.applyCurrent(lbId);
+    this.applyCurrent(lbId, true);
   }
 
-  updateSettings(lbId: string, patch: Partial<TunerSettings>): TunerSettings {
+  updateSettings(lbId: string, patch: TunerSettingsPatch): TunerSettings {
     const live = this.ensure(lbId);
-    const next: TunerSettings = {
-      ...live.settings,
-      ...patch,
-      guardrails: { ...live.settings.guardrails, ...(patch.guardrails ?? {}) },
-    };
+    const next = mergeSettings(live.settings, patch);
     const state = live.tuner.state();
     const rebuilt = guard(() => {
-      const tuner = EsTuner.restore({ ...state, config: { ...state.config, ...configPatch({ ...next, bounds: live.settings.bounds }) } });
+      const config = { ...state.config, ...configPatch({ ...next, bounds: live.settings.bounds }, state.config) };
+      const tuner = EsTuner.restore({ ...state, config: config as TunerState["config"] });
       if (patch.bounds) tuner.setBounds(next.bounds);
+      // A change of evaluation mode restarts the measurement in the new mode.
+      if (patch.evaluation !== undefined && patch.evaluation !== state.config.evaluation && tuner.mode === "online") {
+        tuner.setMode("static");
+        tuner.setMode("online");
+      }
       return tuner;
     });
     live.tuner = rebuilt;
     live.settings = settingsOf(rebuilt.state().config);
     this.persist(live, null);
-    this.applyCurrent(lbId);
+    this.applyCurrent(lbId, true);
     return live.settings;
   }
 
   describe(lbId: string) {
-    const live = this.ensure(lbId);
-    const state = live.tuner.state();
-    const current = live.tuner.current();
-    const steps = this.deps.db.select().from(tunerSteps).where(eq(tunerSteps.runId, live.runId)).orderBy(desc(tunerSteps.step)).limit(500).all().reverse();
-    // tuner_steps has no column for the incumbent's guardrail standing; the tuner's own trajectory
-    // (its last maxTrajectory steps, persisted with the state) carries it, which covers the rows the
-    // UI shows. Older rows report null: unknown, not "pass".
-    const incumbentGuardrailByStep = new Map(state.trajectory.map((t) => [t.step, t.incumbentGuardrail]));
-    return {
-      runId: live.runId,
-      mode: state.mode,
-      running: live.running && state.mode === "online" && !state.converged,
-      weights: current.weights,
-      role: current.role,
-      boundVersion: current.version,
-      incumbent: state.incumbent.weights,
-      incumbentP95TtftMs: state.incumbent.p95TtftMs,
-      // Whether the incumbent's latest window broke an absolute guardrail ("pass" until measured);
-      // while it does, the tuner accepts less-bad violators to climb out, and the UI warns.
-      incumbentGuardrail: state.incumbent.guardrail,
-      incumbentMaxShare: state.incumbent.maxShare,
-      incumbentErrorRate: state.incumbent.errorRate,
-      bounds: live.settings.bounds,
-      window: live.settings.window,
-      hop: live.settings.hop,
-      evaluation: live.settings.evaluation,
-      guardrails: live.settings.guardrails,
-      sigma: state.sigma,
-      converged: state.converged,
-      windowFill: state.window.length,
-      steps: steps.map((s) => ({
-        step: s.step,
-        weights: { rtt: s.weightRtt, queue: s.weightQueue },
-        fitnessP95TtftMs: s.fitnessP95TtftMs,
-        sigma: s.sigma,
-        accepted: s.accepted,
-        // Informational: the candidate's own verdict. An accepted row may carry "share"/"errors" (a
-        // less-bad violator accepted while the incumbent violated); `accepted` alone says what happened.
-        guardrail: s.guardrail,
-        incumbentGuardrail: incumbentGuardrailByStep.get(s.step) ?? null,
-        kind: s.kind,
-        configVersion: s.configVersion,
-        at: s.at,
-      })),
-    };
+    return describeTuner(this.deps.db, this.ensure(lbId));
   }
+}
+
+/**
+ * The persisted trial's samples and peer counts may include events the TelemetryHub replays after a
+ * restart (it resubscribes from seq 0 and the LB resends its buffer), so keeping them would count
+ * those events twice. The trial restarts its count, and the replay refills it from the LB's record.
+ */
+function withoutReplayedSamples(state: TunerState): TunerState {
+  const trial = state.trial ? { ...state.trial, samples: [], peerCounts: {}, looks: 0, latest: null, latestAlpha: null } : state.trial;
+  return { ...state, window: [], samplesSinceEvaluation: 0, ...(trial !== undefined ? { trial } : {}) };
 }

@@ -45,7 +45,8 @@ export function listExperiments(rt: ServiceRuntime) {
       createdAt: row.createdAt,
       finishedAt: row.finishedAt,
       saved: row.saved,
-      policies: params.policies,
+      kind: params.kind ?? "compare",
+      policies: params.kind === "grid" ? [`gorgo grid ${params.grid?.points ?? 7}×${params.grid?.points ?? 7}`] : params.policies,
       timeScale: params.timeScale,
     };
   });

@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import { loadBalancers } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
 import { notFound } from "../errors";
-import type { TunerSettings } from "../runtime/tuner-service";
+import type { TunerSettingsPatch } from "../runtime/tuner-service";
 import type { ServiceRuntime } from "./context";
 
 function requireLb(rt: ServiceRuntime, lbId: string): void {
@@ -23,6 +23,7 @@ function snapshot(rt: ServiceRuntime, lbId: string) {
     window: d.window,
     hop: d.hop,
     evaluation: d.evaluation,
+    trial: d.trialSettings,
     guardrails: d.guardrails,
   };
 }
@@ -56,7 +57,7 @@ export function setManualWeights(rt: ServiceRuntime, actor: Actor, input: { lbId
   audited(rt, actor, "tuner.set-manual", input.lbId, () => rt.tuners.setManual(input.lbId, input.weights));
 }
 
-export function updateTuner(rt: ServiceRuntime, actor: Actor, input: { lbId: string } & Partial<TunerSettings>): void {
+export function updateTuner(rt: ServiceRuntime, actor: Actor, input: { lbId: string } & TunerSettingsPatch): void {
   const { lbId, ...patch } = input;
   audited(rt, actor, "tuner.update", lbId, () => {
     rt.tuners.updateSettings(lbId, patch);

@@ -81,10 +81,10 @@ describe("domain errors through tRPC", () => {
     {
       kind: "invalid",
       path: "tuner.setManual",
-      input: { lbId: "lb-us", weights: { rtt: 5, queue: 0.1 } },
+      input: { lbId: "lb-us", weights: { rtt: 500, queue: 0.1 } },
       status: 400,
       code: "BAD_REQUEST",
-      message: /^W_rtt 5 is outside the bounds \[0\.05, 2\]$/,
+      message: /^W_rtt 500 is outside the bounds \[0\.05, 100\]$/,
     },
     {
       kind: "invalid",

@@ -1,0 +1,22 @@
+// meridian-sim grid: the (W_rtt, W_queue) landscape on one workload, its optimum and the defaults' distance.
+
+import { grid } from "../../fleet";
+import type { FlagReader } from "../args";
+import { describeRun, loadWorkload, progressReporter, readBounds, readCommon, readWeights, resolveTimeScale, writeJson } from "../common";
+import { gridTable } from "../tables";
+
+export async function runGrid(flags: FlagReader): Promise<void> {
+  const common = readCommon(flags);
+  const defaults = readWeights(flags);
+  const bounds = readBounds(flags);
+  const points = flags.number("points", { min: 2, integer: true }) ?? 9;
+  flags.rejectUnknown();
+  const workload = await loadWorkload(common);
+  const { timeScale, busy } = resolveTimeScale(common, workload);
+  const requests = workload.at(timeScale);
+  const json = grid(common.spec, requests, common.seed, { bounds, pointsPerAxis: points, defaults, onProgress: progressReporter(common.quiet) });
+  if (common.json) return writeJson({ ...json, time_scale: timeScale, ...(busy ? { busy_load: busy } : {}) });
+  console.log(describeRun(common, timeScale, requests.length, workload.droppedTooLong));
+  console.log(`gorgo on every LB, ${points}×${points} weights log-spaced over W_rtt [${bounds.rtt.join(", ")}] × W_queue [${bounds.queue.join(", ")}]\n`);
+  console.log(gridTable(json));
+}

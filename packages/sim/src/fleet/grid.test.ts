@@ -1,0 +1,33 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { bundledTracePath, loadTrace } from "@meridian/workload";
+import { buildSimRequests, grid, logSpaced, paperFleet } from "./index";
+
+test("logSpaced covers both ends evenly in log space", () => {
+  const values = logSpaced(0.05, 100, 5);
+  assert.equal(values.length, 5);
+  assert.ok(Math.abs(values[0]! - 0.05) < 1e-12 && Math.abs(values[4]! - 100) < 1e-9);
+  const ratios = values.slice(1).map((v, i) => v / values[i]!);
+  for (const r of ratios) assert.ok(Math.abs(r - ratios[0]!) < 1e-9);
+  assert.deepEqual(logSpaced(2, 2, 3), [2]);
+  assert.throws(() => logSpaced(0, 1, 3), /0 < lo/);
+});
+
+test("grid maps every point, picks the lowest p95 TTFT as the optimum and places the defaults against it", async () => {
+  const spec = paperFleet();
+  const rows = (await loadTrace(bundledTracePath(), { toMs: 30_000 })).map((r) => ({ ...r, timestampMs: r.timestampMs * 3 }));
+  const requests = buildSimRequests(rows, spec).requests;
+  const json = grid(spec, requests, 1, { pointsPerAxis: 3, bounds: { rtt: [0.05, 5], queue: [0.05, 5] } });
+  assert.equal(json.points.length, 9);
+  for (const p of json.points) {
+    assert.ok(p.ttft_ms.p95! >= p.ttft_ms.p50!);
+    assert.ok(p.max_share > 0 && p.max_share <= 1);
+    assert.ok(p.e2e_p95_ms! >= p.ttft_ms.p95!);
+  }
+  const lowest = Math.min(...json.points.map((p) => p.ttft_ms.p95!), json.defaults.ttft_ms.p95!);
+  assert.equal(json.optimum.ttft_ms.p95, lowest);
+  assert.ok(json.defaults.p95_ratio_to_optimum! >= 1);
+  assert.equal(json.defaults.rtt, 0.5);
+  const expected = Math.hypot(Math.log(0.5 / json.optimum.rtt), Math.log(0.1 / json.optimum.queue));
+  assert.ok(Math.abs(json.defaults.log_distance_to_optimum - expected) < 1e-3);
+});

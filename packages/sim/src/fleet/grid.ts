@@ -1,0 +1,74 @@
+// `meridian-sim grid`: the landscape of (W_rtt, W_queue) on one workload. Each point is a full run
+// of gorgo with those weights on every LB; the optimum is the point with the lowest p95 TTFT, and the
+// defaults' distance from it is given both as a latency ratio and in log-weight space (the space the
+// tuner searches).
+
+import { DEFAULT_WEIGHTS, WEIGHT_BOUNDS, type Weights } from "@meridian/routing";
+import type { WeightBounds } from "@meridian/tuner";
+import { simulateFleet } from "./simulator";
+import type { FleetSpec } from "./spec";
+import { roundOrNull } from "./stats";
+import type { GridJson, GridPoint } from "./result-json";
+import type { SimRequest } from "./workload";
+
+/** `points` values log-spaced over [lo, hi], both ends included. */
+export function logSpaced(lo: number, hi: number, points: number): number[] {
+  if (!(lo > 0) || !(hi >= lo)) throw new Error(`log spacing needs 0 < lo <= hi, got [${lo}, ${hi}]`);
+  if (points === 1 || lo === hi) return [lo];
+  return Array.from({ length: points }, (_, i) => Math.exp(Math.log(lo) + (i / (points - 1)) * Math.log(hi / lo)));
+}
+
+function point(spec: FleetSpec, requests: readonly SimRequest[], seed: number, weights: Weights): GridPoint {
+  const s = simulateFleet(spec, requests, { policy: "gorgo", seed, weights }).summary;
+  return {
+    rtt: roundOrNull(weights.rtt, 6) ?? weights.rtt,
+    queue: roundOrNull(weights.queue, 6) ?? weights.queue,
+    // A refused request counts as slower than any served one: no point wins by refusing.
+    ttft_ms: { p50: roundOrNull(s.ttft_ms.p50, 1), p95: roundOrNull(s.ttft_p95_offered_ms, 1) },
+    e2e_p95_ms: roundOrNull(s.e2e_ms.p95, 1),
+    refused: s.failed,
+    max_share: roundOrNull(s.max_share, 4) ?? 0,
+  };
+}
+
+export interface GridOptions {
+  bounds?: WeightBounds;
+  pointsPerAxis?: number;
+  defaults?: Weights;
+  onProgress?: (done: number, total: number, label: string) => void;
+}
+
+export function grid(spec: FleetSpec, requests: readonly SimRequest[], seed: number, options: GridOptions = {}): GridJson {
+  const bounds = options.bounds ?? WEIGHT_BOUNDS;
+  const n = options.pointsPerAxis ?? 9;
+  const defaultsWeights = options.defaults ?? { ...DEFAULT_WEIGHTS };
+  const rtts = logSpaced(bounds.rtt[0], bounds.rtt[1], n);
+  const queues = logSpaced(bounds.queue[0], bounds.queue[1], n);
+  const total = rtts.length * queues.length + 1;
+  const points: GridPoint[] = [];
+  for (const rtt of rtts) {
+    for (const queue of queues) {
+      points.push(point(spec, requests, seed, { rtt, queue }));
+      options.onProgress?.(points.length, total, `rtt=${rtt.toPrecision(3)},queue=${queue.toPrecision(3)}`);
+    }
+  }
+  const defaults = point(spec, requests, seed, defaultsWeights);
+  options.onProgress?.(total, total, "defaults");
+  const p95 = (p: GridPoint) => p.ttft_ms.p95 ?? Infinity;
+  const optimum = [...points, defaults].reduce((best, p) => (p95(p) < p95(best) ? p : best));
+  const ratio = p95(optimum) > 0 && Number.isFinite(p95(defaults)) ? p95(defaults) / p95(optimum) : null;
+  return {
+    preset: spec.name,
+    seed,
+    requests: requests.length,
+    points_per_axis: n,
+    bounds,
+    points,
+    optimum,
+    defaults: {
+      ...defaults,
+      p95_ratio_to_optimum: roundOrNull(ratio ?? NaN, 4),
+      log_distance_to_optimum: roundOrNull(Math.hypot(Math.log(defaults.rtt / optimum.rtt), Math.log(defaults.queue / optimum.queue)), 4) ?? 0,
+    },
+  };
+}

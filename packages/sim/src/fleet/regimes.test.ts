@@ -1,0 +1,87 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { bundledTracePath, loadTrace } from "@meridian/workload";
+import { buildSimRequests, busyButClears, globalFleet, LOAD_STEP, paperFleet, scalePrompts, shiftClientMix, type SimRequest } from "./index";
+
+const spec = globalFleet();
+const rowsPromise = loadTrace(bundledTracePath(), { toMs: 60_000 });
+
+async function workloadAt(scale: number): Promise<SimRequest[]> {
+  const rows = (await rowsPromise).map((r) => ({ ...r, timestampMs: r.timestampMs * scale }));
+  return buildSimRequests(rows, spec).requests;
+}
+
+test("scalePrompts makes every prompt 1/20 as long, at least one block, and keeps each conversation's session and region", async () => {
+  const original = await workloadAt(1);
+  const short = scalePrompts(original, 0.05);
+  assert.equal(short.length, original.length);
+  for (let i = 0; i < original.length; i++) {
+    const [o, s] = [original[i]!, short[i]!];
+    assert.equal(s.inputTokens, Math.max(o.tokensPerBlock, Math.round(o.inputTokens * 0.05)));
+    assert.equal(s.keys.length, Math.ceil(s.inputTokens / s.tokensPerBlock));
+    assert.deepEqual(s.keys, o.keys.slice(0, s.keys.length), "the prefix chain is cut, not changed");
+    assert.equal(s.sessionKey, o.sessionKey);
+    assert.equal(s.clientRegion, o.clientRegion);
+  }
+  assert.ok(new Set(short.map((r) => r.sessionKey)).size > 10, "one-block prompts still belong to many sessions");
+  assert.throws(() => scalePrompts(original, 0), /positive/);
+});
+
+test("shiftClientMix moves the client mix from the shift on, and a conversation stays in one region after it", async () => {
+  const requests = await workloadAt(1);
+  const at = requests[Math.floor(requests.length / 2)]!.arrivalMs;
+  const shifted = shiftClientMix(requests, at, { "us-ashburn": 1 });
+  for (let i = 0; i < requests.length; i++) {
+    if (requests[i]!.arrivalMs < at) assert.equal(shifted[i]!.clientRegion, requests[i]!.clientRegion);
+    else assert.equal(shifted[i]!.clientRegion, "us-ashburn");
+  }
+  const mixed = shiftClientMix(requests, 0, { "us-ashburn": 1, "ap-seoul": 1 });
+  const regionOf = new Map<string, string>();
+  for (const r of mixed) {
+    assert.ok(r.clientRegion === "us-ashburn" || r.clientRegion === "ap-seoul");
+    assert.equal(regionOf.get(r.sessionKey) ?? r.clientRegion, r.clientRegion);
+    regionOf.set(r.sessionKey, r.clientRegion);
+  }
+});
+
+test("busy but clears: the chosen load clears, the next heavier one on the grid does not, and the search is deterministic", async () => {
+  // Long prompts on the paper fleet: the whole bundled fixture saturates well before it becomes one burst.
+  const paper = paperFleet();
+  const rows = await loadTrace(bundledTracePath());
+  const built = new Map<number, SimRequest[]>();
+  const at = (scale: number) => {
+    if (!built.has(scale))
+      built.set(
+        scale,
+        buildSimRequests(
+          rows.map((r) => ({ ...r, timestampMs: r.timestampMs * scale })),
+          paper,
+        ).requests,
+      );
+    return built.get(scale)!;
+  };
+  const busy = busyButClears(paper, at);
+  assert.equal(busy.limitedBy, "load");
+  const chosen = busy.probes.find((p) => p.timeScale === busy.timeScale);
+  assert.ok(chosen?.clears, "the chosen load clears");
+  const last = busy.probes.at(-1)!;
+  assert.equal(last.clears, false, "the search stops at the first load that does not clear");
+  assert.ok(Math.abs(last.timeScale * LOAD_STEP - busy.timeScale) < 1e-9, "and that load is one step heavier than the chosen one");
+  assert.ok(last.e2eP95Ms > 3 * busy.unloadedE2eP95Ms || last.drainMs > 3 * busy.unloadedE2eP95Ms);
+  assert.deepEqual(busyButClears(paper, at), busy);
+});
+
+test("busy but clears on a workload too short to load the fleet says so instead of inventing a load", async () => {
+  const rows = await rowsPromise;
+  const at = (scale: number) =>
+    scalePrompts(
+      buildSimRequests(
+        rows.map((r) => ({ ...r, timestampMs: r.timestampMs * scale })),
+        spec,
+      ).requests,
+      0.05,
+    );
+  const busy = busyButClears(spec, at);
+  assert.equal(busy.limitedBy, "span");
+  assert.ok(busy.probes.every((p) => p.clears));
+});

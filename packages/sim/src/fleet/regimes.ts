@@ -1,0 +1,117 @@
+// Workload regimes for tuner experiments, each defined by a rule that applies to any trace and any
+// fleet, so the same construction can be re-run on traces that are not in this repository:
+//
+// - short prompts: every prompt 1/20 as long (at least one block), the GORGO paper's admitted weak
+//   regime (its Appendix C), where the RTT and queue terms decide and the prefill term hardly moves;
+// - "busy but clears": the heaviest load at which the default configuration still keeps up;
+// - a regime shift: the client mix moves part-way through the workload.
+
+import { DEFAULT_WEIGHTS, type Weights } from "@meridian/routing";
+import { assignRegion } from "@meridian/workload";
+import { simulateFleet } from "./simulator";
+import type { FleetSpec } from "./spec";
+import type { SimRequest } from "./workload";
+
+/**
+ * Every prompt `factor` times as long, at least one block: the block keys are cut to the new length
+ * (the prefix chain keeps its sharing), while the session key and client region stay those of the
+ * original conversation — with one-block prompts the first blocks would otherwise be the system
+ * prompt every request shares, and every request would become one session from one region.
+ */
+export function scalePrompts(requests: readonly SimRequest[], factor: number): SimRequest[] {
+  if (!(factor > 0) || !Number.isFinite(factor)) throw new Error(`prompt factor must be a positive number, got ${factor}`);
+  return requests.map((r) => {
+    const inputTokens = Math.max(r.tokensPerBlock, Math.round(r.inputTokens * factor));
+    const blocks = Math.ceil(inputTokens / r.tokensPerBlock);
+    return { ...r, inputTokens, keys: r.keys.slice(0, blocks) };
+  });
+}
+
+/**
+ * From virtual time `atMs` on, clients come from the regions in proportion to `weights` instead
+ * (a conversation's region is re-drawn by its session key, so its turns still share one region).
+ */
+export function shiftClientMix(requests: readonly SimRequest[], atMs: number, weights: Readonly<Record<string, number>>): SimRequest[] {
+  return requests.map((r) => (r.arrivalMs < atMs ? r : { ...r, clientRegion: assignRegion(`shift:${r.sessionKey}`, weights) }));
+}
+
+/** Per-step load factor of the search: each step is 2^(1/4) ≈ 19 % more load. */
+export const LOAD_STEP = 2 ** (1 / 4);
+/** The unloaded reference offers this fraction of the fleet's prefill capacity. */
+export const UNLOADED_UTILISATION = 0.1;
+/** "Clears": E2E p95, and the drain after the last arrival, within this multiple of the unloaded E2E p95. */
+export const CLEARS_WITHIN = 3;
+
+export interface LoadProbe {
+  timeScale: number;
+  e2eP95Ms: number;
+  drainMs: number;
+  ttftP95Ms: number;
+  refused: number;
+  clears: boolean;
+}
+
+export interface BusyLoad {
+  /** The heaviest time scale on the grid LOAD_STEP^k that still clears. */
+  timeScale: number;
+  /**
+   * "load": the next heavier load did not clear. "span": the workload got shorter than ten unloaded
+   * E2E p95s before any load failed to clear — the whole workload is then one burst the fleet absorbs,
+   * and "load" has no meaning; use a longer window.
+   */
+  limitedBy: "load" | "span";
+  unloadedTimeScale: number;
+  unloadedE2eP95Ms: number;
+  rule: string;
+  probes: LoadProbe[];
+}
+
+/**
+ * "Busy but clears": starting from an unloaded reference (offered prompt tokens at 10 % of the
+ * fleet's prefill capacity), raise the load by LOAD_STEP while a run of gorgo at `weights` (the
+ * defaults: the configuration a tuner starts from) keeps its E2E p95 and its drain after the last
+ * arrival within CLEARS_WITHIN × the unloaded E2E p95, and its LBs refuse no request; return the
+ * last load that did. `workloadAt`
+ * builds the workload at a time scale (inter-arrival times multiplied).
+ */
+export function busyButClears(
+  spec: FleetSpec,
+  workloadAt: (timeScale: number) => readonly SimRequest[],
+  options: { seed?: number; weights?: Weights } = {},
+): BusyLoad {
+  const seed = options.seed ?? 1;
+  const weights = options.weights ?? { ...DEFAULT_WEIGHTS };
+  const run = (timeScale: number) => simulateFleet(spec, workloadAt(timeScale), { policy: "gorgo", seed, weights }).summary;
+  const base = workloadAt(1);
+  if (base.length < 2) throw new Error("busyButClears needs at least two requests");
+  const spanS = (base[base.length - 1]!.arrivalMs - base[0]!.arrivalMs) / 1000;
+  const tokens = base.reduce((sum, r) => sum + r.inputTokens, 0);
+  const capacity = spec.replicas.reduce((sum, r) => sum + (r.engine?.prefillTokensPerSec ?? spec.engine.prefillTokensPerSec), 0);
+  const offered = spanS > 0 ? tokens / spanS : Infinity;
+  // On the LOAD_STEP grid, at or above (lighter than) the 10 % point.
+  const unloadedTimeScale = LOAD_STEP ** Math.ceil(Math.log(Math.max(offered / (UNLOADED_UTILISATION * capacity), 1e-6)) / Math.log(LOAD_STEP));
+  const unloaded = run(unloadedTimeScale).e2e_ms.p95;
+  const limit = CLEARS_WITHIN * unloaded;
+  const probes: LoadProbe[] = [];
+  let best = unloadedTimeScale;
+  let limitedBy: BusyLoad["limitedBy"] = "span";
+  for (let scale = unloadedTimeScale / LOAD_STEP; spanS * 1000 * scale >= 10 * unloaded; scale /= LOAD_STEP) {
+    const s = run(scale);
+    // Refusing requests is not keeping up, however fast the served ones are.
+    const clears = s.failed === 0 && s.e2e_ms.p95 <= limit && s.drain_ms <= limit;
+    probes.push({ timeScale: scale, e2eP95Ms: s.e2e_ms.p95, drainMs: s.drain_ms, ttftP95Ms: s.ttft_ms.p95, refused: s.failed, clears });
+    if (!clears) {
+      limitedBy = "load";
+      break;
+    }
+    best = scale;
+  }
+  return {
+    timeScale: best,
+    limitedBy,
+    unloadedTimeScale,
+    unloadedE2eP95Ms: unloaded,
+    rule: `heaviest time scale on the grid 2^(k/4) at which gorgo at rtt=${weights.rtt},queue=${weights.queue} refuses no request and keeps E2E p95 and drain within ${CLEARS_WITHIN}x the E2E p95 at ${UNLOADED_UTILISATION * 100}% prefill utilisation`,
+    probes,
+  };
+}

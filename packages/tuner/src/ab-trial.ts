@@ -1,0 +1,276 @@
+// A/B mode: concurrent trials. While a trial runs, the LB routes the sessions that armOf() puts in
+// the candidate arm with the candidate's weights and the rest with the incumbent's, so both arms
+// see the same load, the same minute and the same cache. Every `lookEvery` valid samples the trial
+// is analysed (trial/analysis.ts) and may end:
+//   accept        p ≤ the look's share of α (alpha spending), candidate p95 lower, guardrails passed;
+//   reject-worse  the candidate is slower (p ≤ futilityP the other way);
+//   reject-futile no improvement at all by half the cap (or no request routed differently);
+//   reject-cap    the cap, undecided: the incumbent stays ("do no harm");
+//   guardrails    as in guardrails.ts, judged on the two arms of the same trial.
+// The next trial starts at once with a fresh candidate, salt and id.
+
+import { absoluteGuardrail, candidateVerdict, violatesLess, type GuardrailVerdict, type IncumbentStanding, type Measurement } from "./guardrails";
+import { nextUniform } from "./prng";
+import { adaptSigma, logStep, mutate, negated, sigmaWhileViolating, stepped } from "./search";
+import { alphaForLook } from "./stats/spending";
+import type { IncumbentRecord, TrialDecision, TrialReport, TrialState, TunerState, TunerStep } from "./state";
+import { analyzeTrial, type ArmSummary, type TrialAnalysis, type TrialSample } from "./trial/analysis";
+import type { TunerSample } from "./window";
+
+/** Each arm needs this many samples before a guardrail may decide a trial on its own. */
+function guardrailSamples(s: TunerState): number {
+  return Math.max(10, Math.floor(s.config.trial.lookEvery / 2));
+}
+
+function hex32(s: TunerState): string {
+  return Math.floor(nextUniform(s.prng) * 4294967296)
+    .toString(16)
+    .padStart(8, "0");
+}
+
+/** Starts a trial of a fresh candidate against the incumbent and publishes it through `current`. */
+export function startTrial(s: TunerState): void {
+  s.trialsStarted++;
+  const planned = s.planned !== null;
+  const candidate = s.planned !== null ? stepped(s.incumbent.weights, s.planned, s.config) : mutate(s.incumbent.weights, s.sigma, s.config, s.prng);
+  s.planned = null;
+  const salt = hex32(s);
+  const trial: TrialState = {
+    planned,
+    id: `${s.trialsStarted}-${salt}`,
+    salt,
+    share: s.config.trial.share,
+    candidate,
+    samples: [],
+    peerCounts: {},
+    looks: 0,
+    latest: null,
+    latestAlpha: null,
+  };
+  s.trial = trial;
+  s.current = {
+    weights: { ...s.incumbent.weights },
+    version: null,
+    role: "trial",
+    trial: { id: trial.id, salt, share: trial.share, candidate: { ...candidate } },
+  };
+}
+
+/** A peer LB's request: counted for the fleet-share guardrail of the running trial. */
+export function observePeerTrial(s: TunerState, replicaId: string | null): void {
+  if (s.trial === null || replicaId === null) return;
+  s.trial.peerCounts[replicaId] = (s.trial.peerCounts[replicaId] ?? 0) + 1;
+}
+
+/** Adds a sample of the running trial; returns the step when a look decides the trial. */
+export function observeTrial(s: TunerState, sample: TunerSample): TunerStep | null {
+  const trial = s.trial;
+  // Samples routed before the LB applied this trial (or under an older one) say nothing about it.
+  if (trial === null || sample.trialId !== trial.id || sample.arm === undefined) return null;
+  const kept: TrialSample = { arm: sample.arm, ttftMs: sample.ttftMs, e2eMs: sample.e2eMs, replicaId: sample.replicaId, ok: sample.ok };
+  if (sample.triggered !== undefined) kept.triggered = sample.triggered;
+  if (sample.sessionKey !== undefined) kept.sessionKey = sample.sessionKey;
+  if (sample.inputTokens !== undefined) kept.inputTokens = sample.inputTokens;
+  trial.samples.push(kept);
+  const n = trial.samples.length;
+  const cap = s.config.trial.maxSamples;
+  if (n % s.config.trial.lookEvery !== 0 && n < cap) return null;
+  return look(s, trial);
+}
+
+function measurement(arm: ArmSummary): Measurement {
+  return { p95TtftMs: arm.p95TtftMs, e2eP95Ms: arm.e2eP95Ms, maxShare: arm.maxShare, errorRate: arm.errorRate };
+}
+
+function fmt(ms: number | null): string {
+  return ms === null ? "n/a" : `${Math.round(ms)} ms`;
+}
+
+function fmtP(p: number): string {
+  return p < 0.001 ? p.toExponential(1) : p.toFixed(3);
+}
+
+interface Verdict {
+  decision: TrialDecision;
+  reason: string;
+  guardrail: GuardrailVerdict;
+}
+
+function decide(s: TunerState, a: TrialAnalysis, alphaAtLook: number): Verdict | null {
+  const rails = s.config.guardrails;
+  const cap = s.config.trial.maxSamples;
+  const n = a.samples;
+  const atCap = n >= cap;
+  const inc: IncumbentStanding = {
+    e2eP95Ms: a.incumbent.e2eP95Ms,
+    maxShare: a.incumbent.maxShare,
+    errorRate: a.incumbent.errorRate,
+    guardrail: absoluteGuardrail(rails, a.incumbent.errorRate, a.incumbent.maxShare),
+  };
+  const cand = measurement(a.candidate);
+  const guardrail = candidateVerdict(rails, cand, inc);
+  const p95s = `p95 ${fmt(a.candidate.p95TtftMs)} vs ${fmt(a.incumbent.p95TtftMs)} (candidate vs incumbent, ${a.candidate.samples} + ${a.incumbent.samples} samples)`;
+  const guardrailsMayDecide = Math.min(a.incumbent.samples, a.candidate.samples) >= guardrailSamples(s);
+
+  if (inc.guardrail !== "pass") {
+    // Climbing out of a violation: TTFT is not the question (the violation is what makes it fast).
+    if (!guardrailsMayDecide) return atCap ? { decision: "reject-cap", reason: `too few samples per arm by the cap; ${p95s}`, guardrail } : null;
+    const why = `the incumbent arm breaks the ${inc.guardrail} guardrail (max share ${a.incumbent.maxShare.toFixed(2)}, errors ${(a.incumbent.errorRate * 100).toFixed(1)} %)`;
+    if (guardrail === "pass" || (guardrail !== "e2e" && violatesLess(rails, cand, inc))) {
+      return {
+        decision: "accept-climb-out",
+        reason: `${why}; the candidate arm ${guardrail === "pass" ? "passes" : "violates less"} (max share ${a.candidate.maxShare.toFixed(2)}, errors ${(a.candidate.errorRate * 100).toFixed(1)} %)`,
+        guardrail,
+      };
+    }
+    return { decision: "reject-guardrail", reason: `${why}; the candidate arm is no better (${guardrail})`, guardrail };
+  }
+  if ((guardrail === "share" || guardrail === "errors") && guardrailsMayDecide) {
+    const detail =
+      guardrail === "share"
+        ? `max fleet share ${a.candidate.maxShare.toFixed(2)} > ${rails.maxShare}`
+        : `error rate ${(a.candidate.errorRate * 100).toFixed(1)} % > ${(rails.maxErrorRate * 100).toFixed(1)} %`;
+    return { decision: "reject-guardrail", reason: `candidate arm breaks the ${guardrail} guardrail: ${detail}`, guardrail };
+  }
+  // Weights that route (almost) every request as the incumbent does cannot be told apart from it
+  // however long the trial runs: stop, and spend the samples on the next candidate.
+  const lookEvery = s.config.trial.lookEvery;
+  if ((n >= lookEvery && a.triggeredSamples === 0) || (n >= 2 * lookEvery && a.triggeredSamples < 0.02 * n)) {
+    return {
+      decision: "reject-futile",
+      reason: `equivalent: ${a.triggeredSamples} of ${n} requests would have gone elsewhere under the other arm's weights`,
+      guardrail,
+    };
+  }
+  const { statistic, pBetter, pWorse } = a.p95;
+  const lower = a.candidate.p95TtftMs !== null && a.incumbent.p95TtftMs !== null && a.candidate.p95TtftMs < a.incumbent.p95TtftMs;
+  if (pBetter <= alphaAtLook && lower) {
+    if (guardrail === "pass") return { decision: "accept", reason: `${p95s}; p = ${fmtP(pBetter)} ≤ α at this look ${fmtP(alphaAtLook)}`, guardrail };
+    const e2e = `E2E p95 ${fmt(a.candidate.e2eP95Ms)} > ${(1 + rails.e2eTolerance).toFixed(2)} × ${fmt(a.incumbent.e2eP95Ms)}`;
+    return { decision: "reject-guardrail", reason: `faster (p = ${fmtP(pBetter)}) but breaks the E2E guardrail: ${e2e}`, guardrail };
+  }
+  // Slower on the analysed (triggered) requests, and not faster over all of them: the triggered subset
+  // is chosen on the state each arm leaves behind (a session's cache sits where its arm put it), so
+  // alone it may disagree with the whole arm; a candidate is not called slower against its own p95.
+  if (statistic !== null && pWorse <= s.config.trial.futilityP && !lower) {
+    return { decision: "reject-worse", reason: `${p95s}; slower with p = ${fmtP(pWorse)}`, guardrail };
+  }
+  if (n >= cap / 2 && (statistic === null || statistic <= 0)) {
+    const reason =
+      statistic === null
+        ? `no request in one arm would have gone elsewhere under the other arm's weights (${n} samples)`
+        : `no sign of improvement after ${n} of ${cap} samples; ${p95s}`;
+    return { decision: "reject-futile", reason, guardrail };
+  }
+  if (atCap) return { decision: "reject-cap", reason: `${p95s}; p = ${fmtP(pBetter)} above α at the cap (${fmtP(alphaAtLook)})`, guardrail };
+  return null;
+}
+
+function recordOf(weights: TrialState["candidate"], arm: ArmSummary, s: TunerState): IncumbentRecord {
+  return {
+    weights: { ...weights },
+    p95TtftMs: arm.p95TtftMs,
+    e2eP95Ms: arm.e2eP95Ms,
+    maxShare: arm.maxShare,
+    errorRate: arm.errorRate,
+    guardrail: absoluteGuardrail(s.config.guardrails, arm.errorRate, arm.maxShare),
+  };
+}
+
+function look(s: TunerState, trial: TrialState): TunerStep | null {
+  const config = s.config.trial;
+  const n = trial.samples.length;
+  const previousT = Math.min(1, (trial.looks * config.lookEvery) / config.maxSamples);
+  const t = Math.min(1, n / config.maxSamples);
+  trial.looks++;
+  const alphaAtLook = alphaForLook(config.alpha, previousT, t, config.spendingRho);
+  const analysis = analyzeTrial(trial.samples, {
+    share: trial.share,
+    permutations: config.permutations,
+    confidence: config.confidence,
+    cuped: config.cuped,
+    triggeredOnly: config.triggeredOnly,
+    uniform: () => nextUniform(s.prng),
+    peerReplicaCounts: trial.peerCounts,
+  });
+  trial.latest = analysis;
+  trial.latestAlpha = alphaAtLook;
+  const verdict = decide(s, analysis, alphaAtLook);
+  if (verdict === null) return null;
+  return finish(s, trial, analysis, alphaAtLook, verdict);
+}
+
+function finish(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook: number, verdict: Verdict): TunerStep {
+  s.step++;
+  const sigmaBefore = s.sigma;
+  const previousIncumbent = { ...s.incumbent.weights };
+  const accepted = verdict.decision === "accept" || verdict.decision === "accept-climb-out";
+  // Both arms were measured in the same period, so the incumbent's record is refreshed either way.
+  s.incumbent = accepted ? recordOf(trial.candidate, a.candidate, s) : recordOf(s.incumbent.weights, a.incumbent, s);
+  // The 1/5 rule counts trials that found something: an acceptance, a guardrail, or a candidate
+  // that is slower at the trial's own α. A trial that ends undecided, or stops early on the lenient
+  // futility level, found a candidate within the noise of the incumbent: that says the step was not
+  // too long, so it must not shrink σ as a real failure does. Counting those as failures collapsed σ
+  // to its floor within a dozen trials, long before the optimum (measured on the drifting bowl).
+  const failed = verdict.decision === "reject-guardrail" || (verdict.decision === "reject-worse" && a.p95.pWorse <= s.config.trial.alpha);
+  if (accepted || failed) s.sigma = adaptSigma(s.outcomes, accepted, s.sigma, s.config);
+  const rejectedViolator = !accepted && verdict.guardrail !== "pass" && verdict.guardrail !== "e2e";
+  s.sigma = sigmaWhileViolating(s.sigma, sigmaBefore, s.config, s.incumbent.guardrail, rejectedViolator);
+  // A/B trials keep running after σ reaches its floor: the tuner tracks a fleet whose load moves.
+  s.converged = s.sigma <= s.config.sigmaMin && s.incumbent.guardrail === "pass";
+  s.sigma = Math.max(s.sigma, s.config.sigmaMin);
+
+  // A drawn loser that looked no better is mirrored once; a winner's step is repeated (and repeated
+  // again while it keeps winning). A planned candidate that loses is followed by a fresh draw.
+  const move = logStep(previousIncumbent, trial.candidate);
+  const lookedWorse = a.p95.statistic === null || a.p95.statistic <= 0;
+  s.planned =
+    accepted && s.config.trial.repeatSuccess
+      ? move
+      : !accepted && trial.planned !== true && lookedWorse && s.config.trial.mirroredSampling
+        ? negated(move)
+        : null;
+
+  const report: TrialReport = {
+    id: trial.id,
+    share: trial.share,
+    decision: verdict.decision,
+    reason: verdict.reason,
+    samples: { incumbent: a.incumbent.samples, candidate: a.candidate.samples },
+    triggered: { incumbent: a.incumbent.triggered, candidate: a.candidate.triggered },
+    p95TtftMs: { incumbent: a.incumbent.p95TtftMs, candidate: a.candidate.p95TtftMs },
+    p95Interval: { incumbent: a.incumbent.p95Interval, candidate: a.candidate.p95Interval },
+    meanLogTtft: { incumbent: a.incumbent.meanLogTtft, candidate: a.candidate.meanLogTtft },
+    e2eP95Ms: { incumbent: a.incumbent.e2eP95Ms, candidate: a.candidate.e2eP95Ms },
+    maxShare: { incumbent: a.incumbent.maxShare, candidate: a.candidate.maxShare },
+    errorRate: { incumbent: a.incumbent.errorRate, candidate: a.candidate.errorRate },
+    thresholdMs: a.thresholdMs,
+    pBetter: a.p95.pBetter,
+    pWorse: a.p95.pWorse,
+    alphaAtLook,
+    logPBetter: a.logTtft.pBetter,
+    looks: trial.looks,
+    cupedVarianceReduction: a.cupedVarianceReduction,
+  };
+  const step: TunerStep = {
+    step: s.step,
+    kind: "trial",
+    weights: { ...trial.candidate },
+    fitnessP95TtftMs: a.candidate.p95TtftMs ?? a.candidate.e2eP95Ms,
+    e2eP95Ms: a.candidate.e2eP95Ms,
+    maxShare: a.candidate.maxShare,
+    errorRate: a.candidate.errorRate,
+    samples: a.samples,
+    accepted,
+    guardrail: verdict.guardrail,
+    sigma: s.sigma,
+    incumbent: { ...s.incumbent.weights },
+    incumbentP95TtftMs: a.incumbent.p95TtftMs ?? a.incumbent.e2eP95Ms,
+    incumbentGuardrail: s.incumbent.guardrail,
+    converged: s.converged,
+    configVersion: s.current.version,
+    trial: report,
+  };
+  startTrial(s);
+  return step;
+}

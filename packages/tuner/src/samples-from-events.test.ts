@@ -1,0 +1,50 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { EsTuner, sampleFromEvent, type TunerTelemetry } from "./index";
+
+const ok: TunerTelemetry = {
+  configVersion: 3,
+  ttftMs: 120,
+  e2eMs: 900,
+  replicaId: "r1",
+  status: 200,
+  error: null,
+  inputTokens: 800,
+  sessionKey: "s1",
+  trialId: "1-abc",
+  arm: "candidate",
+  triggered: true,
+};
+
+test("a served request is a sample with its trial fields; a 5xx, a 429 and a transport error are failed samples", () => {
+  assert.deepEqual(sampleFromEvent(ok), {
+    configVersion: 3,
+    ttftMs: 120,
+    e2eMs: 900,
+    replicaId: "r1",
+    ok: true,
+    trialId: "1-abc",
+    arm: "candidate",
+    triggered: true,
+    sessionKey: "s1",
+    inputTokens: 800,
+  });
+  for (const failed of [{ status: 502 }, { status: 429 }, { status: 200, error: "upstream reset" }]) {
+    assert.equal(sampleFromEvent({ ...ok, ...failed, ttftMs: null })!.ok, false, JSON.stringify(failed));
+  }
+});
+
+test("client errors (4xx) and client aborts (499) are not samples at all", () => {
+  for (const status of [400, 401, 404, 413, 422, 499]) assert.equal(sampleFromEvent({ ...ok, status, ttftMs: null }), null, `status ${status}`);
+});
+
+test("a flood of 400s cannot veto candidates: the trial only sees the valid requests", () => {
+  const tuner = new EsTuner({ seed: 1, trial: { permutations: 99 } });
+  const trial = tuner.current().trial!;
+  for (let i = 0; i < 1000; i++) {
+    const sample = sampleFromEvent({ ...ok, status: 400, ttftMs: null, error: "bad request", trialId: trial.id, sessionKey: `attacker-${i}` });
+    if (sample) tuner.observe(sample);
+  }
+  assert.deepEqual(tuner.trial()!.samples, { incumbent: 0, candidate: 0 });
+  assert.equal(tuner.trajectory().length, 0, "no trial was decided, so no config push follows");
+});

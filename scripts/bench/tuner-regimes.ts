@@ -1,0 +1,131 @@
+// Workloads and evaluations behind `npm run bench:tuner` (scripts/bench/tuner.ts): the trace's halves
+// and quarters, the short- and long-prompt regimes at their busy-but-clears load, frozen-weight
+// evaluations and the grid optimum. Every regime is built by a rule that applies to any trace in the
+// Mooncake format (packages/sim/README.md, "Regimes"), not by constants chosen for this one.
+
+import { DEFAULT_WEIGHTS, type Weights } from "@meridian/routing";
+import {
+  buildSimRequests,
+  busyButClears,
+  globalFleet,
+  grid,
+  paperFleet,
+  scalePrompts,
+  shiftClientMix,
+  simulateFleet,
+  type FleetSpec,
+  type SimRequest,
+  type TunerReport,
+  type TunerRunOptions,
+} from "@meridian/sim";
+import type { TraceRequest } from "@meridian/workload";
+
+export type RegimeName = "short" | "long";
+
+/** Short prompts: every prompt 1/20 as long (at least one block), clients in all three regions. */
+export const SHORT_PROMPT_FACTOR = 0.05;
+
+export interface Regime {
+  name: RegimeName;
+  spec: FleetSpec;
+  promptFactor: number;
+  description: string;
+}
+
+export function regime(name: RegimeName): Regime {
+  return name === "short"
+    ? {
+        name,
+        spec: globalFleet(),
+        promptFactor: SHORT_PROMPT_FACTOR,
+        description: "conversation trace, every prompt 1/20 as long (at least one block), preset global",
+      }
+    : { name, spec: paperFleet(), promptFactor: 1, description: "conversation trace as recorded, preset paper" };
+}
+
+/** Rows of [fromMs, toMs) in source time. */
+export function windowRows(rows: readonly TraceRequest[], fromMs: number, toMs: number): TraceRequest[] {
+  return rows.filter((r) => r.sourceTimestampMs >= fromMs && r.sourceTimestampMs < toMs);
+}
+
+/** The regime's requests for `rows` at `timeScale` (re-based to the window's first row). */
+export function requestsOf(
+  r: Regime,
+  rows: readonly TraceRequest[],
+  timeScale: number,
+  shift?: { atFraction: number; clients: Record<string, number> },
+): SimRequest[] {
+  if (rows.length === 0) return [];
+  const first = rows[0]!.sourceTimestampMs;
+  const built = buildSimRequests(
+    rows.map((row) => ({ ...row, timestampMs: (row.sourceTimestampMs - first) * timeScale })),
+    r.spec,
+  ).requests;
+  let requests = r.promptFactor === 1 ? built : scalePrompts(built, r.promptFactor);
+  if (shift) requests = shiftClientMix(requests, shiftAtMs(requests, shift.atFraction), shift.clients);
+  return requests;
+}
+
+export function shiftAtMs(requests: readonly SimRequest[], atFraction: number): number {
+  const start = requests[0]!.arrivalMs;
+  return start + atFraction * (requests[requests.length - 1]!.arrivalMs - start);
+}
+
+/** The requests at or after `atMs`, numbered afresh (a workload of their own). */
+export function from(requests: readonly SimRequest[], atMs: number): SimRequest[] {
+  return requests.filter((r) => r.arrivalMs >= atMs).map((r, id) => ({ ...r, id }));
+}
+
+/** The busy-but-clears time scale of the regime on `rows` (the tuning data). */
+export function busyScale(r: Regime, rows: readonly TraceRequest[]) {
+  return busyButClears(r.spec, (scale) => requestsOf(r, rows, scale));
+}
+
+/** p95 TTFT of gorgo with each LB on its own weights (the defaults where none is given). */
+export function frozenP95(spec: FleetSpec, requests: readonly SimRequest[], weightsByLb: Readonly<Record<string, Weights>> = {}): number {
+  const frozen = { ...spec, lbs: spec.lbs.map((lb) => ({ ...lb, weights: weightsByLb[lb.id] ?? { ...DEFAULT_WEIGHTS } })) };
+  return simulateFleet(frozen, requests, { policy: "gorgo", seed: 1 }).summary.ttft_ms.p95;
+}
+
+export function policyP95(spec: FleetSpec, requests: readonly SimRequest[], policy: "session-affinity"): number {
+  return simulateFleet(spec, requests, { policy, seed: 1 }).summary.ttft_ms.p95;
+}
+
+export function gridOptimum(spec: FleetSpec, requests: readonly SimRequest[]) {
+  const g = grid(spec, requests, 1, { pointsPerAxis: 9 });
+  return {
+    p95: g.optimum.ttft_ms.p95!,
+    weights: { rtt: g.optimum.rtt, queue: g.optimum.queue },
+    defaults_p95: g.defaults.ttft_ms.p95!,
+    points: g.points.length,
+  };
+}
+
+/** Tunes on `requests` from the defaults; returns each LB's frozen weights and the tuner reports. */
+export function tuneOn(spec: FleetSpec, requests: readonly SimRequest[], seed: number, tuner: Omit<TunerRunOptions, "evaluation" | "guardrails">) {
+  const result = simulateFleet(spec, requests, {
+    policy: "gorgo",
+    seed,
+    weights: { ...DEFAULT_WEIGHTS },
+    tuner: { evaluation: "ab", guardrails: true, ...tuner },
+  });
+  const weights: Record<string, Weights> = {};
+  for (const report of result.tuners) for (const lb of report.lbs) weights[lb] = report.finalWeights;
+  return { weights, reports: result.tuners, tuningP95: result.summary.ttft_ms.p95 };
+}
+
+export function reportSummary(reports: readonly TunerReport[]) {
+  return reports.map((r) => ({
+    tuner: r.lb,
+    weights: { rtt: round(r.finalWeights.rtt, 4), queue: round(r.finalWeights.queue, 4) },
+    trials: r.steps,
+    accepted: r.trajectory.filter((t) => t.accepted).length,
+    samples_seen: r.samplesSeen,
+    samples_to_best: r.samplesToBest,
+  }));
+}
+
+export function round(value: number, digits = 3): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}
