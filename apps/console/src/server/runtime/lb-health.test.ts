@@ -1,26 +1,10 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
 import type { LbState, ReplicaCacheState } from "@meridian/protocol";
+import { replicaCache } from "../testing/replica-cache";
 import { LbHealthBook } from "./lb-health";
 
-const cache = (over: Partial<ReplicaCacheState> = {}): ReplicaCacheState => ({
-  accuracy: 0.95,
-  windowMs: 60_000,
-  reports: 20,
-  unreported: 0,
-  cachedTokensReported: true,
-  predictedTokens: 1000,
-  actualTokens: 950,
-  capacityTokens: 262_144,
-  capacitySource: "metrics",
-  budgetBlocks: 16_384,
-  horizonMs: null,
-  routes: 10,
-  clears: 0,
-  lastClearAt: null,
-  lastClearReason: null,
-  ...over,
-});
+const cache = replicaCache;
 
 /** An LB whose state lists one replica, "r1", with this cache view and these in-flight requests. */
 function lbReporting(replicaCache: ReplicaCacheState, inFlight: number) {
