@@ -1,26 +1,9 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
-import type { ReplicaCacheState } from "@meridian/protocol";
+import { replicaCache } from "../testing/replica-cache";
 import { indexStatus } from "./index-status";
 
-const cache = (over: Partial<ReplicaCacheState> = {}): ReplicaCacheState => ({
-  accuracy: 0.95,
-  windowMs: 300_000,
-  reports: 20,
-  unreported: 0,
-  cachedTokensReported: true,
-  predictedTokens: 1000,
-  actualTokens: 950,
-  capacityTokens: 262_144,
-  capacitySource: "metrics",
-  budgetBlocks: 16_384,
-  horizonMs: null,
-  routes: 10,
-  clears: 0,
-  lastClearAt: null,
-  lastClearReason: null,
-  ...over,
-});
+const cache = replicaCache;
 
 test("a replica whose index collapsed or was cleared stands out; a healthy one does not", () => {
   const now = 1_000_000;

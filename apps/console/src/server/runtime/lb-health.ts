@@ -26,7 +26,8 @@ export interface ReplicaLiveView {
   cacheHitRate: number | null;
   predictionAccuracy: number | null;
   full: boolean;
-  /** How well the serving LB's prefix index matches the replica's engine. */
+  /** How well the serving LB's prefix index matches the replica's engine; another LB's view when that
+   * one cleared the replica's part of its index more recently (it saw the flush or restart first). */
   cache: ReplicaCacheState;
 }
 
@@ -72,6 +73,9 @@ export class LbHealthBook {
   replica(replicaId: string, servingLbId: string | null): ReplicaLiveView | null {
     let preferred: ReplicaRuntimeState | null = null;
     let any: ReplicaRuntimeState | null = null;
+    // The newest index clear any LB recorded for the replica: the LB that notices a flushed or
+    // restarted engine is the one that sent it requests, which need not be its serving LB.
+    let cleared: ReplicaCacheState | null = null;
     let inFlight = 0;
     let queuedTokens = 0;
     for (const [lbId, health] of this.lbs) {
@@ -82,9 +86,11 @@ export class LbHealthBook {
       queuedTokens += entry.queuedTokens;
       any ??= entry;
       if (lbId === servingLbId) preferred = entry;
+      if (entry.cache.lastClearAt !== null && entry.cache.lastClearAt > (cleared?.lastClearAt ?? -1)) cleared = entry.cache;
     }
     const view = preferred ?? any;
     if (!view) return null;
+    const cache = cleared !== null && cleared.lastClearAt! > (view.cache.lastClearAt ?? -1) ? cleared : view.cache;
     return {
       healthy: view.healthy,
       inFlight,
@@ -93,7 +99,7 @@ export class LbHealthBook {
       cacheHitRate: view.cacheHitRate,
       predictionAccuracy: view.predictionAccuracy,
       full: view.full,
-      cache: view.cache,
+      cache,
     };
   }
 }
