@@ -27,6 +27,12 @@ test("an operator logs in, sees the shell, and logs out", async ({ page }, testI
   await expect(page).toHaveURL(/\/$/);
   await expect(page.getByTestId("current-user")).toHaveText(OPERATOR.username);
   await expect(page.getByTestId("current-role")).toHaveText("operator");
+  // The only console leads the background duties, and says so (apps/console/README.md, "Two or more consoles").
+  await expect(page.getByTestId("leadership")).toHaveText("Leader: this console");
+  const health = (await (await page.request.get("/api/health")).json()) as { ok: boolean; leader: { self: boolean; term: number } };
+  expect(health.ok).toBe(true);
+  expect(health.leader.self).toBe(true);
+  expect(health.leader.term).toBeGreaterThan(0);
   for (const nav of ["overview", "regions", "replicas", "lbs", "tuner", "experiments", "audit"]) {
     await expect(page.getByTestId(`nav-${nav}`)).toBeVisible();
   }

@@ -32,6 +32,14 @@ test("MERIDIAN_AUTO_FAILBACK_AFTER_S: 30 s in the demo and off otherwise unless 
   assert.throws(() => parseConsoleEnv({ ...BASE, MERIDIAN_AUTO_FAILBACK_AFTER_S: "-1" }), /MERIDIAN_AUTO_FAILBACK_AFTER_S/);
 });
 
+test("DATABASE_URL is refused with a clear message while the console runs on SQLite only", () => {
+  assert.throws(
+    () => parseConsoleEnv({ ...BASE, DATABASE_URL: "postgres://meridian@db/meridian" }),
+    /DATABASE_URL is set, but this console runs on SQLite only/,
+  );
+  assert.equal(parseConsoleEnv({ ...BASE, DATABASE_URL: "" }).MERIDIAN_LEADER_LEASE_MS, 6000);
+});
+
 test("MERIDIAN_ENTRYPOINTS_TOKEN: optional; only its SHA-256 is kept; too short is refused", () => {
   assert.equal(parseConsoleEnv(BASE).MERIDIAN_ENTRYPOINTS_TOKEN, undefined);
   const parsed = parseConsoleEnv({ MERIDIAN_ENTRYPOINTS_TOKEN: "replay-clients-token" });

@@ -62,6 +62,19 @@ const EnvSchema = z.object({
     .url({ protocol: /^https?$/, error: "MERIDIAN_PUBLIC_URL must be an http or https URL, e.g. https://console.example.com" })
     .transform((text) => new URL(text).origin)
     .optional(),
+  /** PostgreSQL (postgres://…). The console's services do not run on it yet (apps/console/README.md,
+   * "PostgreSQL"): a console given one refuses to start rather than silently use SQLite. */
+  DATABASE_URL: z
+    .string()
+    .optional()
+    .refine((url) => !url, {
+      error: "DATABASE_URL is set, but this console runs on SQLite only (MERIDIAN_DB_PATH); see apps/console/README.md, PostgreSQL",
+    }),
+  /** This console's instance id in the leadership election; unset: host:pid:random. */
+  MERIDIAN_CONSOLE_ID: z.string().min(1).optional(),
+  /** How long the leader's lease lasts without renewal; the leader renews every quarter of it. A
+   * killed leader is replaced within 1.25× this. */
+  MERIDIAN_LEADER_LEASE_MS: z.coerce.number().int().min(400).default(6000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 

@@ -22,21 +22,21 @@ export function openDb(path: string): Db {
 
 const JOURNAL = join("meta", "_journal.json");
 
-/** Finds the committed drizzle/ folder. The package's own location works under tsx; inside a Next
+/** Finds a committed migrations folder (`drizzle` for SQLite, `drizzle-pg` for PostgreSQL). The package's own location works under tsx; inside a Next
  * server bundle import.meta.url points into .next/, so also walk up from the working directory. */
-export function migrationsFolder(): string {
+export function migrationsFolder(name: "drizzle" | "drizzle-pg" = "drizzle"): string {
   const candidates: string[] = [];
   try {
-    candidates.push(resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "drizzle"));
+    candidates.push(resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", name));
   } catch {
     // import.meta.url is not a file: URL inside some bundles; the cwd walk below covers that.
   }
   for (let dir = process.cwd(); ; dir = dirname(dir)) {
-    candidates.push(join(dir, "drizzle"));
+    candidates.push(join(dir, name));
     if (dirname(dir) === dir) break;
   }
   const found = candidates.find((dir) => existsSync(join(dir, JOURNAL)));
-  if (!found) throw new Error(`drizzle migrations not found (looked in ${candidates.slice(0, 3).join(", ")} ...)`);
+  if (!found) throw new Error(`${name} migrations not found (looked in ${candidates.slice(0, 3).join(", ")} ...)`);
   return found;
 }
 

@@ -2,10 +2,17 @@ import { redirect } from "next/navigation";
 import type { ReactNode } from "react";
 import { AppShell } from "../../src/components/shell";
 import { getSessionUser } from "../../src/server/auth/session";
+import { getRuntime } from "../../src/server/runtime/global";
 
 // The proxy already bounces cookie-less requests; this catches expired or forged sessions too.
 export default async function ConsoleLayout({ children }: { children: ReactNode }) {
   const user = await getSessionUser();
   if (!user) redirect("/login");
-  return <AppShell user={{ username: user.username, role: user.role }}>{children}</AppShell>;
+  // Who leads the background duties (read per request: it changes when a console dies).
+  const { isLeader, leaderUrl, term } = getRuntime({ start: true }).leadership.view();
+  return (
+    <AppShell user={{ username: user.username, role: user.role }} leadership={{ isLeader, leaderUrl, term }}>
+      {children}
+    </AppShell>
+  );
 }

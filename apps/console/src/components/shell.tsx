@@ -19,7 +19,29 @@ function isActive(pathname: string, href: string): boolean {
   return href === "/" ? pathname === "/" : pathname === href || pathname.startsWith(`${href}/`);
 }
 
-export function AppShell({ user, children }: { user: SessionUser; children: ReactNode }) {
+/** Who leads the background duties (tuner, health, failover, config pushes) among the consoles. */
+export interface LeadershipView {
+  isLeader: boolean;
+  leaderUrl: string | null;
+  term: number;
+}
+
+function LeaderBadge({ leadership }: { leadership: LeadershipView }) {
+  if (leadership.isLeader) {
+    return (
+      <div className="leader-badge leader-self" data-testid="leadership" title={`Leadership term ${leadership.term}`}>
+        Leader: this console
+      </div>
+    );
+  }
+  return (
+    <div className="leader-badge leader-other" data-testid="leadership" title={`Leadership term ${leadership.term}`}>
+      {leadership.term === 0 ? "Leader: electing…" : `Follower · leader ${leadership.leaderUrl ?? "(address not set)"}`}
+    </div>
+  );
+}
+
+export function AppShell({ user, leadership, children }: { user: SessionUser; leadership: LeadershipView; children: ReactNode }) {
   const pathname = usePathname() ?? "/";
   const router = useRouter();
   const [loggingOut, setLoggingOut] = useState(false);
@@ -61,6 +83,7 @@ export function AppShell({ user, children }: { user: SessionUser; children: Reac
             <div className={`role role-${user.role}`} data-testid="current-role">
               {user.role}
             </div>
+            <LeaderBadge leadership={leadership} />
             <button type="button" className="btn btn-small" onClick={logout} disabled={loggingOut} data-testid="logout">
               {loggingOut ? "Logging out…" : "Log out"}
             </button>

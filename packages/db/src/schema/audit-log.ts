@@ -1,18 +1,19 @@
-import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { col, defineTable } from "./columns";
 
 /** Every mutation, by whom, with the target's state before and after (JSON, null when absent). */
-export const auditLog = sqliteTable(
+export const auditLogTable = defineTable(
   "audit_log",
   {
-    id: integer("id").primaryKey({ autoIncrement: true }),
-    at: integer("at").notNull(),
-    actor: text("actor").notNull(),
-    action: text("action").notNull(),
-    target: text("target").notNull(),
-    before: text("before"),
-    after: text("after"),
+    id: col.id("id"),
+    at: col.epochMs("at").notNull(),
+    actor: col.text("actor").notNull(),
+    action: col.text("action").notNull(),
+    target: col.text("target").notNull(),
+    before: col.text("before"),
+    after: col.text("after"),
   },
-  (table) => [index("audit_log_at").on(table.at)],
+  { indexes: [{ name: "audit_log_at", on: ["at"] }] },
 );
+export const auditLog = auditLogTable.sqlite;
 
 export type AuditLogRow = typeof auditLog.$inferSelect;

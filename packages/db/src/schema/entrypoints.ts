@@ -1,16 +1,19 @@
-import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
-import { loadBalancers } from "./load-balancers";
-import { regions } from "./regions";
+import { col, defineTable } from "./columns";
+import { loadBalancersTable } from "./load-balancers";
+import { regionsTable } from "./regions";
 
 /** Which LB a region's clients send to. Failover moves it; failback moves it back. */
-export const entrypoints = sqliteTable("entrypoints", {
-  regionId: text("region_id")
+export const entrypointsTable = defineTable("entrypoints", {
+  regionId: col
+    .text("region_id")
     .primaryKey()
-    .references(() => regions.id, { onDelete: "cascade" }),
-  lbId: text("lb_id")
+    .references(() => regionsTable, "id", { onDelete: "cascade" }),
+  lbId: col
+    .text("lb_id")
     .notNull()
-    .references(() => loadBalancers.id, { onDelete: "cascade" }),
-  updatedAt: integer("updated_at").notNull(),
+    .references(() => loadBalancersTable, "id", { onDelete: "cascade" }),
+  updatedAt: col.epochMs("updated_at").notNull(),
 });
+export const entrypoints = entrypointsTable.sqlite;
 
 export type EntrypointRow = typeof entrypoints.$inferSelect;

@@ -1,20 +1,21 @@
-import { integer, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { col, defineTable } from "./columns";
 
 /** Offline simulator comparisons (meridian-sim compare --json). `name` is set when an operator saves one. */
-export const experiments = sqliteTable("experiments", {
-  id: text("id").primaryKey(),
-  name: text("name"),
-  traceId: text("trace_id").notNull(),
+export const experimentsTable = defineTable("experiments", {
+  id: col.text("id").primaryKey(),
+  name: col.text("name"),
+  traceId: col.text("trace_id").notNull(),
   /** The run's parameters (window, timeScale, policies) as JSON. */
-  paramsJson: text("params_json").notNull(),
-  state: text("state", { enum: ["running", "done", "failed"] }).notNull(),
-  progress: real("progress").notNull().default(0),
-  resultJson: text("result_json"),
-  error: text("error"),
-  createdBy: text("created_by").notNull(),
-  createdAt: integer("created_at").notNull(),
-  finishedAt: integer("finished_at"),
-  saved: integer("saved", { mode: "boolean" }).notNull().default(false),
+  paramsJson: col.text("params_json").notNull(),
+  state: col.text("state", { enum: ["running", "done", "failed"] }).notNull(),
+  progress: col.real("progress").notNull().default(0),
+  resultJson: col.text("result_json"),
+  error: col.text("error"),
+  createdBy: col.text("created_by").notNull(),
+  createdAt: col.epochMs("created_at").notNull(),
+  finishedAt: col.epochMs("finished_at"),
+  saved: col.bool("saved").notNull().default(false),
 });
+export const experiments = experimentsTable.sqlite;
 
 export type ExperimentRow = typeof experiments.$inferSelect;

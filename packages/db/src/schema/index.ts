@@ -1,4 +1,5 @@
-// One module per table; drizzle-kit reads this barrel (see drizzle.config.ts).
+// The SQLite tables, one module per table; drizzle-kit's SQLite config reads this barrel
+// (drizzle.config.ts). The PostgreSQL tables are built from the same declarations (pg.ts).
 export * from "./regions";
 export * from "./load-balancers";
 export * from "./replicas";
@@ -14,3 +15,4 @@ export * from "./experiments";
 export * from "./lb-tokens";
 export * from "./lb-proofs";
 export * from "./client-keys";
+export * from "./console-leases";

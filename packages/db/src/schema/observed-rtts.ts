@@ -1,16 +1,17 @@
-import { integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { col, defineTable } from "./columns";
 
 /** RTT between regions as the LBs measure it (LB region → replica region), smoothed. */
-export const observedRtts = sqliteTable(
+export const observedRttsTable = defineTable(
   "observed_rtts",
   {
-    fromRegion: text("from_region").notNull(),
-    toRegion: text("to_region").notNull(),
-    rttMs: real("rtt_ms").notNull(),
-    samples: integer("samples").notNull().default(1),
-    updatedAt: integer("updated_at").notNull(),
+    fromRegion: col.text("from_region").notNull(),
+    toRegion: col.text("to_region").notNull(),
+    rttMs: col.real("rtt_ms").notNull(),
+    samples: col.int("samples").notNull().default(1),
+    updatedAt: col.epochMs("updated_at").notNull(),
   },
-  (table) => [primaryKey({ columns: [table.fromRegion, table.toRegion] })],
+  { primaryKey: ["fromRegion", "toRegion"] },
 );
+export const observedRtts = observedRttsTable.sqlite;
 
 export type ObservedRttRow = typeof observedRtts.$inferSelect;

@@ -1,19 +1,21 @@
-import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
-import { users } from "./users";
+import { col, defineTable } from "./columns";
+import { usersTable } from "./users";
 
 /** Login sessions. The cookie carries a random token; only its SHA-256 is stored, so a leaked
  * database does not leak live sessions. */
-export const sessions = sqliteTable(
+export const sessionsTable = defineTable(
   "sessions",
   {
-    tokenHash: text("token_hash").primaryKey(),
-    userId: integer("user_id")
+    tokenHash: col.text("token_hash").primaryKey(),
+    userId: col
+      .int("user_id")
       .notNull()
-      .references(() => users.id, { onDelete: "cascade" }),
-    createdAt: integer("created_at").notNull(),
-    expiresAt: integer("expires_at").notNull(),
+      .references(() => usersTable, "id", { onDelete: "cascade" }),
+    createdAt: col.epochMs("created_at").notNull(),
+    expiresAt: col.epochMs("expires_at").notNull(),
   },
-  (table) => [index("sessions_user").on(table.userId)],
+  { indexes: [{ name: "sessions_user", on: ["userId"] }] },
 );
+export const sessions = sessionsTable.sqlite;
 
 export type SessionRow = typeof sessions.$inferSelect;

@@ -1,28 +1,30 @@
-import { index, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { TUNER_MODES } from "@meridian/tuner";
-import { loadBalancers } from "./load-balancers";
+import { col, defineTable } from "./columns";
+import { loadBalancersTable } from "./load-balancers";
 
 /** One tuner lifetime per LB (a reset starts a new run). `stateJson` is the serialised EsTuner state,
  * rewritten after every step so that a console restart resumes where it stopped. */
-export const tunerRuns = sqliteTable(
+export const tunerRunsTable = defineTable(
   "tuner_runs",
   {
-    id: integer("id").primaryKey({ autoIncrement: true }),
-    lbId: text("lb_id")
+    id: col.id("id"),
+    lbId: col
+      .text("lb_id")
       .notNull()
-      .references(() => loadBalancers.id, { onDelete: "cascade" }),
-    mode: text("mode", { enum: TUNER_MODES }).notNull().default("online"),
-    running: integer("running", { mode: "boolean" }).notNull().default(false),
+      .references(() => loadBalancersTable, "id", { onDelete: "cascade" }),
+    mode: col.text("mode", { enum: TUNER_MODES }).notNull().default("online"),
+    running: col.bool("running").notNull().default(false),
     /** Bounds, window, hop, evaluation and guardrails as JSON. */
-    settingsJson: text("settings_json").notNull(),
-    stateJson: text("state_json"),
-    converged: integer("converged", { mode: "boolean" }).notNull().default(false),
-    startedAt: integer("started_at").notNull(),
-    updatedAt: integer("updated_at").notNull(),
+    settingsJson: col.text("settings_json").notNull(),
+    stateJson: col.text("state_json"),
+    converged: col.bool("converged").notNull().default(false),
+    startedAt: col.epochMs("started_at").notNull(),
+    updatedAt: col.epochMs("updated_at").notNull(),
     /** Null while this is the LB's current run. */
-    endedAt: integer("ended_at"),
+    endedAt: col.epochMs("ended_at"),
   },
-  (table) => [index("tuner_runs_lb").on(table.lbId)],
+  { indexes: [{ name: "tuner_runs_lb", on: ["lbId"] }] },
 );
+export const tunerRuns = tunerRunsTable.sqlite;
 
 export type TunerRunRow = typeof tunerRuns.$inferSelect;

@@ -1,4 +1,7 @@
-// GET /api/health: liveness for scripts and Playwright (no session needed, no details leaked).
+// GET /api/health: liveness for scripts, load balancers in front of the consoles and Playwright (no
+// session needed). Says who leads the background duties, and nothing else: `leader.self` is whether
+// this console leads, `leader.url` the leader's address as it announced it, `leader.term` the
+// leadership term (apps/console/README.md, "Two consoles").
 import "server-only";
 import { sql } from "drizzle-orm";
 import { json } from "../../../src/server/http";
@@ -8,8 +11,10 @@ export const dynamic = "force-dynamic";
 
 export function GET(): Response {
   try {
-    getRuntime({ start: true }).db.get(sql`select 1`);
-    return json({ ok: true });
+    const runtime = getRuntime({ start: true });
+    runtime.db.get(sql`select 1`);
+    const view = runtime.leadership.view();
+    return json({ ok: true, leader: { self: view.isLeader, url: view.leaderUrl, term: view.term } });
   } catch {
     return json({ ok: false }, 503);
   }

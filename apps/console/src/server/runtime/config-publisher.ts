@@ -8,6 +8,10 @@
 // - The version each LB reports running (HealthMonitor's probes, 409 answers) is remembered: new
 //   versions are numbered above it, and an LB that reports less than it acknowledged lost its config
 //   and is pushed a fresh version.
+// - Only the leader records versions, each under its leadership term (lb_configs.term), fenced: a
+//   console that lost the lease in the meantime records nothing (leadership/fence.ts). A follower's
+//   publish() records nothing and returns the current version; the leader's reconcile publishes
+//   what the follower changed.
 // - Until an LB has answered once, an unreachable LB is only starting (npm start brings the LBs and
 //   the console up in any order): those retries log at debug. Once it has answered, losing it is
 //   news and logs at warn.
@@ -15,7 +19,8 @@ import "server-only";
 import { and, desc, eq, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { LbConfig } from "@meridian/protocol";
-import { lbConfigs, loadBalancers, type Db, type LoadBalancerRow } from "@meridian/db";
+import { consoleLeases, lbConfigs, loadBalancers, type Db, type LoadBalancerRow } from "@meridian/db";
+import { whileLeading } from "../leadership/fence";
 import { buildLbConfig, configContent } from "./config-builder";
 import type { LbAdminClient, PutConfigResult } from "./lb-admin-client";
 import { backoffMs, WakeSignal } from "./wake-signal";
@@ -32,9 +37,15 @@ export interface ConfigPublisherDeps {
   db: Db;
   log: Logger;
   lbClient: Pick<LbAdminClient, "putConfig" | "state">;
+  /** The term this console leads under: null when it does not lead, 0 when no election runs (a
+   * runtime that was never started: scripts, tests, the demo seed), which records unfenced. */
+  leadership: { currentTerm(): number | null };
   /** ConsoleMetrics' counter, declared here because the metrics module reads this one. */
   metrics: { countConfigPush(lbId: string, result: PutConfigResult["kind"]): void };
 }
+
+/** The lease moved on while this console was recording a version: it records nothing. */
+class Fenced extends Error {}
 
 interface PushLoop {
   signal: WakeSignal;
@@ -78,29 +89,50 @@ export class ConfigPublisher {
    * Returns the LB's latest version, or null when the LB does not exist. */
   publish(lbId: string, options: { force?: boolean } = {}): number | null {
     const db = this.deps.db;
-    const outcome = db.transaction((tx) => {
-      const lb = tx.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
-      if (!lb) return null;
-      const latest = tx.select().from(lbConfigs).where(eq(lbConfigs.lbId, lbId)).orderBy(desc(lbConfigs.version)).limit(1).get();
-      const draft = buildLbConfig(tx, lbId, 0);
-      if (!draft) return null;
-      if (!options.force && latest && configContent(JSON.parse(latest.json) as LbConfig) === configContent(draft)) {
-        return { version: lb.configVersion, config: null };
-      }
-      const version = this.nextVersion(tx, lbId, lb.configVersion, lb.ackedVersion, latest?.version ?? 0);
-      const config: LbConfig = { ...draft, version };
-      tx.insert(lbConfigs)
-        .values({ lbId, version, json: JSON.stringify(config), createdAt: Date.now() })
-        .run();
-      tx.update(loadBalancers).set({ configVersion: version }).where(eq(loadBalancers.id, lbId)).run();
-      return { version, config };
-    });
+    const term = this.deps.leadership.currentTerm();
+    if (term === null) {
+      return db.select({ version: loadBalancers.configVersion }).from(loadBalancers).where(eq(loadBalancers.id, lbId)).get()?.version ?? null;
+    }
+    let outcome: { version: number; config: LbConfig | null } | null;
+    try {
+      outcome = this.record(lbId, term, options.force ?? false);
+    } catch (error) {
+      if (!(error instanceof Fenced)) throw error;
+      this.deps.log.warn({ lbId, term }, "leadership lost while recording a config version; nothing recorded");
+      return null;
+    }
     if (!outcome) return null;
     if (outcome.config) {
       for (const listener of this.listeners) listener(lbId, outcome.version, outcome.config);
     }
     this.kick(lbId);
     return outcome.version;
+  }
+
+  private record(lbId: string, term: number, force: boolean): { version: number; config: LbConfig | null } | null {
+    return this.deps.db.transaction((tx) => {
+      const lb = tx.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+      if (!lb) return null;
+      const latest = tx.select().from(lbConfigs).where(eq(lbConfigs.lbId, lbId)).orderBy(desc(lbConfigs.version)).limit(1).get();
+      const draft = buildLbConfig(tx, lbId, 0);
+      if (!draft) return null;
+      if (!force && latest && configContent(JSON.parse(latest.json) as LbConfig) === configContent(draft)) {
+        return { version: lb.configVersion, config: null };
+      }
+      const version = this.nextVersion(tx, lbId, lb.configVersion, lb.ackedVersion, latest?.version ?? 0);
+      const config: LbConfig = { ...draft, version };
+      tx.insert(lbConfigs)
+        .values({ lbId, version, json: JSON.stringify(config), createdAt: Date.now(), term })
+        .run();
+      const fence = term === 0 ? undefined : whileLeading(consoleLeases, term);
+      const moved = tx
+        .update(loadBalancers)
+        .set({ configVersion: version })
+        .where(and(eq(loadBalancers.id, lbId), fence))
+        .run();
+      if (moved.changes === 0) throw new Fenced();
+      return { version, config };
+    });
   }
 
   /** Re-evaluates every LB's config (after a topology change). */

@@ -1,6 +1,7 @@
 // The process-wide runtime. Next may load this module in several bundles (instrumentation, route
 // handlers) and re-evaluate it on HMR, so the instance lives on globalThis: one runtime, started once.
 import "server-only";
+import { hostname } from "node:os";
 import pino from "pino";
 import { openDb } from "@meridian/db";
 import { autoFailbackAfterMs, getEnv } from "../../env";
@@ -34,6 +35,12 @@ export function getRuntime(options: { start?: boolean } = {}): ConsoleRuntime {
         autoFailbackAfterMs: autoFailbackAfterMs(env),
         sessionTtlMs: env.MERIDIAN_SESSION_TTL_HOURS * 3_600_000,
         traceDirs: [`${env.repoRoot}/../shared/traces`],
+        leadership: {
+          id: env.MERIDIAN_CONSOLE_ID,
+          // What operators (and the other consoles' UI) are told to reach the leader at.
+          url: env.MERIDIAN_PUBLIC_URL ?? `http://${hostname()}:${env.MERIDIAN_PORT}`,
+          timing: { ttlMs: env.MERIDIAN_LEADER_LEASE_MS, renewEveryMs: env.MERIDIAN_LEADER_LEASE_MS / 4 },
+        },
         version: consolePackage.version,
       },
       log,

@@ -10,6 +10,8 @@
 //   (entrypoint-resolver.ts).
 // - The config version each LB reports goes to the ConfigPublisher, which re-pushes when the LB
 //   lost its config (restarted without its state file).
+// - Every console probes (so that any console's pages show live health), but only the leader acts
+//   on what it learns: failover, marks, failback, RTTs, telemetry subscriptions, re-pushes, warnings.
 import "server-only";
 import { eq, sql } from "drizzle-orm";
 import type { Logger } from "pino";
@@ -28,6 +30,8 @@ import type { TelemetryHub } from "./telemetry-hub";
 
 /** What the monitor uses, and nothing else. */
 export interface HealthMonitorDeps {
+  /** Whether this console leads (acts on probes) or only observes. */
+  acting: () => boolean;
   db: Db;
   log: Logger;
   lbClient: Pick<LbAdminClient, "health" | "state">;
@@ -92,6 +96,7 @@ export class HealthMonitor {
     this.deps.book.keepOnly(new Set(rows.map((r) => r.id)));
     await Promise.all(rows.map((lb) => this.probe(lb)));
     this.deps.book.completeRound();
+    if (!this.deps.acting()) return;
     this.deps.telemetry.sync();
     this.deps.entrypoints.resolve();
     this.deps.replicaWarnings.report(replicaWarningsFrom(this.deps.db, (lbId) => this.deps.book.lb(lbId)?.state ?? null));
@@ -123,7 +128,7 @@ export class HealthMonitor {
       if (state) {
         entry.state = state;
         entry.stateAt = now;
-        this.afterState(lb, state);
+        if (this.deps.acting()) this.afterState(lb, state);
       }
     } else {
       entry.healthy = false;
@@ -131,6 +136,7 @@ export class HealthMonitor {
       entry.error = health.error;
     }
     this.deps.book.record(lb.id, entry);
+    if (!this.deps.acting()) return;
     try {
       this.afterProbe(lb, entry);
     } catch (error) {

@@ -6,10 +6,14 @@
 // would point the root back at the services). Structure and wiring order: apps/console/README.md,
 // "Runtime structure".
 import "server-only";
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import pino, { type Logger } from "pino";
-import { migrate, type Db } from "@meridian/db";
+import { migrate, sqliteStore, type Db, type Store } from "@meridian/db";
 import { generateLbToken } from "@meridian/protocol/credentials";
 import { SYSTEM_CONSOLE } from "../audit-trail";
+import { DEFAULT_LEASE_TIMING, type LeaseTiming } from "../leadership/lease";
+import { LeaderElector } from "../leadership/leader-elector";
 import { ConsoleMetrics } from "../metrics/console-metrics";
 import { assignDefaultHomes } from "../services/home-lb";
 import { AutoFailback } from "./auto-failback";
@@ -47,6 +51,10 @@ export interface RuntimeOptions {
   traceDirs: string[];
   simCommand?: SimCommand;
   probeTimeoutMs?: number;
+  /** Leadership of the background duties among the consoles sharing this database. `id` defaults
+   * to host:pid:random (unique per process), `url` (shown to operators as the leader's address) to
+   * none, `timing` to DEFAULT_LEASE_TIMING. */
+  leadership?: { id?: string; url?: string | null; timing?: LeaseTiming };
   /** The tuner's trial-push rate limit and the clock it runs on (tests substitute a fake one). */
   minTrialPushIntervalMs?: number;
   tunerClock?: { now: () => number; setTimer: (fn: () => void, ms: number) => () => void };
@@ -68,7 +76,11 @@ export class ConsoleRuntime {
   readonly entrypoints: EntrypointResolver;
   readonly metrics: ConsoleMetrics;
   readonly experiments: ExperimentRunner;
+  readonly store: Store;
+  readonly leadership: LeaderElector;
   private started = false;
+  /** While this console leads: the timer that turns edits made on any console into config versions. */
+  private reconcileTimer: NodeJS.Timeout | null = null;
 
   constructor(
     readonly db: Db,
@@ -77,13 +89,28 @@ export class ConsoleRuntime {
   ) {
     // Built in dependency order: each component receives only components built before it, so no
     // component reaches another through this container.
+    this.store = sqliteStore(db);
+    const timing = options.leadership?.timing ?? DEFAULT_LEASE_TIMING;
+    this.leadership = new LeaderElector({
+      store: this.store,
+      log,
+      self: { id: options.leadership?.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`, url: options.leadership?.url ?? null },
+      timing,
+      now: Date.now,
+      onElected: () => this.startDuties(timing.renewEveryMs),
+      onDeposed: () => this.stopDuties(),
+    });
+    // Before start() this runtime has no duties and no lease (a script, a test, the demo seed): it
+    // records config versions unfenced (term 0), as a lone console always did. Once started, only
+    // the leader records them, under its term.
+    const leadership = { currentTerm: () => (this.started ? this.leadership.currentTerm() : 0) };
     const metrics = new ConsoleMetrics(options.version ?? "0.0.0");
     const lbClient = new LbAdminClient({
       tokens: (lbId) => presentableToken(db, lbId),
       proofs: this.lbProofs,
       timeoutMs: options.probeTimeoutMs ?? 2_000,
     });
-    const publisher = new ConfigPublisher({ db, log, lbClient, metrics });
+    const publisher = new ConfigPublisher({ db, log, lbClient, metrics, leadership });
     this.credentials = new CredentialKeeper({ db, log, lbClient, proofs: this.lbProofs, publisher, graceMs: options.tokenGraceMs ?? 60_000 });
     const telemetry = new TelemetryHub({ db, log, lbClient });
     const failover = new FailoverService({ db, log, book: this.lbHealth, publisher, metrics });
@@ -100,10 +127,12 @@ export class ConsoleRuntime {
       log,
       telemetry,
       publisher,
+      leadership,
       ...(options.minTrialPushIntervalMs !== undefined ? { minTrialPushIntervalMs: options.minTrialPushIntervalMs } : {}),
       ...(options.tunerClock ?? {}),
     });
     this.health = new HealthMonitor({
+      acting: () => leadership.currentTerm() !== null,
       db,
       log,
       lbClient,
@@ -138,31 +167,56 @@ export class ConsoleRuntime {
     migrate(this.db);
   }
 
-  /** Starts the background services. Idempotent. */
+  /** Joins the leadership election; the background duties run while this console leads. Idempotent. */
   start(): void {
     if (this.started) return;
     this.started = true;
     // Replicas an older console created without a home LB get their region's default now.
     assignDefaultHomes(this.db, SYSTEM_CONSOLE);
     this.experiments.recoverInterrupted();
+    // Every console probes the LBs for its own pages; the monitor acts only while this one leads.
+    this.health.start();
+    this.leadership.start();
+  }
+
+  /** Stops the duties and leaves the election (a leader releases its lease, so another console
+   * takes over at once). */
+  async stop(): Promise<void> {
+    if (!this.started) return;
+    this.started = false;
+    this.stopDuties();
+    this.health.stop();
+    this.experiments.stop();
+    void this.lbClient.close();
+    await this.leadership.stop();
+  }
+
+  /** The duties only the leader runs: TelemetryHub, TunerService, ConfigPublisher, the
+   * HealthMonitor's actions (failover, failback, marks; it probes on every console), and the
+   * reconcile that publishes what any console changed. */
+  private startDuties(reconcileEveryMs: number): void {
     this.telemetry.start();
     // Tuners first: they register for new config versions before the publisher's first pushes.
     this.tuners.start();
     this.publisher.start();
     this.credentials.start();
-    this.health.start();
-    this.log.info("console services started");
+    // A follower that changes the topology or a tuner records no config version (it does not lead):
+    // the leader reloads tuners changed elsewhere, and records and pushes a version when the built
+    // config differs (publish() compares contents).
+    this.reconcileTimer = setInterval(() => {
+      this.tuners.reconcile();
+      this.publisher.publishAll();
+    }, reconcileEveryMs);
+    this.reconcileTimer.unref();
+    this.log.info("console duties started (leader)");
   }
 
-  stop(): void {
-    if (!this.started) return;
-    this.started = false;
-    this.health.stop();
+  private stopDuties(): void {
+    if (this.reconcileTimer) clearInterval(this.reconcileTimer);
+    this.reconcileTimer = null;
     this.telemetry.stop();
     this.publisher.stop();
     this.credentials.stop();
     this.tuners.stop();
-    this.experiments.stop();
-    void this.lbClient.close();
   }
 }

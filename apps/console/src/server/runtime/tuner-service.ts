@@ -14,14 +14,19 @@
 //   the tuner runs no trial and the incumbent stays live; every new config version re-checks the
 //   policy, so switching back resumes from the incumbent.
 // "running" = the tuner is stepping (mode online and started). stop() freezes the incumbent (static).
+// - With several consoles, only the leader steps and publishes. A follower reads every tuner fresh
+//   from the database and writes an operator's change there without publishing; the leader's
+//   reconcile() reloads a run that someone else wrote and publishes what it wants live. A step whose
+//   run changed underneath is not recorded (the run is reloaded instead).
 import "server-only";
-import { and, desc, eq, isNull } from "drizzle-orm";
+import { and, desc, eq, isNull, TransactionRollbackError } from "drizzle-orm";
 import type { Logger } from "pino";
 import { isPolicyName, policyUsesCostWeights } from "@meridian/routing";
 import { WEIGHT_BOUNDS } from "@meridian/routing/types";
 import { EsTuner, sampleFromEvent, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
-import { loadBalancers, tunerRuns, tunerSteps, type Db, type TunerRunRow } from "@meridian/db";
+import { consoleLeases, loadBalancers, tunerRuns, tunerSteps, type Db, type TunerRunRow } from "@meridian/db";
+import { whileLeading } from "../leadership/fence";
 import { invalid, notFound } from "../errors";
 import type { ConfigPublisher } from "./config-publisher";
 import type { TelemetryHub } from "./telemetry-hub";
@@ -39,6 +44,9 @@ export interface TunerServiceDeps {
   log: Logger;
   telemetry: Pick<TelemetryHub, "onEvent">;
   publisher: Pick<ConfigPublisher, "onNewVersion" | "publish">;
+  /** The leadership term this console steps the tuners under (null: not the leader, 0: no election
+   * runs). A step is recorded fenced by it, so a deposed leader that wakes up records none. */
+  leadership: { currentTerm(): number | null };
   minTrialPushIntervalMs?: number;
   /** Clock and timer (tests substitute their own). */
   now?: () => number;
@@ -50,6 +58,9 @@ interface LiveTuner {
   tuner: EsTuner;
   running: boolean;
   settings: TunerSettings;
+  /** tuner_runs.updated_at as this console last read or wrote it: a different value means another
+   * console (an operator on a follower) changed the run. */
+  writtenAt: number;
   /** When a trial was last pushed to the LB (rate limit). */
   lastTrialPushAt: number;
   /** Cancels a push waiting for the rate limit. */
@@ -72,6 +83,7 @@ function defaultTimer(fn: () => void, ms: number): () => void {
 
 export class TunerService {
   private readonly tuners = new Map<string, LiveTuner>();
+  private subscribed = false;
   private readonly now: () => number;
   private readonly setTimer: (fn: () => void, ms: number) => () => void;
   private readonly minTrialPushIntervalMs: number;
@@ -83,9 +95,16 @@ export class TunerService {
   }
 
   start(): void {
+    // Copies read while following may be stale: lead from what the database holds.
+    for (const live of this.tuners.values()) live.pendingPush?.();
+    this.tuners.clear();
     for (const lb of this.deps.db.select({ id: loadBalancers.id }).from(loadBalancers).all()) this.ensure(lb.id);
-    this.deps.telemetry.onEvent((event) => this.observe(event));
-    this.deps.publisher.onNewVersion((lbId, version, config) => this.onNewVersion(lbId, version, config));
+    // A console that leads again after losing the lease starts its tuners again: subscribe once.
+    if (!this.subscribed) {
+      this.subscribed = true;
+      this.deps.telemetry.onEvent((event) => this.observe(event));
+      this.deps.publisher.onNewVersion((lbId, version, config) => this.onNewVersion(lbId, version, config));
+    }
     // Publish whatever the tuners want live (a restored trial whose version the LB never took).
     for (const lbId of this.tuners.keys()) this.applyCurrent(lbId);
   }
@@ -103,7 +122,8 @@ export class TunerService {
   /** The LB's live tuner, created (or restored from its current run) on first use. */
   ensure(lbId: string): LiveTuner {
     const existing = this.tuners.get(lbId);
-    if (existing) return existing;
+    // A follower's copy would go stale as the leader steps: it reads the run again every time.
+    if (existing && this.deps.leadership.currentTerm() !== null) return existing;
     const lb = this.deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
     if (!lb) throw notFound("load balancer", lbId);
     let run = this.currentRun(lbId);
@@ -128,6 +148,7 @@ export class TunerService {
       settings: settingsOf(tuner.state().config),
       lastTrialPushAt: -Infinity,
       pendingPush: null,
+      writtenAt: run.updatedAt,
     };
     this.tuners.set(lbId, live);
     if (this.syncPause(lbId, live, lb.policy)) this.persist(live, null);
@@ -186,7 +207,9 @@ export class TunerService {
     });
   }
 
-  private persist(live: LiveTuner, step: TunerStep | null): void {
+  /** Records the state, and the step in the same transaction. With a `term`, the write is fenced by
+   * it: a console that lost the lease rolls back (TransactionRollbackError) and records neither. */
+  private persist(live: LiveTuner, step: TunerStep | null, term = 0): void {
     const state = live.tuner.state();
     const now = this.now();
     this.deps.db.transaction((tx) => {
@@ -208,7 +231,8 @@ export class TunerService {
           })
           .run();
       }
-      tx.update(tunerRuns)
+      const { changes } = tx
+        .update(tunerRuns)
         .set({
           mode: state.mode,
           running: live.running,
@@ -217,9 +241,34 @@ export class TunerService {
           stateJson: JSON.stringify(state),
           updatedAt: now,
         })
-        .where(eq(tunerRuns.id, live.runId))
+        .where(and(eq(tunerRuns.id, live.runId), term === 0 ? undefined : and(whileLeading(consoleLeases, term), eq(tunerRuns.updatedAt, live.writtenAt))))
         .run();
+      if (changes === 0 && term !== 0) tx.rollback();
     });
+    live.writtenAt = now;
+  }
+
+  /** Leader: reloads each run that another console wrote since this one read it (an operator's
+   * change on a follower, a reset there) and publishes what the reloaded tuner wants live. */
+  reconcile(): void {
+    for (const [lbId, live] of this.tuners) {
+      const run = this.currentRun(lbId);
+      if (run?.id === live.runId && run.updatedAt === live.writtenAt) continue;
+      this.reload(lbId);
+    }
+  }
+
+  private reload(lbId: string): void {
+    this.tuners.get(lbId)?.pendingPush?.();
+    this.tuners.delete(lbId);
+    if (this.deps.leadership.currentTerm() === null) return;
+    try {
+      this.ensure(lbId);
+    } catch (error) {
+      this.deps.log.warn({ lbId, err: error }, "tuner not reloaded");
+      return;
+    }
+    this.applyCurrent(lbId);
   }
 
   /** Publishes the tuner's current weights and trial when they are not live yet, and binds the version.
@@ -227,6 +276,11 @@ export class TunerService {
   private applyCurrent(lbId: string, operator = false): void {
     const live = this.tuners.get(lbId);
     if (!live) return;
+    // A follower records the operator's change only; the leader's reconcile publishes it.
+    if (this.deps.leadership.currentTerm() === null) {
+      this.persist(live, null);
+      return;
+    }
     const current = live.tuner.current();
     if (current.version !== null) return;
     if (operator) {
@@ -288,6 +342,9 @@ export class TunerService {
 
   /** One LB's finished request: a sample for that LB's tuner, a peer request for the others'. */
   observe(event: TelemetryEvent): TunerStep | null {
+    // A leader whose lease ran out stops stepping at once, before its duties are stopped.
+    const term = this.deps.leadership.currentTerm();
+    if (term === null) return null;
     let step: TunerStep | null = null;
     for (const [lbId, live] of this.tuners) {
       if (!live.running) continue;
@@ -300,7 +357,16 @@ export class TunerService {
       step = live.tuner.observe(sample);
       if (!step) continue;
       if (step.converged && live.settings.evaluation === "paper") live.running = false;
-      this.persist(live, step);
+      try {
+        this.persist(live, step, term);
+      } catch (error) {
+        if (!(error instanceof TransactionRollbackError)) throw error;
+        // The lease moved on, or another console changed this run: the step is not recorded, and
+        // the run is reloaded from the database (when this console still leads).
+        this.deps.log.warn({ lbId, term, step: step.step }, "tuner run changed elsewhere or leadership lost; step not recorded");
+        this.reload(lbId);
+        return null;
+      }
       this.applyCurrent(lbId);
     }
     return step;
@@ -330,7 +396,7 @@ export class TunerService {
     live.pendingPush?.();
     const state = live.tuner.state();
     const created = this.newRun(lbId, state.initial, live.settings, live.running);
-    this.tuners.set(lbId, { ...live, runId: created.run.id, tuner: created.tuner, pendingPush: null });
+    this.tuners.set(lbId, { ...live, runId: created.run.id, tuner: created.tuner, pendingPush: null, writtenAt: created.run.updatedAt });
     this.applyCurrent(lbId, true);
   }
 

@@ -47,7 +47,7 @@ export function createHarness(options: Partial<RuntimeOptions> = {}, log?: Logge
     rt,
     dir,
     close() {
-      rt.stop();
+      void rt.stop();
       db.$client.close();
       rmSync(dir, { recursive: true, force: true });
     },

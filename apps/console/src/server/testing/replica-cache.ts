@@ -1,5 +1,6 @@
 // A replica's cache truth as an LB reports it (LbState replica `cache`), for the tests that word or
 // pick it: a healthy, reporting replica unless the test overrides a field.
+import "server-only";
 import type { ReplicaCacheState } from "@meridian/protocol";
 
 export const replicaCache = (over: Partial<ReplicaCacheState> = {}): ReplicaCacheState => ({

@@ -1,0 +1,146 @@
+// Two electors on one database (SQLite file, and a real PostgreSQL server started here), driven
+// round by round with a test clock: one leader at a time, takeover after expiry with a higher term,
+// immediate takeover after a release, and fenced writes from a deposed leader refused.
+import { strict as assert } from "node:assert";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { and, eq } from "drizzle-orm";
+import pino from "pino";
+import { createDatabase, type Database } from "@meridian/db";
+import { startPostgres, type PostgresServer } from "@meridian/db/testing/postgres-server";
+import { whileLeading } from "./fence";
+import { LeaderElector } from "./leader-elector";
+
+const dir = mkdtempSync(join(tmpdir(), "meridian-leader-"));
+let server: PostgresServer;
+before(async () => {
+  server = await startPostgres();
+});
+after(async () => {
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const timing = { ttlMs: 6_000, renewEveryMs: 1_500 };
+
+function elector(database: Database, id: string, clock: { now: number }, events: string[]) {
+  return new LeaderElector({
+    store: database.store,
+    log: pino({ level: "silent" }),
+    self: { id, url: `http://${id}` },
+    timing,
+    now: () => clock.now,
+    onElected: (term) => events.push(`${id} elected ${term}`),
+    onDeposed: (term) => events.push(`${id} deposed ${term}`),
+  });
+}
+
+const stores: { name: string; open: (id: string) => Promise<[Database, Database]> }[] = [
+  {
+    name: "sqlite",
+    open: async (id) => {
+      const path = join(dir, `${id}.db`);
+      return [createDatabase({ sqlitePath: path }), createDatabase({ sqlitePath: path })];
+    },
+  },
+  {
+    name: "postgres",
+    open: async (id) => {
+      const url = await server.createDatabase(id);
+      return [createDatabase({ DATABASE_URL: url, sqlitePath: "" }), createDatabase({ DATABASE_URL: url, sqlitePath: "" })];
+    },
+  },
+];
+
+for (const { name, open } of stores) {
+  describe(`leadership on ${name}`, () => {
+    test("one leader at a time; the other takes over with a higher term once the lease expires", async () => {
+      const [dbA, dbB] = await open(`${name}_expiry`);
+      await dbA.migrate();
+      const clock = { now: 1_000_000 };
+      const events: string[] = [];
+      const a = elector(dbA, "a", clock, events);
+      const b = elector(dbB, "b", clock, events);
+      await Promise.all([a.tick(), b.tick()]);
+      assert.equal([a.view().isLeader, b.view().isLeader].filter(Boolean).length, 1, "exactly one leader");
+      const [leader, follower] = a.view().isLeader ? [a, b] : [b, a];
+      assert.equal(follower.view().leader, leader.view().self, "the follower sees who leads");
+      assert.equal(follower.view().leaderUrl, `http://${leader.view().self}`);
+      const firstTerm = leader.currentTerm();
+      assert.equal(firstTerm, 1);
+      // The leader keeps renewing: the follower never takes over.
+      for (let i = 0; i < 6; i++) {
+        clock.now += timing.renewEveryMs;
+        await leader.tick();
+        await follower.tick();
+        assert.equal(leader.currentTerm(), 1);
+        assert.equal(follower.currentTerm(), null);
+      }
+      // The leader dies (no more renewals): it would stop acting as leader on its own before the
+      // follower may take over, and the follower takes over once the lease expired.
+      clock.now += timing.ttlMs - timing.renewEveryMs;
+      assert.equal(leader.currentTerm(), null, "a leader that cannot renew steps down in time");
+      await follower.tick();
+      assert.equal(follower.currentTerm(), null, "not before the lease expired");
+      clock.now += timing.renewEveryMs;
+      await follower.tick();
+      assert.equal(follower.currentTerm(), 2, "taken over with the next term");
+      // The old leader comes back: it follows.
+      await leader.tick();
+      assert.equal(leader.view().isLeader, false);
+      assert.equal(leader.view().term, 2);
+      const who = leader.view().self;
+      const other = follower.view().self;
+      assert.deepEqual(events, [`${who} elected 1`, `${who} deposed 1`, `${other} elected 2`]);
+      await Promise.all([dbA.close(), dbB.close()]);
+    });
+
+    test("a leader that stops releases the lease: the other takes over on its next round", async () => {
+      const [dbA, dbB] = await open(`${name}_release`);
+      await dbA.migrate();
+      const clock = { now: 5_000_000 };
+      const events: string[] = [];
+      const a = elector(dbA, "a", clock, events);
+      const b = elector(dbB, "b", clock, events);
+      await a.tick();
+      await b.tick();
+      assert.equal(a.currentTerm(), 1);
+      await a.stop();
+      assert.equal(a.currentTerm(), null);
+      clock.now += 1;
+      await b.tick();
+      assert.equal(b.currentTerm(), 2);
+      assert.deepEqual(events, ["a elected 1", "a deposed 1", "b elected 2"]);
+      await Promise.all([dbA.close(), dbB.close()]);
+    });
+
+    test("a write fenced with a deposed leader's term changes nothing; the new leader's does", async () => {
+      const [dbA, dbB] = await open(`${name}_fence`);
+      await dbA.migrate();
+      const clock = { now: 9_000_000 };
+      const a = elector(dbA, "a", clock, []);
+      const b = elector(dbB, "b", clock, []);
+      await a.tick();
+      const { db, tables } = dbA.store;
+      await db.insert(tables.regions).values({ id: "us", name: "us", createdAt: 1 });
+      await db.insert(tables.loadBalancers).values({ id: "lb", name: "lb", url: "http://lb", regionId: "us", createdAt: 1 });
+      const bump = async (database: Database, term: number, version: number) =>
+        database.store.db
+          .update(database.store.tables.loadBalancers)
+          .set({ configVersion: version })
+          .where(and(eq(database.store.tables.loadBalancers.id, "lb"), whileLeading(database.store.tables.consoleLeases, term)))
+          .returning();
+      assert.equal((await bump(dbA, 1, 1)).length, 1, "the leader's write lands");
+      clock.now += timing.ttlMs + 1;
+      await b.tick();
+      assert.equal(b.currentTerm(), 2);
+      assert.equal((await bump(dbA, 1, 99)).length, 0, "the deposed leader's write is refused");
+      assert.equal((await bump(dbB, 2, 2)).length, 1);
+      const [lb] = await db.select().from(tables.loadBalancers);
+      assert.equal(lb?.configVersion, 2);
+      await Promise.all([dbA.close(), dbB.close()]);
+    });
+  });
+}

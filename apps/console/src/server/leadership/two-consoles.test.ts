@@ -1,0 +1,165 @@
+// Two consoles on one database (each a child process running the console's server side, see
+// testing/console-process.ts), one fake LB in this process: the leader is killed by PID (SIGKILL) and
+// the other takes over within 10 s, resumes the tuner from its persisted state with no lost or
+// doubled step, and config versions stay strictly increasing; then the new leader is paused
+// (SIGSTOP) until a third console took over, and when it resumes it steps down and writes nothing.
+// Bounded: every wait has a limit, the event feed stops itself, every child is stopped by its PID.
+import { strict as assert } from "node:assert";
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { after, before, test } from "node:test";
+import { asc, eq } from "drizzle-orm";
+import { lbConfigs, tunerRuns, tunerSteps } from "@meridian/db";
+import { findRepoRoot } from "../../env";
+import { createLb } from "../services/lbs";
+import { createRegion } from "../services/regions";
+import { createReplica } from "../services/replicas";
+import { startTuner, updateTuner } from "../services/tuner";
+import { startFakeLb, type FakeLb } from "../testing/fake-lb";
+import { createHarness, type Harness, OPERATOR, TEST_TOKEN, waitFor } from "../testing/harness";
+
+interface View {
+  id: string;
+  isLeader: boolean;
+  term: number;
+  leader: string;
+  at: number;
+}
+
+interface ConsoleChild {
+  id: string;
+  child: ChildProcess;
+  views: View[];
+  latest(): View | undefined;
+}
+
+let h: Harness;
+let lb: FakeLb;
+const children: ConsoleChild[] = [];
+let feeding = true;
+
+function startConsole(id: string): ConsoleChild {
+  const root = findRepoRoot();
+  const child = spawn(process.execPath, ["--conditions=react-server", "--import", "tsx", join(root, "apps/console/src/server/testing/console-process.ts")], {
+    cwd: root,
+    env: { ...process.env, HA_DB_PATH: join(h.dir, "console.db"), HA_LB_TOKEN: TEST_TOKEN, HA_CONSOLE_ID: id },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const views: View[] = [];
+  if (child.stdout) createInterface({ input: child.stdout }).on("line", (line) => views.push(JSON.parse(line) as View));
+  const handle = { id, child, views, latest: () => views.at(-1) };
+  children.push(handle);
+  return handle;
+}
+
+async function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise((resolve) => child.once("exit", resolve));
+}
+
+/** Telemetry the LB "served": steady TTFTs under whatever version the LB runs, until told to stop
+ * (or 60 000 events, so that a failing test cannot feed forever). */
+async function feed(): Promise<void> {
+  for (let i = 0; feeding && i < 60_000; i += 1) {
+    lb.emit({ ttftMs: 100 + (i % 7) * 10, replicaId: i % 2 ? "r1" : "r2" });
+    await new Promise((resolve) => setTimeout(resolve, 4));
+  }
+}
+
+const stepCount = () => h.rt.db.select().from(tunerSteps).all().length;
+
+before(async () => {
+  h = createHarness();
+  lb = await startFakeLb({ id: "lb-a", region: "us-ashburn", token: TEST_TOKEN });
+  createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+  createLb(h.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us-ashburn" });
+  createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-a" });
+  createReplica(h.rt, OPERATOR, { name: "r2", url: "http://127.0.0.1:10", region: "us-ashburn", engine: "vllm", model: "m", homeLbId: "lb-a" });
+  updateTuner(h.rt, OPERATOR, { lbId: "lb-a", evaluation: "paper", window: 8, hop: 8 });
+  startTuner(h.rt, OPERATOR, { lbId: "lb-a" });
+});
+
+after(async () => {
+  feeding = false;
+  for (const { child } of children) {
+    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+      process.kill(child.pid, "SIGCONT");
+      process.kill(child.pid, "SIGKILL");
+    }
+    await exited(child);
+  }
+  h?.close();
+  await lb?.close();
+});
+
+test("two consoles, one leader: the leader is killed, the other takes over within 10 s and the tuner and config versions carry on", async () => {
+  const a = startConsole("a");
+  await waitFor(() => a.latest()?.isLeader, 20_000, "console a elected");
+  const b = startConsole("b");
+  await waitFor(() => b.latest()?.leader === "a" && !b.latest()?.isLeader, 20_000, "console b following a");
+  const feeding_ = feed();
+  await waitFor(() => stepCount() >= 2, 60_000, "two tuner steps on a");
+
+  process.kill(a.child.pid as number, "SIGKILL");
+  const killedAt = Date.now();
+  await exited(a.child);
+  const stepsAtKill = stepCount();
+  await waitFor(() => b.latest()?.isLeader, 20_000, "console b elected");
+  const takeoverMs = (b.latest() as View).at - killedAt;
+  console.log(JSON.stringify({ takeoverMs, termA: a.latest()?.term, termB: b.latest()?.term, stepsAtKill }));
+  assert.ok(takeoverMs <= 10_000, `takeover took ${takeoverMs} ms`);
+  assert.equal(b.latest()?.term, (a.latest()?.term ?? 0) + 1);
+
+  await waitFor(() => stepCount() >= stepsAtKill + 2, 60_000, "two more tuner steps on b");
+
+  // A third console joins; the leader (b) is paused until c took over, then resumed.
+  const c = startConsole("c");
+  await waitFor(() => c.latest()?.leader === "b", 20_000, "console c following b");
+  process.kill(b.child.pid as number, "SIGSTOP");
+  await waitFor(() => c.latest()?.isLeader, 20_000, "console c elected while b is paused");
+  const cTerm = (c.latest() as View).term;
+  process.kill(b.child.pid as number, "SIGCONT");
+  await waitFor(() => b.latest()?.isLeader === false && b.latest()?.term === cTerm, 20_000, "b steps down after resuming");
+  // b, awake again, found its lease gone: it stepped down without recording a step (the steps stay
+  // contiguous below) or a config version under its old term after c's began.
+  feeding = false;
+  await feeding_;
+  for (const child of [b, c]) {
+    process.kill(child.child.pid as number, "SIGTERM");
+    await exited(child.child);
+  }
+
+  // One run, resumed (never restarted), its steps numbered 1..N: none lost, none doubled.
+  const runs = h.rt.db.select().from(tunerRuns).all();
+  assert.equal(runs.length, 1, "the tuner resumed its run on each new leader");
+  const steps = h.rt.db
+    .select()
+    .from(tunerSteps)
+    .where(eq(tunerSteps.runId, runs[0]?.id ?? -1))
+    .orderBy(asc(tunerSteps.id))
+    .all();
+  assert.deepEqual(
+    steps.map((s) => s.step),
+    steps.map((_, i) => i + 1),
+    "tuner steps are contiguous",
+  );
+  // Config versions: strictly increasing in the order they were recorded, terms never going back,
+  // and nothing recorded under b's term once c's began.
+  const configs = h.rt.db.select().from(lbConfigs).where(eq(lbConfigs.lbId, "lb-a")).orderBy(asc(lbConfigs.id)).all();
+  for (let i = 1; i < configs.length; i += 1) {
+    assert.ok((configs[i]?.version ?? 0) > (configs[i - 1]?.version ?? 0), `version ${configs[i]?.version} after ${configs[i - 1]?.version}`);
+    assert.ok((configs[i]?.term ?? 0) >= (configs[i - 1]?.term ?? 0), "terms never go back");
+  }
+  const terms = new Set(configs.map((row) => row.term));
+  assert.ok(terms.has(cTerm - 1), `versions recorded under b's term (saw ${[...terms].join(",")})`);
+  const cBegan = (c.views.find((view) => view.isLeader) as View).at;
+  assert.equal(configs.filter((row) => row.term < cTerm && row.createdAt > cBegan).length, 0, "nothing recorded under an old term once c led");
+  // What the LB received: strictly increasing too.
+  const pushed = lb.configs.map((config) => config.version);
+  assert.deepEqual(
+    pushed,
+    [...pushed].sort((x, y) => x - y),
+  );
+  assert.equal(new Set(pushed).size, pushed.length);
+});
