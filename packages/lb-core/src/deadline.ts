@@ -21,6 +21,7 @@
 // Before a replica has answered, conservative priors stand in (1,000 prefill tokens/s, 20 output
 // tokens/s: slower than any GPU engine), so a new replica gets a generous deadline, not a tight one.
 // A non-streamed request without max_tokens has no expected length: its deadline is the cap.
+import type { LbConfig } from "@meridian/protocol";
 
 /** The deadline is this many times the expected time: a request is moved only when its replica is
  * clearly stuck, not merely slower than usual. */
@@ -93,4 +94,26 @@ export function firstByteDeadline(input: FirstByteInput): FirstBytePlan {
   }
   const deadlineMs = Math.min(input.capMs, Math.max(input.floorMs, FIRST_BYTE_SLACK * expectedMs));
   return { deadlineMs, expectedMs, tokensAhead };
+}
+
+/** The first-byte deadline of a request just placed on `target`. A peer LB runs its own deadline on
+ * its replicas, so a forward (or a request with no replica record) waits up to the cap. */
+export function ticketFirstBytePlan(
+  target: { predictedCachedTokens: number } | null,
+  replica: { rtt: { ms: number | null }; queuedTokens: number; peerQueuedTokens: number; firstByte: FirstByteHistory } | undefined,
+  limits: Pick<LbConfig["limits"], "headersTimeoutMs" | "firstByteMinMs">,
+  response: { stream: boolean; maxOutputTokens: number | null },
+): FirstBytePlan {
+  if (!target || !replica) return { deadlineMs: limits.headersTimeoutMs, expectedMs: null, tokensAhead: 0 };
+  return firstByteDeadline({
+    rttMs: replica.rtt.ms ?? 0,
+    // This LB's in-flight prompt tokens on the replica (this request's included) and those peers
+    // report, less what the index predicts the replica holds of this prompt.
+    tokensAhead: replica.queuedTokens + replica.peerQueuedTokens - target.predictedCachedTokens,
+    stream: response.stream,
+    maxOutputTokens: response.maxOutputTokens,
+    history: replica.firstByte,
+    floorMs: limits.firstByteMinMs,
+    capMs: limits.headersTimeoutMs,
+  });
 }

@@ -20,11 +20,11 @@ import {
 } from "@meridian/routing";
 import type { LbConfig } from "@meridian/protocol";
 import { completeTicket, headersLearning, isSuccess, type Completion, type LearnInstruction, type Outcome } from "./completion";
-import { firstByteDeadline, type FirstBytePlan } from "./deadline";
+import { type FirstBytePlan, ticketFirstBytePlan } from "./deadline";
 import { HoldQueue } from "./hold-queue";
 import { knownModel, placementLogEntry, planPlacement, type Placement, type PlacementContext, type PlacementLogEntry } from "./placement";
 import { hasAlternative, isRetryableStatus } from "./redispatch";
-import { buildLbState, buildPeerReport, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
+import { buildLbState, buildPeerReport, modelCounts, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
 import { type PeerRecord, PredictionSums, type ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
 import { failures, peerTarget, replicaTarget, Ticket, type AdmitInput, type Failure } from "./ticket";
 import { admitToTrial } from "./trial";
@@ -323,21 +323,7 @@ export class LbCore<J> {
   /** The first-byte deadline of a ticket just placed (deadline.ts). A peer LB runs its own deadline
    * on its replicas, so a forward waits up to limits.headersTimeoutMs. */
   firstByteDeadline(ticket: Ticket<J>, response: { stream: boolean; maxOutputTokens: number | null }): FirstBytePlan {
-    const { limits } = this.config;
-    const target = ticket.target;
-    const replica = target?.kind === "replica" ? this.replicas.get(target.id) : undefined;
-    if (!target || !replica) return { deadlineMs: limits.headersTimeoutMs, expectedMs: null, tokensAhead: 0 };
-    return firstByteDeadline({
-      rttMs: replica.rtt.ms ?? 0,
-      // This LB's in-flight prompt tokens on the replica (this request's included) and those peers
-      // report, less what the index predicts the replica holds of this prompt.
-      tokensAhead: replica.queuedTokens + replica.peerQueuedTokens - target.predictedCachedTokens,
-      stream: response.stream,
-      maxOutputTokens: response.maxOutputTokens,
-      history: replica.firstByte,
-      floorMs: limits.firstByteMinMs,
-      capMs: limits.headersTimeoutMs,
-    });
+    return ticketFirstBytePlan(ticket.target, this.replicaOf(ticket), this.config.limits, response);
   }
 
   /** The first response byte arrived `elapsedMs` after dispatch: the replica's history learns it. */
@@ -433,16 +419,8 @@ export class LbCore<J> {
 
   /** Models served, for GET /v1/models. Per model: its replicas, how many pass their probes whatever their state, and how many take new
    * requests (healthy and enabled: a draining replica is healthy but takes none). */
-  models(): { id: string; replicas: number; healthy: number; serving: number }[] {
-    const byModel = new Map<string, { id: string; replicas: number; healthy: number; serving: number }>();
-    for (const r of this.replicas.values()) {
-      const entry = byModel.get(r.config.model) ?? { id: r.config.model, replicas: 0, healthy: 0, serving: 0 };
-      entry.replicas++;
-      if (r.healthy) entry.healthy++;
-      if (r.routable()) entry.serving++;
-      byModel.set(r.config.model, entry);
-    }
-    return [...byModel.values()];
+  models(): ReturnType<typeof modelCounts> {
+    return modelCounts(this.replicas.values());
   }
 
   /** The operator emptied the prefix indexes (POST /admin/flush): every replica's part, and its

@@ -130,3 +130,24 @@ export function buildLbState(src: ReportSources, now: number, extras: StateExtra
     }),
   };
 }
+
+/** One model the LB serves (GET /v1/models): its replicas, how many pass their probes whatever their
+ * state, and how many take new requests. */
+export interface ModelCount {
+  id: string;
+  replicas: number;
+  healthy: number;
+  serving: number;
+}
+
+export function modelCounts(replicas: Iterable<ReplicaRecord>): ModelCount[] {
+  const byModel = new Map<string, ModelCount>();
+  for (const r of replicas) {
+    const entry = byModel.get(r.config.model) ?? { id: r.config.model, replicas: 0, healthy: 0, serving: 0 };
+    entry.replicas++;
+    if (r.healthy) entry.healthy++;
+    if (r.routable()) entry.serving++;
+    byModel.set(r.config.model, entry);
+  }
+  return [...byModel.values()];
+}

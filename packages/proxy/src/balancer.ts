@@ -5,7 +5,7 @@
 // request is the core's; this file and its helpers only do I/O.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { failures, type FirstBytePlan, LbCore, type LearnInstruction, type Placement, type PlacementLogEntry, type Ticket } from "@meridian/lb-core";
+import { failures, LbCore, type LearnInstruction, type Placement, type PlacementLogEntry } from "@meridian/lb-core";
 import { LB_STATE_SCHEMA, PEER_REPORT_SCHEMA, type LbConfig, type LbState, type PeerReport } from "@meridian/protocol";
 import type { InferenceClient } from "./client-entrance";
 import { recordCompletion, responseFacts, type CompletionSinks, type ResponseFacts } from "./completion";
@@ -19,6 +19,7 @@ import type { ProcessSettings } from "./settings";
 import { TargetRuntimes } from "./target-runtimes";
 import { TelemetryLog } from "./telemetry";
 import { InFlight } from "./in-flight";
+import type { Job } from "./job";
 import {
   clientResponseHeaders,
   dispatchExchange,
@@ -28,26 +29,6 @@ import {
   type ExchangeHost,
   type UpstreamTarget,
 } from "./upstream";
-
-interface Job {
-  kind: InferenceKind;
-  path: string;
-  req: IncomingMessage;
-  res: ServerResponse;
-  request: ParsedInference;
-  /** Who sent it (client key or peer) and what of its Authorization goes upstream. */
-  client: InferenceClient;
-  ticket: Ticket<Job>;
-  /** Body for replicas (usage requested on streams). */
-  body: Buffer | Buffer[];
-  /** performance.now() at arrival, for TTFT and E2E. */
-  arrival: number;
-  exchange: UpstreamExchange<Job> | null;
-  /** The current dispatch's first-byte deadline and what it was derived from. */
-  plan: FirstBytePlan | null;
-  clientGone: boolean;
-  done: boolean;
-}
 
 export interface BalancerOptions {
   config: LbConfig;
