@@ -1,27 +1,16 @@
 // The same queries, through Store, on SQLite and on a real PostgreSQL server (started here on
 // loopback in a temporary directory, stopped by PID at the end).
 import { strict as assert } from "node:assert";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { eq } from "drizzle-orm";
 import { createDatabase, type Database } from "../src/index";
-import { startPostgres, type PostgresServer } from "../src/testing/postgres-server";
+import { storesForTests } from "../src/testing/postgres-server";
 
-const dir = mkdtempSync(join(tmpdir(), "meridian-db-stores-"));
-let server: PostgresServer;
-before(async () => {
-  server = await startPostgres();
-});
-after(async () => {
-  await server?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+const both = storesForTests("meridian-db-stores");
 
 const stores: { name: string; open: (id: string) => Promise<Database> }[] = [
-  { name: "sqlite", open: async (id) => createDatabase({ sqlitePath: join(dir, `${id}.db`) }) },
-  { name: "postgres", open: async (id) => createDatabase({ DATABASE_URL: await server.createDatabase(id), sqlitePath: "unused" }) },
+  { name: "sqlite", open: async (id) => createDatabase({ sqlitePath: both.sqlitePath(id) }) },
+  { name: "postgres", open: async (id) => createDatabase({ DATABASE_URL: await both.postgresUrl(id), sqlitePath: "unused" }) },
 ];
 
 for (const { name, open } of stores) {

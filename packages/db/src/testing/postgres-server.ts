@@ -6,6 +6,7 @@
 // under uid 0 the server runs as the `postgres` user (or `nobody`) through setpriv, which execs
 // in place: the PID we hold is the postmaster's own.
 // Use: const pg = await startPostgres(); const url = await pg.createDatabase("t1"); ... await pg.stop();
+import { after, before } from "node:test";
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -167,5 +168,23 @@ export async function startPostgres(): Promise<PostgresServer> {
       return `postgres://${SUPERUSER}@127.0.0.1:${port}/${name}`;
     },
     stop,
+  };
+}
+
+/** Both stores for one test file: SQLite files in a temporary directory, and databases on a real
+ * PostgreSQL server started before the file's tests and stopped (and the directory removed) after. */
+export function storesForTests(prefix: string): { sqlitePath(name: string): string; postgresUrl(name: string): Promise<string> } {
+  const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
+  let server: PostgresServer | undefined;
+  before(async () => {
+    server = await startPostgres();
+  });
+  after(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    sqlitePath: (name) => join(dir, `${name}.db`),
+    postgresUrl: (name) => server!.createDatabase(name),
   };
 }

@@ -2,26 +2,15 @@
 // round by round with a test clock: one leader at a time, takeover after expiry with a higher term,
 // immediate takeover after a release, and fenced writes from a deposed leader refused.
 import { strict as assert } from "node:assert";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { and, eq } from "drizzle-orm";
 import pino from "pino";
 import { createDatabase, type Database } from "@meridian/db";
-import { startPostgres, type PostgresServer } from "@meridian/db/testing/postgres-server";
+import { storesForTests } from "@meridian/db/testing/postgres-server";
 import { whileLeading } from "./fence";
 import { LeaderElector } from "./leader-elector";
 
-const dir = mkdtempSync(join(tmpdir(), "meridian-leader-"));
-let server: PostgresServer;
-before(async () => {
-  server = await startPostgres();
-});
-after(async () => {
-  await server?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+const both = storesForTests("meridian-leader");
 
 const timing = { ttlMs: 6_000, renewEveryMs: 1_500 };
 
@@ -41,14 +30,14 @@ const stores: { name: string; open: (id: string) => Promise<[Database, Database]
   {
     name: "sqlite",
     open: async (id) => {
-      const path = join(dir, `${id}.db`);
+      const path = both.sqlitePath(id);
       return [createDatabase({ sqlitePath: path }), createDatabase({ sqlitePath: path })];
     },
   },
   {
     name: "postgres",
     open: async (id) => {
-      const url = await server.createDatabase(id);
+      const url = await both.postgresUrl(id);
       return [createDatabase({ DATABASE_URL: url, sqlitePath: "" }), createDatabase({ DATABASE_URL: url, sqlitePath: "" })];
     },
   },
