@@ -18,15 +18,21 @@ export type PgDb = NodePgDatabase<typeof pgTables> & { $client: pg.Pool };
  * per driver (row count vs changes): use `.returning()` to learn what a write touched. */
 export type StoreDb = Pick<PgDb, "select" | "insert" | "update" | "delete">;
 
-/** Code that runs on both stores takes its tables from here (the dialect's, same keys and row types). */
-export interface Store {
+/** What a query needs: the builders and the tables of one store, or of a transaction on it. Code
+ * that runs on both stores takes a Queryable and its tables from `tables` (the dialect's tables,
+ * with the same keys and row types), so one function serves a plain read and a step of a
+ * transaction alike. */
+export interface Queryable {
   readonly dialect: "sqlite" | "pg";
   readonly db: StoreDb;
   readonly tables: typeof pgTables;
-  /** Runs `work` in one transaction (rolled back when it throws). On SQLite, transactions on the one
-   * connection are serialised and `work` must await only this store's queries (another query that
-   * ran on the connection meanwhile would join the transaction). */
-  transaction<T>(work: (tx: StoreDb) => Promise<T>): Promise<T>;
+}
+
+export interface Store extends Queryable {
+  /** Runs `work` in one transaction (rolled back when it throws); `tx` queries inside it. On SQLite,
+   * transactions on the one connection are serialised and `work` must await only this store's
+   * queries (another query that ran on the connection meanwhile would join the transaction). */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
 }
 
 interface DatabaseBase {
@@ -89,12 +95,13 @@ export function sqliteStore(db: Db): Store {
     dialect: "sqlite",
     db: db as unknown as StoreDb,
     tables: sqliteTables as unknown as typeof pgTables,
-    transaction<T>(work: (tx: StoreDb) => Promise<T>): Promise<T> {
+    transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+      const tx: Queryable = { dialect: "sqlite", db: db as unknown as StoreDb, tables: sqliteTables as unknown as typeof pgTables };
       // better-sqlite3's own transaction() refuses async work, so BEGIN/COMMIT by hand, one at a time.
       const run = queue.then(async () => {
         db.run(sql`BEGIN IMMEDIATE`);
         try {
-          const result = await work(db as unknown as StoreDb);
+          const result = await work(tx);
           db.run(sql`COMMIT`);
           return result;
         } catch (error) {
@@ -119,7 +126,7 @@ function openPostgres(url: string, onPoolError?: (error: Error) => void): Postgr
     dialect: "pg",
     db,
     tables: pgTables,
-    transaction: (work) => db.transaction((tx) => work(tx)),
+    transaction: (work) => db.transaction((tx) => work({ dialect: "pg", db: tx, tables: pgTables })),
   };
   return {
     dialect: "pg",

@@ -10,6 +10,7 @@ export {
   type DatabaseSettings,
   type PgDb,
   type PostgresDatabase,
+  type Queryable,
   type SqliteDatabase,
   type Store,
   type StoreDb,

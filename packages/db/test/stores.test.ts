@@ -59,14 +59,14 @@ for (const { name, open } of stores) {
       const { tables } = database.store;
       await assert.rejects(
         database.store.transaction(async (tx) => {
-          await tx.insert(tables.regions).values({ id: "a", name: "a", createdAt: 1 });
+          await tx.db.insert(tables.regions).values({ id: "a", name: "a", createdAt: 1 });
           throw new Error("abort");
         }),
         /abort/,
       );
       const kept = await database.store.transaction(async (tx) => {
-        await tx.insert(tables.regions).values({ id: "b", name: "b", createdAt: 1 });
-        return tx.select().from(tables.regions);
+        await tx.db.insert(tables.regions).values({ id: "b", name: "b", createdAt: 1 });
+        return tx.db.select().from(tables.regions);
       });
       assert.deepEqual(
         kept.map((r) => r.id),

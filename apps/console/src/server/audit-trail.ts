@@ -2,7 +2,7 @@
 // components (health monitor, failover, tuner) and the services both record actions, so this must
 // import neither of them (docs: apps/console/README.md, "Runtime structure").
 import "server-only";
-import { auditLog, type Db, type UserRole } from "@meridian/db";
+import type { Queryable, UserRole } from "@meridian/db";
 
 /** Who performed an action, as written to the audit log. System actors (health monitor, tuner) use
  * role "system". */
@@ -18,18 +18,17 @@ export const SYSTEM_CREDENTIALS: Actor = { username: "system:credentials", role:
 export const SYSTEM_CONSOLE: Actor = { username: "system:console", role: "system" };
 
 /** Writes one audit row; pass the transaction that makes the change, so both land or neither. */
-export function recordAudit(
-  tx: Pick<Db, "insert">,
+export async function recordAudit(
+  tx: Queryable,
   actor: Actor,
   action: string,
   target: string,
   before: unknown,
   after: unknown,
   at: number = Date.now(),
-): void {
-  tx.insert(auditLog)
-    .values({
-      at,
+): Promise<void> {
+  await tx.db.insert(tx.tables.auditLog).values({
+    at,
       actor: actor.username,
       action,
       target,

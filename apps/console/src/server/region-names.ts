@@ -1,14 +1,9 @@
 // Region id → name, read from the database. Rows reference regions by id; LB configs, telemetry and
 // the pages use names. Every reader that turns one into the other uses this one lookup.
 import "server-only";
-import { type Db, regions } from "@meridian/db";
+import type { Queryable } from "@meridian/db";
 
-export function regionNamesById(db: Pick<Db, "select">): Map<string, string> {
-  return new Map(
-    db
-      .select({ id: regions.id, name: regions.name })
-      .from(regions)
-      .all()
-      .map((r) => [r.id, r.name]),
-  );
+export async function regionNamesById({ db, tables }: Queryable): Promise<Map<string, string>> {
+  const rows = await db.select({ id: tables.regions.id, name: tables.regions.name }).from(tables.regions);
+  return new Map(rows.map((r) => [r.id, r.name]));
 }

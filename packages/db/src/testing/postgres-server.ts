@@ -156,19 +156,25 @@ export async function startPostgres(): Promise<PostgresServer> {
     url,
     port,
     pid,
-    async createDatabase(name: string) {
-      if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`bad database name ${name}`);
-      const client = new pg.Client({ connectionString: url });
-      await client.connect();
-      try {
-        await client.query(`CREATE DATABASE ${name}`);
-      } finally {
-        await client.end();
-      }
-      return `postgres://${SUPERUSER}@127.0.0.1:${port}/${name}`;
-    },
+    createDatabase: (name: string) => createDatabaseOn(url, name),
     stop,
   };
+}
+
+/** Creates an empty database `name` on the server whose superuser URL is `serverUrl` (a server
+ * started by startPostgres, here or in another process) and returns the new database's URL. */
+export async function createDatabaseOn(serverUrl: string, name: string): Promise<string> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`bad database name ${name}`);
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
 }
 
 /** Both stores for one test file: SQLite files in a temporary directory, and databases on a real

@@ -3,7 +3,7 @@
 // changed, re-hashed. An unset password leaves the stored user as it was.
 import "server-only";
 import { eq } from "drizzle-orm";
-import { users, type Db, type UserRole, type UserRow } from "@meridian/db";
+import type { Queryable, UserRole, UserRow } from "@meridian/db";
 import { hashPassword, verifyPassword } from "./password";
 
 export interface SessionUser {
@@ -12,34 +12,34 @@ export interface SessionUser {
   role: UserRole;
 }
 
-function ensureUser(db: Db, username: string, role: UserRole, password: string): void {
+async function ensureUser({ db, tables }: Queryable, username: string, role: UserRole, password: string): Promise<void> {
+  const { users } = tables;
   const now = Date.now();
-  const existing = db.select().from(users).where(eq(users.username, username)).get();
+  const [existing] = await db.select().from(users).where(eq(users.username, username)).limit(1);
   if (!existing) {
-    db.insert(users)
+    // Two consoles starting together on one PostgreSQL both find no user: the second insert is a no-op.
+    await db
+      .insert(users)
       .values({ username, role, passwordHash: hashPassword(password), createdAt: now, updatedAt: now })
-      .run();
+      .onConflictDoNothing({ target: users.username });
     return;
   }
   if (existing.role !== role || !verifyPassword(password, existing.passwordHash)) {
-    db.update(users)
-      .set({ role, passwordHash: hashPassword(password), updatedAt: now })
-      .where(eq(users.id, existing.id))
-      .run();
+    await db.update(users).set({ role, passwordHash: hashPassword(password), updatedAt: now }).where(eq(users.id, existing.id));
   }
 }
 
-export function ensureUsers(db: Db, passwords: { adminPassword?: string | undefined; viewerPassword?: string | undefined }): void {
-  if (passwords.adminPassword) ensureUser(db, "admin", "operator", passwords.adminPassword);
-  if (passwords.viewerPassword) ensureUser(db, "viewer", "viewer", passwords.viewerPassword);
+export async function ensureUsers(q: Queryable, passwords: { adminPassword?: string | undefined; viewerPassword?: string | undefined }): Promise<void> {
+  if (passwords.adminPassword) await ensureUser(q, "admin", "operator", passwords.adminPassword);
+  if (passwords.viewerPassword) await ensureUser(q, "viewer", "viewer", passwords.viewerPassword);
 }
 
 // Verifying against a dummy hash for unknown users keeps the response time the same, so timing does
 // not reveal which usernames exist.
 const DUMMY_HASH = hashPassword("meridian-dummy-password");
 
-export function checkCredentials(db: Db, username: string, password: string): SessionUser | null {
-  const row: UserRow | undefined = db.select().from(users).where(eq(users.username, username)).get();
+export async function checkCredentials({ db, tables }: Queryable, username: string, password: string): Promise<SessionUser | null> {
+  const [row]: (UserRow | undefined)[] = await db.select().from(tables.users).where(eq(tables.users.username, username)).limit(1);
   const ok = verifyPassword(password, row?.passwordHash ?? DUMMY_HASH);
   return row && ok ? { id: row.id, username: row.username, role: row.role } : null;
 }

@@ -12,7 +12,7 @@
 import "server-only";
 import type { Logger } from "pino";
 import type { LbState } from "@meridian/protocol";
-import { loadBalancers, replicas, type Db } from "@meridian/db";
+import type { Queryable } from "@meridian/db";
 import { regionNamesById } from "../region-names";
 import { effectiveHome } from "./config-builder";
 
@@ -96,18 +96,10 @@ export function replicaWarnings(all: readonly ReplicaFacts[], lbs: readonly LbVi
 }
 
 /** The facts replicaWarnings needs, from the database and each LB's last /admin/state. */
-export function replicaWarningsFrom(db: Pick<Db, "select">, lbState: (lbId: string) => LbState | null): Map<string, ReplicaWarning[]> {
-  const regionNames = regionNamesById(db);
-  const facts: ReplicaFacts[] = db
-    .select()
-    .from(replicas)
-    .all()
-    .map((r) => ({ id: r.id, name: r.name, region: regionNames.get(r.regionId) ?? r.regionId, model: r.model, servingLbId: effectiveHome(r) }));
-  const views: LbView[] = db
-    .select()
-    .from(loadBalancers)
-    .all()
-    .map((lb) => ({
+export async function replicaWarningsFrom(q: Queryable, lbState: (lbId: string) => LbState | null): Promise<Map<string, ReplicaWarning[]>> {
+  const regionNames = await regionNamesById(q);
+  const facts: ReplicaFacts[] = (await q.db.select().from(q.tables.replicas)).map((r) => ({ id: r.id, name: r.name, region: regionNames.get(r.regionId) ?? r.regionId, model: r.model, servingLbId: effectiveHome(r) }));
+  const views: LbView[] = (await q.db.select().from(q.tables.loadBalancers)).map((lb) => ({
       id: lb.id,
       name: lb.name,
       region: regionNames.get(lb.regionId) ?? lb.regionId,

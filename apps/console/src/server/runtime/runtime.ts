@@ -9,7 +9,7 @@ import "server-only";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import pino, { type Logger } from "pino";
-import { migrate, sqliteStore, type Db, type Store } from "@meridian/db";
+import type { Database, Store } from "@meridian/db";
 import { generateLbToken } from "@meridian/protocol/credentials";
 import { SYSTEM_CONSOLE } from "../audit-trail";
 import { DEFAULT_LEASE_TIMING, type LeaseTiming } from "../leadership/lease";
@@ -83,13 +83,15 @@ export class ConsoleRuntime {
   private reconcileTimer: NodeJS.Timeout | null = null;
 
   constructor(
-    readonly db: Db,
+    /** The console's database: SQLite, or PostgreSQL shared with other consoles (createDatabase). */
+    readonly database: Database,
     readonly options: RuntimeOptions,
     readonly log: Logger = pino({ level: "silent" }),
   ) {
     // Built in dependency order: each component receives only components built before it, so no
     // component reaches another through this container.
-    this.store = sqliteStore(db);
+    const store = database.store;
+    this.store = store;
     const timing = options.leadership?.timing ?? DEFAULT_LEASE_TIMING;
     this.leadership = new LeaderElector({
       store: this.store,
@@ -106,16 +108,16 @@ export class ConsoleRuntime {
     const leadership = { currentTerm: () => (this.started ? this.leadership.currentTerm() : 0) };
     const metrics = new ConsoleMetrics(options.version ?? "0.0.0");
     const lbClient = new LbAdminClient({
-      tokens: (lbId) => presentableToken(db, lbId),
+      tokens: (lbId) => presentableToken(store, lbId),
       proofs: this.lbProofs,
       timeoutMs: options.probeTimeoutMs ?? 2_000,
     });
-    const publisher = new ConfigPublisher({ db, log, lbClient, metrics, leadership });
-    this.credentials = new CredentialKeeper({ db, log, lbClient, proofs: this.lbProofs, publisher, graceMs: options.tokenGraceMs ?? 60_000 });
-    const telemetry = new TelemetryHub({ db, log, lbClient });
-    const failover = new FailoverService({ db, log, book: this.lbHealth, publisher, metrics });
+    const publisher = new ConfigPublisher({ store, log, lbClient, metrics, leadership });
+    this.credentials = new CredentialKeeper({ store, log, lbClient, proofs: this.lbProofs, publisher, graceMs: options.tokenGraceMs ?? 60_000 });
+    const telemetry = new TelemetryHub({ store, log, lbClient });
+    const failover = new FailoverService({ store, log, book: this.lbHealth, publisher, metrics });
     const autoFailback = new AutoFailback({ log, failover, healthyForMs: options.autoFailbackAfterMs ?? 0 });
-    const entrypoints = new EntrypointResolver({ db, log, book: this.lbHealth });
+    const entrypoints = new EntrypointResolver({ store, log, book: this.lbHealth });
     this.lbClient = lbClient;
     this.publisher = publisher;
     this.telemetry = telemetry;
@@ -123,7 +125,7 @@ export class ConsoleRuntime {
     this.autoFailback = autoFailback;
     this.entrypoints = entrypoints;
     this.tuners = new TunerService({
-      db,
+      store,
       log,
       telemetry,
       publisher,
@@ -133,7 +135,7 @@ export class ConsoleRuntime {
     });
     this.health = new HealthMonitor({
       acting: () => leadership.currentTerm() !== null,
-      db,
+      store,
       log,
       lbClient,
       book: this.lbHealth,
@@ -147,10 +149,10 @@ export class ConsoleRuntime {
       failoverAfter: options.failoverAfter,
       autoFailover: options.autoFailover,
     });
-    metrics.observe({ db, book: this.lbHealth, publisher, telemetry, tuners: this.tuners, entrypoints });
+    metrics.observe({ store, book: this.lbHealth, publisher, telemetry, tuners: this.tuners, entrypoints });
     this.metrics = metrics;
     this.experiments = new ExperimentRunner({
-      db,
+      store,
       repoRoot: options.repoRoot,
       simCommand: options.simCommand ?? defaultSimCommand(options.repoRoot),
       traceDirs: options.traceDirs,
@@ -163,17 +165,17 @@ export class ConsoleRuntime {
   }
 
   /** Applies migrations only (no background work). */
-  migrate(): void {
-    migrate(this.db);
+  async migrate(): Promise<void> {
+    await this.database.migrate();
   }
 
   /** Joins the leadership election; the background duties run while this console leads. Idempotent. */
-  start(): void {
+  async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
     // Replicas an older console created without a home LB get their region's default now.
-    assignDefaultHomes(this.db, SYSTEM_CONSOLE);
-    this.experiments.recoverInterrupted();
+    await assignDefaultHomes(this.store, SYSTEM_CONSOLE);
+    await this.experiments.recoverInterrupted();
     // Every console probes the LBs for its own pages; the monitor acts only while this one leads.
     this.health.start();
     this.leadership.start();

@@ -2,7 +2,7 @@
 // services call, nothing more. ConsoleRuntime (runtime/runtime.ts, the composition root) satisfies
 // it; services never import the root, so the root can import them without a cycle.
 import "server-only";
-import type { Db } from "@meridian/db";
+import type { Store } from "@meridian/db";
 import type { AutoFailback } from "../runtime/auto-failback";
 import type { ConfigPublisher } from "../runtime/config-publisher";
 import type { CredentialKeeper } from "../runtime/credential-keeper";
@@ -15,7 +15,9 @@ import type { TelemetryHub } from "../runtime/telemetry-hub";
 import type { TunerService } from "../runtime/tuner-service";
 
 export interface ServiceRuntime {
-  readonly db: Db;
+  /** The console's database (SQLite or PostgreSQL): services query `store.db` with `store.tables`,
+   * and write through `store.transaction` when a change spans rows. */
+  readonly store: Store;
   readonly lbHealth: Pick<LbHealthBook, "lb" | "replica" | "forget">;
   readonly publisher: Pick<ConfigPublisher, "publish" | "publishAll" | "forget" | "status">;
   readonly telemetry: Pick<TelemetryHub, "sync" | "stats" | "status">;
@@ -29,6 +31,3 @@ export interface ServiceRuntime {
   /** A new LB token (256 random bits; tests may fix it). */
   newLbToken(): string;
 }
-
-/** The database or a transaction on it (both have the same query builders). */
-export type DbLike = Pick<Db, "select" | "insert" | "update" | "delete">;

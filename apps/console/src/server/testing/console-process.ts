@@ -1,7 +1,7 @@
 // One console's server side without Next (a ConsoleRuntime joined to the leadership election), as a
 // child process for the two-console test (leadership/two-consoles.test.ts), which kills it by PID.
 // Run: node --conditions=react-server --import tsx apps/console/src/server/testing/console-process.ts
-// Env: HA_DB_PATH (the shared SQLite file), HA_LB_TOKEN (what the test's LBs were created with),
+// Env: HA_DB_PATH (the shared SQLite file) or DATABASE_URL (the shared PostgreSQL), HA_LB_TOKEN (what the test's LBs were created with),
 //      HA_CONSOLE_ID.
 // Prints one JSON line each time its view of the leadership changes:
 //   {"id":"a","isLeader":true,"term":3,"leader":"a","at":1700000000000}
@@ -9,14 +9,16 @@
 import "server-only";
 import pino from "pino";
 import { z } from "zod";
-import { openDb } from "@meridian/db";
+import { createDatabase } from "@meridian/db";
 import { findRepoRoot } from "../../env";
 import { ConsoleRuntime } from "../runtime/runtime";
 
-const env = z.object({ HA_DB_PATH: z.string().min(1), HA_LB_TOKEN: z.string().min(8), HA_CONSOLE_ID: z.string().min(1) }).parse(process.env);
-const db = openDb(env.HA_DB_PATH);
+const env = z
+  .object({ HA_DB_PATH: z.string().min(1), DATABASE_URL: z.string().optional(), HA_LB_TOKEN: z.string().min(8), HA_CONSOLE_ID: z.string().min(1) })
+  .parse(process.env);
+const database = createDatabase({ DATABASE_URL: env.DATABASE_URL, sqlitePath: env.HA_DB_PATH });
 const runtime = new ConsoleRuntime(
-  db,
+  database,
   {
     entrypointsTokenSha256: null,
     newLbToken: () => env.HA_LB_TOKEN,
@@ -30,7 +32,7 @@ const runtime = new ConsoleRuntime(
   },
   pino({ level: "warn" }, pino.destination(2)),
 );
-runtime.start();
+await runtime.start();
 
 let last = "";
 const report = setInterval(() => {
@@ -43,8 +45,8 @@ const report = setInterval(() => {
 
 process.once("SIGTERM", () => {
   clearInterval(report);
-  void runtime.stop().then(() => {
-    db.$client.close();
-    process.exit(0);
-  });
+  void runtime
+    .stop()
+    .then(() => database.close())
+    .then(() => process.exit(0));
 });
