@@ -6,13 +6,15 @@
 //      `npm run check:dead` (knip: unused files, exports, dependencies). Skipped when
 //      MERIDIAN_TEST_FILTER narrows the run.
 //   1. unit + integration tests: node:test through tsx, every *.test.ts under packages/*,
-//      apps/*/src and scripts/ (integration tests live in packages/*/test/).
+//      apps/*/src and scripts/ (integration tests live in packages/*/test/); then the console's
+//      suites that run on the test harness once more on a real PostgreSQL server (1b).
 //   2. Playwright e2e (e2e/*.spec.ts) against the production console build, when e2e/ has specs.
 // Usage: npm test [-- --unit-only]   (MERIDIAN_TEST_FILTER=substr narrows the node:test files)
 // Exit code: 0 when nothing failed, 1 otherwise. A suite that crashes counts as one failure.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { ensureInstalled } from "./lib/ensure-install.mjs";
 
@@ -55,13 +57,9 @@ if (!filter) {
 }
 
 // --- 1. node:test -----------------------------------------------------------------------
-const nodeFiles = [join(root, "packages"), join(root, "apps"), join(root, "scripts")]
-  .flatMap((d) => findTests(d, ".test.ts"))
-  .filter((f) => !f.includes(`${join("apps", "console")}/e2e`))
-  .filter((f) => !filter || f.includes(filter))
-  .sort();
-if (nodeFiles.length > 0) {
-  const tap = join(outDir, "node.tap");
+/** Runs `files` under node:test (spec to stdout, TAP to .test-results/<tapName>) and adds the counts. */
+function runNodeTests(files, tapName, extraEnv = {}) {
+  const tap = join(outDir, tapName);
   const r = spawnSync(
     process.execPath,
     [
@@ -77,24 +75,57 @@ if (nodeFiles.length > 0) {
       "--test-reporter-destination=stdout",
       "--test-reporter=tap",
       `--test-reporter-destination=${tap}`,
-      ...nodeFiles.map((f) => relative(root, f)),
+      ...files.map((f) => relative(root, f)),
     ],
-    { cwd: root, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, NODE_ENV: "test" } },
+    { cwd: root, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, NODE_ENV: "test", ...extraEnv } },
   );
   const text = existsSync(tap) ? readFileSync(tap, "utf8") : "";
   const p = Number(/^# pass (\d+)/m.exec(text)?.[1] ?? NaN);
   const f = Number(/^# fail (\d+)/m.exec(text)?.[1] ?? NaN);
   if (Number.isNaN(p) || Number.isNaN(f)) {
-    console.error(`[meridian] node:test produced no summary (exit ${r.status}); counting one failure`);
+    console.error(`[meridian] node:test (${tapName}) produced no summary (exit ${r.status}); counting one failure`);
     failed += 1;
   } else {
     passed += p;
     failed += f;
     if (f === 0 && r.status !== 0) {
-      console.error(`[meridian] node:test exited ${r.status} with no failed test; counting one failure`);
+      console.error(`[meridian] node:test (${tapName}) exited ${r.status} with no failed test; counting one failure`);
       failed += 1;
     }
   }
+}
+
+const nodeFiles = [join(root, "packages"), join(root, "apps"), join(root, "scripts")]
+  .flatMap((d) => findTests(d, ".test.ts"))
+  .filter((f) => !f.includes(`${join("apps", "console")}/e2e`))
+  .filter((f) => !filter || f.includes(filter))
+  .sort();
+if (nodeFiles.length > 0) runNodeTests(nodeFiles, "node.tap");
+
+// --- 1b. the console suites again, on PostgreSQL ---------------------------------------------
+// Every console test file that runs on the test harness (a ConsoleRuntime on a fresh database)
+// runs a second time with MERIDIAN_TEST_STORE=pg: each harness gets a fresh database on one real
+// PostgreSQL server, started here (scripts/lib/test-postgres.ts) and stopped when the pass ends.
+const consoleRoot = join(root, "apps", "console");
+const pgFiles = nodeFiles.filter((f) => f.startsWith(consoleRoot) && readFileSync(f, "utf8").includes("testing/harness"));
+if (pgFiles.length > 0) {
+  const holder = spawn(process.execPath, ["--import", "tsx", join(root, "scripts", "lib", "test-postgres.ts")], {
+    cwd: root,
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const ready = await new Promise((resolve) => {
+    createInterface({ input: holder.stdout }).once("line", (line) => resolve(JSON.parse(line)));
+    holder.once("exit", () => resolve(null));
+  });
+  if (!ready) {
+    console.error("[meridian] PostgreSQL did not start; the console suites' PostgreSQL pass counts one failure");
+    failed += 1;
+  } else {
+    console.log(`[meridian] console suites on PostgreSQL (${pgFiles.length} files, server pid ${ready.pid})`);
+    runNodeTests(pgFiles, "node-pg.tap", { MERIDIAN_TEST_STORE: "pg", MERIDIAN_TEST_PG_URL: ready.url });
+  }
+  holder.stdin.end();
+  if (holder.exitCode === null) await new Promise((resolve) => holder.once("exit", resolve));
 }
 
 // --- 2. Playwright e2e --------------------------------------------------------------------

@@ -3,7 +3,8 @@
 // (MERIDIAN_DEMO=1), HealthMonitor, ConfigPublisher, TelemetryHub, TunerService.
 // Skipped in the edge runtime and during `next build`; the runtime itself lives on globalThis, so a
 // second register() (HMR, another bundle) finds it already started. Its timers are unref'd, so the
-// server's own SIGTERM handling ends the process.
+// server's own SIGTERM handling ends the process; on the way, a leader releases its lease (best
+// effort: if Next exits first, the lease expires by itself within MERIDIAN_LEADER_LEASE_MS).
 export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
   if (process.env.NEXT_PHASE === "phase-production-build") return;
@@ -11,5 +12,6 @@ export async function register(): Promise<void> {
   const { installPeerAddressStamp } = await import("./src/server/auth/peer-address");
   installPeerAddressStamp();
   const { getRuntime } = await import("./src/server/runtime/global");
-  getRuntime({ start: true });
+  const runtime = await getRuntime({ start: true });
+  for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => void runtime.stop());
 }

@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
+import { isPostgresUrl } from "@meridian/db";
 import { parseTrustedProxies } from "./server/auth/trusted-proxies";
 
 const flag = z.enum(["0", "1", "true", "false", "yes", "no", ""]).transform((value) => value === "1" || value === "true" || value === "yes");
@@ -62,13 +63,14 @@ const EnvSchema = z.object({
     .url({ protocol: /^https?$/, error: "MERIDIAN_PUBLIC_URL must be an http or https URL, e.g. https://console.example.com" })
     .transform((text) => new URL(text).origin)
     .optional(),
-  /** PostgreSQL (postgres://…). The console's services do not run on it yet (apps/console/README.md,
-   * "PostgreSQL"): a console given one refuses to start rather than silently use SQLite. */
+  /** PostgreSQL (postgres:// or postgresql://): the console's store, shared by every console on it
+   * (one of them leads the background duties). Unset: SQLite at MERIDIAN_DB_PATH. */
   DATABASE_URL: z
     .string()
     .optional()
-    .refine((url) => !url, {
-      error: "DATABASE_URL is set, but this console runs on SQLite only (MERIDIAN_DB_PATH); see apps/console/README.md, PostgreSQL",
+    .transform((url) => (url?.trim() ? url.trim() : undefined))
+    .refine((url) => url === undefined || isPostgresUrl(url), {
+      error: "DATABASE_URL must be a postgres:// or postgresql:// URL (unset it to use SQLite at MERIDIAN_DB_PATH)",
     }),
   /** This console's instance id in the leadership election; unset: host:pid:random. */
   MERIDIAN_CONSOLE_ID: z.string().min(1).optional(),

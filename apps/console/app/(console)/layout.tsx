@@ -9,7 +9,7 @@ export default async function ConsoleLayout({ children }: { children: ReactNode 
   const user = await getSessionUser();
   if (!user) redirect("/login");
   // Who leads the background duties (read per request: it changes when a console dies).
-  const { isLeader, leaderUrl, term } = getRuntime({ start: true }).leadership.view();
+  const { isLeader, leaderUrl, term } = (await getRuntime({ start: true })).leadership.view();
   return (
     <AppShell user={{ username: user.username, role: user.role }} leadership={{ isLeader, leaderUrl, term }}>
       {children}

@@ -10,8 +10,8 @@ import { getRuntime } from "../../src/server/runtime/global";
 export const dynamic = "force-dynamic";
 
 export async function GET(req: Request): Promise<Response> {
-  const rt = getRuntime({ start: true });
-  const refused = requireMetricsAccess(rt, req, { token: getEnv().MERIDIAN_METRICS_TOKEN, security: requestSecurityFromEnv() });
+  const rt = await getRuntime({ start: true });
+  const refused = await requireMetricsAccess(rt, req, { token: getEnv().MERIDIAN_METRICS_TOKEN, security: requestSecurityFromEnv() });
   if (refused) return refused;
   const { text, contentType } = await rt.metrics.render();
   return new Response(text, { status: 200, headers: { "content-type": contentType, "cache-control": "no-store" } });

@@ -12,10 +12,10 @@ import { entrypointMap } from "../../../src/server/services/lbs";
 
 export const dynamic = "force-dynamic";
 
-export function GET(req: Request): Response {
-  const rt = getRuntime({ start: true });
-  const refused = requireTokenOrSession(rt, req, { security: requestSecurityFromEnv() });
+export async function GET(req: Request): Promise<Response> {
+  const rt = await getRuntime({ start: true });
+  const refused = await requireTokenOrSession(rt, req, { security: requestSecurityFromEnv() });
   if (refused) return refused;
-  const map = Object.fromEntries(Object.entries(entrypointMap(rt)).flatMap(([region, entry]) => (entry.url === null ? [] : [[region, entry.url]])));
+  const map = Object.fromEntries(Object.entries(await entrypointMap(rt)).flatMap(([region, entry]) => (entry.url === null ? [] : [[region, entry.url]])));
   return json(map);
 }

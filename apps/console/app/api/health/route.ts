@@ -3,16 +3,17 @@
 // this console leads, `leader.url` the leader's address as it announced it, `leader.term` the
 // leadership term (apps/console/README.md, "Two consoles").
 import "server-only";
-import { sql } from "drizzle-orm";
 import { json } from "../../../src/server/http";
 import { getRuntime } from "../../../src/server/runtime/global";
 
 export const dynamic = "force-dynamic";
 
-export function GET(): Response {
+export async function GET(): Promise<Response> {
   try {
-    const runtime = getRuntime({ start: true });
-    runtime.db.get(sql`select 1`);
+    const runtime = await getRuntime({ start: true });
+    // A read through the store: a console whose database is unreachable is not healthy.
+    const { db, tables } = runtime.store;
+    await db.select({ name: tables.consoleLeases.name }).from(tables.consoleLeases).limit(1);
     const view = runtime.leadership.view();
     return json({ ok: true, leader: { self: view.isLeader, url: view.leaderUrl, term: view.term } });
   } catch {

@@ -12,5 +12,5 @@ export async function getSessionUser(): Promise<SessionUser | null> {
   const jar = await cookies();
   const token = jar.get(SESSION_COOKIE)?.value;
   if (!token) return null;
-  return resolveSession(getRuntime({ start: true }).db, token);
+  return resolveSession((await getRuntime({ start: true })).store, token);
 }

@@ -3,6 +3,8 @@
 // the other takes over within 10 s, resumes the tuner from its persisted state with no lost or
 // doubled step, and config versions stay strictly increasing; then the new leader is paused
 // (SIGSTOP) until a third console took over, and when it resumes it steps down and writes nothing.
+// It runs on the store under test: SQLite, or with MERIDIAN_TEST_STORE=pg (npm test's PostgreSQL
+// pass) three consoles on one real PostgreSQL database, which is what issue 14 asks of an HA setup.
 // Bounded: every wait has a limit, the event feed stops itself, every child is stopped by its PID.
 import { strict as assert } from "node:assert";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -10,7 +12,6 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { after, before, test } from "node:test";
 import { asc, eq } from "drizzle-orm";
-import { lbConfigs, tunerRuns, tunerSteps } from "@meridian/db";
 import { findRepoRoot } from "../../env";
 import { createLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
@@ -43,7 +44,13 @@ function startConsole(id: string): ConsoleChild {
   const root = findRepoRoot();
   const child = spawn(process.execPath, ["--conditions=react-server", "--import", "tsx", join(root, "apps/console/src/server/testing/console-process.ts")], {
     cwd: root,
-    env: { ...process.env, HA_DB_PATH: join(h.dir, "console.db"), HA_LB_TOKEN: TEST_TOKEN, HA_CONSOLE_ID: id },
+    env: {
+      ...process.env,
+      HA_DB_PATH: h.settings.sqlitePath,
+      DATABASE_URL: h.settings.DATABASE_URL ?? "",
+      HA_LB_TOKEN: TEST_TOKEN,
+      HA_CONSOLE_ID: id,
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const views: View[] = [];
@@ -67,17 +74,17 @@ async function feed(): Promise<void> {
   }
 }
 
-const stepCount = () => h.rt.db.select().from(tunerSteps).all().length;
+const stepCount = async () => (await h.rt.store.db.select().from(h.rt.store.tables.tunerSteps)).length;
 
 before(async () => {
-  h = createHarness();
+  h = await createHarness();
   lb = await startFakeLb({ id: "lb-a", region: "us-ashburn", token: TEST_TOKEN });
-  createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
-  createLb(h.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us-ashburn" });
-  createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-a" });
-  createReplica(h.rt, OPERATOR, { name: "r2", url: "http://127.0.0.1:10", region: "us-ashburn", engine: "vllm", model: "m", homeLbId: "lb-a" });
-  updateTuner(h.rt, OPERATOR, { lbId: "lb-a", evaluation: "paper", window: 8, hop: 8 });
-  startTuner(h.rt, OPERATOR, { lbId: "lb-a" });
+  await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+  await createLb(h.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us-ashburn" });
+  await createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-a" });
+  await createReplica(h.rt, OPERATOR, { name: "r2", url: "http://127.0.0.1:10", region: "us-ashburn", engine: "vllm", model: "m", homeLbId: "lb-a" });
+  await updateTuner(h.rt, OPERATOR, { lbId: "lb-a", evaluation: "paper", window: 8, hop: 8 });
+  await startTuner(h.rt, OPERATOR, { lbId: "lb-a" });
 });
 
 after(async () => {
@@ -89,7 +96,7 @@ after(async () => {
     }
     await exited(child);
   }
-  h?.close();
+  await h?.close();
   await lb?.close();
 });
 
@@ -99,19 +106,19 @@ test("two consoles, one leader: the leader is killed, the other takes over withi
   const b = startConsole("b");
   await waitFor(() => b.latest()?.leader === "a" && !b.latest()?.isLeader, 20_000, "console b following a");
   const feeding_ = feed();
-  await waitFor(() => stepCount() >= 2, 60_000, "two tuner steps on a");
+  await waitFor(async () => (await stepCount()) >= 2, 60_000, "two tuner steps on a");
 
   process.kill(a.child.pid as number, "SIGKILL");
   const killedAt = Date.now();
   await exited(a.child);
-  const stepsAtKill = stepCount();
+  const stepsAtKill = await stepCount();
   await waitFor(() => b.latest()?.isLeader, 20_000, "console b elected");
   const takeoverMs = (b.latest() as View).at - killedAt;
-  console.log(JSON.stringify({ takeoverMs, termA: a.latest()?.term, termB: b.latest()?.term, stepsAtKill }));
+  console.log(JSON.stringify({ store: h.database.dialect, takeoverMs, termA: a.latest()?.term, termB: b.latest()?.term, stepsAtKill }));
   assert.ok(takeoverMs <= 10_000, `takeover took ${takeoverMs} ms`);
   assert.equal(b.latest()?.term, (a.latest()?.term ?? 0) + 1);
 
-  await waitFor(() => stepCount() >= stepsAtKill + 2, 60_000, "two more tuner steps on b");
+  await waitFor(async () => (await stepCount()) >= stepsAtKill + 2, 60_000, "two more tuner steps on b");
 
   // A third console joins; the leader (b) is paused until c took over, then resumed.
   const c = startConsole("c");
@@ -131,14 +138,15 @@ test("two consoles, one leader: the leader is killed, the other takes over withi
   }
 
   // One run, resumed (never restarted), its steps numbered 1..N: none lost, none doubled.
-  const runs = h.rt.db.select().from(tunerRuns).all();
+  const { db, tables } = h.rt.store;
+  const { lbConfigs, tunerRuns, tunerSteps } = tables;
+  const runs = await db.select().from(tunerRuns);
   assert.equal(runs.length, 1, "the tuner resumed its run on each new leader");
-  const steps = h.rt.db
+  const steps = await db
     .select()
     .from(tunerSteps)
     .where(eq(tunerSteps.runId, runs[0]?.id ?? -1))
-    .orderBy(asc(tunerSteps.id))
-    .all();
+    .orderBy(asc(tunerSteps.id));
   assert.deepEqual(
     steps.map((s) => s.step),
     steps.map((_, i) => i + 1),
@@ -146,7 +154,7 @@ test("two consoles, one leader: the leader is killed, the other takes over withi
   );
   // Config versions: strictly increasing in the order they were recorded, terms never going back,
   // and nothing recorded under b's term once c's began.
-  const configs = h.rt.db.select().from(lbConfigs).where(eq(lbConfigs.lbId, "lb-a")).orderBy(asc(lbConfigs.id)).all();
+  const configs = await db.select().from(lbConfigs).where(eq(lbConfigs.lbId, "lb-a")).orderBy(asc(lbConfigs.id));
   for (let i = 1; i < configs.length; i += 1) {
     assert.ok((configs[i]?.version ?? 0) > (configs[i - 1]?.version ?? 0), `version ${configs[i]?.version} after ${configs[i - 1]?.version}`);
     assert.ok((configs[i]?.term ?? 0) >= (configs[i - 1]?.term ?? 0), "terms never go back");

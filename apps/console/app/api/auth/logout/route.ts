@@ -6,6 +6,6 @@ import { getRuntime } from "../../../../src/server/runtime/global";
 
 export const dynamic = "force-dynamic";
 
-export function POST(req: Request): Response {
-  return handleLogout(getRuntime({ start: true }), req, { security: requestSecurityFromEnv() });
+export async function POST(req: Request): Promise<Response> {
+  return handleLogout(await getRuntime({ start: true }), req, { security: requestSecurityFromEnv() });
 }

@@ -6,8 +6,8 @@ import { handleTrpcRequest } from "../../../../src/server/trpc/handler";
 
 export const dynamic = "force-dynamic";
 
-function handler(req: Request): Promise<Response> | Response {
-  return handleTrpcRequest(getRuntime({ start: true }), req, { security: requestSecurityFromEnv() });
+async function handler(req: Request): Promise<Response> {
+  return handleTrpcRequest(await getRuntime({ start: true }), req, { security: requestSecurityFromEnv() });
 }
 
 export { handler as GET, handler as POST };
