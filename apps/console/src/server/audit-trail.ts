@@ -29,11 +29,10 @@ export async function recordAudit(
 ): Promise<void> {
   await tx.db.insert(tx.tables.auditLog).values({
     at,
-      actor: actor.username,
-      action,
-      target,
-      before: before === undefined || before === null ? null : JSON.stringify(before),
-      after: after === undefined || after === null ? null : JSON.stringify(after),
-    })
-    .run();
+    actor: actor.username,
+    action,
+    target,
+    before: before === undefined || before === null ? null : JSON.stringify(before),
+    after: after === undefined || after === null ? null : JSON.stringify(after),
+  });
 }

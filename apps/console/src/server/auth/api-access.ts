@@ -5,7 +5,6 @@
 // 401, audited with the client's address.
 import "server-only";
 import { and, eq, isNull } from "drizzle-orm";
-import { clientKeys } from "@meridian/db";
 import { bearerOf, clientKeyIdOf, digestsEqual, sha256 } from "@meridian/protocol/credentials";
 import { identifyClient } from "./client-address";
 import { type RefusalSink, refuse } from "./refusal";
@@ -22,31 +21,33 @@ export interface ApiAccessRuntime extends RefusalSink {
 // Compared against when no machine token is configured, so the work does not depend on it.
 const NO_TOKEN = sha256("meridian: no entrypoints token configured");
 
-function bearerAccepted(rt: ApiAccessRuntime, bearer: string): boolean {
+async function bearerAccepted(rt: ApiAccessRuntime, bearer: string): Promise<boolean> {
+  const { db, tables } = rt.store;
+  const { clientKeys } = tables;
   const digest = sha256(bearer);
   const machine = rt.options.entrypointsTokenSha256;
   const machineMatch = digestsEqual(digest, machine ? Buffer.from(machine, "hex") : NO_TOKEN) && machine !== null;
   const keyId = clientKeyIdOf(bearer);
-  const key = keyId
-    ? rt.db
+  const [key] = keyId
+    ? await db
         .select()
         .from(clientKeys)
         .where(and(eq(clientKeys.id, keyId), isNull(clientKeys.revokedAt)))
-        .get()
-    : undefined;
+        .limit(1)
+    : [];
   const keyMatch = digestsEqual(digest, key ? Buffer.from(key.sha256, "hex") : NO_TOKEN) && key !== undefined;
   return machineMatch || keyMatch;
 }
 
 /** null when the request may proceed; otherwise the 401 to answer. */
-export function requireTokenOrSession(
+export async function requireTokenOrSession(
   rt: ApiAccessRuntime,
   req: Request,
   options: { security?: RequestSecurity; auditor?: SecurityAuditor } = {},
-): Response | null {
+): Promise<Response | null> {
   const bearer = bearerOf(req.headers.get("authorization"));
-  if (bearer !== null && bearerAccepted(rt, bearer)) return null;
-  if (resolveSession(rt.db, tokenFromCookieHeader(req.headers.get("cookie"))) !== null) return null;
+  if (bearer !== null && (await bearerAccepted(rt, bearer))) return null;
+  if ((await resolveSession(rt.store, tokenFromCookieHeader(req.headers.get("cookie")))) !== null) return null;
   const client = identifyClient(req.headers, options.security ?? DEFAULT_REQUEST_SECURITY);
   const reason = req.headers.has("authorization") ? "wrong bearer token" : "no bearer token and no session";
   const event = {
@@ -57,5 +58,5 @@ export function requireTokenOrSession(
     status: 401,
     reason,
   } as const;
-  return refuse(rt, event, "a bearer token or a session is required", { auditor: options.auditor });
+  return await refuse(rt, event, "a bearer token or a session is required", { auditor: options.auditor });
 }

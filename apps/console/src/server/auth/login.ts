@@ -1,7 +1,7 @@
 // The login and logout flows behind /api/auth/*, as plain functions of a fetch Request so they can
 // be tested without Next.
 import "server-only";
-import type { Db } from "@meridian/db";
+import type { Queryable } from "@meridian/db";
 import { z } from "zod";
 import type { Logger } from "pino";
 import { safeNextPath } from "../../lib/safe-redirect";
@@ -32,7 +32,7 @@ function loginThrottle(): LoginThrottle {
 
 /** What the login flows use: the database, the log (for refusals) and the session lifetime. */
 export interface AuthRuntime {
-  readonly db: Db;
+  readonly store: Queryable;
   readonly log: Logger;
   readonly options: { readonly sessionTtlMs: number };
 }
@@ -58,7 +58,7 @@ export async function handleLogin(rt: AuthRuntime, req: Request, options: AuthRo
       status: 403,
       reason: origin.reason,
     } as const;
-    return refuse(rt, event, `cross-origin login refused: ${origin.reason}`, { auditor });
+    return await refuse(rt, event, `cross-origin login refused: ${origin.reason}`, { auditor });
   }
   const contentType = req.headers.get("content-type") ?? "";
   const isForm = contentType.includes("application/x-www-form-urlencoded") || contentType.includes("multipart/form-data");
@@ -76,9 +76,9 @@ export async function handleLogin(rt: AuthRuntime, req: Request, options: AuthRo
   const wait = throttle.retryAfter(client.address, username);
   if (wait > 0) {
     const event = { action: "auth.throttled", actor: "anonymous", target, address: client.address, status: 429, reason: `retry after ${wait} s` } as const;
-    return refuse(rt, event, `too many failed login attempts; try again in ${wait} s`, { headers: { "retry-after": String(wait) }, auditor });
+    return await refuse(rt, event, `too many failed login attempts; try again in ${wait} s`, { headers: { "retry-after": String(wait) }, auditor });
   }
-  const user = checkCredentials(rt.db, username, password);
+  const user = await checkCredentials(rt.store, username, password);
   const secure = servedOverHttps(req.headers, client, security);
   if (!user) {
     throttle.fail(client.address, username);
@@ -90,23 +90,23 @@ export async function handleLogin(rt: AuthRuntime, req: Request, options: AuthRo
       status: 401,
       reason: "invalid username or password",
     } as const;
-    recordRefusal(rt, event, auditor);
+    await recordRefusal(rt, event, auditor);
     if (isForm) return new Response(null, { status: 303, headers: { location: `/login?error=invalid&next=${encodeURIComponent(next)}` } });
     return jsonError(401, "invalid username or password");
   }
   throttle.succeed(client.address, username);
-  const session = createSession(rt.db, user.id, rt.options.sessionTtlMs);
-  recordAudit(rt.db, { username: user.username, role: user.role }, "auth.login", `user:${user.username}`, null, { address: client.address });
+  const session = await createSession(rt.store, user.id, rt.options.sessionTtlMs);
+  await recordAudit(rt.store, { username: user.username, role: user.role }, "auth.login", `user:${user.username}`, null, { address: client.address });
   const cookie = sessionCookie(session.token, session.expiresAt, secure);
   if (isForm) return new Response(null, { status: 303, headers: { location: next, "set-cookie": cookie } });
   return json({ ok: true, user: { username: user.username, role: user.role } }, 200, { "set-cookie": cookie });
 }
 
-export function handleLogout(rt: AuthRuntime, req: Request, options: AuthRouteOptions = {}): Response {
+export async function handleLogout(rt: AuthRuntime, req: Request, options: AuthRouteOptions = {}): Promise<Response> {
   const security = options.security ?? DEFAULT_REQUEST_SECURITY;
   const client = identifyClient(req.headers, security);
   const token = tokenFromCookieHeader(req.headers.get("cookie"));
-  const user = resolveSession(rt.db, token);
+  const user = await resolveSession(rt.store, token);
   const origin = checkOrigin(req.headers, client, security);
   if (!origin.ok) {
     const event = {
@@ -117,10 +117,11 @@ export function handleLogout(rt: AuthRuntime, req: Request, options: AuthRouteOp
       status: 403,
       reason: origin.reason,
     } as const;
-    return refuse(rt, event, `cross-origin logout refused: ${origin.reason}`, { auditor: options.auditor });
+    return await refuse(rt, event, `cross-origin logout refused: ${origin.reason}`, { auditor: options.auditor });
   }
-  deleteSession(rt.db, token);
-  if (user) recordAudit(rt.db, { username: user.username, role: user.role }, "auth.logout", `user:${user.username}`, null, { address: client.address });
+  await deleteSession(rt.store, token);
+  if (user)
+    await recordAudit(rt.store, { username: user.username, role: user.role }, "auth.logout", `user:${user.username}`, null, { address: client.address });
   const cookie = clearedSessionCookie(servedOverHttps(req.headers, client, security));
   const accept = req.headers.get("accept") ?? "";
   if (accept.includes("text/html")) return new Response(null, { status: 303, headers: { location: "/login", "set-cookie": cookie } });

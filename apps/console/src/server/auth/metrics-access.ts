@@ -22,16 +22,16 @@ function isLoopback(address: string): boolean {
 }
 
 /** null when the request may read the metrics; otherwise the 401 to answer. */
-export function requireMetricsAccess(
+export async function requireMetricsAccess(
   sink: RefusalSink,
   req: Request,
   options: { token: string | undefined; security: RequestSecurity; auditor?: SecurityAuditor },
-): Response | null {
+): Promise<Response | null> {
   const bearer = bearerOf(req.headers.get("authorization"));
   if (options.token !== undefined && bearer !== null && digestsEqual(sha256(bearer), sha256(options.token))) return null;
   const client = identifyClient(req.headers, options.security);
   if (isLoopback(client.address)) return null;
   const reason = req.headers.has("authorization") ? "wrong metrics token" : "not loopback and no metrics token";
   const event = { action: "auth.denied", actor: "anonymous", target: "api:/metrics", address: client.address, status: 401, reason } as const;
-  return refuse(sink, event, "the metrics are readable from the console's host or with MERIDIAN_METRICS_TOKEN", { auditor: options.auditor });
+  return await refuse(sink, event, "the metrics are readable from the console's host or with MERIDIAN_METRICS_TOKEN", { auditor: options.auditor });
 }

@@ -2,29 +2,30 @@
 // warn line in the log (no stack: nothing failed), and a row in the audit log (security-audit.ts).
 import "server-only";
 import type { Logger } from "pino";
-import type { Db } from "@meridian/db";
+import type { Queryable } from "@meridian/db";
 import { jsonError } from "../http";
 import { securityAuditor, type SecurityAuditor, type SecurityEvent } from "./security-audit";
 
 export interface RefusalSink {
-  db: Db;
-  log: Logger;
+  readonly store: Queryable;
+  readonly log: Logger;
 }
 
-export function recordRefusal(sink: RefusalSink, event: SecurityEvent, auditor: SecurityAuditor = securityAuditor()): void {
-  auditor.record(sink.db, event);
+/** Resolves once the audit row is written, so the refusal is on record before it is answered. */
+export async function recordRefusal(sink: RefusalSink, event: SecurityEvent, auditor: SecurityAuditor = securityAuditor()): Promise<void> {
+  await auditor.record(sink.store, event);
   sink.log.warn(
     { action: event.action, actor: event.actor, target: event.target, address: event.address, status: event.status, reason: event.reason },
     "request refused",
   );
 }
 
-export function refuse(
+export async function refuse(
   sink: RefusalSink,
   event: SecurityEvent,
   message: string,
   options: { headers?: Record<string, string>; auditor?: SecurityAuditor } = {},
-): Response {
-  recordRefusal(sink, event, options.auditor);
+): Promise<Response> {
+  await recordRefusal(sink, event, options.auditor);
   return jsonError(event.status, message, options.headers);
 }

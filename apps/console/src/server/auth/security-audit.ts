@@ -7,7 +7,7 @@
 // database; the same (action, actor, address) writes at most one row per window, and the next row
 // says how many were folded into it (`repeated`).
 import "server-only";
-import type { Db } from "@meridian/db";
+import type { Queryable } from "@meridian/db";
 import { recordAudit } from "../audit-trail";
 
 export type SecurityAction = "auth.login.failed" | "auth.denied" | "auth.throttled";
@@ -36,8 +36,9 @@ export class SecurityAuditor {
     private readonly maxKeys = 5_000,
   ) {}
 
-  /** Writes the event unless an equal one was written within the window; returns whether it wrote. */
-  record(db: Db, event: SecurityEvent, now: number = Date.now()): boolean {
+  /** Writes the event unless an equal one was written within the window; resolves to whether it
+   * wrote. The window is decided before the write, so concurrent equal events still fold. */
+  async record(q: Queryable, event: SecurityEvent, now: number = Date.now()): Promise<boolean> {
     let folded = 0;
     if (event.action !== "auth.login.failed") {
       const key = `${event.action}\u0000${event.actor}\u0000${event.address}`;
@@ -55,8 +56,8 @@ export class SecurityAuditor {
       }
     }
     // The audit row keeps the actor's name only; the role passed here is not stored.
-    recordAudit(
-      db,
+    await recordAudit(
+      q,
       { username: event.actor, role: "viewer" },
       event.action,
       event.target,

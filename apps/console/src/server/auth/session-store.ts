@@ -1,51 +1,52 @@
 // Sessions: the cookie carries 32 random bytes (base64url); the table keeps their SHA-256, so a
-// copy of the database cannot be replayed as a live session.
+// copy of the database cannot be replayed as a live session. Sessions live in the database (SQLite or
+// PostgreSQL), so with several consoles on one PostgreSQL any console answers a session another made.
 import "server-only";
 import { createHash, randomBytes } from "node:crypto";
 import { eq, lt } from "drizzle-orm";
-import { sessions, users, type Db } from "@meridian/db";
+import type { Queryable } from "@meridian/db";
 import type { SessionUser } from "./users";
 
 export const SESSION_COOKIE = "meridian_session";
 
 const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
 
-export function createSession(db: Db, userId: number, ttlMs: number, now: number = Date.now()): { token: string; expiresAt: number } {
+export async function createSession(
+  { db, tables }: Queryable,
+  userId: number,
+  ttlMs: number,
+  now: number = Date.now(),
+): Promise<{ token: string; expiresAt: number }> {
+  const { sessions } = tables;
   const token = randomBytes(32).toString("base64url");
   const expiresAt = now + ttlMs;
-  db.transaction((tx) => {
-    // Expired sessions are garbage; sweeping them at login keeps the table small.
-    tx.delete(sessions).where(lt(sessions.expiresAt, now)).run();
-    tx.insert(sessions)
-      .values({ tokenHash: hashToken(token), userId, createdAt: now, expiresAt })
-      .run();
-  });
+  // Expired sessions are garbage; sweeping them at login keeps the table small. The sweep and the
+  // insert need not be one transaction: each is correct on its own.
+  await db.delete(sessions).where(lt(sessions.expiresAt, now));
+  await db.insert(sessions).values({ tokenHash: hashToken(token), userId, createdAt: now, expiresAt });
   return { token, expiresAt };
 }
 
-export function resolveSession(db: Db, token: string | undefined | null, now: number = Date.now()): SessionUser | null {
+export async function resolveSession({ db, tables }: Queryable, token: string | undefined | null, now: number = Date.now()): Promise<SessionUser | null> {
   if (!token || token.length > 200) return null;
-  const row = db
+  const { sessions, users } = tables;
+  const [row] = await db
     .select({ expiresAt: sessions.expiresAt, id: users.id, username: users.username, role: users.role })
     .from(sessions)
     .innerJoin(users, eq(users.id, sessions.userId))
     .where(eq(sessions.tokenHash, hashToken(token)))
-    .get();
+    .limit(1);
   if (!row) return null;
   if (row.expiresAt <= now) {
-    db.delete(sessions)
-      .where(eq(sessions.tokenHash, hashToken(token)))
-      .run();
+    await db.delete(sessions).where(eq(sessions.tokenHash, hashToken(token)));
     return null;
   }
   return { id: row.id, username: row.username, role: row.role };
 }
 
-export function deleteSession(db: Db, token: string | undefined | null): void {
+export async function deleteSession({ db, tables }: Queryable, token: string | undefined | null): Promise<void> {
   if (!token) return;
-  db.delete(sessions)
-    .where(eq(sessions.tokenHash, hashToken(token)))
-    .run();
+  await db.delete(tables.sessions).where(eq(tables.sessions.tokenHash, hashToken(token)));
 }
 
 /** The session token from a Cookie header; null when there is none or it is malformed. Our tokens

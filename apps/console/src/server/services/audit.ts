@@ -1,8 +1,7 @@
 // The audit page's query. Rows are written by recordAudit (../audit-trail.ts), inside the same
 // transaction as the change they record.
 import "server-only";
-import { and, desc, eq, like } from "drizzle-orm";
-import { auditLog } from "@meridian/db";
+import { type AnyColumn, and, desc, eq, type SQL, sql } from "drizzle-orm";
 import type { ServiceRuntime } from "./context";
 
 export interface AuditQuery {
@@ -31,19 +30,26 @@ function parseJson(text: string | null): unknown {
   }
 }
 
+/** A case-insensitive prefix match on both stores: SQLite's LIKE ignores ASCII case, PostgreSQL's
+ * does not, so both sides are lowered. */
+function startsWith(column: AnyColumn, prefix: string): SQL {
+  return sql`lower(${column}) like ${`${prefix.toLowerCase()}%`}`;
+}
+
 /** Newest first. `action` and `target` match as prefixes ("lb." finds every LB action). */
-export function listAudit(rt: ServiceRuntime, query: AuditQuery): AuditEntry[] {
+export async function listAudit(rt: ServiceRuntime, query: AuditQuery): Promise<AuditEntry[]> {
+  const { db, tables } = rt.store;
+  const { auditLog } = tables;
   const filters = [
     query.actor ? eq(auditLog.actor, query.actor) : undefined,
-    query.action ? like(auditLog.action, `${query.action}%`) : undefined,
-    query.target ? like(auditLog.target, `${query.target}%`) : undefined,
+    query.action ? startsWith(auditLog.action, query.action) : undefined,
+    query.target ? startsWith(auditLog.target, query.target) : undefined,
   ].filter((f) => f !== undefined);
-  const rows = rt.db
+  const rows = await db
     .select()
     .from(auditLog)
     .where(filters.length > 0 ? and(...filters) : undefined)
     .orderBy(desc(auditLog.id))
-    .limit(query.limit ?? 200)
-    .all();
+    .limit(query.limit ?? 200);
   return rows.map((row) => ({ ...row, before: parseJson(row.before), after: parseJson(row.after) }));
 }

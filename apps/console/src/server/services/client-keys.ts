@@ -4,7 +4,6 @@
 // carry the hashes to the LBs that serve the region.
 import "server-only";
 import { and, eq, isNull } from "drizzle-orm";
-import { clientKeys, regions } from "@meridian/db";
 import { generateClientKey, newClientKeyId, sha256Hex } from "@meridian/protocol/credentials";
 import { type Actor, recordAudit } from "../audit-trail";
 import { busy, conflict, notFound, precondition } from "../errors";
@@ -31,13 +30,12 @@ export interface ClientKeyRegionView {
   activeKeys: number;
 }
 
-export function listClientKeys(rt: ServiceRuntime): { regions: ClientKeyRegionView[]; keys: ClientKeyView[] } {
-  const allRegions = rt.db.select().from(regions).orderBy(regions.name).all();
+export async function listClientKeys(rt: ServiceRuntime): Promise<{ regions: ClientKeyRegionView[]; keys: ClientKeyView[] }> {
+  const { db, tables } = rt.store;
+  const { clientKeys, regions } = tables;
+  const allRegions = await db.select().from(regions).orderBy(regions.name);
   const names = new Map(allRegions.map((r) => [r.id, r.name]));
-  const keys = rt.db
-    .select()
-    .from(clientKeys)
-    .all()
+  const keys = (await db.select().from(clientKeys))
     .sort((a, b) => Number(a.revokedAt !== null) - Number(b.revokedAt !== null) || b.createdAt - a.createdAt)
     .map((k) => ({
       id: k.id,
@@ -59,61 +57,63 @@ export function listClientKeys(rt: ServiceRuntime): { regions: ClientKeyRegionVi
 }
 
 /** Creates a key for a region; `key` is shown to the operator once and never again. */
-export function createClientKey(
+export async function createClientKey(
   rt: ServiceRuntime,
   actor: Actor,
   input: { region: string; name: string },
-): { id: string; name: string; region: string; key: string } {
-  const created = rt.db.transaction((tx) => {
-    const region = requireRegion(tx, input.region);
-    const active = tx
+): Promise<{ id: string; name: string; region: string; key: string }> {
+  const created = await rt.store.transaction(async (tx) => {
+    const { clientKeys } = tx.tables;
+    const region = await requireRegion(tx, input.region);
+    const active = await tx.db
       .select()
       .from(clientKeys)
-      .where(and(eq(clientKeys.regionId, region.id), isNull(clientKeys.revokedAt)))
-      .all();
+      .where(and(eq(clientKeys.regionId, region.id), isNull(clientKeys.revokedAt)));
     if (active.some((k) => k.name === input.name)) throw conflict(`region "${region.name}" already has an active key named "${input.name}"`);
     if (active.length >= MAX_ACTIVE_KEYS_PER_REGION)
       throw busy(`region "${region.name}" has ${active.length} active keys, the most it may have; revoke one first`);
     let id = newClientKeyId();
-    while (tx.select().from(clientKeys).where(eq(clientKeys.id, id)).get()) id = newClientKeyId();
+    while ((await tx.db.select({ id: clientKeys.id }).from(clientKeys).where(eq(clientKeys.id, id)).limit(1)).length > 0) id = newClientKeyId();
     const key = generateClientKey(id);
     const row = { id, regionId: region.id, name: input.name, sha256: sha256Hex(key), createdAt: Date.now(), createdBy: actor.username };
-    tx.insert(clientKeys).values(row).run();
-    recordAudit(tx, actor, "client-key.create", `client-key:${id}`, null, { id, name: input.name, region: region.name });
+    await tx.db.insert(clientKeys).values(row);
+    await recordAudit(tx, actor, "client-key.create", `client-key:${id}`, null, { id, name: input.name, region: region.name });
     return { id, name: input.name, region: region.name, key };
   });
-  rt.publisher.publishAll();
+  await rt.publisher.publishAll();
   return created;
 }
 
 /** Revokes a key: it leaves every LB config at once (always allowed, even if it was the region's last). */
-export function revokeClientKey(rt: ServiceRuntime, actor: Actor, input: { id: string }): void {
-  rt.db.transaction((tx) => {
-    const before = tx.select().from(clientKeys).where(eq(clientKeys.id, input.id)).get();
+export async function revokeClientKey(rt: ServiceRuntime, actor: Actor, input: { id: string }): Promise<void> {
+  await rt.store.transaction(async (tx) => {
+    const { clientKeys } = tx.tables;
+    const [before] = await tx.db.select().from(clientKeys).where(eq(clientKeys.id, input.id)).limit(1);
     if (!before) throw notFound("client key", input.id);
     if (before.revokedAt !== null) throw precondition(`client key "${before.name}" (${before.id}) is already revoked`);
     const revokedAt = Date.now();
-    tx.update(clientKeys).set({ revokedAt, revokedBy: actor.username }).where(eq(clientKeys.id, input.id)).run();
-    recordAudit(tx, actor, "client-key.revoke", `client-key:${input.id}`, { id: before.id, name: before.name }, { revokedAt });
+    await tx.db.update(clientKeys).set({ revokedAt, revokedBy: actor.username }).where(eq(clientKeys.id, input.id));
+    await recordAudit(tx, actor, "client-key.revoke", `client-key:${input.id}`, { id: before.id, name: before.name }, { revokedAt });
   });
-  rt.publisher.publishAll();
+  await rt.publisher.publishAll();
 }
 
 /** Turns "keys required" on or off for a region's LBs. Turning it on needs an active key, so an
  * operator cannot lock every client out by accident. */
-export function setClientKeysRequired(rt: ServiceRuntime, actor: Actor, input: { region: string; required: boolean }): void {
-  rt.db.transaction((tx) => {
-    const region = requireRegion(tx, input.region);
+export async function setClientKeysRequired(rt: ServiceRuntime, actor: Actor, input: { region: string; required: boolean }): Promise<void> {
+  await rt.store.transaction(async (tx) => {
+    const { clientKeys, regions } = tx.tables;
+    const region = await requireRegion(tx, input.region);
     if (input.required) {
-      const active = tx
-        .select()
+      const [active] = await tx.db
+        .select({ id: clientKeys.id })
         .from(clientKeys)
         .where(and(eq(clientKeys.regionId, region.id), isNull(clientKeys.revokedAt)))
-        .get();
+        .limit(1);
       if (!active) throw precondition(`region "${region.name}" has no active client key; create one before requiring keys`);
     }
-    tx.update(regions).set({ clientKeysRequired: input.required }).where(eq(regions.id, region.id)).run();
-    recordAudit(tx, actor, "region.client-keys-required", `region:${region.id}`, { required: region.clientKeysRequired }, { required: input.required });
+    await tx.db.update(regions).set({ clientKeysRequired: input.required }).where(eq(regions.id, region.id));
+    await recordAudit(tx, actor, "region.client-keys-required", `region:${region.id}`, { required: region.clientKeysRequired }, { required: input.required });
   });
-  rt.publisher.publishAll();
+  await rt.publisher.publishAll();
 }

@@ -1,24 +1,24 @@
 // Offline experiments (the simulator) for the experiments page.
 import "server-only";
 import { eq } from "drizzle-orm";
-import { experiments } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
 import { notFound } from "../errors";
 import type { ExperimentParams } from "../runtime/experiment-runner";
 import type { ServiceRuntime } from "./context";
 
-export function listTraces(rt: ServiceRuntime) {
-  return rt.experiments.traces();
+export async function listTraces(rt: ServiceRuntime) {
+  return await rt.experiments.traces();
 }
 
-export function runExperiment(rt: ServiceRuntime, actor: Actor, input: ExperimentParams): { id: string } {
-  const id = rt.experiments.start(input, actor.username);
-  recordAudit(rt.db, actor, "experiment.run", `experiment:${id}`, null, input);
+export async function runExperiment(rt: ServiceRuntime, actor: Actor, input: ExperimentParams): Promise<{ id: string }> {
+  const id = await rt.experiments.start(input, actor.username);
+  await recordAudit(rt.store, actor, "experiment.run", `experiment:${id}`, null, input);
   return { id };
 }
 
-export function experimentStatus(rt: ServiceRuntime, input: { id: string }) {
-  const row = rt.db.select().from(experiments).where(eq(experiments.id, input.id)).get();
+export async function experimentStatus(rt: ServiceRuntime, input: { id: string }) {
+  const { db, tables } = rt.store;
+  const [row] = await db.select().from(tables.experiments).where(eq(tables.experiments.id, input.id)).limit(1);
   if (!row) throw notFound("experiment", input.id);
   return {
     id: row.id,
@@ -33,8 +33,8 @@ export function experimentStatus(rt: ServiceRuntime, input: { id: string }) {
   };
 }
 
-export function listExperiments(rt: ServiceRuntime) {
-  return rt.experiments.list().map((row) => {
+export async function listExperiments(rt: ServiceRuntime) {
+  return (await rt.experiments.list()).map((row) => {
     const params = JSON.parse(row.paramsJson) as ExperimentParams;
     return {
       id: row.id,
@@ -52,12 +52,13 @@ export function listExperiments(rt: ServiceRuntime) {
   });
 }
 
-export function saveExperiment(rt: ServiceRuntime, actor: Actor, input: { id: string; name: string }): void {
-  rt.db.transaction((tx) => {
-    const before = tx.select().from(experiments).where(eq(experiments.id, input.id)).get();
+export async function saveExperiment(rt: ServiceRuntime, actor: Actor, input: { id: string; name: string }): Promise<void> {
+  await rt.store.transaction(async (tx) => {
+    const { experiments } = tx.tables;
+    const [before] = await tx.db.select().from(experiments).where(eq(experiments.id, input.id)).limit(1);
     if (!before) throw notFound("experiment", input.id);
-    tx.update(experiments).set({ name: input.name, saved: true }).where(eq(experiments.id, input.id)).run();
-    recordAudit(tx, actor, "experiment.save", `experiment:${input.id}`, { name: before.name, saved: before.saved }, { name: input.name, saved: true });
+    await tx.db.update(experiments).set({ name: input.name, saved: true }).where(eq(experiments.id, input.id));
+    await recordAudit(tx, actor, "experiment.save", `experiment:${input.id}`, { name: before.name, saved: before.saved }, { name: input.name, saved: true });
   });
 }
 

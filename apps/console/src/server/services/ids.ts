@@ -12,12 +12,12 @@ function slugify(name: string): string {
   return slug.length > 0 ? slug : "item";
 }
 
-/** The slug of `name`, suffixed when `taken` says it is in use. */
-export function newId(name: string, taken: (id: string) => boolean): string {
+/** The slug of `name`, suffixed when `taken` says it is in use (`taken` reads the database). */
+export async function newId(name: string, taken: (id: string) => Promise<boolean>): Promise<string> {
   const base = slugify(name);
-  if (!taken(base)) return base;
+  if (!(await taken(base))) return base;
   for (;;) {
     const candidate = `${base}-${randomBytes(3).toString("hex")}`;
-    if (!taken(candidate)) return candidate;
+    if (!(await taken(candidate))) return candidate;
   }
 }

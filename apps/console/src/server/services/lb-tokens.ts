@@ -4,11 +4,11 @@
 // ids (public fingerprints) reach the audit log and the UI, never a token after it was shown once.
 import "server-only";
 import { eq } from "drizzle-orm";
-import { lbProofs, lbTokens, loadBalancers, type LoadBalancerRow } from "@meridian/db";
+import type { LoadBalancerRow, Queryable } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
 import { notFound, precondition } from "../errors";
 import { insertToken, lbTokenRows } from "../runtime/lb-token-rows";
-import type { DbLike, ServiceRuntime } from "./context";
+import type { ServiceRuntime } from "./context";
 
 export interface LbCredentialView {
   /** The token the console presents (its key id), null before one was issued. */
@@ -28,14 +28,15 @@ export interface LbCredentialView {
   heldByLb: string[];
 }
 
-export function lbCredentialView(rt: ServiceRuntime, lb: Pick<LoadBalancerRow, "id" | "url" | "adminUrl">): LbCredentialView {
-  const rows = lbTokenRows(rt.db, lb.id);
+export async function lbCredentialView(rt: ServiceRuntime, lb: Pick<LoadBalancerRow, "id" | "url" | "adminUrl">): Promise<LbCredentialView> {
+  const { db, tables } = rt.store;
+  const rows = await lbTokenRows(rt.store, lb.id);
   const byState = (state: string) => rows.find((row) => row.state === state) ?? null;
   const current = byState("current");
   const retiring = byState("retiring");
-  const proof = rt.lbProofs.get(lb.id);
+  const proof = await rt.lbProofs.get(lb.id);
   const adminBase = lb.adminUrl ?? lb.url;
-  const stored = rt.db.select().from(lbProofs).where(eq(lbProofs.lbId, lb.id)).get();
+  const [stored] = await db.select().from(tables.lbProofs).where(eq(tables.lbProofs.lbId, lb.id)).limit(1);
   const proven = current !== null && proof?.provenKeyId === current.keyId && proof.adminBase === adminBase;
   return {
     keyId: current?.keyId ?? null,
@@ -44,22 +45,22 @@ export function lbCredentialView(rt: ServiceRuntime, lb: Pick<LoadBalancerRow, "
     retireAt: retiring?.retireAt ?? null,
     proven,
     provenSince: stored?.adminBase === adminBase ? stored.provenAt : null,
-    error: (proven ? null : (proof?.error ?? null)) ?? rt.credentials.rotationStatus(lb.id).lastError,
+    error: (proven ? null : (proof?.error ?? null)) ?? (await rt.credentials.rotationStatus(lb.id)).lastError,
     heldByLb: proof?.held ?? [],
   };
 }
 
-function requireLb(db: DbLike, id: string): LoadBalancerRow {
-  const lb = db.select().from(loadBalancers).where(eq(loadBalancers.id, id)).get();
+async function requireLb({ db, tables }: Queryable, id: string): Promise<LoadBalancerRow> {
+  const [lb] = await db.select().from(tables.loadBalancers).where(eq(tables.loadBalancers.id, id)).limit(1);
   if (!lb) throw notFound("load balancer", id);
   return lb;
 }
 
 /** The LB's first token, inside createLb's transaction. */
-export function issueFirstToken(rt: ServiceRuntime, tx: DbLike, actor: Actor, lbId: string): { token: string; keyId: string } {
+export async function issueFirstToken(rt: ServiceRuntime, tx: Queryable, actor: Actor, lbId: string): Promise<{ token: string; keyId: string }> {
   const token = rt.newLbToken();
-  const { keyId } = insertToken(tx, lbId, "current", token, Date.now());
-  recordAudit(tx, actor, "lb.token.issue", `lb:${lbId}`, null, { keyId });
+  const { keyId } = await insertToken(tx, lbId, "current", token, Date.now());
+  await recordAudit(tx, actor, "lb.token.issue", `lb:${lbId}`, null, { keyId });
   return { token, keyId };
 }
 
@@ -69,20 +70,21 @@ export function issueFirstToken(rt: ServiceRuntime, tx: DbLike, actor: Actor, lb
  * (MERIDIAN_LB_TOKEN) and restarts it; until then the LB cannot prove itself and gets nothing. The
  * LB stops being a peer of the others until it proves the new token.
  */
-export function issueLbToken(rt: ServiceRuntime, actor: Actor, input: { id: string }): { id: string; keyId: string; token: string } {
+export async function issueLbToken(rt: ServiceRuntime, actor: Actor, input: { id: string }): Promise<{ id: string; keyId: string; token: string }> {
   const token = rt.newLbToken();
-  const { keyId } = rt.db.transaction((tx) => {
-    requireLb(tx, input.id);
-    const before = lbTokenRows(tx, input.id).map((row) => row.keyId);
-    tx.delete(lbTokens).where(eq(lbTokens.lbId, input.id)).run();
-    tx.delete(lbProofs).where(eq(lbProofs.lbId, input.id)).run();
-    const issued = insertToken(tx, input.id, "current", token, Date.now());
-    recordAudit(tx, actor, "lb.token.issue", `lb:${input.id}`, before.length > 0 ? { keyIds: before } : null, { keyId: issued.keyId });
+  const { keyId } = await rt.store.transaction(async (tx) => {
+    const { lbProofs, lbTokens } = tx.tables;
+    await requireLb(tx, input.id);
+    const before = (await lbTokenRows(tx, input.id)).map((row) => row.keyId);
+    await tx.db.delete(lbTokens).where(eq(lbTokens.lbId, input.id));
+    await tx.db.delete(lbProofs).where(eq(lbProofs.lbId, input.id));
+    const issued = await insertToken(tx, input.id, "current", token, Date.now());
+    await recordAudit(tx, actor, "lb.token.issue", `lb:${input.id}`, before.length > 0 ? { keyIds: before } : null, { keyId: issued.keyId });
     return issued;
   });
-  rt.lbProofs.forget(input.id);
-  rt.publisher.publishAll();
-  rt.credentials.wake();
+  await rt.lbProofs.forget(input.id);
+  await rt.publisher.publishAll();
+  await rt.credentials.wake();
   return { id: input.id, keyId, token };
 }
 
@@ -92,10 +94,10 @@ export function issueLbToken(rt: ServiceRuntime, actor: Actor, input: { id: stri
  * Nothing for the operator to configure; the LB persists the new token in its credentials file. The
  * peers' configs carry both peer credentials from now until the old token is retired.
  */
-export function rotateLbToken(rt: ServiceRuntime, actor: Actor, input: { id: string }): { id: string; keyId: string } {
-  const { keyId } = rt.db.transaction((tx) => {
-    requireLb(tx, input.id);
-    const rows = lbTokenRows(tx, input.id);
+export async function rotateLbToken(rt: ServiceRuntime, actor: Actor, input: { id: string }): Promise<{ id: string; keyId: string }> {
+  const { keyId } = await rt.store.transaction(async (tx) => {
+    await requireLb(tx, input.id);
+    const rows = await lbTokenRows(tx, input.id);
     const current = rows.find((row) => row.state === "current");
     if (!current) throw precondition("this load balancer has no token yet; issue one first");
     const pending = rows.find((row) => row.state === "pending");
@@ -105,11 +107,11 @@ export function rotateLbToken(rt: ServiceRuntime, actor: Actor, input: { id: str
       const when = retiring.retireAt ? new Date(retiring.retireAt).toISOString() : "soon";
       throw precondition(`the previous token ${retiring.keyId} is still accepted until ${when}; rotate again after that`);
     }
-    const next = insertToken(tx, input.id, "pending", rt.newLbToken(), Date.now());
-    recordAudit(tx, actor, "lb.token.rotate", `lb:${input.id}`, { current: current.keyId }, { pending: next.keyId });
+    const next = await insertToken(tx, input.id, "pending", rt.newLbToken(), Date.now());
+    await recordAudit(tx, actor, "lb.token.rotate", `lb:${input.id}`, { current: current.keyId }, { pending: next.keyId });
     return next;
   });
-  rt.publisher.publishAll();
-  rt.credentials.wake();
+  await rt.publisher.publishAll();
+  await rt.credentials.wake();
   return { id: input.id, keyId };
 }

@@ -1,8 +1,8 @@
 // Load balancers: CRUD, policy, failover/failback and the entrypoint map.
 import "server-only";
-import { desc, eq } from "drizzle-orm";
+import { desc, eq, or } from "drizzle-orm";
 import { POLICY_NAMES } from "@meridian/routing";
-import { entrypoints, lbConfigs, loadBalancers, replicas, type LoadBalancerRow } from "@meridian/db";
+import type { LoadBalancerRow } from "@meridian/db";
 import { regionNamesById } from "../region-names";
 import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, invalid, notFound, precondition } from "../errors";
@@ -53,58 +53,58 @@ export interface LbView {
   credential: LbCredentialView;
 }
 
-export function listLbs(rt: ServiceRuntime): LbView[] {
-  const regionNames = regionNamesById(rt.db);
-  const allReplicas = rt.db.select().from(replicas).orderBy(replicas.id).all();
-  const entries = rt.db.select().from(entrypoints).all();
-  return rt.db
-    .select()
-    .from(loadBalancers)
-    .orderBy(loadBalancers.name)
-    .all()
-    .map((lb) => {
-      const health = rt.lbHealth.lb(lb.id);
-      return {
-        id: lb.id,
-        name: lb.name,
-        url: lb.url,
-        adminUrl: lb.adminUrl,
-        region: regionNames.get(lb.regionId) ?? lb.regionId,
-        regionId: lb.regionId,
-        state: lb.state,
-        healthy: health?.healthy === true,
-        probed: health !== undefined && health.healthy !== null,
-        consecutiveFailures: health?.consecutiveFailures ?? 0,
-        lastError: health?.error ?? null,
-        policy: lb.policy,
-        crossRegion: lb.crossRegion,
-        weights: { rtt: lb.weightRtt, queue: lb.weightQueue },
-        configVersion: lb.configVersion,
-        ackedVersion: lb.ackedVersion,
-        runningVersion: health?.state?.configVersion ?? null,
-        pushError: rt.publisher.status(lb.id).lastError,
-        replicas: allReplicas.filter((r) => effectiveHome(r) === lb.id).map((r) => r.id),
-        failedOverTo: lb.failedOverTo,
-        failedOverAutomatically: lb.failedOverAutomatically,
-        autoFailbackAt: rt.autoFailback.dueAt(lb),
-        entrypointFor: entries.filter((e) => e.lbId === lb.id).map((e) => regionNames.get(e.regionId) ?? e.regionId),
-        credential: lbCredentialView(rt, lb),
-      };
+export async function listLbs(rt: ServiceRuntime): Promise<LbView[]> {
+  const { db, tables } = rt.store;
+  const { entrypoints, loadBalancers, replicas } = tables;
+  const regionNames = await regionNamesById(rt.store);
+  const allReplicas = await db.select().from(replicas).orderBy(replicas.id);
+  const entries = await db.select().from(entrypoints);
+  const rows = await db.select().from(loadBalancers).orderBy(loadBalancers.name);
+  const views: LbView[] = [];
+  for (const lb of rows) {
+    const health = await rt.lbHealth.lb(lb.id);
+    views.push({
+      id: lb.id,
+      name: lb.name,
+      url: lb.url,
+      adminUrl: lb.adminUrl,
+      region: regionNames.get(lb.regionId) ?? lb.regionId,
+      regionId: lb.regionId,
+      state: lb.state,
+      healthy: health?.healthy === true,
+      probed: health !== undefined && health.healthy !== null,
+      consecutiveFailures: health?.consecutiveFailures ?? 0,
+      lastError: health?.error ?? null,
+      policy: lb.policy,
+      crossRegion: lb.crossRegion,
+      weights: { rtt: lb.weightRtt, queue: lb.weightQueue },
+      configVersion: lb.configVersion,
+      ackedVersion: lb.ackedVersion,
+      runningVersion: health?.state?.configVersion ?? null,
+      pushError: (await rt.publisher.status(lb.id)).lastError,
+      replicas: allReplicas.filter((r) => effectiveHome(r) === lb.id).map((r) => r.id),
+      failedOverTo: lb.failedOverTo,
+      failedOverAutomatically: lb.failedOverAutomatically,
+      autoFailbackAt: await rt.autoFailback.dueAt(lb),
+      entrypointFor: entries.filter((e) => e.lbId === lb.id).map((e) => regionNames.get(e.regionId) ?? e.regionId),
+      credential: await lbCredentialView(rt, lb),
     });
+  }
+  return views;
 }
 
-export function lbById(rt: ServiceRuntime, input: { id: string }) {
-  const view = listLbs(rt).find((lb) => lb.id === input.id);
+export async function lbById(rt: ServiceRuntime, input: { id: string }) {
+  const view = (await listLbs(rt)).find((lb) => lb.id === input.id);
   if (!view) throw notFound("load balancer", input.id);
-  const configs = rt.db
-    .select()
-    .from(lbConfigs)
-    .where(eq(lbConfigs.lbId, input.id))
-    .orderBy(desc(lbConfigs.version))
-    .limit(20)
-    .all()
-    .map((c) => ({ version: c.version, createdAt: c.createdAt, acknowledgedAt: c.acknowledgedAt, config: JSON.parse(c.json) as unknown }));
-  return { ...view, configs, live: rt.lbHealth.lb(input.id)?.state ?? null };
+  const { db, tables } = rt.store;
+  const { lbConfigs } = tables;
+  const configs = (await db.select().from(lbConfigs).where(eq(lbConfigs.lbId, input.id)).orderBy(desc(lbConfigs.version)).limit(20)).map((c) => ({
+    version: c.version,
+    createdAt: c.createdAt,
+    acknowledgedAt: c.acknowledgedAt,
+    config: JSON.parse(c.json) as unknown,
+  }));
+  return { ...view, configs, live: (await rt.lbHealth.lb(input.id))?.state ?? null };
 }
 
 export interface LbInput {
@@ -125,16 +125,22 @@ function requirePolicy(policy: string): string {
 
 /** Creates the LB with its first token, returned once: the operator configures the LB with it
  * (MERIDIAN_LB_TOKEN); the console never shows it again. */
-export function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput, fixedId?: string): { id: string; keyId: string; token: string } {
+export async function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput, fixedId?: string): Promise<{ id: string; keyId: string; token: string }> {
   const url = requireHttpUrl("url", input.url);
   const adminUrl = input.adminUrl ? requireHttpUrl("adminUrl", input.adminUrl) : null;
   const policy = requirePolicy(input.policy ?? "gorgo");
-  const { id, keyId, token } = rt.db.transaction((tx) => {
-    if (tx.select().from(loadBalancers).where(eq(loadBalancers.name, input.name)).get()) {
+  const { id, keyId, token } = await rt.store.transaction(async (tx) => {
+    const { entrypoints, loadBalancers } = tx.tables;
+    if ((await tx.db.select({ id: loadBalancers.id }).from(loadBalancers).where(eq(loadBalancers.name, input.name)).limit(1)).length > 0) {
       throw conflict(`a load balancer named "${input.name}" already exists`);
     }
-    const region = requireRegion(tx, input.region);
-    const id = fixedId ?? newId(input.name, (candidate) => !!tx.select().from(loadBalancers).where(eq(loadBalancers.id, candidate)).get());
+    const region = await requireRegion(tx, input.region);
+    const id =
+      fixedId ??
+      (await newId(
+        input.name,
+        async (candidate) => (await tx.db.select({ id: loadBalancers.id }).from(loadBalancers).where(eq(loadBalancers.id, candidate)).limit(1)).length > 0,
+      ));
     const now = Date.now();
     const row = {
       id,
@@ -146,27 +152,30 @@ export function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput, fixed
       crossRegion: input.crossRegion ?? "direct",
       createdAt: now,
     };
-    tx.insert(loadBalancers).values(row).run();
+    await tx.db.insert(loadBalancers).values(row);
     // The first LB of a region becomes its entrypoint.
-    if (!tx.select().from(entrypoints).where(eq(entrypoints.regionId, region.id)).get()) {
-      tx.insert(entrypoints).values({ regionId: region.id, lbId: id, updatedAt: now }).run();
-    }
-    recordAudit(tx, actor, "lb.create", `lb:${id}`, null, row);
+    await tx.db.insert(entrypoints).values({ regionId: region.id, lbId: id, updatedAt: now }).onConflictDoNothing({ target: entrypoints.regionId });
+    await recordAudit(tx, actor, "lb.create", `lb:${id}`, null, row);
     // Replicas created while their region had no LB belong to it now.
-    assignDefaultHomes(tx, actor, region.id);
-    return { id, ...issueFirstToken(rt, tx, actor, id) };
+    await assignDefaultHomes(tx, actor, region.id);
+    return { id, ...(await issueFirstToken(rt, tx, actor, id)) };
   });
-  rt.tuners.ensure(id);
-  rt.publisher.publishAll();
-  rt.telemetry.sync();
+  await rt.tuners.ensure(id);
+  await rt.publisher.publishAll();
+  await rt.telemetry.sync();
   return { id, keyId, token };
 }
 
-export function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: string } & Partial<Omit<LbInput, "policy" | "crossRegion">>): void {
-  rt.db.transaction((tx) => {
-    const before = tx.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).get();
+export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: string } & Partial<Omit<LbInput, "policy" | "crossRegion">>): Promise<void> {
+  await rt.store.transaction(async (tx) => {
+    const { loadBalancers } = tx.tables;
+    const [before] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).limit(1);
     if (!before) throw notFound("load balancer", input.id);
-    if (input.name !== undefined && input.name !== before.name && tx.select().from(loadBalancers).where(eq(loadBalancers.name, input.name)).get()) {
+    if (
+      input.name !== undefined &&
+      input.name !== before.name &&
+      (await tx.db.select({ id: loadBalancers.id }).from(loadBalancers).where(eq(loadBalancers.name, input.name)).limit(1)).length > 0
+    ) {
       throw conflict(`a load balancer named "${input.name}" already exists`);
     }
     const after: LoadBalancerRow = {
@@ -174,60 +183,63 @@ export function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: string }
       name: input.name ?? before.name,
       url: input.url !== undefined ? requireHttpUrl("url", input.url) : before.url,
       adminUrl: input.adminUrl === undefined ? before.adminUrl : input.adminUrl ? requireHttpUrl("adminUrl", input.adminUrl) : null,
-      regionId: input.region !== undefined ? requireRegion(tx, input.region).id : before.regionId,
+      regionId: input.region !== undefined ? (await requireRegion(tx, input.region)).id : before.regionId,
     };
-    tx.update(loadBalancers)
+    await tx.db
+      .update(loadBalancers)
       .set({ name: after.name, url: after.url, adminUrl: after.adminUrl, regionId: after.regionId })
-      .where(eq(loadBalancers.id, input.id))
-      .run();
-    recordAudit(tx, actor, "lb.update", `lb:${input.id}`, before, after);
+      .where(eq(loadBalancers.id, input.id));
+    await recordAudit(tx, actor, "lb.update", `lb:${input.id}`, before, after);
   });
-  rt.publisher.publishAll();
-  rt.telemetry.sync();
+  await rt.publisher.publishAll();
+  await rt.telemetry.sync();
 }
 
-export function deleteLb(rt: ServiceRuntime, actor: Actor, input: { id: string }): void {
-  rt.db.transaction((tx) => {
-    const before = tx.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).get();
+export async function deleteLb(rt: ServiceRuntime, actor: Actor, input: { id: string }): Promise<void> {
+  await rt.store.transaction(async (tx) => {
+    const { entrypoints, loadBalancers, replicas } = tx.tables;
+    const [before] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).limit(1);
     if (!before) throw notFound("load balancer", input.id);
-    const homed = tx
+    const homed = await tx.db
       .select()
       .from(replicas)
-      .all()
-      .filter((r) => r.homeLbId === input.id || r.rehomedToLbId === input.id);
+      .where(or(eq(replicas.homeLbId, input.id), eq(replicas.rehomedToLbId, input.id)))
+      .orderBy(replicas.name);
     if (homed.length > 0) {
       throw precondition(
         `load balancer "${before.name}" still serves ${homed.length} replica(s) (${homed.map((r) => r.name).join(", ")}); move or delete them first`,
       );
     }
-    const standingIn = tx.select().from(loadBalancers).where(eq(loadBalancers.failedOverTo, input.id)).all();
+    const standingIn = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.failedOverTo, input.id)).orderBy(loadBalancers.name);
     if (standingIn.length > 0) {
       throw precondition(`load balancer "${before.name}" stands in for failed-over ${standingIn.map((l) => `"${l.name}"`).join(", ")}; fail them back first`);
     }
-    const entries = tx.select().from(entrypoints).where(eq(entrypoints.lbId, input.id)).all();
-    tx.delete(loadBalancers).where(eq(loadBalancers.id, input.id)).run();
-    // Its regions' entrypoints move to another LB of the same region when there is one.
+    const entries = await tx.db.select().from(entrypoints).where(eq(entrypoints.lbId, input.id));
+    await tx.db.delete(loadBalancers).where(eq(loadBalancers.id, input.id));
+    // Its regions' entrypoints (deleted with it, by cascade) move to another LB of the same region
+    // when there is one: the first by name, as a replica's default home (home-lb.ts).
     for (const entry of entries) {
-      const replacement = tx.select().from(loadBalancers).where(eq(loadBalancers.regionId, entry.regionId)).get();
-      if (replacement) tx.insert(entrypoints).values({ regionId: entry.regionId, lbId: replacement.id, updatedAt: Date.now() }).run();
+      const [replacement] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.regionId, entry.regionId)).orderBy(loadBalancers.name).limit(1);
+      if (replacement) await tx.db.insert(entrypoints).values({ regionId: entry.regionId, lbId: replacement.id, updatedAt: Date.now() });
     }
-    recordAudit(tx, actor, "lb.delete", `lb:${input.id}`, before, null);
+    await recordAudit(tx, actor, "lb.delete", `lb:${input.id}`, before, null);
   });
-  rt.tuners.forget(input.id);
-  rt.publisher.forget(input.id);
-  rt.lbHealth.forget(input.id);
-  rt.lbProofs.forget(input.id);
-  rt.telemetry.sync();
-  rt.publisher.publishAll();
+  await rt.tuners.forget(input.id);
+  await rt.publisher.forget(input.id);
+  await rt.lbHealth.forget(input.id);
+  await rt.lbProofs.forget(input.id);
+  await rt.telemetry.sync();
+  await rt.publisher.publishAll();
 }
 
-export function setPolicy(rt: ServiceRuntime, actor: Actor, input: { id: string; policy: string; crossRegion: CrossRegion }): void {
+export async function setPolicy(rt: ServiceRuntime, actor: Actor, input: { id: string; policy: string; crossRegion: CrossRegion }): Promise<void> {
   const policy = requirePolicy(input.policy);
-  rt.db.transaction((tx) => {
-    const before = tx.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).get();
+  await rt.store.transaction(async (tx) => {
+    const { loadBalancers } = tx.tables;
+    const [before] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).limit(1);
     if (!before) throw notFound("load balancer", input.id);
-    tx.update(loadBalancers).set({ policy, crossRegion: input.crossRegion }).where(eq(loadBalancers.id, input.id)).run();
-    recordAudit(
+    await tx.db.update(loadBalancers).set({ policy, crossRegion: input.crossRegion }).where(eq(loadBalancers.id, input.id));
+    await recordAudit(
       tx,
       actor,
       "lb.set-policy",
@@ -236,19 +248,19 @@ export function setPolicy(rt: ServiceRuntime, actor: Actor, input: { id: string;
       { policy, crossRegion: input.crossRegion },
     );
   });
-  rt.publisher.publish(input.id);
+  await rt.publisher.publish(input.id);
 }
 
-export function failoverLb(rt: ServiceRuntime, actor: Actor, input: { id: string }): FailoverResult {
-  return rt.failover.failover(input.id, actor);
+export async function failoverLb(rt: ServiceRuntime, actor: Actor, input: { id: string }): Promise<FailoverResult> {
+  return await rt.failover.failover(input.id, actor);
 }
 
-export function failbackLb(rt: ServiceRuntime, actor: Actor, input: { id: string }): FailoverResult {
-  return rt.failover.failback(input.id, actor);
+export async function failbackLb(rt: ServiceRuntime, actor: Actor, input: { id: string }): Promise<FailoverResult> {
+  return await rt.failover.failback(input.id, actor);
 }
 
 /** Region name → where its clients go: the assigned LB, a fallback while it is failed, or nothing
  * (an alarm); see entrypoint-resolver.ts. */
-export function entrypointMap(rt: ServiceRuntime): Record<string, EntrypointResolution> {
-  return Object.fromEntries(rt.entrypoints.resolve().map((r) => [r.region, r]));
+export async function entrypointMap(rt: ServiceRuntime): Promise<Record<string, EntrypointResolution>> {
+  return Object.fromEntries((await rt.entrypoints.resolve()).map((r) => [r.region, r]));
 }

@@ -1,10 +1,10 @@
 // Regions: list, create, rename, delete, and the observed RTT matrix.
 import "server-only";
 import { eq } from "drizzle-orm";
-import { entrypoints, loadBalancers, observedRtts, regions, replicas, type RegionRow } from "@meridian/db";
+import type { Queryable, RegionRow } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, notFound, precondition } from "../errors";
-import type { DbLike, ServiceRuntime } from "./context";
+import type { ServiceRuntime } from "./context";
 import { defaultHomeLb } from "./home-lb";
 import { newId } from "./ids";
 
@@ -19,66 +19,71 @@ export interface RegionSummary {
   defaultHomeLbId: string | null;
 }
 
-export function listRegions(rt: ServiceRuntime): RegionSummary[] {
-  const lbs = rt.db.select({ regionId: loadBalancers.regionId }).from(loadBalancers).all();
-  const reps = rt.db.select({ regionId: replicas.regionId }).from(replicas).all();
-  const entries = new Map(
-    rt.db
-      .select()
-      .from(entrypoints)
-      .all()
-      .map((e) => [e.regionId, e.lbId]),
-  );
-  return rt.db
-    .select()
-    .from(regions)
-    .orderBy(regions.name)
-    .all()
-    .map((r) => ({
+export async function listRegions(rt: ServiceRuntime): Promise<RegionSummary[]> {
+  const { db, tables } = rt.store;
+  const { entrypoints, loadBalancers, regions, replicas } = tables;
+  const lbs = await db.select({ regionId: loadBalancers.regionId }).from(loadBalancers);
+  const reps = await db.select({ regionId: replicas.regionId }).from(replicas);
+  const entries = new Map((await db.select().from(entrypoints)).map((e) => [e.regionId, e.lbId]));
+  const rows = await db.select().from(regions).orderBy(regions.name);
+  const summaries: RegionSummary[] = [];
+  for (const r of rows) {
+    summaries.push({
       id: r.id,
       name: r.name,
       displayName: r.displayName,
       lbCount: lbs.filter((l) => l.regionId === r.id).length,
       replicaCount: reps.filter((x) => x.regionId === r.id).length,
       entrypointLbId: entries.get(r.id) ?? null,
-      defaultHomeLbId: defaultHomeLb(rt.db, r.id)?.id ?? null,
-    }));
+      defaultHomeLbId: (await defaultHomeLb(rt.store, r.id))?.id ?? null,
+    });
+  }
+  return summaries;
 }
 
 /** A region by its name (what operators type) or its id. */
-function findRegion(db: DbLike, nameOrId: string): RegionRow | undefined {
-  return db.select().from(regions).where(eq(regions.name, nameOrId)).get() ?? db.select().from(regions).where(eq(regions.id, nameOrId)).get();
+async function findRegion({ db, tables }: Queryable, nameOrId: string): Promise<RegionRow | undefined> {
+  const { regions } = tables;
+  const [byName] = await db.select().from(regions).where(eq(regions.name, nameOrId)).limit(1);
+  if (byName) return byName;
+  const [byId] = await db.select().from(regions).where(eq(regions.id, nameOrId)).limit(1);
+  return byId;
 }
 
-export function requireRegion(db: DbLike, nameOrId: string): RegionRow {
-  const region = findRegion(db, nameOrId);
+export async function requireRegion(q: Queryable, nameOrId: string): Promise<RegionRow> {
+  const region = await findRegion(q, nameOrId);
   if (!region) throw precondition(`unknown region "${nameOrId}"; create it on the Regions page first`);
   return region;
 }
 
-export function createRegion(rt: ServiceRuntime, actor: Actor, input: { name: string; displayName?: string | undefined }): { id: string } {
-  return rt.db.transaction((tx) => {
-    if (tx.select().from(regions).where(eq(regions.name, input.name)).get()) {
+export async function createRegion(rt: ServiceRuntime, actor: Actor, input: { name: string; displayName?: string | undefined }): Promise<{ id: string }> {
+  return await rt.store.transaction(async (tx) => {
+    const { regions } = tx.tables;
+    if ((await tx.db.select({ id: regions.id }).from(regions).where(eq(regions.name, input.name)).limit(1)).length > 0) {
       throw conflict(`a region named "${input.name}" already exists`);
     }
-    const id = newId(input.name, (candidate) => !!tx.select().from(regions).where(eq(regions.id, candidate)).get());
+    const id = await newId(
+      input.name,
+      async (candidate) => (await tx.db.select({ id: regions.id }).from(regions).where(eq(regions.id, candidate)).limit(1)).length > 0,
+    );
     const row = { id, name: input.name, displayName: input.displayName ?? null, createdAt: Date.now() };
-    tx.insert(regions).values(row).run();
-    recordAudit(tx, actor, "region.create", `region:${id}`, null, row);
+    await tx.db.insert(regions).values(row);
+    await recordAudit(tx, actor, "region.create", `region:${id}`, null, row);
     return { id };
   });
 }
 
-export function updateRegion(
+export async function updateRegion(
   rt: ServiceRuntime,
   actor: Actor,
   input: { id: string; name?: string | undefined; displayName?: string | null | undefined },
-): void {
-  const renamed = rt.db.transaction((tx) => {
-    const before = tx.select().from(regions).where(eq(regions.id, input.id)).get();
+): Promise<void> {
+  const renamed = await rt.store.transaction(async (tx) => {
+    const { observedRtts, regions } = tx.tables;
+    const [before] = await tx.db.select().from(regions).where(eq(regions.id, input.id)).limit(1);
     if (!before) throw notFound("region", input.id);
     if (input.name !== undefined && input.name !== before.name) {
-      if (tx.select().from(regions).where(eq(regions.name, input.name)).get()) {
+      if ((await tx.db.select({ id: regions.id }).from(regions).where(eq(regions.name, input.name)).limit(1)).length > 0) {
         throw conflict(`a region named "${input.name}" already exists`);
       }
     }
@@ -87,42 +92,39 @@ export function updateRegion(
       name: input.name ?? before.name,
       displayName: input.displayName === undefined ? before.displayName : input.displayName,
     };
-    tx.update(regions).set({ name: after.name, displayName: after.displayName }).where(eq(regions.id, input.id)).run();
+    await tx.db.update(regions).set({ name: after.name, displayName: after.displayName }).where(eq(regions.id, input.id));
     if (after.name !== before.name) {
       // Observed RTTs are keyed by region name (as the LBs report it).
-      tx.update(observedRtts).set({ fromRegion: after.name }).where(eq(observedRtts.fromRegion, before.name)).run();
-      tx.update(observedRtts).set({ toRegion: after.name }).where(eq(observedRtts.toRegion, before.name)).run();
+      await tx.db.update(observedRtts).set({ fromRegion: after.name }).where(eq(observedRtts.fromRegion, before.name));
+      await tx.db.update(observedRtts).set({ toRegion: after.name }).where(eq(observedRtts.toRegion, before.name));
     }
-    recordAudit(tx, actor, "region.update", `region:${input.id}`, before, after);
+    await recordAudit(tx, actor, "region.update", `region:${input.id}`, before, after);
     return after.name !== before.name;
   });
   // LB configs carry region names.
-  if (renamed) rt.publisher.publishAll();
+  if (renamed) await rt.publisher.publishAll();
 }
 
-export function deleteRegion(rt: ServiceRuntime, actor: Actor, input: { id: string }): void {
-  rt.db.transaction((tx) => {
-    const before = tx.select().from(regions).where(eq(regions.id, input.id)).get();
+export async function deleteRegion(rt: ServiceRuntime, actor: Actor, input: { id: string }): Promise<void> {
+  await rt.store.transaction(async (tx) => {
+    const { loadBalancers, regions, replicas } = tx.tables;
+    const [before] = await tx.db.select().from(regions).where(eq(regions.id, input.id)).limit(1);
     if (!before) throw notFound("region", input.id);
-    const lbCount = tx.select().from(loadBalancers).where(eq(loadBalancers.regionId, input.id)).all().length;
-    const replicaCount = tx.select().from(replicas).where(eq(replicas.regionId, input.id)).all().length;
+    const lbCount = (await tx.db.select({ id: loadBalancers.id }).from(loadBalancers).where(eq(loadBalancers.regionId, input.id))).length;
+    const replicaCount = (await tx.db.select({ id: replicas.id }).from(replicas).where(eq(replicas.regionId, input.id))).length;
     if (lbCount > 0 || replicaCount > 0) {
       throw precondition(`region "${before.name}" still has ${lbCount} load balancer(s) and ${replicaCount} replica(s); delete or move them first`);
     }
-    tx.delete(regions).where(eq(regions.id, input.id)).run();
-    recordAudit(tx, actor, "region.delete", `region:${input.id}`, before, null);
+    await tx.db.delete(regions).where(eq(regions.id, input.id));
+    await recordAudit(tx, actor, "region.delete", `region:${input.id}`, before, null);
   });
 }
 
 /** Observed RTT between every pair of regions (row = from, column = to), null when never measured. */
-export function rttMatrix(rt: ServiceRuntime): { regions: string[]; rttMs: (number | null)[][] } {
-  const names = rt.db
-    .select()
-    .from(regions)
-    .orderBy(regions.name)
-    .all()
-    .map((r) => r.name);
-  const observed = rt.db.select().from(observedRtts).all();
+export async function rttMatrix(rt: ServiceRuntime): Promise<{ regions: string[]; rttMs: (number | null)[][] }> {
+  const { db, tables } = rt.store;
+  const names = (await db.select({ name: tables.regions.name }).from(tables.regions).orderBy(tables.regions.name)).map((r) => r.name);
+  const observed = await db.select().from(tables.observedRtts);
   const lookup = new Map(observed.map((o) => [`${o.fromRegion}\u0000${o.toRegion}`, o.rttMs]));
   return {
     regions: names,

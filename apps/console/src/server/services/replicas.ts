@@ -1,8 +1,8 @@
 // Replicas: CRUD and state (enabled / disabled / draining). Every change is pushed to the LBs
 // whose config it alters (the publisher skips LBs whose config did not change).
 import "server-only";
-import { eq } from "drizzle-orm";
-import { loadBalancers, replicas, type ReplicaRow } from "@meridian/db";
+import { eq, type SQL } from "drizzle-orm";
+import type { Queryable, ReplicaRow } from "@meridian/db";
 import { regionNamesById } from "../region-names";
 import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, notFound, precondition } from "../errors";
@@ -10,7 +10,7 @@ import { effectiveHome } from "../runtime/config-builder";
 import { indexStatus, type IndexStatus } from "../runtime/index-status";
 import { replicaWarningsFrom, type ReplicaWarning } from "../runtime/replica-warnings";
 import type { CachePoint, SharePoint } from "../runtime/rolling-stats";
-import type { DbLike, ServiceRuntime } from "./context";
+import type { ServiceRuntime } from "./context";
 import { defaultHomeLb, rehomedTarget } from "./home-lb";
 import { newId } from "./ids";
 import { requireRegion } from "./regions";
@@ -46,50 +46,45 @@ export interface ReplicaView {
   warnings: ReplicaWarning[];
 }
 
-export function listReplicas(rt: ServiceRuntime): ReplicaView[] {
-  const regionNames = regionNamesById(rt.db);
-  const lbNames = new Map(
-    rt.db
-      .select()
-      .from(loadBalancers)
-      .all()
-      .map((l) => [l.id, l.name]),
-  );
+export async function listReplicas(rt: ServiceRuntime): Promise<ReplicaView[]> {
+  const { db, tables } = rt.store;
+  const { loadBalancers, replicas } = tables;
+  const regionNames = await regionNamesById(rt.store);
+  const lbNames = new Map((await db.select({ id: loadBalancers.id, name: loadBalancers.name }).from(loadBalancers)).map((l) => [l.id, l.name]));
   const windowStats = rt.telemetry.stats.replicaStats();
-  const warnings = replicaWarningsFrom(rt.db, (lbId) => rt.lbHealth.lb(lbId)?.state ?? null);
+  // The LB health book is in memory: its lookups answer at once.
+  const warnings = await replicaWarningsFrom(rt.store, (lbId) => rt.lbHealth.lb(lbId)?.state ?? null);
   const now = Date.now();
-  return rt.db
-    .select()
-    .from(replicas)
-    .orderBy(replicas.name)
-    .all()
-    .map((r) => {
-      const serving = effectiveHome(r);
-      const live = rt.lbHealth.replica(r.id, serving);
-      const stats = windowStats.get(r.id);
-      return {
-        id: r.id,
-        name: r.name,
-        url: r.url,
-        region: regionNames.get(r.regionId) ?? r.regionId,
-        engine: r.engine,
-        model: r.model,
-        state: r.state,
-        homeLbId: serving,
-        homeLbName: serving ? (lbNames.get(serving) ?? null) : null,
-        configuredHomeLbId: r.homeLbId,
-        rehomed: r.rehomedToLbId !== null,
-        healthy: live?.healthy ?? false,
-        inFlight: live?.inFlight ?? 0,
-        queuedTokens: live?.queuedTokens ?? 0,
-        share: stats?.share ?? 0,
-        cacheHitRate: stats?.cacheHitRate ?? live?.cacheHitRate ?? null,
-        predictionAccuracy: live?.cache.accuracy ?? stats?.predictionAccuracy ?? live?.predictionAccuracy ?? null,
-        index: indexStatus(live?.cache ?? null, now),
-        rttMs: live?.rttMs ?? null,
-        warnings: warnings.get(r.id) ?? [],
-      };
+  const rows = await db.select().from(replicas).orderBy(replicas.name);
+  const views: ReplicaView[] = [];
+  for (const r of rows) {
+    const serving = effectiveHome(r);
+    const live = await rt.lbHealth.replica(r.id, serving);
+    const stats = windowStats.get(r.id);
+    views.push({
+      id: r.id,
+      name: r.name,
+      url: r.url,
+      region: regionNames.get(r.regionId) ?? r.regionId,
+      engine: r.engine,
+      model: r.model,
+      state: r.state,
+      homeLbId: serving,
+      homeLbName: serving ? (lbNames.get(serving) ?? null) : null,
+      configuredHomeLbId: r.homeLbId,
+      rehomed: r.rehomedToLbId !== null,
+      healthy: live?.healthy ?? false,
+      inFlight: live?.inFlight ?? 0,
+      queuedTokens: live?.queuedTokens ?? 0,
+      share: stats?.share ?? 0,
+      cacheHitRate: stats?.cacheHitRate ?? live?.cacheHitRate ?? null,
+      predictionAccuracy: live?.cache.accuracy ?? stats?.predictionAccuracy ?? live?.predictionAccuracy ?? null,
+      index: indexStatus(live?.cache ?? null, now),
+      rttMs: live?.rttMs ?? null,
+      warnings: warnings.get(r.id) ?? [],
     });
+  }
+  return views;
 }
 
 export function shareHistory(rt: ServiceRuntime): SharePoint[] {
@@ -110,22 +105,27 @@ export interface ReplicaInput {
   homeLbId?: string | null | undefined;
 }
 
-function requireLb(db: DbLike, lbId: string) {
-  const lb = db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+async function requireLb({ db, tables }: Queryable, lbId: string) {
+  const [lb] = await db.select().from(tables.loadBalancers).where(eq(tables.loadBalancers.id, lbId)).limit(1);
   if (!lb) throw precondition(`unknown load balancer "${lbId}" as home LB`);
   return lb;
 }
 
+async function replicaExists({ db, tables }: Queryable, where: SQL): Promise<boolean> {
+  return (await db.select({ id: tables.replicas.id }).from(tables.replicas).where(where).limit(1)).length > 0;
+}
+
 /** No home LB given: the region's default (home-lb.ts), written into the row so it is explicit. */
-export function createReplica(rt: ServiceRuntime, actor: Actor, input: ReplicaInput, fixedId?: string): { id: string } {
+export async function createReplica(rt: ServiceRuntime, actor: Actor, input: ReplicaInput, fixedId?: string): Promise<{ id: string }> {
   const url = requireHttpUrl("url", input.url);
-  const id = rt.db.transaction((tx) => {
-    if (tx.select().from(replicas).where(eq(replicas.name, input.name)).get()) {
+  const id = await rt.store.transaction(async (tx) => {
+    const { replicas } = tx.tables;
+    if (await replicaExists(tx, eq(replicas.name, input.name))) {
       throw conflict(`a replica named "${input.name}" already exists`);
     }
-    const region = requireRegion(tx, input.region);
-    const home = input.homeLbId ? requireLb(tx, input.homeLbId) : defaultHomeLb(tx, region.id);
-    const id = fixedId ?? newId(input.name, (candidate) => !!tx.select().from(replicas).where(eq(replicas.id, candidate)).get());
+    const region = await requireRegion(tx, input.region);
+    const home = input.homeLbId ? await requireLb(tx, input.homeLbId) : await defaultHomeLb(tx, region.id);
+    const id = fixedId ?? (await newId(input.name, (candidate) => replicaExists(tx, eq(replicas.id, candidate))));
     const row = {
       id,
       name: input.name,
@@ -139,24 +139,25 @@ export function createReplica(rt: ServiceRuntime, actor: Actor, input: ReplicaIn
       rehomedToLbId: rehomedTarget(home),
       createdAt: Date.now(),
     };
-    tx.insert(replicas).values(row).run();
-    recordAudit(tx, actor, "replica.create", `replica:${id}`, null, row);
+    await tx.db.insert(replicas).values(row);
+    await recordAudit(tx, actor, "replica.create", `replica:${id}`, null, row);
     return id;
   });
-  rt.publisher.publishAll();
+  await rt.publisher.publishAll();
   return { id };
 }
 
-export function updateReplica(rt: ServiceRuntime, actor: Actor, input: { id: string } & Partial<ReplicaInput>): void {
-  rt.db.transaction((tx) => {
-    const before = tx.select().from(replicas).where(eq(replicas.id, input.id)).get();
+export async function updateReplica(rt: ServiceRuntime, actor: Actor, input: { id: string } & Partial<ReplicaInput>): Promise<void> {
+  await rt.store.transaction(async (tx) => {
+    const { replicas } = tx.tables;
+    const [before] = await tx.db.select().from(replicas).where(eq(replicas.id, input.id)).limit(1);
     if (!before) throw notFound("replica", input.id);
-    if (input.name !== undefined && input.name !== before.name && tx.select().from(replicas).where(eq(replicas.name, input.name)).get()) {
+    if (input.name !== undefined && input.name !== before.name && (await replicaExists(tx, eq(replicas.name, input.name)))) {
       throw conflict(`a replica named "${input.name}" already exists`);
     }
-    const regionId = input.region !== undefined ? requireRegion(tx, input.region).id : before.regionId;
+    const regionId = input.region !== undefined ? (await requireRegion(tx, input.region)).id : before.regionId;
     // undefined: the home stays; null: back to the region's default, as on create.
-    const home = input.homeLbId ? requireLb(tx, input.homeLbId) : input.homeLbId === null ? defaultHomeLb(tx, regionId) : undefined;
+    const home = input.homeLbId ? await requireLb(tx, input.homeLbId) : input.homeLbId === null ? await defaultHomeLb(tx, regionId) : undefined;
     const after: ReplicaRow = {
       ...before,
       name: input.name ?? before.name,
@@ -167,7 +168,8 @@ export function updateReplica(rt: ServiceRuntime, actor: Actor, input: { id: str
       homeLbId: home === undefined ? before.homeLbId : (home?.id ?? null),
       rehomedToLbId: home === undefined ? before.rehomedToLbId : rehomedTarget(home),
     };
-    tx.update(replicas)
+    await tx.db
+      .update(replicas)
       .set({
         name: after.name,
         url: after.url,
@@ -177,19 +179,19 @@ export function updateReplica(rt: ServiceRuntime, actor: Actor, input: { id: str
         homeLbId: after.homeLbId,
         rehomedToLbId: after.rehomedToLbId,
       })
-      .where(eq(replicas.id, input.id))
-      .run();
-    recordAudit(tx, actor, "replica.update", `replica:${input.id}`, before, after);
+      .where(eq(replicas.id, input.id));
+    await recordAudit(tx, actor, "replica.update", `replica:${input.id}`, before, after);
   });
-  rt.publisher.publishAll();
+  await rt.publisher.publishAll();
 }
 
-export function setReplicaState(rt: ServiceRuntime, actor: Actor, input: { id: string; state: ReplicaState }): void {
-  rt.db.transaction((tx) => {
-    const before = tx.select().from(replicas).where(eq(replicas.id, input.id)).get();
+export async function setReplicaState(rt: ServiceRuntime, actor: Actor, input: { id: string; state: ReplicaState }): Promise<void> {
+  await rt.store.transaction(async (tx) => {
+    const { replicas } = tx.tables;
+    const [before] = await tx.db.select().from(replicas).where(eq(replicas.id, input.id)).limit(1);
     if (!before) throw notFound("replica", input.id);
-    tx.update(replicas).set({ state: input.state }).where(eq(replicas.id, input.id)).run();
-    recordAudit(
+    await tx.db.update(replicas).set({ state: input.state }).where(eq(replicas.id, input.id));
+    await recordAudit(
       tx,
       actor,
       `replica.${input.state === "enabled" ? "enable" : input.state === "disabled" ? "disable" : "drain"}`,
@@ -198,15 +200,16 @@ export function setReplicaState(rt: ServiceRuntime, actor: Actor, input: { id: s
       { state: input.state },
     );
   });
-  rt.publisher.publishAll();
+  await rt.publisher.publishAll();
 }
 
-export function deleteReplica(rt: ServiceRuntime, actor: Actor, input: { id: string }): void {
-  rt.db.transaction((tx) => {
-    const before = tx.select().from(replicas).where(eq(replicas.id, input.id)).get();
+export async function deleteReplica(rt: ServiceRuntime, actor: Actor, input: { id: string }): Promise<void> {
+  await rt.store.transaction(async (tx) => {
+    const { replicas } = tx.tables;
+    const [before] = await tx.db.select().from(replicas).where(eq(replicas.id, input.id)).limit(1);
     if (!before) throw notFound("replica", input.id);
-    tx.delete(replicas).where(eq(replicas.id, input.id)).run();
-    recordAudit(tx, actor, "replica.delete", `replica:${input.id}`, before, null);
+    await tx.db.delete(replicas).where(eq(replicas.id, input.id));
+    await recordAudit(tx, actor, "replica.delete", `replica:${input.id}`, before, null);
   });
-  rt.publisher.publishAll();
+  await rt.publisher.publishAll();
 }

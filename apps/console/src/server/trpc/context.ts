@@ -4,7 +4,7 @@ import { resolveSession, tokenFromCookieHeader } from "../auth/session-store";
 import type { ServiceRuntime } from "../services/context";
 import type { TrpcContext } from "./init";
 
-export function createTrpcContext(rt: ServiceRuntime, req: Request): TrpcContext {
-  const user = resolveSession(rt.db, tokenFromCookieHeader(req.headers.get("cookie")));
+export async function createTrpcContext(rt: ServiceRuntime, req: Request): Promise<TrpcContext> {
+  const user = await resolveSession(rt.store, tokenFromCookieHeader(req.headers.get("cookie")));
   return { rt, user };
 }

@@ -11,12 +11,21 @@ const CODES: Record<DomainErrorKind, TRPC_ERROR_CODE_KEY> = {
   busy: "TOO_MANY_REQUESTS",
 };
 
-/** SQLite's "another connection holds the write lock" (SQLITE_BUSY and its extended codes). A write
- * transaction that started by reading fails with it at once, without waiting for busy_timeout (SQLite
- * will not wait where waiting could deadlock): the operator's change was not made and can be retried. */
+/** The driver's error code, looked up through drizzle's wrapper (DrizzleQueryError keeps the
+ * driver's error as its cause). */
+function driverCode(error: unknown): string | undefined {
+  for (let current = error, depth = 0; current && typeof current === "object" && depth < 4; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** SQLite's "another connection holds the write lock" (SQLITE_BUSY and its extended codes): the
+ * operator's change was not made and can be retried. */
 function isDatabaseBusy(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" && code.startsWith("SQLITE_BUSY");
+  return driverCode(error)?.startsWith("SQLITE_BUSY") === true;
 }
 
 function toTRPCError(error: unknown): unknown {
@@ -31,10 +40,11 @@ function toTRPCError(error: unknown): unknown {
   return error;
 }
 
-/** Runs one service call, translating its domain errors. */
-export function call<T>(fn: () => T): T {
+/** Runs one service call, translating its domain errors. Services are async: the call is awaited
+ * here, so an error thrown after an await (inside a transaction, say) is translated too. */
+export async function call<T>(fn: () => T | Promise<T>): Promise<T> {
   try {
-    return fn();
+    return await fn();
   } catch (error) {
     throw toTRPCError(error);
   }

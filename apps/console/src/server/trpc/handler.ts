@@ -20,11 +20,11 @@ export interface TrpcRouteOptions {
   auditor?: SecurityAuditor;
 }
 
-export function handleTrpcRequest(rt: ServiceRuntime & { readonly log: Logger }, req: Request, options: TrpcRouteOptions = {}): Promise<Response> | Response {
+export async function handleTrpcRequest(rt: ServiceRuntime & { readonly log: Logger }, req: Request, options: TrpcRouteOptions = {}): Promise<Response> {
   const endpoint = options.endpoint ?? "/api/trpc";
   const security = options.security ?? DEFAULT_REQUEST_SECURITY;
   const client = identifyClient(req.headers, security);
-  const ctx = createTrpcContext(rt, req);
+  const ctx = await createTrpcContext(rt, req);
   if (req.method !== "GET") {
     const origin = checkOrigin(req.headers, client, security);
     if (!origin.ok) {
@@ -37,16 +37,25 @@ export function handleTrpcRequest(rt: ServiceRuntime & { readonly log: Logger },
         status: 403,
         reason: origin.reason,
       } as const;
-      return refuse(rt, event, `cross-origin request refused: ${origin.reason}`, { auditor: options.auditor });
+      return await refuse(rt, event, `cross-origin request refused: ${origin.reason}`, { auditor: options.auditor });
     }
   }
-  return fetchRequestHandler({
+  // tRPC calls onError without awaiting it: the reports (a refusal's audit row) are collected and
+  // awaited before the response goes out, and a failed report is logged, never left unhandled.
+  const reports: Promise<void>[] = [];
+  const response = await fetchRequestHandler({
     endpoint,
     req,
     router: appRouter,
     createContext: () => ctx,
     onError({ error, path }) {
-      reportTrpcError(rt, { error, path, client, username: ctx.user?.username ?? null }, options.auditor);
+      reports.push(
+        reportTrpcError(rt, { error, path, client, username: ctx.user?.username ?? null }, options.auditor).catch((reportError: unknown) => {
+          rt.log.error({ path, err: reportError }, "could not record a refused tRPC request");
+        }),
+      );
     },
   });
+  await Promise.all(reports);
+  return response;
 }

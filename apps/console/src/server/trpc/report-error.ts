@@ -17,7 +17,8 @@ export interface TrpcErrorReport {
   username: string | null;
 }
 
-export function reportTrpcError(sink: RefusalSink, report: TrpcErrorReport, auditor?: SecurityAuditor): void {
+/** Resolves once a refusal's audit row is written (the handler awaits it before answering). */
+export async function reportTrpcError(sink: RefusalSink, report: TrpcErrorReport, auditor?: SecurityAuditor): Promise<void> {
   const { error, path, client } = report;
   const status = getHTTPStatusCodeFromError(error);
   if (error.code === "SERVICE_UNAVAILABLE") {
@@ -37,7 +38,7 @@ export function reportTrpcError(sink: RefusalSink, report: TrpcErrorReport, audi
       status,
       reason: error.message,
     } as const;
-    recordRefusal(sink, event, auditor);
+    await recordRefusal(sink, event, auditor);
     return;
   }
   sink.log.info({ path, code: error.code, status, message: error.message, address: client.address }, "tRPC request refused");
