@@ -15,6 +15,11 @@ export const experimentsTable = defineTable("experiments", {
   createdAt: col.epochMs("created_at").notNull(),
   finishedAt: col.epochMs("finished_at"),
   saved: col.bool("saved").notNull().default(false),
+  /** The console process running the simulation (its leadership id), while it runs. */
+  runner: col.text("runner"),
+  /** Until when the runner vouches for the run: it renews this while the simulation runs. A row
+   * still "running" after it passed lost its console (crash, kill) and is marked interrupted. */
+  runnerExpiresAt: col.epochMs("runner_expires_at"),
 });
 export const experiments = experimentsTable.sqlite;
 
