@@ -1,6 +1,5 @@
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
-import { sessions } from "@meridian/db";
 import { createHarness, type Harness } from "../testing/harness";
 import { CONSOLE_ORIGIN, consoleHeaders, cookieOf, loginRequest, trpcCall } from "../testing/console-requests";
 import { handleLogin, handleLogout } from "./login";
@@ -26,9 +25,9 @@ describe("login, sessions and tRPC authorisation", () => {
   let h: Harness;
   let adminCookie = "";
   let viewerCookie = "";
-  before(() => {
-    h = createHarness();
-    ensureUsers(h.rt.db, { adminPassword: "admin-pass", viewerPassword: "viewer-pass" });
+  before(async () => {
+    h = await createHarness();
+    await ensureUsers(h.rt.store, { adminPassword: "admin-pass", viewerPassword: "viewer-pass" });
   });
   after(() => h.close());
 
@@ -41,7 +40,7 @@ describe("login, sessions and tRPC authorisation", () => {
     assert.match(setCookie, /Path=\//);
     adminCookie = cookieOf(res);
     const token = adminCookie.split("=")[1]!;
-    const stored = h.rt.db.select().from(sessions).all();
+    const stored = await h.rt.store.db.select().from(h.rt.store.tables.sessions);
     assert.equal(stored.length, 1);
     assert.notEqual(stored[0]!.tokenHash, token);
     assert.deepEqual(await res.json(), { ok: true, user: { username: "admin", role: "operator" } });
@@ -113,11 +112,11 @@ describe("login, sessions and tRPC authorisation", () => {
 
   test("logout deletes the session; expired sessions resolve to nobody", async () => {
     const headers = consoleHeaders({ cookie: viewerCookie });
-    const res = handleLogout(h.rt, new Request(`${CONSOLE_ORIGIN}/api/auth/logout`, { method: "POST", headers }));
+    const res = await handleLogout(h.rt, new Request(`${CONSOLE_ORIGIN}/api/auth/logout`, { method: "POST", headers }));
     assert.equal(res.status, 200);
     assert.match(res.headers.get("set-cookie")!, /Max-Age=0/);
     assert.equal((await trpc(h, "auth.me", undefined, { cookie: viewerCookie })).data, null);
-    const { token } = createSession(h.rt.db, 1, 1_000, 0);
-    assert.equal(resolveSession(h.rt.db, token, 5_000), null);
+    const { token } = await createSession(h.rt.store, 1, 1_000, 0);
+    assert.equal(await resolveSession(h.rt.store, token, 5_000), null);
   });
 });

@@ -3,7 +3,6 @@
 // in the audit log with the true client address. (Unknown ids → 404: trpc/domain-errors.test.ts.)
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
-import { auditLog } from "@meridian/db";
 import { listAudit, type AuditEntry } from "../services/audit";
 import { createHarness, type Harness } from "../testing/harness";
 import { CONSOLE_ORIGIN, consoleHeaders, cookieOf, loginRequest, trpcCall } from "../testing/console-requests";
@@ -20,15 +19,20 @@ const MUTATIONS = Object.entries(appRouter._def.procedures as unknown as Record<
   .filter(([, procedure]) => procedure._def.type === "mutation")
   .map(([path]) => path);
 
-const securityAudit = (h: Harness, action = "auth."): AuditEntry[] => listAudit(h.rt, { action, limit: 1000 });
+const securityAudit = (h: Harness, action = "auth."): Promise<AuditEntry[]> => listAudit(h.rt, { action, limit: 1000 });
+/** Every audit row, oldest first. */
+const auditRows = async (h: Harness) => {
+  const { db, tables } = h.rt.store;
+  return await db.select().from(tables.auditLog).orderBy(tables.auditLog.id);
+};
 const after_ = (entry: AuditEntry) => entry.after as { address: string; status: number; reason: string; repeated?: number };
 
 describe("console security", () => {
   let h: Harness;
   let adminCookie = "";
   before(async () => {
-    h = createHarness();
-    ensureUsers(h.rt.db, { adminPassword: "admin-pass", viewerPassword: "viewer-pass" });
+    h = await createHarness();
+    await ensureUsers(h.rt.store, { adminPassword: "admin-pass", viewerPassword: "viewer-pass" });
     const res = await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }), { throttle: new LoginThrottle() });
     adminCookie = cookieOf(res);
   });
@@ -37,7 +41,7 @@ describe("console security", () => {
   test("item 9: a foreign Origin with a matching X-Forwarded-Host runs none of the mutations", async () => {
     assert.ok(MUTATIONS.length >= 20, `found ${MUTATIONS.length} mutations`);
     const auditor = new SecurityAuditor(0);
-    const rowsBefore = h.rt.db.select().from(auditLog).all().length;
+    const rowsBefore = (await auditRows(h)).length;
     for (const path of MUTATIONS) {
       const res = await trpcCall(
         h.rt,
@@ -55,7 +59,7 @@ describe("console security", () => {
       assert.equal(res.status, 403, path);
       assert.match(res.error!.message, /^cross-origin request refused: Origin http:\/\/evil\.example does not match the console's host console\.test/);
     }
-    const rows = h.rt.db.select().from(auditLog).all().slice(rowsBefore);
+    const rows = (await auditRows(h)).slice(rowsBefore);
     assert.equal(rows.length, MUTATIONS.length, "one audit row per refusal and no other change");
     assert.ok(rows.every((row) => row.action === "auth.denied" && row.actor === "admin" && JSON.parse(row.after!).address === "203.0.113.50"));
   });
@@ -94,10 +98,10 @@ describe("console security", () => {
     assert.equal(right.status, 429);
     assert.equal(right.headers.get("retry-after"), "60");
     // Item 14: the log names the socket address, never the forged one.
-    const rows = securityAudit(h).filter((row) => row.target === "user:admin" && after_(row).address === "198.51.100.23");
+    const rows = (await securityAudit(h)).filter((row) => row.target === "user:admin" && after_(row).address === "198.51.100.23");
     assert.equal(rows.filter((row) => row.action === "auth.login.failed").length, 5);
     assert.equal(rows.filter((row) => row.action === "auth.throttled").length, 36);
-    assert.ok(!securityAudit(h).some((row) => /^10\.\d+\.0\.1$/.test(after_(row).address)), "no forged address in the audit log");
+    assert.ok(!(await securityAudit(h)).some((row) => /^10\.\d+\.0\.1$/.test(after_(row).address)), "no forged address in the audit log");
   });
 
   test("item 10: behind a trusted proxy, clients are told apart by X-Forwarded-For, and one account is still limited across them", async () => {
@@ -110,7 +114,7 @@ describe("console security", () => {
       statuses.push((await handleLogin(h.rt, req, { throttle, auditor, security })).status);
     }
     assert.deepEqual(statuses, [...Array(10).fill(401), 429, 429], "ten distinct clients fail once each, then the account backs off");
-    const last = securityAudit(h, "auth.throttled").find((row) => row.target === "user:viewer")!;
+    const last = (await securityAudit(h, "auth.throttled")).find((row) => row.target === "user:viewer")!;
     assert.equal(after_(last).address, "192.0.2.11");
     // Another account from the same proxy is unaffected: the proxy's own address is not the key.
     const other = await handleLogin(
@@ -146,9 +150,9 @@ describe("console security", () => {
     assert.equal((await trpcCall(h.rt, "regions.list", undefined, { cookie })).status, 401);
     assert.equal((await trpcCall(h.rt, "auth.me", undefined, { cookie })).data, null);
     assert.equal((await trpcCall(h.rt, "regions.create", { name: "x" }, { cookie, mutation: true })).status, 401);
-    const logout = handleLogout(h.rt, new Request(`${CONSOLE_ORIGIN}/api/auth/logout`, { method: "POST", headers: consoleHeaders({ cookie }) }));
+    const logout = await handleLogout(h.rt, new Request(`${CONSOLE_ORIGIN}/api/auth/logout`, { method: "POST", headers: consoleHeaders({ cookie }) }));
     assert.equal(logout.status, 200);
-    const entrypoints = requireTokenOrSession(h.rt, new Request(`${CONSOLE_ORIGIN}/api/entrypoints`, { headers: consoleHeaders({ cookie }) }));
+    const entrypoints = await requireTokenOrSession(h.rt, new Request(`${CONSOLE_ORIGIN}/api/entrypoints`, { headers: consoleHeaders({ cookie }) }));
     assert.equal(entrypoints?.status, 401);
   });
 
@@ -157,7 +161,7 @@ describe("console security", () => {
     await trpcCall(h.rt, "regions.list", undefined, { peer: "192.0.2.10", headers: { "x-forwarded-for": "1.1.1.1" }, auditor });
     const viewer = cookieOf(await handleLogin(h.rt, loginRequest({ username: "viewer", password: "viewer-pass" }), { throttle: new LoginThrottle() }));
     await trpcCall(h.rt, "lbs.failover", { id: "lb-x" }, { cookie: viewer, mutation: true, peer: "192.0.2.11", auditor });
-    requireTokenOrSession(
+    await requireTokenOrSession(
       h.rt,
       new Request(`${CONSOLE_ORIGIN}/api/entrypoints`, { headers: consoleHeaders({ peer: "192.0.2.12", headers: { authorization: "Bearer wrong" } }) }),
       { auditor },
@@ -167,7 +171,7 @@ describe("console security", () => {
       auditor,
     });
     assert.equal(crossLogin.status, 403);
-    const denied = securityAudit(h, "auth.denied").slice(0, 4).reverse();
+    const denied = (await securityAudit(h, "auth.denied")).slice(0, 4).reverse();
     assert.deepEqual(
       denied.map((row) => [row.actor, row.target, after_(row).status, after_(row).address]),
       [
@@ -181,17 +185,18 @@ describe("console security", () => {
     assert.equal(after_(denied[2]!).reason, "wrong bearer token");
   });
 
-  test("item 14: a flood of refusals writes one row per window and counts the rest", () => {
+  test("item 14: a flood of refusals writes one row per window and counts the rest", async () => {
     const auditor = new SecurityAuditor(10_000);
     const event = { action: "auth.denied", actor: "anonymous", target: "trpc:regions.list", address: "192.0.2.77", status: 401, reason: "log in" } as const;
-    const written = Array.from({ length: 100 }, (_, i) => auditor.record(h.rt.db, event, 1_000 + i));
+    // All at once, as a flood arrives: the window is decided before each write.
+    const written = await Promise.all(Array.from({ length: 100 }, (_, i) => auditor.record(h.rt.store, event, 1_000 + i)));
     assert.equal(written.filter(Boolean).length, 1);
-    assert.equal(auditor.record(h.rt.db, event, 11_000), true);
-    const rows = securityAudit(h, "auth.denied").filter((row) => after_(row).address === "192.0.2.77");
+    assert.equal(await auditor.record(h.rt.store, event, 11_000), true);
+    const rows = (await securityAudit(h, "auth.denied")).filter((row) => after_(row).address === "192.0.2.77");
     assert.equal(rows.length, 2);
     assert.equal(after_(rows[0]!).repeated, 99);
     // Failed logins are never folded: the throttle already bounds them, and each is a guess.
     const failed = { ...event, action: "auth.login.failed", address: "192.0.2.78" } as const;
-    assert.equal([auditor.record(h.rt.db, failed, 1), auditor.record(h.rt.db, failed, 2)].filter(Boolean).length, 2);
+    assert.equal([await auditor.record(h.rt.store, failed, 1), await auditor.record(h.rt.store, failed, 2)].filter(Boolean).length, 2);
   });
 });

@@ -3,7 +3,6 @@
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
 import { eq } from "drizzle-orm";
-import { lbProofs, replicas } from "@meridian/db";
 import { lbKeyId } from "@meridian/protocol/credentials";
 import { createHarness, OPERATOR, TEST_TOKEN, type Harness } from "../testing/harness";
 import { listAudit } from "./audit";
@@ -24,74 +23,74 @@ const replica = (name: string, region: string, homeLbId?: string | null) => ({
 
 describe("default home LB", () => {
   let h: Harness;
-  before(() => {
-    h = createHarness();
-    for (const region of ["us-ashburn", "eu-frankfurt", "us-west"]) createRegion(h.rt, OPERATOR, { name: region });
-    createLb(h.rt, OPERATOR, { name: "lb-us-ashburn", url: "http://127.0.0.1:9/us", region: "us-ashburn" }, "lb-us-ashburn");
-    createLb(h.rt, OPERATOR, { name: "lb-eu-frankfurt", url: "http://127.0.0.1:9/eu", region: "eu-frankfurt" }, "lb-eu-frankfurt");
+  before(async () => {
+    h = await createHarness();
+    for (const region of ["us-ashburn", "eu-frankfurt", "us-west"]) await createRegion(h.rt, OPERATOR, { name: region });
+    await createLb(h.rt, OPERATOR, { name: "lb-us-ashburn", url: "http://127.0.0.1:9/us", region: "us-ashburn" }, "lb-us-ashburn");
+    await createLb(h.rt, OPERATOR, { name: "lb-eu-frankfurt", url: "http://127.0.0.1:9/eu", region: "eu-frankfurt" }, "lb-eu-frankfurt");
     // As if both had proved their tokens at their URLs: only a proven LB is a failover target
     // (runtime/lb-proof-rows.ts). Nothing listens there; these tests are about the rows.
     for (const [lbId, adminBase] of [
       ["lb-us-ashburn", "http://127.0.0.1:9/us"],
       ["lb-eu-frankfurt", "http://127.0.0.1:9/eu"],
     ] as const) {
-      h.rt.db
-        .insert(lbProofs)
-        .values({ lbId, adminBase, keyId: lbKeyId(TEST_TOKEN), provenAt: 1 })
-        .run();
+      await h.rt.store.db.insert(h.rt.store.tables.lbProofs).values({ lbId, adminBase, keyId: lbKeyId(TEST_TOKEN), provenAt: 1 });
     }
   });
   after(() => h.close());
 
-  const view = (id: string) => listReplicas(h.rt).find((r) => r.id === id)!;
-  const owned = (lbId: string) => listLbs(h.rt).find((lb) => lb.id === lbId)!.replicas;
+  const view = async (id: string) => (await listReplicas(h.rt)).find((r) => r.id === id)!;
+  const owned = async (lbId: string) => (await listLbs(h.rt)).find((lb) => lb.id === lbId)!.replicas;
 
-  test("no home chosen: the region's LB, written into the row and listed as owned", () => {
-    const { id } = createReplica(h.rt, OPERATOR, replica("us-c", "us-ashburn"));
-    assert.equal(h.rt.db.select().from(replicas).where(eq(replicas.id, id)).get()?.homeLbId, "lb-us-ashburn");
-    assert.equal(view(id).homeLbId, "lb-us-ashburn");
-    assert.equal(view(id).homeLbName, "lb-us-ashburn");
-    assert.deepEqual(owned("lb-us-ashburn"), [id]);
-    assert.equal(listRegions(h.rt).find((r) => r.name === "us-ashburn")?.defaultHomeLbId, "lb-us-ashburn");
-    const created = listAudit(h.rt, { action: "replica.create" })[0];
+  test("no home chosen: the region's LB, written into the row and listed as owned", async () => {
+    const { db, tables } = h.rt.store;
+    const { id } = await createReplica(h.rt, OPERATOR, replica("us-c", "us-ashburn"));
+    const [row] = await db.select().from(tables.replicas).where(eq(tables.replicas.id, id));
+    assert.equal(row?.homeLbId, "lb-us-ashburn");
+    assert.equal((await view(id)).homeLbId, "lb-us-ashburn");
+    assert.equal((await view(id)).homeLbName, "lb-us-ashburn");
+    assert.deepEqual(await owned("lb-us-ashburn"), [id]);
+    assert.equal((await listRegions(h.rt)).find((r) => r.name === "us-ashburn")?.defaultHomeLbId, "lb-us-ashburn");
+    const created = (await listAudit(h.rt, { action: "replica.create" }))[0];
     assert.match(JSON.stringify(created?.after), /"homeLbId":"lb-us-ashburn"/, "the audit records the home it got");
   });
 
-  test("an explicit home is kept", () => {
-    const { id } = createReplica(h.rt, OPERATOR, replica("us-on-eu", "us-ashburn", "lb-eu-frankfurt"));
-    assert.equal(view(id).homeLbId, "lb-eu-frankfurt");
+  test("an explicit home is kept", async () => {
+    const { id } = await createReplica(h.rt, OPERATOR, replica("us-on-eu", "us-ashburn", "lb-eu-frankfurt"));
+    assert.equal((await view(id)).homeLbId, "lb-eu-frankfurt");
   });
 
-  test("a region without an LB: no home until an LB is created there, which takes it", () => {
-    const { id } = createReplica(h.rt, OPERATOR, replica("west-a", "us-west"));
-    assert.equal(view(id).homeLbId, null);
-    assert.equal(listRegions(h.rt).find((r) => r.name === "us-west")?.defaultHomeLbId, null);
-    createLb(h.rt, OPERATOR, { name: "lb-us-west", url: "http://127.0.0.1:9/west", region: "us-west" }, "lb-us-west");
-    assert.equal(view(id).homeLbId, "lb-us-west");
-    assert.deepEqual(owned("lb-us-west"), [id]);
-    assert.equal(listAudit(h.rt, { action: "replica.home-default" })[0]?.target, `replica:${id}`);
+  test("a region without an LB: no home until an LB is created there, which takes it", async () => {
+    const { id } = await createReplica(h.rt, OPERATOR, replica("west-a", "us-west"));
+    assert.equal((await view(id)).homeLbId, null);
+    assert.equal((await listRegions(h.rt)).find((r) => r.name === "us-west")?.defaultHomeLbId, null);
+    await createLb(h.rt, OPERATOR, { name: "lb-us-west", url: "http://127.0.0.1:9/west", region: "us-west" }, "lb-us-west");
+    assert.equal((await view(id)).homeLbId, "lb-us-west");
+    assert.deepEqual(await owned("lb-us-west"), [id]);
+    assert.equal((await listAudit(h.rt, { action: "replica.home-default" }))[0]?.target, `replica:${id}`);
   });
 
-  test("homed on a failed-over LB: served by its stand-in, and back with failback", () => {
-    failoverLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
-    const { id } = createReplica(h.rt, OPERATOR, replica("eu-late", "eu-frankfurt"));
-    const stand = listLbs(h.rt).find((lb) => lb.id === "lb-eu-frankfurt")!.failedOverTo!;
-    assert.equal(view(id).configuredHomeLbId, "lb-eu-frankfurt");
-    assert.equal(view(id).homeLbId, stand);
-    assert.equal(view(id).rehomed, true);
-    failbackLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
-    assert.equal(view(id).homeLbId, "lb-eu-frankfurt");
+  test("homed on a failed-over LB: served by its stand-in, and back with failback", async () => {
+    await failoverLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
+    const { id } = await createReplica(h.rt, OPERATOR, replica("eu-late", "eu-frankfurt"));
+    const stand = (await listLbs(h.rt)).find((lb) => lb.id === "lb-eu-frankfurt")!.failedOverTo!;
+    assert.equal((await view(id)).configuredHomeLbId, "lb-eu-frankfurt");
+    assert.equal((await view(id)).homeLbId, stand);
+    assert.equal((await view(id)).rehomed, true);
+    await failbackLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
+    assert.equal((await view(id)).homeLbId, "lb-eu-frankfurt");
   });
 
-  test("an update to a null home goes back to the region's default", () => {
-    const { id } = createReplica(h.rt, OPERATOR, replica("us-d", "us-ashburn", "lb-eu-frankfurt"));
-    updateReplica(h.rt, OPERATOR, { id, homeLbId: null });
-    assert.equal(view(id).homeLbId, "lb-us-ashburn");
+  test("an update to a null home goes back to the region's default", async () => {
+    const { id } = await createReplica(h.rt, OPERATOR, replica("us-d", "us-ashburn", "lb-eu-frankfurt"));
+    await updateReplica(h.rt, OPERATOR, { id, homeLbId: null });
+    assert.equal((await view(id)).homeLbId, "lb-us-ashburn");
   });
 
-  test("rows written without a home by an older console are homed at startup", () => {
-    h.rt.db.update(replicas).set({ homeLbId: null }).where(eq(replicas.name, "us-c")).run();
-    assert.deepEqual(assignDefaultHomes(h.rt.db, SYSTEM_CONSOLE), ["us-c"]);
-    assert.equal(view("us-c").homeLbId, "lb-us-ashburn");
+  test("rows written without a home by an older console are homed at startup", async () => {
+    const { db, tables } = h.rt.store;
+    await db.update(tables.replicas).set({ homeLbId: null }).where(eq(tables.replicas.name, "us-c"));
+    assert.deepEqual(await assignDefaultHomes(h.rt.store, SYSTEM_CONSOLE), ["us-c"]);
+    assert.equal((await view("us-c")).homeLbId, "lb-us-ashburn");
   });
 });

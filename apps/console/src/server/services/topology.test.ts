@@ -1,6 +1,5 @@
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
-import { auditLog } from "@meridian/db";
 import { DomainError } from "../errors";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
@@ -9,8 +8,8 @@ import { createLb, deleteLb, entrypointMap, listLbs, setPolicy } from "./lbs";
 import { createRegion, deleteRegion, listRegions, rttMatrix, updateRegion } from "./regions";
 import { createReplica, deleteReplica, listReplicas, setReplicaState, updateReplica } from "./replicas";
 
-function expectDomainError(fn: () => unknown, kind: DomainError["kind"], pattern: RegExp): void {
-  assert.throws(fn, (error: unknown) => {
+async function expectDomainError(fn: () => Promise<unknown>, kind: DomainError["kind"], pattern: RegExp): Promise<void> {
+  await assert.rejects(fn, (error: unknown) => {
     assert.ok(error instanceof DomainError, `expected a DomainError, got ${String(error)}`);
     assert.equal(error.kind, kind);
     assert.match(error.message, pattern);
@@ -22,29 +21,29 @@ describe("topology services", () => {
   let h: Harness;
   let lb: FakeLb;
   before(async () => {
-    h = createHarness();
+    h = await createHarness();
     lb = await startFakeLb({ id: "lb-us", region: "us-ashburn", token: TEST_TOKEN });
-    h.rt.start();
+    await h.rt.start();
   });
   after(async () => {
-    h.close();
+    await h.close();
     await lb.close();
   });
 
-  test("regions: create, duplicate name refused, rename, delete refused while in use", () => {
-    const { id } = createRegion(h.rt, OPERATOR, { name: "us-ashburn", displayName: "Ashburn" });
+  test("regions: create, duplicate name refused, rename, delete refused while in use", async () => {
+    const { id } = await createRegion(h.rt, OPERATOR, { name: "us-ashburn", displayName: "Ashburn" });
     assert.equal(id, "us-ashburn");
-    expectDomainError(() => createRegion(h.rt, OPERATOR, { name: "us-ashburn" }), "conflict", /already exists/);
-    createRegion(h.rt, OPERATOR, { name: "eu-frankfurt" });
-    updateRegion(h.rt, OPERATOR, { id: "eu-frankfurt", displayName: "Frankfurt" });
+    await expectDomainError(() => createRegion(h.rt, OPERATOR, { name: "us-ashburn" }), "conflict", /already exists/);
+    await createRegion(h.rt, OPERATOR, { name: "eu-frankfurt" });
+    await updateRegion(h.rt, OPERATOR, { id: "eu-frankfurt", displayName: "Frankfurt" });
     assert.deepEqual(
-      listRegions(h.rt).map((r) => [r.name, r.displayName]),
+      (await listRegions(h.rt)).map((r) => [r.name, r.displayName]),
       [
         ["eu-frankfurt", "Frankfurt"],
         ["us-ashburn", "Ashburn"],
       ],
     );
-    assert.deepEqual(rttMatrix(h.rt), {
+    assert.deepEqual(await rttMatrix(h.rt), {
       regions: ["eu-frankfurt", "us-ashburn"],
       rttMs: [
         [null, null],
@@ -54,35 +53,35 @@ describe("topology services", () => {
   });
 
   test("LBs and replicas: validation errors name the problem", async () => {
-    expectDomainError(() => createLb(h.rt, OPERATOR, { name: "x", url: "ftp://host", region: "us-ashburn" }), "invalid", /http or https/);
-    expectDomainError(() => createLb(h.rt, OPERATOR, { name: "x", url: "http://h:1", region: "mars" }), "precondition", /unknown region "mars"/);
-    createLb(h.rt, OPERATOR, { name: "lb-us", url: lb.url, region: "us-ashburn" });
-    expectDomainError(() => createLb(h.rt, OPERATOR, { name: "lb-us", url: lb.url, region: "us-ashburn" }), "conflict", /already exists/);
-    expectDomainError(
+    await expectDomainError(() => createLb(h.rt, OPERATOR, { name: "x", url: "ftp://host", region: "us-ashburn" }), "invalid", /http or https/);
+    await expectDomainError(() => createLb(h.rt, OPERATOR, { name: "x", url: "http://h:1", region: "mars" }), "precondition", /unknown region "mars"/);
+    await createLb(h.rt, OPERATOR, { name: "lb-us", url: lb.url, region: "us-ashburn" });
+    await expectDomainError(() => createLb(h.rt, OPERATOR, { name: "lb-us", url: lb.url, region: "us-ashburn" }), "conflict", /already exists/);
+    await expectDomainError(
       () => createReplica(h.rt, OPERATOR, { name: "r", url: "not a url", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-us" }),
       "invalid",
       /not a URL/,
     );
-    expectDomainError(
+    await expectDomainError(
       () => createReplica(h.rt, OPERATOR, { name: "r", url: "http://127.0.0.1:9", region: "nowhere", engine: "sglang", model: "m", homeLbId: "lb-us" }),
       "precondition",
       /unknown region/,
     );
-    createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9/", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-us" });
-    expectDomainError(
+    await createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9/", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-us" });
+    await expectDomainError(
       () => createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "vllm", model: "m", homeLbId: "lb-us" }),
       "conflict",
       /replica named "r1" already exists/,
     );
-    expectDomainError(() => deleteRegion(h.rt, OPERATOR, { id: "us-ashburn" }), "precondition", /still has 1 load balancer/);
-    expectDomainError(() => deleteLb(h.rt, OPERATOR, { id: "lb-us" }), "precondition", /still serves 1 replica/);
-    const [replica] = listReplicas(h.rt);
+    await expectDomainError(() => deleteRegion(h.rt, OPERATOR, { id: "us-ashburn" }), "precondition", /still has 1 load balancer/);
+    await expectDomainError(() => deleteLb(h.rt, OPERATOR, { id: "lb-us" }), "precondition", /still serves 1 replica/);
+    const [replica] = await listReplicas(h.rt);
     assert.equal(replica?.url, "http://127.0.0.1:9", "trailing slash trimmed");
     assert.equal(replica?.homeLbName, "lb-us");
     // A new LB takes its region's clients once its first probe answers.
     await h.rt.health.tick();
     assert.deepEqual(
-      Object.entries(entrypointMap(h.rt)).map(([region, e]) => [region, e.lbId, e.url, e.status]),
+      Object.entries(await entrypointMap(h.rt)).map(([region, e]) => [region, e.lbId, e.url, e.status]),
       [["us-ashburn", "lb-us", lb.url, "assigned"]],
     );
   });
@@ -92,9 +91,9 @@ describe("topology services", () => {
     const first = lb.configs.at(-1)!;
     assert.equal(first.lbId, "lb-us");
     assert.equal(first.replicas[0]?.id, "r1");
-    setReplicaState(h.rt, OPERATOR, { id: "r1", state: "draining" });
+    await setReplicaState(h.rt, OPERATOR, { id: "r1", state: "draining" });
     await waitFor(() => lb.configs.at(-1)?.replicas[0]?.state === "draining", 5_000, "draining pushed");
-    setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "least-request", crossRegion: "via-peer" });
+    await setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "least-request", crossRegion: "via-peer" });
     await waitFor(() => lb.configs.at(-1)?.policy === "least-request", 5_000, "policy pushed");
     const versions = lb.configs.map((c) => c.version);
     assert.deepEqual(
@@ -103,14 +102,14 @@ describe("topology services", () => {
       "versions increase",
     );
     assert.equal(new Set(versions).size, versions.length, "no version pushed twice");
-    await waitFor(() => listLbs(h.rt)[0]?.ackedVersion === lb.version, 5_000, "ack recorded");
-    updateReplica(h.rt, OPERATOR, { id: "r1", model: "m2" });
+    await waitFor(async () => (await listLbs(h.rt))[0]?.ackedVersion === lb.version, 5_000, "ack recorded");
+    await updateReplica(h.rt, OPERATOR, { id: "r1", model: "m2" });
     await waitFor(() => lb.configs.at(-1)?.replicas[0]?.model === "m2", 5_000, "update pushed");
   });
 
   test("a 409 from the LB bumps the version past the LB's", async () => {
     lb.version += 10;
-    setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "gorgo", crossRegion: "direct" });
+    await setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "gorgo", crossRegion: "direct" });
     await waitFor(() => lb.configs.at(-1)?.policy === "gorgo", 5_000, "bumped config accepted");
     assert.ok(lb.version > 10);
   });
@@ -125,9 +124,9 @@ describe("topology services", () => {
     assert.equal(lb.configs.at(-1)?.lbId, "lb-us");
   });
 
-  test("every mutation is audited with before and after", () => {
-    deleteReplica(h.rt, OPERATOR, { id: "r1" });
-    const entries = listAudit(h.rt, { actor: "admin" });
+  test("every mutation is audited with before and after", async () => {
+    await deleteReplica(h.rt, OPERATOR, { id: "r1" });
+    const entries = await listAudit(h.rt, { actor: "admin" });
     const actions = entries.map((e) => e.action);
     for (const action of [
       "region.create",
@@ -145,7 +144,7 @@ describe("topology services", () => {
     assert.equal(deletion.target, "replica:r1");
     assert.equal((deletion.before as { name: string }).name, "r1");
     assert.equal(deletion.after, null);
-    assert.ok(h.rt.db.select().from(auditLog).all().length >= 8);
-    assert.equal(listAudit(h.rt, { action: "replica.", limit: 2 }).length, 2);
+    assert.ok((await h.rt.store.db.select().from(h.rt.store.tables.auditLog)).length >= 8);
+    assert.equal((await listAudit(h.rt, { action: "replica.", limit: 2 })).length, 2);
   });
 });
