@@ -8,7 +8,6 @@
 import "server-only";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { eq } from "drizzle-orm";
-import { loadBalancers, observedRtts, regions, replicas } from "@meridian/db";
 import { SYSTEM_SEED } from "../audit-trail";
 import type { ServiceRuntime } from "../services/context";
 import { createLb } from "../services/lbs";
@@ -24,56 +23,56 @@ function writeToken(tokenDir: string, lbId: string, token: string): void {
 }
 
 /** `tokenDir`: where the demo fleet reads its LBs' tokens (none: tokens are not written, tests). */
-export function seedDemoTopology(rt: ServiceRuntime, options: { basePort: number; host?: string; tokenDir?: string }): void {
+export async function seedDemoTopology(rt: ServiceRuntime, options: { basePort: number; host?: string; tokenDir?: string }): Promise<void> {
   const topology = demoTopology(options.basePort, options.host);
-  const db = rt.db;
+  const { db, tables } = rt.store;
+  const { loadBalancers, observedRtts, regions, replicas } = tables;
   for (const region of DEMO_REGIONS) {
-    if (!db.select().from(regions).where(eq(regions.name, region)).get()) {
-      createRegion(rt, SYSTEM_SEED, { name: region, displayName: DEMO_DISPLAY_NAMES[region] });
-    }
+    const [known] = await db.select().from(regions).where(eq(regions.name, region)).limit(1);
+    if (!known) await createRegion(rt, SYSTEM_SEED, { name: region, displayName: DEMO_DISPLAY_NAMES[region] });
   }
   const newLbs: string[] = [];
   for (const lb of topology.lbs) {
-    const existing = db.select().from(loadBalancers).where(eq(loadBalancers.id, lb.id)).get();
+    const [existing] = await db.select().from(loadBalancers).where(eq(loadBalancers.id, lb.id)).limit(1);
     if (!existing) {
-      const { token } = createLb(rt, SYSTEM_SEED, { name: lb.name, url: lb.url, region: lb.region, policy: "gorgo", crossRegion: "direct" }, lb.id);
+      const { token } = await createLb(rt, SYSTEM_SEED, { name: lb.name, url: lb.url, region: lb.region, policy: "gorgo", crossRegion: "direct" }, lb.id);
       if (options.tokenDir) writeToken(options.tokenDir, lb.id, token);
       newLbs.push(lb.id);
       continue;
     }
     if (options.tokenDir && !existsSync(demoTokenFile(options.tokenDir, lb.id))) {
-      writeToken(options.tokenDir, lb.id, issueLbToken(rt, SYSTEM_SEED, { id: lb.id }).token);
+      writeToken(options.tokenDir, lb.id, (await issueLbToken(rt, SYSTEM_SEED, { id: lb.id })).token);
     }
     if (existing.url !== lb.url) {
       // Same demo, other ports (MERIDIAN_DEMO_BASE_PORT changed): follow the fleet.
-      db.update(loadBalancers).set({ url: lb.url, adminUrl: null }).where(eq(loadBalancers.id, lb.id)).run();
+      await db.update(loadBalancers).set({ url: lb.url, adminUrl: null }).where(eq(loadBalancers.id, lb.id));
     }
   }
   for (const engine of topology.engines) {
-    const existing = db.select().from(replicas).where(eq(replicas.id, engine.id)).get();
+    const [existing] = await db.select().from(replicas).where(eq(replicas.id, engine.id)).limit(1);
     if (!existing) {
-      createReplica(
+      await createReplica(
         rt,
         SYSTEM_SEED,
         { name: engine.name, url: engine.url, region: engine.region, engine: engine.engine, model: DEMO_MODEL, homeLbId: engine.homeLbId },
         engine.id,
       );
     } else if (existing.url !== engine.url) {
-      db.update(replicas).set({ url: engine.url }).where(eq(replicas.id, engine.id)).run();
+      await db.update(replicas).set({ url: engine.url }).where(eq(replicas.id, engine.id));
     }
   }
   const now = Date.now();
   for (const from of DEMO_REGIONS) {
     for (const to of DEMO_REGIONS) {
-      db.insert(observedRtts).values({ fromRegion: from, toRegion: to, rttMs: DEMO_RTT_MS[from][to], samples: 1, updatedAt: now }).onConflictDoNothing().run();
+      await db.insert(observedRtts).values({ fromRegion: from, toRegion: to, rttMs: DEMO_RTT_MS[from][to], samples: 1, updatedAt: now }).onConflictDoNothing();
     }
   }
   // The tuner runs A/B trials on freshly seeded demo LBs (an operator's later stop is respected). At
   // the demo's request or so per second per LB a 500-sample trial would last eight minutes, so the demo
   // looks every 20 samples and caps a trial at 120: trials come and go while someone watches.
   for (const lbId of newLbs) {
-    rt.tuners.updateSettings(lbId, { trial: { lookEvery: 20, maxSamples: 120 } });
-    rt.tuners.startTuning(lbId);
+    await rt.tuners.updateSettings(lbId, { trial: { lookEvery: 20, maxSamples: 120 } });
+    await rt.tuners.startTuning(lbId);
   }
-  rt.publisher.publishAll();
+  await rt.publisher.publishAll();
 }

@@ -12,7 +12,7 @@ import "server-only";
 import { eq, sql } from "drizzle-orm";
 import { Counter, Gauge, Registry } from "prom-client";
 import { processMetricsRegistry } from "@meridian/proxy/process-metrics";
-import { LB_STATES, loadBalancers, tunerRuns, tunerSteps, type Db } from "@meridian/db";
+import { LB_STATES, type Store } from "@meridian/db";
 import type { ConfigPublisher } from "../runtime/config-publisher";
 import type { EntrypointResolver, EntrypointStatus } from "../runtime/entrypoint-resolver";
 import type { PutConfigResult } from "../runtime/lb-admin-client";
@@ -29,7 +29,7 @@ const TUNER_STATES = ["running", "paused", "stopped", "converged"] as const;
 
 /** What the scrape-time gauges read. */
 export interface ConsoleMetricsSources {
-  db: Db;
+  store: Store;
   book: Pick<LbHealthBook, "lb">;
   publisher: Pick<ConfigPublisher, "status">;
   telemetry: Pick<TelemetryHub, "status">;
@@ -92,7 +92,9 @@ export class ConsoleMetrics {
   /** Registers the gauges that read the running console at scrape time. Call once. */
   observe(sources: ConsoleMetricsSources): void {
     const registers = [this.registry];
-    const lbs = () => sources.db.select().from(loadBalancers).orderBy(loadBalancers.id).all();
+    const { db, tables } = sources.store;
+    const { loadBalancers, tunerRuns, tunerSteps } = tables;
+    const lbs = () => db.select().from(loadBalancers).orderBy(loadBalancers.id);
 
     // ---- LB health, lifecycle and config versions
     new Gauge({
@@ -100,9 +102,9 @@ export class ConsoleMetrics {
       help: "1 when the LB answered its last health probe from the console, 0 when it did not; absent before the first probe.",
       labelNames: ["lb"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
-        for (const lb of lbs()) {
+        for (const lb of await lbs()) {
           const healthy = sources.book.lb(lb.id)?.healthy;
           if (healthy !== undefined && healthy !== null) this.set({ lb: lb.id }, healthy ? 1 : 0);
         }
@@ -113,9 +115,9 @@ export class ConsoleMetrics {
       help: "Consecutive health probes the LB has failed (0 while it answers).",
       labelNames: ["lb"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
-        for (const lb of lbs()) this.set({ lb: lb.id }, sources.book.lb(lb.id)?.consecutiveFailures ?? 0);
+        for (const lb of await lbs()) this.set({ lb: lb.id }, sources.book.lb(lb.id)?.consecutiveFailures ?? 0);
       },
     });
     new Gauge({
@@ -123,9 +125,9 @@ export class ConsoleMetrics {
       help: "The LB's lifecycle, one series per state: 1 for the current one (healthy, failed, failed-over).",
       labelNames: ["lb", "state"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
-        for (const lb of lbs()) for (const state of LB_STATES) this.set({ lb: lb.id, state }, lb.state === state ? 1 : 0);
+        for (const lb of await lbs()) for (const state of LB_STATES) this.set({ lb: lb.id, state }, lb.state === state ? 1 : 0);
       },
     });
     new Gauge({
@@ -133,9 +135,9 @@ export class ConsoleMetrics {
       help: "Config versions per LB: wanted (the latest the console recorded), acked (the latest the LB acknowledged), running (what the LB last reported).",
       labelNames: ["lb", "kind"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
-        for (const lb of lbs()) {
+        for (const lb of await lbs()) {
           this.set({ lb: lb.id, kind: "wanted" }, lb.configVersion);
           this.set({ lb: lb.id, kind: "acked" }, lb.ackedVersion);
           const running = sources.book.lb(lb.id)?.state?.configVersion;
@@ -148,9 +150,9 @@ export class ConsoleMetrics {
       help: "1 while the LB's last config push failed (the publisher keeps retrying), else 0.",
       labelNames: ["lb"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
-        for (const lb of lbs()) this.set({ lb: lb.id }, sources.publisher.status(lb.id).lastError === null ? 0 : 1);
+        for (const lb of await lbs()) this.set({ lb: lb.id }, sources.publisher.status(lb.id).lastError === null ? 0 : 1);
       },
     });
     new Gauge({
@@ -158,9 +160,9 @@ export class ConsoleMetrics {
       help: "Where each region's clients go, one series per status: 1 for the current one (assigned: its own LB; fallback: the nearest healthy LB while its own is failed; unresolved: no healthy LB, an alarm).",
       labelNames: ["region", "status"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
-        for (const entry of sources.entrypoints.resolve()) {
+        for (const entry of await sources.entrypoints.resolve()) {
           for (const status of ENTRYPOINT_STATUSES) this.set({ region: entry.region, status }, entry.status === status ? 1 : 0);
         }
       },
@@ -221,21 +223,26 @@ export class ConsoleMetrics {
     streamCounter("meridian_console_telemetry_reconnects_total", "Times the console reopened the LB's telemetry stream.", (s) => s.reconnects);
 
     // ---- Tuners
+    // PostgreSQL counts in bigint (read back as strings: mapWith) and cannot sum a boolean (CASE WHEN).
     const stepCounts = () =>
-      sources.db
-        .select({ lbId: tunerRuns.lbId, kind: tunerSteps.kind, steps: sql<number>`count(*)`, accepted: sql<number>`sum(${tunerSteps.accepted})` })
+      db
+        .select({
+          lbId: tunerRuns.lbId,
+          kind: tunerSteps.kind,
+          steps: sql<number>`count(*)`.mapWith(Number),
+          accepted: sql<number>`sum(case when ${tunerSteps.accepted} then 1 else 0 end)`.mapWith(Number),
+        })
         .from(tunerSteps)
         .innerJoin(tunerRuns, eq(tunerSteps.runId, tunerRuns.id))
-        .groupBy(tunerRuns.lbId, tunerSteps.kind)
-        .all();
+        .groupBy(tunerRuns.lbId, tunerSteps.kind);
     new Counter({
       name: "meridian_console_tuner_steps_total",
       help: "Tuner steps (evaluated windows) per LB and kind, over every run, from the console's tuner_steps record.",
       labelNames: ["lb", "kind"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
-        for (const row of stepCounts()) this.inc({ lb: row.lbId, kind: row.kind }, row.steps);
+        for (const row of await stepCounts()) this.inc({ lb: row.lbId, kind: row.kind }, row.steps);
       },
     });
     new Counter({
@@ -243,20 +250,21 @@ export class ConsoleMetrics {
       help: "Tuner steps whose candidate was accepted, per LB, over every run.",
       labelNames: ["lb"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
         const byLb = new Map<string, number>();
-        for (const row of stepCounts()) byLb.set(row.lbId, (byLb.get(row.lbId) ?? 0) + (row.accepted ?? 0));
+        for (const row of await stepCounts()) byLb.set(row.lbId, (byLb.get(row.lbId) ?? 0) + (row.accepted ?? 0));
         for (const [lb, accepted] of byLb) this.inc({ lb }, accepted);
       },
     });
     // One describe() per LB per scrape, shared by the tuner gauges: a scrape reads them within a
     // moment, and a second look within a second would read the same.
-    let described: { lbId: string; tuner: ReturnType<TunerService["describe"]> }[] = [];
+    type Described = { lbId: string; tuner: Awaited<ReturnType<TunerService["describe"]>> }[];
+    let described: Promise<Described> = Promise.resolve([]);
     let describedAt = Number.NEGATIVE_INFINITY;
     const tuners = () => {
       if (Date.now() - describedAt > 1_000) {
-        described = lbs().map((lb) => ({ lbId: lb.id, tuner: sources.tuners.describe(lb.id) }));
+        described = lbs().then((rows) => Promise.all(rows.map(async (lb) => ({ lbId: lb.id, tuner: await sources.tuners.describe(lb.id) }))));
         describedAt = Date.now();
       }
       return described;
@@ -266,9 +274,9 @@ export class ConsoleMetrics {
       help: "The LB's tuner, one series per state: 1 for the current one (running: stepping online; paused: online but the LB's policy ignores the weights; stopped: weights frozen; converged).",
       labelNames: ["lb", "state"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
-        for (const { lbId, tuner } of tuners()) {
+        for (const { lbId, tuner } of await tuners()) {
           const current = tuner.converged ? "converged" : tuner.running ? (tuner.paused !== null ? "paused" : "running") : "stopped";
           for (const state of TUNER_STATES) this.set({ lb: lbId, state }, state === current ? 1 : 0);
         }
@@ -279,9 +287,9 @@ export class ConsoleMetrics {
       help: "Always 1; the role label says what the LB's live weights are being measured as (incumbent, candidate, remeasure), mode the tuner's mode.",
       labelNames: ["lb", "role", "mode"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
-        for (const { lbId, tuner } of tuners()) this.set({ lb: lbId, role: tuner.role, mode: tuner.mode }, 1);
+        for (const { lbId, tuner } of await tuners()) this.set({ lb: lbId, role: tuner.role, mode: tuner.mode }, 1);
       },
     });
     new Gauge({
@@ -289,9 +297,9 @@ export class ConsoleMetrics {
       help: "Samples in the current trial: both arms of the A/B trial, or the paper mode's evaluation window.",
       labelNames: ["lb"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
-        for (const { lbId, tuner } of tuners()) {
+        for (const { lbId, tuner } of await tuners()) {
           this.set({ lb: lbId }, tuner.trial ? tuner.trial.samples.incumbent + tuner.trial.samples.candidate : tuner.windowFill);
         }
       },
@@ -301,9 +309,9 @@ export class ConsoleMetrics {
       help: "Samples a trial ends at: the A/B trial's sample cap, or the paper mode's window.",
       labelNames: ["lb"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
-        for (const { lbId, tuner } of tuners()) this.set({ lb: lbId }, tuner.trial ? tuner.trial.maxSamples : tuner.window);
+        for (const { lbId, tuner } of await tuners()) this.set({ lb: lbId }, tuner.trial ? tuner.trial.maxSamples : tuner.window);
       },
     });
     new Gauge({
@@ -311,9 +319,9 @@ export class ConsoleMetrics {
       help: "The (1+1)-ES step size.",
       labelNames: ["lb"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
-        for (const { lbId, tuner } of tuners()) this.set({ lb: lbId }, tuner.sigma);
+        for (const { lbId, tuner } of await tuners()) this.set({ lb: lbId }, tuner.sigma);
       },
     });
     new Gauge({
@@ -321,9 +329,9 @@ export class ConsoleMetrics {
       help: "Tuner weights by term (rtt, queue) and role: live (what the LB routes with now) or incumbent (the best accepted).",
       labelNames: ["lb", "term", "role"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
-        for (const { lbId, tuner } of tuners()) {
+        for (const { lbId, tuner } of await tuners()) {
           for (const [role, weights] of [
             ["live", tuner.weights],
             ["incumbent", tuner.incumbent],
@@ -339,9 +347,9 @@ export class ConsoleMetrics {
       help: "The incumbent's p95 TTFT at its last evaluation; absent before the first.",
       labelNames: ["lb"],
       registers,
-      collect() {
+      async collect() {
         this.reset();
-        for (const { lbId, tuner } of tuners()) {
+        for (const { lbId, tuner } of await tuners()) {
           if (tuner.incumbentP95TtftMs !== null && Number.isFinite(tuner.incumbentP95TtftMs)) this.set({ lb: lbId }, tuner.incumbentP95TtftMs / 1000);
         }
       },

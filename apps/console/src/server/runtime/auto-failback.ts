@@ -43,7 +43,7 @@ export class AutoFailback {
   constructor(private readonly deps: AutoFailbackDeps) {}
 
   /** After every probe of an LB: tracks its healthy run and fails it back when due. */
-  afterProbe(lb: LoadBalancerRow, healthy: boolean, now: number): void {
+  async afterProbe(lb: LoadBalancerRow, healthy: boolean, now: number): Promise<void> {
     if (!healthy) {
       this.healthySince.delete(lb.id);
       return;
@@ -52,7 +52,7 @@ export class AutoFailback {
     this.healthySince.set(lb.id, since);
     if (!failbackDue({ lb, healthySince: since, now, healthyForMs: this.deps.healthyForMs })) return;
     try {
-      this.deps.failover.failback(lb.id, SYSTEM_HEALTH, { automatic: true, healthyForMs: now - since });
+      await this.deps.failover.failback(lb.id, SYSTEM_HEALTH, { automatic: true, healthyForMs: now - since });
     } catch (error) {
       // The failback re-checks the LB inside its transaction; a refusal (e.g. an operator failed it
       // back a moment ago) is not an error of ours.

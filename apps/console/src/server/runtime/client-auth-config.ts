@@ -6,26 +6,18 @@
 import "server-only";
 import { eq, isNull } from "drizzle-orm";
 import type { ClientAuth } from "@meridian/protocol";
-import { clientKeys, entrypoints, regions, type Db, type LoadBalancerRow } from "@meridian/db";
+import type { LoadBalancerRow, Queryable } from "@meridian/db";
 
-export function clientAuthFor(db: Pick<Db, "select">, lb: Pick<LoadBalancerRow, "id" | "regionId">, regionNames: Map<string, string>): ClientAuth {
-  const served = new Set([
-    lb.regionId,
-    ...db
-      .select()
-      .from(entrypoints)
-      .where(eq(entrypoints.lbId, lb.id))
-      .all()
-      .map((e) => e.regionId),
-  ]);
-  const keys = db
-    .select()
-    .from(clientKeys)
-    .where(isNull(clientKeys.revokedAt))
-    .orderBy(clientKeys.id)
-    .all()
+export async function clientAuthFor(
+  { db, tables }: Queryable,
+  lb: Pick<LoadBalancerRow, "id" | "regionId">,
+  regionNames: Map<string, string>,
+): Promise<ClientAuth> {
+  const { clientKeys, entrypoints, regions } = tables;
+  const served = new Set([lb.regionId, ...(await db.select().from(entrypoints).where(eq(entrypoints.lbId, lb.id))).map((e) => e.regionId)]);
+  const keys = (await db.select().from(clientKeys).where(isNull(clientKeys.revokedAt)).orderBy(clientKeys.id))
     .filter((key) => served.has(key.regionId))
     .map((key) => ({ id: key.id, name: key.name, region: regionNames.get(key.regionId) ?? key.regionId, sha256: key.sha256 }));
-  const own = db.select({ required: regions.clientKeysRequired }).from(regions).where(eq(regions.id, lb.regionId)).get();
+  const [own] = await db.select({ required: regions.clientKeysRequired }).from(regions).where(eq(regions.id, lb.regionId)).limit(1);
   return { required: own?.required ?? false, keys };
 }

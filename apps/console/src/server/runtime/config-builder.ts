@@ -5,7 +5,7 @@ import "server-only";
 import { eq } from "drizzle-orm";
 import { POLICY_NAMES, type PolicyName } from "@meridian/routing";
 import { LB_CONFIG_SCHEMA, parseLbConfig, type LbConfig } from "@meridian/protocol";
-import { loadBalancers, replicas, type Db } from "@meridian/db";
+import type { Queryable } from "@meridian/db";
 import { regionNamesById } from "../region-names";
 import { clientAuthFor } from "./client-auth-config";
 import { provenLbIds } from "./lb-proof-rows";
@@ -33,20 +33,20 @@ function asPolicy(name: string): PolicyName {
  * A replica re-homed here by a failover is presented with this LB's region: meridian-proxy treats
  * the replicas of its own region as local (in via-peer mode only those are routed to directly).
  */
-export function buildLbConfig(db: Pick<Db, "select">, lbId: string, version: number): LbConfig | null {
-  const lb = db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+export async function buildLbConfig(q: Queryable, lbId: string, version: number): Promise<LbConfig | null> {
+  const { db, tables } = q;
+  const { loadBalancers, replicas } = tables;
+  const [lb] = await db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1);
   if (!lb) return null;
-  const regionNames = regionNamesById(db);
-  const allReplicas = db.select().from(replicas).orderBy(replicas.id).all();
+  const regionNames = await regionNamesById(q);
+  const allReplicas = await db.select().from(replicas).orderBy(replicas.id);
   const chosen = lb.crossRegion === "via-peer" ? allReplicas.filter((r) => effectiveHome(r) === lb.id) : allReplicas;
-  const proven = provenLbIds(db);
-  const hashes = peerCredentialHashes(db);
-  const peers = db
-    .select()
-    .from(loadBalancers)
-    .orderBy(loadBalancers.id)
-    .all()
-    .filter((peer) => peer.id !== lb.id && peer.state !== "failed-over" && proven.has(peer.id));
+  const proven = await provenLbIds(q);
+  const hashes = await peerCredentialHashes(q);
+  const clientAuth = await clientAuthFor(q, lb, regionNames);
+  const peers = (await db.select().from(loadBalancers).orderBy(loadBalancers.id)).filter(
+    (peer) => peer.id !== lb.id && peer.state !== "failed-over" && proven.has(peer.id),
+  );
   return parseLbConfig({
     schema: LB_CONFIG_SCHEMA,
     version,
@@ -71,7 +71,7 @@ export function buildLbConfig(db: Pick<Db, "select">, lbId: string, version: num
       region: regionNames.get(peer.regionId) ?? peer.regionId,
       credentialHashes: hashes.get(peer.id) ?? [],
     })),
-    clientAuth: clientAuthFor(db, lb, regionNames),
+    clientAuth,
   });
 }
 

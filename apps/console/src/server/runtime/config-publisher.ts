@@ -16,16 +16,20 @@
 //   the console up in any order): those retries log at debug. Once it has answered, losing it is
 //   news and logs at warn.
 import "server-only";
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq, max, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { LbConfig } from "@meridian/protocol";
-import { consoleLeases, lbConfigs, loadBalancers, type Db, type LoadBalancerRow } from "@meridian/db";
+import type { LoadBalancerRow, Queryable, Store } from "@meridian/db";
 import { whileLeading } from "../leadership/fence";
 import { buildLbConfig, configContent } from "./config-builder";
 import type { LbAdminClient, PutConfigResult } from "./lb-admin-client";
 import { backoffMs, WakeSignal } from "./wake-signal";
 
-export type VersionListener = (lbId: string, version: number, config: LbConfig) => void;
+/** Who asked for a version: the TunerService (from inside its own serialised work, so it handles
+ * the version there and then) or anyone else. */
+export type PublishSource = "tuner" | "other";
+/** Awaited by publish() before it returns. */
+export type VersionListener = (lbId: string, version: number, config: LbConfig, source: PublishSource) => void | Promise<void>;
 
 export interface PushStatus {
   lastAttemptAt: number | null;
@@ -34,7 +38,7 @@ export interface PushStatus {
 
 /** What the publisher uses, and nothing else. */
 export interface ConfigPublisherDeps {
-  db: Db;
+  store: Store;
   log: Logger;
   lbClient: Pick<LbAdminClient, "putConfig" | "state">;
   /** The term this console leads under: null when it does not lead, 0 when no election runs (a
@@ -67,10 +71,12 @@ export class ConfigPublisher {
     this.listeners.push(listener);
   }
 
-  start(): void {
+  async start(): Promise<void> {
     this.running = true;
-    for (const lb of this.deps.db.select().from(loadBalancers).all()) {
-      if (lb.configVersion === 0) this.publish(lb.id);
+    const { db, tables } = this.deps.store;
+    for (const lb of await db.select().from(tables.loadBalancers)) {
+      if (!this.running) return;
+      if (lb.configVersion === 0) await this.publish(lb.id);
       else this.kick(lb.id);
     }
   }
@@ -87,15 +93,17 @@ export class ConfigPublisher {
 
   /** Records a new version when the LB's config changed (or `force`), then wakes its push loop.
    * Returns the LB's latest version, or null when the LB does not exist. */
-  publish(lbId: string, options: { force?: boolean } = {}): number | null {
-    const db = this.deps.db;
+  async publish(lbId: string, options: { force?: boolean; source?: PublishSource } = {}): Promise<number | null> {
+    const { db, tables } = this.deps.store;
     const term = this.deps.leadership.currentTerm();
     if (term === null) {
-      return db.select({ version: loadBalancers.configVersion }).from(loadBalancers).where(eq(loadBalancers.id, lbId)).get()?.version ?? null;
+      const { loadBalancers } = tables;
+      const [row] = await db.select({ version: loadBalancers.configVersion }).from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1);
+      return row?.version ?? null;
     }
     let outcome: { version: number; config: LbConfig | null } | null;
     try {
-      outcome = this.record(lbId, term, options.force ?? false);
+      outcome = await this.record(lbId, term, options.force ?? false);
     } catch (error) {
       if (!(error instanceof Fenced)) throw error;
       this.deps.log.warn({ lbId, term }, "leadership lost while recording a config version; nothing recorded");
@@ -103,41 +111,41 @@ export class ConfigPublisher {
     }
     if (!outcome) return null;
     if (outcome.config) {
-      for (const listener of this.listeners) listener(lbId, outcome.version, outcome.config);
+      for (const listener of this.listeners) await listener(lbId, outcome.version, outcome.config, options.source ?? "other");
     }
     this.kick(lbId);
     return outcome.version;
   }
 
-  private record(lbId: string, term: number, force: boolean): { version: number; config: LbConfig | null } | null {
-    return this.deps.db.transaction((tx) => {
-      const lb = tx.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+  private record(lbId: string, term: number, force: boolean): Promise<{ version: number; config: LbConfig | null } | null> {
+    return this.deps.store.transaction(async (tx) => {
+      const { consoleLeases, lbConfigs, loadBalancers } = tx.tables;
+      const [lb] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1);
       if (!lb) return null;
-      const latest = tx.select().from(lbConfigs).where(eq(lbConfigs.lbId, lbId)).orderBy(desc(lbConfigs.version)).limit(1).get();
-      const draft = buildLbConfig(tx, lbId, 0);
+      const [latest] = await tx.db.select().from(lbConfigs).where(eq(lbConfigs.lbId, lbId)).orderBy(desc(lbConfigs.version)).limit(1);
+      const draft = await buildLbConfig(tx, lbId, 0);
       if (!draft) return null;
       if (!force && latest && configContent(JSON.parse(latest.json) as LbConfig) === configContent(draft)) {
         return { version: lb.configVersion, config: null };
       }
-      const version = this.nextVersion(tx, lbId, lb.configVersion, lb.ackedVersion, latest?.version ?? 0);
+      const version = await this.nextVersion(tx, lbId, lb.configVersion, lb.ackedVersion, latest?.version ?? 0);
       const config: LbConfig = { ...draft, version };
-      tx.insert(lbConfigs)
-        .values({ lbId, version, json: JSON.stringify(config), createdAt: Date.now(), term })
-        .run();
+      await tx.db.insert(lbConfigs).values({ lbId, version, json: JSON.stringify(config), createdAt: Date.now(), term });
       const fence = term === 0 ? undefined : whileLeading(consoleLeases, term);
-      const moved = tx
+      const moved = await tx.db
         .update(loadBalancers)
         .set({ configVersion: version })
         .where(and(eq(loadBalancers.id, lbId), fence))
-        .run();
-      if (moved.changes === 0) throw new Fenced();
+        .returning({ id: loadBalancers.id });
+      if (moved.length === 0) throw new Fenced();
       return { version, config };
     });
   }
 
   /** Re-evaluates every LB's config (after a topology change). */
-  publishAll(): void {
-    for (const lb of this.deps.db.select({ id: loadBalancers.id }).from(loadBalancers).all()) this.publish(lb.id);
+  async publishAll(): Promise<void> {
+    const { db, tables } = this.deps.store;
+    for (const lb of await db.select({ id: tables.loadBalancers.id }).from(tables.loadBalancers)) await this.publish(lb.id);
   }
 
   /** Wakes (or starts) the LB's push loop, e.g. when the LB came back or reports an older version. */
@@ -165,24 +173,24 @@ export class ConfigPublisher {
 
   /** The version the LB reports running (from its /admin/state). An LB that reports less than it
    * acknowledged lost its config (restarted without its state file): it gets a fresh push. */
-  onReportedVersion(lb: LoadBalancerRow, version: number): void {
+  async onReportedVersion(lb: LoadBalancerRow, version: number): Promise<void> {
     const previous = this.reportedVersions.get(lb.id);
     this.reportedVersions.set(lb.id, version);
     if (version < lb.ackedVersion && previous !== undefined && lb.state !== "failed-over") {
       this.deps.log.warn({ lbId: lb.id, reported: version, acked: lb.ackedVersion }, "LB lost its config; re-pushing");
-      this.publish(lb.id, { force: true });
+      await this.publish(lb.id, { force: true });
     } else if (version < lb.configVersion) {
       this.kick(lb.id);
     }
   }
 
-  private nextVersion(tx: Pick<Db, "select">, lbId: string, ...known: number[]): number {
-    const recorded =
-      tx
-        .select({ max: sql<number | null>`max(${lbConfigs.version})` })
-        .from(lbConfigs)
-        .where(eq(lbConfigs.lbId, lbId))
-        .get()?.max ?? 0;
+  private async nextVersion({ db, tables }: Queryable, lbId: string, ...known: number[]): Promise<number> {
+    const { lbConfigs } = tables;
+    const [row] = await db
+      .select({ max: max(lbConfigs.version) })
+      .from(lbConfigs)
+      .where(eq(lbConfigs.lbId, lbId));
+    const recorded = Number(row?.max ?? 0);
     const reported = this.reportedVersions.get(lbId) ?? 0;
     return Math.max(recorded, reported, ...known) + 1;
   }
@@ -190,7 +198,9 @@ export class ConfigPublisher {
   private async runLoop(lbId: string, loop: PushLoop): Promise<void> {
     let attempt = 0;
     while (this.running && this.loops.get(lbId) === loop) {
-      const lb = this.deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+      const { db, tables } = this.deps.store;
+      const { lbConfigs, loadBalancers } = tables;
+      const [lb] = await db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1);
       if (!lb) break;
       // Nothing to push, or the LB is failed over (dead until failback): sleep until woken.
       if (lb.ackedVersion >= lb.configVersion || lb.state === "failed-over") {
@@ -198,13 +208,13 @@ export class ConfigPublisher {
         await loop.signal.wait(60_000);
         continue;
       }
-      const row = this.deps.db
+      const [row] = await db
         .select()
         .from(lbConfigs)
         .where(and(eq(lbConfigs.lbId, lbId), eq(lbConfigs.version, lb.configVersion)))
-        .get();
+        .limit(1);
       if (!row) {
-        this.publish(lbId, { force: true });
+        await this.publish(lbId, { force: true });
         continue;
       }
       loop.status.lastAttemptAt = Date.now();
@@ -214,7 +224,7 @@ export class ConfigPublisher {
       if (result.kind === "acked") {
         loop.status.lastError = null;
         attempt = 0;
-        this.markAcked(lbId, row.version);
+        await this.markAcked(lbId, row.version);
         this.deps.log.debug({ lbId, version: row.version }, "LB acknowledged config");
         continue;
       }
@@ -224,7 +234,7 @@ export class ConfigPublisher {
         const lbVersion = result.lbVersion ?? (await this.deps.lbClient.state({ id: lb.id, adminBase: lb.adminUrl ?? lb.url })).state?.configVersion;
         if (lbVersion !== undefined && lbVersion !== null) this.reportedVersions.set(lbId, Math.max(lbVersion, this.reportedVersions.get(lbId) ?? 0));
         this.deps.log.warn({ lbId, version: row.version, lbVersion }, "LB holds a newer config version; bumping");
-        this.publish(lbId, { force: true });
+        await this.publish(lbId, { force: true });
         attempt += 1;
         if (attempt > 3) await loop.signal.wait(backoffMs(attempt, 250, 10_000));
         continue;
@@ -242,17 +252,20 @@ export class ConfigPublisher {
     }
   }
 
-  private markAcked(lbId: string, version: number): void {
+  private async markAcked(lbId: string, version: number): Promise<void> {
     const now = Date.now();
-    this.deps.db.transaction((tx) => {
-      tx.update(loadBalancers)
-        .set({ ackedVersion: sql`max(${loadBalancers.ackedVersion}, ${version})` })
-        .where(eq(loadBalancers.id, lbId))
-        .run();
-      tx.update(lbConfigs)
+    await this.deps.store.transaction(async ({ db, tables }) => {
+      const { lbConfigs, loadBalancers } = tables;
+      // The larger of the two, in SQL both dialects read (SQLite's scalar max(a, b) is not PostgreSQL's):
+      // an ack of an older version that arrives late never lowers what the LB acknowledged.
+      await db
+        .update(loadBalancers)
+        .set({ ackedVersion: sql`case when ${loadBalancers.ackedVersion} > ${version} then ${loadBalancers.ackedVersion} else ${version} end` })
+        .where(eq(loadBalancers.id, lbId));
+      await db
+        .update(lbConfigs)
         .set({ acknowledgedAt: now })
-        .where(and(eq(lbConfigs.lbId, lbId), eq(lbConfigs.version, version)))
-        .run();
+        .where(and(eq(lbConfigs.lbId, lbId), eq(lbConfigs.version, version)));
     });
   }
 }

@@ -13,7 +13,7 @@
 import "server-only";
 import { and, eq } from "drizzle-orm";
 import type { Logger } from "pino";
-import { lbProofs, lbTokens, loadBalancers, type Db, type LoadBalancerRow } from "@meridian/db";
+import type { LoadBalancerRow, Store } from "@meridian/db";
 import { recordAudit, SYSTEM_CREDENTIALS } from "../audit-trail";
 import type { ConfigPublisher } from "./config-publisher";
 import type { LbAdminClient } from "./lb-admin-client";
@@ -22,7 +22,7 @@ import { lbTokenRows } from "./lb-token-rows";
 import { WakeSignal } from "./wake-signal";
 
 export interface CredentialKeeperDeps {
-  db: Db;
+  store: Store;
   log: Logger;
   lbClient: Pick<LbAdminClient, "updateCredentials">;
   proofs: Pick<LbProofBook, "get" | "onRecord">;
@@ -49,13 +49,13 @@ export class CredentialKeeper {
     // database may be closing.
     deps.proofs.onRecord((lbId) => {
       if (this.stopped) return;
-      try {
-        const lb = deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
-        if (lb) this.recordProof(lb);
-      } catch (error) {
-        deps.log.error({ lbId, err: error }, "recording an LB's proof failed");
-      }
-      this.signal.wake();
+      // The book calls back synchronously; recording is async, and its failure is logged (an
+      // unhandled rejection would end the process).
+      void this.recordProofOf(lbId)
+        .catch((error: unknown) => {
+          if (!this.stopped) deps.log.error({ lbId, err: error }, "recording an LB's proof failed");
+        })
+        .finally(() => this.signal.wake());
     });
   }
 
@@ -82,7 +82,8 @@ export class CredentialKeeper {
 
   /** One pass over every LB; it ends early once the keeper is stopped (the database may be closing). */
   async tick(): Promise<void> {
-    for (const lb of this.deps.db.select().from(loadBalancers).all()) {
+    const { db, tables } = this.deps.store;
+    for (const lb of await db.select().from(tables.loadBalancers)) {
       if (!this.running) return;
       try {
         await this.advance(lb);
@@ -104,28 +105,31 @@ export class CredentialKeeper {
     }
   }
 
-  private recordProof(lb: LoadBalancerRow): void {
+  private async recordProofOf(lbId: string): Promise<void> {
+    const { db, tables } = this.deps.store;
+    const { lbProofs, loadBalancers } = tables;
+    const [lb] = await db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1);
+    if (!lb) return;
     const adminBase = lb.adminUrl ?? lb.url;
     const proof = this.deps.proofs.get(lb.id);
     if (!proof || proof.adminBase !== adminBase) return;
-    const stored = this.deps.db.select().from(lbProofs).where(eq(lbProofs.lbId, lb.id)).get();
+    const [stored] = await db.select().from(lbProofs).where(eq(lbProofs.lbId, lb.id)).limit(1);
     if (proof.provenKeyId !== null && proof.provenAt !== null && stored?.adminBase !== adminBase) {
-      this.deps.db
+      await db
         .insert(lbProofs)
         .values({ lbId: lb.id, adminBase, keyId: proof.provenKeyId, provenAt: proof.provenAt })
-        .onConflictDoUpdate({ target: lbProofs.lbId, set: { adminBase, keyId: proof.provenKeyId, provenAt: proof.provenAt } })
-        .run();
+        .onConflictDoUpdate({ target: lbProofs.lbId, set: { adminBase, keyId: proof.provenKeyId, provenAt: proof.provenAt } });
       this.deps.log.info({ lbId: lb.id, adminBase, keyId: proof.provenKeyId }, "LB proved it holds its token; its peers may poll it");
-      this.deps.publisher.publishAll();
+      await this.deps.publisher.publishAll();
     } else if (proof.refused && stored) {
-      this.deps.db.delete(lbProofs).where(eq(lbProofs.lbId, lb.id)).run();
+      await db.delete(lbProofs).where(eq(lbProofs.lbId, lb.id));
       this.deps.log.warn({ lbId: lb.id, adminBase, error: proof.error }, "LB failed its proof; no LB polls it until it proves itself again");
-      this.deps.publisher.publishAll();
+      await this.deps.publisher.publishAll();
     }
   }
 
   private async advance(lb: LoadBalancerRow): Promise<void> {
-    const rows = lbTokenRows(this.deps.db, lb.id);
+    const rows = await lbTokenRows(this.deps.store, lb.id);
     const current = rows.find((r) => r.state === "current");
     if (!current) return;
     const endpoint = { id: lb.id, adminBase: lb.adminUrl ?? lb.url };
@@ -133,12 +137,12 @@ export class CredentialKeeper {
     const retiring = rows.find((r) => r.state === "retiring");
     if (pending) {
       const answer = await this.attempt(lb.id, () => this.deps.lbClient.updateCredentials(endpoint, { install: pending.token }));
-      if (answer?.includes(pending.keyId)) this.activate(lb.id, current.keyId, pending.keyId);
+      if (answer?.includes(pending.keyId)) await this.activate(lb.id, current.keyId, pending.keyId);
       return;
     }
     if (retiring && retiring.retireAt !== null && retiring.retireAt <= Date.now()) {
       const answer = await this.attempt(lb.id, () => this.deps.lbClient.updateCredentials(endpoint, { retire: [retiring.keyId] }));
-      if (answer && !answer.includes(retiring.keyId)) this.retired(lb.id, retiring.id, retiring.keyId);
+      if (answer && !answer.includes(retiring.keyId)) await this.retired(lb.id, retiring.id, retiring.keyId);
       return;
     }
     const proof = this.deps.proofs.get(lb.id);
@@ -148,7 +152,7 @@ export class CredentialKeeper {
     const answer = await this.attempt(lb.id, () => this.deps.lbClient.updateCredentials(endpoint, { retire: unknown }));
     if (!answer) return;
     proof.held = answer;
-    this.deps.db.transaction((tx) =>
+    await this.deps.store.transaction((tx) =>
       recordAudit(tx, SYSTEM_CREDENTIALS, "lb.token.retire", `lb:${lb.id}`, { keyIds: unknown }, { keyIds: answer, reason: "not issued by this console" }),
     );
     this.deps.log.info({ lbId: lb.id, retired: unknown }, "retired LB tokens this console did not issue");
@@ -167,18 +171,19 @@ export class CredentialKeeper {
     return result.keyIds;
   }
 
-  private activate(lbId: string, previousKeyId: string, nextKeyId: string): void {
+  private async activate(lbId: string, previousKeyId: string, nextKeyId: string): Promise<void> {
     const retireAt = Date.now() + this.deps.graceMs;
-    this.deps.db.transaction((tx) => {
-      tx.update(lbTokens)
+    await this.deps.store.transaction(async (tx) => {
+      const { lbTokens } = tx.tables;
+      await tx.db
+        .update(lbTokens)
         .set({ state: "retiring", retireAt })
-        .where(and(eq(lbTokens.lbId, lbId), eq(lbTokens.state, "current")))
-        .run();
-      tx.update(lbTokens)
+        .where(and(eq(lbTokens.lbId, lbId), eq(lbTokens.state, "current")));
+      await tx.db
+        .update(lbTokens)
         .set({ state: "current" })
-        .where(and(eq(lbTokens.lbId, lbId), eq(lbTokens.state, "pending")))
-        .run();
-      recordAudit(
+        .where(and(eq(lbTokens.lbId, lbId), eq(lbTokens.state, "pending")));
+      await recordAudit(
         tx,
         SYSTEM_CREDENTIALS,
         "lb.token.activate",
@@ -191,13 +196,13 @@ export class CredentialKeeper {
     this.signal.wake();
   }
 
-  private retired(lbId: string, rowId: number, keyId: string): void {
-    this.deps.db.transaction((tx) => {
-      tx.delete(lbTokens).where(eq(lbTokens.id, rowId)).run();
-      recordAudit(tx, SYSTEM_CREDENTIALS, "lb.token.retire", `lb:${lbId}`, { keyIds: [keyId] }, null);
+  private async retired(lbId: string, rowId: number, keyId: string): Promise<void> {
+    await this.deps.store.transaction(async (tx) => {
+      await tx.db.delete(tx.tables.lbTokens).where(eq(tx.tables.lbTokens.id, rowId));
+      await recordAudit(tx, SYSTEM_CREDENTIALS, "lb.token.retire", `lb:${lbId}`, { keyIds: [keyId] }, null);
     });
     this.deps.log.info({ lbId, keyId }, "previous LB token retired");
     // Its peer credential leaves the other LBs' configs.
-    this.deps.publisher.publishAll();
+    await this.deps.publisher.publishAll();
   }
 }

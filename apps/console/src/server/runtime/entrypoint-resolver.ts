@@ -7,14 +7,14 @@
 // per change, shown on the LBs page and exported as a metric.
 import "server-only";
 import type { Logger } from "pino";
-import { entrypoints, loadBalancers, type Db } from "@meridian/db";
+import type { Store } from "@meridian/db";
 import { regionNamesById } from "../region-names";
 import type { LbHealthBook } from "./lb-health";
 import { lbTakesClients, nearestHealthyLb } from "./nearest-lb";
 
 /** What the resolver uses, and nothing else. */
 export interface EntrypointResolverDeps {
-  db: Db;
+  store: Store;
   log: Logger;
   book: Pick<LbHealthBook, "isHealthy" | "lb" | "probedAll">;
 }
@@ -43,18 +43,13 @@ export class EntrypointResolver {
   constructor(private readonly deps: EntrypointResolverDeps) {}
 
   /** Every region with an entrypoint, sorted by region name. */
-  resolve(): EntrypointResolution[] {
-    const { db, book } = this.deps;
-    const regionNames = regionNamesById(db);
-    const lbs = new Map(
-      db
-        .select()
-        .from(loadBalancers)
-        .all()
-        .map((lb) => [lb.id, lb]),
-    );
+  async resolve(): Promise<EntrypointResolution[]> {
+    const { store, book } = this.deps;
+    const { db, tables } = store;
+    const regionNames = await regionNamesById(store);
+    const lbs = new Map((await db.select().from(tables.loadBalancers)).map((lb) => [lb.id, lb]));
     const out: EntrypointResolution[] = [];
-    for (const entry of db.select().from(entrypoints).all()) {
+    for (const entry of await db.select().from(tables.entrypoints)) {
       const region = regionNames.get(entry.regionId);
       const assigned = lbs.get(entry.lbId);
       if (!region || !assigned) continue;
@@ -69,7 +64,7 @@ export class EntrypointResolver {
           : probe?.healthy === false
             ? `${assigned.name} does not answer its health probe (${probe.error ?? "no answer"})`
             : `${assigned.name} has not answered a health probe yet`;
-      const nearest = nearestHealthyLb(db, book, entry.regionId, assigned.id);
+      const nearest = await nearestHealthyLb(store, book, entry.regionId, assigned.id);
       out.push(
         nearest
           ? {

@@ -2,17 +2,26 @@
 // policies, follows its stderr for progress, and stores the parsed result in `experiments`.
 // The child's stdout is one JSON object ({"policies": [...]}); a non-zero exit is a failure whose
 // message is the child's last stderr line (the CLI prints usage errors as one clear line).
+// Several consoles may share the database, each running its own simulations: a row names the console
+// that runs it (runner) and stays vouched for until runner_expires_at, which that console renews
+// while the child runs. Rows still "running" whose runner stopped vouching (its console crashed or was
+// killed) are marked interrupted by whichever console sweeps first; a live console's runs are left
+// alone. The expiry is compared across consoles' clocks: RUNNER_TTL_MS is far above any sane skew.
 import "server-only";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { desc, eq } from "drizzle-orm";
-import { experiments, type Db } from "@meridian/db";
+import { and, desc, eq, isNull, lt, ne, or } from "drizzle-orm";
+import type { Logger } from "pino";
+import type { Store } from "@meridian/db";
 import { busy, notFound } from "../errors";
 
 /** Simulations are CPU-bound; more at once would starve the console and the live fleet. */
 const MAX_CONCURRENT = 2;
+/** How long a runner's word lasts, and how often it is renewed (and other consoles' leftovers swept). */
+const RUNNER_TTL_MS = 30_000;
+const RUNNER_RENEW_MS = 10_000;
 
 export interface TraceInfo {
   id: string;
@@ -80,7 +89,11 @@ export function parseProgress(line: string): number | null {
 
 /** What the runner uses, and nothing else. */
 export interface ExperimentRunnerDeps {
-  db: Db;
+  store: Store;
+  log: Logger;
+  /** This console's id (its leadership id), recorded as the runner of the experiments it starts. */
+  runnerId: string;
+  now?: () => number;
   /** The bundled trace is found under it. */
   repoRoot: string;
   simCommand: SimCommand;
@@ -96,12 +109,50 @@ interface Running {
 
 export class ExperimentRunner {
   private readonly running = new Map<string, Running>();
+  private sweeper: NodeJS.Timeout | null = null;
+  private readonly now: () => number;
 
-  constructor(private readonly deps: ExperimentRunnerDeps) {}
+  constructor(private readonly deps: ExperimentRunnerDeps) {
+    this.now = deps.now ?? Date.now;
+  }
 
-  stop(): void {
+  /** Renews this console's runs and sweeps other consoles' leftovers every RUNNER_RENEW_MS. */
+  startSweeping(): void {
+    if (this.sweeper) return;
+    this.sweeper = setInterval(() => {
+      this.sweep().catch((error: unknown) => {
+        if (this.sweeper) this.deps.log.error({ err: error }, "experiment sweep failed");
+      });
+    }, RUNNER_RENEW_MS);
+    this.sweeper.unref();
+  }
+
+  /** Kills this console's simulations and marks their rows interrupted (nobody will finish them). */
+  async stop(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = null;
+    const ids = [...this.running.keys()];
     for (const { child } of this.running.values()) child.kill("SIGTERM");
     this.running.clear();
+    if (ids.length === 0) return;
+    const { db, tables } = this.deps.store;
+    const { experiments } = tables;
+    await db
+      .update(experiments)
+      .set({ state: "failed", error: "interrupted: its console stopped", finishedAt: this.now(), runnerExpiresAt: null })
+      .where(and(eq(experiments.state, "running"), eq(experiments.runner, this.deps.runnerId)));
+  }
+
+  private async sweep(): Promise<void> {
+    if (this.running.size > 0) {
+      const { db, tables } = this.deps.store;
+      const { experiments } = tables;
+      await db
+        .update(experiments)
+        .set({ runnerExpiresAt: this.now() + RUNNER_TTL_MS })
+        .where(and(eq(experiments.state, "running"), eq(experiments.runner, this.deps.runnerId)));
+    }
+    await this.recoverInterrupted();
   }
 
   traces(): TraceInfo[] {
@@ -118,25 +169,32 @@ export class ExperimentRunner {
     return out;
   }
 
-  start(params: ExperimentParams, createdBy: string): string {
+  async start(params: ExperimentParams, createdBy: string): Promise<string> {
     const trace = this.traces().find((t) => t.id === params.traceId);
     if (!trace) throw notFound("trace", params.traceId);
     if (this.running.size >= MAX_CONCURRENT) {
       throw busy(`${this.running.size} experiments are already running; wait for one to finish`);
     }
     const id = `exp-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
-    this.deps.db
-      .insert(experiments)
-      .values({
-        id,
-        traceId: params.traceId,
-        paramsJson: JSON.stringify(params),
-        state: "running",
-        progress: 0,
-        createdBy,
-        createdAt: Date.now(),
-      })
-      .run();
+    const { db, tables } = this.deps.store;
+    const { experiments } = tables;
+    const now = this.now();
+    await db.insert(experiments).values({
+      id,
+      traceId: params.traceId,
+      paramsJson: JSON.stringify(params),
+      state: "running",
+      progress: 0,
+      createdBy,
+      createdAt: now,
+      runner: this.deps.runnerId,
+      runnerExpiresAt: now + RUNNER_TTL_MS,
+    });
+    // Checked again after the insert: two starts at once both passed the check above.
+    if (this.running.size >= MAX_CONCURRENT) {
+      await db.delete(experiments).where(eq(experiments.id, id));
+      throw busy(`${this.running.size} experiments are already running; wait for one to finish`);
+    }
     const args = [...simArgs(params, trace.path), "--json"];
     const spec = this.deps.simCommand(args);
     const child = spawn(spec.command, spec.args, { cwd: spec.cwd, stdio: ["ignore", "pipe", "pipe"] });
@@ -156,7 +214,11 @@ export class ExperimentRunner {
         const progress = parseProgress(line);
         if (progress !== null && progress > entry.progress) {
           entry.progress = progress;
-          this.deps.db.update(experiments).set({ progress }).where(eq(experiments.id, id)).run();
+          // Progress is informative: a failed write is logged, and the next line tries again.
+          db.update(experiments)
+            .set({ progress })
+            .where(eq(experiments.id, id))
+            .catch((error: unknown) => this.deps.log.warn({ experimentId: id, err: error }, "experiment progress not recorded"));
         }
       }
       stderrTail = lines.at(-1) ?? "";
@@ -178,32 +240,45 @@ export class ExperimentRunner {
     return id;
   }
 
+  /** Records how the child ended (called from its events: failures are logged, not thrown). */
   private finish(id: string, outcome: { result?: unknown; error?: string }): void {
     if (!this.running.has(id)) return;
     this.running.delete(id);
-    this.deps.db
-      .update(experiments)
+    const { db, tables } = this.deps.store;
+    const { experiments } = tables;
+    db.update(experiments)
       .set({
         state: outcome.error ? "failed" : "done",
         progress: outcome.error ? undefined : 1,
         resultJson: outcome.result === undefined ? null : JSON.stringify(outcome.result),
         error: outcome.error ?? null,
-        finishedAt: Date.now(),
+        finishedAt: this.now(),
+        runnerExpiresAt: null,
       })
       .where(eq(experiments.id, id))
-      .run();
+      .catch((error: unknown) => this.deps.log.error({ experimentId: id, err: error }, "experiment outcome not recorded"));
   }
 
-  /** Rows left "running" by a previous console process can never finish: mark them failed. */
-  recoverInterrupted(): void {
-    this.deps.db
+  /** Rows left "running" whose runner no longer vouches for them (its console died, or a console
+   * from before runners were recorded) can never finish: mark them failed. Runs of live consoles,
+   * this one's included, are left alone. */
+  async recoverInterrupted(): Promise<void> {
+    const { db, tables } = this.deps.store;
+    const { experiments } = tables;
+    await db
       .update(experiments)
-      .set({ state: "failed", error: "interrupted by a console restart", finishedAt: Date.now() })
-      .where(eq(experiments.state, "running"))
-      .run();
+      .set({ state: "failed", error: "interrupted: its console stopped", finishedAt: this.now(), runnerExpiresAt: null })
+      .where(
+        and(
+          eq(experiments.state, "running"),
+          or(isNull(experiments.runner), ne(experiments.runner, this.deps.runnerId)),
+          or(isNull(experiments.runnerExpiresAt), lt(experiments.runnerExpiresAt, this.now())),
+        ),
+      );
   }
 
-  list() {
-    return this.deps.db.select().from(experiments).orderBy(desc(experiments.createdAt)).limit(100).all();
+  async list() {
+    const { db, tables } = this.deps.store;
+    return db.select().from(tables.experiments).orderBy(desc(tables.experiments.createdAt)).limit(100);
   }
 }

@@ -6,7 +6,7 @@
 import "server-only";
 import { eq, inArray } from "drizzle-orm";
 import type { Logger } from "pino";
-import { entrypoints, loadBalancers, replicas, type Db } from "@meridian/db";
+import type { Store } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
 import { notFound, precondition } from "../errors";
 import type { ConfigPublisher } from "./config-publisher";
@@ -15,7 +15,7 @@ import { lbTakesClients, nearestHealthyLb } from "./nearest-lb";
 
 /** What failover uses, and nothing else. */
 export interface FailoverDeps {
-  db: Db;
+  store: Store;
   log: Logger;
   book: Pick<LbHealthBook, "isHealthy" | "lb" | "probedAll">;
   publisher: Pick<ConfigPublisher, "publishAll" | "kick">;
@@ -33,14 +33,15 @@ export interface FailoverResult {
 export class FailoverService {
   constructor(private readonly deps: FailoverDeps) {}
 
-  failover(lbId: string, actor: Actor, options: { automatic?: boolean } = {}): FailoverResult {
-    const result = this.deps.db.transaction((tx) => {
-      const lb = tx.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+  async failover(lbId: string, actor: Actor, options: { automatic?: boolean } = {}): Promise<FailoverResult> {
+    const result = await this.deps.store.transaction(async (tx) => {
+      const { entrypoints, loadBalancers, replicas } = tx.tables;
+      const [lb] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1);
       if (!lb) throw notFound("load balancer", lbId);
       if (lb.state === "failed-over") {
         throw precondition(`load balancer "${lb.name}" is already failed over to "${lb.failedOverTo ?? "?"}"; fail it back first`);
       }
-      const target = nearestHealthyLb(tx, this.deps.book, lb.regionId, lb.id)?.lb ?? null;
+      const target = (await nearestHealthyLb(tx, this.deps.book, lb.regionId, lb.id))?.lb ?? null;
       if (!target) {
         const selfHealthy = lbTakesClients(lb, this.deps.book);
         throw precondition(
@@ -50,36 +51,32 @@ export class FailoverService {
         );
       }
       // Replicas served by the failed LB: its own, and any it had taken over from an earlier failover.
-      const moved = tx
-        .select()
-        .from(replicas)
-        .all()
-        .filter((r) => (r.rehomedToLbId ?? r.homeLbId) === lb.id);
+      const moved = (await tx.db.select().from(replicas)).filter((r) => (r.rehomedToLbId ?? r.homeLbId) === lb.id);
       if (moved.length > 0) {
-        tx.update(replicas)
+        await tx.db
+          .update(replicas)
           .set({ rehomedToLbId: target.id })
           .where(
             inArray(
               replicas.id,
               moved.map((r) => r.id),
             ),
-          )
-          .run();
+          );
       }
-      const entries = tx.select().from(entrypoints).where(eq(entrypoints.lbId, lb.id)).all();
+      const entries = await tx.db.select().from(entrypoints).where(eq(entrypoints.lbId, lb.id));
       const now = Date.now();
-      tx.update(entrypoints).set({ lbId: target.id, updatedAt: now }).where(eq(entrypoints.lbId, lb.id)).run();
-      tx.update(loadBalancers)
+      await tx.db.update(entrypoints).set({ lbId: target.id, updatedAt: now }).where(eq(entrypoints.lbId, lb.id));
+      await tx.db
+        .update(loadBalancers)
         .set({ state: "failed-over", failedOverTo: target.id, failedOverAutomatically: options.automatic === true })
-        .where(eq(loadBalancers.id, lb.id))
-        .run();
+        .where(eq(loadBalancers.id, lb.id));
       const outcome: FailoverResult = {
         lbId: lb.id,
         targetLbId: target.id,
         movedReplicas: moved.map((r) => r.id),
         movedEntrypoints: entries.map((e) => e.regionId),
       };
-      recordAudit(
+      await recordAudit(
         tx,
         actor,
         options.automatic ? "lb.failover.automatic" : "lb.failover",
@@ -96,52 +93,48 @@ export class FailoverService {
     });
     this.deps.metrics.countFailover(lbId, options.automatic === true);
     this.deps.log.warn(result, "load balancer failed over");
-    this.deps.publisher.publishAll();
+    await this.deps.publisher.publishAll();
     return result;
   }
 
   /** `automatic`: the health monitor fails back after the LB stayed healthy for `healthyForMs`. */
-  failback(lbId: string, actor: Actor, options: { automatic?: boolean; healthyForMs?: number } = {}): FailoverResult {
-    const result = this.deps.db.transaction((tx) => {
-      const lb = tx.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+  async failback(lbId: string, actor: Actor, options: { automatic?: boolean; healthyForMs?: number } = {}): Promise<FailoverResult> {
+    const result = await this.deps.store.transaction(async (tx) => {
+      const { entrypoints, loadBalancers, replicas } = tx.tables;
+      const [lb] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1);
       if (!lb) throw notFound("load balancer", lbId);
       if (lb.state === "healthy") throw precondition(`load balancer "${lb.name}" is not failed over; nothing to fail back`);
       if (this.deps.book.isHealthy(lb.id) === false) {
         throw precondition(`cannot fail back "${lb.name}": it does not answer its health probe (${this.deps.book.lb(lb.id)?.error ?? "no answer"})`);
       }
       const target = lb.failedOverTo;
-      const returning = tx
-        .select()
-        .from(replicas)
-        .where(eq(replicas.homeLbId, lb.id))
-        .all()
-        .filter((r) => r.rehomedToLbId !== null);
+      const returning = (await tx.db.select().from(replicas).where(eq(replicas.homeLbId, lb.id))).filter((r) => r.rehomedToLbId !== null);
       if (returning.length > 0) {
-        tx.update(replicas)
+        await tx.db
+          .update(replicas)
           .set({ rehomedToLbId: null })
           .where(
             inArray(
               replicas.id,
               returning.map((r) => r.id),
             ),
-          )
-          .run();
+          );
       }
       // The LB's own region points back at it (other regions it had stood in for stay where they are).
       const now = Date.now();
-      const before = tx.select().from(entrypoints).where(eq(entrypoints.regionId, lb.regionId)).get();
-      tx.insert(entrypoints)
+      const [before] = await tx.db.select().from(entrypoints).where(eq(entrypoints.regionId, lb.regionId)).limit(1);
+      await tx.db
+        .insert(entrypoints)
         .values({ regionId: lb.regionId, lbId: lb.id, updatedAt: now })
-        .onConflictDoUpdate({ target: entrypoints.regionId, set: { lbId: lb.id, updatedAt: now } })
-        .run();
-      tx.update(loadBalancers).set({ state: "healthy", failedOverTo: null, failedOverAutomatically: false }).where(eq(loadBalancers.id, lb.id)).run();
+        .onConflictDoUpdate({ target: entrypoints.regionId, set: { lbId: lb.id, updatedAt: now } });
+      await tx.db.update(loadBalancers).set({ state: "healthy", failedOverTo: null, failedOverAutomatically: false }).where(eq(loadBalancers.id, lb.id));
       const outcome: FailoverResult = {
         lbId: lb.id,
         targetLbId: target ?? lb.id,
         movedReplicas: returning.map((r) => r.id),
         movedEntrypoints: [lb.regionId],
       };
-      recordAudit(
+      await recordAudit(
         tx,
         actor,
         options.automatic ? "lb.failback.automatic" : "lb.failback",
@@ -159,7 +152,7 @@ export class FailoverService {
     });
     this.deps.metrics.countFailback(lbId, options.automatic === true);
     this.deps.log.info(result, "load balancer failed back");
-    this.deps.publisher.publishAll();
+    await this.deps.publisher.publishAll();
     this.deps.publisher.kick(lbId);
     return result;
   }

@@ -16,7 +16,7 @@ import "server-only";
 import { eq, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { LbState } from "@meridian/protocol";
-import { loadBalancers, observedRtts, replicas, type Db, type LoadBalancerRow } from "@meridian/db";
+import type { LoadBalancerRow, Store } from "@meridian/db";
 import { regionNamesById } from "../region-names";
 import { recordAudit, SYSTEM_HEALTH } from "../audit-trail";
 import type { AutoFailback } from "./auto-failback";
@@ -32,7 +32,7 @@ import type { TelemetryHub } from "./telemetry-hub";
 export interface HealthMonitorDeps {
   /** Whether this console leads (acts on probes) or only observes. */
   acting: () => boolean;
-  db: Db;
+  store: Store;
   log: Logger;
   lbClient: Pick<LbAdminClient, "health" | "state">;
   book: Pick<LbHealthBook, "lb" | "record" | "keepOnly" | "completeRound">;
@@ -92,14 +92,15 @@ export class HealthMonitor {
   }
 
   private async probeAll(): Promise<void> {
-    const rows = this.deps.db.select().from(loadBalancers).all();
+    const { store } = this.deps;
+    const rows = await store.db.select().from(store.tables.loadBalancers);
     this.deps.book.keepOnly(new Set(rows.map((r) => r.id)));
     await Promise.all(rows.map((lb) => this.probe(lb)));
     this.deps.book.completeRound();
     if (!this.deps.acting()) return;
-    this.deps.telemetry.sync();
-    this.deps.entrypoints.resolve();
-    this.deps.replicaWarnings.report(replicaWarningsFrom(this.deps.db, (lbId) => this.deps.book.lb(lbId)?.state ?? null));
+    await this.deps.telemetry.sync();
+    await this.deps.entrypoints.resolve();
+    this.deps.replicaWarnings.report(await replicaWarningsFrom(store, (lbId) => this.deps.book.lb(lbId)?.state ?? null));
   }
 
   private async probe(lb: LoadBalancerRow): Promise<void> {
@@ -128,7 +129,7 @@ export class HealthMonitor {
       if (state) {
         entry.state = state;
         entry.stateAt = now;
-        if (this.deps.acting()) this.afterState(lb, state);
+        if (this.deps.acting()) await this.afterState(lb, state);
       }
     } else {
       entry.healthy = false;
@@ -138,29 +139,27 @@ export class HealthMonitor {
     this.deps.book.record(lb.id, entry);
     if (!this.deps.acting()) return;
     try {
-      this.afterProbe(lb, entry);
+      await this.afterProbe(lb, entry);
     } catch (error) {
       this.deps.log.error({ lbId: lb.id, err: error }, "health follow-up failed");
     }
   }
 
-  private afterState(lb: LoadBalancerRow, state: LbState): void {
-    this.deps.publisher.onReportedVersion(lb, state.configVersion);
-    this.recordRtts(lb, state);
+  private async afterState(lb: LoadBalancerRow, state: LbState): Promise<void> {
+    await this.deps.publisher.onReportedVersion(lb, state.configVersion);
+    await this.recordRtts(lb, state);
   }
 
-  private recordRtts(lb: LoadBalancerRow, state: LbState): void {
+  private async recordRtts(lb: LoadBalancerRow, state: LbState): Promise<void> {
     const now = Date.now();
-    const regionNames = regionNamesById(this.deps.db);
+    const { store } = this.deps;
+    const regionNames = await regionNamesById(store);
     const regionName = regionNames.get(lb.regionId) ?? state.region;
     // The replica's real region from the DB: a re-homed replica is presented to its new LB with
     // that LB's region (config-builder.ts), which would file its RTT under the wrong pair.
+    const { replicas } = store.tables;
     const replicaRegion = new Map(
-      this.deps.db
-        .select({ id: replicas.id, regionId: replicas.regionId })
-        .from(replicas)
-        .all()
-        .map((r) => [r.id, regionNames.get(r.regionId)]),
+      (await store.db.select({ id: replicas.id, regionId: replicas.regionId }).from(replicas)).map((r) => [r.id, regionNames.get(r.regionId)]),
     );
     const samples = new Map<string, number[]>();
     for (const replica of state.replicas) {
@@ -171,49 +170,51 @@ export class HealthMonitor {
       samples.set(toRegion, list);
     }
     if (samples.size === 0) return;
-    this.deps.db.transaction((tx) => {
+    await store.transaction(async (tx) => {
+      const { observedRtts } = tx.tables;
       for (const [toRegion, values] of samples) {
         const rtt = Math.min(...values);
-        tx.insert(observedRtts)
+        await tx.db
+          .insert(observedRtts)
           .values({ fromRegion: regionName, toRegion, rttMs: rtt, samples: 1, updatedAt: now })
           .onConflictDoUpdate({
             target: [observedRtts.fromRegion, observedRtts.toRegion],
             set: {
-              rttMs: sql`${RTT_ALPHA} * ${rtt} + ${1 - RTT_ALPHA} * ${observedRtts.rttMs}`,
+              // The column first: PostgreSQL types each parameter from the column it meets.
+              rttMs: sql`${observedRtts.rttMs} * ${1 - RTT_ALPHA} + ${RTT_ALPHA * rtt}`,
               samples: sql`${observedRtts.samples} + 1`,
               updatedAt: now,
             },
-          })
-          .run();
+          });
       }
     });
   }
 
-  private afterProbe(lb: LoadBalancerRow, entry: LbHealth): void {
-    this.deps.autoFailback.afterProbe(lb, entry.healthy === true, entry.lastProbeAt ?? Date.now());
+  private async afterProbe(lb: LoadBalancerRow, entry: LbHealth): Promise<void> {
+    await this.deps.autoFailback.afterProbe(lb, entry.healthy === true, entry.lastProbeAt ?? Date.now());
     const { failoverAfter, autoFailover } = this.deps;
     const inGrace = !entry.everHealthy && Date.now() - this.startedAt < STARTUP_GRACE_MS;
     if (entry.healthy === false && entry.consecutiveFailures >= failoverAfter && lb.state === "healthy" && !inGrace) {
       this.deps.log.warn({ lbId: lb.id, failures: entry.consecutiveFailures, error: entry.error }, "LB failed its health probes");
       if (autoFailover && entry.everHealthy) {
         try {
-          this.deps.failover.failover(lb.id, SYSTEM_HEALTH, { automatic: true });
+          await this.deps.failover.failover(lb.id, SYSTEM_HEALTH, { automatic: true });
           return;
         } catch (error) {
           this.deps.log.warn({ lbId: lb.id, reason: error instanceof Error ? error.message : String(error) }, "automatic failover refused");
         }
       }
-      this.setState(lb, "failed", `after ${entry.consecutiveFailures} failed probes: ${entry.error ?? "no answer"}`);
+      await this.setState(lb, "failed", `after ${entry.consecutiveFailures} failed probes: ${entry.error ?? "no answer"}`);
     } else if (entry.healthy === true && lb.state === "failed") {
-      this.setState(lb, "healthy", "answers its health probe again");
-      this.deps.publisher.publishAll();
+      await this.setState(lb, "healthy", "answers its health probe again");
+      await this.deps.publisher.publishAll();
     }
   }
 
-  private setState(lb: LoadBalancerRow, state: "healthy" | "failed", reason: string): void {
-    this.deps.db.transaction((tx) => {
-      tx.update(loadBalancers).set({ state }).where(eq(loadBalancers.id, lb.id)).run();
-      recordAudit(tx, SYSTEM_HEALTH, state === "failed" ? "lb.mark-failed" : "lb.mark-healthy", `lb:${lb.id}`, { state: lb.state }, { state, reason });
+  private async setState(lb: LoadBalancerRow, state: "healthy" | "failed", reason: string): Promise<void> {
+    await this.deps.store.transaction(async (tx) => {
+      await tx.db.update(tx.tables.loadBalancers).set({ state }).where(eq(tx.tables.loadBalancers.id, lb.id));
+      await recordAudit(tx, SYSTEM_HEALTH, state === "failed" ? "lb.mark-failed" : "lb.mark-healthy", `lb:${lb.id}`, { state: lb.state }, { state, reason });
     });
   }
 }

@@ -45,7 +45,7 @@ function describe(error: unknown): string {
 const PROOF_TTL_MS = 30_000;
 
 /** The token the console presents to an LB (its `current` row), or null when none was issued. */
-export type LbTokenSource = (lbId: string) => { token: string; keyId: string } | null;
+export type LbTokenSource = (lbId: string) => Promise<{ token: string; keyId: string } | null>;
 
 /** What the client needs: each LB's token, where proofs are kept, and the probe timeout. */
 export interface LbAdminClientOptions {
@@ -85,7 +85,7 @@ export class LbAdminClient {
    * the token; otherwise it is challenged first, and on failure no credential is sent at all.
    */
   async auth(lb: LbEndpoint): Promise<Record<string, string>> {
-    const token = this.options.tokens(lb.id);
+    const token = await this.options.tokens(lb.id);
     if (!token) throw new UnprovenLbError(`no token was issued for LB "${lb.id}": issue one on the LBs page and configure the LB with it`, true);
     const known = this.options.proofs.get(lb.id);
     const fresh =

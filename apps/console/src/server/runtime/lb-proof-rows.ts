@@ -3,22 +3,9 @@
 // chosen as failover targets: a listener registered as an LB answers /health but never proves itself,
 // and must receive neither peer polls nor a region's clients.
 import "server-only";
-import { lbProofs, loadBalancers, type Db } from "@meridian/db";
+import type { Queryable } from "@meridian/db";
 
-export function provenLbIds(db: Pick<Db, "select">): Set<string> {
-  const provenAt = new Map(
-    db
-      .select()
-      .from(lbProofs)
-      .all()
-      .map((p) => [p.lbId, p.adminBase]),
-  );
-  return new Set(
-    db
-      .select()
-      .from(loadBalancers)
-      .all()
-      .filter((lb) => provenAt.get(lb.id) === (lb.adminUrl ?? lb.url))
-      .map((lb) => lb.id),
-  );
+export async function provenLbIds({ db, tables }: Queryable): Promise<Set<string>> {
+  const provenAt = new Map((await db.select().from(tables.lbProofs)).map((p) => [p.lbId, p.adminBase]));
+  return new Set((await db.select().from(tables.loadBalancers)).filter((lb) => provenAt.get(lb.id) === (lb.adminUrl ?? lb.url)).map((lb) => lb.id));
 }

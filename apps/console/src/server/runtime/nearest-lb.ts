@@ -5,7 +5,7 @@
 // URL (lb-proof-rows.ts): a listener that answers /health is not handed a region's clients.
 import "server-only";
 import { and, eq, or } from "drizzle-orm";
-import { loadBalancers, observedRtts, type Db, type LoadBalancerRow } from "@meridian/db";
+import type { LoadBalancerRow, Queryable } from "@meridian/db";
 import { regionNamesById } from "../region-names";
 import type { LbHealthBook } from "./lb-health";
 import { provenLbIds } from "./lb-proof-rows";
@@ -26,9 +26,10 @@ export function lbTakesClients(lb: Pick<LoadBalancerRow, "id" | "state">, book: 
 
 /** RTT in ms between two regions (by name) as observed in either direction, 0 within a region,
  * null when never observed. */
-function regionRttMs(db: Pick<Db, "select">, fromRegion: string, toRegion: string): number | null {
+async function regionRttMs({ db, tables }: Queryable, fromRegion: string, toRegion: string): Promise<number | null> {
   if (fromRegion === toRegion) return 0;
-  const rows = db
+  const { observedRtts } = tables;
+  const rows = await db
     .select()
     .from(observedRtts)
     .where(
@@ -36,8 +37,7 @@ function regionRttMs(db: Pick<Db, "select">, fromRegion: string, toRegion: strin
         and(eq(observedRtts.fromRegion, fromRegion), eq(observedRtts.toRegion, toRegion)),
         and(eq(observedRtts.fromRegion, toRegion), eq(observedRtts.toRegion, fromRegion)),
       ),
-    )
-    .all();
+    );
   if (rows.length === 0) return null;
   return Math.min(...rows.map((r) => r.rttMs));
 }
@@ -50,16 +50,15 @@ export interface NearestLb {
 
 /** The LB nearest to `regionId` that takes clients and has proved its token, other than
  * `excludeLbId`; ties (and unknown RTTs) by name. null when there is none. */
-export function nearestHealthyLb(db: Pick<Db, "select">, book: Book, regionId: string, excludeLbId: string | null): NearestLb | null {
-  const regionName = regionNamesById(db);
+export async function nearestHealthyLb(q: Queryable, book: Book, regionId: string, excludeLbId: string | null): Promise<NearestLb | null> {
+  const regionName = await regionNamesById(q);
   const from = regionName.get(regionId) ?? regionId;
-  const proven = provenLbIds(db);
-  const candidates = db
-    .select()
-    .from(loadBalancers)
-    .all()
-    .filter((other) => other.id !== excludeLbId && lbTakesClients(other, book) && proven.has(other.id))
-    .map((other) => ({ lb: other, rttMs: regionRttMs(db, from, regionName.get(other.regionId) ?? other.regionId) }))
-    .sort((a, b) => (a.rttMs ?? Number.POSITIVE_INFINITY) - (b.rttMs ?? Number.POSITIVE_INFINITY) || a.lb.name.localeCompare(b.lb.name));
+  const proven = await provenLbIds(q);
+  const eligible = (await q.db.select().from(q.tables.loadBalancers)).filter(
+    (other) => other.id !== excludeLbId && lbTakesClients(other, book) && proven.has(other.id),
+  );
+  const candidates: NearestLb[] = [];
+  for (const other of eligible) candidates.push({ lb: other, rttMs: await regionRttMs(q, from, regionName.get(other.regionId) ?? other.regionId) });
+  candidates.sort((a, b) => (a.rttMs ?? Number.POSITIVE_INFINITY) - (b.rttMs ?? Number.POSITIVE_INFINITY) || a.lb.name.localeCompare(b.lb.name));
   return candidates[0] ?? null;
 }

@@ -81,6 +81,11 @@ export class ConsoleRuntime {
   private started = false;
   /** While this console leads: the timer that turns edits made on any console into config versions. */
   private reconcileTimer: NodeJS.Timeout | null = null;
+  /** Whether the duties should be running (between onElected and onDeposed). */
+  private leading = false;
+  /** The duties' start in progress (their components read the database to start). */
+  private dutiesStarting: Promise<void> | null = null;
+  private reconciling = false;
 
   constructor(
     /** The console's database: SQLite, or PostgreSQL shared with other consoles (createDatabase). */
@@ -93,10 +98,11 @@ export class ConsoleRuntime {
     const store = database.store;
     this.store = store;
     const timing = options.leadership?.timing ?? DEFAULT_LEASE_TIMING;
+    const consoleId = options.leadership?.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
     this.leadership = new LeaderElector({
       store: this.store,
       log,
-      self: { id: options.leadership?.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`, url: options.leadership?.url ?? null },
+      self: { id: consoleId, url: options.leadership?.url ?? null },
       timing,
       now: Date.now,
       onElected: () => this.startDuties(timing.renewEveryMs),
@@ -153,6 +159,8 @@ export class ConsoleRuntime {
     this.metrics = metrics;
     this.experiments = new ExperimentRunner({
       store,
+      log,
+      runnerId: consoleId,
       repoRoot: options.repoRoot,
       simCommand: options.simCommand ?? defaultSimCommand(options.repoRoot),
       traceDirs: options.traceDirs,
@@ -176,6 +184,7 @@ export class ConsoleRuntime {
     // Replicas an older console created without a home LB get their region's default now.
     await assignDefaultHomes(this.store, SYSTEM_CONSOLE);
     await this.experiments.recoverInterrupted();
+    this.experiments.startSweeping();
     // Every console probes the LBs for its own pages; the monitor acts only while this one leads.
     this.health.start();
     this.leadership.start();
@@ -188,7 +197,8 @@ export class ConsoleRuntime {
     this.started = false;
     this.stopDuties();
     this.health.stop();
-    this.experiments.stop();
+    await this.experiments.stop().catch((error: unknown) => this.log.error({ err: error }, "experiments not marked interrupted"));
+    await this.dutiesStarting;
     void this.lbClient.close();
     await this.leadership.stop();
   }
@@ -197,23 +207,52 @@ export class ConsoleRuntime {
    * HealthMonitor's actions (failover, failback, marks; it probes on every console), and the
    * reconcile that publishes what any console changed. */
   private startDuties(reconcileEveryMs: number): void {
-    this.telemetry.start();
-    // Tuners first: they register for new config versions before the publisher's first pushes.
-    this.tuners.start();
-    this.publisher.start();
-    this.credentials.start();
-    // A follower that changes the topology or a tuner records no config version (it does not lead):
-    // the leader reloads tuners changed elsewhere, and records and pushes a version when the built
-    // config differs (publish() compares contents).
-    this.reconcileTimer = setInterval(() => {
-      this.tuners.reconcile();
-      this.publisher.publishAll();
-    }, reconcileEveryMs);
-    this.reconcileTimer.unref();
-    this.log.info("console duties started (leader)");
+    this.leading = true;
+    const previous = this.dutiesStarting ?? Promise.resolve();
+    // After a previous start finished (a quick deposed-and-elected-again); each step reads the
+    // database, and a console deposed meanwhile stops at the next step.
+    const starting = previous.then(async () => {
+      if (!this.leading) return;
+      await this.telemetry.start();
+      // Tuners first: they register for new config versions before the publisher's first pushes.
+      if (this.leading) await this.tuners.start();
+      if (this.leading) await this.publisher.start();
+      if (!this.leading) return;
+      this.credentials.start();
+      // A follower that changes the topology or a tuner records no config version (it does not lead):
+      // the leader reloads tuners changed elsewhere, and records and pushes a version when the built
+      // config differs (publish() compares contents).
+      this.reconcileTimer = setInterval(() => this.reconcile(), reconcileEveryMs);
+      this.reconcileTimer.unref();
+      this.log.info("console duties started (leader)");
+    });
+    this.dutiesStarting = starting.catch((error: unknown) => {
+      this.log.error({ err: error }, "console duties failed to start");
+    });
+    // Deposed while starting: what started after the stop is stopped again.
+    void this.dutiesStarting.then(() => {
+      if (!this.leading) this.stopDuties();
+    });
+  }
+
+  /** One reconcile round (a timer's: errors are logged; a round still running skips the next). */
+  private reconcile(): void {
+    if (this.reconciling) return;
+    this.reconciling = true;
+    (async () => {
+      await this.tuners.reconcile();
+      await this.publisher.publishAll();
+    })()
+      .catch((error: unknown) => {
+        if (this.leading) this.log.error({ err: error }, "reconcile round failed");
+      })
+      .finally(() => {
+        this.reconciling = false;
+      });
   }
 
   private stopDuties(): void {
+    this.leading = false;
     if (this.reconcileTimer) clearInterval(this.reconcileTimer);
     this.reconcileTimer = null;
     this.telemetry.stop();

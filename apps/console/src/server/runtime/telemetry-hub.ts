@@ -5,7 +5,7 @@
 // - Feeds the rolling windows of the overview and fans every event out to the TunerService.
 import "server-only";
 import type { Logger } from "pino";
-import { loadBalancers, type Db } from "@meridian/db";
+import type { Store } from "@meridian/db";
 import { parseTelemetryNdjsonLine, type TelemetryEvent, type TelemetryStreamLine } from "@meridian/protocol";
 import type { LbAdminClient } from "./lb-admin-client";
 import { RollingStats } from "./rolling-stats";
@@ -13,7 +13,7 @@ import { backoffMs, WakeSignal } from "./wake-signal";
 
 /** What the hub uses, and nothing else. */
 export interface TelemetryHubDeps {
-  db: Db;
+  store: Store;
   log: Logger;
   lbClient: Pick<LbAdminClient, "telemetry">;
 }
@@ -53,9 +53,9 @@ export class TelemetryHub {
     this.listeners.push(listener);
   }
 
-  start(): void {
+  async start(): Promise<void> {
     this.running = true;
-    this.sync();
+    await this.sync();
   }
 
   stop(): void {
@@ -68,9 +68,12 @@ export class TelemetryHub {
   }
 
   /** Opens subscriptions for new LBs and closes those of deleted (or moved) LBs. */
-  sync(): void {
+  async sync(): Promise<void> {
     if (!this.running) return;
-    const rows = this.deps.db.select().from(loadBalancers).all();
+    const { db, tables } = this.deps.store;
+    const rows = await db.select().from(tables.loadBalancers);
+    // Stopped while reading: open nothing.
+    if (!this.running) return;
     const wanted = new Map(rows.map((lb) => [lb.id, lb.adminUrl ?? lb.url]));
     for (const [id, sub] of this.subs) {
       if (wanted.get(id) !== sub.adminBase) this.unsubscribe(id);

@@ -18,17 +18,23 @@
 //   from the database and writes an operator's change there without publishing; the leader's
 //   reconcile() reloads a run that someone else wrote and publishes what it wants live. A step whose
 //   run changed underneath is not recorded (the run is reloaded instead).
+//   "Changed" is told by tuner_runs.updated_at, which every write moves strictly forward (at least
+//   +1 over what it was, whatever the writer's clock says), so it works as the run's revision: two
+//   writes in the same millisecond, or a follower whose clock lags the leader's, still differ.
+// - Every operation (an event, an operator's action, a new config version, the reconcile) runs one
+//   at a time, in arrival order (exclusive()): the database work is async, and two operations
+//   interleaving on one tuner would step from, or persist, each other's half-done state.
 import "server-only";
-import { and, desc, eq, isNull, TransactionRollbackError } from "drizzle-orm";
+import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { isPolicyName, policyUsesCostWeights } from "@meridian/routing";
 import { WEIGHT_BOUNDS } from "@meridian/routing/types";
 import { EsTuner, sampleFromEvent, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
-import { consoleLeases, loadBalancers, tunerRuns, tunerSteps, type Db, type TunerRunRow } from "@meridian/db";
+import type { Store, TunerRunRow } from "@meridian/db";
 import { whileLeading } from "../leadership/fence";
 import { invalid, notFound } from "../errors";
-import type { ConfigPublisher } from "./config-publisher";
+import type { ConfigPublisher, PublishSource } from "./config-publisher";
 import type { TelemetryHub } from "./telemetry-hub";
 import { configPatch, guard, mergeSettings, settingsOf, type TunerSettings, type TunerSettingsPatch } from "./tuner-settings";
 import { describeTuner } from "./tuner-view";
@@ -40,7 +46,7 @@ const MIN_TRIAL_PUSH_INTERVAL_MS = 5_000;
 
 /** What the tuner service uses, and nothing else. */
 export interface TunerServiceDeps {
-  db: Db;
+  store: Store;
   log: Logger;
   telemetry: Pick<TelemetryHub, "onEvent">;
   publisher: Pick<ConfigPublisher, "onNewVersion" | "publish">;
@@ -58,8 +64,8 @@ interface LiveTuner {
   tuner: EsTuner;
   running: boolean;
   settings: TunerSettings;
-  /** tuner_runs.updated_at as this console last read or wrote it: a different value means another
-   * console (an operator on a follower) changed the run. */
+  /** tuner_runs.updated_at (the run's revision: every write moves it forward) as this console last
+   * read or wrote it: a different value means another console (an operator on a follower) changed the run. */
   writtenAt: number;
   /** When a trial was last pushed to the LB (rate limit). */
   lastTrialPushAt: number;
@@ -72,6 +78,9 @@ function seedFor(lbId: string, runId: number): number {
   for (const char of `${lbId}#${runId}`) hash = Math.imul(hash ^ char.charCodeAt(0), 16777619) >>> 0;
   return hash;
 }
+
+/** The step's run changed underneath (or the lease moved on): the step's transaction is rolled back. */
+class RunMoved extends Error {}
 
 const sameWeights = (a: Weights, b: Weights) => Math.abs(a.rtt - b.rtt) < 1e-12 && Math.abs(a.queue - b.queue) < 1e-12;
 
@@ -87,6 +96,8 @@ export class TunerService {
   private readonly now: () => number;
   private readonly setTimer: (fn: () => void, ms: number) => () => void;
   private readonly minTrialPushIntervalMs: number;
+  /** The tail of the operations queued so far (exclusive()). */
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly deps: TunerServiceDeps) {
     this.now = deps.now ?? Date.now;
@@ -94,19 +105,39 @@ export class TunerService {
     this.minTrialPushIntervalMs = deps.minTrialPushIntervalMs ?? MIN_TRIAL_PUSH_INTERVAL_MS;
   }
 
-  start(): void {
-    // Copies read while following may be stale: lead from what the database holds.
-    for (const live of this.tuners.values()) live.pendingPush?.();
-    this.tuners.clear();
-    for (const lb of this.deps.db.select({ id: loadBalancers.id }).from(loadBalancers).all()) this.ensure(lb.id);
+  /** Runs `work` after every operation queued before it, alone (no other operation of this service
+   * interleaves with its awaits). Operations never queue from inside one another: they would wait
+   * for themselves. */
+  private exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(work);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Resolves once every operation queued so far (events included) has finished. */
+  idle(): Promise<void> {
+    return this.exclusive(async () => undefined);
+  }
+
+  start(): Promise<void> {
     // A console that leads again after losing the lease starts its tuners again: subscribe once.
     if (!this.subscribed) {
       this.subscribed = true;
-      this.deps.telemetry.onEvent((event) => this.observe(event));
-      this.deps.publisher.onNewVersion((lbId, version, config) => this.onNewVersion(lbId, version, config));
+      // The hub calls listeners synchronously, in the events' order; the queue keeps that order.
+      this.deps.telemetry.onEvent((event) => {
+        this.observe(event).catch((error: unknown) => this.deps.log.error({ lbId: event.lbId, err: error }, "tuner failed to observe an event"));
+      });
+      this.deps.publisher.onNewVersion((lbId, version, config, source) => this.onNewVersion(lbId, version, config, source));
     }
-    // Publish whatever the tuners want live (a restored trial whose version the LB never took).
-    for (const lbId of this.tuners.keys()) this.applyCurrent(lbId);
+    return this.exclusive(async () => {
+      // Copies read while following may be stale: lead from what the database holds.
+      for (const live of this.tuners.values()) live.pendingPush?.();
+      this.tuners.clear();
+      const { db, tables } = this.deps.store;
+      for (const lb of await db.select({ id: tables.loadBalancers.id }).from(tables.loadBalancers)) await this.load(lb.id);
+      // Publish whatever the tuners want live (a restored trial whose version the LB never took).
+      for (const lbId of [...this.tuners.keys()]) await this.applyCurrent(lbId);
+    });
   }
 
   stop(): void {
@@ -120,13 +151,18 @@ export class TunerService {
   }
 
   /** The LB's live tuner, created (or restored from its current run) on first use. */
-  ensure(lbId: string): LiveTuner {
+  ensure(lbId: string): Promise<LiveTuner> {
+    return this.exclusive(() => this.load(lbId));
+  }
+
+  private async load(lbId: string): Promise<LiveTuner> {
     const existing = this.tuners.get(lbId);
     // A follower's copy would go stale as the leader steps: it reads the run again every time.
     if (existing && this.deps.leadership.currentTerm() !== null) return existing;
-    const lb = this.deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+    const { db, tables } = this.deps.store;
+    const [lb] = await db.select().from(tables.loadBalancers).where(eq(tables.loadBalancers.id, lbId)).limit(1);
     if (!lb) throw notFound("load balancer", lbId);
-    let run = this.currentRun(lbId);
+    let run = await this.currentRun(lbId);
     let tuner: EsTuner | null = null;
     if (run?.stateJson) {
       try {
@@ -137,7 +173,7 @@ export class TunerService {
       }
     }
     if (!run || !tuner) {
-      const created = this.newRun(lbId, { rtt: lb.weightRtt, queue: lb.weightQueue }, null, false);
+      const created = await this.newRun(lbId, { rtt: lb.weightRtt, queue: lb.weightQueue }, null, false);
       run = created.run;
       tuner = created.tuner;
     }
@@ -151,7 +187,7 @@ export class TunerService {
       writtenAt: run.updatedAt,
     };
     this.tuners.set(lbId, live);
-    if (this.syncPause(lbId, live, lb.policy)) this.persist(live, null);
+    if (this.syncPause(lbId, live, lb.policy)) await this.persist(live, null);
     return live;
   }
 
@@ -165,29 +201,32 @@ export class TunerService {
     return true;
   }
 
-  private currentRun(lbId: string): TunerRunRow | undefined {
-    return this.deps.db
+  private async currentRun(lbId: string): Promise<TunerRunRow | undefined> {
+    const { db, tables } = this.deps.store;
+    const { tunerRuns } = tables;
+    const [run] = await db
       .select()
       .from(tunerRuns)
       .where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt)))
       .orderBy(desc(tunerRuns.id))
-      .limit(1)
-      .get();
+      .limit(1);
+    return run;
   }
 
   /** Ends the LB's current run and starts a fresh one (new tuner, empty trajectory). */
-  private newRun(lbId: string, weights: Weights, settings: TunerSettings | null, running: boolean): { run: TunerRunRow; tuner: EsTuner } {
+  private newRun(lbId: string, weights: Weights, settings: TunerSettings | null, running: boolean): Promise<{ run: TunerRunRow; tuner: EsTuner }> {
     const now = this.now();
-    return this.deps.db.transaction((tx) => {
-      tx.update(tunerRuns)
+    return this.deps.store.transaction(async ({ db, tables }) => {
+      const { tunerRuns } = tables;
+      await db
+        .update(tunerRuns)
         .set({ endedAt: now })
-        .where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt)))
-        .run();
-      const inserted = tx
+        .where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt)));
+      const [inserted] = await db
         .insert(tunerRuns)
         .values({ lbId, mode: running ? "online" : "static", running, settingsJson: "{}", startedAt: now, updatedAt: now })
-        .returning()
-        .get();
+        .returning();
+      if (!inserted) throw new Error(`tuner run of ${lbId} not inserted`);
       const patch = settings ? configPatch(settings) : {};
       const bounds = patch.bounds ?? WEIGHT_BOUNDS;
       // Weights from an older configuration may sit outside the bounds: start from the nearest legal point.
@@ -197,41 +236,40 @@ export class TunerService {
       };
       const tuner = guard(() => new EsTuner({ ...patch, seed: seedFor(lbId, inserted.id), mode: running ? "online" : "static" }, initial));
       const state = tuner.state();
-      const row = tx
+      const [row] = await db
         .update(tunerRuns)
         .set({ settingsJson: JSON.stringify(settingsOf(state.config)), stateJson: JSON.stringify(state) })
         .where(eq(tunerRuns.id, inserted.id))
-        .returning()
-        .get();
+        .returning();
       return { run: row ?? inserted, tuner };
     });
   }
 
   /** Records the state, and the step in the same transaction. With a `term`, the write is fenced by
-   * it: a console that lost the lease rolls back (TransactionRollbackError) and records neither. */
-  private persist(live: LiveTuner, step: TunerStep | null, term = 0): void {
+   * it and by the run's revision: when the console lost the lease or another console wrote the run
+   * since, it rolls back (RunMoved) and records neither. */
+  private async persist(live: LiveTuner, step: TunerStep | null, term = 0): Promise<void> {
     const state = live.tuner.state();
     const now = this.now();
-    this.deps.db.transaction((tx) => {
+    live.writtenAt = await this.deps.store.transaction(async ({ db, tables }) => {
+      const { consoleLeases, tunerRuns, tunerSteps } = tables;
       if (step) {
-        tx.insert(tunerSteps)
-          .values({
-            runId: live.runId,
-            step: step.step,
-            weightRtt: step.weights.rtt,
-            weightQueue: step.weights.queue,
-            fitnessP95TtftMs: Number.isFinite(step.fitnessP95TtftMs) ? step.fitnessP95TtftMs : null,
-            sigma: step.sigma,
-            accepted: step.accepted,
-            guardrail: step.guardrail === "pass" ? null : step.guardrail,
-            kind: step.kind,
-            configVersion: step.configVersion,
-            trialJson: step.trial ? JSON.stringify(step.trial) : null,
-            at: now,
-          })
-          .run();
+        await db.insert(tunerSteps).values({
+          runId: live.runId,
+          step: step.step,
+          weightRtt: step.weights.rtt,
+          weightQueue: step.weights.queue,
+          fitnessP95TtftMs: Number.isFinite(step.fitnessP95TtftMs) ? step.fitnessP95TtftMs : null,
+          sigma: step.sigma,
+          accepted: step.accepted,
+          guardrail: step.guardrail === "pass" ? null : step.guardrail,
+          kind: step.kind,
+          configVersion: step.configVersion,
+          trialJson: step.trial ? JSON.stringify(step.trial) : null,
+          at: now,
+        });
       }
-      const { changes } = tx
+      const [row] = await db
         .update(tunerRuns)
         .set({
           mode: state.mode,
@@ -239,46 +277,54 @@ export class TunerService {
           converged: state.converged,
           settingsJson: JSON.stringify(live.settings),
           stateJson: JSON.stringify(state),
-          updatedAt: now,
+          // The revision moves forward on every write, even within one millisecond or against a
+          // clock behind the last writer's (CASE WHEN: both dialects read it).
+          updatedAt: sql`case when ${tunerRuns.updatedAt} >= ${now} then ${tunerRuns.updatedAt} + 1 else ${now} end`,
         })
         .where(and(eq(tunerRuns.id, live.runId), term === 0 ? undefined : and(whileLeading(consoleLeases, term), eq(tunerRuns.updatedAt, live.writtenAt))))
-        .run();
-      if (changes === 0 && term !== 0) tx.rollback();
+        .returning({ updatedAt: tunerRuns.updatedAt });
+      if (!row) {
+        if (term !== 0) throw new RunMoved();
+        // The run is gone (its LB was deleted meanwhile): nothing to compare later.
+        return live.writtenAt;
+      }
+      return row.updatedAt;
     });
-    live.writtenAt = now;
   }
 
   /** Leader: reloads each run that another console wrote since this one read it (an operator's
    * change on a follower, a reset there) and publishes what the reloaded tuner wants live. */
-  reconcile(): void {
-    for (const [lbId, live] of this.tuners) {
-      const run = this.currentRun(lbId);
-      if (run?.id === live.runId && run.updatedAt === live.writtenAt) continue;
-      this.reload(lbId);
-    }
+  reconcile(): Promise<void> {
+    return this.exclusive(async () => {
+      for (const [lbId, live] of [...this.tuners]) {
+        const run = await this.currentRun(lbId);
+        if (run?.id === live.runId && run.updatedAt === live.writtenAt) continue;
+        await this.reload(lbId);
+      }
+    });
   }
 
-  private reload(lbId: string): void {
+  private async reload(lbId: string): Promise<void> {
     this.tuners.get(lbId)?.pendingPush?.();
     this.tuners.delete(lbId);
     if (this.deps.leadership.currentTerm() === null) return;
     try {
-      this.ensure(lbId);
+      await this.load(lbId);
     } catch (error) {
       this.deps.log.warn({ lbId, err: error }, "tuner not reloaded");
       return;
     }
-    this.applyCurrent(lbId);
+    await this.applyCurrent(lbId);
   }
 
   /** Publishes the tuner's current weights and trial when they are not live yet, and binds the version.
    * An operator's action publishes at once; a trial the tuner moved on to waits for the rate limit. */
-  private applyCurrent(lbId: string, operator = false): void {
+  private async applyCurrent(lbId: string, operator = false): Promise<void> {
     const live = this.tuners.get(lbId);
     if (!live) return;
     // A follower records the operator's change only; the leader's reconcile publishes it.
     if (this.deps.leadership.currentTerm() === null) {
-      this.persist(live, null);
+      await this.persist(live, null);
       return;
     }
     const current = live.tuner.current();
@@ -294,42 +340,49 @@ export class TunerService {
         if (live.pendingPush === null) {
           live.pendingPush = this.setTimer(() => {
             live.pendingPush = null;
-            if (this.tuners.get(lbId) === live) this.applyCurrent(lbId);
+            this.exclusive(async () => {
+              if (this.tuners.get(lbId) === live) await this.applyCurrent(lbId);
+            }).catch((error: unknown) => this.deps.log.error({ lbId, err: error }, "delayed trial push failed"));
           }, wait);
         }
         return;
       }
       live.lastTrialPushAt = this.now();
     }
-    const lb = this.deps.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).get();
+    const { db, tables } = this.deps.store;
+    const { loadBalancers } = tables;
+    const [lb] = await db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1);
     if (!lb) return;
     const trialJson = current.trial === null ? null : JSON.stringify(current.trial);
     if (!sameWeights({ rtt: lb.weightRtt, queue: lb.weightQueue }, current.weights) || lb.trialJson !== trialJson) {
-      this.deps.db
-        .update(loadBalancers)
-        .set({ weightRtt: current.weights.rtt, weightQueue: current.weights.queue, trialJson })
-        .where(eq(loadBalancers.id, lbId))
-        .run();
+      await db.update(loadBalancers).set({ weightRtt: current.weights.rtt, weightQueue: current.weights.queue, trialJson }).where(eq(loadBalancers.id, lbId));
     }
     // Paper mode measures a candidate on the window after it went live; a version of its own (even
     // when the config did not change) keeps events routed before it from looking like its own.
     const measuring = current.role === "candidate" || current.role === "remeasure";
-    const version = this.deps.publisher.publish(lbId, { force: measuring });
+    const version = await this.deps.publisher.publish(lbId, { force: measuring, source: "tuner" });
     // publish() binds through onNewVersion when it recorded a version; for unchanged weights and
     // trial the latest version already carries them.
     if (version !== null && live.tuner.current().version === null) live.tuner.bind(version);
-    this.persist(live, null);
+    await this.persist(live, null);
   }
 
   /** A new config version for the LB (a tuner push, a topology change, a 409 bump): if it carries the
-   * tuner's weights and trial, the tuner is bound to it — and that is persisted, so a restart resumes. */
-  private onNewVersion(lbId: string, version: number, config: LbConfig): void {
+   * tuner's weights and trial, the tuner is bound to it — and that is persisted, so a restart resumes.
+   * A version this service published comes from inside one of its operations and is handled there;
+   * any other one is queued behind the operations in progress. */
+  private onNewVersion(lbId: string, version: number, config: LbConfig, source: PublishSource): Promise<void> {
+    const handle = () => this.handleNewVersion(lbId, version, config);
+    return source === "tuner" ? handle() : this.exclusive(handle);
+  }
+
+  private async handleNewVersion(lbId: string, version: number, config: LbConfig): Promise<void> {
     const live = this.tuners.get(lbId);
     if (!live) return;
     if (this.syncPause(lbId, live, config.policy)) {
       // A pause must take the trial off the LB now; a resume starts the next trial at once.
-      this.persist(live, null);
-      this.applyCurrent(lbId, true);
+      await this.persist(live, null);
+      await this.applyCurrent(lbId, true);
       return;
     }
     const current = live.tuner.current();
@@ -337,11 +390,16 @@ export class TunerService {
     if (!sameWeights(current.weights, config.weights) || config.trial?.id !== trial?.id) return;
     if (current.version === version) return;
     live.tuner.bind(version);
-    this.persist(live, null);
+    await this.persist(live, null);
   }
 
-  /** One LB's finished request: a sample for that LB's tuner, a peer request for the others'. */
-  observe(event: TelemetryEvent): TunerStep | null {
+  /** One LB's finished request: a sample for that LB's tuner, a peer request for the others'.
+   * Queued: events are observed in the order they arrived. */
+  observe(event: TelemetryEvent): Promise<TunerStep | null> {
+    return this.exclusive(() => this.observeNow(event));
+  }
+
+  private async observeNow(event: TelemetryEvent): Promise<TunerStep | null> {
     // A leader whose lease ran out stops stepping at once, before its duties are stopped.
     const term = this.deps.leadership.currentTerm();
     if (term === null) return null;
@@ -358,62 +416,76 @@ export class TunerService {
       if (!step) continue;
       if (step.converged && live.settings.evaluation === "paper") live.running = false;
       try {
-        this.persist(live, step, term);
+        await this.persist(live, step, term);
       } catch (error) {
-        if (!(error instanceof TransactionRollbackError)) throw error;
+        if (!(error instanceof RunMoved)) throw error;
         // The lease moved on, or another console changed this run: the step is not recorded, and
         // the run is reloaded from the database (when this console still leads).
         this.deps.log.warn({ lbId, term, step: step.step }, "tuner run changed elsewhere or leadership lost; step not recorded");
-        this.reload(lbId);
+        await this.reload(lbId);
         return null;
       }
-      this.applyCurrent(lbId);
+      await this.applyCurrent(lbId);
     }
     return step;
   }
 
   // --- operator actions (audited by the service layer) ---------------------------------------
 
-  startTuning(lbId: string): void {
-    const live = this.ensure(lbId);
-    guard(() => live.tuner.setMode("online"));
-    live.running = true;
-    this.persist(live, null);
-    this.applyCurrent(lbId, true);
+  startTuning(lbId: string): Promise<void> {
+    return this.exclusive(async () => {
+      const live = await this.load(lbId);
+      guard(() => live.tuner.setMode("online"));
+      live.running = true;
+      await this.persist(live, null);
+      await this.applyCurrent(lbId, true);
+    });
   }
 
-  stopTuning(lbId: string): void {
-    const live = this.ensure(lbId);
-    // Freeze the incumbent: a candidate or trial under measurement must not stay live.
-    if (live.tuner.mode === "online") guard(() => live.tuner.setMode("static"));
-    live.running = false;
-    this.persist(live, null);
-    this.applyCurrent(lbId, true);
+  stopTuning(lbId: string): Promise<void> {
+    return this.exclusive(async () => {
+      const live = await this.load(lbId);
+      // Freeze the incumbent: a candidate or trial under measurement must not stay live.
+      if (live.tuner.mode === "online") guard(() => live.tuner.setMode("static"));
+      live.running = false;
+      await this.persist(live, null);
+      await this.applyCurrent(lbId, true);
+    });
   }
 
-  reset(lbId: string): void {
-    const live = this.ensure(lbId);
-    live.pendingPush?.();
-    const state = live.tuner.state();
-    const created = this.newRun(lbId, state.initial, live.settings, live.running);
-    this.tuners.set(lbId, { ...live, runId: created.run.id, tuner: created.tuner, pendingPush: null, writtenAt: created.run.updatedAt });
-    this.applyCurrent(lbId, true);
+  reset(lbId: string): Promise<void> {
+    return this.exclusive(async () => {
+      const live = await this.load(lbId);
+      live.pendingPush?.();
+      const state = live.tuner.state();
+      const created = await this.newRun(lbId, state.initial, live.settings, live.running);
+      this.tuners.set(lbId, { ...live, runId: created.run.id, tuner: created.tuner, pendingPush: null, writtenAt: created.run.updatedAt });
+      await this.applyCurrent(lbId, true);
+    });
   }
 
-  setManual(lbId: string, weights: Weights): void {
-    const live = this.ensure(lbId);
+  setManual(lbId: string, weights: Weights): Promise<void> {
+    return this.exclusive(() => this.setManualNow(lbId, weights));
+  }
+
+  private async setManualNow(lbId: string, weights: Weights): Promise<void> {
+    const live = await this.load(lbId);
     const [rlo, rhi] = live.settings.bounds.rtt;
     const [qlo, qhi] = live.settings.bounds.queue;
     if (weights.rtt < rlo || weights.rtt > rhi) throw invalid(`W_rtt ${weights.rtt} is outside the bounds [${rlo}, ${rhi}]`);
     if (weights.queue < qlo || weights.queue > qhi) throw invalid(`W_queue ${weights.queue} is outside the bounds [${qlo}, ${qhi}]`);
     guard(() => live.tuner.setManualWeights(weights));
     live.running = false;
-    this.persist(live, null);
-    this.applyCurrent(lbId, true);
+    await this.persist(live, null);
+    await this.applyCurrent(lbId, true);
   }
 
-  updateSettings(lbId: string, patch: TunerSettingsPatch): TunerSettings {
-    const live = this.ensure(lbId);
+  updateSettings(lbId: string, patch: TunerSettingsPatch): Promise<TunerSettings> {
+    return this.exclusive(() => this.updateSettingsNow(lbId, patch));
+  }
+
+  private async updateSettingsNow(lbId: string, patch: TunerSettingsPatch): Promise<TunerSettings> {
+    const live = await this.load(lbId);
     const next = mergeSettings(live.settings, patch);
     const state = live.tuner.state();
     const rebuilt = guard(() => {
@@ -429,13 +501,13 @@ export class TunerService {
     });
     live.tuner = rebuilt;
     live.settings = settingsOf(rebuilt.state().config);
-    this.persist(live, null);
-    this.applyCurrent(lbId, true);
+    await this.persist(live, null);
+    await this.applyCurrent(lbId, true);
     return live.settings;
   }
 
   describe(lbId: string) {
-    return describeTuner(this.deps.db, this.ensure(lbId));
+    return this.exclusive(async () => describeTuner(this.deps.store, await this.load(lbId)));
   }
 }
 

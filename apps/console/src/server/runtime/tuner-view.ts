@@ -3,7 +3,7 @@
 import "server-only";
 import { desc, eq } from "drizzle-orm";
 import type { EsTuner, TrialReport } from "@meridian/tuner";
-import { tunerSteps, type Db } from "@meridian/db";
+import type { Queryable } from "@meridian/db";
 import type { TunerSettings } from "./tuner-settings";
 
 export interface TunerViewSource {
@@ -22,11 +22,12 @@ function trialReportOf(json: string | null): TrialReport | null {
   }
 }
 
-export function describeTuner(db: Pick<Db, "select">, live: TunerViewSource) {
+export async function describeTuner({ db, tables }: Queryable, live: TunerViewSource) {
+  const { tunerSteps } = tables;
   const state = live.tuner.state();
   const current = live.tuner.current();
   const trial = live.tuner.trial();
-  const rows = db.select().from(tunerSteps).where(eq(tunerSteps.runId, live.runId)).orderBy(desc(tunerSteps.step)).limit(500).all().reverse();
+  const rows = (await db.select().from(tunerSteps).where(eq(tunerSteps.runId, live.runId)).orderBy(desc(tunerSteps.step)).limit(500)).reverse();
   // tuner_steps has no column for the incumbent's guardrail standing; the tuner's own trajectory
   // (its last maxTrajectory steps, persisted with the state) carries it, which covers the rows the
   // UI shows. Older rows report null: unknown, not "pass".
