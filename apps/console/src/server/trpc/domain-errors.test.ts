@@ -4,6 +4,7 @@ import { strict as assert } from "node:assert";
 import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import pino from "pino";
+import { TRPCError } from "@trpc/server";
 import { join } from "node:path";
 import { openDb } from "@meridian/db";
 import { ensureUsers } from "../auth/users";
@@ -13,6 +14,7 @@ import { LoginThrottle } from "../auth/rate-limit";
 import type * as ErrorsModule from "../errors";
 import { createHarness, type Harness } from "../testing/harness";
 import { cookieOf, loginRequest, trpcCall } from "../testing/console-requests";
+import { call } from "./errors";
 
 interface LogLine {
   level: number;
@@ -200,5 +202,25 @@ describe("domain errors through tRPC", () => {
     const errors = lines.filter((line) => line.level === 50);
     assert.equal(errors.length, 1);
     assert.match(errors[0]!.err!.stack!, /TypeError: cannot read properties of undefined/);
+  });
+
+  test("PostgreSQL: a unique violation (another console won a race) is a 409, a deadlock a 503; both as drizzle wraps them", async () => {
+    const driverError = (code: string) => Object.assign(new Error("failed query"), { cause: Object.assign(new Error(`pg ${code}`), { code }) });
+    await assert.rejects(
+      call(() => Promise.reject(driverError("23505"))),
+      (error: unknown) => error instanceof TRPCError && error.code === "CONFLICT" && /another console made the same change/.test(error.message),
+    );
+    await assert.rejects(
+      call(async () => {
+        throw driverError("40P01");
+      }),
+      (error: unknown) => error instanceof TRPCError && error.code === "SERVICE_UNAVAILABLE",
+    );
+    const bug = new TypeError("a bug");
+    await assert.rejects(
+      call(() => Promise.reject(bug)),
+      (error: unknown) => error === bug,
+      "anything else passes through (a 500)",
+    );
   });
 });

@@ -28,12 +28,29 @@ function isDatabaseBusy(error: unknown): boolean {
   return driverCode(error)?.startsWith("SQLITE_BUSY") === true;
 }
 
+/** PostgreSQL with several consoles: a deadlock or serialisation failure rolled the transaction back
+ * (retry), and a unique violation means another console wrote the same name or id between this
+ * one's check and its insert (the operator's check "already exists" lost a race, nothing was changed). */
+const PG_RETRY = new Set(["40001", "40P01"]);
+const PG_UNIQUE_VIOLATION = "23505";
+
 function toTRPCError(error: unknown): unknown {
   if (error instanceof DomainError) return new TRPCError({ code: CODES[error.kind], message: error.message, cause: error });
+  const code = driverCode(error);
   if (isDatabaseBusy(error)) {
     return new TRPCError({
       code: "SERVICE_UNAVAILABLE",
       message: "the console's database is locked by another process; nothing was changed, retry in a moment",
+      cause: error,
+    });
+  }
+  if (code !== undefined && PG_RETRY.has(code)) {
+    return new TRPCError({ code: "SERVICE_UNAVAILABLE", message: "the console's database was busy; nothing was changed, retry in a moment", cause: error });
+  }
+  if (code === PG_UNIQUE_VIOLATION) {
+    return new TRPCError({
+      code: "CONFLICT",
+      message: "another console made the same change at the same moment; nothing was changed here, reload",
       cause: error,
     });
   }
