@@ -1,11 +1,12 @@
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
+import { createDatabase } from "@meridian/db";
 import { createHarness, type Harness } from "../testing/harness";
 import { CONSOLE_ORIGIN, consoleHeaders, cookieOf, loginRequest, trpcCall } from "../testing/console-requests";
 import { handleLogin, handleLogout } from "./login";
 import { hashPassword, verifyPassword } from "./password";
 import { LoginThrottle } from "./rate-limit";
-import { createSession, resolveSession } from "./session-store";
+import { createSession, deleteSession, resolveSession } from "./session-store";
 import { ensureUsers } from "./users";
 
 const trpc = (h: Harness, path: string, input: unknown, options: Parameters<typeof trpcCall>[3] = {}) => trpcCall(h.rt, path, input, options);
@@ -118,5 +119,17 @@ describe("login, sessions and tRPC authorisation", () => {
     assert.equal((await trpc(h, "auth.me", undefined, { cookie: viewerCookie })).data, null);
     const { token } = await createSession(h.rt.store, 1, 1_000, 0);
     assert.equal(await resolveSession(h.rt.store, token, 5_000), null);
+  });
+
+  test("a session made by one console is answered by another on the same database", async () => {
+    const other = createDatabase(h.settings);
+    try {
+      const { token } = await createSession(h.rt.store, 1, 60_000);
+      assert.deepEqual(await resolveSession(other.store, token), { id: 1, username: "admin", role: "operator" });
+      await deleteSession(other.store, token);
+      assert.equal(await resolveSession(h.rt.store, token), null, "a logout on either console ends it on both");
+    } finally {
+      await other.close();
+    }
   });
 });
