@@ -25,7 +25,10 @@ async function ensureUser({ db, tables }: Queryable, username: string, role: Use
     return;
   }
   if (existing.role !== role || !verifyPassword(password, existing.passwordHash)) {
-    await db.update(users).set({ role, passwordHash: hashPassword(password), updatedAt: now }).where(eq(users.id, existing.id));
+    await db
+      .update(users)
+      .set({ role, passwordHash: hashPassword(password), updatedAt: now })
+      .where(eq(users.id, existing.id));
   }
 }
 

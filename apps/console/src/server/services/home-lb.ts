@@ -35,7 +35,10 @@ export async function assignDefaultHomes(q: Queryable, actor: Actor, regionId?: 
     const home = await defaultHomeLb(q, replica.regionId);
     if (!home) continue;
     const after = { homeLbId: home.id, rehomedToLbId: rehomedTarget(home) };
-    await q.db.update(replicas).set(after).where(inArray(replicas.id, [replica.id]));
+    await q.db
+      .update(replicas)
+      .set(after)
+      .where(inArray(replicas.id, [replica.id]));
     await recordAudit(q, actor, "replica.home-default", `replica:${replica.id}`, { homeLbId: null, rehomedToLbId: replica.rehomedToLbId }, after);
     homed.push(replica.id);
   }
