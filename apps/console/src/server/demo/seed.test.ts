@@ -3,7 +3,6 @@ import { readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { generateLbToken, lbKeyId } from "@meridian/protocol/credentials";
 import { after, before, describe, test } from "node:test";
-import { auditLog, loadBalancers, regions, replicas } from "@meridian/db";
 import { createHarness, type Harness } from "../testing/harness";
 import { entrypointMap } from "../services/lbs";
 import { rttMatrix } from "../services/regions";
@@ -14,8 +13,8 @@ import { demoTopology } from "../../lib/demo-topology";
 
 describe("demo topology", () => {
   let h: Harness;
-  before(() => {
-    h = createHarness({ newLbToken: generateLbToken });
+  before(async () => {
+    h = await createHarness({ newLbToken: generateLbToken });
   });
   after(() => h.close());
 
@@ -32,40 +31,40 @@ describe("demo topology", () => {
     assert.deepEqual(new Set(topology.engines.map((e) => e.engine)), new Set(["sglang", "vllm"]));
   });
 
-  test("seeding is idempotent and follows a new base port", () => {
-    seedDemoTopology(h.rt, { basePort: 4100 });
-    const auditRows = h.rt.db.select().from(auditLog).all().length;
-    seedDemoTopology(h.rt, { basePort: 4100 });
-    assert.equal(h.rt.db.select().from(regions).all().length, 3);
-    assert.equal(h.rt.db.select().from(loadBalancers).all().length, 3);
-    assert.equal(h.rt.db.select().from(replicas).all().length, 6);
-    assert.equal(h.rt.db.select().from(auditLog).all().length, auditRows, "a second seed changes nothing");
-    assert.equal(entrypointMap(h.rt)["ap-seoul"]?.url, "http://127.0.0.1:4113");
-    const matrix = rttMatrix(h.rt);
+  test("seeding is idempotent and follows a new base port", async () => {
+    await seedDemoTopology(h.rt, { basePort: 4100 });
+    const auditRows = (await h.rt.store.db.select().from(h.rt.store.tables.auditLog)).length;
+    await seedDemoTopology(h.rt, { basePort: 4100 });
+    assert.equal((await h.rt.store.db.select().from(h.rt.store.tables.regions)).length, 3);
+    assert.equal((await h.rt.store.db.select().from(h.rt.store.tables.loadBalancers)).length, 3);
+    assert.equal((await h.rt.store.db.select().from(h.rt.store.tables.replicas)).length, 6);
+    assert.equal((await h.rt.store.db.select().from(h.rt.store.tables.auditLog)).length, auditRows, "a second seed changes nothing");
+    assert.equal((await entrypointMap(h.rt))["ap-seoul"]?.url, "http://127.0.0.1:4113");
+    const matrix = await rttMatrix(h.rt);
     const ashburn = matrix.regions.indexOf("us-ashburn");
     assert.equal(matrix.rttMs[ashburn]![matrix.regions.indexOf("ap-seoul")], 464);
-    const tuner = h.rt.tuners.describe("lb-us-ashburn");
+    const tuner = await h.rt.tuners.describe("lb-us-ashburn");
     assert.equal(tuner.running, true);
     assert.equal(tuner.evaluation, "ab");
     assert.deepEqual(tuner.trialSettings, { share: 0.5, lookEvery: 20, maxSamples: 120 });
     assert.ok(tuner.trial !== null, "a trial runs from the start");
-    seedDemoTopology(h.rt, { basePort: 5100 });
-    assert.equal(entrypointMap(h.rt)["ap-seoul"]?.url, "http://127.0.0.1:5113");
+    await seedDemoTopology(h.rt, { basePort: 5100 });
+    assert.equal((await entrypointMap(h.rt))["ap-seoul"]?.url, "http://127.0.0.1:5113");
   });
 
-  test("each demo LB's token is written for the fleet (0600), and replaced only when its file is gone", () => {
+  test("each demo LB's token is written for the fleet (0600), and replaced only when its file is gone", async () => {
     const tokenDir = join(h.dir, "demo-5100");
-    seedDemoTopology(h.rt, { basePort: 5100, tokenDir });
+    await seedDemoTopology(h.rt, { basePort: 5100, tokenDir });
     // The LBs existed already (earlier test, no token files): each got a new token and its file.
     const first = readFileSync(demoTokenFile(tokenDir, "lb-ap-seoul"), "utf8").trim();
     assert.equal(statSync(demoTokenFile(tokenDir, "lb-ap-seoul")).mode & 0o777, 0o600);
-    assert.equal(presentableToken(h.rt.db, "lb-ap-seoul")?.keyId, lbKeyId(first));
-    seedDemoTopology(h.rt, { basePort: 5100, tokenDir });
+    assert.equal((await presentableToken(h.rt.store, "lb-ap-seoul"))?.keyId, lbKeyId(first));
+    await seedDemoTopology(h.rt, { basePort: 5100, tokenDir });
     assert.equal(readFileSync(demoTokenFile(tokenDir, "lb-ap-seoul"), "utf8").trim(), first, "a restart keeps the token");
     rmSync(demoTokenFile(tokenDir, "lb-ap-seoul"));
-    seedDemoTopology(h.rt, { basePort: 5100, tokenDir });
+    await seedDemoTopology(h.rt, { basePort: 5100, tokenDir });
     const second = readFileSync(demoTokenFile(tokenDir, "lb-ap-seoul"), "utf8").trim();
     assert.notEqual(second, first);
-    assert.equal(presentableToken(h.rt.db, "lb-ap-seoul")?.keyId, lbKeyId(second));
+    assert.equal((await presentableToken(h.rt.store, "lb-ap-seoul"))?.keyId, lbKeyId(second));
   });
 });

@@ -1,9 +1,9 @@
-// Two consoles in one process on one SQLite file: the first leads, the second follows. What an
+// Two consoles in one process on one database (SQLite file or PostgreSQL): the first leads, the second follows. What an
 // operator does on the follower reaches the LB through the leader, and the follower shows the
 // leader's tuner as the database holds it; its pages see live LB health from its own probes.
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
-import { openDb } from "@meridian/db";
+import { createDatabase, type Database } from "@meridian/db";
 import { createLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
@@ -15,50 +15,49 @@ import { ConsoleRuntime } from "../runtime/runtime";
 let h: Harness;
 let lb: FakeLb;
 let follower: ConsoleRuntime;
-const followerDb = () => follower.db;
+let followerDatabase: Database | undefined;
 
 before(async () => {
-  h = createHarness({ leadership: { id: "leader" } });
+  h = await createHarness({ leadership: { id: "leader" } });
   lb = await startFakeLb({ id: "lb-a", region: "us-ashburn", token: TEST_TOKEN });
-  createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
-  createLb(h.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us-ashburn" });
-  createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-a" });
-  updateTuner(h.rt, OPERATOR, { lbId: "lb-a", evaluation: "paper", window: 8, hop: 8 });
-  h.rt.start();
+  await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+  await createLb(h.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us-ashburn" });
+  await createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-a" });
+  await updateTuner(h.rt, OPERATOR, { lbId: "lb-a", evaluation: "paper", window: 8, hop: 8 });
+  await h.rt.start();
   await waitFor(() => h.rt.leadership.view().isLeader, 10_000, "first console leads");
-  follower = new ConsoleRuntime(openDb(`${h.dir}/console.db`), { ...h.rt.options, leadership: { id: "follower" } });
-  follower.start();
+  followerDatabase = createDatabase(h.settings);
+  follower = new ConsoleRuntime(followerDatabase, { ...h.rt.options, leadership: { id: "follower" } });
+  await follower.start();
   await waitFor(() => follower.leadership.view().leader === "leader", 10_000, "second console follows");
 });
 
 after(async () => {
   // Whatever before() got to: a half-built setup must not keep the process alive.
-  if (follower) {
-    await follower.stop();
-    followerDb().$client.close();
-  }
-  h?.close();
+  if (follower) await follower.stop();
+  await followerDatabase?.close();
+  await h?.close();
   await lb?.close();
 });
 
 test("a tuner started and stepped through the leader is seen on the follower; the follower's stop and manual weights reach the LB through the leader", async () => {
-  startTuner(follower, OPERATOR, { lbId: "lb-a" });
-  await waitFor(() => h.rt.tuners.describe("lb-a").running, 10_000, "the leader picked up the follower's start");
+  await startTuner(follower, OPERATOR, { lbId: "lb-a" });
+  await waitFor(async () => (await h.rt.tuners.describe("lb-a")).running, 10_000, "the leader picked up the follower's start");
   for (let window = 0; window < 2; window += 1) {
-    const { boundVersion } = h.rt.tuners.describe("lb-a");
+    const { boundVersion } = await h.rt.tuners.describe("lb-a");
     await waitFor(() => boundVersion !== null && lb.version >= boundVersion, 10_000, `version ${boundVersion} live`);
     for (let i = 0; i < 8; i += 1) lb.emit({ configVersion: boundVersion as number, ttftMs: 100 + i });
-    await waitFor(() => tunerByLb(follower, { lbId: "lb-a" }).steps.length === window + 1, 10_000, `step ${window + 1} seen on the follower`);
+    await waitFor(async () => (await tunerByLb(follower, { lbId: "lb-a" })).steps.length === window + 1, 10_000, `step ${window + 1} seen on the follower`);
   }
   assert.equal(follower.leadership.view().isLeader, false);
 
-  stopTuner(follower, OPERATOR, { lbId: "lb-a" });
-  await waitFor(() => !h.rt.tuners.describe("lb-a").running, 10_000, "the leader stopped the tuner");
-  setManualWeights(follower, OPERATOR, { lbId: "lb-a", weights: { rtt: 1.25, queue: 0.3 } });
+  await stopTuner(follower, OPERATOR, { lbId: "lb-a" });
+  await waitFor(async () => !(await h.rt.tuners.describe("lb-a")).running, 10_000, "the leader stopped the tuner");
+  await setManualWeights(follower, OPERATOR, { lbId: "lb-a", weights: { rtt: 1.25, queue: 0.3 } });
   await waitFor(() => lb.configs.at(-1)?.weights.rtt === 1.25, 10_000, "manual weights pushed by the leader");
   assert.equal(lb.configs.at(-1)?.weights.queue, 0.3);
-  assert.deepEqual(tunerByLb(h.rt, { lbId: "lb-a" }).weights, { rtt: 1.25, queue: 0.3 });
-  assert.equal(tunerByLb(follower, { lbId: "lb-a" }).mode, "manual");
+  assert.deepEqual((await tunerByLb(h.rt, { lbId: "lb-a" })).weights, { rtt: 1.25, queue: 0.3 });
+  assert.equal((await tunerByLb(follower, { lbId: "lb-a" })).mode, "manual");
 });
 
 test("the follower probes the LBs for its own pages but acts on nothing", async () => {

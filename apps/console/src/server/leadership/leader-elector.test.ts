@@ -44,7 +44,7 @@ const stores: { name: string; open: (id: string) => Promise<[Database, Database]
 ];
 
 for (const { name, open } of stores) {
-  describe(`leadership on ${name}`, () => {
+  describe(`leadership on ${name}`, async () => {
     test("one leader at a time; the other takes over with a higher term once the lease expires", async () => {
       const [dbA, dbB] = await open(`${name}_expiry`);
       await dbA.migrate();

@@ -23,8 +23,8 @@ const METRICS_TOKEN = "metrics-token-0123456789";
 
 describe("console /metrics access", () => {
   let h: Harness;
-  before(() => {
-    h = createHarness();
+  before(async () => {
+    h = await createHarness();
   });
   after(() => h.close());
 
@@ -39,34 +39,34 @@ describe("console /metrics access", () => {
       auditor: new SecurityAuditor(0),
     });
 
-  test("a loopback client reads it without a token", () => {
-    assert.equal(read({ peer: "127.0.0.1" }), null);
-    assert.equal(read({ peer: "::1" }), null);
-    assert.equal(read({ peer: "::ffff:127.0.0.1" }), null);
+  test("a loopback client reads it without a token", async () => {
+    assert.equal(await read({ peer: "127.0.0.1" }), null);
+    assert.equal(await read({ peer: "::1" }), null);
+    assert.equal(await read({ peer: "::ffff:127.0.0.1" }), null);
   });
 
-  test("a remote client needs the metrics token; a forged X-Forwarded-For does not make it loopback", () => {
-    assert.equal(read({ peer: "203.0.113.7", headers: { authorization: `Bearer ${METRICS_TOKEN}` } }), null);
-    assert.equal(read({ peer: "203.0.113.7" })?.status, 401);
-    assert.equal(read({ peer: "203.0.113.7", headers: { "x-forwarded-for": "127.0.0.1" } })?.status, 401);
-    assert.equal(read({ peer: "203.0.113.7", headers: { authorization: "Bearer wrong-token-0123456789" } })?.status, 401);
-    assert.equal(read({ peer: "203.0.113.7", headers: { authorization: `Bearer ${TEST_TOKEN}` } })?.status, 401, "the LB token is not a metrics token");
-    assert.equal(read({ peer: "203.0.113.7" }, DEFAULT_REQUEST_SECURITY, undefined)?.status, 401, "no token configured: loopback only");
+  test("a remote client needs the metrics token; a forged X-Forwarded-For does not make it loopback", async () => {
+    assert.equal(await read({ peer: "203.0.113.7", headers: { authorization: `Bearer ${METRICS_TOKEN}` } }), null);
+    assert.equal((await read({ peer: "203.0.113.7" }))?.status, 401);
+    assert.equal((await read({ peer: "203.0.113.7", headers: { "x-forwarded-for": "127.0.0.1" } }))?.status, 401);
+    assert.equal((await read({ peer: "203.0.113.7", headers: { authorization: "Bearer wrong-token-0123456789" } }))?.status, 401);
+    assert.equal((await read({ peer: "203.0.113.7", headers: { authorization: `Bearer ${TEST_TOKEN}` } }))?.status, 401, "the LB token is not a metrics token");
+    assert.equal((await read({ peer: "203.0.113.7" }, DEFAULT_REQUEST_SECURITY, undefined))?.status, 401, "no token configured: loopback only");
   });
 
-  test("an unknown peer is not loopback; behind a trusted proxy on this host the relayed client counts", () => {
-    assert.equal(read({ peer: null })?.status, 401);
+  test("an unknown peer is not loopback; behind a trusted proxy on this host the relayed client counts", async () => {
+    assert.equal((await read({ peer: null }))?.status, 401);
     const behindNginx: RequestSecurity = { trustedProxies: parseTrustedProxies("loopback"), publicOrigin: null };
-    assert.equal(read({ peer: "127.0.0.1", headers: { "x-forwarded-for": "198.51.100.9" } }, behindNginx)?.status, 401);
-    assert.equal(read({ peer: "127.0.0.1", headers: { "x-forwarded-for": "127.0.0.1" } }, behindNginx), null);
+    assert.equal((await read({ peer: "127.0.0.1", headers: { "x-forwarded-for": "198.51.100.9" } }, behindNginx))?.status, 401);
+    assert.equal(await read({ peer: "127.0.0.1", headers: { "x-forwarded-for": "127.0.0.1" } }, behindNginx), null);
   });
 
   test("a refusal is audited with the true address", async () => {
-    const refused = read({ peer: "203.0.113.8", headers: { "x-forwarded-for": "127.0.0.1" } });
+    const refused = await read({ peer: "203.0.113.8", headers: { "x-forwarded-for": "127.0.0.1" } });
     assert.ok(refused);
     assert.equal(refused.status, 401);
     assert.match(((await refused.json()) as { error: { message: string } }).error.message, /MERIDIAN_METRICS_TOKEN/);
-    const audited = listAudit(h.rt, { action: "auth.denied" }).find((e) => e.target === "api:/metrics");
+    const audited = (await listAudit(h.rt, { action: "auth.denied" })).find((e) => e.target === "api:/metrics");
     assert.equal((audited?.after as { address?: string } | null)?.address, "203.0.113.8");
   });
 });
@@ -75,24 +75,24 @@ describe("console /metrics content", () => {
   let h: Harness;
   const lbs: FakeLb[] = [];
   before(async () => {
-    h = createHarness({ version: "1.2.3" });
+    h = await createHarness({ version: "1.2.3" });
     for (const region of ["us-ashburn", "eu-frankfurt"]) {
       const fake = await startFakeLb({ id: `lb-${region}`, region, token: TEST_TOKEN });
       lbs.push(fake);
-      createRegion(h.rt, OPERATOR, { name: region });
-      createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: fake.url, region }, `lb-${region}`);
-      createReplica(h.rt, OPERATOR, { name: `${region}-a`, url: "http://127.0.0.1:9", region, engine: "sglang", model: "m" });
+      await createRegion(h.rt, OPERATOR, { name: region });
+      await createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: fake.url, region }, `lb-${region}`);
+      await createReplica(h.rt, OPERATOR, { name: `${region}-a`, url: "http://127.0.0.1:9", region, engine: "sglang", model: "m" });
     }
-    h.rt.start();
+    await h.rt.start();
     await waitFor(() => lbs.every((lb) => lb.version > 0), 5_000, "configs pushed");
     await h.rt.health.tick();
-    failoverLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
-    failbackLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
+    await failoverLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
+    await failbackLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
     // Small trials so a few dozen events decide one.
-    updateTuner(h.rt, OPERATOR, { lbId: "lb-us-ashburn", trial: { lookEvery: 10, maxSamples: 40 } });
-    h.rt.tuners.startTuning("lb-us-ashburn");
+    await updateTuner(h.rt, OPERATOR, { lbId: "lb-us-ashburn", trial: { lookEvery: 10, maxSamples: 40 } });
+    await h.rt.tuners.startTuning("lb-us-ashburn");
     await waitFor(() => h.rt.telemetry.status().every((s) => s.connected), 5_000, "telemetry streams open");
-    const trial = h.rt.tuners.ensure("lb-us-ashburn").tuner.current().trial!;
+    const trial = (await h.rt.tuners.ensure("lb-us-ashburn")).tuner.current().trial!;
     await waitFor(() => lbs[0]!.configs.at(-1)?.trial?.id === trial.id, 5_000, "the trial is live on the LB");
     // The LB's events of the trial, the candidate clearly slower: one tuner step (a rejection).
     for (let i = 0; i < 40; i++) {
@@ -100,11 +100,11 @@ describe("console /metrics content", () => {
       const arm = armOf(sessionKey, trial.salt, trial.share);
       lbs[0]!.emit({ trialId: trial.id, arm, triggered: true, sessionKey, ttftMs: arm === "candidate" ? 900 : 100, e2eMs: 400 + i });
     }
-    await waitFor(() => h.rt.tuners.describe("lb-us-ashburn").steps.length > 0, 5_000, "a tuner step");
+    await waitFor(async () => (await h.rt.tuners.describe("lb-us-ashburn")).steps.length > 0, 5_000, "a tuner step");
     await h.rt.health.tick();
   });
   after(async () => {
-    h.close();
+    await h.close();
     for (const lb of lbs) await lb.close();
   });
 

@@ -91,10 +91,10 @@ before(async () => {
     settings: { port: 0, host: "127.0.0.1" },
     logger: pino({ level: "silent" }),
   });
-  h = createHarness();
+  h = await createHarness();
 });
 after(async () => {
-  h?.close();
+  await h?.close();
   await lb?.close();
   await engine?.close();
 });

@@ -1,7 +1,6 @@
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
 import { eq } from "drizzle-orm";
-import { lbConfigs, lbProofs, loadBalancers, replicas } from "@meridian/db";
 import { lbKeyId, peerCredentialHash } from "@meridian/protocol/credentials";
 import { createHarness, OPERATOR, TEST_TOKEN, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
@@ -12,26 +11,25 @@ import { buildLbConfig } from "./config-builder";
 
 describe("LB configs", () => {
   let h: Harness;
-  before(() => {
-    h = createHarness();
+  before(async () => {
+    h = await createHarness();
     for (const region of ["us", "eu"]) {
-      createRegion(h.rt, OPERATOR, { name: region });
-      createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: `http://127.0.0.1:1/${region}`, region });
-      createReplica(h.rt, OPERATOR, { name: `${region}-1`, url: "http://127.0.0.1:9", region, engine: "sglang", model: "m", homeLbId: `lb-${region}` });
+      await createRegion(h.rt, OPERATOR, { name: region });
+      await createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: `http://127.0.0.1:1/${region}`, region });
+      await createReplica(h.rt, OPERATOR, { name: `${region}-1`, url: "http://127.0.0.1:9", region, engine: "sglang", model: "m", homeLbId: `lb-${region}` });
     }
   });
   after(() => h.close());
 
-  test("an LB that never proved it holds its token is nobody's peer", () => {
-    assert.deepEqual(buildLbConfig(h.rt.db, "lb-us", 1)!.peers, []);
+  test("an LB that never proved it holds its token is nobody's peer", async () => {
+    assert.deepEqual((await buildLbConfig(h.rt.store, "lb-us", 1))!.peers, []);
   });
 
-  test("direct: every replica is a candidate; via-peer: only local ones; peers are the other (proven) LBs", () => {
-    h.rt.db
-      .insert(lbProofs)
-      .values({ lbId: "lb-eu", adminBase: "http://127.0.0.1:1/eu", keyId: lbKeyId(TEST_TOKEN), provenAt: 1 })
-      .run();
-    const direct = buildLbConfig(h.rt.db, "lb-us", 1)!;
+  test("direct: every replica is a candidate; via-peer: only local ones; peers are the other (proven) LBs", async () => {
+    await h.rt.store.db
+      .insert(h.rt.store.tables.lbProofs)
+      .values({ lbId: "lb-eu", adminBase: "http://127.0.0.1:1/eu", keyId: lbKeyId(TEST_TOKEN), provenAt: 1 });
+    const direct = (await buildLbConfig(h.rt.store, "lb-us", 1))!;
     assert.deepEqual(direct.peers[0]?.credentialHashes, [peerCredentialHash(TEST_TOKEN)], "lb-eu's peer credential, hashed");
     assert.deepEqual(
       direct.replicas.map((r) => r.id),
@@ -41,16 +39,16 @@ describe("LB configs", () => {
       direct.peers.map((p) => p.id),
       ["lb-eu"],
     );
-    setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "skylb", crossRegion: "via-peer" });
-    const viaPeer = buildLbConfig(h.rt.db, "lb-us", 2)!;
+    await setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "skylb", crossRegion: "via-peer" });
+    const viaPeer = (await buildLbConfig(h.rt.store, "lb-us", 2))!;
     assert.deepEqual(
       viaPeer.replicas.map((r) => r.id),
       ["us-1"],
     );
     assert.equal(viaPeer.policy, "skylb");
-    h.rt.db.update(loadBalancers).set({ state: "failed-over" }).where(eq(loadBalancers.id, "lb-eu")).run();
-    h.rt.db.update(replicas).set({ rehomedToLbId: "lb-us" }).where(eq(replicas.id, "eu-1")).run();
-    const takenOver = buildLbConfig(h.rt.db, "lb-us", 3)!;
+    await h.rt.store.db.update(h.rt.store.tables.loadBalancers).set({ state: "failed-over" }).where(eq(h.rt.store.tables.loadBalancers.id, "lb-eu"));
+    await h.rt.store.db.update(h.rt.store.tables.replicas).set({ rehomedToLbId: "lb-us" }).where(eq(h.rt.store.tables.replicas.id, "eu-1"));
+    const takenOver = (await buildLbConfig(h.rt.store, "lb-us", 3))!;
     assert.deepEqual(
       takenOver.replicas.map((r) => [r.id, r.region]),
       [
@@ -61,21 +59,21 @@ describe("LB configs", () => {
     assert.deepEqual(takenOver.peers, []);
   });
 
-  test("a change that leaves an LB's config as it was records no new version", () => {
-    const versions = () => h.rt.db.select().from(lbConfigs).where(eq(lbConfigs.lbId, "lb-eu")).all().length;
-    const before = versions();
-    h.rt.publisher.publish("lb-eu");
-    h.rt.publisher.publishAll();
-    assert.equal(versions(), before);
-    h.rt.publisher.publish("lb-eu", { force: true });
-    assert.equal(versions(), before + 1);
+  test("a change that leaves an LB's config as it was records no new version", async () => {
+    const versions = async () => (await h.rt.store.db.select().from(h.rt.store.tables.lbConfigs).where(eq(h.rt.store.tables.lbConfigs.lbId, "lb-eu"))).length;
+    const before = await versions();
+    await h.rt.publisher.publish("lb-eu");
+    await h.rt.publisher.publishAll();
+    assert.equal(await versions(), before);
+    await h.rt.publisher.publish("lb-eu", { force: true });
+    assert.equal(await versions(), before + 1);
   });
 
-  test("an operator can run a region on a peer router's algorithm", () => {
+  test("an operator can run a region on a peer router's algorithm", async () => {
     let version = 10;
     for (const policy of ["sglang-cache-aware", "llm-d", "dynamo-kv"] as const) {
-      setPolicy(h.rt, OPERATOR, { id: "lb-eu", policy, crossRegion: "direct" });
-      assert.equal(buildLbConfig(h.rt.db, "lb-eu", version++)!.policy, policy);
+      await setPolicy(h.rt, OPERATOR, { id: "lb-eu", policy, crossRegion: "direct" });
+      assert.equal((await buildLbConfig(h.rt.store, "lb-eu", version++))!.policy, policy);
     }
   });
 });
@@ -84,22 +82,22 @@ describe("HealthMonitor at startup", () => {
   let h: Harness;
   let up: FakeLb;
   before(async () => {
-    h = createHarness({ failoverAfter: 1 });
+    h = await createHarness({ failoverAfter: 1 });
     up = await startFakeLb({ id: "lb-up", region: "us", token: TEST_TOKEN });
-    createRegion(h.rt, OPERATOR, { name: "us" });
-    createLb(h.rt, OPERATOR, { name: "lb-up", url: up.url, region: "us" });
-    createLb(h.rt, OPERATOR, { name: "lb-never", url: "http://127.0.0.1:9", region: "us" });
+    await createRegion(h.rt, OPERATOR, { name: "us" });
+    await createLb(h.rt, OPERATOR, { name: "lb-up", url: up.url, region: "us" });
+    await createLb(h.rt, OPERATOR, { name: "lb-never", url: "http://127.0.0.1:9", region: "us" });
   });
   after(async () => {
-    h.close();
+    await h.close();
     await up.close();
   });
 
   test("an LB that never answered is neither failed over nor marked failed during the grace period", async () => {
-    h.rt.start();
+    await h.rt.start();
     await h.rt.health.tick();
     await h.rt.health.tick();
-    const never = h.rt.db.select().from(loadBalancers).where(eq(loadBalancers.id, "lb-never")).get()!;
+    const never = (await h.rt.store.db.select().from(h.rt.store.tables.loadBalancers).where(eq(h.rt.store.tables.loadBalancers.id, "lb-never")).limit(1))[0]!;
     assert.equal(never.state, "healthy");
     assert.equal(h.rt.lbHealth.isHealthy("lb-never"), false);
     assert.equal(h.rt.lbHealth.isHealthy("lb-up"), true);

@@ -27,16 +27,16 @@ describe("config pushes while an LB starts", () => {
     },
   });
   after(async () => {
-    h.close();
+    await h.close();
     await lb?.close();
   });
 
   test("retries at debug until the LB first answers, warns once an LB that answered goes away", async () => {
     const port = await freePort();
-    h = createHarness({}, pino({ level: "debug" }, sink));
-    createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
-    createLb(h.rt, OPERATOR, { name: "lb-us", url: `http://127.0.0.1:${port}`, region: "us-ashburn" }, "lb-us");
-    h.rt.publisher.start();
+    h = await createHarness({}, pino({ level: "debug" }, sink));
+    await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+    await createLb(h.rt, OPERATOR, { name: "lb-us", url: `http://127.0.0.1:${port}`, region: "us-ashburn" }, "lb-us");
+    await h.rt.publisher.start();
     await waitFor(() => lines.some((l) => l.lbId === "lb-us" && /not answering yet/.test(l.msg)), 5_000, "a retried push");
     assert.deepEqual(
       lines.filter((l) => l.level >= 40).map((l) => l.msg),
@@ -55,7 +55,7 @@ describe("config pushes while an LB starts", () => {
 
     await lb.close();
     lb = null;
-    setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "least-load", crossRegion: "direct" });
+    await setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "least-load", crossRegion: "direct" });
     await waitFor(() => lines.some((l) => l.level === 40 && l.msg === "config push failed; retrying"), 5_000, "a warning");
   });
 });

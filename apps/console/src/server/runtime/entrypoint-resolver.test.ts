@@ -5,7 +5,6 @@ import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
 import { Writable } from "node:stream";
 import pino from "pino";
-import { observedRtts } from "@meridian/db";
 import { createHarness, OPERATOR, TEST_TOKEN, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
 import { createLb, entrypointMap, listLbs } from "../services/lbs";
@@ -30,22 +29,23 @@ describe("entrypoint resolution", () => {
   const logged = (region: string) => lines.filter((l) => l.region === region && l.msg.startsWith("entrypoint"));
 
   before(async () => {
-    h = createHarness({ failoverAfter: 2, autoFailover: false }, pino({ level: "info" }, sink));
+    h = await createHarness({ failoverAfter: 2, autoFailover: false }, pino({ level: "info" }, sink));
     for (const region of ["us-ashburn", "eu-frankfurt", "ap-seoul"]) {
       lbs[region] = await startFakeLb({ id: `lb-${region}`, region, token: TEST_TOKEN });
-      createRegion(h.rt, OPERATOR, { name: region });
-      createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: lbs[region]!.url, region }, `lb-${region}`);
+      await createRegion(h.rt, OPERATOR, { name: region });
+      await createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: lbs[region]!.url, region }, `lb-${region}`);
     }
-    for (const [from, to, rttMs] of RTT) h.rt.db.insert(observedRtts).values({ fromRegion: from, toRegion: to, rttMs, updatedAt: 0 }).run();
+    for (const [from, to, rttMs] of RTT)
+      await h.rt.store.db.insert(h.rt.store.tables.observedRtts).values({ fromRegion: from, toRegion: to, rttMs, updatedAt: 0 });
     await h.rt.health.tick();
   });
   after(async () => {
-    h.close();
+    await h.close();
     for (const lb of Object.values(lbs)) await lb.close();
   });
 
-  test("every region resolves to its own LB while all answer", () => {
-    const map = entrypointMap(h.rt);
+  test("every region resolves to its own LB while all answer", async () => {
+    const map = await entrypointMap(h.rt);
     for (const region of Object.keys(lbs)) {
       assert.equal(map[region]?.status, "assigned");
       assert.equal(map[region]?.lbId, `lb-${region}`);
@@ -57,7 +57,7 @@ describe("entrypoint resolution", () => {
     lbs["ap-seoul"]!.healthy = false;
     await h.rt.health.tick();
     // Not yet marked failed (one failed probe), but already not answering: its clients move.
-    let seoul = entrypointMap(h.rt)["ap-seoul"]!;
+    let seoul = (await entrypointMap(h.rt))["ap-seoul"]!;
     assert.equal(seoul.status, "fallback");
     assert.equal(seoul.lbId, "lb-us-ashburn", "Ashburn (464 ms) is nearer to Seoul than Frankfurt (510 ms)");
     assert.equal(seoul.assignedLbId, "lb-ap-seoul");
@@ -65,12 +65,12 @@ describe("entrypoint resolution", () => {
     assert.match(seoul.reason ?? "", /lb-ap-seoul does not answer its health probe/);
 
     await h.rt.health.tick();
-    assert.equal(listLbs(h.rt).find((lb) => lb.id === "lb-ap-seoul")?.state, "failed", "marked failed, not failed over");
-    seoul = entrypointMap(h.rt)["ap-seoul"]!;
+    assert.equal((await listLbs(h.rt)).find((lb) => lb.id === "lb-ap-seoul")?.state, "failed", "marked failed, not failed over");
+    seoul = (await entrypointMap(h.rt))["ap-seoul"]!;
     assert.equal(seoul.lbId, "lb-us-ashburn");
     assert.match(seoul.reason ?? "", /lb-ap-seoul is failed/);
     // The other regions are untouched.
-    assert.equal(entrypointMap(h.rt)["eu-frankfurt"]?.lbId, "lb-eu-frankfurt");
+    assert.equal((await entrypointMap(h.rt))["eu-frankfurt"]?.lbId, "lb-eu-frankfurt");
     // Logged once at warn when it happened, not once per resolution.
     const warnings = logged("ap-seoul").filter((l) => l.level === 40);
     assert.equal(warnings.length, 1, "the fallback is logged when it happens, not again per probe round or per client");
@@ -80,7 +80,7 @@ describe("entrypoint resolution", () => {
     lbs["us-ashburn"]!.healthy = false;
     lbs["eu-frankfurt"]!.healthy = false;
     await h.rt.health.tick();
-    const map = entrypointMap(h.rt);
+    const map = await entrypointMap(h.rt);
     for (const region of Object.keys(lbs)) {
       assert.equal(map[region]?.status, "unresolved", region);
       assert.equal(map[region]?.lbId, null);
@@ -90,14 +90,14 @@ describe("entrypoint resolution", () => {
   });
 
   test("an LB added after the first probe round takes no clients before its first probe answers", async () => {
-    createRegion(h.rt, OPERATOR, { name: "us-west" });
-    createLb(h.rt, OPERATOR, { name: "lb-us-west", url: "http://127.0.0.1:9", region: "us-west" }, "lb-us-west");
-    const before = entrypointMap(h.rt)["us-west"]!;
+    await createRegion(h.rt, OPERATOR, { name: "us-west" });
+    await createLb(h.rt, OPERATOR, { name: "lb-us-west", url: "http://127.0.0.1:9", region: "us-west" }, "lb-us-west");
+    const before = (await entrypointMap(h.rt))["us-west"]!;
     assert.equal(before.status, "unresolved", "nothing is healthy right now, and the new LB is unknown");
     assert.match(before.reason ?? "", /lb-us-west has not answered a health probe yet/);
     lbs["eu-frankfurt"]!.healthy = true;
     await h.rt.health.tick();
-    const after = entrypointMap(h.rt)["us-west"]!;
+    const after = (await entrypointMap(h.rt))["us-west"]!;
     assert.equal(after.status, "fallback", "probed: dead (nothing listens on port 9)");
     assert.equal(after.lbId, "lb-eu-frankfurt");
     lbs["eu-frankfurt"]!.healthy = false;
@@ -107,7 +107,7 @@ describe("entrypoint resolution", () => {
   test("a region goes back to its own LB once it answers again", async () => {
     for (const lb of Object.values(lbs)) lb.healthy = true;
     await h.rt.health.tick();
-    const map = entrypointMap(h.rt);
+    const map = await entrypointMap(h.rt);
     for (const region of Object.keys(lbs)) assert.equal(map[region]?.lbId, `lb-${region}`, region);
     assert.ok(logged("ap-seoul").some((l) => l.level === 30 && l.msg.includes("back on its assigned LB")));
   });

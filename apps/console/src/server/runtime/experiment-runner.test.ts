@@ -53,7 +53,7 @@ describe("experiments", () => {
   let h: Harness;
   let args: string[] = [];
   const scratch = mkdtempSync(join(tmpdir(), "meridian-fake-sim-"));
-  before(() => {
+  before(async () => {
     // A stand-in for meridian-sim: progress on stderr, one JSON object on stdout; exit 2 with a
     // usage line when asked for the policy "least-load". After the first progress line it waits
     // until the test creates the file "go" in its working directory, so the test can look at the
@@ -74,56 +74,59 @@ describe("experiments", () => {
          process.stdout.write(JSON.stringify({ policies: [{ name: "gorgo", args }] }) + "\\n");
        }, 10);`,
     );
-    h = createHarness({
+    h = await createHarness({
       simCommand: (a) => {
         args = a;
         return { command: process.execPath, args: [fake, ...a], cwd: scratch };
       },
     });
   });
-  after(() => {
-    h.close();
+  after(async () => {
+    await h.close();
     rmSync(scratch, { recursive: true, force: true });
   });
 
-  test("the bundled trace is offered", () => {
-    const traces = listTraces(h.rt);
+  test("the bundled trace is offered", async () => {
+    const traces = await listTraces(h.rt);
     assert.equal(traces[0]?.id, "bundled");
     assert.match(traces[0]!.path, /mooncake-conversation-first500\.jsonl$/);
   });
 
   test("a run spawns compare --json, follows progress and stores the result", async () => {
-    const { id } = runExperiment(h.rt, OPERATOR, { traceId: "bundled", timeScale: 2, fromMs: 0, toMs: 60_000, policies: ["gorgo", "random"] });
+    const { id } = await runExperiment(h.rt, OPERATOR, { traceId: "bundled", timeScale: 2, fromMs: 0, toMs: 60_000, policies: ["gorgo", "random"] });
     assert.deepEqual(args.slice(0, 1), ["compare"]);
     assert.ok(args.includes("--json"));
     assert.equal(args[args.indexOf("--policies") + 1], "gorgo,random");
     assert.equal(args[args.indexOf("--time-scale") + 1], "2");
     assert.equal(args[args.indexOf("--to-ms") + 1], "60000");
     // Half-way: the first progress line is stored while the simulator still runs.
-    const halfway = await waitFor(() => {
-      const status = experimentStatus(h.rt, { id });
+    const halfway = await waitFor(async () => {
+      const status = await experimentStatus(h.rt, { id });
       return status.progress > 0 ? status : null;
     });
     assert.equal(halfway.state, "running");
     assert.equal(halfway.progress, 0.5);
     writeFileSync(join(scratch, "go"), "");
-    const done = await waitFor(() => {
-      const status = experimentStatus(h.rt, { id });
+    const done = await waitFor(async () => {
+      const status = await experimentStatus(h.rt, { id });
       return status.state === "done" ? status : null;
     });
     assert.equal(done.progress, 1);
     assert.equal((done.result as { policies: { name: string }[] }).policies[0]?.name, "gorgo");
-    saveExperiment(h.rt, OPERATOR, { id, name: "baseline" });
-    assert.equal(listExperiments(h.rt)[0]?.name, "baseline");
+    await saveExperiment(h.rt, OPERATOR, { id, name: "baseline" });
+    assert.equal((await listExperiments(h.rt))[0]?.name, "baseline");
   });
 
   test("a failing run reports the simulator's error line", async () => {
-    const { id } = runExperiment(h.rt, OPERATOR, { traceId: "bundled", timeScale: 1, policies: ["least-load"] });
-    const failed = await waitFor(() => {
-      const status = experimentStatus(h.rt, { id });
+    const { id } = await runExperiment(h.rt, OPERATOR, { traceId: "bundled", timeScale: 1, policies: ["least-load"] });
+    const failed = await waitFor(async () => {
+      const status = await experimentStatus(h.rt, { id });
       return status.state === "failed" ? status : null;
     });
     assert.equal(failed.error, "meridian-sim: error: --trace: nope");
-    assert.throws(() => runExperiment(h.rt, OPERATOR, { traceId: "nope", timeScale: 1, policies: ["gorgo"] }), /trace "nope" does not exist/);
+    await assert.rejects(
+      async () => await runExperiment(h.rt, OPERATOR, { traceId: "nope", timeScale: 1, policies: ["gorgo"] }),
+      /trace "nope" does not exist/,
+    );
   });
 });

@@ -1,6 +1,5 @@
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
-import { lbProofs, observedRtts } from "@meridian/db";
 import { DomainError } from "../errors";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
@@ -19,49 +18,44 @@ describe("failover and failback", () => {
   let h: Harness;
   const lbs: Record<string, FakeLb> = {};
   before(async () => {
-    h = createHarness({ failoverAfter: 2, autoFailover: true });
+    h = await createHarness({ failoverAfter: 2, autoFailover: true });
     for (const region of REGIONS) {
       lbs[region] = await startFakeLb({ id: `lb-${region}`, region, token: TEST_TOKEN });
-      createRegion(h.rt, OPERATOR, { name: region });
-      createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: lbs[region]!.url, region, crossRegion: "via-peer" });
-      createReplica(h.rt, OPERATOR, { name: `${region}-a`, url: "http://127.0.0.1:9", region, engine: "sglang", model: "m", homeLbId: `lb-${region}` });
+      await createRegion(h.rt, OPERATOR, { name: region });
+      await createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: lbs[region]!.url, region, crossRegion: "via-peer" });
+      await createReplica(h.rt, OPERATOR, { name: `${region}-a`, url: "http://127.0.0.1:9", region, engine: "sglang", model: "m", homeLbId: `lb-${region}` });
     }
     for (const [from, row] of Object.entries(RTT)) {
       for (const [to, rttMs] of Object.entries(row)) {
-        h.rt.db.insert(observedRtts).values({ fromRegion: from, toRegion: to, rttMs, updatedAt: 0 }).run();
+        await h.rt.store.db.insert(h.rt.store.tables.observedRtts).values({ fromRegion: from, toRegion: to, rttMs, updatedAt: 0 });
       }
     }
-    h.rt.start();
+    await h.rt.start();
     await h.rt.health.tick();
   });
   after(async () => {
-    h.close();
+    await h.close();
     for (const lb of Object.values(lbs)) await lb.close();
   });
 
   test("observed RTTs come from the LBs' state", async () => {
     await waitFor(() => lbs["us-ashburn"]!.version > 0, 5_000, "configs pushed");
     await h.rt.health.tick();
-    const matrix = rttMatrix(h.rt);
+    const matrix = await rttMatrix(h.rt);
     const us = matrix.regions.indexOf("us-ashburn");
     assert.equal(matrix.rttMs[us]![us], 37);
-    assert.equal(listReplicas(h.rt).find((r) => r.id === "us-ashburn-a")?.healthy, true);
+    assert.equal((await listReplicas(h.rt)).find((r) => r.id === "us-ashburn-a")?.healthy, true);
   });
 
   test("operator failover re-homes replicas and the entrypoint to the nearest healthy LB", async () => {
-    const result = failoverLb(h.rt, OPERATOR, { id: "lb-us-ashburn" });
+    const result = await failoverLb(h.rt, OPERATOR, { id: "lb-us-ashburn" });
     assert.equal(result.targetLbId, "lb-eu-frankfurt", "Frankfurt (292 ms) is nearer than Seoul (464 ms)");
     assert.deepEqual(result.movedReplicas, ["us-ashburn-a"]);
-    assert.equal(entrypointMap(h.rt)["us-ashburn"]?.lbId, "lb-eu-frankfurt");
-    const view = listLbs(h.rt).find((lb) => lb.id === "lb-us-ashburn")!;
+    assert.equal((await entrypointMap(h.rt))["us-ashburn"]?.lbId, "lb-eu-frankfurt");
+    const view = (await listLbs(h.rt)).find((lb) => lb.id === "lb-us-ashburn")!;
     assert.equal(view.state, "failed-over");
     assert.equal(view.failedOverTo, "lb-eu-frankfurt");
-    assert.deepEqual(
-      listLbs(h.rt)
-        .find((lb) => lb.id === "lb-eu-frankfurt")!
-        .replicas.sort(),
-      ["eu-frankfurt-a", "us-ashburn-a"],
-    );
+    assert.deepEqual((await listLbs(h.rt)).find((lb) => lb.id === "lb-eu-frankfurt")!.replicas.sort(), ["eu-frankfurt-a", "us-ashburn-a"]);
     // The target treats the re-homed replica as local: its config now includes it.
     await waitFor(
       () => lbs["eu-frankfurt"]!.configs.at(-1)?.replicas.some((r) => r.id === "us-ashburn-a"),
@@ -71,38 +65,38 @@ describe("failover and failback", () => {
     const rehomed = lbs["eu-frankfurt"]!.configs.at(-1)!.replicas.find((r) => r.id === "us-ashburn-a")!;
     assert.equal(rehomed.region, "eu-frankfurt", "presented as local to the LB that took it over");
     assert.ok(!lbs["ap-seoul"]!.configs.at(-1)?.peers.some((p) => p.id === "lb-us-ashburn"), "failed LB removed from peers");
-    assert.throws(() => failoverLb(h.rt, OPERATOR, { id: "lb-us-ashburn" }), /already failed over/);
+    await assert.rejects(async () => await failoverLb(h.rt, OPERATOR, { id: "lb-us-ashburn" }), /already failed over/);
   });
 
   test("failback reverses both", async () => {
-    failbackLb(h.rt, OPERATOR, { id: "lb-us-ashburn" });
-    assert.equal(entrypointMap(h.rt)["us-ashburn"]?.lbId, "lb-us-ashburn");
-    assert.equal(listReplicas(h.rt).find((r) => r.id === "us-ashburn-a")?.homeLbId, "lb-us-ashburn");
+    await failbackLb(h.rt, OPERATOR, { id: "lb-us-ashburn" });
+    assert.equal((await entrypointMap(h.rt))["us-ashburn"]?.lbId, "lb-us-ashburn");
+    assert.equal((await listReplicas(h.rt)).find((r) => r.id === "us-ashburn-a")?.homeLbId, "lb-us-ashburn");
     await waitFor(() => !lbs["eu-frankfurt"]!.configs.at(-1)?.replicas.some((r) => r.id === "us-ashburn-a"), 5_000, "target config without the replica");
-    const actions = listAudit(h.rt, { action: "lb.fail" }).map((e) => e.action);
+    const actions = (await listAudit(h.rt, { action: "lb.fail" })).map((e) => e.action);
     assert.deepEqual(actions, ["lb.failback", "lb.failover"]);
   });
 
   test("automatic failover after N failed probes; the last healthy LB cannot be failed over", async () => {
     lbs["ap-seoul"]!.healthy = false;
     await h.rt.health.tick();
-    assert.equal(listLbs(h.rt).find((lb) => lb.id === "lb-ap-seoul")!.state, "healthy", "one failure is not enough");
+    assert.equal((await listLbs(h.rt)).find((lb) => lb.id === "lb-ap-seoul")!.state, "healthy", "one failure is not enough");
     await h.rt.health.tick();
-    const seoul = listLbs(h.rt).find((lb) => lb.id === "lb-ap-seoul")!;
+    const seoul = (await listLbs(h.rt)).find((lb) => lb.id === "lb-ap-seoul")!;
     assert.equal(seoul.state, "failed-over");
     assert.equal(seoul.failedOverTo, "lb-us-ashburn", "Ashburn (464 ms) is nearer than Frankfurt (510 ms)");
-    assert.equal(listAudit(h.rt, { action: "lb.failover.automatic" })[0]?.actor, "system:health-monitor");
+    assert.equal((await listAudit(h.rt, { action: "lb.failover.automatic" }))[0]?.actor, "system:health-monitor");
 
-    failoverLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
-    assert.throws(
-      () => failoverLb(h.rt, OPERATOR, { id: "lb-us-ashburn" }),
+    await failoverLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
+    await assert.rejects(
+      async () => await failoverLb(h.rt, OPERATOR, { id: "lb-us-ashburn" }),
       (error: unknown) => error instanceof DomainError && /only healthy load balancer/.test(error.message),
     );
-    assert.throws(() => failbackLb(h.rt, OPERATOR, { id: "lb-ap-seoul" }), /does not answer its health probe/);
+    await assert.rejects(async () => await failbackLb(h.rt, OPERATOR, { id: "lb-ap-seoul" }), /does not answer its health probe/);
     lbs["ap-seoul"]!.healthy = true;
     await h.rt.health.tick();
-    failbackLb(h.rt, OPERATOR, { id: "lb-ap-seoul" });
-    assert.equal(entrypointMap(h.rt)["ap-seoul"]?.lbId, "lb-ap-seoul");
+    await failbackLb(h.rt, OPERATOR, { id: "lb-ap-seoul" });
+    assert.equal((await entrypointMap(h.rt))["ap-seoul"]?.lbId, "lb-ap-seoul");
   });
 });
 
@@ -110,7 +104,7 @@ describe("failover targets", () => {
   let h: Harness;
   const lbs: Record<string, FakeLb> = {};
   before(async () => {
-    h = createHarness({ healthIntervalMs: 100 });
+    h = await createHarness({ healthIntervalMs: 100 });
     // lb-near answers its health probe but holds no token this console issued (something else
     // listening there): though nearest, it must not receive the failed LB's region.
     for (const [region, token] of [
@@ -119,32 +113,23 @@ describe("failover targets", () => {
       ["far", TEST_TOKEN],
     ] as const) {
       lbs[region] = await startFakeLb({ id: `lb-${region}`, region, token });
-      createRegion(h.rt, OPERATOR, { name: region });
-      createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: lbs[region]!.url, region });
+      await createRegion(h.rt, OPERATOR, { name: region });
+      await createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: lbs[region]!.url, region });
     }
-    h.rt.db.insert(observedRtts).values({ fromRegion: "us", toRegion: "near", rttMs: 10, updatedAt: 0 }).run();
-    h.rt.db.insert(observedRtts).values({ fromRegion: "us", toRegion: "far", rttMs: 300, updatedAt: 0 }).run();
-    h.rt.start();
+    await h.rt.store.db.insert(h.rt.store.tables.observedRtts).values({ fromRegion: "us", toRegion: "near", rttMs: 10, updatedAt: 0 });
+    await h.rt.store.db.insert(h.rt.store.tables.observedRtts).values({ fromRegion: "us", toRegion: "far", rttMs: 300, updatedAt: 0 });
+    await h.rt.start();
   });
   after(async () => {
-    h.close();
+    await h.close();
     for (const lb of Object.values(lbs)) await lb.close();
   });
 
   test("an LB that has not proved it holds its token is never a failover target, however near", async () => {
-    await waitFor(
-      () =>
-        h.rt.db
-          .select()
-          .from(lbProofs)
-          .all()
-          .some((p) => p.lbId === "lb-far"),
-      10_000,
-      "lb-far proven",
-    );
-    await waitFor(() => listLbs(h.rt).find((lb) => lb.id === "lb-near")?.credential.error, 10_000, "lb-near's challenge failed");
-    const result = failoverLb(h.rt, OPERATOR, { id: "lb-us" });
+    await waitFor(async () => (await h.rt.store.db.select().from(h.rt.store.tables.lbProofs)).some((p) => p.lbId === "lb-far"), 10_000, "lb-far proven");
+    await waitFor(async () => (await listLbs(h.rt)).find((lb) => lb.id === "lb-near")?.credential.error, 10_000, "lb-near's challenge failed");
+    const result = await failoverLb(h.rt, OPERATOR, { id: "lb-us" });
     assert.equal(result.targetLbId, "lb-far", "lb-near (10 ms) never proved itself; lb-far (300 ms) did");
-    assert.equal(entrypointMap(h.rt).us?.lbId, "lb-far");
+    assert.equal((await entrypointMap(h.rt)).us?.lbId, "lb-far");
   });
 });

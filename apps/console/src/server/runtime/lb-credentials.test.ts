@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { request } from "undici";
-import { lbConfigs, type LbTokenRow } from "@meridian/db";
+import type { LbTokenRow } from "@meridian/db";
 import { generateLbToken, lbKeyId } from "@meridian/protocol/credentials";
 import type { LbConfig } from "@meridian/protocol";
 import { listAudit } from "../services/audit";
@@ -42,11 +42,8 @@ async function startListener(relayTo?: string): Promise<{ url: string; requests:
   };
 }
 
-const latestConfig = (h: Harness, lbId: string): LbConfig | undefined =>
-  h.rt.db
-    .select()
-    .from(lbConfigs)
-    .all()
+const latestConfig = async (h: Harness, lbId: string): Promise<LbConfig | undefined> =>
+  (await h.rt.store.db.select().from(h.rt.store.tables.lbConfigs))
     .filter((c) => c.lbId === lbId)
     .map((c) => JSON.parse(c.json) as LbConfig)
     .sort((a, b) => b.version - a.version)[0];
@@ -59,25 +56,25 @@ describe("LB credentials at the console", () => {
   let relay: Awaited<ReturnType<typeof startListener>>;
 
   before(async () => {
-    h = createHarness({ newLbToken: generateLbToken, healthIntervalMs: 100 });
+    h = await createHarness({ newLbToken: generateLbToken, healthIntervalMs: 100 });
     for (const region of ["us", "eu"]) {
-      createRegion(h.rt, OPERATOR, { name: region });
+      await createRegion(h.rt, OPERATOR, { name: region });
       real[region] = await startFakeLb({ id: `lb-${region}`, region, token: null });
-      const created = createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: real[region]!.url, region });
+      const created = await createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: real[region]!.url, region });
       // The operator configures the LB with the token the console showed once.
       tokens[region] = created.token;
       real[region]!.tokens = [created.token];
     }
     impostor = await startListener();
     relay = await startListener(real.us!.url);
-    createLb(h.rt, OPERATOR, { name: "lb-impostor", url: impostor.url, region: "us" });
-    createLb(h.rt, OPERATOR, { name: "lb-relay", url: relay.url, region: "eu" });
+    await createLb(h.rt, OPERATOR, { name: "lb-impostor", url: impostor.url, region: "us" });
+    await createLb(h.rt, OPERATOR, { name: "lb-relay", url: relay.url, region: "eu" });
     // An LB registered at lb-us's URL: lb-us holds lb-us's token, not this one's.
-    createLb(h.rt, OPERATOR, { name: "lb-twin", url: real.us!.url, region: "us" });
-    h.rt.start();
+    await createLb(h.rt, OPERATOR, { name: "lb-twin", url: real.us!.url, region: "us" });
+    await h.rt.start();
   });
   after(async () => {
-    h.close();
+    await h.close();
     for (const lb of Object.values(real)) await lb.close();
     await impostor.close();
     await relay.close();
@@ -86,7 +83,7 @@ describe("LB credentials at the console", () => {
   test("the real LBs prove themselves, get their configs and list each other as peers", async () => {
     await waitFor(() => real.us!.version > 0 && real.eu!.version > 0, 10_000, "configs acknowledged");
     await waitFor(
-      () => latestConfig(h, "lb-us")?.peers.some((p) => p.id === "lb-eu") && real.us!.configs.at(-1)?.peers.some((p) => p.id === "lb-eu"),
+      async () => (await latestConfig(h, "lb-us"))?.peers.some((p) => p.id === "lb-eu") && real.us!.configs.at(-1)?.peers.some((p) => p.id === "lb-eu"),
       10_000,
       "lb-eu a peer of lb-us",
     );
@@ -95,25 +92,25 @@ describe("LB credentials at the console", () => {
       "lb-us only ever got its own token",
     );
     assert.ok(real.eu!.authorizations.every((a) => a === `Bearer ${tokens.eu}`));
-    const views = new Map(listLbs(h.rt).map((lb) => [lb.name, lb.credential]));
+    const views = new Map((await listLbs(h.rt)).map((lb) => [lb.name, lb.credential]));
     assert.equal(views.get("lb-us")?.proven, true);
     assert.equal(views.get("lb-us")?.keyId, lbKeyId(tokens.us!));
   });
 
   test("a listener registered as an LB, a relay and an LB at another LB's URL receive no credential and are nobody's peer", async () => {
-    const errorOf = (name: string) => listLbs(h.rt).find((lb) => lb.name === name)?.credential.error;
+    const errorOf = async (name: string) => (await listLbs(h.rt)).find((lb) => lb.name === name)?.credential.error;
     // Wait for the verdicts themselves: on a loaded machine one relayed challenge may first time out
     // (an error too), and the next challenge gives the relay's real answer.
     await waitFor(
-      () =>
-        /not a Meridian LB|lbProof/.test(errorOf("lb-impostor") ?? "") &&
-        /is "lb-us", not "lb-relay"/.test(errorOf("lb-relay") ?? "") &&
-        /is "lb-us", not "lb-twin"/.test(errorOf("lb-twin") ?? ""),
+      async () =>
+        /not a Meridian LB|lbProof/.test((await errorOf("lb-impostor")) ?? "") &&
+        /is "lb-us", not "lb-relay"/.test((await errorOf("lb-relay")) ?? "") &&
+        /is "lb-us", not "lb-twin"/.test((await errorOf("lb-twin")) ?? ""),
       10_000,
       "every challenge answered with its verdict",
     );
     await waitFor(() => impostor.requests.filter((r) => r.path.startsWith("/admin/proof")).length >= 3, 10_000, "the impostor challenged again");
-    h.rt.publisher.publishAll();
+    await h.rt.publisher.publishAll();
     for (const listener of [impostor, relay]) {
       assert.deepEqual(
         listener.requests.filter((r) => r.authorization !== undefined),
@@ -126,10 +123,10 @@ describe("LB credentials at the console", () => {
       );
     }
     for (const lbId of ["lb-us", "lb-eu"]) {
-      const peers = latestConfig(h, lbId)?.peers.map((p) => p.id) ?? [];
+      const peers = (await latestConfig(h, lbId))?.peers.map((p) => p.id) ?? [];
       for (const impostorId of ["lb-impostor", "lb-relay", "lb-twin"]) assert.ok(!peers.includes(impostorId), `${impostorId} is not a peer of ${lbId}`);
     }
-    const views = new Map(listLbs(h.rt).map((lb) => [lb.name, lb.credential]));
+    const views = new Map((await listLbs(h.rt)).map((lb) => [lb.name, lb.credential]));
     assert.match(views.get("lb-impostor")?.error ?? "", /not a Meridian LB|lbProof/);
     assert.match(views.get("lb-relay")?.error ?? "", /is "lb-us", not "lb-relay"/);
     assert.match(views.get("lb-twin")?.error ?? "", /is "lb-us", not "lb-twin"/);
@@ -140,13 +137,10 @@ describe("LB credentials at the console", () => {
   });
 
   test("a newly issued token leaves the LB unmanaged until it holds it; then the console retires the old one on it", async () => {
-    const issued = issueLbToken(h.rt, OPERATOR, { id: "lb-eu" });
+    const issued = await issueLbToken(h.rt, OPERATOR, { id: "lb-eu" });
     assert.notEqual(issued.token, tokens.eu);
     await waitFor(
-      () =>
-        listLbs(h.rt)
-          .find((lb) => lb.id === "lb-eu")
-          ?.credential.error?.includes("does not hold token"),
+      async () => (await listLbs(h.rt)).find((lb) => lb.id === "lb-eu")?.credential.error?.includes("does not hold token"),
       10_000,
       "the proof to fail",
     );
@@ -158,21 +152,21 @@ describe("LB credentials at the console", () => {
     real.eu!.tokens = [issued.token, tokens.eu!];
     await waitFor(
       // The LB drops the old token before the console hears back and audits it: wait for both.
-      () =>
+      async () =>
         real.eu!.tokens.length === 1 &&
-        listLbs(h.rt).find((lb) => lb.id === "lb-eu")?.credential.proven &&
-        listAudit(h.rt, { limit: 200 }).some((row) => row.action === "lb.token.retire" && row.target === "lb:lb-eu"),
+        (await listLbs(h.rt)).find((lb) => lb.id === "lb-eu")?.credential.proven &&
+        (await listAudit(h.rt, { limit: 200 })).some((row) => row.action === "lb.token.retire" && row.target === "lb:lb-eu"),
       10_000,
       "the LB proven again and its old token retired (and audited)",
     );
-    await waitFor(() => latestConfig(h, "lb-us")?.peers.some((p) => p.id === "lb-eu"), 10_000, "lb-eu a peer again");
+    await waitFor(async () => (await latestConfig(h, "lb-us"))?.peers.some((p) => p.id === "lb-eu"), 10_000, "lb-eu a peer again");
     assert.deepEqual(real.eu!.tokens, [issued.token]);
-    const rows: LbTokenRow[] = lbTokenRows(h.rt.db, "lb-eu");
+    const rows: LbTokenRow[] = await lbTokenRows(h.rt.store, "lb-eu");
     assert.deepEqual(
       rows.map((r) => [r.state, r.keyId]),
       [["current", issued.keyId]],
     );
-    const actions = listAudit(h.rt, { limit: 200 }).map((row) => [row.action, row.target]);
+    const actions = (await listAudit(h.rt, { limit: 200 })).map((row) => [row.action, row.target]);
     assert.ok(
       actions.some(([action, target]) => action === "lb.token.issue" && target === "lb:lb-eu"),
       "the issue is audited",
@@ -181,7 +175,7 @@ describe("LB credentials at the console", () => {
       actions.some(([action, target]) => action === "lb.token.retire" && target === "lb:lb-eu"),
       "the retirement is audited",
     );
-    const audited = JSON.stringify(listAudit(h.rt, { limit: 500 }));
+    const audited = JSON.stringify(await listAudit(h.rt, { limit: 500 }));
     for (const token of [...Object.values(tokens), issued.token]) assert.ok(!audited.includes(token), "no token in the audit log");
   });
 });

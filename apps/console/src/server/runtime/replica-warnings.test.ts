@@ -113,15 +113,15 @@ describe("replica warnings in the console", () => {
   });
 
   before(async () => {
-    h = createHarness({}, pino({ level: "info" }, sink));
+    h = await createHarness({}, pino({ level: "info" }, sink));
     for (const region of ["us-ashburn", "eu-frankfurt"]) {
       const rttMs = (replica: { id: string; region: string }) => (replica.id === NO_EMULATION ? 1 : RTT[region]![replica.region]!);
       const fake = await startFakeLb({ id: `lb-${region}`, region, token: TEST_TOKEN, rttMs });
       lbs.push(fake);
-      createRegion(h.rt, OPERATOR, { name: region });
-      createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: fake.url, region, crossRegion: "direct" }, `lb-${region}`);
+      await createRegion(h.rt, OPERATOR, { name: region });
+      await createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: fake.url, region, crossRegion: "direct" }, `lb-${region}`);
       for (const s of ["a", "b"]) {
-        createReplica(
+        await createReplica(
           h.rt,
           OPERATOR,
           { name: `${region}-${s}`, url: `http://127.0.0.1:9/${s}`, region, engine: "sglang", model: "meridian-demo", homeLbId: `lb-${region}` },
@@ -130,23 +130,23 @@ describe("replica warnings in the console", () => {
       }
     }
     // The trap: the engine CLI's old defaults (no --rtt-matrix, model meridian-sim-8b) in us-ashburn.
-    createReplica(
+    await createReplica(
       h.rt,
       OPERATOR,
       { name: NO_EMULATION, url: "http://127.0.0.1:9/new", region: "us-ashburn", engine: "sglang", model: "meridian-sim-8b", homeLbId: "lb-us-ashburn" },
       NO_EMULATION,
     );
-    h.rt.start();
+    await h.rt.start();
   });
   after(async () => {
-    h.close();
+    await h.close();
     for (const lb of lbs) await lb.close();
   });
 
   test("the replicas page shows both warnings and the log has each once", async () => {
     await waitFor(() => lbs.every((lb) => lb.version > 0), 5_000, "configs pushed");
     await h.rt.health.tick();
-    const view = listReplicas(h.rt);
+    const view = await listReplicas(h.rt);
     assert.deepEqual(
       view
         .find((r) => r.id === NO_EMULATION)!

@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
-import { openDb, tunerRuns, tunerSteps } from "@meridian/db";
+import { createDatabase } from "@meridian/db";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
 import { createLb } from "../services/lbs";
@@ -15,17 +15,17 @@ describe("TelemetryHub and TunerService", () => {
   let h: Harness;
   let lb: FakeLb;
   before(async () => {
-    h = createHarness();
+    h = await createHarness();
     lb = await startFakeLb({ id: "lb-a", region: "us-ashburn", token: TEST_TOKEN });
-    createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
-    createLb(h.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us-ashburn" });
-    createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-a" });
-    createReplica(h.rt, OPERATOR, { name: "r2", url: "http://127.0.0.1:10", region: "us-ashburn", engine: "vllm", model: "m", homeLbId: "lb-a" });
-    h.rt.start();
+    await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+    await createLb(h.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us-ashburn" });
+    await createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-a" });
+    await createReplica(h.rt, OPERATOR, { name: "r2", url: "http://127.0.0.1:10", region: "us-ashburn", engine: "vllm", model: "m", homeLbId: "lb-a" });
+    await h.rt.start();
     await waitFor(() => lb.version > 0, 5_000, "first config");
   });
   after(async () => {
-    h.close();
+    await h.close();
     await lb.close();
   });
 
@@ -52,63 +52,63 @@ describe("TelemetryHub and TunerService", () => {
   });
 
   test("the tuner trials candidates on the LB's tagged events, pushes the next trial and persists every step", async () => {
-    updateTuner(h.rt, OPERATOR, {
+    await updateTuner(h.rt, OPERATOR, {
       lbId: "lb-a",
       trial: { lookEvery: 10, maxSamples: 40 },
       guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 1, maxErrorRate: 0.5 },
     });
-    startTuner(h.rt, OPERATOR, { lbId: "lb-a" });
-    const before = tunerByLb(h.rt, { lbId: "lb-a" });
+    await startTuner(h.rt, OPERATOR, { lbId: "lb-a" });
+    const before = await tunerByLb(h.rt, { lbId: "lb-a" });
     assert.equal(before.mode, "online");
     assert.equal(before.running, true);
     assert.ok(before.trial);
     await waitFor(() => lb.configs.at(-1)?.trial?.id === before.trial!.id, 5_000, "trial live");
     // The candidate arm is slower: rejected at the first look, and the next trial goes out.
-    for (let i = 0; tunerByLb(h.rt, { lbId: "lb-a" }).steps.length === 0 && i < 40; i += 1) {
+    for (let i = 0; (await tunerByLb(h.rt, { lbId: "lb-a" })).steps.length === 0 && i < 40; i += 1) {
       const sessionKey = `tt-${i}`;
-      const { salt, share, id } = h.rt.tuners.ensure("lb-a").tuner.current().trial!;
+      const { salt, share, id } = (await h.rt.tuners.ensure("lb-a")).tuner.current().trial!;
       const arm = armOf(sessionKey, salt, share);
       const emitted = lb.emit({ trialId: id, arm, triggered: true, sessionKey, ttftMs: arm === "candidate" ? 800 : 100, replicaId: i % 2 ? "r1" : "r2" });
       await waitFor(() => h.rt.telemetry.status()[0]?.lastSeq === emitted.seq, 5_000, `event ${i + 1}`);
     }
-    const after = tunerByLb(h.rt, { lbId: "lb-a" });
+    const after = await tunerByLb(h.rt, { lbId: "lb-a" });
     assert.equal(after.steps[0]?.kind, "trial");
     assert.equal(after.steps[0]?.decision, "reject-worse");
     assert.notEqual(after.trial!.id, before.trial!.id);
-    assert.equal(h.rt.db.select().from(tunerSteps).all().length, 1);
+    assert.equal((await h.rt.store.db.select().from(h.rt.store.tables.tunerSteps)).length, 1);
   });
 
-  test("manual weights outside the bounds are refused with a clear message", () => {
-    assert.throws(
-      () => setManualWeights(h.rt, OPERATOR, { lbId: "lb-a", weights: { rtt: 500, queue: 0.1 } }),
+  test("manual weights outside the bounds are refused with a clear message", async () => {
+    await assert.rejects(
+      async () => await setManualWeights(h.rt, OPERATOR, { lbId: "lb-a", weights: { rtt: 500, queue: 0.1 } }),
       (error: unknown) => error instanceof DomainError && error.kind === "invalid" && /W_rtt 500 is outside the bounds \[0\.05, 100\]/.test(error.message),
     );
-    setManualWeights(h.rt, OPERATOR, { lbId: "lb-a", weights: { rtt: 1.5, queue: 0.2 } });
-    const described = tunerByLb(h.rt, { lbId: "lb-a" });
+    await setManualWeights(h.rt, OPERATOR, { lbId: "lb-a", weights: { rtt: 1.5, queue: 0.2 } });
+    const described = await tunerByLb(h.rt, { lbId: "lb-a" });
     assert.equal(described.mode, "manual");
     assert.deepEqual(described.weights, { rtt: 1.5, queue: 0.2 });
   });
 
   test("a restarted console resumes the tuner where it stopped", async () => {
     await waitFor(() => lb.configs.at(-1)?.weights.rtt === 1.5, 5_000, "manual weights pushed");
-    startTuner(h.rt, OPERATOR, { lbId: "lb-a" });
-    const before = tunerByLb(h.rt, { lbId: "lb-a" });
-    const db2 = openDb(`${h.dir}/console.db`);
-    const rt2 = new ConsoleRuntime(db2, h.rt.options);
+    await startTuner(h.rt, OPERATOR, { lbId: "lb-a" });
+    const before = await tunerByLb(h.rt, { lbId: "lb-a" });
+    const database2 = createDatabase(h.settings);
+    const rt2 = new ConsoleRuntime(database2, h.rt.options);
     try {
-      const resumed = rt2.tuners.ensure("lb-a");
+      const resumed = await rt2.tuners.ensure("lb-a");
       assert.equal(resumed.runId, before.runId);
-      const described = rt2.tuners.describe("lb-a");
+      const described = await rt2.tuners.describe("lb-a");
       assert.equal(described.steps.length, before.steps.length);
       assert.equal(described.mode, "online");
       assert.deepEqual(described.weights, before.weights);
       assert.equal(described.sigma, before.sigma);
     } finally {
-      db2.$client.close();
+      await database2.close();
     }
-    stopTuner(h.rt, OPERATOR, { lbId: "lb-a" });
-    assert.equal(tunerByLb(h.rt, { lbId: "lb-a" }).running, false);
-    const runs = h.rt.db.select().from(tunerRuns).all();
+    await stopTuner(h.rt, OPERATOR, { lbId: "lb-a" });
+    assert.equal((await tunerByLb(h.rt, { lbId: "lb-a" })).running, false);
+    const runs = await h.rt.store.db.select().from(h.rt.store.tables.tunerRuns);
     assert.equal(runs.length, 1);
   });
 });

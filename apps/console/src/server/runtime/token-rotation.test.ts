@@ -26,7 +26,7 @@ describe("token rotation against a real LB", () => {
   let firstToken: string;
 
   before(async () => {
-    h = createHarness({ newLbToken: generateLbToken, healthIntervalMs: 100, tokenGraceMs: 300 });
+    h = await createHarness({ newLbToken: generateLbToken, healthIntervalMs: 100, tokenGraceMs: 300 });
     engine = await startEngineServer({
       port: 0,
       id: "us-1",
@@ -36,9 +36,9 @@ describe("token rotation against a real LB", () => {
       rttMatrix: { "us-ashburn": { "us-ashburn": 1 } },
     });
     const port = await freePort();
-    createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
-    firstToken = createLb(h.rt, OPERATOR, { name: "lb-us", url: `http://127.0.0.1:${port}`, region: "us-ashburn" }, "lb-us").token;
-    createReplica(h.rt, OPERATOR, { name: "us-1", url: engine.url, region: "us-ashburn", engine: "sglang", model: MODEL, homeLbId: "lb-us" }, "us-1");
+    await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+    firstToken = (await createLb(h.rt, OPERATOR, { name: "lb-us", url: `http://127.0.0.1:${port}`, region: "us-ashburn" }, "lb-us")).token;
+    await createReplica(h.rt, OPERATOR, { name: "us-1", url: engine.url, region: "us-ashburn", engine: "sglang", model: MODEL, homeLbId: "lb-us" }, "us-1");
     // The operator starts the LB with the token the console showed once.
     lb = await startProxy({
       config: { schema: "meridian.lb-config/1", version: 0, lbId: "lb-us", region: "us-ashburn" },
@@ -46,11 +46,15 @@ describe("token rotation against a real LB", () => {
       token: firstToken,
       logger: pino({ level: "silent" }),
     });
-    h.rt.start();
-    await waitFor(() => lb.balancer.config.replicas.length === 1 && listLbs(h.rt)[0]?.credential.proven, 10_000, "the LB configured by the console");
+    await h.rt.start();
+    await waitFor(
+      async () => lb.balancer.config.replicas.length === 1 && (await listLbs(h.rt))[0]?.credential.proven,
+      10_000,
+      "the LB configured by the console",
+    );
   });
   after(async () => {
-    h.close();
+    await h.close();
     await lb?.close();
     await engine?.close();
   });
@@ -69,10 +73,10 @@ describe("token rotation against a real LB", () => {
         statuses.push(res.statusCode);
       }
     })();
-    const { keyId } = rotateLbToken(h.rt, OPERATOR, { id: "lb-us" });
+    const { keyId } = await rotateLbToken(h.rt, OPERATOR, { id: "lb-us" });
     await waitFor(
-      () => {
-        const credential = listLbs(h.rt)[0]?.credential;
+      async () => {
+        const credential = (await listLbs(h.rt))[0]?.credential;
         return credential?.keyId === keyId && credential.retiringKeyId === null && credential.proven;
       },
       15_000,
@@ -88,13 +92,13 @@ describe("token rotation against a real LB", () => {
     const oldRefused = await request(`${lb.url}/admin/state`, { headers: { authorization: `Bearer ${firstToken}` } });
     await oldRefused.body.dump();
     assert.equal(oldRefused.statusCode, 401);
-    setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "least-load", crossRegion: "direct" });
+    await setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "least-load", crossRegion: "direct" });
     await waitFor(() => lb.balancer.config.policy === "least-load", 10_000, "a config pushed with the new token");
     await waitFor(() => statuses.length >= 10, 15_000, "client requests");
     stop = true;
     await traffic;
     assert.deepEqual([...new Set(statuses)], [200], "no client request failed during the rotation");
-    const actions = listAudit(h.rt, { target: "lb:lb-us", limit: 50 }).map((row) => `${row.actor} ${row.action}`);
+    const actions = (await listAudit(h.rt, { target: "lb:lb-us", limit: 50 })).map((row) => `${row.actor} ${row.action}`);
     for (const expected of ["admin lb.token.rotate", "system:credentials lb.token.activate", "system:credentials lb.token.retire"]) {
       assert.ok(actions.includes(expected), `${expected} in ${actions.join(", ")}`);
     }

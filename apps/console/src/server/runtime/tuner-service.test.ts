@@ -5,7 +5,6 @@ import { strict as assert } from "node:assert";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { armOf } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
-import { lbConfigs, loadBalancers, tunerRuns, tunerSteps } from "@meridian/db";
 import { desc, eq } from "drizzle-orm";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb } from "../testing/fake-lb";
@@ -20,11 +19,11 @@ const LB = "lb-a";
 /** Small trials so a test decides one in tens of events. */
 const SMALL_TRIALS = { trial: { lookEvery: 10, maxSamples: 40 }, guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 1, maxErrorRate: 0.5 } };
 
-function setup(h: Harness, url = "http://127.0.0.1:9"): void {
-  createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
-  createLb(h.rt, OPERATOR, { name: LB, url, region: "us-ashburn" });
-  createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: LB });
-  createReplica(h.rt, OPERATOR, { name: "r2", url: "http://127.0.0.1:10", region: "us-ashburn", engine: "vllm", model: "m", homeLbId: LB });
+async function setup(h: Harness, url = "http://127.0.0.1:9"): Promise<void> {
+  await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+  await createLb(h.rt, OPERATOR, { name: LB, url, region: "us-ashburn" });
+  await createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: LB });
+  await createReplica(h.rt, OPERATOR, { name: "r2", url: "http://127.0.0.1:10", region: "us-ashburn", engine: "vllm", model: "m", homeLbId: LB });
 }
 
 let seq = 0;
@@ -35,13 +34,13 @@ function event(partial: Partial<TelemetryEvent> = {}): TelemetryEvent {
 }
 
 /** Events of the running trial, as the LB would send them: each its own session, tagged with its arm. */
-function trialEvents(
+async function trialEvents(
   rt: ConsoleRuntime,
   n: number,
   ttft: (arm: "incumbent" | "candidate", i: number) => number,
   partial: Partial<TelemetryEvent> = {},
-): TelemetryEvent[] {
-  const trial = rt.tuners.ensure(LB).tuner.current().trial;
+): Promise<TelemetryEvent[]> {
+  const trial = (await rt.tuners.ensure(LB)).tuner.current().trial;
   assert.ok(trial, "a trial is running");
   return Array.from({ length: n }, (_, i) => {
     const sessionKey = `s${(session += 1)}`;
@@ -50,30 +49,32 @@ function trialEvents(
   });
 }
 
-const ingest = (rt: ConsoleRuntime, events: TelemetryEvent[]) => {
+/** Feeds the events as the hub would, and waits until the tuners observed them. */
+const ingest = async (rt: ConsoleRuntime, events: TelemetryEvent[]) => {
   for (const e of events) rt.telemetry.ingest(LB, e);
+  await rt.tuners.idle();
 };
 
 /** Until the running trial is decided: the candidate clearly slower, so it is rejected within a look or two. */
-function decideTrial(rt: ConsoleRuntime): void {
-  const before = tunerByLb(rt, { lbId: LB }).steps.length;
-  for (let round = 0; round < 10 && tunerByLb(rt, { lbId: LB }).steps.length === before; round += 1) {
-    ingest(
-      rt,
-      trialEvents(rt, 10, (arm, i) => (arm === "candidate" ? 900 : 100) + i),
-    );
+async function decideTrial(rt: ConsoleRuntime): Promise<void> {
+  const before = (await tunerByLb(rt, { lbId: LB })).steps.length;
+  for (let round = 0; round < 10 && (await tunerByLb(rt, { lbId: LB })).steps.length === before; round += 1) {
+    await ingest(rt, await trialEvents(rt, 10, (arm, i) => (arm === "candidate" ? 900 : 100) + i));
   }
-  assert.equal(tunerByLb(rt, { lbId: LB }).steps.length, before + 1, "the trial was decided");
+  assert.equal((await tunerByLb(rt, { lbId: LB })).steps.length, before + 1, "the trial was decided");
 }
 
-const latestConfig = (rt: ConsoleRuntime) =>
-  JSON.parse(rt.db.select().from(lbConfigs).where(eq(lbConfigs.lbId, LB)).orderBy(desc(lbConfigs.version)).limit(1).get()!.json) as LbConfig;
+const latestConfig = async (rt: ConsoleRuntime) => {
+  const { lbConfigs } = rt.store.tables;
+  const [row] = await rt.store.db.select().from(lbConfigs).where(eq(lbConfigs.lbId, LB)).orderBy(desc(lbConfigs.version)).limit(1);
+  return JSON.parse(row!.json) as LbConfig;
+};
 
 describe("TunerService (in-process)", () => {
   let h: Harness;
   let clock: number;
   let timers: { at: number; fn: () => void }[];
-  beforeEach(() => {
+  beforeEach(async () => {
     clock = 1_000_000;
     timers = [];
     // A fake clock and timer for the push rate limit.
@@ -85,38 +86,40 @@ describe("TunerService (in-process)", () => {
         return () => void timers.splice(timers.indexOf(timer), 1);
       },
     };
-    h = createHarness({ tunerClock });
-    setup(h);
-    h.rt.tuners.start();
+    h = await createHarness({ tunerClock });
+    await setup(h);
+    await h.rt.tuners.start();
   });
   afterEach(() => h.close());
 
-  const advance = (ms: number) => {
+  /** Moves the fake clock on, fires the timers due, and waits for the tuner work they queued. */
+  const advance = async (ms: number) => {
     clock += ms;
     for (const timer of timers.filter((t) => t.at <= clock)) {
       timers.splice(timers.indexOf(timer), 1);
       timer.fn();
     }
+    await h.rt.tuners.idle();
   };
 
-  test("starting publishes the trial in the LB's config; its samples decide it; the next trial follows", () => {
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    const started = tunerByLb(h.rt, { lbId: LB });
+  test("starting publishes the trial in the LB's config; its samples decide it; the next trial follows", async () => {
+    await updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    await startTuner(h.rt, OPERATOR, { lbId: LB });
+    const started = await tunerByLb(h.rt, { lbId: LB });
     assert.equal(started.evaluation, "ab");
     assert.equal(started.role, "trial");
     assert.ok(started.trial);
-    const config = latestConfig(h.rt);
+    const config = await latestConfig(h.rt);
     assert.deepEqual(config.trial?.id, started.trial.id);
     assert.deepEqual(config.trial?.candidate, started.trial.candidate);
     assert.deepEqual(config.weights, started.weights);
-    assert.equal(h.rt.db.select().from(loadBalancers).get()!.trialJson, JSON.stringify(h.rt.tuners.ensure(LB).tuner.current().trial));
-
-    ingest(
-      h.rt,
-      trialEvents(h.rt, 10, (arm) => (arm === "candidate" ? 900 : 100)),
+    assert.equal(
+      (await h.rt.store.db.select().from(h.rt.store.tables.loadBalancers).limit(1))[0]!.trialJson,
+      JSON.stringify((await h.rt.tuners.ensure(LB)).tuner.current().trial),
     );
-    const decided = tunerByLb(h.rt, { lbId: LB });
+
+    await ingest(h.rt, await trialEvents(h.rt, 10, (arm) => (arm === "candidate" ? 900 : 100)));
+    const decided = await tunerByLb(h.rt, { lbId: LB });
     assert.equal(decided.steps.length, 1);
     const step = decided.steps[0]!;
     assert.equal(step.kind, "trial");
@@ -125,250 +128,231 @@ describe("TunerService (in-process)", () => {
     assert.match(step.reason!, /p95 900 ms vs 100 ms/);
     assert.equal(decided.lastDecision?.decision, "reject-worse");
     assert.notEqual(decided.trial!.id, started.trial.id, "a new trial runs");
-    const row = h.rt.db.select().from(tunerSteps).get()!;
+    const row = (await h.rt.store.db.select().from(h.rt.store.tables.tunerSteps).limit(1))[0]!;
     assert.equal(JSON.parse(row.trialJson!).decision, "reject-worse");
   });
 
-  test("an LB switched to a policy that ignores the weights pauses its tuner, with the reason; back on gorgo it resumes from the incumbent", () => {
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    decideTrial(h.rt);
-    const before = tunerByLb(h.rt, { lbId: LB });
+  test("an LB switched to a policy that ignores the weights pauses its tuner, with the reason; back on gorgo it resumes from the incumbent", async () => {
+    await updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    await startTuner(h.rt, OPERATOR, { lbId: LB });
+    await decideTrial(h.rt);
+    const before = await tunerByLb(h.rt, { lbId: LB });
     assert.equal(before.paused, null);
     assert.ok(before.trial);
 
-    setPolicy(h.rt, OPERATOR, { id: LB, policy: "least-load", crossRegion: "direct" });
-    const paused = tunerByLb(h.rt, { lbId: LB });
+    await setPolicy(h.rt, OPERATOR, { id: LB, policy: "least-load", crossRegion: "direct" });
+    const paused = await tunerByLb(h.rt, { lbId: LB });
     assert.match(paused.paused ?? "", /least-load.*does not use W_rtt\/W_queue/);
     assert.equal(paused.running, true, "still switched on: it resumes by itself");
     assert.equal(paused.trial, null, "no trial runs while paused");
     assert.deepEqual(paused.weights, before.incumbent);
-    const pausedConfig = latestConfig(h.rt);
+    const pausedConfig = await latestConfig(h.rt);
     assert.equal(pausedConfig.policy, "least-load");
     assert.equal(pausedConfig.trial, undefined, "the trial is off the LB at once, without waiting for the push rate limit");
     assert.deepEqual(pausedConfig.weights, before.incumbent);
     const versionsWhilePaused = pausedConfig.version;
 
     // Least-load traffic for a long while: nothing counts, nothing moves, nothing is pushed.
-    ingest(
+    await ingest(
       h.rt,
       Array.from({ length: 500 }, (_, i) => event({ sessionKey: `p${i}`, ttftMs: 100 + (i % 7) * 300 })),
     );
-    advance(60_000);
-    const still = tunerByLb(h.rt, { lbId: LB });
+    await advance(60_000);
+    const still = await tunerByLb(h.rt, { lbId: LB });
     assert.equal(still.steps.length, before.steps.length);
     assert.deepEqual(still.weights, before.incumbent);
-    assert.equal(latestConfig(h.rt).version, versionsWhilePaused);
+    assert.equal((await latestConfig(h.rt)).version, versionsWhilePaused);
 
     // A restart keeps the pause (the policy has not changed).
-    const rt2 = new ConsoleRuntime(h.rt.db, h.rt.options);
-    rt2.tuners.start();
-    assert.match(tunerByLb(rt2, { lbId: LB }).paused ?? "", /least-load/);
-    assert.equal(tunerByLb(rt2, { lbId: LB }).trial, null);
+    const rt2 = new ConsoleRuntime(h.rt.database, h.rt.options);
+    await rt2.tuners.start();
+    assert.match((await tunerByLb(rt2, { lbId: LB })).paused ?? "", /least-load/);
+    assert.equal((await tunerByLb(rt2, { lbId: LB })).trial, null);
 
-    setPolicy(h.rt, OPERATOR, { id: LB, policy: "gorgo", crossRegion: "direct" });
-    const resumed = tunerByLb(h.rt, { lbId: LB });
+    await setPolicy(h.rt, OPERATOR, { id: LB, policy: "gorgo", crossRegion: "direct" });
+    const resumed = await tunerByLb(h.rt, { lbId: LB });
     assert.equal(resumed.paused, null);
     assert.deepEqual(resumed.incumbent, before.incumbent, "resumes from its incumbent");
     assert.deepEqual(resumed.weights, before.incumbent);
     assert.ok(resumed.trial, "a trial runs again");
-    assert.equal(latestConfig(h.rt).trial?.id, resumed.trial.id);
-    decideTrial(h.rt);
-    assert.equal(tunerByLb(h.rt, { lbId: LB }).steps.length, before.steps.length + 1);
+    assert.equal((await latestConfig(h.rt)).trial?.id, resumed.trial.id);
+    await decideTrial(h.rt);
+    assert.equal((await tunerByLb(h.rt, { lbId: LB })).steps.length, before.steps.length + 1);
   });
 
-  test("client errors, client aborts and events of other trials are not samples; a flood of 400s pushes nothing", () => {
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    const versions = () => h.rt.db.select().from(lbConfigs).all().length;
-    const before = versions();
-    ingest(
-      h.rt,
-      trialEvents(h.rt, 96, () => 0, { status: 400, error: "bad request", ttftMs: null }),
-    );
-    ingest(
-      h.rt,
-      trialEvents(h.rt, 30, () => 0, { status: 499, error: "client closed request", ttftMs: null }),
-    );
-    ingest(
-      h.rt,
-      trialEvents(h.rt, 30, () => 100, { trialId: "1-feedface" }),
-    );
-    ingest(
+  test("client errors, client aborts and events of other trials are not samples; a flood of 400s pushes nothing", async () => {
+    await updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    await startTuner(h.rt, OPERATOR, { lbId: LB });
+    const versions = async () => (await h.rt.store.db.select().from(h.rt.store.tables.lbConfigs)).length;
+    const before = await versions();
+    await ingest(h.rt, await trialEvents(h.rt, 96, () => 0, { status: 400, error: "bad request", ttftMs: null }));
+    await ingest(h.rt, await trialEvents(h.rt, 30, () => 0, { status: 499, error: "client closed request", ttftMs: null }));
+    await ingest(h.rt, await trialEvents(h.rt, 30, () => 100, { trialId: "1-feedface" }));
+    await ingest(
       h.rt,
       Array.from({ length: 30 }, () => event({ ttftMs: 100 })),
     );
-    const after = tunerByLb(h.rt, { lbId: LB });
+    const after = await tunerByLb(h.rt, { lbId: LB });
     assert.equal(after.steps.length, 0, "no candidate rejected");
     assert.deepEqual(after.trial!.samples, { incumbent: 0, candidate: 0 });
-    assert.equal(versions(), before, "no config pushed");
+    assert.equal(await versions(), before, "no config pushed");
     // A 5xx is the routing's business: it counts, as a failure.
-    ingest(
-      h.rt,
-      trialEvents(h.rt, 4, () => 100, { status: 502, error: "upstream failed", ttftMs: null }),
-    );
-    const counted = tunerByLb(h.rt, { lbId: LB }).trial!.samples;
+    await ingest(h.rt, await trialEvents(h.rt, 4, () => 100, { status: 502, error: "upstream failed", ttftMs: null }));
+    const counted = (await tunerByLb(h.rt, { lbId: LB })).trial!.samples;
     assert.equal(counted.incumbent + counted.candidate, 4);
   });
 
-  test("trial pushes are rate-limited: a trial decided sooner waits, then goes out", () => {
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    const pushedTrials = () =>
-      new Set(
-        h.rt.db
-          .select()
-          .from(lbConfigs)
-          .all()
-          .map((row) => (JSON.parse(row.json) as LbConfig).trial?.id),
-      ).size;
-    decideTrial(h.rt);
-    const first = pushedTrials();
-    const pending = h.rt.tuners.ensure(LB).tuner.current();
+  test("trial pushes are rate-limited: a trial decided sooner waits, then goes out", async () => {
+    await updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    await startTuner(h.rt, OPERATOR, { lbId: LB });
+    const pushedTrials = async () =>
+      new Set((await h.rt.store.db.select().from(h.rt.store.tables.lbConfigs)).map((row) => (JSON.parse(row.json) as LbConfig).trial?.id)).size;
+    await decideTrial(h.rt);
+    const first = await pushedTrials();
+    const pending = (await h.rt.tuners.ensure(LB)).tuner.current();
     assert.equal(pending.version, null, "the next trial is decided on but not published yet");
-    assert.equal(tunerByLb(h.rt, { lbId: LB }).trial?.published, false);
-    advance(1_000);
-    assert.equal(pushedTrials(), first, "still within the interval");
-    advance(4_000);
-    assert.equal(pushedTrials(), first + 1, "published once the interval passed");
-    assert.equal(latestConfig(h.rt).trial?.id, pending.trial!.id);
+    assert.equal((await tunerByLb(h.rt, { lbId: LB })).trial?.published, false);
+    await advance(1_000);
+    assert.equal(await pushedTrials(), first, "still within the interval");
+    await advance(4_000);
+    assert.equal(await pushedTrials(), first + 1, "published once the interval passed");
+    assert.equal((await latestConfig(h.rt)).trial?.id, pending.trial!.id);
   });
 
-  test("stop freezes the incumbent and takes the trial out of the config; stopped means stopped", () => {
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    ingest(
-      h.rt,
-      trialEvents(h.rt, 5, () => 100),
-    );
-    stopTuner(h.rt, OPERATOR, { lbId: LB });
-    const stopped = tunerByLb(h.rt, { lbId: LB });
+  test("stop freezes the incumbent and takes the trial out of the config; stopped means stopped", async () => {
+    await updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    await startTuner(h.rt, OPERATOR, { lbId: LB });
+    await ingest(h.rt, await trialEvents(h.rt, 5, () => 100));
+    await stopTuner(h.rt, OPERATOR, { lbId: LB });
+    const stopped = await tunerByLb(h.rt, { lbId: LB });
     assert.equal(stopped.mode, "static");
     assert.equal(stopped.running, false);
     assert.equal(stopped.trial, null);
-    assert.equal(latestConfig(h.rt).trial, undefined);
-    assert.equal(h.rt.db.select().from(loadBalancers).get()!.trialJson, null);
+    assert.equal((await latestConfig(h.rt)).trial, undefined);
+    assert.equal((await h.rt.store.db.select().from(h.rt.store.tables.loadBalancers).limit(1))[0]!.trialJson, null);
     const steps = stopped.steps.length;
-    ingest(
+    await ingest(
       h.rt,
       Array.from({ length: 40 }, () => event()),
     );
-    assert.equal(tunerByLb(h.rt, { lbId: LB }).steps.length, steps);
+    assert.equal((await tunerByLb(h.rt, { lbId: LB })).steps.length, steps);
   });
 
-  test("manual weights take the trial down; start after manual trials candidates against the operator's weights", () => {
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    setManualWeights(h.rt, OPERATOR, { lbId: LB, weights: { rtt: 0.8, queue: 0.2 } });
-    assert.deepEqual(latestConfig(h.rt).weights, { rtt: 0.8, queue: 0.2 });
-    assert.equal(latestConfig(h.rt).trial, undefined);
-    advance(10_000);
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    const started = tunerByLb(h.rt, { lbId: LB });
+  test("manual weights take the trial down; start after manual trials candidates against the operator's weights", async () => {
+    await updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    await startTuner(h.rt, OPERATOR, { lbId: LB });
+    await setManualWeights(h.rt, OPERATOR, { lbId: LB, weights: { rtt: 0.8, queue: 0.2 } });
+    assert.deepEqual((await latestConfig(h.rt)).weights, { rtt: 0.8, queue: 0.2 });
+    assert.equal((await latestConfig(h.rt)).trial, undefined);
+    await advance(10_000);
+    await startTuner(h.rt, OPERATOR, { lbId: LB });
+    const started = await tunerByLb(h.rt, { lbId: LB });
     assert.deepEqual(started.weights, { rtt: 0.8, queue: 0.2 });
     assert.deepEqual(started.trial?.incumbent, { rtt: 0.8, queue: 0.2 });
-    assert.deepEqual(latestConfig(h.rt).trial?.id, started.trial?.id);
+    assert.deepEqual((await latestConfig(h.rt)).trial?.id, started.trial?.id);
   });
 
-  test("reset starts a new run from the initial weights with a fresh trial", () => {
-    const initial = tunerByLb(h.rt, { lbId: LB }).weights;
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    decideTrial(h.rt);
-    const before = tunerByLb(h.rt, { lbId: LB });
-    advance(10_000);
-    resetTuner(h.rt, OPERATOR, { lbId: LB });
-    const after = tunerByLb(h.rt, { lbId: LB });
+  test("reset starts a new run from the initial weights with a fresh trial", async () => {
+    const initial = (await tunerByLb(h.rt, { lbId: LB })).weights;
+    await updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    await startTuner(h.rt, OPERATOR, { lbId: LB });
+    await decideTrial(h.rt);
+    const before = await tunerByLb(h.rt, { lbId: LB });
+    await advance(10_000);
+    await resetTuner(h.rt, OPERATOR, { lbId: LB });
+    const after = await tunerByLb(h.rt, { lbId: LB });
     assert.notEqual(after.runId, before.runId);
     assert.deepEqual(after.weights, initial);
     assert.equal(after.steps.length, 0);
     assert.equal(after.running, true, "a running tuner keeps running after a reset");
-    assert.equal(latestConfig(h.rt).trial?.id, after.trial?.id);
+    assert.equal((await latestConfig(h.rt)).trial?.id, after.trial?.id);
   });
 
-  test("other LBs' requests count toward the fleet-share guardrail, not as samples", () => {
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    for (let i = 0; i < 20; i += 1) h.rt.tuners.observe(event({ lbId: "lb-b", replicaId: "r-remote" }));
-    const state = h.rt.tuners.ensure(LB).tuner.state();
+  test("other LBs' requests count toward the fleet-share guardrail, not as samples", async () => {
+    await updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    await startTuner(h.rt, OPERATOR, { lbId: LB });
+    for (let i = 0; i < 20; i += 1) await h.rt.tuners.observe(event({ lbId: "lb-b", replicaId: "r-remote" }));
+    const state = (await h.rt.tuners.ensure(LB)).tuner.state();
     assert.deepEqual(state.trial!.peerCounts, { "r-remote": 20 });
     assert.equal(state.trial!.samples.length, 0);
   });
 
-  test("paper mode still runs GORGO's trailing windows", () => {
-    updateTuner(h.rt, OPERATOR, { lbId: LB, evaluation: "paper", window: 8, hop: 8 });
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    const d = tunerByLb(h.rt, { lbId: LB });
+  test("paper mode still runs GORGO's trailing windows", async () => {
+    await updateTuner(h.rt, OPERATOR, { lbId: LB, evaluation: "paper", window: 8, hop: 8 });
+    await startTuner(h.rt, OPERATOR, { lbId: LB });
+    const d = await tunerByLb(h.rt, { lbId: LB });
     assert.equal(d.role, "remeasure");
     assert.equal(d.trial, null);
-    ingest(
+    await ingest(
       h.rt,
       Array.from({ length: 8 }, () => event({ configVersion: d.boundVersion! })),
     );
-    assert.equal(tunerByLb(h.rt, { lbId: LB }).steps[0]?.kind, "remeasure");
+    assert.equal((await tunerByLb(h.rt, { lbId: LB })).steps[0]?.kind, "remeasure");
   });
 });
 
 describe("TunerService across a console restart", () => {
-  test("after an LB is added (a topology push), a restarted console keeps stepping on the same trial", () => {
-    const h = createHarness({ minTrialPushIntervalMs: 0 });
+  test("after an LB is added (a topology push), a restarted console keeps stepping on the same trial", async () => {
+    const h = await createHarness({ minTrialPushIntervalMs: 0 });
     try {
-      setup(h);
-      h.rt.tuners.start();
-      updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
-      startTuner(h.rt, OPERATOR, { lbId: LB });
-      decideTrial(h.rt);
+      await setup(h);
+      await h.rt.tuners.start();
+      await updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+      await startTuner(h.rt, OPERATOR, { lbId: LB });
+      await decideTrial(h.rt);
       // A new LB changes every LB's peers: a new config version, which must carry the running trial.
-      createLb(h.rt, OPERATOR, { name: "lb-b", url: "http://127.0.0.1:11", region: "us-ashburn" });
-      const live = tunerByLb(h.rt, { lbId: LB });
-      const latest = latestConfig(h.rt);
+      await createLb(h.rt, OPERATOR, { name: "lb-b", url: "http://127.0.0.1:11", region: "us-ashburn" });
+      const live = await tunerByLb(h.rt, { lbId: LB });
+      const latest = await latestConfig(h.rt);
       assert.equal(latest.trial?.id, live.trial!.id, "the topology push kept the trial");
       assert.equal(live.boundVersion, latest.version, "and the tuner is bound to it");
-      const stored = JSON.parse(h.rt.db.select().from(tunerRuns).where(eq(tunerRuns.lbId, LB)).get()!.stateJson!);
+      const stored = JSON.parse(
+        (await h.rt.store.db.select().from(h.rt.store.tables.tunerRuns).where(eq(h.rt.store.tables.tunerRuns.lbId, LB)).limit(1))[0]!.stateJson!,
+      );
       assert.equal(stored.current.version, latest.version, "the binding was persisted");
 
       // Kill (drop the runtime) and restart on the same database.
-      const rt2 = new ConsoleRuntime(h.rt.db, h.rt.options);
-      rt2.tuners.start();
-      const resumed = tunerByLb(rt2, { lbId: LB });
+      const rt2 = new ConsoleRuntime(h.rt.database, h.rt.options);
+      await rt2.tuners.start();
+      const resumed = await tunerByLb(rt2, { lbId: LB });
       assert.equal(resumed.runId, live.runId);
       assert.equal(resumed.running, true);
       assert.equal(resumed.trial?.id, live.trial!.id);
       assert.equal(resumed.steps.length, 1);
       // The LB keeps sending events of its current trial: steps continue.
-      decideTrial(rt2);
-      decideTrial(rt2);
-      assert.equal(tunerByLb(rt2, { lbId: LB }).steps.length, 3);
+      await decideTrial(rt2);
+      await decideTrial(rt2);
+      assert.equal((await tunerByLb(rt2, { lbId: LB })).steps.length, 3);
     } finally {
-      h.close();
+      await h.close();
     }
   });
 });
 
 test("the trial reaches the LB itself and the LB's tagged events decide it (ConfigPublisher → PUT /admin/config, telemetry stream)", async () => {
-  const h = createHarness();
+  const h = await createHarness();
   const lb = await startFakeLb({ id: LB, region: "us-ashburn", token: TEST_TOKEN });
   try {
-    setup(h, lb.url);
-    h.rt.start();
+    await setup(h, lb.url);
+    await h.rt.start();
     await waitFor(() => lb.version > 0, 5_000, "first config");
-    updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
-    startTuner(h.rt, OPERATOR, { lbId: LB });
-    const trial = h.rt.tuners.ensure(LB).tuner.current().trial!;
+    await updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    await startTuner(h.rt, OPERATOR, { lbId: LB });
+    const trial = (await h.rt.tuners.ensure(LB)).tuner.current().trial!;
     await waitFor(() => lb.configs.at(-1)?.trial?.id === trial.id, 5_000, "trial live on the LB");
-    for (let i = 0; i < 40 && tunerByLb(h.rt, { lbId: LB }).steps.length === 0; i += 1) {
+    for (let i = 0; i < 40 && (await tunerByLb(h.rt, { lbId: LB })).steps.length === 0; i += 1) {
       const sessionKey = `lb-s${i}`;
       const arm = armOf(sessionKey, trial.salt, trial.share);
       lb.emit({ trialId: trial.id, arm, triggered: true, sessionKey, ttftMs: arm === "candidate" ? 900 : 100, replicaId: i % 2 ? "r1" : "r2" });
       await waitFor(() => h.rt.telemetry.status()[0]?.lastSeq === i + 1, 5_000, `event ${i + 1}`);
     }
-    assert.equal(tunerByLb(h.rt, { lbId: LB }).steps[0]?.decision, "reject-worse");
-    stopTuner(h.rt, OPERATOR, { lbId: LB });
-    const stopped = tunerByLb(h.rt, { lbId: LB });
+    assert.equal((await tunerByLb(h.rt, { lbId: LB })).steps[0]?.decision, "reject-worse");
+    await stopTuner(h.rt, OPERATOR, { lbId: LB });
+    const stopped = await tunerByLb(h.rt, { lbId: LB });
     await waitFor(() => lb.version >= stopped.boundVersion!, 5_000, "stopped config live");
     assert.equal(lb.configs.at(-1)?.trial, undefined);
   } finally {
-    h.close();
+    await h.close();
     await lb.close();
   }
 });
