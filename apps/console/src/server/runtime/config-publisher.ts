@@ -120,7 +120,13 @@ export class ConfigPublisher {
   private record(lbId: string, term: number, force: boolean): Promise<{ version: number; config: LbConfig | null } | null> {
     return this.deps.store.transaction(async (tx) => {
       const { consoleLeases, lbConfigs, loadBalancers } = tx.tables;
-      const [lb] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1);
+      // A no-op update that takes the LB's row lock first (PostgreSQL; on SQLite the transaction
+      // holds the whole database): two records for one LB at once would pick the same next version.
+      const [lb] = await tx.db
+        .update(loadBalancers)
+        .set({ configVersion: sql`${loadBalancers.configVersion}` })
+        .where(eq(loadBalancers.id, lbId))
+        .returning();
       if (!lb) return null;
       const [latest] = await tx.db.select().from(lbConfigs).where(eq(lbConfigs.lbId, lbId)).orderBy(desc(lbConfigs.version)).limit(1);
       const draft = await buildLbConfig(tx, lbId, 0);
