@@ -34,13 +34,7 @@ export async function peerCredentialHashes({ db, tables }: Queryable): Promise<M
   return out;
 }
 
-export async function insertToken(
-  { db, tables }: Queryable,
-  lbId: string,
-  state: LbTokenState,
-  token: string,
-  now: number,
-): Promise<{ keyId: string }> {
+export async function insertToken({ db, tables }: Queryable, lbId: string, state: LbTokenState, token: string, now: number): Promise<{ keyId: string }> {
   const keyId = lbKeyId(token);
   await db.insert(tables.lbTokens).values({ lbId, state, keyId, token, createdAt: now });
   return { keyId };

@@ -98,13 +98,19 @@ export function replicaWarnings(all: readonly ReplicaFacts[], lbs: readonly LbVi
 /** The facts replicaWarnings needs, from the database and each LB's last /admin/state. */
 export async function replicaWarningsFrom(q: Queryable, lbState: (lbId: string) => LbState | null): Promise<Map<string, ReplicaWarning[]>> {
   const regionNames = await regionNamesById(q);
-  const facts: ReplicaFacts[] = (await q.db.select().from(q.tables.replicas)).map((r) => ({ id: r.id, name: r.name, region: regionNames.get(r.regionId) ?? r.regionId, model: r.model, servingLbId: effectiveHome(r) }));
+  const facts: ReplicaFacts[] = (await q.db.select().from(q.tables.replicas)).map((r) => ({
+    id: r.id,
+    name: r.name,
+    region: regionNames.get(r.regionId) ?? r.regionId,
+    model: r.model,
+    servingLbId: effectiveHome(r),
+  }));
   const views: LbView[] = (await q.db.select().from(q.tables.loadBalancers)).map((lb) => ({
-      id: lb.id,
-      name: lb.name,
-      region: regionNames.get(lb.regionId) ?? lb.regionId,
-      rttMs: new Map((lbState(lb.id)?.replicas ?? []).map((r) => [r.id, r.rttMs])),
-    }));
+    id: lb.id,
+    name: lb.name,
+    region: regionNames.get(lb.regionId) ?? lb.regionId,
+    rttMs: new Map((lbState(lb.id)?.replicas ?? []).map((r) => [r.id, r.rttMs])),
+  }));
   return replicaWarnings(facts, views);
 }
 
