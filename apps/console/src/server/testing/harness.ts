@@ -32,7 +32,7 @@ export interface Harness {
 }
 
 /** The store the console suites run on in this process (MERIDIAN_TEST_STORE: sqlite or pg). */
-export function testStore(): "sqlite" | "pg" {
+function testStore(): "sqlite" | "pg" {
   const store = process.env.MERIDIAN_TEST_STORE ?? "sqlite";
   if (store !== "sqlite" && store !== "pg") throw new Error(`MERIDIAN_TEST_STORE must be sqlite or pg, not "${store}"`);
   return store;
@@ -64,7 +64,7 @@ async function freshPostgresDatabase(): Promise<{ url: string; release: () => Pr
 
 /** The settings of a fresh database of the store under test (SQLite: a file in `dir`), and what to
  * call once it is closed. */
-export async function freshDatabase(dir: string): Promise<{ settings: { DATABASE_URL?: string; sqlitePath: string }; release: () => Promise<void> }> {
+async function freshDatabase(dir: string): Promise<{ settings: { DATABASE_URL?: string; sqlitePath: string }; release: () => Promise<void> }> {
   const sqlitePath = join(dir, "console.db");
   if (testStore() === "sqlite") return { settings: { sqlitePath }, release: async () => undefined };
   const { url, release } = await freshPostgresDatabase();
