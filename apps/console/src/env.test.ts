@@ -32,12 +32,12 @@ test("MERIDIAN_AUTO_FAILBACK_AFTER_S: 30 s in the demo and off otherwise unless 
   assert.throws(() => parseConsoleEnv({ ...BASE, MERIDIAN_AUTO_FAILBACK_AFTER_S: "-1" }), /MERIDIAN_AUTO_FAILBACK_AFTER_S/);
 });
 
-test("DATABASE_URL is refused with a clear message while the console runs on SQLite only", () => {
-  assert.throws(
-    () => parseConsoleEnv({ ...BASE, DATABASE_URL: "postgres://meridian@db/meridian" }),
-    /DATABASE_URL is set, but this console runs on SQLite only/,
-  );
-  assert.equal(parseConsoleEnv({ ...BASE, DATABASE_URL: "" }).MERIDIAN_LEADER_LEASE_MS, 6000);
+test("DATABASE_URL: a postgres:// or postgresql:// URL selects PostgreSQL; empty means SQLite; anything else is refused clearly", () => {
+  assert.equal(parseConsoleEnv({ ...BASE, DATABASE_URL: "postgres://meridian@db/meridian" }).DATABASE_URL, "postgres://meridian@db/meridian");
+  assert.equal(parseConsoleEnv({ ...BASE, DATABASE_URL: "postgresql://meridian@db/meridian" }).DATABASE_URL, "postgresql://meridian@db/meridian");
+  assert.equal(parseConsoleEnv({ ...BASE, DATABASE_URL: "" }).DATABASE_URL, undefined);
+  assert.equal(parseConsoleEnv({ ...BASE, DATABASE_URL: "  " }).DATABASE_URL, undefined);
+  assert.throws(() => parseConsoleEnv({ ...BASE, DATABASE_URL: "mysql://db/meridian" }), /DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL/);
 });
 
 test("MERIDIAN_ENTRYPOINTS_TOKEN: optional; only its SHA-256 is kept; too short is refused", () => {
