@@ -25,18 +25,17 @@
 //   at a time, in arrival order (exclusive()): the database work is async, and two operations
 //   interleaving on one tuner would step from, or persist, each other's half-done state.
 import "server-only";
-import { and, desc, eq, isNull, sql } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import type { Logger } from "pino";
 import { isPolicyName, policyUsesCostWeights } from "@meridian/routing";
-import { WEIGHT_BOUNDS } from "@meridian/routing/types";
 import { EsTuner, sampleFromEvent, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
 import type { Store, TunerRunRow } from "@meridian/db";
-import { whileLeading } from "../leadership/fence";
 import { invalid, notFound } from "../errors";
 import type { ConfigPublisher, PublishSource } from "./config-publisher";
 import type { TelemetryHub } from "./telemetry-hub";
 import { configPatch, guard, mergeSettings, settingsOf, type TunerSettings, type TunerSettingsPatch } from "./tuner-settings";
+import { currentRun, newRun, persistRun, RunMoved } from "./tuner-runs";
 import { describeTuner } from "./tuner-view";
 
 export type { TunerSettings, TunerSettingsPatch } from "./tuner-settings";
@@ -78,9 +77,6 @@ function seedFor(lbId: string, runId: number): number {
   for (const char of `${lbId}#${runId}`) hash = Math.imul(hash ^ char.charCodeAt(0), 16777619) >>> 0;
   return hash;
 }
-
-/** The step's run changed underneath (or the lease moved on): the step's transaction is rolled back. */
-class RunMoved extends Error {}
 
 const sameWeights = (a: Weights, b: Weights) => Math.abs(a.rtt - b.rtt) < 1e-12 && Math.abs(a.queue - b.queue) < 1e-12;
 
@@ -201,95 +197,17 @@ export class TunerService {
     return true;
   }
 
-  private async currentRun(lbId: string): Promise<TunerRunRow | undefined> {
-    const { db, tables } = this.deps.store;
-    const { tunerRuns } = tables;
-    const [run] = await db
-      .select()
-      .from(tunerRuns)
-      .where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt)))
-      .orderBy(desc(tunerRuns.id))
-      .limit(1);
-    return run;
+  private currentRun(lbId: string): Promise<TunerRunRow | undefined> {
+    return currentRun(this.deps.store, lbId);
   }
 
-  /** Ends the LB's current run and starts a fresh one (new tuner, empty trajectory). */
   private newRun(lbId: string, weights: Weights, settings: TunerSettings | null, running: boolean): Promise<{ run: TunerRunRow; tuner: EsTuner }> {
-    const now = this.now();
-    return this.deps.store.transaction(async ({ db, tables }) => {
-      const { tunerRuns } = tables;
-      await db
-        .update(tunerRuns)
-        .set({ endedAt: now })
-        .where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt)));
-      const [inserted] = await db
-        .insert(tunerRuns)
-        .values({ lbId, mode: running ? "online" : "static", running, settingsJson: "{}", startedAt: now, updatedAt: now })
-        .returning();
-      if (!inserted) throw new Error(`tuner run of ${lbId} not inserted`);
-      const patch = settings ? configPatch(settings) : {};
-      const bounds = patch.bounds ?? WEIGHT_BOUNDS;
-      // Weights from an older configuration may sit outside the bounds: start from the nearest legal point.
-      const initial = {
-        rtt: Math.min(Math.max(weights.rtt, bounds.rtt[0]), bounds.rtt[1]),
-        queue: Math.min(Math.max(weights.queue, bounds.queue[0]), bounds.queue[1]),
-      };
-      const tuner = guard(() => new EsTuner({ ...patch, seed: seedFor(lbId, inserted.id), mode: running ? "online" : "static" }, initial));
-      const state = tuner.state();
-      const [row] = await db
-        .update(tunerRuns)
-        .set({ settingsJson: JSON.stringify(settingsOf(state.config)), stateJson: JSON.stringify(state) })
-        .where(eq(tunerRuns.id, inserted.id))
-        .returning();
-      return { run: row ?? inserted, tuner };
-    });
+    return newRun(this.deps.store, { lbId, weights, settings, running, seed: (runId) => seedFor(lbId, runId) }, this.now());
   }
 
-  /** Records the state, and the step in the same transaction. With a `term`, the write is fenced by
-   * it and by the run's revision: when the console lost the lease or another console wrote the run
-   * since, it rolls back (RunMoved) and records neither. */
+  /** Records the state (and the step); see persistRun for the fencing. */
   private async persist(live: LiveTuner, step: TunerStep | null, term = 0): Promise<void> {
-    const state = live.tuner.state();
-    const now = this.now();
-    live.writtenAt = await this.deps.store.transaction(async ({ db, tables }) => {
-      const { consoleLeases, tunerRuns, tunerSteps } = tables;
-      if (step) {
-        await db.insert(tunerSteps).values({
-          runId: live.runId,
-          step: step.step,
-          weightRtt: step.weights.rtt,
-          weightQueue: step.weights.queue,
-          fitnessP95TtftMs: Number.isFinite(step.fitnessP95TtftMs) ? step.fitnessP95TtftMs : null,
-          sigma: step.sigma,
-          accepted: step.accepted,
-          guardrail: step.guardrail === "pass" ? null : step.guardrail,
-          kind: step.kind,
-          configVersion: step.configVersion,
-          trialJson: step.trial ? JSON.stringify(step.trial) : null,
-          at: now,
-        });
-      }
-      const [row] = await db
-        .update(tunerRuns)
-        .set({
-          mode: state.mode,
-          running: live.running,
-          converged: state.converged,
-          settingsJson: JSON.stringify(live.settings),
-          stateJson: JSON.stringify(state),
-          // The revision moves forward on every write, even within one millisecond or against a
-          // clock behind the last writer's (CASE WHEN: both dialects read it).
-          updatedAt: sql`case when ${tunerRuns.updatedAt} >= ${now} then ${tunerRuns.updatedAt} + 1 else ${now} end`,
-        })
-        .where(and(eq(tunerRuns.id, live.runId), term === 0 ? undefined : and(whileLeading(consoleLeases, term), eq(tunerRuns.updatedAt, live.writtenAt))))
-        .returning({ updatedAt: tunerRuns.updatedAt });
-      if (!row) {
-        if (term !== 0) throw new RunMoved();
-        // The run is gone (its LB was deleted meanwhile): nothing to compare later.
-        return live.writtenAt;
-      }
-      return row.updatedAt;
-    });
+    live.writtenAt = await persistRun(this.deps.store, live, step, term, this.now());
   }
 
   /** Leader: reloads each run that another console wrote since this one read it (an operator's

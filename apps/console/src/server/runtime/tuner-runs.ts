@@ -1,0 +1,118 @@
+// The tuner's rows: the LB's current run (tuner_runs), a fresh run, and the write that records a
+// step with the state that follows it. TunerService (tuner-service.ts) decides when; this module
+// holds how, on either store. tuner_runs.updated_at is the run's revision: every write moves it
+// strictly forward, so a fenced write can tell that another console wrote the run since it read it.
+import "server-only";
+import { and, desc, eq, isNull, sql } from "drizzle-orm";
+import { WEIGHT_BOUNDS } from "@meridian/routing/types";
+import { EsTuner, type TunerStep, type Weights } from "@meridian/tuner";
+import type { Queryable, Store, TunerRunRow } from "@meridian/db";
+import { whileLeading } from "../leadership/fence";
+import { configPatch, guard, settingsOf, type TunerSettings } from "./tuner-settings";
+
+/** The step's run changed underneath (or the lease moved on): the step's transaction is rolled back. */
+export class RunMoved extends Error {}
+
+/** What persistRun writes: a live tuner and the revision of its run as this console last saw it. */
+export interface PersistedTuner {
+  runId: number;
+  tuner: EsTuner;
+  running: boolean;
+  settings: TunerSettings;
+  writtenAt: number;
+}
+
+/** The LB's open run (the newest one not ended), if any. */
+export async function currentRun({ db, tables }: Queryable, lbId: string): Promise<TunerRunRow | undefined> {
+  const { tunerRuns } = tables;
+  const [run] = await db
+    .select()
+    .from(tunerRuns)
+    .where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt)))
+    .orderBy(desc(tunerRuns.id))
+    .limit(1);
+  return run;
+}
+
+/** Ends the LB's current run and starts a fresh one (new tuner, empty trajectory). `seed` gives the
+ * tuner's random seed from the new run's id. */
+export function newRun(
+  store: Store,
+  run: { lbId: string; weights: Weights; settings: TunerSettings | null; running: boolean; seed: (runId: number) => number },
+  now: number,
+): Promise<{ run: TunerRunRow; tuner: EsTuner }> {
+  const { lbId, weights, settings, running } = run;
+  return store.transaction(async ({ db, tables }) => {
+    const { tunerRuns } = tables;
+    await db
+      .update(tunerRuns)
+      .set({ endedAt: now })
+      .where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt)));
+    const [inserted] = await db
+      .insert(tunerRuns)
+      .values({ lbId, mode: running ? "online" : "static", running, settingsJson: "{}", startedAt: now, updatedAt: now })
+      .returning();
+    if (!inserted) throw new Error(`tuner run of ${lbId} not inserted`);
+    const patch = settings ? configPatch(settings) : {};
+    const bounds = patch.bounds ?? WEIGHT_BOUNDS;
+    // Weights from an older configuration may sit outside the bounds: start from the nearest legal point.
+    const initial = {
+      rtt: Math.min(Math.max(weights.rtt, bounds.rtt[0]), bounds.rtt[1]),
+      queue: Math.min(Math.max(weights.queue, bounds.queue[0]), bounds.queue[1]),
+    };
+    const tuner = guard(() => new EsTuner({ ...patch, seed: run.seed(inserted.id), mode: running ? "online" : "static" }, initial));
+    const state = tuner.state();
+    const [row] = await db
+      .update(tunerRuns)
+      .set({ settingsJson: JSON.stringify(settingsOf(state.config)), stateJson: JSON.stringify(state) })
+      .where(eq(tunerRuns.id, inserted.id))
+      .returning();
+    return { run: row ?? inserted, tuner };
+  });
+}
+
+/** Records the tuner's state, and the step in the same transaction; returns the run's new revision.
+ * With a `term`, the write is fenced by it and by the run's revision: when the console lost the
+ * lease or another console wrote the run since, it rolls back (RunMoved) and records neither. */
+export function persistRun(store: Store, live: PersistedTuner, step: TunerStep | null, term: number, now: number): Promise<number> {
+  const state = live.tuner.state();
+  return store.transaction(async ({ db, tables }) => {
+    const { consoleLeases, tunerRuns, tunerSteps } = tables;
+    if (step) {
+      await db.insert(tunerSteps).values({
+        runId: live.runId,
+        step: step.step,
+        weightRtt: step.weights.rtt,
+        weightQueue: step.weights.queue,
+        fitnessP95TtftMs: Number.isFinite(step.fitnessP95TtftMs) ? step.fitnessP95TtftMs : null,
+        sigma: step.sigma,
+        accepted: step.accepted,
+        guardrail: step.guardrail === "pass" ? null : step.guardrail,
+        kind: step.kind,
+        configVersion: step.configVersion,
+        trialJson: step.trial ? JSON.stringify(step.trial) : null,
+        at: now,
+      });
+    }
+    const [row] = await db
+      .update(tunerRuns)
+      .set({
+        mode: state.mode,
+        running: live.running,
+        converged: state.converged,
+        settingsJson: JSON.stringify(live.settings),
+        stateJson: JSON.stringify(state),
+        // The revision moves forward on every write, even within one millisecond or against a
+        // clock behind the last writer's (CASE WHEN: both dialects read it).
+        updatedAt: sql`case when ${tunerRuns.updatedAt} >= ${now} then ${tunerRuns.updatedAt} + 1 else ${now} end`,
+      })
+      .where(and(eq(tunerRuns.id, live.runId), term === 0 ? undefined : and(whileLeading(consoleLeases, term), eq(tunerRuns.updatedAt, live.writtenAt))))
+      .returning({ updatedAt: tunerRuns.updatedAt });
+    if (!row) {
+      if (term !== 0) throw new RunMoved();
+      // The run is gone (its LB was deleted meanwhile): nothing to compare later.
+      return live.writtenAt;
+    }
+    return row.updatedAt;
+  });
+}
