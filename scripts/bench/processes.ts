@@ -21,14 +21,22 @@ export async function freePort(): Promise<number> {
 
 const started: ChildProcess[] = [];
 
-/** Starts a child in the repository root; lines of its stderr that mention an error are echoed. */
+/** Starts a child in the repository root; lines of its stderr that mention an error are echoed, and
+ * a child that exits with a failure has the rest of its last stderr echoed too (a refused
+ * configuration names itself rather than surfacing as a health-check timeout). */
 export function startChild(command: string, args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
   const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   started.push(child);
   child.stdout?.resume();
+  const name = args[0]?.split("/").pop() ?? command.split("/").pop();
+  let tail = "";
   child.stderr?.on("data", (chunk: Buffer) => {
     const text = chunk.toString();
-    if (/error|Error/.test(text)) process.stderr.write(`[${command.split("/").pop()}] ${text}`);
+    tail = (tail + text).slice(-2_000);
+    if (/error|Error/.test(text)) process.stderr.write(`[${name}] ${text}`);
+  });
+  child.once("exit", (code) => {
+    if (code !== null && code !== 0 && !/error|Error/.test(tail)) process.stderr.write(`[${name}] exited ${code}: ${tail}\n`);
   });
   return child;
 }

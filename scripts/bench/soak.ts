@@ -15,11 +15,13 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Pool } from "undici";
+import { generateLbToken } from "@meridian/protocol/credentials";
 import { percentile, round } from "./http-load";
 import { freePort, startChild, stopChildren, waitHttp } from "./processes";
 
 const MODEL = "soak-model";
-const TOKEN = "soak-token-0123456789";
+/** The LB token, in the format the console issues (the proxy refuses any other). */
+const TOKEN = generateLbToken();
 const ENGINES = 2;
 // Each engine can run its share of the streams at once, with prefill to spare; 64 tokens at ~20 ms
 // make each stream last a second or two. Each replica's maxConcurrency is the engine's maxRunning:
