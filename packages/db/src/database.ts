@@ -98,8 +98,12 @@ export function sqliteStore(db: Db): Store {
     transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
       const tx: Queryable = { dialect: "sqlite", db: db as unknown as StoreDb, tables: sqliteTables as unknown as typeof pgTables };
       // better-sqlite3's own transaction() refuses async work, so BEGIN/COMMIT by hand, one at a time.
+      // A deferred BEGIN, as better-sqlite3's transaction() uses: while another process holds the
+      // write lock, the first write fails at once with SQLITE_BUSY (the console answers 503, retry),
+      // whereas BEGIN IMMEDIATE would sit in the busy handler for busy_timeout, and better-sqlite3
+      // waits synchronously: the whole console, reads included, would stall meanwhile.
       const run = queue.then(async () => {
-        db.run(sql`BEGIN IMMEDIATE`);
+        db.run(sql`BEGIN`);
         try {
           const result = await work(tx);
           db.run(sql`COMMIT`);
