@@ -22,7 +22,13 @@ test("the online tuner decides A/B trials on live traffic and shows why; it paus
   await page.getByTestId("tuner-trial-cap").fill("20");
   await page.getByTestId("tuner-settings-submit").click();
   await expect(page.getByTestId("tuner-settings-error")).toHaveCount(0);
+  // The save re-keys the form with the server's values; the confirmation survives that.
+  await expect(page.getByTestId("tuner-settings-ok")).toHaveText("Saved.");
   await expect(page.getByTestId("tuner-trial-cap")).toHaveValue("20");
+  // An edit after the save: the confirmation no longer describes the form.
+  await page.getByTestId("tuner-trial-cap").fill("21");
+  await expect(page.getByTestId("tuner-settings-ok")).toHaveCount(0);
+  await page.getByTestId("tuner-trial-cap").fill("20");
 
   // The demo starts its tuners; stopped first, so the start below is this test's own.
   if (await page.getByTestId("tuner-stop").isEnabled()) {

@@ -131,7 +131,21 @@ export function ManualWeightsForm({ lbId, state }: { lbId: string; state: TunerS
   );
 }
 
-export function SettingsForm({ lbId, state }: { lbId: string; state: TunerState }) {
+/** `saved`: the last save succeeded and nothing was edited since (held by the parent, since a save
+ * re-keys this form); `onSaved` and `onEdited` report both. */
+export function SettingsForm({
+  lbId,
+  state,
+  saved,
+  onSaved,
+  onEdited,
+}: {
+  lbId: string;
+  state: TunerState;
+  saved: boolean;
+  onSaved: () => void;
+  onEdited: () => void;
+}) {
   const trpc = useTRPC();
   const invalidateAll = useInvalidateAll();
   const [bounds, setBounds] = useState<{ rtt: [string, string]; queue: [string, string] }>({
@@ -152,7 +166,14 @@ export function SettingsForm({ lbId, state }: { lbId: string; state: TunerState 
     maxShare: String(state.guardrails.maxShare),
     maxErrorRate: String(state.guardrails.maxErrorRate),
   });
-  const update = useMutation(trpc.tuner.update.mutationOptions({ onSuccess: invalidateAll }));
+  const update = useMutation(
+    trpc.tuner.update.mutationOptions({
+      onSuccess: async () => {
+        onSaved();
+        await invalidateAll();
+      },
+    }),
+  );
   const setBound = (k: keyof Bounds, i: 0 | 1) => (e: { target: { value: string } }) =>
     setBounds((b) => {
       const pair: [string, string] = [...b[k]];
@@ -179,7 +200,8 @@ export function SettingsForm({ lbId, state }: { lbId: string; state: TunerState 
   }
 
   return (
-    <form className="form-grid" onSubmit={submit} noValidate data-testid="tuner-settings-form">
+    // onChange bubbles from every field: any edit means "Saved." no longer describes the form.
+    <form className="form-grid" onSubmit={submit} onChange={onEdited} noValidate data-testid="tuner-settings-form">
       <fieldset>
         <legend>Bounds</legend>
         <label>
@@ -302,7 +324,7 @@ export function SettingsForm({ lbId, state }: { lbId: string; state: TunerState 
         <button type="submit" className="btn btn-primary btn-solid" disabled={update.isPending} data-testid="tuner-settings-submit">
           Save tuner settings
         </button>
-        {update.isSuccess ? (
+        {saved && !update.isPending && !update.error ? (
           <span className="ok-text" data-testid="tuner-settings-ok">
             Saved.
           </span>

@@ -65,6 +65,9 @@ function TunerView({ lbId }: { lbId: string }) {
   const trpc = useTRPC();
   const canMutate = useCanMutate();
   const tuner = useQuery({ ...trpc.tuner.byLb.queryOptions({ lbId }), refetchInterval: LIVE_INTERVAL_MS });
+  // "Saved." lives here, not in the settings form: a save changes the server's settings, which
+  // re-keys (re-mounts) the form, and the form's own mutation state would go with it.
+  const [settingsSaved, setSettingsSaved] = useState(false);
   return (
     <QueryView query={tuner}>
       {(state) => {
@@ -151,7 +154,18 @@ function TunerView({ lbId }: { lbId: string }) {
                 <WeightTrajectoryChart steps={state.steps} bounds={state.bounds} current={state.weights} />
               </Panel>
               <Panel title="Settings">
-                {canMutate ? <SettingsForm key={`${lbId}:${settingsKey}`} lbId={lbId} state={state} /> : <ReadOnlySettings state={state} />}
+                {canMutate ? (
+                  <SettingsForm
+                    key={`${lbId}:${settingsKey}`}
+                    lbId={lbId}
+                    state={state}
+                    saved={settingsSaved}
+                    onSaved={() => setSettingsSaved(true)}
+                    onEdited={() => setSettingsSaved(false)}
+                  />
+                ) : (
+                  <ReadOnlySettings state={state} />
+                )}
               </Panel>
             </div>
             <Panel title="Recent steps">
