@@ -1,4 +1,5 @@
-// Soak: `npx tsx scripts/bench/soak.ts [--duration-s 60] [--concurrency 500]` (npm run bench:soak)
+// Soak: `npx tsx scripts/bench/soak.ts [--duration-s 60] [--concurrency 500] [--limits config|learned]`
+// (npm run bench:soak)
 //
 // Keeps `concurrency` streamed chat requests in flight through one meridian-proxy for `duration-s`
 // seconds (closed loop: each client sends its next request when its stream ends), in front of two
@@ -32,7 +33,17 @@ const ENGINES = 2;
 const ENGINE_PARAMS = { maxRunning: 400, kvCapacityTokens: 4_000_000, prefillTokensPerSec: 400_000, itlBaseMs: 20, itlPerSeqMs: 0.01, maxOutputTokens: 64 };
 const SETTLE_TIMEOUT_MS = 30_000;
 
-const { values } = parseArgs({ options: { "duration-s": { type: "string", default: "60" }, concurrency: { type: "string", default: "500" } } });
+const { values } = parseArgs({
+  options: {
+    "duration-s": { type: "string", default: "60" },
+    concurrency: { type: "string", default: "500" },
+    // config: each replica's maxConcurrency is the engine's maxRunning; learned: none is set, and the
+    // LB learns each replica's admitted concurrency from its scrapes (proxy README, "Admitted concurrency").
+    limits: { type: "string", default: "config" },
+  },
+});
+if (values.limits !== "config" && values.limits !== "learned") throw new Error("--limits must be config or learned");
+const learnedLimits = values.limits === "learned";
 const durationMs = Number(values["duration-s"]) * 1000;
 const concurrency = Number(values.concurrency);
 if (!(durationMs > 0) || !Number.isInteger(concurrency) || concurrency < 1) throw new Error("--duration-s and --concurrency must be positive");
@@ -97,7 +108,13 @@ async function main(): Promise<void> {
           version: 1,
           lbId: "lb-soak",
           region: "local",
-          replicas: engineUrls.map((url, i) => ({ id: `soak-${i}`, url, region: "local", model: MODEL, maxConcurrency: ENGINE_PARAMS.maxRunning })),
+          replicas: engineUrls.map((url, i) => ({
+            id: `soak-${i}`,
+            url,
+            region: "local",
+            model: MODEL,
+            ...(learnedLimits ? {} : { maxConcurrency: ENGINE_PARAMS.maxRunning }),
+          })),
           limits: { maxConnectionsPerReplica: 1024, queueMaxLength: 4096 },
           probes: { rttIntervalMs: 1_000, scrapeIntervalMs: 250 },
         },
@@ -191,7 +208,7 @@ async function main(): Promise<void> {
         durationS: durationMs / 1000,
         concurrency,
         engines: `${ENGINES} meridian-engine processes, ${JSON.stringify(ENGINE_PARAMS)}`,
-        lb: "meridian-proxy bin, 1 process, policy gorgo, direct",
+        lb: `meridian-proxy bin, 1 process, policy gorgo, direct, replica limits ${learnedLimits ? "learned from scrapes" : "from config (maxConcurrency = maxRunning)"}`,
         client: "in-process undici, closed loop, streamed chat, 64 output tokens",
       },
       requests,

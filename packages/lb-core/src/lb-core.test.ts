@@ -59,6 +59,29 @@ describe("replica knowledge", () => {
     assert.equal(a.freshLoad(3_000 + 4 * probes.scrapeIntervalMs, probes), null);
   });
 
+  it("a limit learned on a transient climbs back while the LB holds the replica at it and nothing waits", () => {
+    const lb = core();
+    const a = lb.replicas.get("a")!;
+    // A scrape caught 4 requests running and 2 waiting for the engine's next step: limit 4.
+    lb.scrapeSucceeded("a", { running: 4, waiting: 2, usedTokens: 0 }, 1_000);
+    assert.equal(a.concurrencyCap(), 4);
+    // The LB holds the replica at 4 and the engine has room: the limit grows, scrape by scrape.
+    const caps: (number | null)[] = [];
+    for (let i = 1; i <= 12; i++) {
+      a.inFlight = a.concurrencyCap()!;
+      lb.scrapeSucceeded("a", { running: a.inFlight, waiting: 0, usedTokens: 0 }, 1_000 + i * 250);
+      caps.push(a.concurrencyCap());
+    }
+    assert.deepEqual(caps, [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+    // Past what the engine admits, requests wait: the limit is what ran.
+    lb.scrapeSucceeded("a", { running: 14, waiting: 2, usedTokens: 0 }, 5_000);
+    assert.equal(a.concurrencyCap(), 14);
+    // Not held at the limit: no evidence of room, no growth.
+    a.inFlight = 3;
+    lb.scrapeSucceeded("a", { running: 3, waiting: 0, usedTokens: 0 }, 5_250);
+    assert.equal(a.concurrencyCap(), 14);
+  });
+
   it("a run of failed probes takes a replica out; one good probe brings it back", () => {
     const lb = core({ probes: { unhealthyAfter: 2 } });
     assert.equal(lb.probeFailed("a"), null);

@@ -3,7 +3,7 @@
 // LBs (the last report and the poll RTT). The I/O shells feed these records from probes, scrapes and
 // polls; everything derived from them (freshness, SkyLB fullness, the views policies see) is computed
 // here, once.
-import { isReplicaFull, type CandidateView, type PeerView, type ScrapedLoad } from "@meridian/routing";
+import { admittedConcurrencyAfterScrape, isReplicaFull, type CandidateView, type PeerView, type ScrapedLoad } from "@meridian/routing";
 import type { PrefixIndex } from "@meridian/routing";
 import type { LbConfig, PeerConfig, PeerReport, Probes, ReplicaConfig } from "@meridian/protocol";
 import { FirstByteHistory } from "./deadline";
@@ -169,7 +169,12 @@ export class ReplicaRecord {
   }
 
   scrapeSucceeded(load: ScrapedLoad, now: number): void {
-    if (load.waiting > 0 && load.running > 0) this.admittedConcurrency = load.running;
+    this.admittedConcurrency = admittedConcurrencyAfterScrape({
+      previous: this.admittedConcurrency,
+      running: load.running,
+      waiting: load.waiting,
+      inFlight: this.inFlight,
+    });
     this.scrape = { ok: true, at: now, error: null, load };
   }
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { type PeerView, decideAvailability, isReplicaFull } from "./availability";
+import { type PeerView, admittedConcurrencyAfterScrape, decideAvailability, isReplicaFull } from "./availability";
 import { traceBlockKeys } from "./keys";
 import { PrefixIndex } from "./prefix-index";
 import type { CandidateView } from "./types";
@@ -32,6 +32,37 @@ describe("isReplicaFull (SkyLB full rule)", () => {
   it("rejects nonsense counts", () => {
     assert.throws(() => isReplicaFull({ waiting: -1, inFlight: 0, admittedConcurrency: 4 }), /waiting/);
     assert.throws(() => isReplicaFull({ waiting: 0, inFlight: Number.NaN, admittedConcurrency: 4 }), /inFlight/);
+  });
+});
+
+describe("admittedConcurrencyAfterScrape", () => {
+  const after = (previous: number | null, running: number, waiting: number, inFlight: number) =>
+    admittedConcurrencyAfterScrape({ previous, running, waiting, inFlight });
+
+  it("is what ran while requests waited (SkyLB), up or down", () => {
+    assert.equal(after(null, 12, 3, 0), 12);
+    assert.equal(after(40, 12, 3, 12), 12);
+    assert.equal(after(4, 30, 1, 4), 30);
+  });
+
+  it("grows by an eighth, at least one, while the engine runs the limit, nothing waits and this LB is at it", () => {
+    assert.equal(after(4, 4, 0, 4), 5);
+    assert.equal(after(64, 64, 0, 64), 72);
+    assert.equal(after(64, 80, 0, 70), 72);
+  });
+
+  it("stays without evidence: below the limit, nothing learned yet, or nothing running", () => {
+    assert.equal(after(64, 10, 0, 10), 64);
+    // This LB is at the limit, but the engine was running fewer: the scrape predates the dispatches.
+    assert.equal(after(64, 10, 0, 64), 64);
+    assert.equal(after(null, 10, 0, 10), null);
+    assert.equal(after(8, 0, 5, 8), 8);
+  });
+
+  it("rejects nonsense counts", () => {
+    assert.throws(() => after(4, -1, 0, 0), /running/);
+    assert.throws(() => after(4, 1, Number.NaN, 0), /waiting/);
+    assert.throws(() => after(4, 1, 0, -2), /inFlight/);
   });
 });
 

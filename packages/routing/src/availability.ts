@@ -43,6 +43,42 @@ export function isReplicaFull(input: FullnessInput): boolean {
   return admitted > 0 && inFlight >= admitted;
 }
 
+export interface AdmittedConcurrencyInput {
+  /** The limit learned so far; null before any scrape showed one. */
+  previous: number | null;
+  /** The scrape: requests the engine was running, and holding waiting. */
+  running: number;
+  waiting: number;
+  /** This LB's in-flight requests on the replica when the scrape arrived. */
+  inFlight: number;
+}
+
+/** How much a limit that held back an engine with room grows per scrape: an eighth, at least one. */
+const ADMITTED_GROWTH = 1 / 8;
+
+/**
+ * The concurrency a replica admits, learned from its scrapes (additive growth, reset on evidence):
+ * - a scrape with waiting requests shows the batch the engine admitted while it turned work away:
+ *   the limit is what was running (SkyLB's rule);
+ * - a scrape with nothing waiting, the engine running at least the limit and this LB holding the
+ *   replica at it shows the engine had room the limit did not use: the limit grows by an eighth (at
+ *   least one). (Running below the limit proves nothing: the scrape may predate the dispatches.) Without this, a limit
+ *   learned on a transient (a scrape that caught requests waiting for the engine's next step)
+ *   capped the replica for good: the LB never let it run more, so no later scrape could show more.
+ *   Growing past the engine's real limit costs at most one scrape interval: the next scrape shows
+ *   waiting requests and sets the limit back to what ran.
+ */
+export function admittedConcurrencyAfterScrape(input: AdmittedConcurrencyInput): number | null {
+  const running = requireNonNegative("running", input.running);
+  const waiting = requireNonNegative("waiting", input.waiting);
+  const inFlight = requireNonNegative("inFlight", input.inFlight);
+  if (waiting > 0 && running > 0) return running;
+  const previous = input.previous;
+  if (previous === null || previous <= 0) return previous;
+  if (waiting === 0 && running >= previous && inFlight >= previous) return previous + Math.max(1, Math.floor(previous * ADMITTED_GROWTH));
+  return previous;
+}
+
 export interface AvailabilityInput {
   mode: CrossRegionMode;
   /** `via-peer`: this LB's local replicas. `direct`: every candidate replica, all regions. */
