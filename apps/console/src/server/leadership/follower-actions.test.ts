@@ -60,6 +60,21 @@ test("a tuner started and stepped through the leader is seen on the follower; th
   assert.equal((await tunerByLb(follower, { lbId: "lb-a" })).mode, "manual");
 });
 
+test("an operator's stop on the follower survives the leader's own write of its stale copy (a new config version bound meanwhile)", async () => {
+  await startTuner(follower, OPERATOR, { lbId: "lb-a" });
+  await waitFor(async () => (await h.rt.tuners.describe("lb-a")).running, 10_000, "the leader picked up the follower's start");
+  // The follower stops the tuner; before the leader's reconcile reads that, a config version of the
+  // LB is recorded on the leader, which binds its (still running) copy of the tuner and writes it.
+  await stopTuner(follower, OPERATOR, { lbId: "lb-a" });
+  await h.rt.publisher.publish("lb-a", { force: true });
+  await h.rt.tuners.idle();
+  await waitFor(async () => !(await h.rt.tuners.describe("lb-a")).running, 10_000, "the leader holds the stop");
+  const { db, tables } = h.rt.store;
+  const runs = await db.select().from(tables.tunerRuns);
+  assert.equal(runs.filter((run) => run.endedAt === null && run.running).length, 0, "no open run is running in the database");
+  assert.equal((await tunerByLb(follower, { lbId: "lb-a" })).running, false);
+});
+
 test("the follower probes the LBs for its own pages but acts on nothing", async () => {
   await waitFor(() => follower.lbHealth.lb("lb-a")?.healthy === true, 10_000, "the follower's health book");
   assert.equal(follower.telemetry.status().length, 0, "no telemetry subscription on the follower");

@@ -31,7 +31,7 @@ import { isPolicyName, policyUsesCostWeights } from "@meridian/routing";
 import { EsTuner, sampleFromEvent, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
 import type { Store, TunerRunRow } from "@meridian/db";
-import { invalid, notFound } from "../errors";
+import { conflict, invalid, notFound } from "../errors";
 import type { ConfigPublisher, PublishSource } from "./config-publisher";
 import type { TelemetryHub } from "./telemetry-hub";
 import { configPatch, guard, mergeSettings, settingsOf, type TunerSettings, type TunerSettingsPatch } from "./tuner-settings";
@@ -183,7 +183,8 @@ export class TunerService {
       writtenAt: run.updatedAt,
     };
     this.tuners.set(lbId, live);
-    if (this.syncPause(lbId, live, lb.policy)) await this.persist(live, null);
+    // Unfenced: the row was read a moment ago, and load() runs inside operations that adopt a moved run.
+    if (this.syncPause(lbId, live, lb.policy)) await this.persist(live, null, 0);
     return live;
   }
 
@@ -205,9 +206,47 @@ export class TunerService {
     return newRun(this.deps.store, { lbId, weights, settings, running, seed: (runId) => seedFor(lbId, runId) }, this.now());
   }
 
-  /** Records the state (and the step); see persistRun for the fencing. */
-  private async persist(live: LiveTuner, step: TunerStep | null, term = 0): Promise<void> {
+  /** Records the state (and the step); see persistRun for the fencing. While this console leads,
+   * every write is fenced by its term and by the run's revision, not only a step's: an unfenced
+   * write of the leader's copy (binding a version, say) would silently undo an operator's change
+   * that a follower wrote meanwhile. A follower's writes (operators' changes) are not fenced. */
+  private async persist(live: LiveTuner, step: TunerStep | null, term = this.deps.leadership.currentTerm() ?? 0): Promise<void> {
     live.writtenAt = await persistRun(this.deps.store, live, step, term, this.now());
+  }
+
+  /** The leader's own bookkeeping write; when another console wrote the run since, that write wins
+   * and the run is reloaded from the database instead. */
+  private async persistOrAdopt(lbId: string, live: LiveTuner): Promise<void> {
+    try {
+      await this.persist(live, null);
+    } catch (error) {
+      if (!(error instanceof RunMoved)) throw error;
+      this.deps.log.info({ lbId }, "tuner run changed on another console; adopting that change");
+      await this.reload(lbId);
+    }
+  }
+
+  /** Before an operator's action on the leader: the run as the database holds it now (a follower
+   * may have changed it since this console last read it). */
+  private async fresh(lbId: string): Promise<LiveTuner> {
+    const live = this.tuners.get(lbId);
+    if (live && this.deps.leadership.currentTerm() !== null) {
+      const run = await this.currentRun(lbId);
+      if (run?.id !== live.runId || run.updatedAt !== live.writtenAt) this.tuners.delete(lbId);
+    }
+    return this.load(lbId);
+  }
+
+  /** An operator's change, recorded; a change written by another console in the moment between
+   * reading and writing wins, and this one is refused (409) rather than lost silently. */
+  private async persistOperator(lbId: string, live: LiveTuner): Promise<void> {
+    try {
+      await this.persist(live, null);
+    } catch (error) {
+      if (!(error instanceof RunMoved)) throw error;
+      await this.reload(lbId);
+      throw conflict(`the tuner of ${lbId} was changed on another console at the same moment; it shows that change now: retry if yours still applies`);
+    }
   }
 
   /** Leader: reloads each run that another console wrote since this one read it (an operator's
@@ -282,7 +321,7 @@ export class TunerService {
     // publish() binds through onNewVersion when it recorded a version; for unchanged weights and
     // trial the latest version already carries them.
     if (version !== null && live.tuner.current().version === null) live.tuner.bind(version);
-    await this.persist(live, null);
+    await this.persistOrAdopt(lbId, live);
   }
 
   /** A new config version for the LB (a tuner push, a topology change, a 409 bump): if it carries the
@@ -299,8 +338,8 @@ export class TunerService {
     if (!live) return;
     if (this.syncPause(lbId, live, config.policy)) {
       // A pause must take the trial off the LB now; a resume starts the next trial at once.
-      await this.persist(live, null);
-      await this.applyCurrent(lbId, true);
+      await this.persistOrAdopt(lbId, live);
+      if (this.tuners.get(lbId) === live) await this.applyCurrent(lbId, true);
       return;
     }
     const current = live.tuner.current();
@@ -308,7 +347,7 @@ export class TunerService {
     if (!sameWeights(current.weights, config.weights) || config.trial?.id !== trial?.id) return;
     if (current.version === version) return;
     live.tuner.bind(version);
-    await this.persist(live, null);
+    await this.persistOrAdopt(lbId, live);
   }
 
   /** One LB's finished request: a sample for that LB's tuner, a peer request for the others'.
@@ -352,28 +391,28 @@ export class TunerService {
 
   startTuning(lbId: string): Promise<void> {
     return this.exclusive(async () => {
-      const live = await this.load(lbId);
+      const live = await this.fresh(lbId);
       guard(() => live.tuner.setMode("online"));
       live.running = true;
-      await this.persist(live, null);
+      await this.persistOperator(lbId, live);
       await this.applyCurrent(lbId, true);
     });
   }
 
   stopTuning(lbId: string): Promise<void> {
     return this.exclusive(async () => {
-      const live = await this.load(lbId);
+      const live = await this.fresh(lbId);
       // Freeze the incumbent: a candidate or trial under measurement must not stay live.
       if (live.tuner.mode === "online") guard(() => live.tuner.setMode("static"));
       live.running = false;
-      await this.persist(live, null);
+      await this.persistOperator(lbId, live);
       await this.applyCurrent(lbId, true);
     });
   }
 
   reset(lbId: string): Promise<void> {
     return this.exclusive(async () => {
-      const live = await this.load(lbId);
+      const live = await this.fresh(lbId);
       live.pendingPush?.();
       const state = live.tuner.state();
       const created = await this.newRun(lbId, state.initial, live.settings, live.running);
@@ -387,14 +426,14 @@ export class TunerService {
   }
 
   private async setManualNow(lbId: string, weights: Weights): Promise<void> {
-    const live = await this.load(lbId);
+    const live = await this.fresh(lbId);
     const [rlo, rhi] = live.settings.bounds.rtt;
     const [qlo, qhi] = live.settings.bounds.queue;
     if (weights.rtt < rlo || weights.rtt > rhi) throw invalid(`W_rtt ${weights.rtt} is outside the bounds [${rlo}, ${rhi}]`);
     if (weights.queue < qlo || weights.queue > qhi) throw invalid(`W_queue ${weights.queue} is outside the bounds [${qlo}, ${qhi}]`);
     guard(() => live.tuner.setManualWeights(weights));
     live.running = false;
-    await this.persist(live, null);
+    await this.persistOperator(lbId, live);
     await this.applyCurrent(lbId, true);
   }
 
@@ -403,7 +442,7 @@ export class TunerService {
   }
 
   private async updateSettingsNow(lbId: string, patch: TunerSettingsPatch): Promise<TunerSettings> {
-    const live = await this.load(lbId);
+    const live = await this.fresh(lbId);
     const next = mergeSettings(live.settings, patch);
     const state = live.tuner.state();
     const rebuilt = guard(() => {
@@ -419,7 +458,7 @@ export class TunerService {
     });
     live.tuner = rebuilt;
     live.settings = settingsOf(rebuilt.state().config);
-    await this.persist(live, null);
+    await this.persistOperator(lbId, live);
     await this.applyCurrent(lbId, true);
     return live.settings;
   }
