@@ -171,8 +171,8 @@ if (demo) {
   });
 }
 const nextBin = join(root, "node_modules", "next", "dist", "bin", "next");
-// Never print a PostgreSQL password: the URL's credentials stay in the environment.
-const dbLabel = env.DATABASE_URL ? `PostgreSQL ${env.DATABASE_URL.replace(/\/\/[^@/]*@/, "//…@")}` : `db ${env.MERIDIAN_DB_PATH}`;
+// The migrate step above printed where the data lives (a PostgreSQL URL without its password).
+const dbLabel = env.DATABASE_URL ? "PostgreSQL at DATABASE_URL" : `db ${env.MERIDIAN_DB_PATH}`;
 say(`starting the console on ${consoleUrl} (${dbLabel}${demo ? ", demo topology" : ""})`);
 supervisor.add({ name: "console", command: process.execPath, args: [nextBin, "start", "-H", host, "-p", String(port)], cwd: consoleDir, env });
 

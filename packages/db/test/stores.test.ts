@@ -2,8 +2,8 @@
 // loopback in a temporary directory, stopped by PID at the end).
 import { strict as assert } from "node:assert";
 import { describe, test } from "node:test";
-import { eq } from "drizzle-orm";
-import { createDatabase, type Database } from "../src/index";
+import { eq, sql } from "drizzle-orm";
+import { createDatabase, type Database, largerOf } from "../src/index";
 import { storesForTests } from "../src/testing/postgres-server";
 
 const both = storesForTests("meridian-db-stores");
@@ -50,6 +50,33 @@ for (const { name, open } of stores) {
       await assert.rejects(async () => {
         await db.insert(tables.loadBalancers).values({ id: "x", name: "x", url: "http://x", regionId: "nowhere", createdAt: 1 });
       });
+      await database.close();
+    });
+
+    test("largerOf is the larger of a column and a value, in both dialects, and never lowers it", async () => {
+      const database = await open(`${name}_larger`);
+      await database.migrate();
+      const { db, tables } = database.store;
+      const lbs = tables.loadBalancers;
+      await db.insert(tables.regions).values({ id: "eu", name: "eu-frankfurt", createdAt: 1 });
+      await db.insert(lbs).values({ id: "lb", name: "lb-eu", url: "http://127.0.0.1:1", regionId: "eu", createdAt: 1, ackedVersion: 5 });
+      const acked = async (version: number) =>
+        (
+          await db
+            .update(lbs)
+            .set({ ackedVersion: largerOf(lbs.ackedVersion, version) })
+            .where(eq(lbs.id, "lb"))
+            .returning()
+        )[0]?.ackedVersion;
+      assert.equal(await acked(3), 5, "an older value does not lower it");
+      assert.equal(await acked(5), 5);
+      assert.equal(await acked(9), 9);
+      const bumped = await db
+        .update(lbs)
+        .set({ createdAt: largerOf(sql`${lbs.createdAt} + 1`, 1) })
+        .where(eq(lbs.id, "lb"))
+        .returning();
+      assert.equal(bumped[0]?.createdAt, 2, "an expression against a value below it");
       await database.close();
     });
 

@@ -19,7 +19,7 @@ import "server-only";
 import { and, desc, eq, max, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { LbConfig } from "@meridian/protocol";
-import type { LoadBalancerRow, Queryable, Store } from "@meridian/db";
+import { largerOf, type LoadBalancerRow, type Queryable, type Store } from "@meridian/db";
 import { whileLeading } from "../leadership/fence";
 import { buildLbConfig, configContent } from "./config-builder";
 import type { LbAdminClient, PutConfigResult } from "./lb-admin-client";
@@ -262,11 +262,10 @@ export class ConfigPublisher {
     const now = Date.now();
     await this.deps.store.transaction(async ({ db, tables }) => {
       const { lbConfigs, loadBalancers } = tables;
-      // The larger of the two, in SQL both dialects read (SQLite's scalar max(a, b) is not PostgreSQL's):
-      // an ack of an older version that arrives late never lowers what the LB acknowledged.
+      // The larger of the two: an ack of an older version that arrives late never lowers what the LB acknowledged.
       await db
         .update(loadBalancers)
-        .set({ ackedVersion: sql`case when ${loadBalancers.ackedVersion} > ${version} then ${loadBalancers.ackedVersion} else ${version} end` })
+        .set({ ackedVersion: largerOf(loadBalancers.ackedVersion, version) })
         .where(eq(loadBalancers.id, lbId));
       await db
         .update(lbConfigs)

@@ -13,8 +13,9 @@
 // - Every console probes (so that any console's pages show live health), but only the leader acts
 //   on what it learns: failover, marks, failback, RTTs, telemetry subscriptions, re-pushes, warnings.
 import "server-only";
-import { eq, sql } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import type { Logger } from "pino";
+import { nextRttEwma } from "@meridian/lb-core";
 import type { LbState } from "@meridian/protocol";
 import type { LoadBalancerRow, Store } from "@meridian/db";
 import { regionNamesById } from "../region-names";
@@ -50,7 +51,6 @@ export interface HealthMonitorDeps {
   autoFailover: boolean;
 }
 
-const RTT_ALPHA = 0.3;
 /** An LB never seen healthy is not marked failed during this long after the monitor starts: at
  * startup the LBs and the console come up in any order. */
 const STARTUP_GRACE_MS = 20_000;
@@ -170,22 +170,18 @@ export class HealthMonitor {
       samples.set(toRegion, list);
     }
     if (samples.size === 0) return;
+    // Smoothed with the LBs' own RTT average (lb-core's nextRttEwma), read and written in one
+    // transaction; only the leader writes these rows.
     await store.transaction(async (tx) => {
       const { observedRtts } = tx.tables;
+      const previous = new Map((await tx.db.select().from(observedRtts).where(eq(observedRtts.fromRegion, regionName))).map((row) => [row.toRegion, row]));
       for (const [toRegion, values] of samples) {
-        const rtt = Math.min(...values);
+        const before = previous.get(toRegion);
+        const row = { rttMs: nextRttEwma(before?.rttMs ?? null, Math.min(...values)), samples: (before?.samples ?? 0) + 1, updatedAt: now };
         await tx.db
           .insert(observedRtts)
-          .values({ fromRegion: regionName, toRegion, rttMs: rtt, samples: 1, updatedAt: now })
-          .onConflictDoUpdate({
-            target: [observedRtts.fromRegion, observedRtts.toRegion],
-            set: {
-              // The column first: PostgreSQL types each parameter from the column it meets.
-              rttMs: sql`${observedRtts.rttMs} * ${1 - RTT_ALPHA} + ${RTT_ALPHA * rtt}`,
-              samples: sql`${observedRtts.samples} + 1`,
-              updatedAt: now,
-            },
-          });
+          .values({ fromRegion: regionName, toRegion, ...row })
+          .onConflictDoUpdate({ target: [observedRtts.fromRegion, observedRtts.toRegion], set: row });
       }
     });
   }

@@ -6,7 +6,7 @@ import "server-only";
 import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import { WEIGHT_BOUNDS } from "@meridian/routing/types";
 import { EsTuner, type TunerStep, type Weights } from "@meridian/tuner";
-import type { Queryable, Store, TunerRunRow } from "@meridian/db";
+import { largerOf, type Queryable, type Store, type TunerRunRow } from "@meridian/db";
 import { whileLeading } from "../leadership/fence";
 import { configPatch, guard, settingsOf, type TunerSettings } from "./tuner-settings";
 
@@ -20,6 +20,12 @@ export interface PersistedTuner {
   running: boolean;
   settings: TunerSettings;
   writtenAt: number;
+}
+
+/** Whether `run` (the LB's open run as the database holds it now) is still the run, at the revision,
+ * that `live` last read or wrote; otherwise another console (or a reset) changed it since. */
+export function sameRevision(run: TunerRunRow | undefined, live: Pick<PersistedTuner, "runId" | "writtenAt">): boolean {
+  return run?.id === live.runId && run.updatedAt === live.writtenAt;
 }
 
 /** The LB's open run (the newest one not ended), if any. */
@@ -103,8 +109,8 @@ export function persistRun(store: Store, live: PersistedTuner, step: TunerStep |
         settingsJson: JSON.stringify(live.settings),
         stateJson: JSON.stringify(state),
         // The revision moves forward on every write, even within one millisecond or against a
-        // clock behind the last writer's (CASE WHEN: both dialects read it).
-        updatedAt: sql`case when ${tunerRuns.updatedAt} >= ${now} then ${tunerRuns.updatedAt} + 1 else ${now} end`,
+        // clock behind the last writer's.
+        updatedAt: largerOf(sql`${tunerRuns.updatedAt} + 1`, now),
       })
       .where(and(eq(tunerRuns.id, live.runId), term === 0 ? undefined : and(whileLeading(consoleLeases, term), eq(tunerRuns.updatedAt, live.writtenAt))))
       .returning({ updatedAt: tunerRuns.updatedAt });

@@ -35,7 +35,7 @@ import { conflict, invalid, notFound } from "../errors";
 import type { ConfigPublisher, PublishSource } from "./config-publisher";
 import type { TelemetryHub } from "./telemetry-hub";
 import { configPatch, guard, mergeSettings, settingsOf, type TunerSettings, type TunerSettingsPatch } from "./tuner-settings";
-import { currentRun, newRun, persistRun, RunMoved } from "./tuner-runs";
+import { currentRun, newRun, persistRun, RunMoved, sameRevision } from "./tuner-runs";
 import { describeTuner } from "./tuner-view";
 
 export type { TunerSettings, TunerSettingsPatch } from "./tuner-settings";
@@ -232,7 +232,7 @@ export class TunerService {
     const live = this.tuners.get(lbId);
     if (live && this.deps.leadership.currentTerm() !== null) {
       const run = await this.currentRun(lbId);
-      if (run?.id !== live.runId || run.updatedAt !== live.writtenAt) this.tuners.delete(lbId);
+      if (!sameRevision(run, live)) this.tuners.delete(lbId);
     }
     return this.load(lbId);
   }
@@ -255,7 +255,7 @@ export class TunerService {
     return this.exclusive(async () => {
       for (const [lbId, live] of [...this.tuners]) {
         const run = await this.currentRun(lbId);
-        if (run?.id === live.runId && run.updatedAt === live.writtenAt) continue;
+        if (sameRevision(run, live)) continue;
         await this.reload(lbId);
       }
     });

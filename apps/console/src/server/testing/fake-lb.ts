@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { LB_CREDENTIALS_STATUS_SCHEMA, LB_PROOF_SCHEMA, LB_STATE_SCHEMA, type LbConfig, type LbState, type TelemetryEvent } from "@meridian/protocol";
 import { deriveLbKey, lbKeyId, proofMac } from "@meridian/protocol/credentials";
+import { DEFAULT_WEIGHTS } from "@meridian/routing/types";
 import { telemetryEvent } from "./telemetry-event";
 
 export interface FakeLb {
@@ -85,7 +86,7 @@ export async function startFakeLb(options: {
       region: options.region,
       configVersion: lb.version,
       policy: config?.policy ?? "gorgo",
-      weights: config?.weights ?? { rtt: 0.5, queue: 0.1 },
+      weights: config?.weights ?? { ...DEFAULT_WEIGHTS },
       crossRegion: config?.crossRegion ?? "direct",
       startedAt: 0,
       replicas: (config?.replicas ?? []).map((r) => ({
