@@ -25,6 +25,7 @@ import { simulateFleet, type TunerScope } from "@meridian/sim";
 import { loadTrace } from "@meridian/workload";
 import {
   busyScale,
+  EVAL_SEEDS,
   from,
   frozenP95,
   gridOptimum,
@@ -217,6 +218,7 @@ process.stdout.write(
     trace: tracePath,
     requests: rows.length,
     samples_budget: SAMPLES,
+    eval_seeds: EVAL_SEEDS,
     regimes: {
       short: regimes.short.description,
       long: regimes.long.description,

@@ -3,7 +3,20 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { EsTuner, armOf, type TunerStep } from "./index";
-import { bowlTtftMs, driftingBowl, driveTrials, flatDrifting, hackedFleet, HACK_BOUNDS, HACKED_START, OPTIMUM, sample, windowed } from "./test-helpers";
+import { nextNormal } from "./prng";
+import {
+  bowlTtftMs,
+  driftingBowl,
+  driveTrials,
+  flatDrifting,
+  hackedFleet,
+  HACK_BOUNDS,
+  HACKED_START,
+  OPTIMUM,
+  sample,
+  windowed,
+  type TrialFleet,
+} from "./test-helpers";
 
 const FAST = { permutations: 199 };
 
@@ -193,4 +206,65 @@ test("a state persisted before trials (format /1, versioned) continues in A/B mo
   assert.deepEqual(restored.current().weights, { rtt: 1.5, queue: 0.2 }, "the incumbent routes; the old candidate is dropped");
   assert.ok(restored.current().trial !== null, "online: a trial starts at once");
   assert.deepEqual(state.window, []);
+});
+
+test("a p95 is not won on a handful of requests: an arm needs 59 triggered requests before its candidate may be accepted", () => {
+  // Triggered requests take 3 s under the incumbent's weights and 1 s under the candidate's (every
+  // other request takes 1 s either way); only every `every`-th request is triggered.
+  const run = (every: number) => {
+    const tuner = new EsTuner({ seed: 4, trial: { ...FAST, maxSamples: 500 } });
+    const steps: TunerStep[] = [];
+    for (let t = 0; t < 3000; t++) {
+      const trial = tuner.current().trial!;
+      const sessionKey = `s-${t}`;
+      const arm = armOf(sessionKey, trial.salt, trial.share);
+      const triggered = t % every === 0;
+      const ttftMs = arm === "incumbent" && triggered ? 3000 + (t % 7) : 1000 + (t % 7);
+      const step = tuner.observe({ ...sample(1, ttftMs), trialId: trial.id, arm, sessionKey, triggered });
+      if (step) steps.push(step);
+    }
+    return steps;
+  };
+  const rare = run(10); // ~25 triggered requests per arm by the cap: undecidable
+  assert.ok(rare.length >= 4, `${rare.length} trials`);
+  assert.equal(rare.filter((s) => s.accepted).length, 0);
+  // Stopped as soon as the rate of triggered requests says the cap will not bring 59 per arm.
+  assert.ok(
+    rare.every((s) => s.trial!.decision === "reject-futile" && s.samples <= 100),
+    JSON.stringify(rare.map((s) => [s.trial!.decision, s.samples])),
+  );
+  assert.match(rare[0]!.trial!.reason, /undecidable by the cap: .* fewer than the 59 a p95 needs/);
+  const common = run(2); // ~125 per arm by the cap
+  assert.ok(
+    common.some((s) => s.accepted),
+    "with enough triggered requests the faster candidate wins",
+  );
+});
+
+test("weights that win under one load and lose under the next are undone: every 4th trial challenges the incumbent with the initial weights", () => {
+  const start = { rtt: 0.2, queue: 0.06 };
+  // Until request 6,000 the bowl's optimum is far from the start; then the start becomes the optimum.
+  const shiftAt = 6000;
+  const centredOnStart = (w: { rtt: number; queue: number }) => 1000 * (1 + 2 * Math.log(w.rtt / start.rtt) ** 2 + 2 * Math.log(w.queue / start.queue) ** 2);
+  const shifting: TrialFleet = (weights, t, rng) => {
+    const ttftMs = (t < shiftAt ? bowlTtftMs(weights) : centredOnStart(weights)) * Math.exp(0.3 * nextNormal(rng));
+    return { ttftMs, e2eMs: ttftMs + 2000, replicaId: `r${t % 3}`, ok: true };
+  };
+  const tuner = new EsTuner({ seed: 5, trial: FAST }, start);
+  const { steps, stepAt } = driveTrials(tuner, shifting, { seed: 5, samples: 12_000 });
+  const before = steps.filter((_, i) => stepAt[i]! <= shiftAt);
+  assert.ok(
+    before.some((s) => s.accepted),
+    "the tuner moved away from the start before the shift",
+  );
+  assert.ok(
+    before.filter((s) => s.trial!.baseline).every((s) => !s.accepted),
+    "before the shift the start never wins back",
+  );
+  const undone = steps.find((s, i) => stepAt[i]! > shiftAt && s.trial!.baseline === true && s.accepted);
+  assert.ok(undone, "after the shift a baseline check wins");
+  assert.deepEqual(undone.incumbent, start);
+  assert.match(undone.trial!.reason, /^baseline check, the initial weights against the incumbent: /);
+  // Baseline checks are every 4th trial and only while the incumbent differs from the start.
+  for (const step of steps) if (step.trial!.baseline) assert.equal(Number(step.trial!.id.split("-")[0]) % 4, 0);
 });

@@ -9,17 +9,27 @@
 //   guardrails    as in guardrails.ts, judged on the two arms of the same trial.
 // The next trial starts at once with a fresh candidate, salt and id.
 
+import { clipToBounds } from "./config";
 import { absoluteGuardrail, candidateVerdict, violatesLess, type GuardrailVerdict, type IncumbentStanding, type Measurement } from "./guardrails";
 import { nextUniform } from "./prng";
 import { adaptSigma, logStep, mutate, negated, sigmaWhileViolating, stepped } from "./search";
+import { samplesToSeeTail } from "./stats/quantile";
 import { alphaForLook } from "./stats/spending";
 import type { IncumbentRecord, TrialDecision, TrialReport, TrialState, TunerState, TunerStep } from "./state";
-import { analyzeTrial, type ArmSummary, type TrialAnalysis, type TrialSample } from "./trial/analysis";
+import { analyzeTrial, TRIAL_QUANTILE, type ArmSummary, type TrialAnalysis, type TrialSample } from "./trial/analysis";
 import type { TunerSample } from "./window";
 
-/** Each arm needs this many samples before a guardrail may decide a trial on its own. */
-function guardrailSamples(s: TunerState): number {
-  return Math.max(10, Math.floor(s.config.trial.lookEvery / 2));
+/**
+ * Each arm needs this many samples before a guardrail may decide a trial on its own, and this many
+ * analysed (triggered) samples before its p95 may win one: enough that a 1-in-20 event shows up
+ * at the trial's confidence (59 at 95 %). The guardrails judge 5 % error rates and shares of a
+ * few sessions' requests; the test compares p95s. On fewer samples both read noise: measured on the
+ * short-prompt regime, trials accepted with 10 and 22 triggered requests (p ≤ 0.004), and a
+ * climb-out on a share of 0.86 among 50 requests adopted weights that doubled the p95 deployed
+ * alone (packages/tuner/README.md, "Measured").
+ */
+function armSamplesToDecide(s: TunerState): number {
+  return Math.max(samplesToSeeTail(TRIAL_QUANTILE, s.config.trial.confidence), Math.floor(s.config.trial.lookEvery / 2));
 }
 
 function hex32(s: TunerState): string {
@@ -31,11 +41,21 @@ function hex32(s: TunerState): string {
 /** Starts a trial of a fresh candidate against the incumbent and publishes it through `current`. */
 export function startTrial(s: TunerState): void {
   s.trialsStarted++;
-  const planned = s.planned !== null;
-  const candidate = s.planned !== null ? stepped(s.incumbent.weights, s.planned, s.config) : mutate(s.incumbent.weights, s.sigma, s.config, s.prng);
-  s.planned = null;
+  const baseline = clipToBounds(s.initial, s.config.bounds);
+  const every = s.config.trial.baselineEvery;
+  const checkBaseline =
+    every > 0 && s.trialsStarted % every === 0 && (baseline.rtt !== s.incumbent.weights.rtt || baseline.queue !== s.incumbent.weights.queue);
+  // A baseline check leaves a planned step for the trial after it.
+  const planned = !checkBaseline && s.planned !== null;
+  const candidate = checkBaseline
+    ? baseline
+    : s.planned !== null
+      ? stepped(s.incumbent.weights, s.planned, s.config)
+      : mutate(s.incumbent.weights, s.sigma, s.config, s.prng);
+  if (!checkBaseline) s.planned = null;
   const salt = hex32(s);
   const trial: TrialState = {
+    ...(checkBaseline ? { baseline: true } : {}),
     planned,
     id: `${s.trialsStarted}-${salt}`,
     salt,
@@ -110,7 +130,9 @@ function decide(s: TunerState, a: TrialAnalysis, alphaAtLook: number): Verdict |
   const cand = measurement(a.candidate);
   const guardrail = candidateVerdict(rails, cand, inc);
   const p95s = `p95 ${fmt(a.candidate.p95TtftMs)} vs ${fmt(a.incumbent.p95TtftMs)} (candidate vs incumbent, ${a.candidate.samples} + ${a.incumbent.samples} samples)`;
-  const guardrailsMayDecide = Math.min(a.incumbent.samples, a.candidate.samples) >= guardrailSamples(s);
+  const enough = armSamplesToDecide(s);
+  const guardrailsMayDecide = Math.min(a.incumbent.samples, a.candidate.samples) >= enough;
+  const p95MayDecide = Math.min(a.incumbent.triggered, a.candidate.triggered) >= enough;
 
   if (inc.guardrail !== "pass") {
     // Climbing out of a violation: TTFT is not the question (the violation is what makes it fast).
@@ -142,9 +164,19 @@ function decide(s: TunerState, a: TrialAnalysis, alphaAtLook: number): Verdict |
       guardrail,
     };
   }
+  // A candidate that cannot reach the analysed samples an acceptance needs by the cap, at the rate
+  // its arms have been triggered so far, cannot win: stop, as for an equivalent one.
+  const fewestTriggered = Math.min(a.incumbent.triggered, a.candidate.triggered);
+  if (n >= 2 * lookEvery && !atCap && fewestTriggered * (cap / n) < enough) {
+    return {
+      decision: "reject-futile",
+      reason: `undecidable by the cap: at this rate an arm would have about ${Math.round(fewestTriggered * (cap / n))} requests that the other arm would have routed elsewhere, fewer than the ${enough} a p95 needs`,
+      guardrail,
+    };
+  }
   const { statistic, pBetter, pWorse } = a.p95;
   const lower = a.candidate.p95TtftMs !== null && a.incumbent.p95TtftMs !== null && a.candidate.p95TtftMs < a.incumbent.p95TtftMs;
-  if (pBetter <= alphaAtLook && lower) {
+  if (pBetter <= alphaAtLook && lower && p95MayDecide) {
     if (guardrail === "pass") return { decision: "accept", reason: `${p95s}; p = ${fmtP(pBetter)} ≤ α at this look ${fmtP(alphaAtLook)}`, guardrail };
     const e2e = `E2E p95 ${fmt(a.candidate.e2eP95Ms)} > ${(1 + rails.e2eTolerance).toFixed(2)} × ${fmt(a.incumbent.e2eP95Ms)}`;
     return { decision: "reject-guardrail", reason: `faster (p = ${fmtP(pBetter)}) but breaks the E2E guardrail: ${e2e}`, guardrail };
@@ -162,7 +194,12 @@ function decide(s: TunerState, a: TrialAnalysis, alphaAtLook: number): Verdict |
         : `no sign of improvement after ${n} of ${cap} samples; ${p95s}`;
     return { decision: "reject-futile", reason, guardrail };
   }
-  if (atCap) return { decision: "reject-cap", reason: `${p95s}; p = ${fmtP(pBetter)} above α at the cap (${fmtP(alphaAtLook)})`, guardrail };
+  if (atCap) {
+    const why = p95MayDecide
+      ? `p = ${fmtP(pBetter)} above α at the cap (${fmtP(alphaAtLook)})`
+      : `an arm has fewer than ${enough} requests that the other arm would have routed elsewhere (${a.incumbent.triggered} + ${a.candidate.triggered})`;
+    return { decision: "reject-cap", reason: `${p95s}; ${why}`, guardrail };
+  }
   return null;
 }
 
@@ -213,7 +250,8 @@ function finish(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
   // too long, so it must not shrink σ as a real failure does. Counting those as failures collapsed σ
   // to its floor within a dozen trials, long before the optimum (measured on the drifting bowl).
   const failed = verdict.decision === "reject-guardrail" || (verdict.decision === "reject-worse" && a.p95.pWorse <= s.config.trial.alpha);
-  if (accepted || failed) s.sigma = adaptSigma(s.outcomes, accepted, s.sigma, s.config);
+  // A baseline check is not a step of the search: it says nothing about σ.
+  if (!trial.baseline && (accepted || failed)) s.sigma = adaptSigma(s.outcomes, accepted, s.sigma, s.config);
   const rejectedViolator = !accepted && verdict.guardrail !== "pass" && verdict.guardrail !== "e2e";
   s.sigma = sigmaWhileViolating(s.sigma, sigmaBefore, s.config, s.incumbent.guardrail, rejectedViolator);
   // A/B trials keep running after σ reaches its floor: the tuner tracks a fleet whose load moves.
@@ -224,8 +262,12 @@ function finish(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
   // again while it keeps winning). A planned candidate that loses is followed by a fresh draw.
   const move = logStep(previousIncumbent, trial.candidate);
   const lookedWorse = a.p95.statistic === null || a.p95.statistic <= 0;
-  s.planned =
-    accepted && s.config.trial.repeatSuccess
+  // After a baseline check the planned step stays (dropped if the baseline won: it was a step from the old incumbent).
+  s.planned = trial.baseline
+    ? accepted
+      ? null
+      : s.planned
+    : accepted && s.config.trial.repeatSuccess
       ? move
       : !accepted && trial.planned !== true && lookedWorse && s.config.trial.mirroredSampling
         ? negated(move)
@@ -234,8 +276,10 @@ function finish(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
   const report: TrialReport = {
     id: trial.id,
     share: trial.share,
+    ...(trial.baseline ? { baseline: true } : {}),
     decision: verdict.decision,
-    reason: verdict.reason,
+    // The console shows the reason beside the decision: say that this trial was a check, not a step.
+    reason: trial.baseline ? `baseline check, the initial weights against the incumbent: ${verdict.reason}` : verdict.reason,
     samples: { incumbent: a.incumbent.samples, candidate: a.candidate.samples },
     triggered: { incumbent: a.incumbent.triggered, candidate: a.candidate.triggered },
     p95TtftMs: { incumbent: a.incumbent.p95TtftMs, candidate: a.candidate.p95TtftMs },

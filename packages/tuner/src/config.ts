@@ -47,6 +47,12 @@ export interface TrialConfig {
   mirroredSampling: boolean;
   /** After a winning candidate, try the same step again from the new incumbent (search.ts). */
   repeatSuccess: boolean;
+  /**
+   * Every this many trials, while the incumbent has moved away from the tuner's initial weights, the
+   * challenger is the initial weights themselves (0: never). Weights that won under one load can
+   * lose under the next; this trial is how the tuner notices that it now does harm, and undoes it.
+   */
+  baselineEvery: number;
 }
 
 export interface GuardrailConfig {
@@ -122,6 +128,7 @@ export const DEFAULT_TRIAL: TrialConfig = {
   triggeredOnly: true,
   mirroredSampling: true,
   repeatSuccess: true,
+  baselineEvery: 4,
 };
 
 export const DEFAULT_TUNER_CONFIG: Omit<TunerConfig, "seed"> = {
@@ -312,6 +319,7 @@ function validateTrial(trial: TrialConfig): void {
     throw new TunerInputError("trial.repeatSuccess", `expected a boolean, received ${describe(trial.repeatSuccess)}`);
   if (typeof trial.mirroredSampling !== "boolean")
     throw new TunerInputError("trial.mirroredSampling", `expected a boolean, received ${describe(trial.mirroredSampling)}`);
+  requireInteger("trial.baselineEvery", trial.baselineEvery, 0);
   if (typeof trial.triggeredOnly !== "boolean")
     throw new TunerInputError("trial.triggeredOnly", `expected a boolean, received ${describe(trial.triggeredOnly)}`);
 }

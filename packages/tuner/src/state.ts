@@ -59,6 +59,8 @@ export type TrialDecision =
 export interface TrialReport {
   id: string;
   share: number;
+  /** The challenger was the tuner's initial weights (a check for harm), not a search step. */
+  baseline?: boolean;
   decision: TrialDecision;
   /** One sentence an operator can read: the numbers behind the decision. */
   reason: string;
@@ -132,6 +134,8 @@ export interface IncumbentRecord {
 export interface TrialState {
   /** The candidate was planned (a mirrored loser or a repeated winner), not drawn. */
   planned?: boolean;
+  /** The challenger is the tuner's initial weights (trial.baselineEvery): a check for harm, not a search step. */
+  baseline?: boolean;
   id: string;
   salt: string;
   share: number;

@@ -69,6 +69,13 @@ test("busy but clears: the chosen load clears, the next heavier one on the grid 
   assert.ok(Math.abs(last.timeScale * LOAD_STEP - busy.timeScale) < 1e-9, "and that load is one step heavier than the chosen one");
   assert.ok(last.e2eP95Ms > 3 * busy.unloadedE2eP95Ms || last.drainMs > 3 * busy.unloadedE2eP95Ms);
   assert.deepEqual(busyButClears(paper, at), busy);
+
+  // Under several seeds a load clears only if it clears under each: never heavier than one seed's.
+  const everySeed = busyButClears(paper, at, { seeds: [1, 2, 3] });
+  assert.ok(everySeed.timeScale >= busy.timeScale, `${everySeed.timeScale} vs ${busy.timeScale}`);
+  assert.match(everySeed.rule, /under each of the seeds 1, 2, 3/);
+  for (const seed of [2, 3]) assert.ok(busyButClears(paper, at, { seed }).timeScale <= everySeed.timeScale);
+  assert.throws(() => busyButClears(paper, at, { seeds: [] }), /at least one seed/);
 });
 
 test("busy but clears on a workload too short to load the fleet says so instead of inventing a load", async () => {

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { nextNormal, seedPrng } from "../prng";
 import { normalCdf, normalQuantile } from "./normal";
-import { percentile, quantileInterval } from "./quantile";
+import { percentile, quantileInterval, samplesToSeeTail } from "./quantile";
 
 test("normal CDF and quantile invert each other and match tabulated values", () => {
   assert.ok(Math.abs(normalQuantile(0.975) - 1.959964) < 1e-5);
@@ -48,4 +48,11 @@ test("an interval from too few samples is open-ended rather than falsely narrow"
   const { hi } = quantileInterval(sorted, 0.95, 0.95);
   assert.equal(hi, null, "nothing above rank 10 can bound the p95 of 10 samples");
   assert.deepEqual(quantileInterval([], 0.95, 0.95), { lo: null, hi: null });
+});
+
+test("samplesToSeeTail: the smallest sample that holds a value above the quantile with the stated confidence", () => {
+  assert.equal(samplesToSeeTail(0.95, 0.95), 59); // 1 − 0.95^59 = 0.952, 1 − 0.95^58 = 0.949
+  assert.equal(samplesToSeeTail(0.5, 0.75), 2);
+  assert.ok(1 - 0.95 ** 59 >= 0.95 && 1 - 0.95 ** 58 < 0.95);
+  assert.throws(() => samplesToSeeTail(1, 0.95), /p and confidence in \(0, 1\)/);
 });

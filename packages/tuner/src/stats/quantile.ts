@@ -42,3 +42,14 @@ export function quantileInterval(sorted: readonly number[], p: number, confidenc
     hi: hiRank <= n ? (sorted[hiRank - 1] ?? null) : null,
   };
 }
+
+/**
+ * The smallest sample that contains, with probability `confidence`, at least one value above the
+ * p-quantile: 1 − p^n ≥ confidence. Below it, the sample's largest value is not even an upper
+ * confidence bound for the quantile, so nothing in the sample speaks for its tail (59 for p95 at 95 %).
+ */
+export function samplesToSeeTail(p: number, confidence: number): number {
+  if (!(p > 0 && p < 1) || !(confidence > 0 && confidence < 1))
+    throw new Error(`samplesToSeeTail needs p and confidence in (0, 1), got ${p} and ${confidence}`);
+  return Math.ceil(Math.log(1 - confidence) / Math.log(p) - 1e-9);
+}

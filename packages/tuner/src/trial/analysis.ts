@@ -79,7 +79,9 @@ export interface TrialAnalysisOptions {
   peerReplicaCounts?: Readonly<Record<string, number>>;
 }
 
-const Q = 0.95;
+/** The quantile the trials compare. */
+export const TRIAL_QUANTILE = 0.95;
+const Q = TRIAL_QUANTILE;
 
 function summarize(
   samples: readonly TrialSample[],
