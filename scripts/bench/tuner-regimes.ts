@@ -3,17 +3,17 @@
 // evaluations and the grid optimum. Every regime is built by a rule that applies to any trace in the
 // Mooncake format (packages/sim/README.md, "Regimes"), not by constants chosen for this one.
 
-import { DEFAULT_WEIGHTS, WEIGHT_BOUNDS, type Weights } from "@meridian/routing";
+import { DEFAULT_WEIGHTS, type Weights } from "@meridian/routing";
 import {
   buildSimRequests,
   busyButClears,
   globalFleet,
-  logSpaced,
+  grid,
   paperFleet,
-  percentile,
   scalePrompts,
   shiftClientMix,
   simulateFleet,
+  simulateFleetOverSeeds,
   type FleetSpec,
   type SimRequest,
   type TunerReport,
@@ -90,21 +90,7 @@ export function busyScale(r: Regime, rows: readonly TraceRequest[], seeds: reado
   return busyButClears(r.spec, (scale) => requestsOf(r, rows, scale), { seeds });
 }
 
-/**
- * p95 TTFT over the runs of every seed pooled (one run per seed); a refused request counts as slower
- * than any served one, so weights that refuse cannot look fast.
- */
-function pooledP95(run: (seed: number) => ReturnType<typeof simulateFleet>, seeds: readonly number[]): number {
-  const ttfts: number[] = [];
-  for (const seed of seeds) {
-    const result = run(seed);
-    for (const record of result.records ?? []) ttfts.push(record.ttft_ms);
-    for (let i = 0; i < result.summary.failed; i++) ttfts.push(Number.POSITIVE_INFINITY);
-  }
-  return percentile(ttfts, 95);
-}
-
-/** p95 TTFT of gorgo with each LB on its own weights (the defaults where none is given), pooled over `seeds`. */
+/** p95 TTFT of gorgo with each LB on its own weights (the defaults where none is given), over `seeds` pooled; a refusal is slower than any answer. */
 export function frozenP95(
   spec: FleetSpec,
   requests: readonly SimRequest[],
@@ -112,27 +98,22 @@ export function frozenP95(
   seeds: readonly number[] = EVAL_SEEDS,
 ): number {
   const frozen = { ...spec, lbs: spec.lbs.map((lb) => ({ ...lb, weights: weightsByLb[lb.id] ?? { ...DEFAULT_WEIGHTS } })) };
-  return pooledP95((seed) => simulateFleet(frozen, requests, { policy: "gorgo", seed, recordRequests: true }), seeds);
+  return simulateFleetOverSeeds(frozen, requests, { policy: "gorgo" }, seeds).ttft_p95_offered_ms;
 }
 
 export function policyP95(spec: FleetSpec, requests: readonly SimRequest[], policy: "session-affinity", seeds: readonly number[] = EVAL_SEEDS): number {
-  return pooledP95((seed) => simulateFleet(spec, requests, { policy, seed, recordRequests: true }), seeds);
+  return simulateFleetOverSeeds(spec, requests, { policy }, seeds).ttft_p95_offered_ms;
 }
 
-/** The best point of a 9 × 9 log-spaced grid over the default bounds (every LB on the same weights), by pooled p95. */
+/** The best point of meridian-sim's 9 × 9 grid over the default bounds (every LB on the same weights), judged over `seeds` pooled. */
 export function gridOptimum(spec: FleetSpec, requests: readonly SimRequest[], seeds: readonly number[] = EVAL_SEEDS) {
-  const everywhere = (weights: Weights) => Object.fromEntries(spec.lbs.map((lb) => [lb.id, weights]));
-  let best = { p95: frozenP95(spec, requests, {}, seeds), weights: { ...DEFAULT_WEIGHTS } };
-  const defaults_p95 = best.p95;
-  let points = 0;
-  for (const rtt of logSpaced(WEIGHT_BOUNDS.rtt[0], WEIGHT_BOUNDS.rtt[1], 9)) {
-    for (const queue of logSpaced(WEIGHT_BOUNDS.queue[0], WEIGHT_BOUNDS.queue[1], 9)) {
-      points++;
-      const p95 = frozenP95(spec, requests, everywhere({ rtt, queue }), seeds);
-      if (p95 < best.p95) best = { p95, weights: { rtt: round(rtt, 4), queue: round(queue, 4) } };
-    }
-  }
-  return { ...best, defaults_p95, points };
+  const g = grid(spec, requests, seeds[0]!, { pointsPerAxis: 9, seeds });
+  return {
+    p95: g.optimum.ttft_ms.p95!,
+    weights: { rtt: g.optimum.rtt, queue: g.optimum.queue },
+    defaults_p95: g.defaults.ttft_ms.p95!,
+    points: g.points.length,
+  };
 }
 
 /** Tunes on `requests` from the defaults; returns each LB's frozen weights and the tuner reports. */

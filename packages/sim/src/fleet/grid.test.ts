@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { bundledTracePath, loadTrace } from "@meridian/workload";
-import { buildSimRequests, grid, logSpaced, paperFleet } from "./index";
+import { buildSimRequests, grid, logSpaced, paperFleet, simulateFleet, simulateFleetOverSeeds } from "./index";
 
 test("logSpaced covers both ends evenly in log space", () => {
   const values = logSpaced(0.05, 100, 5);
@@ -30,4 +30,22 @@ test("grid maps every point, picks the lowest p95 TTFT as the optimum and places
   assert.equal(json.defaults.rtt, 0.5);
   const expected = Math.hypot(Math.log(0.5 / json.optimum.rtt), Math.log(0.1 / json.optimum.queue));
   assert.ok(Math.abs(json.defaults.log_distance_to_optimum - expected) < 1e-3);
+});
+
+test("a grid over several seeds judges each point on every seed's requests pooled; one seed is simulateFleet's summary", async () => {
+  const spec = paperFleet();
+  const rows = (await loadTrace(bundledTracePath(), { toMs: 30_000 })).map((r) => ({ ...r, timestampMs: r.timestampMs * 3 }));
+  const requests = buildSimRequests(rows, spec).requests;
+  const options = { policy: "gorgo" as const, weights: { rtt: 0.5, queue: 0.1 } };
+  assert.deepEqual(simulateFleetOverSeeds(spec, requests, options, [2]), simulateFleet(spec, requests, { ...options, seed: 2 }).summary);
+  const pooled = simulateFleetOverSeeds(spec, requests, options, [1, 2]);
+  assert.equal(pooled.requests, 2 * requests.length);
+  const single = [1, 2].map((seed) => simulateFleet(spec, requests, { ...options, seed }).summary.ttft_ms.p95);
+  assert.ok(pooled.ttft_ms.p95 >= Math.min(...single) && pooled.ttft_ms.p95 <= Math.max(...single));
+  assert.throws(() => simulateFleetOverSeeds(spec, requests, options, []), /at least one seed/);
+
+  const json = grid(spec, requests, 1, { pointsPerAxis: 2, bounds: { rtt: [0.5, 5], queue: [0.1, 1] }, seeds: [1, 2] });
+  assert.deepEqual(json.seeds, [1, 2]);
+  assert.equal(json.defaults.ttft_ms.p95, Math.round(pooled.ttft_p95_offered_ms * 10) / 10);
+  assert.equal(grid(spec, requests, 1, { pointsPerAxis: 2 }).seeds, undefined);
 });

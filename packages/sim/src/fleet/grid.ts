@@ -5,7 +5,7 @@
 
 import { DEFAULT_WEIGHTS, WEIGHT_BOUNDS, type Weights } from "@meridian/routing";
 import type { WeightBounds } from "@meridian/tuner";
-import { simulateFleet } from "./simulator";
+import { simulateFleetOverSeeds } from "./simulator";
 import type { FleetSpec } from "./spec";
 import { roundOrNull } from "./stats";
 import type { GridJson, GridPoint } from "./result-json";
@@ -18,8 +18,8 @@ export function logSpaced(lo: number, hi: number, points: number): number[] {
   return Array.from({ length: points }, (_, i) => Math.exp(Math.log(lo) + (i / (points - 1)) * Math.log(hi / lo)));
 }
 
-function point(spec: FleetSpec, requests: readonly SimRequest[], seed: number, weights: Weights): GridPoint {
-  const s = simulateFleet(spec, requests, { policy: "gorgo", seed, weights }).summary;
+function point(spec: FleetSpec, requests: readonly SimRequest[], seeds: readonly number[], weights: Weights): GridPoint {
+  const s = simulateFleetOverSeeds(spec, requests, { policy: "gorgo", weights }, seeds);
   return {
     rtt: roundOrNull(weights.rtt, 6) ?? weights.rtt,
     queue: roundOrNull(weights.queue, 6) ?? weights.queue,
@@ -35,6 +35,8 @@ export interface GridOptions {
   bounds?: WeightBounds;
   pointsPerAxis?: number;
   defaults?: Weights;
+  /** Run every point under each of these seeds and judge it on their requests pooled (default: `seed` alone). */
+  seeds?: readonly number[];
   onProgress?: (done: number, total: number, label: string) => void;
 }
 
@@ -44,15 +46,16 @@ export function grid(spec: FleetSpec, requests: readonly SimRequest[], seed: num
   const defaultsWeights = options.defaults ?? { ...DEFAULT_WEIGHTS };
   const rtts = logSpaced(bounds.rtt[0], bounds.rtt[1], n);
   const queues = logSpaced(bounds.queue[0], bounds.queue[1], n);
+  const seeds = options.seeds ?? [seed];
   const total = rtts.length * queues.length + 1;
   const points: GridPoint[] = [];
   for (const rtt of rtts) {
     for (const queue of queues) {
-      points.push(point(spec, requests, seed, { rtt, queue }));
+      points.push(point(spec, requests, seeds, { rtt, queue }));
       options.onProgress?.(points.length, total, `rtt=${rtt.toPrecision(3)},queue=${queue.toPrecision(3)}`);
     }
   }
-  const defaults = point(spec, requests, seed, defaultsWeights);
+  const defaults = point(spec, requests, seeds, defaultsWeights);
   options.onProgress?.(total, total, "defaults");
   const p95 = (p: GridPoint) => p.ttft_ms.p95 ?? Infinity;
   const optimum = [...points, defaults].reduce((best, p) => (p95(p) < p95(best) ? p : best));
@@ -60,6 +63,7 @@ export function grid(spec: FleetSpec, requests: readonly SimRequest[], seed: num
   return {
     preset: spec.name,
     seed,
+    ...(options.seeds ? { seeds: [...seeds] } : {}),
     requests: requests.length,
     points_per_axis: n,
     bounds,

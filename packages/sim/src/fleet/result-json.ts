@@ -173,6 +173,8 @@ export interface GridPoint {
 export interface GridJson {
   preset: string;
   seed: number;
+  /** The seeds each point ran under, its requests pooled (GridOptions.seeds); absent: `seed` alone. */
+  seeds?: number[];
   requests: number;
   /** Points per axis, log-spaced over `bounds` (both ends included). */
   points_per_axis: number;

@@ -237,8 +237,21 @@ export class TunerService {
     return this.load(lbId);
   }
 
-  /** An operator's change, recorded; a change written by another console in the moment between
-   * reading and writing wins, and this one is refused (409) rather than lost silently. */
+  /**
+   * Every operator action, one way: under the lock, on the run as stored now (fresh), `change`
+   * edits the live tuner; the result is recorded and pushed. A change written by another console in
+   * the moment between reading and writing wins, and this one is refused (409) rather than lost.
+   */
+  private operatorAction<T>(lbId: string, change: (live: LiveTuner) => T): Promise<T> {
+    return this.exclusive(async () => {
+      const live = await this.fresh(lbId);
+      const result = change(live);
+      await this.persistOperator(lbId, live);
+      await this.applyCurrent(lbId, true);
+      return result;
+    });
+  }
+
   private async persistOperator(lbId: string, live: LiveTuner): Promise<void> {
     try {
       await this.persist(live, null);
@@ -390,23 +403,17 @@ export class TunerService {
   // --- operator actions (audited by the service layer) ---------------------------------------
 
   startTuning(lbId: string): Promise<void> {
-    return this.exclusive(async () => {
-      const live = await this.fresh(lbId);
+    return this.operatorAction(lbId, (live) => {
       guard(() => live.tuner.setMode("online"));
       live.running = true;
-      await this.persistOperator(lbId, live);
-      await this.applyCurrent(lbId, true);
     });
   }
 
   stopTuning(lbId: string): Promise<void> {
-    return this.exclusive(async () => {
-      const live = await this.fresh(lbId);
+    return this.operatorAction(lbId, (live) => {
       // Freeze the incumbent: a candidate or trial under measurement must not stay live.
       if (live.tuner.mode === "online") guard(() => live.tuner.setMode("static"));
       live.running = false;
-      await this.persistOperator(lbId, live);
-      await this.applyCurrent(lbId, true);
     });
   }
 
@@ -422,45 +429,18 @@ export class TunerService {
   }
 
   setManual(lbId: string, weights: Weights): Promise<void> {
-    return this.exclusive(() => this.setManualNow(lbId, weights));
-  }
-
-  private async setManualNow(lbId: string, weights: Weights): Promise<void> {
-    const live = await this.fresh(lbId);
-    const [rlo, rhi] = live.settings.bounds.rtt;
-    const [qlo, qhi] = live.settings.bounds.queue;
-    if (weights.rtt < rlo || weights.rtt > rhi) throw invalid(`W_rtt ${weights.rtt} is outside the bounds [${rlo}, ${rhi}]`);
-    if (weights.queue < qlo || weights.queue > qhi) throw invalid(`W_queue ${weights.queue} is outside the bounds [${qlo}, ${qhi}]`);
-    guard(() => live.tuner.setManualWeights(weights));
-    live.running = false;
-    await this.persistOperator(lbId, live);
-    await this.applyCurrent(lbId, true);
+    return this.operatorAction(lbId, (live) => {
+      const [rlo, rhi] = live.settings.bounds.rtt;
+      const [qlo, qhi] = live.settings.bounds.queue;
+      if (weights.rtt < rlo || weights.rtt > rhi) throw invalid(`W_rtt ${weights.rtt} is outside the bounds [${rlo}, ${rhi}]`);
+      if (weights.queue < qlo || weights.queue > qhi) throw invalid(`W_queue ${weights.queue} is outside the bounds [${qlo}, ${qhi}]`);
+      guard(() => live.tuner.setManualWeights(weights));
+      live.running = false;
+    });
   }
 
   updateSettings(lbId: string, patch: TunerSettingsPatch): Promise<TunerSettings> {
-    return this.exclusive(() => this.updateSettingsNow(lbId, patch));
-  }
-
-  private async updateSettingsNow(lbId: string, patch: TunerSettingsPatch): Promise<TunerSettings> {
-    const live = await this.fresh(lbId);
-    const next = mergeSettings(live.settings, patch);
-    const state = live.tuner.state();
-    const rebuilt = guard(() => {
-      const config = { ...state.config, ...configPatch({ ...next, bounds: live.settings.bounds }, state.config) };
-      const tuner = EsTuner.restore({ ...state, config: config as TunerState["config"] });
-      if (patch.bounds) tuner.setBounds(next.bounds);
-      // A change of evaluation mode restarts the measurement in the new mode.
-      if (patch.evaluation !== undefined && patch.evaluation !== state.config.evaluation && tuner.mode === "online") {
-        tuner.setMode("static");
-        tuner.setMode("online");
-      }
-      return tuner;
-    });
-    live.tuner = rebuilt;
-    live.settings = settingsOf(rebuilt.state().config);
-    await this.persistOperator(lbId, live);
-    await this.applyCurrent(lbId, true);
-    return live.settings;
+    return this.operatorAction(lbId, (live) => applySettings(live, patch));
   }
 
   describe(lbId: string) {
@@ -476,4 +456,24 @@ export class TunerService {
 function withoutReplayedSamples(state: TunerState): TunerState {
   const trial = state.trial ? { ...state.trial, samples: [], peerCounts: {}, looks: 0, latest: null, latestAlpha: null } : state.trial;
   return { ...state, window: [], samplesSinceEvaluation: 0, ...(trial !== undefined ? { trial } : {}) };
+}
+
+/** Rebuilds the live tuner under `patch` (a change of evaluation mode restarts the measurement). */
+function applySettings(live: LiveTuner, patch: TunerSettingsPatch): TunerSettings {
+  const next = mergeSettings(live.settings, patch);
+  const state = live.tuner.state();
+  const rebuilt = guard(() => {
+    const config = { ...state.config, ...configPatch({ ...next, bounds: live.settings.bounds }, state.config) };
+    const tuner = EsTuner.restore({ ...state, config: config as TunerState["config"] });
+    if (patch.bounds) tuner.setBounds(next.bounds);
+    // A change of evaluation mode restarts the measurement in the new mode.
+    if (patch.evaluation !== undefined && patch.evaluation !== state.config.evaluation && tuner.mode === "online") {
+      tuner.setMode("static");
+      tuner.setMode("online");
+    }
+    return tuner;
+  });
+  live.tuner = rebuilt;
+  live.settings = settingsOf(rebuilt.state().config);
+  return live.settings;
 }
