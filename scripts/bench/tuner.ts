@@ -60,7 +60,7 @@ if (!existsSync(tracePath)) {
   process.stdout.write(`${JSON.stringify({ bench: "tuner", error: `trace ${tracePath} not found: the regimes need the whole conversation trace` })}\n`);
   process.exit(1);
 }
-const SEEDS = Array.from({ length: Number(flag("seeds") ?? 5) }, (_, i) => i + 1);
+const SEEDS = Array.from({ length: Number(flag("seeds") ?? 10) }, (_, i) => i + 1);
 const AA_SEEDS = Array.from({ length: Number(flag("aa-seeds") ?? 10) }, (_, i) => i + 1);
 const SAMPLES = 1_000;
 const SCOPES: TunerScope[] = ["fleet", "lb"];

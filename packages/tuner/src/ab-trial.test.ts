@@ -268,3 +268,43 @@ test("weights that win under one load and lose under the next are undone: every 
   // Baseline checks are every 4th trial and only while the incumbent differs from the start.
   for (const step of steps) if (step.trial!.baseline) assert.equal(Number(step.trial!.id.split("-")[0]) % 4, 0);
 });
+
+/** A tuner whose running (first, not baseline) trial pits `candidate` against `incumbent`, started from the defaults. */
+function trialOf(incumbent: { rtt: number; queue: number }, candidate: { rtt: number; queue: number }): EsTuner {
+  const state = new EsTuner({ seed: 1, trial: FAST }).state();
+  state.incumbent.weights = { ...incumbent };
+  state.current.weights = { ...incumbent };
+  state.trial!.candidate = { ...candidate };
+  state.current.trial!.candidate = { ...candidate };
+  return EsTuner.restore(state);
+}
+
+/** Feeds requests that every arm routes to the same replica (none triggered) until a trial is decided. */
+function decideUntriggered(tuner: EsTuner): TunerStep {
+  for (let t = 0; t < 1000; t++) {
+    const trial = tuner.current().trial!;
+    const sessionKey = `s-${t}`;
+    const arm = armOf(sessionKey, trial.salt, trial.share);
+    const step = tuner.observe({ ...sample(1, 1000 + (t % 7)), trialId: trial.id, arm, sessionKey, triggered: false });
+    if (step) return step;
+  }
+  throw new Error("no decision");
+}
+
+test("of two weight sets that route every request alike, the tuner keeps the one nearer its initial weights", () => {
+  const far = { rtt: 50, queue: 0.05 };
+  const near = { rtt: 5, queue: 0.05 };
+  const back = decideUntriggered(trialOf(far, near));
+  assert.equal(back.trial!.decision, "accept-equivalent");
+  assert.ok(back.accepted);
+  assert.deepEqual(back.incumbent, near);
+  assert.match(back.trial!.reason, /equivalent \(0 of 50 requests would have gone elsewhere\) and closer to the initial weights/);
+  // A tie-break, not a win: σ is left alone.
+  assert.equal(back.sigma, new EsTuner({ seed: 1 }).sigma);
+
+  const out = decideUntriggered(trialOf(near, far));
+  assert.equal(out.trial!.decision, "reject-futile");
+  assert.deepEqual(out.incumbent, near, "an equivalent farther from the start is not taken");
+  const same = decideUntriggered(trialOf(near, near));
+  assert.equal(same.trial!.decision, "reject-futile", "A/A: the incumbent itself is no nearer");
+});

@@ -5,6 +5,8 @@
 //   accept        p ≤ the look's share of α (alpha spending), candidate p95 lower, guardrails passed;
 //   reject-worse  the candidate is slower (p ≤ futilityP the other way);
 //   reject-futile no improvement at all by half the cap (or no request routed differently);
+//   accept-equivalent no request routed differently, and the candidate lies nearer the initial
+//                 weights than the incumbent: a tie, broken toward what the operator deployed;
 //   reject-cap    the cap, undecided: the incumbent stays ("do no harm");
 //   guardrails    as in guardrails.ts, judged on the two arms of the same trial.
 // The next trial starts at once with a fresh candidate, salt and id.
@@ -98,6 +100,19 @@ export function observeTrial(s: TunerState, sample: TunerSample): TunerStep | nu
   return look(s, trial);
 }
 
+/**
+ * Whether `w` lies closer to the initial weights than the incumbent does (log-space distance). Many
+ * weight sets route today's traffic identically (a ratio of W_rtt to W_queue past which every request
+ * already stays local, say), and a step of the search may land far out on such a plateau. The far
+ * end is where a change of load hurts most: after the regime shift, (56, 0.05) gave a p95 of 1.9 s
+ * frozen where (5, 0.05), which routed the same before it, gave 0.7 s (packages/tuner/README.md).
+ * So between two weight sets that route alike, the tuner keeps the one nearer where it started.
+ */
+function closerToInitial(s: TunerState, w: TrialState["candidate"]): boolean {
+  const distance = (x: TrialState["candidate"]) => Math.hypot(Math.log(x.rtt / s.initial.rtt), Math.log(x.queue / s.initial.queue));
+  return distance(w) < distance(s.incumbent.weights);
+}
+
 function measurement(arm: ArmSummary): Measurement {
   return { p95TtftMs: arm.p95TtftMs, e2eP95Ms: arm.e2eP95Ms, maxShare: arm.maxShare, errorRate: arm.errorRate };
 }
@@ -116,7 +131,7 @@ interface Verdict {
   guardrail: GuardrailVerdict;
 }
 
-function decide(s: TunerState, a: TrialAnalysis, alphaAtLook: number): Verdict | null {
+function decide(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook: number): Verdict | null {
   const rails = s.config.guardrails;
   const cap = s.config.trial.maxSamples;
   const n = a.samples;
@@ -158,6 +173,13 @@ function decide(s: TunerState, a: TrialAnalysis, alphaAtLook: number): Verdict |
   // however long the trial runs: stop, and spend the samples on the next candidate.
   const lookEvery = s.config.trial.lookEvery;
   if ((n >= lookEvery && a.triggeredSamples === 0) || (n >= 2 * lookEvery && a.triggeredSamples < 0.02 * n)) {
+    if (!trial.baseline && guardrail === "pass" && closerToInitial(s, trial.candidate)) {
+      return {
+        decision: "accept-equivalent",
+        reason: `equivalent (${a.triggeredSamples} of ${n} requests would have gone elsewhere) and closer to the initial weights: the less extreme of two weight sets that route alike`,
+        guardrail,
+      };
+    }
     return {
       decision: "reject-futile",
       reason: `equivalent: ${a.triggeredSamples} of ${n} requests would have gone elsewhere under the other arm's weights`,
@@ -232,7 +254,7 @@ function look(s: TunerState, trial: TrialState): TunerStep | null {
   });
   trial.latest = analysis;
   trial.latestAlpha = alphaAtLook;
-  const verdict = decide(s, analysis, alphaAtLook);
+  const verdict = decide(s, trial, analysis, alphaAtLook);
   if (verdict === null) return null;
   return finish(s, trial, analysis, alphaAtLook, verdict);
 }
@@ -241,7 +263,9 @@ function finish(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
   s.step++;
   const sigmaBefore = s.sigma;
   const previousIncumbent = { ...s.incumbent.weights };
-  const accepted = verdict.decision === "accept" || verdict.decision === "accept-climb-out";
+  const accepted = verdict.decision === "accept" || verdict.decision === "accept-climb-out" || verdict.decision === "accept-equivalent";
+  // Adopting an equivalent is a tie-break, not a win: it says nothing about σ or the next step.
+  const tieBreak = verdict.decision === "accept-equivalent";
   // Both arms were measured in the same period, so the incumbent's record is refreshed either way.
   s.incumbent = accepted ? recordOf(trial.candidate, a.candidate, s) : recordOf(s.incumbent.weights, a.incumbent, s);
   // The 1/5 rule counts trials that found something: an acceptance, a guardrail, or a candidate
@@ -251,7 +275,7 @@ function finish(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
   // to its floor within a dozen trials, long before the optimum (measured on the drifting bowl).
   const failed = verdict.decision === "reject-guardrail" || (verdict.decision === "reject-worse" && a.p95.pWorse <= s.config.trial.alpha);
   // A baseline check is not a step of the search: it says nothing about σ.
-  if (!trial.baseline && (accepted || failed)) s.sigma = adaptSigma(s.outcomes, accepted, s.sigma, s.config);
+  if (!trial.baseline && !tieBreak && (accepted || failed)) s.sigma = adaptSigma(s.outcomes, accepted, s.sigma, s.config);
   const rejectedViolator = !accepted && verdict.guardrail !== "pass" && verdict.guardrail !== "e2e";
   s.sigma = sigmaWhileViolating(s.sigma, sigmaBefore, s.config, s.incumbent.guardrail, rejectedViolator);
   // A/B trials keep running after σ reaches its floor: the tuner tracks a fleet whose load moves.
@@ -263,15 +287,17 @@ function finish(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
   const move = logStep(previousIncumbent, trial.candidate);
   const lookedWorse = a.p95.statistic === null || a.p95.statistic <= 0;
   // After a baseline check the planned step stays (dropped if the baseline won: it was a step from the old incumbent).
-  s.planned = trial.baseline
-    ? accepted
-      ? null
-      : s.planned
-    : accepted && s.config.trial.repeatSuccess
-      ? move
-      : !accepted && trial.planned !== true && lookedWorse && s.config.trial.mirroredSampling
-        ? negated(move)
-        : null;
+  s.planned = tieBreak
+    ? null
+    : trial.baseline
+      ? accepted
+        ? null
+        : s.planned
+      : accepted && s.config.trial.repeatSuccess
+        ? move
+        : !accepted && trial.planned !== true && lookedWorse && s.config.trial.mirroredSampling
+          ? negated(move)
+          : null;
 
   const report: TrialReport = {
     id: trial.id,

@@ -46,6 +46,8 @@ export type TrialDecision =
   | "accept"
   /** The incumbent violated an absolute guardrail and the candidate passed them or violated less. */
   | "accept-climb-out"
+  /** The candidate routes (almost) every request as the incumbent does and lies closer to the initial weights: the less extreme of two equals. */
+  | "accept-equivalent"
   /** The candidate arm broke a guardrail. */
   | "reject-guardrail"
   /** Evidence that the candidate is slower. */
