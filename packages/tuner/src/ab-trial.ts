@@ -11,7 +11,7 @@
 //   guardrails    as in guardrails.ts, judged on the two arms of the same trial.
 // The next trial starts at once with a fresh candidate, salt and id.
 
-import { clipToBounds } from "./config";
+import { clipToBounds, sameWeights, type Weights } from "./config";
 import { absoluteGuardrail, candidateVerdict, violatesLess, type GuardrailVerdict, type IncumbentStanding, type Measurement } from "./guardrails";
 import { nextUniform } from "./prng";
 import { adaptSigma, logStep, mutate, negated, sigmaWhileViolating, stepped } from "./search";
@@ -40,13 +40,17 @@ function hex32(s: TunerState): string {
     .padStart(8, "0");
 }
 
+/** Where the tuner started, within today's bounds: what a baseline check challenges with and ties lean toward. */
+function startWeights(s: TunerState): Weights {
+  return clipToBounds(s.initial, s.config.bounds);
+}
+
 /** Starts a trial of a fresh candidate against the incumbent and publishes it through `current`. */
 export function startTrial(s: TunerState): void {
   s.trialsStarted++;
-  const baseline = clipToBounds(s.initial, s.config.bounds);
+  const baseline = startWeights(s);
   const every = s.config.trial.baselineEvery;
-  const checkBaseline =
-    every > 0 && s.trialsStarted % every === 0 && (baseline.rtt !== s.incumbent.weights.rtt || baseline.queue !== s.incumbent.weights.queue);
+  const checkBaseline = every > 0 && s.trialsStarted % every === 0 && !sameWeights(baseline, s.incumbent.weights);
   // A baseline check leaves a planned step for the trial after it.
   const planned = !checkBaseline && s.planned !== null;
   const candidate = checkBaseline
@@ -108,8 +112,12 @@ export function observeTrial(s: TunerState, sample: TunerSample): TunerStep | nu
  * frozen where (5, 0.05), which routed the same before it, gave 0.7 s (packages/tuner/README.md).
  * So between two weight sets that route alike, the tuner keeps the one nearer where it started.
  */
-function closerToInitial(s: TunerState, w: TrialState["candidate"]): boolean {
-  const distance = (x: TrialState["candidate"]) => Math.hypot(Math.log(x.rtt / s.initial.rtt), Math.log(x.queue / s.initial.queue));
+function closerToInitial(s: TunerState, w: Weights): boolean {
+  const start = startWeights(s);
+  const distance = (x: Weights) => {
+    const step = logStep(start, x);
+    return Math.hypot(step.rtt, step.queue);
+  };
   return distance(w) < distance(s.incumbent.weights);
 }
 
@@ -225,7 +233,7 @@ function decide(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
   return null;
 }
 
-function recordOf(weights: TrialState["candidate"], arm: ArmSummary, s: TunerState): IncumbentRecord {
+function recordOf(weights: Weights, arm: ArmSummary, s: TunerState): IncumbentRecord {
   return {
     weights: { ...weights },
     p95TtftMs: arm.p95TtftMs,
@@ -259,11 +267,31 @@ function look(s: TunerState, trial: TrialState): TunerStep | null {
   return finish(s, trial, analysis, alphaAtLook, verdict);
 }
 
+/** The decisions that make the candidate the incumbent. */
+const ACCEPTED: ReadonlySet<TrialDecision> = new Set<TrialDecision>(["accept", "accept-climb-out", "accept-equivalent"]);
+
+/**
+ * The log-space step the next candidate takes, or null for a fresh draw. A drawn loser that looked
+ * no better is mirrored once; a winner's step is repeated (and repeated again while it keeps
+ * winning); a planned candidate that loses is followed by a fresh draw. A tie-break plans nothing.
+ * A baseline check keeps the step planned before it, unless the initial weights won: that step was
+ * one from the old incumbent.
+ */
+function nextPlanned(s: TunerState, trial: TrialState, a: TrialAnalysis, decision: TrialDecision, previousIncumbent: Weights): Weights | null {
+  if (decision === "accept-equivalent") return null;
+  const accepted = ACCEPTED.has(decision);
+  if (trial.baseline) return accepted ? null : s.planned;
+  const move = logStep(previousIncumbent, trial.candidate);
+  if (accepted) return s.config.trial.repeatSuccess ? move : null;
+  const lookedWorse = a.p95.statistic === null || a.p95.statistic <= 0;
+  return trial.planned !== true && lookedWorse && s.config.trial.mirroredSampling ? negated(move) : null;
+}
+
 function finish(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook: number, verdict: Verdict): TunerStep {
   s.step++;
   const sigmaBefore = s.sigma;
   const previousIncumbent = { ...s.incumbent.weights };
-  const accepted = verdict.decision === "accept" || verdict.decision === "accept-climb-out" || verdict.decision === "accept-equivalent";
+  const accepted = ACCEPTED.has(verdict.decision);
   // Adopting an equivalent is a tie-break, not a win: it says nothing about σ or the next step.
   const tieBreak = verdict.decision === "accept-equivalent";
   // Both arms were measured in the same period, so the incumbent's record is refreshed either way.
@@ -282,22 +310,7 @@ function finish(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
   s.converged = s.sigma <= s.config.sigmaMin && s.incumbent.guardrail === "pass";
   s.sigma = Math.max(s.sigma, s.config.sigmaMin);
 
-  // A drawn loser that looked no better is mirrored once; a winner's step is repeated (and repeated
-  // again while it keeps winning). A planned candidate that loses is followed by a fresh draw.
-  const move = logStep(previousIncumbent, trial.candidate);
-  const lookedWorse = a.p95.statistic === null || a.p95.statistic <= 0;
-  // After a baseline check the planned step stays (dropped if the baseline won: it was a step from the old incumbent).
-  s.planned = tieBreak
-    ? null
-    : trial.baseline
-      ? accepted
-        ? null
-        : s.planned
-      : accepted && s.config.trial.repeatSuccess
-        ? move
-        : !accepted && trial.planned !== true && lookedWorse && s.config.trial.mirroredSampling
-          ? negated(move)
-          : null;
+  s.planned = nextPlanned(s, trial, a, verdict.decision, previousIncumbent);
 
   const report: TrialReport = {
     id: trial.id,

@@ -230,6 +230,11 @@ export function requireWithinBounds(field: string, weights: Weights, bounds: Wei
   }
 }
 
+/** Exactly the same weights (they travel as doubles through JSON and the database, which keep them exact). */
+export function sameWeights(a: Weights, b: Weights): boolean {
+  return a.rtt === b.rtt && a.queue === b.queue;
+}
+
 export function clipToBounds(weights: Weights, bounds: WeightBounds): Weights {
   return {
     rtt: Math.min(Math.max(weights.rtt, bounds.rtt[0]), bounds.rtt[1]),

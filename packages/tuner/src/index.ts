@@ -10,6 +10,7 @@ export {
   TUNER_MODES,
   TunerInputError,
   clipToBounds,
+  sameWeights,
   validateBounds,
   validateWeights,
 } from "./config";

@@ -28,7 +28,7 @@ export function mutate(incumbent: Weights, sigma: number, config: TunerConfig, p
  */
 export function landInBounds(w: Weights, config: TunerConfig): Weights {
   if (config.evaluation === "paper") return clipToBounds(w, config.bounds);
-  // ln(factor) must lie in [lowest, highest] for every weight to fit.
+  // The factor is e^c; c must lie in [lowest, highest] for every weight to fit.
   let lowest = -Infinity;
   let highest = Infinity;
   for (const name of WEIGHT_NAMES) {
@@ -37,14 +37,14 @@ export function landInBounds(w: Weights, config: TunerConfig): Weights {
     highest = Math.min(highest, Math.log(hi / w[name]));
   }
   if (lowest > highest) return clipToBounds(w, config.bounds);
-  const factor = Math.exp(Math.min(Math.max(0, lowest), highest));
-  // The weight that set the factor lands on its bound up to rounding; snap it there.
-  const snap = (name: keyof Weights) => {
+  const c = Math.min(Math.max(0, lowest), highest);
+  const next = {} as Weights;
+  for (const name of WEIGHT_NAMES) {
     const [lo, hi] = config.bounds[name];
-    const x = w[name] * factor;
-    return Math.abs(x - lo) <= 1e-9 * lo ? lo : Math.abs(x - hi) <= 1e-9 * hi ? hi : Math.min(Math.max(x, lo), hi);
-  };
-  return { rtt: snap("rtt"), queue: snap("queue") };
+    // The weight that set c lands exactly on its bound (w·e^c would miss it by a rounding).
+    next[name] = c === Math.log(lo / w[name]) ? lo : c === Math.log(hi / w[name]) ? hi : Math.min(Math.max(w[name] * Math.exp(c), lo), hi);
+  }
+  return next;
 }
 
 /**

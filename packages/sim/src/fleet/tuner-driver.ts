@@ -9,7 +9,16 @@
 import type { TelemetryEventBody } from "@meridian/lb-core";
 import type { LbConfig } from "@meridian/protocol";
 import type { Weights } from "@meridian/routing";
-import { EsTuner, sampleFromEvent, type EvaluationMode, type TrialConfig, type TrialReport, type TunerStep, type WeightBounds } from "@meridian/tuner";
+import {
+  EsTuner,
+  sameWeights,
+  sampleFromEvent,
+  type EvaluationMode,
+  type TrialConfig,
+  type TrialReport,
+  type TunerStep,
+  type WeightBounds,
+} from "@meridian/tuner";
 
 export type TunerScope = "lb" | "fleet";
 
@@ -186,8 +195,4 @@ export class TunerDriver {
       trajectory: this.trajectory,
     };
   }
-}
-
-function sameWeights(a: Weights, b: Weights): boolean {
-  return a.rtt === b.rtt && a.queue === b.queue;
 }

@@ -28,7 +28,7 @@ import "server-only";
 import { eq } from "drizzle-orm";
 import type { Logger } from "pino";
 import { isPolicyName, policyUsesCostWeights } from "@meridian/routing";
-import { EsTuner, sampleFromEvent, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
+import { EsTuner, sameWeights, sampleFromEvent, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
 import type { Store, TunerRunRow } from "@meridian/db";
 import { conflict, invalid, notFound } from "../errors";
@@ -77,8 +77,6 @@ function seedFor(lbId: string, runId: number): number {
   for (const char of `${lbId}#${runId}`) hash = Math.imul(hash ^ char.charCodeAt(0), 16777619) >>> 0;
   return hash;
 }
-
-const sameWeights = (a: Weights, b: Weights) => Math.abs(a.rtt - b.rtt) < 1e-12 && Math.abs(a.queue - b.queue) < 1e-12;
 
 function defaultTimer(fn: () => void, ms: number): () => void {
   const timer = setTimeout(fn, ms);
@@ -214,16 +212,22 @@ export class TunerService {
     live.writtenAt = await persistRun(this.deps.store, live, step, term, this.now());
   }
 
-  /** The leader's own bookkeeping write; when another console wrote the run since, that write wins
-   * and the run is reloaded from the database instead. */
-  private async persistOrAdopt(lbId: string, live: LiveTuner): Promise<void> {
+  /** Records the state; when another console wrote the run since this one read it, that write wins:
+   * the run is reloaded from the database instead, and this returns false. */
+  private async persistUnlessMoved(lbId: string, live: LiveTuner): Promise<boolean> {
     try {
       await this.persist(live, null);
+      return true;
     } catch (error) {
       if (!(error instanceof RunMoved)) throw error;
-      this.deps.log.info({ lbId }, "tuner run changed on another console; adopting that change");
       await this.reload(lbId);
+      return false;
     }
+  }
+
+  /** The leader's own bookkeeping write (binding a version, a pause): a change from another console wins. */
+  private async persistOrAdopt(lbId: string, live: LiveTuner): Promise<void> {
+    if (!(await this.persistUnlessMoved(lbId, live))) this.deps.log.info({ lbId }, "tuner run changed on another console; adopted that change");
   }
 
   /** Before an operator's action on the leader: the run as the database holds it now (a follower
@@ -246,20 +250,12 @@ export class TunerService {
     return this.exclusive(async () => {
       const live = await this.fresh(lbId);
       const result = change(live);
-      await this.persistOperator(lbId, live);
+      if (!(await this.persistUnlessMoved(lbId, live))) {
+        throw conflict(`the tuner of ${lbId} was changed on another console at the same moment; it shows that change now: retry if yours still applies`);
+      }
       await this.applyCurrent(lbId, true);
       return result;
     });
-  }
-
-  private async persistOperator(lbId: string, live: LiveTuner): Promise<void> {
-    try {
-      await this.persist(live, null);
-    } catch (error) {
-      if (!(error instanceof RunMoved)) throw error;
-      await this.reload(lbId);
-      throw conflict(`the tuner of ${lbId} was changed on another console at the same moment; it shows that change now: retry if yours still applies`);
-    }
   }
 
   /** Leader: reloads each run that another console wrote since this one read it (an operator's
