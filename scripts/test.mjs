@@ -9,6 +9,8 @@
 //      apps/*/src and scripts/ (integration tests live in packages/*/test/); then the console's
 //      suites that run on the test harness once more on a real PostgreSQL server (1b).
 //   2. Playwright e2e (e2e/*.spec.ts) against the production console build, when e2e/ has specs.
+// When something failed, a digest of the failures (name, location, first lines of the error; see
+// lib/test-failures.mjs) is printed just above the last line.
 // Usage: npm test [-- --unit-only]   (MERIDIAN_TEST_FILTER=substr narrows the node:test files)
 // Exit code: 0 when nothing failed, 1 otherwise. A suite that crashes counts as one failure.
 import { spawn, spawnSync } from "node:child_process";
@@ -17,6 +19,7 @@ import { join, relative } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { ensureInstalled } from "./lib/ensure-install.mjs";
+import { formatFailures, playwrightFailures, tapFailures } from "./lib/test-failures.mjs";
 
 const root = join(fileURLToPath(import.meta.url), "..", "..");
 const outDir = join(root, ".test-results");
@@ -37,6 +40,8 @@ function findTests(dir, suffix, out = []) {
 
 let passed = 0;
 let failed = 0;
+/** Each failing test, for the digest above the last line. */
+const failures = [];
 
 const filter = process.env.MERIDIAN_TEST_FILTER;
 
@@ -88,6 +93,7 @@ function runNodeTests(files, tapName, extraEnv = {}) {
   } else {
     passed += p;
     failed += f;
+    failures.push(...tapFailures(text));
     if (f === 0 && r.status !== 0) {
       console.error(`[meridian] node:test (${tapName}) exited ${r.status} with no failed test; counting one failure`);
       failed += 1;
@@ -142,12 +148,14 @@ if (specs.length > 0 && !process.argv.includes("--unit-only")) {
       stdio: ["ignore", "inherit", "inherit"],
       env: { ...process.env, PLAYWRIGHT_JSON_OUTPUT_NAME: json },
     });
-    let stats = null;
+    let report = null;
     try {
-      stats = JSON.parse(readFileSync(json, "utf8")).stats;
+      report = JSON.parse(readFileSync(json, "utf8"));
     } catch {
-      stats = null;
+      report = null;
     }
+    const stats = report?.stats ?? null;
+    if (report) failures.push(...playwrightFailures(report));
     if (!stats) {
       console.error(`[meridian] playwright produced no report (exit ${r.status}); counting one failure`);
       failed += 1;
@@ -159,5 +167,6 @@ if (specs.length > 0 && !process.argv.includes("--unit-only")) {
   }
 }
 
+if (failures.length > 0) console.log(`[meridian] failures:\n${formatFailures(failures)}`);
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed === 0 && passed > 0 ? 0 : 1);

@@ -235,8 +235,9 @@ export interface StreamOutcome {
   transportError: string | null;
 }
 
-/** Sends one streamed chat request and records what came back, event by event. */
-export async function streamChat(url: string, body: Record<string, unknown>, onFirstByte?: () => void): Promise<StreamOutcome> {
+/** Sends one streamed chat request and records what came back, event by event; `onFirstByte` is told
+ * which replica answered (the X-Meridian-Replica header) when the first body byte arrives. */
+export async function streamChat(url: string, body: Record<string, unknown>, onFirstByte?: (replica: string | null) => void): Promise<StreamOutcome> {
   const outcome: StreamOutcome = { status: 0, replica: null, firstByteAt: null, complete: false, errorEvent: null, text: "", transportError: null };
   try {
     const response = await request(`${url}/v1/chat/completions`, {
@@ -250,7 +251,7 @@ export async function streamChat(url: string, body: Record<string, unknown>, onF
     for await (const chunk of response.body) {
       if (outcome.firstByteAt === null) {
         outcome.firstByteAt = performance.now();
-        onFirstByte?.();
+        onFirstByte?.(outcome.replica);
       }
       outcome.text += (chunk as Buffer).toString("utf8");
     }

@@ -1,0 +1,75 @@
+// What npm test prints above its last line when something failed: each failing test's name, where
+// it is and the first lines of its error, read from node:test's TAP and Playwright's JSON report.
+// A CI log is often kept only from its tail, and the spec output that names the assertion is far
+// above it; this digest puts the cause next to the count.
+// Plain ESM (no dependencies), imported by scripts/test.mjs.
+
+const ERROR_LINES = 6;
+
+/** Failing tests in node:test TAP text. A parent that failed only because a subtest did is left
+ * out: the subtest is the failure. */
+export function tapFailures(text) {
+  const lines = text.split("\n");
+  const failures = [];
+  for (let i = 0; i < lines.length; i++) {
+    const head = /^(\s*)not ok \d+ - (.*)$/.exec(lines[i]);
+    if (!head) continue;
+    const indent = `${head[1]}  `;
+    const block = [];
+    for (let j = i + 1; j < lines.length && lines[j].startsWith(indent) && lines[j].trim() !== "..."; j++) block.push(lines[j].slice(indent.length));
+    if (block.some((line) => line.startsWith("failureType: 'subtestsFailed'"))) continue;
+    failures.push({ name: head[2], location: unquote(field(block, "location")), error: errorOf(block) });
+  }
+  return failures;
+}
+
+/** Failing tests in a Playwright JSON report (its suites nest; a test fails when its last result did
+ * not pass and it was not expected to fail). */
+export function playwrightFailures(report) {
+  const failures = [];
+  const visit = (suite) => {
+    for (const child of suite.suites ?? []) visit(child);
+    for (const spec of suite.specs ?? []) {
+      for (const test of spec.tests ?? []) {
+        if (test.status !== "unexpected") continue;
+        const last = test.results?.at(-1);
+        const message = last?.error?.message ?? last?.errors?.[0]?.message ?? "";
+        failures.push({ name: spec.title, location: `${spec.file}:${spec.line}`, error: stripAnsi(message).split("\n").slice(0, ERROR_LINES).join("\n") });
+      }
+    }
+  };
+  for (const suite of report.suites ?? []) visit(suite);
+  return failures;
+}
+
+/** The digest: one paragraph per failure. */
+export function formatFailures(failures) {
+  return failures.map((f) => [`✖ ${f.name}${f.location ? ` (${f.location})` : ""}`, ...f.error.split("\n").map((line) => `    ${line}`)].join("\n")).join("\n");
+}
+
+function field(block, name) {
+  const line = block.find((l) => l.startsWith(`${name}: `));
+  return line ? line.slice(name.length + 2) : "";
+}
+
+function errorOf(block) {
+  const start = block.findIndex((l) => l.startsWith("error: "));
+  if (start < 0) return "";
+  const inline = block[start].slice("error: ".length);
+  if (inline !== "|-" && inline !== "|") return unquote(inline);
+  const body = [];
+  for (let k = start + 1; k < block.length && block[k].startsWith("  "); k++) body.push(block[k].slice(2));
+  return body
+    .filter((line) => line.trim() !== "")
+    .slice(0, ERROR_LINES)
+    .join("\n");
+}
+
+function unquote(value) {
+  return value.startsWith("'") && value.endsWith("'") ? value.slice(1, -1).replaceAll("''", "'") : value;
+}
+
+function stripAnsi(text) {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI escapes are control characters
+  return text.replace(/\u001b\[[0-9;]*m/g, "");
+}
