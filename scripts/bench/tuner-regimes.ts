@@ -72,6 +72,16 @@ export function shiftAtMs(requests: readonly SimRequest[], atFraction: number): 
   return start + atFraction * (requests[requests.length - 1]!.arrivalMs - start);
 }
 
+/** The regime shift: from halfway, one region's clients double (us-ashburn 2 : 1 : 1). */
+export const REGIME_SHIFT = { atFraction: 0.5, clients: { "us-ashburn": 2, "eu-frankfurt": 1, "ap-seoul": 1 } };
+
+/** The regime shift's workload at `timeScale`: every request, the shift's time, and the requests after it. */
+export function shiftWorkload(r: Regime, rows: readonly TraceRequest[], timeScale: number) {
+  const all = requestsOf(r, rows, timeScale, REGIME_SHIFT);
+  const atMs = shiftAtMs(all, REGIME_SHIFT.atFraction);
+  return { all, atMs, post: from(all, atMs) };
+}
+
 /** The requests at or after `atMs`, numbered afresh (a workload of their own). */
 export function from(requests: readonly SimRequest[], atMs: number): SimRequest[] {
   return requests.filter((r) => r.arrivalMs >= atMs).map((r, id) => ({ ...r, id }));

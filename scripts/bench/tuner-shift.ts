@@ -1,0 +1,97 @@
+// Regime-shift diagnosis: why one run of bench:tuner's regime shift ended worse than the defaults. For
+// one seed and scope it re-runs the bench's tuning (the same workload, load and freeze) and shows
+//   - every trial each tuner decided after the shift: the candidate, the decision and each arm's p95
+//     and sample counts (a split trial measures the arms side by side, sharing replicas);
+//   - what the frozen weights then do, per client region, against the same fleet with every LB on the
+//     grid optimum that bench:tuner reports (`--optimum rtt,queue`), pooled over the evaluation seeds.
+// The gap between the two is the open problem of packages/tuner/README.md ("Open").
+//
+// Run:    npx tsx scripts/bench/tuner-shift.ts [--seed N] [--scope lb|fleet] [--optimum 2.236,0.05]
+//         [--trace PATH]   (about 15 s; it finds the busy-but-clears load as bench:tuner does)
+// Prints: one JSON object: time_scale, trials_after_shift per tuner, frozen weights, and per client
+//         region p95 TTFT and local share for the frozen weights and for the optimum.
+
+import { existsSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Weights } from "@meridian/routing";
+import { simulateFleet, type FleetSpec, type SimRequest } from "@meridian/sim";
+import { loadTrace } from "@meridian/workload";
+import { busyScale, EVAL_SEEDS, regime, round, shiftWorkload, tuneOn } from "./tuner-regimes";
+
+function flag(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const tracePath = flag("trace") ?? resolve(repoRoot, "../shared/traces/mooncake-conversation.jsonl");
+if (!existsSync(tracePath)) {
+  process.stdout.write(`${JSON.stringify({ bench: "tuner-shift", error: `trace ${tracePath} not found: the regime needs the whole conversation trace` })}\n`);
+  process.exit(1);
+}
+const seed = Number(flag("seed") ?? 4);
+const scope = flag("scope") === "fleet" ? "fleet" : "lb";
+const [optRtt, optQueue] = (flag("optimum") ?? "2.236068,0.05").split(",").map(Number) as [number, number];
+
+const rows = await loadTrace(tracePath);
+const r = regime("short");
+const timeScale = busyScale(r, rows).timeScale;
+const { all, atMs, post } = shiftWorkload(r, rows, timeScale);
+const tuned = tuneOn(r.spec, all, seed, { scope, stopAfter: { samples: 1_000, afterMs: atMs } });
+
+const p95 = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.ceil(0.95 * sorted.length) - 1] ?? Number.NaN;
+};
+
+/** p95 TTFT and the share served in the client's own region, per client region, over EVAL_SEEDS pooled. */
+function byClientRegion(spec: FleetSpec, requests: readonly SimRequest[], weightsOf: (lbId: string) => Weights) {
+  const frozen = { ...spec, lbs: spec.lbs.map((lb) => ({ ...lb, weights: weightsOf(lb.id) })) };
+  const regions = new Map<string, { ttft: number[]; local: number }>();
+  for (const evalSeed of EVAL_SEEDS) {
+    for (const record of simulateFleet(frozen, requests, { policy: "gorgo", seed: evalSeed, recordRequests: true }).records ?? []) {
+      const region = regions.get(record.client_region) ?? { ttft: [], local: 0 };
+      region.ttft.push(record.ttft_ms);
+      if (record.replica_region === record.client_region) region.local++;
+      regions.set(record.client_region, region);
+    }
+  }
+  return Object.fromEntries(
+    [...regions].map(([region, { ttft, local }]) => [region, { ttft_p95_ms: round(p95(ttft), 0), local_share: round(local / ttft.length, 2) }]),
+  );
+}
+
+const weights = (w: Weights) => ({ rtt: round(w.rtt, 3), queue: round(w.queue, 3) });
+process.stdout.write(
+  `${JSON.stringify({
+    bench: "tuner-shift",
+    seed,
+    scope,
+    time_scale: round(timeScale, 6),
+    trials_after_shift: Object.fromEntries(
+      tuned.reports.map((report) => [
+        report.lb,
+        report.trajectory
+          .filter((point) => point.atMs >= atMs && point.trial)
+          .map((point) => ({
+            candidate: weights(point.weights),
+            incumbent: weights(point.incumbent),
+            decision: point.trial!.decision,
+            baseline: point.trial!.baseline ?? false,
+            p95_ms: {
+              candidate: round(point.trial!.p95TtftMs.candidate ?? Number.NaN, 0),
+              incumbent: round(point.trial!.p95TtftMs.incumbent ?? Number.NaN, 0),
+            },
+            samples: point.trial!.samples,
+            triggered: point.trial!.triggered,
+          })),
+      ]),
+    ),
+    frozen_weights: Object.fromEntries(Object.entries(tuned.weights).map(([lb, w]) => [lb, weights(w)])),
+    post_shift_by_client_region: {
+      frozen: byClientRegion(r.spec, post, (lbId) => tuned.weights[lbId]!),
+      optimum: byClientRegion(r.spec, post, () => ({ rtt: optRtt, queue: optQueue })),
+    },
+  })}\n`,
+);
