@@ -72,6 +72,9 @@ export function shiftAtMs(requests: readonly SimRequest[], atFraction: number): 
   return start + atFraction * (requests[requests.length - 1]!.arrivalMs - start);
 }
 
+/** Samples a tuner may take before it is frozen: in the short-prompt regime after the start, in the regime shift after the shift. */
+export const SAMPLES_BUDGET = 1_000;
+
 /** The regime shift: from halfway, one region's clients double (us-ashburn 2 : 1 : 1). */
 export const REGIME_SHIFT = { atFraction: 0.5, clients: { "us-ashburn": 2, "eu-frankfurt": 1, "ap-seoul": 1 } };
 

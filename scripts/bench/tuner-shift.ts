@@ -3,11 +3,13 @@
 //   - every trial each tuner decided after the shift: the candidate, the decision and each arm's p95
 //     and sample counts (a split trial measures the arms side by side, sharing replicas);
 //   - what the frozen weights then do, per client region, against the same fleet with every LB on the
-//     grid optimum that bench:tuner reports (`--optimum rtt,queue`), pooled over the evaluation seeds.
+//     post-shift grid optimum (found as bench:tuner finds it, or `--optimum rtt,queue` to skip that),
+//     pooled over the evaluation seeds.
 // The gap between the two is the open problem of packages/tuner/README.md ("Open").
 //
-// Run:    npx tsx scripts/bench/tuner-shift.ts [--seed N] [--scope lb|fleet] [--optimum 2.236,0.05]
-//         [--trace PATH]   (about 15 s; it finds the busy-but-clears load as bench:tuner does)
+// Run:    npx tsx scripts/bench/tuner-shift.ts [--seed N] [--scope lb|fleet] [--optimum RTT,QUEUE]
+//         [--trace PATH]   (about 50 s, 15 s with --optimum; it finds the busy-but-clears load as
+//         bench:tuner does)
 // Prints: one JSON object: time_scale, trials_after_shift per tuner, frozen weights, and per client
 //         region p95 TTFT and local share for the frozen weights and for the optimum.
 
@@ -17,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import type { Weights } from "@meridian/routing";
 import { simulateFleet, type FleetSpec, type SimRequest } from "@meridian/sim";
 import { loadTrace } from "@meridian/workload";
-import { busyScale, EVAL_SEEDS, regime, round, shiftWorkload, tuneOn } from "./tuner-regimes";
+import { busyScale, EVAL_SEEDS, gridOptimum, regime, round, SAMPLES_BUDGET, shiftWorkload, tuneOn } from "./tuner-regimes";
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -32,13 +34,21 @@ if (!existsSync(tracePath)) {
 }
 const seed = Number(flag("seed") ?? 4);
 const scope = flag("scope") === "fleet" ? "fleet" : "lb";
-const [optRtt, optQueue] = (flag("optimum") ?? "2.236068,0.05").split(",").map(Number) as [number, number];
+
+const given = flag("optimum")?.split(",").map(Number);
+if (given && !(given.length === 2 && given.every((x) => Number.isFinite(x) && x > 0))) {
+  process.stdout.write(
+    `${JSON.stringify({ bench: "tuner-shift", error: `--optimum wants two positive numbers, W_rtt,W_queue; received ${flag("optimum")}` })}\n`,
+  );
+  process.exit(1);
+}
 
 const rows = await loadTrace(tracePath);
 const r = regime("short");
 const timeScale = busyScale(r, rows).timeScale;
 const { all, atMs, post } = shiftWorkload(r, rows, timeScale);
-const tuned = tuneOn(r.spec, all, seed, { scope, stopAfter: { samples: 1_000, afterMs: atMs } });
+const tuned = tuneOn(r.spec, all, seed, { scope, stopAfter: { samples: SAMPLES_BUDGET, afterMs: atMs } });
+const optimum: Weights = given ? { rtt: given[0]!, queue: given[1]! } : gridOptimum(r.spec, post).weights;
 
 const p95 = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -88,10 +98,11 @@ process.stdout.write(
           })),
       ]),
     ),
+    optimum: weights(optimum),
     frozen_weights: Object.fromEntries(Object.entries(tuned.weights).map(([lb, w]) => [lb, weights(w)])),
     post_shift_by_client_region: {
       frozen: byClientRegion(r.spec, post, (lbId) => tuned.weights[lbId]!),
-      optimum: byClientRegion(r.spec, post, () => ({ rtt: optRtt, queue: optQueue })),
+      optimum: byClientRegion(r.spec, post, () => optimum),
     },
   })}\n`,
 );

@@ -35,6 +35,7 @@ import {
   requestsOf,
   round,
   REGIME_SHIFT,
+  SAMPLES_BUDGET,
   shiftWorkload,
   tuneOn,
   windowRows,
@@ -63,7 +64,7 @@ if (!existsSync(tracePath)) {
 }
 const SEEDS = Array.from({ length: Number(flag("seeds") ?? 10) }, (_, i) => i + 1);
 const AA_SEEDS = Array.from({ length: Number(flag("aa-seeds") ?? 10) }, (_, i) => i + 1);
-const SAMPLES = 1_000;
+const SAMPLES = SAMPLES_BUDGET;
 const SCOPES: TunerScope[] = ["fleet", "lb"];
 /** The regime shift again at these multiples of its time scale (lighter loads; see nearby_loads). */
 const NEARBY_LOADS = [1.001, 1.01, 1.03];
