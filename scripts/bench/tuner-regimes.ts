@@ -103,6 +103,11 @@ export function busyScale(r: Regime, rows: readonly TraceRequest[], seeds: reado
   return busyButClears(r.spec, (scale) => requestsOf(r, rows, scale), { seeds });
 }
 
+/** The fleet with each LB frozen on its own weights (the defaults where none is given). */
+export function frozenFleet(spec: FleetSpec, weightsByLb: Readonly<Record<string, Weights>> = {}): FleetSpec {
+  return { ...spec, lbs: spec.lbs.map((lb) => ({ ...lb, weights: weightsByLb[lb.id] ?? { ...DEFAULT_WEIGHTS } })) };
+}
+
 /** p95 TTFT of gorgo with each LB on its own weights (the defaults where none is given), over `seeds` pooled; a refusal is slower than any answer. */
 export function frozenP95(
   spec: FleetSpec,
@@ -110,8 +115,7 @@ export function frozenP95(
   weightsByLb: Readonly<Record<string, Weights>> = {},
   seeds: readonly number[] = EVAL_SEEDS,
 ): number {
-  const frozen = { ...spec, lbs: spec.lbs.map((lb) => ({ ...lb, weights: weightsByLb[lb.id] ?? { ...DEFAULT_WEIGHTS } })) };
-  return simulateFleetOverSeeds(frozen, requests, { policy: "gorgo" }, seeds).ttft_p95_offered_ms;
+  return simulateFleetOverSeeds(frozenFleet(spec, weightsByLb), requests, { policy: "gorgo" }, seeds).ttft_p95_offered_ms;
 }
 
 export function policyP95(spec: FleetSpec, requests: readonly SimRequest[], policy: "session-affinity", seeds: readonly number[] = EVAL_SEEDS): number {

@@ -17,9 +17,9 @@ import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Weights } from "@meridian/routing";
-import { simulateFleet, type FleetSpec, type SimRequest } from "@meridian/sim";
+import { percentile, simulateFleet, type FleetSpec, type SimRequest } from "@meridian/sim";
 import { loadTrace } from "@meridian/workload";
-import { busyScale, EVAL_SEEDS, gridOptimum, regime, round, SAMPLES_BUDGET, shiftWorkload, tuneOn } from "./tuner-regimes";
+import { busyScale, EVAL_SEEDS, frozenFleet, gridOptimum, regime, round, SAMPLES_BUDGET, shiftWorkload, tuneOn } from "./tuner-regimes";
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -50,14 +50,8 @@ const { all, atMs, post } = shiftWorkload(r, rows, timeScale);
 const tuned = tuneOn(r.spec, all, seed, { scope, stopAfter: { samples: SAMPLES_BUDGET, afterMs: atMs } });
 const optimum: Weights = given ? { rtt: given[0]!, queue: given[1]! } : gridOptimum(r.spec, post).weights;
 
-const p95 = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.ceil(0.95 * sorted.length) - 1] ?? Number.NaN;
-};
-
 /** p95 TTFT and the share served in the client's own region, per client region, over EVAL_SEEDS pooled. */
-function byClientRegion(spec: FleetSpec, requests: readonly SimRequest[], weightsOf: (lbId: string) => Weights) {
-  const frozen = { ...spec, lbs: spec.lbs.map((lb) => ({ ...lb, weights: weightsOf(lb.id) })) };
+function byClientRegion(frozen: FleetSpec, requests: readonly SimRequest[]) {
   const regions = new Map<string, { ttft: number[]; local: number }>();
   for (const evalSeed of EVAL_SEEDS) {
     for (const record of simulateFleet(frozen, requests, { policy: "gorgo", seed: evalSeed, recordRequests: true }).records ?? []) {
@@ -68,7 +62,7 @@ function byClientRegion(spec: FleetSpec, requests: readonly SimRequest[], weight
     }
   }
   return Object.fromEntries(
-    [...regions].map(([region, { ttft, local }]) => [region, { ttft_p95_ms: round(p95(ttft), 0), local_share: round(local / ttft.length, 2) }]),
+    [...regions].map(([region, { ttft, local }]) => [region, { ttft_p95_ms: round(percentile(ttft, 95), 0), local_share: round(local / ttft.length, 2) }]),
   );
 }
 
@@ -101,8 +95,8 @@ process.stdout.write(
     optimum: weights(optimum),
     frozen_weights: Object.fromEntries(Object.entries(tuned.weights).map(([lb, w]) => [lb, weights(w)])),
     post_shift_by_client_region: {
-      frozen: byClientRegion(r.spec, post, (lbId) => tuned.weights[lbId]!),
-      optimum: byClientRegion(r.spec, post, () => optimum),
+      frozen: byClientRegion(frozenFleet(r.spec, tuned.weights), post),
+      optimum: byClientRegion(frozenFleet(r.spec, Object.fromEntries(r.spec.lbs.map((lb) => [lb.id, optimum]))), post),
     },
   })}\n`,
 );

@@ -45,23 +45,29 @@ function startWeights(s: TunerState): Weights {
   return clipToBounds(s.initial, s.config.bounds);
 }
 
+/**
+ * The next trial's challenger: the initial weights on a baseline check (every trial.baselineEvery
+ * trials, while the incumbent differs from them), else the planned step, else a fresh draw. A
+ * baseline check leaves a planned step for the trial after it.
+ */
+function nextChallenger(s: TunerState): { candidate: Weights; baseline: boolean; planned: boolean } {
+  const start = startWeights(s);
+  const every = s.config.trial.baselineEvery;
+  if (every > 0 && s.trialsStarted % every === 0 && !sameWeights(start, s.incumbent.weights)) return { candidate: start, baseline: true, planned: false };
+  const step = s.planned;
+  s.planned = null;
+  if (step !== null) return { candidate: stepped(s.incumbent.weights, step, s.config), baseline: false, planned: true };
+  return { candidate: mutate(s.incumbent.weights, s.sigma, s.config, s.prng), baseline: false, planned: false };
+}
+
 /** Starts a trial of a fresh candidate against the incumbent and publishes it through `current`. */
 export function startTrial(s: TunerState): void {
   s.trialsStarted++;
-  const baseline = startWeights(s);
-  const every = s.config.trial.baselineEvery;
-  const checkBaseline = every > 0 && s.trialsStarted % every === 0 && !sameWeights(baseline, s.incumbent.weights);
-  // A baseline check leaves a planned step for the trial after it.
-  const planned = !checkBaseline && s.planned !== null;
-  const candidate = checkBaseline
-    ? baseline
-    : s.planned !== null
-      ? stepped(s.incumbent.weights, s.planned, s.config)
-      : mutate(s.incumbent.weights, s.sigma, s.config, s.prng);
-  if (!checkBaseline) s.planned = null;
+  // Before the salt: a fresh draw takes its numbers from the PRNG first, as it always has.
+  const { candidate, baseline, planned } = nextChallenger(s);
   const salt = hex32(s);
   const trial: TrialState = {
-    ...(checkBaseline ? { baseline: true } : {}),
+    ...(baseline ? { baseline: true } : {}),
     planned,
     id: `${s.trialsStarted}-${salt}`,
     salt,

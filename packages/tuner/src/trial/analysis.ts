@@ -81,7 +81,6 @@ export interface TrialAnalysisOptions {
 
 /** The quantile the trials compare. */
 export const TRIAL_QUANTILE = 0.95;
-const Q = TRIAL_QUANTILE;
 
 function summarize(
   samples: readonly TrialSample[],
@@ -110,8 +109,8 @@ function summarize(
   ttfts.sort((a, b) => a - b);
   e2es.sort((a, b) => a - b);
   const n = samples.length;
-  const p95 = percentileOfSorted(ttfts, Q);
-  const interval = quantileInterval(ttfts, Q, confidence);
+  const p95 = percentileOfSorted(ttfts, TRIAL_QUANTILE);
+  const interval = quantileInterval(ttfts, TRIAL_QUANTILE, confidence);
   let peerTotal = 0;
   for (const count of Object.values(peers)) peerTotal += count;
   let maxShare = 0;
@@ -127,7 +126,7 @@ function summarize(
     triggered,
     p95TtftMs: finite(p95),
     p95Interval: { lo: finite(interval.lo), hi: finite(interval.hi) },
-    e2eP95Ms: percentileOfSorted(e2es, Q) ?? 0,
+    e2eP95Ms: percentileOfSorted(e2es, TRIAL_QUANTILE) ?? 0,
     errorRate: n === 0 ? 0 : errors / n,
     maxShare: lbTotal + peerTotal === 0 ? 0 : maxShare,
     meanLogTtft: logCount === 0 ? null : logSum / logCount,
@@ -186,7 +185,7 @@ export function analyzeTrial(samples: readonly TrialSample[], options: TrialAnal
   const candidateSamples = samples.filter((s) => s.arm === "candidate");
   const lbTotal = samples.length;
   const pooled = samples.map((s) => s.ttftMs ?? Infinity).sort((a, b) => a - b);
-  const threshold = percentileOfSorted(pooled, Q) ?? Infinity;
+  const threshold = percentileOfSorted(pooled, TRIAL_QUANTILE) ?? Infinity;
 
   // Exceedance indicators of the analysed (triggered) samples; null marks a sample left out.
   const analysed = samples.map((s) => options.triggeredOnly === false || s.triggered !== false);
