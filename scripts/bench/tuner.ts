@@ -1,9 +1,11 @@
 // Tuner benchmark: every acceptance figure of the online tuner (packages/tuner/README.md), measured in
 // the simulator on held-out data, with the seeds and windows each used.
 //
-// Run:    npm run bench:tuner [-- --trace PATH] [--seeds N] [--aa-seeds N]
+// Run:    npm run bench:tuner [-- --trace PATH] [--seeds N] [--aa-seeds N] [--swap-halves]
 // Trace:  ../shared/traces/mooncake-conversation.jsonl beside the repository (the bundled 500-row
 //         fixture is too short for these regimes: without the trace the script says so and stops).
+//         --swap-halves runs the trace's second half first, so the tuning and held-out halves trade
+//         places: a check on data the method was not developed on, with the one trace we have.
 // Prints: one JSON object:
 //   - regimes: how the short- and long-prompt regimes were built, the busy-but-clears rule and the
 //     load it found for each workload (each half, quarter and the whole trace at its own load);
@@ -23,7 +25,7 @@ import { loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { simulateFleet, type SimRequest, type TunerReport, type TunerScope } from "@meridian/sim";
-import { loadTrace } from "@meridian/workload";
+import { loadTrace, type TraceRequest } from "@meridian/workload";
 import {
   busyScale,
   EVAL_SEEDS,
@@ -69,7 +71,20 @@ const SCOPES: TunerScope[] = ["fleet", "lb"];
 /** The regime shift again at these multiples of its time scale (lighter loads; see nearby_loads). */
 const NEARBY_LOADS = [1.001, 1.01, 1.03];
 
-const rows = await loadTrace(tracePath);
+/** The trace with its halves in the other order (each half keeps its own spacing), renumbered. */
+function swapHalves(trace: readonly TraceRequest[]): TraceRequest[] {
+  const first = trace[0]!.sourceTimestampMs;
+  const end = trace[trace.length - 1]!.sourceTimestampMs + 1;
+  const mid = first + Math.floor((end - first) / 2);
+  const moved = (r: TraceRequest, by: number) => ({ ...r, sourceTimestampMs: r.sourceTimestampMs + by, timestampMs: r.sourceTimestampMs + by });
+  const late = trace.filter((r) => r.sourceTimestampMs >= mid).map((r) => moved(r, first - mid));
+  const early = trace.filter((r) => r.sourceTimestampMs < mid).map((r) => moved(r, end - mid));
+  return [...late, ...early].map((r, index) => ({ ...r, index }));
+}
+
+const SWAP_HALVES = process.argv.includes("--swap-halves");
+const loaded = await loadTrace(tracePath);
+const rows = SWAP_HALVES ? swapHalves(loaded) : loaded;
 const start = rows[0]!.sourceTimestampMs;
 const end = rows[rows.length - 1]!.sourceTimestampMs + 1;
 const mid = start + (end - start) / 2;
@@ -257,6 +272,7 @@ process.stdout.write(
   `${JSON.stringify({
     bench: "tuner",
     trace: tracePath,
+    ...(SWAP_HALVES ? { swap_halves: "the trace's second half ran first: tuning and held-out halves traded places" } : {}),
     requests: rows.length,
     samples_budget: SAMPLES,
     eval_seeds: EVAL_SEEDS,

@@ -308,3 +308,25 @@ test("of two weight sets that route every request alike, the tuner keeps the one
   const same = decideUntriggered(trialOf(near, near));
   assert.equal(same.trial!.decision, "reject-futile", "A/A: the incumbent itself is no nearer");
 });
+
+test("a candidate whose p95 over all requests is lower is not written off at half the cap when its triggered requests show no gain", () => {
+  // Triggered requests: 900 ms under the incumbent's weights, 1,000 ms under the candidate's. Of the
+  // incumbent arm's other requests, every 4th takes 5 s: its p95 is 5 s, the candidate's 1 s. The
+  // triggered subset alone says "no improvement" (neither arm exceeds the pooled p95 there), and it
+  // is chosen on the state each arm left behind, so it does not overrule the arms' own p95s.
+  const tuner = new EsTuner({ seed: 2, trial: FAST });
+  let decided: TunerStep | null = null;
+  for (let t = 0; t < 1000 && decided === null; t++) {
+    const trial = tuner.current().trial!;
+    const sessionKey = `s-${t}`;
+    const arm = armOf(sessionKey, trial.salt, trial.share);
+    const triggered = t % 2 === 0;
+    const ttftMs = triggered ? (arm === "incumbent" ? 900 : 1000) : arm === "incumbent" && t % 8 === 1 ? 5000 : 1000;
+    decided = tuner.observe({ ...sample(1, ttftMs), trialId: trial.id, arm, sessionKey, triggered });
+  }
+  assert.ok(decided);
+  assert.ok(decided.trial!.p95TtftMs.candidate! < decided.trial!.p95TtftMs.incumbent!, JSON.stringify(decided.trial!.p95TtftMs));
+  assert.notEqual(decided.trial!.decision, "reject-futile", decided.trial!.reason);
+  assert.equal(decided.samples, 500, "the trial runs to its cap");
+  assert.equal(decided.trial!.decision, "reject-cap", "undecided at the cap: the incumbent stays");
+});
