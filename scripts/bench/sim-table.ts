@@ -9,13 +9,14 @@
 //         absent it falls back to the bundled 500-row fixture and says so in the output.
 // Prints: one JSON object: per scenario (preset, time scale, prompt factor, requests) one row per
 //         policy with TTFT p50/p95, E2E p95, cache hit rate, max replica share and failed requests;
-//         the tuned row also carries the weights the tuner froze at.
+//         the tuned row also carries the weights each LB's tuner froze at (each LB runs its own).
 
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildSimRequests, DEFAULT_COMPARE_POLICIES, globalFleet, paperFleet, runPolicy, scalePrompts, type FleetSpec, type SimRequest } from "@meridian/sim";
 import { bundledTracePath, loadTrace } from "@meridian/workload";
+import { frozenFleet } from "./tuner-regimes";
 
 /** The short-prompt regime (`--prompt-factor 0.05`): every prompt this many times as long (at least one block). */
 const SHORT_PROMPT_FACTOR = 0.05;
@@ -41,9 +42,9 @@ function firstHalf(requests: readonly SimRequest[]): SimRequest[] {
 
 const round = (v: number, digits = 0) => Math.round(v * 10 ** digits) / 10 ** digits;
 
-/** One row; without `weights`, runPolicy uses the defaults of @meridian/routing/types. */
-function row(name: string, spec: FleetSpec, requests: readonly SimRequest[], seed: number, policy: string, weights?: { rtt: number; queue: number }) {
-  const s = runPolicy({ spec, requests, seed, ...(weights ? { weights } : {}) }, policy, TUNER).summary;
+/** One row; each LB routes with its own weights in `spec`, or with the defaults of @meridian/routing/types. */
+function row(name: string, spec: FleetSpec, requests: readonly SimRequest[], seed: number, policy: string) {
+  const s = runPolicy({ spec, requests, seed }, policy, TUNER).summary;
   return {
     policy: name,
     ttft_p50_ms: round(s.ttft_ms.p50),
@@ -78,10 +79,13 @@ export async function runTable(): Promise<void> {
     const spec = sc.spec();
     const built = buildSimRequests(await loadTrace(tracePath, { timeScale: sc.timeScale }), spec).requests;
     const requests = sc.promptFactor === 1 ? built : scalePrompts(built, sc.promptFactor);
-    const tuned = runPolicy({ spec, requests: firstHalf(requests), seed }, "gorgo-online", TUNER).tuners[0]!.finalWeights;
-    const frozen = { rtt: round(tuned.rtt, 4), queue: round(tuned.queue, 4) };
+    // One tuner per LB, as the console runs them; each LB keeps the weights its own tuner froze at.
+    const frozen: Record<string, { rtt: number; queue: number }> = {};
+    for (const tuner of runPolicy({ spec, requests: firstHalf(requests), seed }, "gorgo-online", TUNER).tuners) {
+      for (const lb of tuner.lbs) frozen[lb] = { rtt: round(tuner.finalWeights.rtt, 4), queue: round(tuner.finalWeights.queue, 4) };
+    }
     const rows = DEFAULT_COMPARE_POLICIES.map((p) => row(p, spec, requests, seed, p));
-    rows.splice(1, 0, { ...row(TUNED, spec, requests, seed, "gorgo", frozen), weights: frozen } as (typeof rows)[number]);
+    rows.splice(1, 0, { ...row(TUNED, frozenFleet(spec, frozen), requests, seed, "gorgo"), weights: frozen } as (typeof rows)[number]);
     out.push({ scenario: sc.name, preset: spec.name, time_scale: sc.timeScale, prompt_factor: sc.promptFactor, requests: requests.length, rows });
     process.stderr.write(`progress ${out.length}/${scenarios.length} ${sc.name}\n`);
   }
