@@ -34,7 +34,7 @@ import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { LB_CONFIG_SCHEMA } from "@meridian/protocol";
-import { startLoadGenerator, type LoadGenerator } from "@meridian/workload";
+import { createEntrypointResolver, startLoadGenerator, type LoadGenerator } from "@meridian/workload";
 import { demoStateDir, demoTokenFile } from "../apps/console/src/lib/demo-files";
 import { DEMO_MODEL, DEMO_REGIONS, DEMO_RTT_MS, demoTopology } from "../apps/console/src/lib/demo-topology";
 import { removePidFile, stopLeftovers, writePidFile } from "./lib/pid-files";
@@ -89,6 +89,32 @@ async function answers(url: string, timeoutMs: number, stopped: () => boolean): 
     await new Promise((r) => setTimeout(r, 200));
   }
   return false;
+}
+
+/**
+ * Whether the console's entrypoint map names an LB for every region within `timeoutMs`. The LBs
+ * answer before the console's next probe round has seen them, and until it has, their regions have
+ * no entrypoint: clients started then would fail with "no entrypoint".
+ */
+async function entrypointsCover(
+  url: string,
+  token: string | undefined,
+  regions: readonly string[],
+  timeoutMs: number,
+  stopped: () => boolean,
+): Promise<boolean> {
+  const map = createEntrypointResolver({ source: url, ...(token ? { token } : {}), refreshMs: timeoutMs });
+  try {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline && !stopped()) {
+      await map.refresh().catch(() => undefined);
+      if (regions.every((region) => map.get(region) !== undefined)) return true;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    return false;
+  } finally {
+    map.close();
+  }
 }
 
 async function main(): Promise<void> {
@@ -251,9 +277,13 @@ async function main(): Promise<void> {
   if (down.length > 0) log(`not answering after 60 s: ${down.join(", ")} (they keep being restarted)`);
 
   if (withLoad) {
+    const entrypoints = `${consoleUrl}/api/entrypoints`;
+    const covered = await entrypointsCover(entrypoints, env.MERIDIAN_ENTRYPOINTS_TOKEN, DEMO_REGIONS, 60_000, () => stopping);
+    if (stopping) return;
+    if (!covered) log(`the console's entrypoint map lacks a region after 60 s (${entrypoints}); starting client traffic anyway`);
     const weights = Object.fromEntries(DEMO_REGIONS.map((region) => [region, 1]));
     generator = startLoadGenerator({
-      entrypoints: `${consoleUrl}/api/entrypoints`,
+      entrypoints,
       ...(env.MERIDIAN_ENTRYPOINTS_TOKEN ? { entrypointsToken: env.MERIDIAN_ENTRYPOINTS_TOKEN } : {}),
       refreshMs: 2_000,
       concurrency: 64,
@@ -261,7 +291,7 @@ async function main(): Promise<void> {
       maxOutputTokens: 128,
       generator: { seed: 7, ratePerS: rate, sessions: 24, regions: weights },
     });
-    log(`client traffic: ${rate} req/s over ${DEMO_REGIONS.join(", ")}, entrypoints from ${consoleUrl}/api/entrypoints`);
+    log(`client traffic: ${rate} req/s over ${DEMO_REGIONS.join(", ")}, entrypoints from ${entrypoints}`);
     const report = setInterval(() => {
       const s = generator?.summary();
       if (!s) return;

@@ -7,6 +7,7 @@ import { Writable } from "node:stream";
 import pino from "pino";
 import { createHarness, OPERATOR, TEST_TOKEN, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
+import { STARTUP_GRACE_MS } from "./lb-health";
 import { createLb, entrypointMap, listLbs } from "../services/lbs";
 import { createRegion } from "../services/regions";
 
@@ -110,5 +111,25 @@ describe("entrypoint resolution", () => {
     const map = await entrypointMap(h.rt);
     for (const region of Object.keys(lbs)) assert.equal(map[region]?.lbId, `lb-${region}`, region);
     assert.ok(logged("ap-seoul").some((l) => l.level === 30 && l.msg.includes("back on its assigned LB")));
+  });
+
+  test("an LB that has not answered since the console started is no alarm until the startup grace ends, then one warning", async () => {
+    // lb-us-west (nothing listens on port 9) has never answered: every change of its region so far
+    // was logged at info, as at a fresh start where the LBs come up after the console.
+    const west = () => logged("us-west");
+    assert.ok(west().length >= 2, JSON.stringify(west()));
+    for (const line of west()) {
+      assert.equal(line.level, 30, line.msg);
+      assert.match(line.msg, /\(its LB is still starting\)$/);
+    }
+    h.rt.lbHealth.startGrace(Date.now() - STARTUP_GRACE_MS);
+    await h.rt.health.tick();
+    await h.rt.health.tick();
+    const warnings = west().filter((l) => l.level === 40);
+    assert.deepEqual(
+      warnings.map((l) => l.msg),
+      ["entrypoint falls back to another region's LB"],
+      "warned once, when the grace ended",
+    );
   });
 });

@@ -4,7 +4,10 @@
 // failed over only after several probes, or never when automatic failover is off. Clients must not
 // be sent to it meanwhile, so the map resolves such a region to the nearest LB that takes clients
 // (nearest-lb.ts, the rule failover uses), or to nothing, which is an alarm: logged at warn once
-// per change, shown on the LBs page and exported as a metric.
+// per change, shown on the LBs page and exported as a metric. While the assigned LB is still
+// starting (never seen healthy, within the console's startup grace: lb-health.ts) the change is
+// logged at info: at startup the LBs and the console come up in any order, and an operator should
+// not read a warning into that. A region still unserved when the grace ends is logged at warn then.
 import "server-only";
 import type { Logger } from "pino";
 import type { Store } from "@meridian/db";
@@ -16,7 +19,7 @@ import { lbTakesClients, nearestHealthyLb } from "./nearest-lb";
 export interface EntrypointResolverDeps {
   store: Store;
   log: Logger;
-  book: Pick<LbHealthBook, "isHealthy" | "lb" | "probedAll">;
+  book: Pick<LbHealthBook, "isHealthy" | "lb" | "probedAll" | "starting">;
 }
 
 export type EntrypointStatus = "assigned" | "fallback" | "unresolved";
@@ -49,6 +52,8 @@ export class EntrypointResolver {
     const regionNames = await regionNamesById(store);
     const lbs = new Map((await db.select().from(tables.loadBalancers)).map((lb) => [lb.id, lb]));
     const out: EntrypointResolution[] = [];
+    const startingRegions = new Set<string>();
+    const now = Date.now();
     for (const entry of await db.select().from(tables.entrypoints)) {
       const region = regionNames.get(entry.regionId);
       const assigned = lbs.get(entry.lbId);
@@ -57,6 +62,7 @@ export class EntrypointResolver {
         out.push({ region, assignedLbId: assigned.id, lbId: assigned.id, url: assigned.url, status: "assigned", reason: null, rttMs: null });
         continue;
       }
+      if (book.starting(assigned.id, now)) startingRegions.add(region);
       const probe = book.lb(assigned.id);
       const why =
         assigned.state !== "healthy"
@@ -80,21 +86,24 @@ export class EntrypointResolver {
       );
     }
     out.sort((a, b) => a.region.localeCompare(b.region));
-    this.logChanges(out);
+    this.logChanges(out, startingRegions);
     return out;
   }
 
-  private logChanges(resolutions: readonly EntrypointResolution[]): void {
+  private logChanges(resolutions: readonly EntrypointResolution[], startingRegions: ReadonlySet<string>): void {
     const seen = new Set<string>();
     for (const r of resolutions) {
       seen.add(r.region);
-      const key = `${r.status}:${r.lbId ?? ""}`;
+      const starting = startingRegions.has(r.region);
+      // "starting" is part of the key: a region still unserved when its LB's grace ends is logged again, at warn.
+      const key = `${r.status}:${r.lbId ?? ""}${starting ? ":starting" : ""}`;
       const before = this.logged.get(r.region);
       if (before === key) continue;
       this.logged.set(r.region, key);
       const fields = { region: r.region, assignedLbId: r.assignedLbId, lbId: r.lbId, reason: r.reason };
-      if (r.status === "unresolved") this.deps.log.warn(fields, "entrypoint unresolved: no healthy LB for the region's clients");
-      else if (r.status === "fallback") this.deps.log.warn(fields, "entrypoint falls back to another region's LB");
+      const alarm = (msg: string) => (starting ? this.deps.log.info(fields, `${msg} (its LB is still starting)`) : this.deps.log.warn(fields, msg));
+      if (r.status === "unresolved") alarm("entrypoint unresolved: no healthy LB for the region's clients");
+      else if (r.status === "fallback") alarm("entrypoint falls back to another region's LB");
       else if (before !== undefined) this.deps.log.info(fields, "entrypoint back on its assigned LB");
     }
     for (const region of this.logged.keys()) if (!seen.has(region)) this.logged.delete(region);

@@ -36,7 +36,7 @@ export interface HealthMonitorDeps {
   store: Store;
   log: Logger;
   lbClient: Pick<LbAdminClient, "health" | "state">;
-  book: Pick<LbHealthBook, "lb" | "record" | "keepOnly" | "completeRound">;
+  book: Pick<LbHealthBook, "lb" | "record" | "keepOnly" | "completeRound" | "startGrace" | "starting">;
   publisher: Pick<ConfigPublisher, "onReportedVersion" | "publishAll">;
   telemetry: Pick<TelemetryHub, "sync">;
   failover: Pick<FailoverService, "failover">;
@@ -51,20 +51,18 @@ export interface HealthMonitorDeps {
   autoFailover: boolean;
 }
 
-/** An LB never seen healthy is not marked failed during this long after the monitor starts: at
- * startup the LBs and the console come up in any order. */
-const STARTUP_GRACE_MS = 20_000;
-
 export class HealthMonitor {
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
-  private startedAt = Date.now();
 
-  constructor(private readonly deps: HealthMonitorDeps) {}
+  constructor(private readonly deps: HealthMonitorDeps) {
+    // Probes may run before start() (tick() in scripts and tests): the startup grace runs from here.
+    deps.book.startGrace(Date.now());
+  }
 
   start(): void {
     if (this.timer) return;
-    this.startedAt = Date.now();
+    this.deps.book.startGrace(Date.now());
     this.timer = setInterval(() => this.round(), this.deps.intervalMs);
     this.timer.unref?.();
     this.round();
@@ -189,7 +187,7 @@ export class HealthMonitor {
   private async afterProbe(lb: LoadBalancerRow, entry: LbHealth): Promise<void> {
     await this.deps.autoFailback.afterProbe(lb, entry.healthy === true, entry.lastProbeAt ?? Date.now());
     const { failoverAfter, autoFailover } = this.deps;
-    const inGrace = !entry.everHealthy && Date.now() - this.startedAt < STARTUP_GRACE_MS;
+    const inGrace = this.deps.book.starting(lb.id, Date.now());
     if (entry.healthy === false && entry.consecutiveFailures >= failoverAfter && lb.state === "healthy" && !inGrace) {
       this.deps.log.warn({ lbId: lb.id, failures: entry.consecutiveFailures, error: entry.error }, "LB failed its health probes");
       if (autoFailover && entry.everHealthy) {

@@ -31,9 +31,26 @@ export interface ReplicaLiveView {
   cache: ReplicaCacheState;
 }
 
+/** How long after the console starts probing an LB never seen healthy counts as starting rather
+ * than down: at startup the LBs and the console come up in any order. */
+export const STARTUP_GRACE_MS = 20_000;
+
 export class LbHealthBook {
   private readonly lbs = new Map<string, LbHealth>();
   private roundDone = false;
+  private graceEndsAt = -Infinity;
+
+  /** The console starts probing at `now`: an LB that has not answered yet is starting, not down,
+   * until STARTUP_GRACE_MS later. */
+  startGrace(now: number): void {
+    this.graceEndsAt = now + STARTUP_GRACE_MS;
+  }
+
+  /** Never seen healthy since the console started, and the startup grace is not over: neither
+   * marked failed (health-monitor.ts) nor an alarm (entrypoint-resolver.ts) yet. */
+  starting(lbId: string, now: number): boolean {
+    return !(this.lbs.get(lbId)?.everHealthy ?? false) && now < this.graceEndsAt;
+  }
 
   /** The monitor finished a probe round over every LB it knew. Until then an LB with no probe yet
    * is judged by its stored state (the console just started); after it, an LB with no probe yet was
