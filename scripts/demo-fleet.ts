@@ -184,6 +184,11 @@ async function main(): Promise<void> {
       const status = supervisor.status(name);
       if (status?.running) log(`stopping ${name} (pid ${status.pid})`);
     }
+    // The LBs first: they finish the streams they carry while the engines still answer them.
+    await supervisor.stop(
+      3_000,
+      topology.lbs.map((lb) => lb.id),
+    );
     await supervisor.stop(3_000);
     for (const name of supervisor.names()) removePidFile(stateDir, name);
     process.exit(code);

@@ -102,6 +102,23 @@ describe("Supervisor", () => {
     assert.deepEqual(exits.slice(1).sort(), ["console:SIGTERM", "fleet:SIGTERM"]);
   });
 
+  test("stop() of some children ends only those, and from then on none is restarted", async () => {
+    const { sup, events } = supervisor();
+    sup.add({ name: "lb", command: process.execPath, args: RUN_FOREVER });
+    sup.add({ name: "engine", command: process.execPath, args: RUN_FOREVER });
+    await waitFor(() => of(events, "started").length === 2, "both children to start");
+    const lbPid = sup.status("lb")!.pid!;
+    const enginePid = sup.status("engine")!.pid!;
+    await sup.stop(1_000, ["lb"]);
+    assert.ok(!isAlive(lbPid), "the LB was stopped");
+    assert.ok(isAlive(enginePid), "the engine still runs while the LB stops");
+    assert.equal(of(events, "restart-scheduled").length, 0, "the stopped child is not restarted");
+    process.kill(enginePid, "SIGKILL");
+    await waitFor(() => of(events, "exited", "engine").length === 1, "the engine to exit");
+    assert.equal(of(events, "restart-scheduled").length, 0, "nor is a child that exits after a stop()");
+    await sup.stop(1_000);
+  });
+
   test("stop() escalates to SIGKILL for a child that ignores SIGTERM", async () => {
     const { sup, events } = supervisor();
     const readyFile = join(mkdtempSync(join(tmpdir(), "meridian-supervisor-")), "ready");

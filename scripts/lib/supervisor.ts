@@ -108,11 +108,15 @@ export class Supervisor {
     return [...this.children.keys()];
   }
 
-  /** Stops every child by PID (SIGTERM, then SIGKILL after graceMs); resolves when all have exited. */
-  async stop(graceMs = 8_000): Promise<void> {
+  /**
+   * Stops the children named in `only` (default: every child) by PID (SIGTERM, then SIGKILL after
+   * graceMs); resolves when they have exited. From the first call on, no child is restarted.
+   */
+  async stop(graceMs = 8_000, only?: readonly string[]): Promise<void> {
     this.stopping = true;
     const waits: Promise<void>[] = [];
-    for (const entry of this.children.values()) {
+    for (const [name, entry] of this.children) {
+      if (only && !only.includes(name)) continue;
       if (entry.timer) clearTimeout(entry.timer);
       entry.timer = null;
       const child = entry.child;

@@ -404,7 +404,9 @@ export class Balancer implements ExchangeHost<Job> {
       return;
     }
     if (target.kind === "replica" && isConnectionFailure(error) && this.core.markUnreachable(target.id)) {
-      this.logger.warn({ replica: target.id, reason: message }, "replica unreachable; excluded until its probe recovers");
+      // While this LB shuts down, its engines may be stopping too (a fleet stopped as one): no alarm.
+      if (this.draining) this.logger.info({ replica: target.id, reason: message }, "replica unreachable while this LB shuts down");
+      else this.logger.warn({ replica: target.id, reason: message }, "replica unreachable; excluded until its probe recovers");
       this.inFlight.replicaUnhealthy(target.id);
     }
     const stalled = error instanceof UpstreamStallError;

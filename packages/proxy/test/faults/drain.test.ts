@@ -121,3 +121,41 @@ test("a request arriving during the drain on a connection kept alive from before
     await lb.stop();
   }
 });
+
+test("an LB stopped together with its engine (a fleet stopped as one) logs the engine's loss at info, not as an alarm", async () => {
+  const doomed = await spawnEngine("e-drain-fleet", ENGINE);
+  const lb = await spawnLb(faultsConfig("lb-drain-fleet", [doomed]), { drainTimeoutMs: 30_000 });
+  const lines: { level: number; msg: string }[] = [];
+  let buffered = "";
+  lb.child.stdout?.on("data", (chunk: Buffer) => {
+    buffered += chunk.toString("utf8");
+    const complete = buffered.split("\n");
+    buffered = complete.pop() ?? "";
+    for (const line of complete) if (line.startsWith("{")) lines.push(JSON.parse(line) as { level: number; msg: string });
+  });
+  try {
+    await waitFor("replica healthy", async () => (await lbState(lb.url)).replicas[0]?.healthy === true, 15_000);
+    let firstBytes = 0;
+    const streams = Array.from({ length: 4 }, (_, i) =>
+      streamChat(lb.url, chatBody(`fleet stop ${i}`, { user: `fleet-stop-${i}`, max_tokens: STREAM_TOKENS }), () => void firstBytes++),
+    );
+    await waitFor("every stream started", () => firstBytes === 4, 15_000);
+    lb.signal("SIGTERM");
+    await waitFor("the LB draining (new connections refused)", () => refuses(lb.url), 5_000);
+    await doomed.stop();
+    await Promise.all(streams);
+    assert.equal(await within("the LB process to exit", lb.exited, 40_000), 0);
+    assert.ok(
+      lines.some((l) => l.level === 30 && l.msg === "replica unreachable while this LB shuts down"),
+      lines.map((l) => `${l.level} ${l.msg}`).join(" | "),
+    );
+    assert.deepEqual(
+      lines.filter((l) => l.level >= 40).map((l) => l.msg),
+      [],
+      "no warning: the engine went away because the fleet is stopping",
+    );
+  } finally {
+    await lb.stop();
+    await doomed.stop();
+  }
+});
