@@ -180,15 +180,13 @@ async function main(): Promise<void> {
     stopping = true;
     log("stopping");
     await generator?.stop().catch(() => undefined);
-    for (const name of supervisor.names()) {
+    // The LBs first: they finish the streams they carry while the engines still answer them.
+    const lbIds = topology.lbs.map((lb) => lb.id);
+    for (const name of [...lbIds, ...supervisor.names().filter((name) => !lbIds.includes(name))]) {
       const status = supervisor.status(name);
       if (status?.running) log(`stopping ${name} (pid ${status.pid})`);
     }
-    // The LBs first: they finish the streams they carry while the engines still answer them.
-    await supervisor.stop(
-      3_000,
-      topology.lbs.map((lb) => lb.id),
-    );
+    await supervisor.stop(3_000, lbIds);
     await supervisor.stop(3_000);
     for (const name of supervisor.names()) removePidFile(stateDir, name);
     process.exit(code);

@@ -31,8 +31,10 @@ export function migrationsFolder(name: "drizzle" | "drizzle-pg" = "drizzle"): st
   } catch {
     // import.meta.url is not a file: URL inside some bundles; the cwd walk below covers that.
   }
+  // Found at run time, never traced at build time: a walk up from the working directory would make
+  // Next's file tracer include the whole project in the console's server bundle.
   for (let dir = process.cwd(); ; dir = dirname(dir)) {
-    candidates.push(join(dir, name));
+    candidates.push(join(/* turbopackIgnore: true */ dir, name));
     if (dirname(dir) === dir) break;
   }
   const found = candidates.find((dir) => existsSync(join(dir, JOURNAL)));
