@@ -126,13 +126,13 @@ export class Balancer implements ExchangeHost<Job> {
   /** Starts probes and peer polls; resolves once each replica and peer answered once (or the warmup timeout). */
   async start(): Promise<void> {
     const initial = { addedReplicas: [...this.core.replicas.values()], removedReplicas: [], addedPeers: [...this.core.peers.values()], removedPeers: [] };
-    await this.targets.apply(this.core.config, initial, this.settings.warmupTimeoutMs);
+    await this.targets.apply(this.core.config, initial, { initial: true, withinMs: this.settings.warmupTimeoutMs });
   }
 
   /** Applies a validated config: weights and policy take effect for the next request. */
   applyConfig(next: LbConfig): Promise<void> {
     this.modelCatalog.observe(modelsOf(next), Date.now());
-    const started = this.targets.apply(next, this.core.applyConfig(next));
+    const started = this.targets.apply(next, this.core.applyConfig(next), { initial: false });
     this.drain();
     return started;
   }

@@ -27,16 +27,19 @@ export class TargetRuntimes {
   ) {}
 
   /** Starts I/O for added targets and stops it for removed ones; resolves once every added target
-   * answered its first probe, scrape or poll, or after `withinMs` when given. */
-  apply(config: LbConfig, changes: TargetChanges, withinMs?: number): Promise<void> {
-    const started = this.startAndStop(config, changes);
+   * answered its first probe, scrape or poll, or after `withinMs` when given. At startup (`initial`)
+   * every peer is polled at once; a peer added by a config change is first polled one interval later
+   * (PeerRuntime.start). */
+  apply(config: LbConfig, changes: TargetChanges, options: { initial: boolean; withinMs?: number }): Promise<void> {
+    const started = this.startAndStop(config, changes, options.initial);
+    const withinMs = options.withinMs;
     if (withinMs === undefined) return started;
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs)));
     return Promise.race([started, waited]).finally(() => clearTimeout(timer));
   }
 
-  private startAndStop(config: LbConfig, changes: TargetChanges): Promise<void> {
+  private startAndStop(config: LbConfig, changes: TargetChanges, initial: boolean): Promise<void> {
     for (const record of [...changes.removedReplicas]) {
       const runtime = this.replicas.get(record.id);
       this.replicas.delete(record.id);
@@ -75,7 +78,7 @@ export class TargetRuntimes {
         config.limits.maxConnectionsPerReplica,
       );
       this.peers.set(runtime.id, runtime);
-      starts.push(runtime.start());
+      starts.push(runtime.start(initial ? "now" : "next-interval"));
     }
     return Promise.all(starts).then(() => undefined);
   }

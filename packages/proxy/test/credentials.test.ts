@@ -117,6 +117,35 @@ test("a peer credential reads GET /admin/peer and cannot change anything; refusa
   }
 });
 
+test("two LBs told about each other a moment apart: the first polls the other only after the interval, so no poll is refused", async () => {
+  // What the console does when an LB proves its token: every LB gets a config listing it, one push
+  // after another. lb-us takes its config first; had it polled lb-eu at once, lb-eu (not yet told
+  // about lb-us) would refuse lb-us's credential, and both would log a warning.
+  const usToken = generateLbToken();
+  const euToken = generateLbToken();
+  const settings = { peerPollIntervalMs: 2_000 };
+  const usLog = capturingLogger();
+  const euLog = capturingLogger();
+  const us = await startLb(lbConfig("lb-us", "us-ashburn", [engine]), { token: usToken, settings, logger: usLog.logger });
+  const eu = await startLb(lbConfig("lb-eu", "eu-frankfurt", [engine]), { token: euToken, settings, logger: euLog.logger });
+  try {
+    const peer = (id: string, lb: RunningProxy, region: string, token: string) => ({ id, url: lb.url, region, credentialHashes: [peerCredentialHash(token)] });
+    const usConfig = { ...lbConfig("lb-us", "us-ashburn", [engine]), version: 2, peers: [peer("lb-eu", eu, "eu-frankfurt", euToken)] };
+    const euConfig = { ...lbConfig("lb-eu", "eu-frankfurt", [engine]), version: 2, peers: [peer("lb-us", us, "us-ashburn", usToken)] };
+    assert.equal((await call(us, "PUT", "/admin/config", usToken, usConfig)).status, 200);
+    assert.equal((await call(eu, "PUT", "/admin/config", euToken, euConfig)).status, 200);
+    const peerHealthy = async (lb: RunningProxy, token: string) =>
+      ((await call(lb, "GET", "/admin/state", token)).json as unknown as LbState).peers[0]?.healthy === true;
+    await waitFor("each LB polled the other", async () => ((await peerHealthy(us, usToken)) && (await peerHealthy(eu, euToken))) || undefined, 10_000);
+    assert.deepEqual(await refusals(eu), {}, "lb-eu refused no poll");
+    assert.deepEqual(await refusals(us), {}, "lb-us refused no poll");
+    assert.deepEqual([...usLog.lines, ...euLog.lines], [], "no warning on either side");
+  } finally {
+    await us.close();
+    await eu.close();
+  }
+});
+
 test("a token rotation keeps client traffic and peer polls going, and a restart keeps the rotated token", async () => {
   const oldToken = generateLbToken();
   const newToken = generateLbToken();
