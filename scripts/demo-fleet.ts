@@ -196,9 +196,8 @@ async function main(): Promise<void> {
 
   function supervise(spec: ChildSpec, marker: string): void {
     markers.set(spec.name, marker);
-    // Exit status 2 is the bins' "bad configuration"; retrying cannot fix it. Each child has its own
-    // process group, so a Ctrl-C stops them through stopAll (LBs, then engines), not all at once.
-    supervisor.add({ cwd: root, fatalExitCodes: [2], ownProcessGroup: true, ...spec });
+    // Exit status 2 is the bins' "bad configuration"; retrying cannot fix it.
+    supervisor.add({ cwd: root, fatalExitCodes: [2], ...spec });
   }
 
   for (const spec of topology.engines) {

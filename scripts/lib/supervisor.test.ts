@@ -1,5 +1,4 @@
 import { strict as assert } from "node:assert";
-import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -118,20 +117,6 @@ describe("Supervisor", () => {
     await waitFor(() => of(events, "exited", "engine").length === 1, "the engine to exit");
     assert.equal(of(events, "restart-scheduled").length, 0, "nor is a child that exits after a stop()");
     await sup.stop(1_000);
-  });
-
-  test("a child with ownProcessGroup leads a process group of its own; others share the supervisor's", async () => {
-    const { sup, events } = supervisor();
-    sup.add({ name: "own", command: process.execPath, args: RUN_FOREVER, ownProcessGroup: true });
-    sup.add({ name: "shared", command: process.execPath, args: RUN_FOREVER });
-    await waitFor(() => of(events, "started").length === 2, "both children to start");
-    const pgid = (pid: number) => Number(execFileSync("ps", ["-o", "pgid=", "-p", String(pid)], { encoding: "utf8" }).trim());
-    const own = sup.status("own")!.pid!;
-    const shared = sup.status("shared")!.pid!;
-    assert.equal(pgid(own), own, "a Ctrl-C to the terminal's group does not reach it");
-    assert.equal(pgid(shared), pgid(process.pid));
-    await sup.stop(1_000);
-    assert.ok(!isAlive(own) && !isAlive(shared), "stop() ends both by PID");
   });
 
   test("stop() escalates to SIGKILL for a child that ignores SIGTERM", async () => {

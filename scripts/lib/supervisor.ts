@@ -37,9 +37,6 @@ export interface ChildSpec {
   /** Exit codes that mean "this cannot work" (a bad config): a child that never stayed up and exits
    * with one is given up on at once instead of after giveUpAfter tries. */
   fatalExitCodes?: readonly number[];
-  /** Its own process group: a terminal's Ctrl-C (SIGINT to the foreground group) reaches the
-   * supervisor's process and not this child, so the caller stops it in the order it chooses. */
-  ownProcessGroup?: boolean;
 }
 
 export type SupervisorEvent =
@@ -144,12 +141,7 @@ export class Supervisor {
     const { spec } = entry;
     let child: ChildProcess;
     try {
-      child = spawn(spec.command, [...spec.args], {
-        cwd: spec.cwd,
-        env: spec.env ?? process.env,
-        stdio: spec.stdio ?? ["ignore", "inherit", "inherit"],
-        detached: spec.ownProcessGroup === true,
-      });
+      child = spawn(spec.command, [...spec.args], { cwd: spec.cwd, env: spec.env ?? process.env, stdio: spec.stdio ?? ["ignore", "inherit", "inherit"] });
     } catch (error) {
       this.onEvent({ kind: "spawn-failed", name: spec.name, error: error instanceof Error ? error.message : String(error) });
       this.afterExit(entry, 0);
