@@ -75,20 +75,28 @@ function portIsFree(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** Polls GET url until it answers 2xx; false after timeoutMs. */
-async function answers(url: string, timeoutMs: number, stopped: () => boolean): Promise<boolean> {
+/** Runs `check` every intervalMs until it holds (true), the fleet stops, or timeoutMs passed (false). */
+async function pollUntil(check: () => Promise<boolean>, timeoutMs: number, intervalMs: number, stopped: () => boolean): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && !stopped()) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  return false;
+}
+
+/** Polls GET url until it answers 2xx; false after timeoutMs. */
+function answers(url: string, timeoutMs: number, stopped: () => boolean): Promise<boolean> {
+  const check = async () => {
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
       await res.body?.cancel();
-      if (res.ok) return true;
+      return res.ok;
     } catch {
-      // not listening yet
+      return false; // not listening yet
     }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return false;
+  };
+  return pollUntil(check, timeoutMs, 200, stopped);
 }
 
 /**
@@ -104,14 +112,12 @@ async function entrypointsCover(
   stopped: () => boolean,
 ): Promise<boolean> {
   const map = createEntrypointResolver({ source: url, ...(token ? { token } : {}), refreshMs: timeoutMs });
+  const covered = async () => {
+    await map.refresh().catch(() => undefined);
+    return regions.every((region) => map.get(region) !== undefined);
+  };
   try {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline && !stopped()) {
-      await map.refresh().catch(() => undefined);
-      if (regions.every((region) => map.get(region) !== undefined)) return true;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-    return false;
+    return await pollUntil(covered, timeoutMs, 500, stopped);
   } finally {
     map.close();
   }

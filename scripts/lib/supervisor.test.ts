@@ -32,6 +32,15 @@ after(async () => {
   await Promise.all(supervisors.map((sup) => sup.stop(1_000)));
 });
 
+/** A supervisor with one long-running child per name, once all of them have started; their PIDs by name. */
+async function runningForever(...names: string[]) {
+  const { sup, events } = supervisor();
+  for (const name of names) sup.add({ name, command: process.execPath, args: RUN_FOREVER });
+  await waitFor(() => of(events, "started").length === names.length, "every child to start");
+  const pids = Object.fromEntries(names.map((name) => [name, sup.status(name)!.pid!]));
+  return { sup, events, pids };
+}
+
 const of = <K extends SupervisorEvent["kind"]>(events: SupervisorEvent[], kind: K, name?: string) =>
   events.filter((e): e is Extract<SupervisorEvent, { kind: K }> => e.kind === kind && (name === undefined || e.name === name));
 
@@ -73,12 +82,9 @@ describe("Supervisor", () => {
   });
 
   test("killing the console child restarts it and leaves the fleet children running; stop() ends them all by PID", async () => {
-    const { sup, events } = supervisor();
-    sup.add({ name: "fleet", command: process.execPath, args: RUN_FOREVER });
-    sup.add({ name: "console", command: process.execPath, args: RUN_FOREVER });
-    await waitFor(() => of(events, "started").length === 2, "both children to start");
-    const fleetPid = sup.status("fleet")!.pid!;
-    const firstConsolePid = sup.status("console")!.pid!;
+    const { sup, events, pids } = await runningForever("fleet", "console");
+    const fleetPid = pids.fleet!;
+    const firstConsolePid = pids.console!;
 
     process.kill(firstConsolePid, "SIGKILL");
     await waitFor(() => of(events, "started", "console").length === 2, "the console to be restarted");
@@ -103,12 +109,9 @@ describe("Supervisor", () => {
   });
 
   test("stop() of some children ends only those, and from then on none is restarted", async () => {
-    const { sup, events } = supervisor();
-    sup.add({ name: "lb", command: process.execPath, args: RUN_FOREVER });
-    sup.add({ name: "engine", command: process.execPath, args: RUN_FOREVER });
-    await waitFor(() => of(events, "started").length === 2, "both children to start");
-    const lbPid = sup.status("lb")!.pid!;
-    const enginePid = sup.status("engine")!.pid!;
+    const { sup, events, pids } = await runningForever("lb", "engine");
+    const lbPid = pids.lb!;
+    const enginePid = pids.engine!;
     await sup.stop(1_000, ["lb"]);
     assert.ok(!isAlive(lbPid), "the LB was stopped");
     assert.ok(isAlive(enginePid), "the engine still runs while the LB stops");

@@ -43,7 +43,7 @@ export class PeerRuntime {
    * can reach the peer before the peer took its own, which lists this LB's credential: a 401, logged
    * at warn on both sides (measured in 3 of 6 fresh demo starts).
    */
-  start(firstPoll: "now" | "next-interval" = "now"): Promise<void> {
+  start(firstPoll: "now" | "next-interval"): Promise<void> {
     this.timer = setInterval(() => void this.poll(), this.pollIntervalMs);
     this.timer.unref();
     return firstPoll === "now" ? this.poll() : Promise.resolve();

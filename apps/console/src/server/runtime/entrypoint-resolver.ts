@@ -52,8 +52,6 @@ export class EntrypointResolver {
     const regionNames = await regionNamesById(store);
     const lbs = new Map((await db.select().from(tables.loadBalancers)).map((lb) => [lb.id, lb]));
     const out: EntrypointResolution[] = [];
-    const startingRegions = new Set<string>();
-    const now = Date.now();
     for (const entry of await db.select().from(tables.entrypoints)) {
       const region = regionNames.get(entry.regionId);
       const assigned = lbs.get(entry.lbId);
@@ -62,7 +60,6 @@ export class EntrypointResolver {
         out.push({ region, assignedLbId: assigned.id, lbId: assigned.id, url: assigned.url, status: "assigned", reason: null, rttMs: null });
         continue;
       }
-      if (book.starting(assigned.id, now)) startingRegions.add(region);
       const probe = book.lb(assigned.id);
       const why =
         assigned.state !== "healthy"
@@ -86,15 +83,15 @@ export class EntrypointResolver {
       );
     }
     out.sort((a, b) => a.region.localeCompare(b.region));
-    this.logChanges(out, startingRegions);
+    this.logChanges(out, Date.now());
     return out;
   }
 
-  private logChanges(resolutions: readonly EntrypointResolution[], startingRegions: ReadonlySet<string>): void {
+  private logChanges(resolutions: readonly EntrypointResolution[], now: number): void {
     const seen = new Set<string>();
     for (const r of resolutions) {
       seen.add(r.region);
-      const starting = startingRegions.has(r.region);
+      const starting = r.status !== "assigned" && this.deps.book.starting(r.assignedLbId, now);
       // "starting" is part of the key: a region still unserved when its LB's grace ends is logged again, at warn.
       const key = `${r.status}:${r.lbId ?? ""}${starting ? ":starting" : ""}`;
       const before = this.logged.get(r.region);
