@@ -18,6 +18,9 @@
 //   - regime_shift: the short-prompt regime over the whole trace, the client mix moving halfway;
 //     frozen 1,000 samples after the shift, against the grid optimum of the post-shift workload and
 //     the defaults; nearby_loads repeats it at loads 0.1–3 % lighter, against the defaults there;
+//   - every grid optimum also carries fresh_seeds: its p95 and the defaults' under seeds it was not
+//     chosen on (the winner's curse of a best-of-81); every tuner's summary says how many of the
+//     samples it saw went into the trials it decided;
 //   - timings_s: wall time per part (2 cores shared with other work: see loadavg).
 
 import { existsSync } from "node:fs";
@@ -192,7 +195,7 @@ function heldOut(name: RegimeName) {
     tune_on: "first half",
     evaluate_on: "second half",
     target: name === "short" ? "held-out p95 within 10 % of the grid optimum, below session-affinity" : "held-out p95 at most 1.02 × the defaults'",
-    grid_optimum: optimum ? { p95_ms: round(optimum.p95, 1), weights: optimum.weights, points: optimum.points } : undefined,
+    grid_optimum: optimum ? { p95_ms: round(optimum.p95, 1), weights: optimum.weights, points: optimum.points, fresh_seeds: optimum.fresh_seeds } : undefined,
     defaults_p95_ms: round(defaultsP95, 1),
     session_affinity_p95_ms: round(sessionAffinity, 1),
     seeds: SEEDS,
@@ -260,7 +263,7 @@ const shiftJson = timed("regime_shift", () => {
   return {
     shift: `from halfway, client weights ${JSON.stringify(REGIME_SHIFT.clients)} (uniform before)`,
     frozen: `${SAMPLES} samples after the shift (per tuner)`,
-    new_grid_optimum: { p95_ms: round(optimum.p95, 1), weights: optimum.weights },
+    new_grid_optimum: { p95_ms: round(optimum.p95, 1), weights: optimum.weights, fresh_seeds: optimum.fresh_seeds },
     defaults_post_shift_p95_ms: round(optimum.defaults_p95, 1),
     seeds: SEEDS,
     scopes,
