@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { EsTuner, armOf, type TunerStep } from "./index";
-import { nextNormal } from "./prng";
+import { nextNormal, nextUniform } from "./prng";
 import {
   bowlTtftMs,
   driftingBowl,
@@ -45,15 +45,19 @@ test("samples of another trial, or without an arm, are not counted", () => {
   assert.equal(tuner.current().trial!.id, id);
 });
 
-test("A/A: when the weights change nothing, trials under drifting load accept at most α of candidates; paper mode accepts many", () => {
-  let accepted = 0;
-  let decided = 0;
+/** Every trial of 12 tuners (seeds 1–12), 5,000 requests each, on a fleet where the weights change nothing. */
+function aaSteps(fleet: TrialFleet, requestSeed: number): TunerStep[] {
+  const steps: TunerStep[] = [];
   for (let seed = 1; seed <= 12; seed++) {
-    const tuner = new EsTuner({ seed, trial: FAST });
-    const { steps } = driveTrials(tuner, flatDrifting, { seed: 50 + seed, samples: 5000 });
-    decided += steps.length;
-    accepted += steps.filter((s) => s.accepted).length;
+    steps.push(...driveTrials(new EsTuner({ seed, trial: FAST }), fleet, { seed: requestSeed + seed, samples: 5000 }).steps);
   }
+  return steps;
+}
+
+test("A/A: when the weights change nothing, trials under drifting load accept at most α of candidates; paper mode accepts many", () => {
+  const steps = aaSteps(flatDrifting, 50);
+  const decided = steps.length;
+  const accepted = steps.filter((s) => s.accepted).length;
   assert.ok(decided >= 100, `${decided} trials`);
   assert.ok(accepted / decided <= 0.05, `false accepts: ${accepted} of ${decided}`);
 
@@ -149,6 +153,24 @@ test("a tuner started on the reward hack climbs out in trials: the violating inc
       assert.ok(step.trial!.maxShare.candidate < step.trial!.maxShare.incumbent, `seed ${seed} step ${step.step}: ${step.trial!.reason}`);
     }
   }
+});
+
+test("A/A at the share cap: an incumbent whose arm reads above the cap by chance keeps its place", () => {
+  // The weights change nothing and one replica takes 80 % of the requests, so either arm reads just
+  // above or just below the 0.8 cap from trial to trial. A climb-out is an acceptance, and needs
+  // evidence like any other: on the arms' readings alone it took the incumbent's place in 139 of 361
+  // trials here, on evidence in 4 of 264.
+  const atShareCap: TrialFleet = (_weights, _t, rng) => {
+    const ttftMs = 1000 * Math.exp(0.3 * nextNormal(rng));
+    const replicaId = nextUniform(rng) < 0.8 ? "r0" : `r${1 + Math.floor(nextUniform(rng) * 2)}`;
+    return { ttftMs, e2eMs: ttftMs + 2000, replicaId, ok: true };
+  };
+  const steps = aaSteps(atShareCap, 300);
+  const decided = steps.length;
+  const accepted = steps.filter((s) => s.accepted).length;
+  const violating = steps.filter((s) => s.trial!.maxShare.incumbent > 0.8).length;
+  assert.ok(decided >= 50 && violating >= 10, `${decided} trials, ${violating} with the incumbent arm over the cap`);
+  assert.ok(accepted / decided <= 0.05, `false accepts: ${accepted} of ${decided}`);
 });
 
 test("state round-trips mid-trial: a restored tuner continues exactly like the original", () => {

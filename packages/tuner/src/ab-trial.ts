@@ -9,7 +9,9 @@
 //   accept-equivalent no request routed differently, and the candidate lies nearer the initial
 //                 weights than the incumbent: a tie, broken toward what the operator deployed;
 //   reject-cap    the cap, undecided: the incumbent stays ("do no harm");
-//   guardrails    as in guardrails.ts, judged on the two arms of the same trial.
+//   guardrails    as in guardrails.ts, judged on the two arms of the same trial;
+//   accept-climb-out the incumbent's arm breaks an absolute guardrail and the candidate's arm breaks
+//                 it less, with p ≤ the look's α (trial/analysis.ts, violationTest).
 // The next trial starts at once with a fresh candidate, salt and id.
 
 import { clipToBounds, sameWeights, type Weights } from "./config";
@@ -19,7 +21,7 @@ import { adaptSigma, logStep, mutate, negated, sigmaWhileViolating, stepped } fr
 import { samplesToSeeTail } from "./stats/quantile";
 import { alphaForLook } from "./stats/spending";
 import type { IncumbentRecord, TrialDecision, TrialReport, TrialState, TunerState, TunerStep } from "./state";
-import { analyzeTrial, TRIAL_QUANTILE, type ArmSummary, type TrialAnalysis, type TrialSample } from "./trial/analysis";
+import { analyzeTrial, TRIAL_QUANTILE, violationTest, type ArmSummary, type TrialAnalysis, type TrialSample } from "./trial/analysis";
 import type { TunerSample } from "./window";
 
 /**
@@ -168,14 +170,25 @@ function decide(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
     // Climbing out of a violation: TTFT is not the question (the violation is what makes it fast).
     if (!guardrailsMayDecide) return atCap ? { decision: "reject-cap", reason: `too few samples per arm by the cap; ${p95s}`, guardrail } : null;
     const why = `the incumbent arm breaks the ${inc.guardrail} guardrail (max share ${a.incumbent.maxShare.toFixed(2)}, errors ${(a.incumbent.errorRate * 100).toFixed(1)} %)`;
-    if (guardrail === "pass" || (guardrail !== "e2e" && violatesLess(rails, cand, inc))) {
-      return {
-        decision: "accept-climb-out",
-        reason: `${why}; the candidate arm ${guardrail === "pass" ? "passes" : "violates less"} (max share ${a.candidate.maxShare.toFixed(2)}, errors ${(a.candidate.errorRate * 100).toFixed(1)} %)`,
-        guardrail,
-      };
+    if (guardrail !== "pass" && (guardrail === "e2e" || !violatesLess(rails, cand, inc))) {
+      return { decision: "reject-guardrail", reason: `${why}; the candidate arm is no better (${guardrail})`, guardrail };
     }
-    return { decision: "reject-guardrail", reason: `${why}; the candidate arm is no better (${guardrail})`, guardrail };
+    // A climb-out is an acceptance, so it too needs evidence at this look's α: that the candidate's
+    // arm breaks the rule less, not that the two arms read either side of the cap by chance.
+    const evidence = violationTest(trial.samples, inc.guardrail, {
+      share: trial.share,
+      permutations: s.config.trial.permutations,
+      uniform: () => nextUniform(s.prng),
+      peerReplicaCounts: trial.peerCounts,
+    });
+    const than = `the candidate arm ${guardrail === "pass" ? "passes" : "violates less"} (max share ${a.candidate.maxShare.toFixed(2)}, errors ${(a.candidate.errorRate * 100).toFixed(1)} %)`;
+    if (evidence.pBetter <= alphaAtLook) {
+      return { decision: "accept-climb-out", reason: `${why}; ${than}, p = ${fmtP(evidence.pBetter)} ≤ α at this look ${fmtP(alphaAtLook)}`, guardrail };
+    }
+    if (guardrail !== "pass") {
+      return atCap ? { decision: "reject-cap", reason: `${why}; ${than}, but p = ${fmtP(evidence.pBetter)} is above α at the cap`, guardrail } : null;
+    }
+    // A passing candidate without that evidence is judged as in any other trial, on its TTFT.
   }
   if ((guardrail === "share" || guardrail === "errors") && guardrailsMayDecide) {
     const detail =

@@ -222,3 +222,32 @@ export function analyzeTrial(samples: readonly TrialSample[], options: TrialAnal
     cupedVarianceReduction,
   };
 }
+
+/**
+ * Evidence that the candidate's arm breaks the incumbent arm's absolute guardrail less: the same
+ * randomization test (sessions re-drawn) on a per-request indicator of the violation. For "errors" a
+ * request that failed; for "share" a request placed on the replica that carries the incumbent arm's
+ * largest projected fleet share (peer LBs' requests are common to both arms, so the arms' projected
+ * shares of that replica differ exactly as these fractions do). pBetter is small when the candidate's
+ * rate is convincingly the lower one. Without it, an incumbent that sits at a cap would lose its place
+ * to its own weights whenever its arm happened to read above the cap and the other arm below.
+ */
+export function violationTest(
+  samples: readonly TrialSample[],
+  violation: "errors" | "share",
+  options: Pick<TrialAnalysisOptions, "share" | "permutations" | "uniform" | "peerReplicaCounts">,
+): RandomizationResult {
+  let indicator: (s: TrialSample) => number;
+  if (violation === "errors") indicator = (s) => (s.ok ? 0 : 1);
+  else {
+    const load = new Map<string, number>(Object.entries(options.peerReplicaCounts ?? {}));
+    const incumbent = samples.filter((s) => s.arm === "incumbent");
+    // The arm's own count is projected onto all of the LB's samples, as in summarize().
+    const scale = incumbent.length === 0 ? 0 : samples.length / incumbent.length;
+    for (const s of incumbent) if (s.replicaId !== null) load.set(s.replicaId, (load.get(s.replicaId) ?? 0) + scale);
+    let busiest: string | null = null;
+    for (const [replica, count] of load) if (busiest === null || count > load.get(busiest)!) busiest = replica;
+    indicator = (s) => (s.replicaId !== null && s.replicaId === busiest ? 1 : 0);
+  }
+  return randomizationTest(unitsOf(samples, samples.map(indicator)), options.share, options.permutations, options.uniform);
+}
