@@ -175,11 +175,11 @@ function decide(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
     }
     // A climb-out is an acceptance, so it too needs evidence at this look's α: that the candidate's
     // arm breaks the rule less, not that the two arms read either side of the cap by chance.
-    const evidence = violationTest(trial.samples, inc.guardrail, {
+    const violation = inc.guardrail === "errors" ? { kind: "errors" as const } : { kind: "share" as const, replica: a.incumbent.busiestReplica };
+    const evidence = violationTest(trial.samples, violation, {
       share: trial.share,
       permutations: s.config.trial.permutations,
       uniform: () => nextUniform(s.prng),
-      peerReplicaCounts: trial.peerCounts,
     });
     const than = `the candidate arm ${guardrail === "pass" ? "passes" : "violates less"} (max share ${a.candidate.maxShare.toFixed(2)}, errors ${(a.candidate.errorRate * 100).toFixed(1)} %)`;
     if (evidence.pBetter <= alphaAtLook) {

@@ -48,6 +48,8 @@ export interface ArmSummary {
    * own max share.
    */
   maxShare: number;
+  /** The replica behind maxShare; null when no request of the LB or its peers was placed. */
+  busiestReplica: string | null;
   meanLogTtft: number | null;
 }
 
@@ -114,11 +116,15 @@ function summarize(
   let peerTotal = 0;
   for (const count of Object.values(peers)) peerTotal += count;
   let maxShare = 0;
+  let busiestReplica: string | null = null;
   const replicas = new Set([...perReplica.keys(), ...Object.keys(peers)]);
   for (const replica of replicas) {
     const own = n === 0 ? 0 : ((perReplica.get(replica) ?? 0) / n) * lbTotal;
     const share = (own + (peers[replica] ?? 0)) / (lbTotal + peerTotal);
-    if (share > maxShare) maxShare = share;
+    if (share > maxShare) {
+      maxShare = share;
+      busiestReplica = replica;
+    }
   }
   const finite = (v: number | null | undefined) => (v === null || v === undefined || !Number.isFinite(v) ? null : v);
   return {
@@ -129,6 +135,7 @@ function summarize(
     e2eP95Ms: percentileOfSorted(e2es, TRIAL_QUANTILE) ?? 0,
     errorRate: n === 0 ? 0 : errors / n,
     maxShare: lbTotal + peerTotal === 0 ? 0 : maxShare,
+    busiestReplica,
     meanLogTtft: logCount === 0 ? null : logSum / logCount,
   };
 }
@@ -226,28 +233,18 @@ export function analyzeTrial(samples: readonly TrialSample[], options: TrialAnal
 /**
  * Evidence that the candidate's arm breaks the incumbent arm's absolute guardrail less: the same
  * randomization test (sessions re-drawn) on a per-request indicator of the violation. For "errors" a
- * request that failed; for "share" a request placed on the replica that carries the incumbent arm's
- * largest projected fleet share (peer LBs' requests are common to both arms, so the arms' projected
+ * request that failed; for "share" a request placed on the incumbent arm's busiest replica (its
+ * ArmSummary.busiestReplica; peer LBs' requests are common to both arms, so the arms' projected
  * shares of that replica differ exactly as these fractions do). pBetter is small when the candidate's
  * rate is convincingly the lower one. Without it, an incumbent that sits at a cap would lose its place
  * to its own weights whenever its arm happened to read above the cap and the other arm below.
  */
 export function violationTest(
   samples: readonly TrialSample[],
-  violation: "errors" | "share",
-  options: Pick<TrialAnalysisOptions, "share" | "permutations" | "uniform" | "peerReplicaCounts">,
+  violation: { kind: "errors" } | { kind: "share"; replica: string | null },
+  options: Pick<TrialAnalysisOptions, "share" | "permutations" | "uniform">,
 ): RandomizationResult {
-  let indicator: (s: TrialSample) => number;
-  if (violation === "errors") indicator = (s) => (s.ok ? 0 : 1);
-  else {
-    const load = new Map<string, number>(Object.entries(options.peerReplicaCounts ?? {}));
-    const incumbent = samples.filter((s) => s.arm === "incumbent");
-    // The arm's own count is projected onto all of the LB's samples, as in summarize().
-    const scale = incumbent.length === 0 ? 0 : samples.length / incumbent.length;
-    for (const s of incumbent) if (s.replicaId !== null) load.set(s.replicaId, (load.get(s.replicaId) ?? 0) + scale);
-    let busiest: string | null = null;
-    for (const [replica, count] of load) if (busiest === null || count > load.get(busiest)!) busiest = replica;
-    indicator = (s) => (s.replicaId !== null && s.replicaId === busiest ? 1 : 0);
-  }
+  const indicator =
+    violation.kind === "errors" ? (s: TrialSample) => (s.ok ? 0 : 1) : (s: TrialSample) => (s.replicaId !== null && s.replicaId === violation.replica ? 1 : 0);
   return randomizationTest(unitsOf(samples, samples.map(indicator)), options.share, options.permutations, options.uniform);
 }
