@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import type { Weights } from "@meridian/routing";
 import { percentile, simulateFleet, type FleetSpec, type SimRequest } from "@meridian/sim";
 import { loadTrace } from "@meridian/workload";
-import { busyScale, EVAL_SEEDS, frozenFleet, gridOptimum, regime, round, SAMPLES_BUDGET, shiftWorkload, tuneOn } from "./tuner-regimes";
+import { busyScale, EVAL_SEEDS, everyLbOn, frozenFleet, gridOptimum, regime, round, SAMPLES_BUDGET, shiftWorkload, tuneOn } from "./tuner-regimes";
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -96,7 +96,7 @@ process.stdout.write(
     frozen_weights: Object.fromEntries(Object.entries(tuned.weights).map(([lb, w]) => [lb, weights(w)])),
     post_shift_by_client_region: {
       frozen: byClientRegion(frozenFleet(r.spec, tuned.weights), post),
-      optimum: byClientRegion(frozenFleet(r.spec, Object.fromEntries(r.spec.lbs.map((lb) => [lb.id, optimum]))), post),
+      optimum: byClientRegion(frozenFleet(r.spec, everyLbOn(r.spec, optimum)), post),
     },
   })}\n`,
 );
