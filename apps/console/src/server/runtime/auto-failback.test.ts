@@ -111,6 +111,10 @@ describe("automatic failback through the health monitor's own probes", () => {
         await createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: fake.url, region, crossRegion: "direct" });
       }
       await h.rt.start();
+      // The monitor acts (fails over, fails back) only while this console leads, and start() runs the
+      // first election in the background: a round that probed before it was won saw the LB down and
+      // did nothing (a CI run failed here with the LB still "healthy").
+      await waitFor(() => h.rt.leadership.view().isLeader, 10_000, "the console leads");
       await h.rt.health.tick();
       fakes[0]!.healthy = false;
       await h.rt.health.tick();
