@@ -18,6 +18,13 @@
 //   - regime_shift: the short-prompt regime over the whole trace, the client mix moving halfway;
 //     frozen 1,000 samples after the shift, against the grid optimum of the post-shift workload and
 //     the defaults; nearby_loads repeats it at loads 0.1–3 % lighter, against the defaults there;
+//   - interference: the defaults against each grid optimum above (and the short-prompt optimum against
+//     the new one after the shift) split by session at candidate shares 0.1, 0.5 and 0.9, and by time
+//     slots of 50–1,000 requests: each arm's p95 beside each set's p95 deployed alone, and whether the
+//     split ranks them alike;
+//     when a fleet tuner's short-prompt run did harm, its weights against the defaults are a fourth pair;
+//   - windows: the same pairs, each set alone, compared window by window (500–2,000 requests): how
+//     often a window of a trial's length ranks them as the whole workload does;
 //   - every grid optimum also carries fresh_seeds: its p95 and the defaults' under seeds it was not
 //     chosen on (the winner's curse of a best-of-81); every tuner's summary says how many of the
 //     samples it saw went into the trials it decided;
@@ -28,6 +35,7 @@ import { loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { simulateFleet, type SimRequest, type TunerReport, type TunerScope } from "@meridian/sim";
+import { DEFAULT_WEIGHTS, type Weights } from "@meridian/routing";
 import { loadTrace, type TraceRequest } from "@meridian/workload";
 import {
   busyScale,
@@ -47,6 +55,8 @@ import {
   windowRows,
   type RegimeName,
 } from "./tuner-regimes";
+import { interference } from "./tuner-interference";
+import { windowsAlone } from "./tuner-windows";
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -274,6 +284,54 @@ const shiftJson = timed("regime_shift", () => {
   };
 });
 
+// ---- what a trial can see: the pairs the targets are about (the defaults against each grid optimum
+// above, and after the shift the short-prompt optimum against the new one). `interference`: the pair
+// split by session at several shares, and by time slot, beside each set deployed alone
+// (tuner-interference.ts); `windows`: each set alone, compared window by window (tuner-windows.ts).
+interface TrialPair {
+  workload: string;
+  requests: SimRequest[];
+  pair: { incumbent: Weights; candidate: Weights };
+}
+const trialPairs = ((): Record<string, TrialPair> => {
+  const r = regimes.short;
+  const heldOutHalf = requestsOf(r, halves.second, busy("short", "second half", halves.second).timeScale);
+  const { post } = shiftWorkload(r, rows, busy("short", "whole trace", rows).timeScale);
+  const shortOptimum = shortJson.grid_optimum!.weights;
+  const shiftOptimum = shiftJson.new_grid_optimum.weights;
+  const defaults = { ...DEFAULT_WEIGHTS };
+  // The fleet tuner's most harmful short-prompt run, when one did harm: does a trial see that harm?
+  const runs = shortJson.scopes.fleet!.runs.map((run) => run.after_first_half as { held_out_p95_ms: number; tuners: ReturnType<typeof reportSummary> });
+  const worst = runs.reduce((a, b) => (b.held_out_p95_ms > a.held_out_p95_ms ? b : a));
+  const harmful = worst.held_out_p95_ms > 1.02 * shortJson.defaults_p95_ms;
+  const held = "the short-prompt regime's held-out half";
+  const afterShift = "the regime shift's post-shift part";
+  return {
+    short_prompt: { workload: held, requests: heldOutHalf, pair: { incumbent: defaults, candidate: shortOptimum } },
+    ...(harmful
+      ? { short_prompt_worst_fleet_run: { workload: held, requests: heldOutHalf, pair: { incumbent: defaults, candidate: worst.tuners[0]!.weights } } }
+      : {}),
+    regime_shift: { workload: afterShift, requests: post, pair: { incumbent: defaults, candidate: shiftOptimum } },
+    // The way back after the shift: from the weights that were best on short prompts to the new optimum.
+    regime_shift_back: { workload: afterShift, requests: post, pair: { incumbent: shortOptimum, candidate: shiftOptimum } },
+  };
+})();
+function perPair<T extends object>(what: string, measure: (p: TrialPair) => T) {
+  return { what, ...Object.fromEntries(Object.entries(trialPairs).map(([name, p]) => [name, { workload: p.workload, ...measure(p) }])) };
+}
+const interferenceJson = timed("interference", () =>
+  perPair(
+    "each arm's served p95 TTFT (seeds pooled) with the pair split by session at the candidate's share, and by time slot, beside each set deployed alone on every LB",
+    (p) => interference(regimes.short.spec, p.requests, p.pair),
+  ),
+);
+const windowsJson = timed("windows", () =>
+  perPair(
+    "each set alone on every LB over the same requests and seed; per window of N requests (by arrival), whether the set with the lower p95 over the whole workload also has it in the window",
+    (p) => windowsAlone(regimes.short.spec, p.requests, p.pair),
+  ),
+);
+
 process.stdout.write(
   `${JSON.stringify({
     bench: "tuner",
@@ -292,6 +350,8 @@ process.stdout.write(
     short_prompt: shortJson,
     long_prompt: longJson,
     regime_shift: shiftJson,
+    interference: interferenceJson,
+    windows: windowsJson,
     timings_s: { ...timings, total: round((performance.now() - started) / 1000, 1) },
     loadavg: loadavg().map((x) => round(x, 2)),
   })}\n`,

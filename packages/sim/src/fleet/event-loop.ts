@@ -17,7 +17,7 @@ import { LbDriver, type Leg, type LbTransport, type SimLb } from "./lb-driver";
 import { RunRecords } from "./records";
 import { rttBetween, type FleetSpec } from "./spec";
 import type { Flight, ReplicaState } from "./flight";
-import type { FleetRunOptions } from "./run-options";
+import type { FleetRunOptions, TimeSlotSplit } from "./run-options";
 import { mixSeed } from "./seeds";
 import { TunerDriver } from "./tuner-driver";
 import type { SimRequest } from "./workload";
@@ -35,6 +35,7 @@ enum Kind {
   PeerPoll,
   PeerReport,
   LbWake,
+  SlotStart,
 }
 
 type SimEvent =
@@ -49,7 +50,8 @@ type SimEvent =
   | { k: Kind.ScrapeResult; lb: SimLb<Flight>; rep: ReplicaState; load: ScrapedLoad; cache: EngineCacheScrape }
   | { k: Kind.PeerPoll; lb: SimLb<Flight>; peer: SimLb<Flight> }
   | { k: Kind.PeerReport; lb: SimLb<Flight>; report: ReturnType<LbDriver<Flight>["peerReport"]>; sampleMs: number }
-  | { k: Kind.LbWake; lb: SimLb<Flight> };
+  | { k: Kind.LbWake; lb: SimLb<Flight> }
+  | { k: Kind.SlotStart; slot: number };
 
 export class FleetRun implements LbTransport<Flight> {
   private readonly queue = new EventQueue<SimEvent>();
@@ -65,6 +67,7 @@ export class FleetRun implements LbTransport<Flight> {
   private readonly jitterRng: Rng;
   readonly records: RunRecords;
   private now = 0;
+  private readonly timeSlots: TimeSlotSplit | null;
   private readonly admitInput: AdmitInput & { clientRegion: string; inputTokens: number; tokensPerBlock: number } = {
     keys: [],
     sessionKey: "",
@@ -102,6 +105,9 @@ export class FleetRun implements LbTransport<Flight> {
     for (const rep of this.replicas) this.replicaById.set(rep.id, rep);
     const initialWeights = options.weights ?? { ...DEFAULT_WEIGHTS };
     const tunerOptions = options.tuner;
+    if (options.timeSlots && tunerOptions) throw new Error("a time-slot split and a tuner both set the LBs' weights: choose one");
+    if (options.timeSlots && !(options.timeSlots.slotMs > 0)) throw new Error(`timeSlots.slotMs must be > 0, received ${options.timeSlots.slotMs}`);
+    this.timeSlots = options.timeSlots ?? null;
     if (!tunerOptions) this.tunerOf = spec.lbs.map(() => null);
     else if (tunerOptions.scope === "fleet") {
       const fleet = new TunerDriver(
@@ -124,6 +130,7 @@ export class FleetRun implements LbTransport<Flight> {
           policy: options.policy ?? lb.policy,
           weights: { ...(this.tunerOf[idx] ? initialWeights : (lb.weights ?? initialWeights)) },
           crossRegion: lb.crossRegion ?? "direct",
+          ...(lb.trial && !this.tunerOf[idx] ? { trial: lb.trial } : {}),
         })),
         ...(spec.lbLimits ? { limits: spec.lbLimits } : {}),
         probes: { rttIntervalMs: spec.probeIntervalMs, scrapeIntervalMs: spec.scrapeIntervalMs },
@@ -189,6 +196,7 @@ export class FleetRun implements LbTransport<Flight> {
         if (peer !== lb) this.queue.push(start - rttBetween(this.spec, lb.region, peer.region) * (1 + this.spec.rttJitter) - 1, { k: Kind.PeerPoll, lb, peer });
       }
     }
+    if (this.timeSlots) this.queue.push(start - 1, { k: Kind.SlotStart, slot: 0 });
     while (this.records.settled < total) {
       const item = this.queue.pop();
       if (item === undefined) throw new Error(`simulation stalled with ${total - this.records.settled} requests unfinished`);
@@ -229,6 +237,8 @@ export class FleetRun implements LbTransport<Flight> {
         return this.driver.peerPolled(ev.lb, ev.report, ev.sampleMs, this.now);
       case Kind.LbWake:
         return this.driver.wake(ev.lb, this.now);
+      case Kind.SlotStart:
+        return this.startSlot(ev.slot);
     }
   }
 
@@ -297,6 +307,17 @@ export class FleetRun implements LbTransport<Flight> {
       return;
     }
     this.records.answered(f, completion, now, this.clientHalfRtt(f.req.clientRegion, leg.lb));
+  }
+
+  /** A time slot begins: every LB takes the slot's weights (instantaneous in virtual time), and the next slot is due. */
+  private startSlot(slot: number): void {
+    const split = this.timeSlots!;
+    const weights = split.weights[mixSeed(split.salt, slot) & 1]!;
+    for (const lb of this.driver.lbs) {
+      const base = lb.core.config;
+      this.driver.applyConfig(lb, { ...base, weights: { ...weights }, version: base.version + 1 }, this.now);
+    }
+    if (this.running) this.queue.push(this.now + split.slotMs, { k: Kind.SlotStart, slot: slot + 1 });
   }
 
   /** Publishes the tuner's weights (and trial) to one LB under a new config version; instantaneous in virtual time. */

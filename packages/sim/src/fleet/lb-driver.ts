@@ -64,6 +64,8 @@ export interface SimLbSpec {
   policy: PolicyName;
   weights: Weights;
   crossRegion: CrossRegionMode;
+  /** A standing trial (LbSpec.trial). */
+  trial?: NonNullable<LbConfig["trial"]>;
   /** The replicas in this LB's config; default: every replica of the fleet. */
   replicas?: readonly SimReplicaSpec[];
 }
@@ -113,6 +115,7 @@ export function simLbConfig(settings: LbDriverSettings, lb: SimLbSpec): LbConfig
     index: { ...settings.index },
     // Simulated clients are anonymous: client keys are an access control, not a routing input.
     clientAuth: { required: false, keys: [] },
+    ...(lb.trial ? { trial: { ...lb.trial, candidate: { ...lb.trial.candidate } } } : {}),
   };
 }
 

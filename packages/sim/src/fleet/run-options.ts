@@ -13,6 +13,12 @@ export interface FleetRunOptions {
   weights?: Weights;
   /** Run the online (1+1)-ES on each LB (gorgo only). */
   tuner?: TunerRunOptions;
+  /**
+   * Experiments: a time-slot split instead of a session split. From the first arrival, every LB runs
+   * one of `weights` for each slot of `slotMs`, the slot's draw a hash of `salt` and the slot number;
+   * records carry the weights each request was routed with. Not with `tuner`.
+   */
+  timeSlots?: TimeSlotSplit;
   seed: number;
   /** Keep one record per served request in the result (for --jsonl). */
   recordRequests?: boolean;
@@ -20,6 +26,12 @@ export interface FleetRunOptions {
   onDecision?: (trace: DecisionTrace) => void;
   /** Called as requests settle (served or refused), at most ~200 times per run. */
   onProgress?: (done: number, total: number) => void;
+}
+
+export interface TimeSlotSplit {
+  slotMs: number;
+  weights: readonly [Weights, Weights];
+  salt: number;
 }
 
 export interface DecisionTrace {

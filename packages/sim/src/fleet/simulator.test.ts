@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { WEIGHT_BOUNDS as DEFAULT_BOUNDS } from "@meridian/routing";
 import { test } from "node:test";
+import { armOf } from "@meridian/tuner";
 import { bundledTracePath, loadTrace, type TraceRequest } from "@meridian/workload";
 import { buildSimRequests, compare, globalFleet, paperFleet, simulateFleet, spreadTicks, type DecisionTrace, type FleetSpec, type SimRequest } from "./index";
 
@@ -160,6 +161,53 @@ test("reward hack: W_queue at zero sends every request to the nearest replica th
     JSON.stringify([hacked.summary.replica_share, balanced.summary.replica_share]),
   );
   assert.equal(hacked.summary.replica_share["ap-seoul"], 0);
+});
+
+test("a standing trial routes each session with its arm's weights for the whole run, with no tuner", async () => {
+  const trial = { id: "standing", salt: "5eed5a17", share: 0.3, candidate: { rtt: 20, queue: 0.05 } };
+  const base = paperFleet();
+  const spec = { ...base, lbs: base.lbs.map((lb) => ({ ...lb, weights: { rtt: 0.5, queue: 0.1 }, trial })) };
+  const requests = await smallWorkload(spec);
+  const result = simulateFleet(spec, requests, { policy: "gorgo", seed: 1, recordRequests: true });
+  assert.equal(result.summary.completed, requests.length);
+  const sessions = new Set<string>();
+  for (const r of result.records!) {
+    const sessionKey = requests[r.id]!.sessionKey;
+    sessions.add(sessionKey);
+    const expected = armOf(sessionKey, trial.salt, trial.share) === "candidate" ? trial.candidate : { rtt: 0.5, queue: 0.1 };
+    assert.deepEqual(r.weights, expected, `session ${sessionKey}`);
+  }
+  const inCandidate = [...sessions].filter((key) => armOf(key, trial.salt, trial.share) === "candidate").length;
+  assert.ok(inCandidate > 0 && inCandidate < sessions.size, `${inCandidate} of ${sessions.size} sessions in the candidate arm`);
+});
+
+test("a time-slot split runs every LB on one weight set per slot, and refuses to run beside a tuner", async () => {
+  const spec = paperFleet();
+  const requests = await smallWorkload(spec);
+  const a = { rtt: 0.5, queue: 0.1 };
+  const b = { rtt: 20, queue: 0.05 };
+  const span = requests[requests.length - 1]!.arrivalMs - requests[0]!.arrivalMs;
+  const slotMs = span / 10;
+  const result = simulateFleet(spec, requests, { policy: "gorgo", seed: 1, recordRequests: true, timeSlots: { slotMs, weights: [a, b], salt: 3 } });
+  assert.equal(result.summary.completed, requests.length);
+  const byArrival = [...result.records!].sort((x, y) => x.arrival_ms - y.arrival_ms);
+  const inA = byArrival.filter((r) => r.weights.rtt === a.rtt && r.weights.queue === a.queue).length;
+  const inB = byArrival.filter((r) => r.weights.rtt === b.rtt && r.weights.queue === b.queue).length;
+  assert.equal(inA + inB, requests.length, "every request ran on one of the two weight sets");
+  assert.ok(inA > 0 && inB > 0, `${inA} + ${inB}: both sets drawn over ten slots`);
+  // Slots, not sessions: the weights change only at slot boundaries, so at most once per slot.
+  const changes = byArrival.filter((r, i) => i > 0 && r.weights.rtt !== byArrival[i - 1]!.weights.rtt).length;
+  assert.ok(changes <= 10, `${changes} changes of weights over ten slots`);
+  assert.throws(
+    () =>
+      simulateFleet(spec, requests, {
+        policy: "gorgo",
+        seed: 1,
+        timeSlots: { slotMs, weights: [a, b], salt: 3 },
+        tuner: { evaluation: "ab", guardrails: true },
+      }),
+    /time-slot split and a tuner/,
+  );
 });
 
 test("via-peer mode: full local replicas forward to a peer LB once, or hold; the hold is bounded", async () => {

@@ -1,6 +1,7 @@
 // The fleet the simulator runs: regions, the RTT matrix between them, engine replicas and regional
 // load balancers. Plain data so it can come from a preset, a JSON file or the console.
 
+import type { LbConfig } from "@meridian/protocol";
 import type { CrossRegionMode, PolicyName, Weights } from "@meridian/routing";
 import type { EngineParams } from "../engine";
 
@@ -18,6 +19,12 @@ export interface LbSpec {
   policy?: PolicyName;
   weights?: Weights;
   crossRegion?: CrossRegionMode;
+  /**
+   * A trial the LB runs for the whole run, with no tuner deciding it: a share of sessions routed with
+   * the candidate's weights, the rest with `weights`. How the interference between a trial's arms is
+   * measured (scripts/bench/tuner-interference.ts). Ignored on an LB that a tuner drives.
+   */
+  trial?: NonNullable<LbConfig["trial"]>;
 }
 
 export interface FleetSpec {
