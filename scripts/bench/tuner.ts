@@ -13,7 +13,8 @@
 //     false-accept rate of the method as deployed (triggered analysis) and of its statistic alone;
 //   - short_prompt: tune from the defaults on the first half (frozen after 1,000 samples, and at the
 //     end of the half), evaluate on the second: p95 TTFT against the grid optimum of the second half
-//     and against session-affinity, per seed, for one tuner per LB and one tuner for the fleet;
+//     and against session-affinity, per seed, for one tuner per LB and one tuner for the fleet; a run
+//     worse than the defaults is judged on its tuning half too (tuning_half_p95_ms);
 //   - long_prompt: the same protocol, frozen tuned weights against the defaults on the second half;
 //   - regime_shift: the short-prompt regime over the whole trace, the client mix moving halfway;
 //     frozen 1,000 samples after the shift, against the grid optimum of the post-shift workload and
@@ -22,7 +23,8 @@
 //     the new one after the shift) split by session at candidate shares 0.1, 0.5 and 0.9, and by time
 //     slots of 50–1,000 requests: each arm's p95 beside each set's p95 deployed alone, and whether the
 //     split ranks them alike;
-//     when a fleet tuner's short-prompt run did harm, its weights against the defaults are a fourth pair;
+//     when a fleet tuner's short-prompt run did harm, its weights against the defaults are a fourth
+//     pair, on the held-out half and on the half it was tuned on;
 //   - windows: the same pairs, each set alone, compared window by window (500–2,000 requests): how
 //     often a window of a trial's length ranks them as the whole workload does;
 //   - every grid optimum also carries fresh_seeds: its p95 and the defaults' under seeds it was not
@@ -180,10 +182,14 @@ function heldOut(name: RegimeName) {
         ] as const) {
           const tuned = tuneOn(r.spec, tune, seed, { scope, ...(stop ? { stopAfter: stop } : {}) });
           const p95 = frozenP95(r.spec, evaluate, tuned.weights);
+          // A harmful run, judged again on the half it was tuned on: was the harm there already, or
+          // did the weights win that half and lose the next?
+          const harmful = p95 > 1.02 * defaultsP95;
           out[label] = {
             held_out_p95_ms: round(p95, 1),
             ...(optimum ? { ratio_to_optimum: round(p95 / optimum.p95, 3), below_session_affinity: p95 < sessionAffinity } : {}),
             ratio_to_defaults: round(p95 / defaultsP95, 3),
+            ...(harmful ? { tuning_half_p95_ms: round(frozenP95(r.spec, tune, tuned.weights), 1) } : {}),
             tuners: reportSummary(tuned.reports),
           };
         }
@@ -210,6 +216,7 @@ function heldOut(name: RegimeName) {
       ? { p95_ms: round(optimum.p95, 1), weights: optimum.weights, points: optimum.points, fresh_seeds: onFreshSeeds(r.spec, evaluate, optimum.weights) }
       : undefined,
     defaults_p95_ms: round(defaultsP95, 1),
+    defaults_tuning_half_p95_ms: round(frozenP95(r.spec, tune), 1),
     session_affinity_p95_ms: round(sessionAffinity, 1),
     seeds: SEEDS,
     scopes,
@@ -300,7 +307,8 @@ const trialPairs = ((): Record<string, TrialPair> => {
   const shortOptimum = shortJson.grid_optimum!.weights;
   const shiftOptimum = shiftJson.new_grid_optimum.weights;
   const defaults = { ...DEFAULT_WEIGHTS };
-  // The fleet tuner's most harmful short-prompt run, when one did harm: does a trial see that harm?
+  // The fleet tuner's most harmful short-prompt run, when one did harm: does a trial see that harm on
+  // the held-out half, and were its weights the better ones on the half it was tuned on?
   const runs = shortJson.scopes.fleet!.runs.map((run) => run.after_first_half as { held_out_p95_ms: number; tuners: ReturnType<typeof reportSummary> });
   const worst = runs.reduce((a, b) => (b.held_out_p95_ms > a.held_out_p95_ms ? b : a));
   const harmful = worst.held_out_p95_ms > 1.02 * shortJson.defaults_p95_ms;
@@ -309,7 +317,14 @@ const trialPairs = ((): Record<string, TrialPair> => {
   return {
     short_prompt: { workload: held, requests: heldOutHalf, pair: { incumbent: defaults, candidate: shortOptimum } },
     ...(harmful
-      ? { short_prompt_worst_fleet_run: { workload: held, requests: heldOutHalf, pair: { incumbent: defaults, candidate: worst.tuners[0]!.weights } } }
+      ? {
+          short_prompt_worst_fleet_run: { workload: held, requests: heldOutHalf, pair: { incumbent: defaults, candidate: worst.tuners[0]!.weights } },
+          short_prompt_worst_fleet_run_tuning_half: {
+            workload: "the short-prompt regime's tuning half",
+            requests: requestsOf(r, halves.first, busy("short", "first half", halves.first).timeScale),
+            pair: { incumbent: defaults, candidate: worst.tuners[0]!.weights },
+          },
+        }
       : {}),
     regime_shift: { workload: afterShift, requests: post, pair: { incumbent: defaults, candidate: shiftOptimum } },
     // The way back after the shift: from the weights that were best on short prompts to the new optimum.
