@@ -78,8 +78,10 @@ export function newRun(
 }
 
 /** Records the tuner's state, and the step in the same transaction; returns the run's new revision.
- * With a `term`, the write is fenced by it and by the run's revision: when the console lost the
- * lease or another console wrote the run since, it rolls back (RunMoved) and records neither. */
+ * Every write is fenced by the run's revision: when another console wrote the run since this one
+ * read it, the write rolls back (RunMoved) and records nothing, so neither side's change is lost
+ * unseen. With a `term` (the leader's writes) it is fenced by the lease as well: a console that lost
+ * the lease records nothing. Term 0 is a follower's write of an operator's change, or a lone console's. */
 export function persistRun(store: Store, live: PersistedTuner, step: TunerStep | null, term: number, now: number): Promise<number> {
   const state = live.tuner.state();
   return store.transaction(async ({ db, tables }) => {
@@ -112,13 +114,13 @@ export function persistRun(store: Store, live: PersistedTuner, step: TunerStep |
         // clock behind the last writer's.
         updatedAt: largerOf(sql`${tunerRuns.updatedAt} + 1`, now),
       })
-      .where(and(eq(tunerRuns.id, live.runId), term === 0 ? undefined : and(whileLeading(consoleLeases, term), eq(tunerRuns.updatedAt, live.writtenAt))))
+      .where(and(eq(tunerRuns.id, live.runId), eq(tunerRuns.updatedAt, live.writtenAt), term === 0 ? undefined : whileLeading(consoleLeases, term)))
       .returning({ updatedAt: tunerRuns.updatedAt });
-    if (!row) {
-      if (term !== 0) throw new RunMoved();
-      // The run is gone (its LB was deleted meanwhile): nothing to compare later.
-      return live.writtenAt;
-    }
-    return row.updatedAt;
+    if (row) return row.updatedAt;
+    if (term !== 0) throw new RunMoved();
+    const [still] = await db.select({ id: tunerRuns.id }).from(tunerRuns).where(eq(tunerRuns.id, live.runId)).limit(1);
+    if (still) throw new RunMoved();
+    // The run is gone (its LB was deleted meanwhile): nothing to compare later.
+    return live.writtenAt;
   });
 }

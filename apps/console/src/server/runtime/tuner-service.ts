@@ -181,8 +181,16 @@ export class TunerService {
       writtenAt: run.updatedAt,
     };
     this.tuners.set(lbId, live);
-    // Unfenced: the row was read a moment ago, and load() runs inside operations that adopt a moved run.
-    if (this.syncPause(lbId, live, lb.policy)) await this.persist(live, null, 0);
+    if (this.syncPause(lbId, live, lb.policy)) {
+      try {
+        await this.persist(live, null, 0);
+      } catch (error) {
+        if (!(error instanceof RunMoved)) throw error;
+        // Another console wrote the run between the read above and this write: read it again.
+        this.tuners.delete(lbId);
+        return this.load(lbId);
+      }
+    }
     return live;
   }
 
@@ -207,7 +215,8 @@ export class TunerService {
   /** Records the state (and the step); see persistRun for the fencing. While this console leads,
    * every write is fenced by its term and by the run's revision, not only a step's: an unfenced
    * write of the leader's copy (binding a version, say) would silently undo an operator's change
-   * that a follower wrote meanwhile. A follower's writes (operators' changes) are not fenced. */
+   * that a follower wrote meanwhile. A follower's writes (operators' changes) are fenced by the
+   * revision alone: one that lost a race to the leader's step is refused, not written over it. */
   private async persist(live: LiveTuner, step: TunerStep | null, term = this.deps.leadership.currentTerm() ?? 0): Promise<void> {
     live.writtenAt = await persistRun(this.deps.store, live, step, term, this.now());
   }
@@ -288,9 +297,10 @@ export class TunerService {
   private async applyCurrent(lbId: string, operator = false): Promise<void> {
     const live = this.tuners.get(lbId);
     if (!live) return;
-    // A follower records the operator's change only; the leader's reconcile publishes it.
+    // A follower records the operator's change only; the leader's reconcile publishes it. (The change
+    // itself was written by the operator action; a run another console wrote since is re-read.)
     if (this.deps.leadership.currentTerm() === null) {
-      await this.persist(live, null);
+      await this.persistUnlessMoved(lbId, live);
       return;
     }
     const current = live.tuner.current();

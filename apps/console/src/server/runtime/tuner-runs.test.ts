@@ -1,0 +1,58 @@
+// The tuner run's revision fence: a console that writes a copy of the run older than the database's
+// is refused (RunMoved) and records nothing, whoever it is. A follower's write of an operator's
+// change (term 0) is fenced the same way as the leader's, so it cannot write over a step the leader
+// recorded after the follower read the run.
+import { strict as assert } from "node:assert";
+import { after, before, test } from "node:test";
+import { EsTuner, type TunerState } from "@meridian/tuner";
+import { createLb } from "../services/lbs";
+import { createRegion } from "../services/regions";
+import { createHarness, OPERATOR, type Harness } from "../testing/harness";
+import { currentRun, type PersistedTuner, persistRun, RunMoved } from "./tuner-runs";
+import { settingsOf } from "./tuner-settings";
+
+const LB = "lb-a";
+let h: Harness;
+
+before(async () => {
+  h = await createHarness();
+  await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+  await createLb(h.rt, OPERATOR, { name: LB, url: "http://127.0.0.1:9", region: "us-ashburn" });
+  await h.rt.tuners.describe(LB);
+});
+
+after(async () => {
+  await h?.close();
+});
+
+/** The run as a console reads it: its own copy of the tuner, at the revision it read. */
+async function readRun(): Promise<PersistedTuner> {
+  const run = await currentRun(h.rt.store, LB);
+  assert.ok(run?.stateJson, "the LB has an open run");
+  const tuner = EsTuner.restore(JSON.parse(run.stateJson) as TunerState);
+  return { runId: run.id, tuner, running: run.running, settings: settingsOf(tuner.state().config), writtenAt: run.updatedAt };
+}
+
+test("a follower's write of a copy older than the run is refused, and the newer write stays", async () => {
+  const leader = await readRun();
+  const follower = await readRun();
+  // The leader records a change first (term 0 here: the fence under test is the revision's).
+  leader.tuner.setManualWeights({ rtt: 2, queue: 0.2 });
+  leader.writtenAt = await persistRun(h.rt.store, leader, null, 0, Date.now());
+  // The follower, which read the run before that write, records an operator's stop.
+  follower.running = false;
+  follower.tuner.setMode("static");
+  await assert.rejects(persistRun(h.rt.store, follower, null, 0, Date.now()), RunMoved);
+
+  const stored = await readRun();
+  assert.equal(stored.writtenAt, leader.writtenAt, "the run is at the leader's revision");
+  assert.equal(stored.tuner.mode, "manual", "the leader's change was not written over");
+  assert.deepEqual(stored.tuner.current().weights, { rtt: 2, queue: 0.2 });
+
+  // Read again, the follower's change goes through, and moves the revision on.
+  const fresh = await readRun();
+  fresh.tuner.setMode("static");
+  const revision = await persistRun(h.rt.store, fresh, null, 0, Date.now());
+  assert.ok(revision > leader.writtenAt);
+  assert.equal((await readRun()).tuner.mode, "static");
+});
