@@ -1,14 +1,15 @@
 // The tuner run's revision fence: a console that writes a copy of the run older than the database's
 // is refused (RunMoved) and records nothing, whoever it is. A follower's write of an operator's
 // change (term 0) is fenced the same way as the leader's, so it cannot write over a step the leader
-// recorded after the follower read the run.
+// recorded after the follower read the run. And resets of one LB at once leave one open run.
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
+import { isNull } from "drizzle-orm";
 import { EsTuner, type TunerState } from "@meridian/tuner";
 import { createLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createHarness, OPERATOR, type Harness } from "../testing/harness";
-import { currentRun, type PersistedTuner, persistRun, RunMoved } from "./tuner-runs";
+import { currentRun, newRun, type PersistedTuner, persistRun, RunMoved } from "./tuner-runs";
 import { settingsOf } from "./tuner-settings";
 
 const LB = "lb-a";
@@ -55,4 +56,14 @@ test("a follower's write of a copy older than the run is refused, and the newer 
   const revision = await persistRun(h.rt.store, fresh, null, 0, Date.now());
   assert.ok(revision > leader.writtenAt);
   assert.equal((await readRun()).tuner.mode, "static");
+});
+
+test("two resets of one LB at the same moment leave one open run", async () => {
+  const reset = () => newRun(h.rt.store, { lbId: LB, weights: { rtt: 0.5, queue: 0.1 }, settings: null, running: false, seed: () => 1 }, Date.now());
+  for (let round = 0; round < 5; round += 1) {
+    await Promise.all([reset(), reset(), reset()]);
+    const { db, tables } = h.rt.store;
+    const open = await db.select().from(tables.tunerRuns).where(isNull(tables.tunerRuns.endedAt));
+    assert.equal(open.length, 1, `round ${round}: ${open.length} open runs`);
+  }
 });

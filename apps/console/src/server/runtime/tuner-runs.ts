@@ -48,8 +48,12 @@ export function newRun(
   now: number,
 ): Promise<{ run: TunerRunRow; tuner: EsTuner }> {
   const { lbId, weights, settings, running } = run;
-  return store.transaction(async ({ db, tables }) => {
-    const { tunerRuns } = tables;
+  return store.transaction(async ({ dialect, db, tables }) => {
+    const { loadBalancers, tunerRuns } = tables;
+    // Two resets of one LB on two consoles at once: under PostgreSQL's read committed each would end
+    // the runs it sees and insert its own, leaving two open runs. Locking the LB's row first makes
+    // them take turns, the second ending the first's new run. (SQLite serialises writers already.)
+    if (dialect === "pg") await db.select({ id: loadBalancers.id }).from(loadBalancers).where(eq(loadBalancers.id, lbId)).for("update");
     await db
       .update(tunerRuns)
       .set({ endedAt: now })
