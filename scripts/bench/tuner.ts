@@ -84,6 +84,9 @@ const SEEDS = Array.from({ length: Number(flag("seeds") ?? 10) }, (_, i) => i + 
 const AA_SEEDS = Array.from({ length: Number(flag("aa-seeds") ?? 10) }, (_, i) => i + 1);
 const SAMPLES = SAMPLES_BUDGET;
 const SCOPES: TunerScope[] = ["fleet", "lb"];
+/** "No harm" (the long-prompt target): a p95 at most this many times the defaults'. Above it, a run did harm. */
+const HARM_TOLERANCE = 1.02;
+const worseThanDefaults = (p95: number, defaultsP95: number) => p95 > HARM_TOLERANCE * defaultsP95;
 /** The regime shift again at these multiples of its time scale (lighter loads; see nearby_loads). */
 const NEARBY_LOADS = [1.001, 1.01, 1.03];
 
@@ -184,12 +187,11 @@ function heldOut(name: RegimeName) {
           const p95 = frozenP95(r.spec, evaluate, tuned.weights);
           // A harmful run, judged again on the half it was tuned on: was the harm there already, or
           // did the weights win that half and lose the next?
-          const harmful = p95 > 1.02 * defaultsP95;
           out[label] = {
             held_out_p95_ms: round(p95, 1),
             ...(optimum ? { ratio_to_optimum: round(p95 / optimum.p95, 3), below_session_affinity: p95 < sessionAffinity } : {}),
             ratio_to_defaults: round(p95 / defaultsP95, 3),
-            ...(harmful ? { tuning_half_p95_ms: round(frozenP95(r.spec, tune, tuned.weights), 1) } : {}),
+            ...(worseThanDefaults(p95, defaultsP95) ? { tuning_half_p95_ms: round(frozenP95(r.spec, tune, tuned.weights), 1) } : {}),
             tuners: reportSummary(tuned.reports),
           };
         }
@@ -197,7 +199,7 @@ function heldOut(name: RegimeName) {
       });
       const pick = (label: string, key: string) => runs.map((run) => (run[label] as Record<string, number>)[key]!);
       const within = (label: string) =>
-        optimum ? pick(label, "ratio_to_optimum").filter((x) => x <= 1.1).length : pick(label, "ratio_to_defaults").filter((x) => x <= 1.02).length;
+        optimum ? pick(label, "ratio_to_optimum").filter((x) => x <= 1.1).length : pick(label, "ratio_to_defaults").filter((x) => x <= HARM_TOLERANCE).length;
       return [
         scope,
         {
@@ -211,7 +213,8 @@ function heldOut(name: RegimeName) {
   return {
     tune_on: "first half",
     evaluate_on: "second half",
-    target: name === "short" ? "held-out p95 within 10 % of the grid optimum, below session-affinity" : "held-out p95 at most 1.02 × the defaults'",
+    target:
+      name === "short" ? "held-out p95 within 10 % of the grid optimum, below session-affinity" : `held-out p95 at most ${HARM_TOLERANCE} × the defaults'`,
     grid_optimum: optimum
       ? { p95_ms: round(optimum.p95, 1), weights: optimum.weights, points: optimum.points, fresh_seeds: onFreshSeeds(r.spec, evaluate, optimum.weights) }
       : undefined,
@@ -238,7 +241,7 @@ function shiftRuns(all: SimRequest[], atMs: number, post: SimRequest[]) {
     ]),
   ) as Record<TunerScope, { seed: number; p95: number; reports: TunerReport[] }[]>;
 }
-const harmful = (runs: readonly { p95: number }[], defaultsP95: number) => runs.filter((run) => run.p95 > 1.02 * defaultsP95).length;
+const harmful = (runs: readonly { p95: number }[], defaultsP95: number) => runs.filter((run) => worseThanDefaults(run.p95, defaultsP95)).length;
 const shiftJson = timed("regime_shift", () => {
   const r = regimes.short;
   const timeScale = busy("short", "whole trace", rows).timeScale;
@@ -311,12 +314,12 @@ const trialPairs = ((): Record<string, TrialPair> => {
   // the held-out half, and were its weights the better ones on the half it was tuned on?
   const runs = shortJson.scopes.fleet!.runs.map((run) => run.after_first_half as { held_out_p95_ms: number; tuners: ReturnType<typeof reportSummary> });
   const worst = runs.reduce((a, b) => (b.held_out_p95_ms > a.held_out_p95_ms ? b : a));
-  const harmful = worst.held_out_p95_ms > 1.02 * shortJson.defaults_p95_ms;
+  const didHarm = worseThanDefaults(worst.held_out_p95_ms, shortJson.defaults_p95_ms);
   const held = "the short-prompt regime's held-out half";
   const afterShift = "the regime shift's post-shift part";
   return {
     short_prompt: { workload: held, requests: heldOutHalf, pair: { incumbent: defaults, candidate: shortOptimum } },
-    ...(harmful
+    ...(didHarm
       ? {
           short_prompt_worst_fleet_run: { workload: held, requests: heldOutHalf, pair: { incumbent: defaults, candidate: worst.tuners[0]!.weights } },
           short_prompt_worst_fleet_run_tuning_half: {
