@@ -15,6 +15,6 @@ export {
   type Store,
   type StoreDb,
 } from "./database";
-export { largerOf } from "./sql";
+export { databaseNowMs, largerOf } from "./sql";
 export * from "./schema/index";
 export * as pgTables from "./schema/pg";

@@ -7,3 +7,14 @@ import { type SQL, type SQLWrapper, sql } from "drizzle-orm";
 export function largerOf(a: SQLWrapper, b: SQLWrapper | number): SQL {
   return sql`case when ${a} >= ${b} then ${a} else ${b} end`;
 }
+
+/**
+ * The database server's clock, in epoch milliseconds. A lease that several consoles write and judge
+ * reads one clock this way, so their own clocks need not agree. No expression reads in both dialects:
+ * SQLite has julianday('now'), PostgreSQL clock_timestamp().
+ */
+export function databaseNowMs(dialect: "sqlite" | "pg"): SQL {
+  return dialect === "pg"
+    ? sql`cast(floor(extract(epoch from clock_timestamp()) * 1000) as bigint)`
+    : sql`cast((julianday('now') - 2440587.5) * 86400000 as integer)`;
+}

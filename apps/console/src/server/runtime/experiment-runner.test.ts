@@ -3,9 +3,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { databaseNowMs } from "@meridian/db";
+import { eq, sql } from "drizzle-orm";
+import pino from "pino";
 import { createHarness, OPERATOR, waitFor, type Harness } from "../testing/harness";
 import { experimentStatus, listExperiments, listTraces, runExperiment, saveExperiment } from "../services/experiments";
-import { parseProgress, simArgs } from "./experiment-runner";
+import { ExperimentRunner, parseProgress, simArgs } from "./experiment-runner";
 
 test("progress lines of meridian-sim", () => {
   assert.equal(parseProgress("progress 50/200 gorgo"), 0.25);
@@ -128,5 +131,45 @@ describe("experiments", () => {
       async () => await runExperiment(h.rt, OPERATOR, { traceId: "nope", timeScale: 1, policies: ["gorgo"] }),
       /trace "nope" does not exist/,
     );
+  });
+
+  test("a console whose clock runs an hour ahead leaves a live console's run alone, and marks an expired one interrupted", async () => {
+    const { store } = h.rt;
+    const { experiments } = store.tables;
+    const ahead = new ExperimentRunner({
+      store,
+      log: pino({ level: "silent" }),
+      runnerId: "console-ahead",
+      now: () => Date.now() + 3_600_000,
+      repoRoot: process.cwd(),
+      simCommand: () => ({ command: process.execPath, args: ["-e", ""], cwd: process.cwd() }),
+      traceDirs: [],
+    });
+    const id = "exp-of-another-console";
+    // Another console's run, vouched for 30 s on the database's clock (as its runner writes it).
+    await store.db.insert(experiments).values({
+      id,
+      traceId: "bundled",
+      paramsJson: "{}",
+      state: "running",
+      createdBy: "admin",
+      createdAt: Date.now(),
+      runner: "console-live",
+      runnerExpiresAt: sql`${databaseNowMs(store.dialect)} + 30000`,
+    });
+    const stateOf = async () => (await store.db.select().from(experiments).where(eq(experiments.id, id)))[0];
+
+    await ahead.recoverInterrupted();
+    assert.equal((await stateOf())?.state, "running", "the live console's run is left alone");
+
+    // Its console stopped renewing: the lease has passed on the database's clock.
+    await store.db
+      .update(experiments)
+      .set({ runnerExpiresAt: sql`${databaseNowMs(store.dialect)} - 1` })
+      .where(eq(experiments.id, id));
+    await ahead.recoverInterrupted();
+    const row = await stateOf();
+    assert.equal(row?.state, "failed");
+    assert.equal(row?.error, "interrupted: its console stopped");
   });
 });

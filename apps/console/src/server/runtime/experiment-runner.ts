@@ -6,15 +6,16 @@
 // that runs it (runner) and stays vouched for until runner_expires_at, which that console renews
 // while the child runs. Rows still "running" whose runner stopped vouching (its console crashed or was
 // killed) are marked interrupted by whichever console sweeps first; a live console's runs are left
-// alone. The expiry is compared across consoles' clocks: RUNNER_TTL_MS is far above any sane skew.
+// alone. The expiry is written and judged on the database's clock (databaseNowMs), not the consoles':
+// a console whose clock runs ahead does not mark a live console's runs interrupted.
 import "server-only";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { and, desc, eq, isNull, lt, ne, or } from "drizzle-orm";
+import { and, desc, eq, isNull, lt, ne, or, sql } from "drizzle-orm";
 import type { Logger } from "pino";
-import type { Store } from "@meridian/db";
+import { databaseNowMs, type Store } from "@meridian/db";
 import { busy, notFound } from "../errors";
 
 /** Simulations are CPU-bound; more at once would starve the console and the live fleet. */
@@ -149,10 +150,15 @@ export class ExperimentRunner {
       const { experiments } = tables;
       await db
         .update(experiments)
-        .set({ runnerExpiresAt: this.now() + RUNNER_TTL_MS })
+        .set({ runnerExpiresAt: this.leaseEnd() })
         .where(and(eq(experiments.state, "running"), eq(experiments.runner, this.deps.runnerId)));
     }
     await this.recoverInterrupted();
+  }
+
+  /** When a run this console renews now stops being vouched for: RUNNER_TTL_MS on the database's clock. */
+  private leaseEnd() {
+    return sql`${databaseNowMs(this.deps.store.dialect)} + ${RUNNER_TTL_MS}`;
   }
 
   traces(): TraceInfo[] {
@@ -188,7 +194,7 @@ export class ExperimentRunner {
       createdBy,
       createdAt: now,
       runner: this.deps.runnerId,
-      runnerExpiresAt: now + RUNNER_TTL_MS,
+      runnerExpiresAt: this.leaseEnd(),
     });
     // Checked again after the insert: two starts at once both passed the check above.
     if (this.running.size >= MAX_CONCURRENT) {
@@ -272,7 +278,7 @@ export class ExperimentRunner {
         and(
           eq(experiments.state, "running"),
           or(isNull(experiments.runner), ne(experiments.runner, this.deps.runnerId)),
-          or(isNull(experiments.runnerExpiresAt), lt(experiments.runnerExpiresAt, this.now())),
+          or(isNull(experiments.runnerExpiresAt), lt(experiments.runnerExpiresAt, databaseNowMs(this.deps.store.dialect))),
         ),
       );
   }
