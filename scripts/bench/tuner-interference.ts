@@ -2,14 +2,16 @@
 // share the replicas' queues and caches, so an arm's p95 in a trial is not the p95 its weights give
 // deployed alone. Here one pair of weight sets runs as a standing trial on every LB (no tuner
 // deciding it: FleetSpec's LbSpec.trial) at several candidate shares; each arm's p95 TTFT stands
-// beside the p95 each weight set gives when every LB runs it alone. A split that measured no
-// interference would give each arm its deployed-alone p95 at every share. The same pair as a
-// time-slot split (the alternative the session split was chosen over) says what that one costs.
+// beside the p95 each weight set gives when every LB runs it alone (tuner-windows.ts measures that).
+// A split that measured no interference would give each arm its deployed-alone p95 at every share.
+// The same pair as a time-slot split (the alternative the session split was chosen over) says what
+// that one costs.
 //
 // Library only: scripts/bench/tuner.ts calls it and prints the result.
 
-import { percentile, simulateFleet, simulateFleetOverSeeds, type FleetSpec, type RequestRecord, type SimRequest } from "@meridian/sim";
+import { percentile, simulateFleet, type FleetSpec, type RequestRecord, type SimRequest } from "@meridian/sim";
 import type { Weights } from "@meridian/routing";
+import { sameWeights } from "@meridian/tuner";
 import { EVAL_SEEDS, everyLbOn, frozenFleet, round } from "./tuner-regimes";
 
 /** The candidate's shares of sessions the pair is run at: a minority, an even split, a majority. */
@@ -20,7 +22,8 @@ interface Pair {
   candidate: Weights;
 }
 
-const sameWeights = (a: Weights, b: Weights) => a.rtt === b.rtt && a.queue === b.queue;
+/** The arm a served request ran in: records carry the weights it was routed with. */
+const armRoutedIn = (record: RequestRecord, pair: Pair): keyof Pair => (sameWeights(record.weights, pair.candidate) ? "candidate" : "incumbent");
 
 /** Served requests' p95 TTFT, ms (refusals carry no session, so no arm: they are counted apart). */
 function p95Of(records: readonly RequestRecord[]): number | null {
@@ -46,7 +49,7 @@ function splitAt(spec: FleetSpec, requests: readonly SimRequest[], pair: Pair, s
     const fleet = { ...frozen, lbs: frozen.lbs.map((lb) => ({ ...lb, trial })) };
     const run = simulateFleet(fleet, requests, { policy: "gorgo", seed, recordRequests: true });
     refused += run.summary.requests - run.summary.completed;
-    for (const record of run.records ?? []) (sameWeights(record.weights, pair.candidate) ? arms.candidate : arms.incumbent).push(record);
+    for (const record of run.records ?? []) arms[armRoutedIn(record, pair)].push(record);
   }
   return {
     candidate_share: share,
@@ -75,7 +78,7 @@ function slotsOf(spec: FleetSpec, requests: readonly SimRequest[], pair: Pair, s
     const weights = [pair.incumbent, pair.candidate] as const;
     const run = simulateFleet(frozenFleet(spec), requests, { policy: "gorgo", seed, recordRequests: true, timeSlots: { slotMs, weights, salt: seed } });
     for (const record of run.records ?? []) {
-      const arm = sameWeights(record.weights, pair.candidate) ? "candidate" : "incumbent";
+      const arm = armRoutedIn(record, pair);
       all[arm].push(record);
       // Slots start 1 ms before the first arrival (the event loop's SlotStart).
       if (((record.arrival_ms - first + 1) % slotMs) / slotMs >= 0.5) settled[arm].push(record);
@@ -90,7 +93,8 @@ function slotsOf(spec: FleetSpec, requests: readonly SimRequest[], pair: Pair, s
 }
 
 /**
- * The pair deployed alone and split at each of `shares`. `agrees_with_deployment` says, per share,
+ * The pair split at each of `shares` and by time slots, beside `deployed`: its p95s deployed alone
+ * (measured by tuner-windows.ts over the same requests and seeds). `agrees_with_deployment` says, per share,
  * whether the arms rank the two weight sets as deploying each alone does: where it does not, a trial
  * at that share is biased toward the wrong one, however many samples it takes.
  */
@@ -98,12 +102,10 @@ export function interference(
   spec: FleetSpec,
   requests: readonly SimRequest[],
   pair: Pair,
+  deployed: Record<keyof Pair, number>,
   shares: readonly number[] = INTERFERENCE_SHARES,
   seeds: readonly number[] = EVAL_SEEDS,
 ) {
-  const alone = (w: Weights) =>
-    round(simulateFleetOverSeeds(frozenFleet(spec, everyLbOn(spec, w)), requests, { policy: "gorgo" }, seeds).ttft_ms.p95 ?? Number.NaN, 1);
-  const deployed = { incumbent: alone(pair.incumbent), candidate: alone(pair.candidate) };
   const candidateBetterAlone = deployed.candidate < deployed.incumbent;
   const agrees = (incumbent: number | null, candidate: number | null) =>
     incumbent === null || candidate === null ? null : candidate < incumbent === candidateBetterAlone;

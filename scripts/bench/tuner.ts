@@ -334,19 +334,25 @@ const trialPairs = ((): Record<string, TrialPair> => {
     regime_shift_back: { workload: afterShift, requests: post, pair: { incumbent: shortOptimum, candidate: shiftOptimum } },
   };
 })();
-function perPair<T extends object>(what: string, measure: (p: TrialPair) => T) {
-  return { what, ...Object.fromEntries(Object.entries(trialPairs).map(([name, p]) => [name, { workload: p.workload, ...measure(p) }])) };
+function perPair<T extends object>(what: string, measure: (p: TrialPair, name: string) => T) {
+  return { what, ...Object.fromEntries(Object.entries(trialPairs).map(([name, p]) => [name, { workload: p.workload, ...measure(p, name) }])) };
 }
-const interferenceJson = timed("interference", () =>
-  perPair(
-    "each arm's served p95 TTFT (seeds pooled) with the pair split by session at the candidate's share, and by time slot, beside each set deployed alone on every LB",
-    (p) => interference(regimes.short.spec, p.requests, p.pair),
-  ),
-);
+/** Each pair's p95s deployed alone, as `windows` measured them: `interference` compares its splits with these. */
+const deployedAlone = new Map<string, ReturnType<typeof windowsAlone>["whole_workload_p95_ms"]>();
 const windowsJson = timed("windows", () =>
   perPair(
     "each set alone on every LB over the same requests and seed; per window of N requests (by arrival), whether the set with the lower p95 over the whole workload also has it in the window",
-    (p) => windowsAlone(regimes.short.spec, p.requests, p.pair),
+    (p, name) => {
+      const measured = windowsAlone(regimes.short.spec, p.requests, p.pair);
+      deployedAlone.set(name, measured.whole_workload_p95_ms);
+      return measured;
+    },
+  ),
+);
+const interferenceJson = timed("interference", () =>
+  perPair(
+    "each arm's served p95 TTFT (seeds pooled) with the pair split by session at the candidate's share, and by time slot, beside each set deployed alone on every LB (windows' whole_workload_p95_ms)",
+    (p, name) => interference(regimes.short.spec, p.requests, p.pair, deployedAlone.get(name)!),
   ),
 );
 

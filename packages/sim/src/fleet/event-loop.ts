@@ -9,6 +9,7 @@
 // peer reports (built when a poll reaches the peer, known at the poller a poll RTT after) and their own
 // counters. Views are therefore stale exactly as in production.
 import type { AdmitInput, Completion } from "@meridian/lb-core";
+import type { LbConfig } from "@meridian/protocol";
 import { createRng, DEFAULT_WEIGHTS, type EngineCacheScrape, type Rng, type ScrapedLoad } from "@meridian/routing";
 import { EngineModel, withBlockTokens, type EngineEvent } from "../engine";
 import { EventQueue } from "./event-queue";
@@ -313,20 +314,22 @@ export class FleetRun implements LbTransport<Flight> {
   private startSlot(slot: number): void {
     const split = this.timeSlots!;
     const weights = split.weights[mixSeed(split.salt, slot) & 1]!;
-    for (const lb of this.driver.lbs) {
-      const base = lb.core.config;
-      this.driver.applyConfig(lb, { ...base, weights: { ...weights }, version: base.version + 1 }, this.now);
-    }
+    for (const lb of this.driver.lbs) this.publish(lb, (base) => ({ ...base, weights: { ...weights } }), this.now);
     if (this.running) this.queue.push(this.now + split.slotMs, { k: Kind.SlotStart, slot: slot + 1 });
   }
 
-  /** Publishes the tuner's weights (and trial) to one LB under a new config version; instantaneous in virtual time. */
+  /** Publishes the tuner's weights (and trial) to one LB and binds the tuner to that version. */
   private pushTunerConfig(lb: SimLb<Flight>, tuner: TunerDriver | null, now: number): void {
     if (tuner === null) return;
+    tuner.bind(this.publish(lb, (base) => tuner.configFor(base), now));
+  }
+
+  /** Applies `change` of the LB's config to it as its next config version (instantaneous in virtual time); returns that version. */
+  private publish(lb: SimLb<Flight>, change: (base: LbConfig) => LbConfig, now: number): number {
     const base = lb.core.config;
-    const next = { ...tuner.configFor(base), version: base.version + 1 };
-    this.driver.applyConfig(lb, next, now);
-    tuner.bind(next.version);
+    const version = base.version + 1;
+    this.driver.applyConfig(lb, { ...change(base), version }, now);
+    return version;
   }
 
   wakeAt(lb: SimLb<Flight>, at: number): void {
