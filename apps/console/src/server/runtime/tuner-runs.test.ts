@@ -8,6 +8,7 @@ import { isNull } from "drizzle-orm";
 import { EsTuner, type TunerState } from "@meridian/tuner";
 import { createLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
+import { startTuner, stopTuner } from "../services/tuner";
 import { createHarness, OPERATOR, type Harness } from "../testing/harness";
 import { currentRun, newRun, type PersistedTuner, persistRun, RunMoved } from "./tuner-runs";
 import { settingsOf } from "./tuner-settings";
@@ -66,4 +67,30 @@ test("two resets of one LB at the same moment leave one open run", async () => {
     const open = await db.select().from(tables.tunerRuns).where(isNull(tables.tunerRuns.endedAt));
     assert.equal(open.length, 1, `round ${round}: ${open.length} open runs`);
   }
+});
+
+test("an operator's change that races another console's write is made again on the run as it now stands, not refused", async () => {
+  await startTuner(h.rt, OPERATOR, { lbId: LB });
+  // Between the service's read of the run and its write, another console records a write of its own
+  // (on a follower, the leader binding a version, say): once, on the first read.
+  const service = h.rt.tuners as unknown as { fresh(lbId: string): Promise<unknown> };
+  const read = service.fresh.bind(service);
+  let reads = 0;
+  service.fresh = async (lbId: string) => {
+    const live = await read(lbId);
+    reads += 1;
+    if (reads === 1) {
+      const other = await readRun();
+      other.writtenAt = await persistRun(h.rt.store, other, null, 0, Date.now());
+    }
+    return live;
+  };
+  try {
+    await stopTuner(h.rt, OPERATOR, { lbId: LB });
+  } finally {
+    service.fresh = read;
+  }
+  assert.equal(reads, 2, "the stop was made a second time, on the run as the other write left it");
+  const stored = await currentRun(h.rt.store, LB);
+  assert.equal(stored?.running, false, "the operator's stop is recorded");
 });

@@ -84,6 +84,9 @@ function defaultTimer(fn: () => void, ms: number): () => void {
   return () => clearTimeout(timer);
 }
 
+/** How many times an operator's change is made on a run that another console wrote meanwhile. */
+const OPERATOR_ATTEMPTS = 3;
+
 export class TunerService {
   private readonly tuners = new Map<string, LiveTuner>();
   private subscribed = false;
@@ -252,18 +255,25 @@ export class TunerService {
 
   /**
    * Every operator action, one way: under the lock, on the run as stored now (fresh), `change`
-   * edits the live tuner; the result is recorded and pushed. A change written by another console in
-   * the moment between reading and writing wins, and this one is refused (409) rather than lost.
+   * edits the live tuner; the result is recorded and pushed. When another console wrote the run in
+   * the moment between reading and writing (on a follower, most often the leader recording a step or
+   * binding a version), the change is made again on the run as it now stands: it is the operator's
+   * intent (stop, these weights), not a copy of the state they saw. A run that keeps moving is
+   * refused (409) rather than overwritten.
    */
   private operatorAction<T>(lbId: string, change: (live: LiveTuner) => T): Promise<T> {
     return this.exclusive(async () => {
-      const live = await this.fresh(lbId);
-      const result = change(live);
-      if (!(await this.persistUnlessMoved(lbId, live))) {
-        throw conflict(`the tuner of ${lbId} was changed on another console at the same moment; it shows that change now: retry if yours still applies`);
+      for (let attempt = 1; attempt <= OPERATOR_ATTEMPTS; attempt++) {
+        const live = await this.fresh(lbId);
+        const result = change(live);
+        if (await this.persistUnlessMoved(lbId, live)) {
+          await this.applyCurrent(lbId, true);
+          return result;
+        }
       }
-      await this.applyCurrent(lbId, true);
-      return result;
+      throw conflict(
+        `the tuner of ${lbId} was changed on another console at the same moment, ${OPERATOR_ATTEMPTS} times; it shows that change now: retry if yours still applies`,
+      );
     });
   }
 
