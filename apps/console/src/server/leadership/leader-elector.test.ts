@@ -1,11 +1,13 @@
 // Two electors on one database (SQLite file, and a real PostgreSQL server started here), driven
 // round by round with a test clock: one leader at a time, takeover after expiry with a higher term,
-// immediate takeover after a release, and fenced writes from a deposed leader refused.
+// immediate takeover after a release, and fenced writes from a deposed leader refused. And on the
+// database server's clock, which the lease uses outside these tests: consoles whose own clocks are
+// an hour off neither take a live lease nor wait out a dead leader.
 import { strict as assert } from "node:assert";
 import { describe, test } from "node:test";
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import pino from "pino";
-import { createDatabase, type Database } from "@meridian/db";
+import { createDatabase, type Database, databaseNowMs } from "@meridian/db";
 import { storesForTests } from "@meridian/db/testing/postgres-server";
 import { whileLeading } from "./fence";
 import { LeaderElector } from "./leader-elector";
@@ -14,13 +16,16 @@ const both = storesForTests("meridian-leader");
 
 const timing = { ttlMs: 6_000, renewEveryMs: 1_500 };
 
-function elector(database: Database, id: string, clock: { now: number }, events: string[]) {
+/** An elector whose own clock and lease clock are the test's `clock`; `skewMs` instead keeps the
+ * lease on the database's clock and sets this console's own clock that far off the real time. */
+function elector(database: Database, id: string, clock: { now: number } | { skewMs: number }, events: string[]) {
+  const clocks = "now" in clock ? { now: () => clock.now, leaseNow: () => clock.now } : { now: () => Date.now() + clock.skewMs };
   return new LeaderElector({
     store: database.store,
     log: pino({ level: "silent" }),
     self: { id, url: `http://${id}` },
     timing,
-    now: () => clock.now,
+    ...clocks,
     onElected: (term) => events.push(`${id} elected ${term}`),
     onDeposed: (term) => events.push(`${id} deposed ${term}`),
   });
@@ -102,6 +107,32 @@ for (const { name, open } of stores) {
       await b.tick();
       assert.equal(b.currentTerm(), 2);
       assert.deepEqual(events, ["a elected 1", "a deposed 1", "b elected 2"]);
+      await Promise.all([dbA.close(), dbB.close()]);
+    });
+
+    test("on the database's clock, a console an hour ahead does not take a live lease, nor one an hour behind wait out a dead one", async () => {
+      const [dbA, dbB] = await open(`${name}_skew`);
+      await dbA.migrate();
+      const events: string[] = [];
+      const hour = 3_600_000;
+      const a = elector(dbA, "a", { skewMs: 0 }, events);
+      const ahead = elector(dbB, "ahead", { skewMs: hour }, events);
+      await a.tick();
+      assert.equal(a.currentTerm(), 1);
+      await ahead.tick();
+      assert.equal(ahead.currentTerm(), null, "the lease a renewed a moment ago is live, whatever this console's clock says");
+      assert.equal(ahead.view().leader, "a");
+      // a dies and its lease runs out: expired a millisecond ago on the database's clock (not
+      // released, which any clock would see), without waiting the ttl out.
+      const { db, tables } = dbA.store;
+      await db
+        .update(tables.consoleLeases)
+        .set({ expiresAt: sql`${databaseNowMs(dbA.store.dialect)} - 1` })
+        .where(eq(tables.consoleLeases.name, "console"));
+      const behind = elector(dbB, "behind", { skewMs: -hour }, events);
+      await behind.tick();
+      assert.equal(behind.currentTerm(), 2, "an expired lease is taken at once, however far this console's clock lags");
+      assert.deepEqual(events, ["a elected 1", "behind elected 2"]);
       await Promise.all([dbA.close(), dbB.close()]);
     });
 

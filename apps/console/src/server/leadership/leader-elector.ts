@@ -3,10 +3,15 @@
 // decisions are lease.ts's; this module reads the row, writes the decision as a compare-and-set on
 // the (holder, term) it read, and runs the loop. It runs on either store (SQLite or PostgreSQL)
 // through the Store's shared query builders.
+// Two clocks, each for what it can do: the lease's expiry is written and judged on the database
+// server's clock (read with the row), the one clock every console shares, so a console whose own
+// clock runs ahead cannot take a live lease and one whose clock lags does not wait out a dead
+// leader for as long as it lags. How long this console may act as leader after a renewal is a
+// duration, measured on its own clock from when it sent the renewal (leadsUntil).
 import "server-only";
-import { and, eq } from "drizzle-orm";
+import { and, eq, getTableColumns } from "drizzle-orm";
 import type { Logger } from "pino";
-import type { Store } from "@meridian/db";
+import { databaseNowMs, type Store } from "@meridian/db";
 import { decideLease, type LeaseRow, type LeaseTiming, leadsUntil, validateTiming } from "./lease";
 
 export const LEASE_NAME = "console";
@@ -20,7 +25,7 @@ export interface LeadershipStatus {
   leader: string;
   leaderUrl: string | null;
   term: number;
-  /** When the lease runs out unless renewed (epoch ms, the writer's clock). */
+  /** When the lease runs out unless renewed (epoch ms, the database server's clock). */
   expiresAt: number;
 }
 
@@ -30,7 +35,11 @@ export interface LeaderElectorDeps {
   /** This console's instance id (unique per process) and where operators reach it. */
   self: { id: string; url: string | null };
   timing: LeaseTiming;
+  /** This console's clock: how long it may still act as leader. */
   now: () => number;
+  /** The clock the lease's expiry is written and judged on. By default the database server's;
+   * tests that play out expiries round by round pass their own. */
+  leaseNow?: () => number;
   /** Called when this console becomes leader, with its fencing term. */
   onElected: (term: number) => void;
   /** Called when it stops being leader (lease lost, not renewed in time, or stop()). */
@@ -112,17 +121,21 @@ export class LeaderElector {
     const lease = tables.consoleLeases;
     const sentAt = this.deps.now();
     await db.insert(lease).values({ name: LEASE_NAME, holder: "", term: 0, expiresAt: 0, renewedAt: 0 }).onConflictDoNothing();
-    const [row] = await db.select().from(lease).where(eq(lease.name, LEASE_NAME));
+    const [row] = await db
+      .select({ ...getTableColumns(lease), databaseNow: databaseNowMs(this.deps.store.dialect).mapWith(Number) })
+      .from(lease)
+      .where(eq(lease.name, LEASE_NAME));
     if (!row) throw new Error("leadership lease row missing after insert");
     this.checkDeadline();
-    const decision = decideLease(row as LeaseRow, this.deps.self.id, sentAt, this.deps.timing);
+    const leaseNow = this.deps.leaseNow?.() ?? row.databaseNow;
+    const decision = decideLease(row as LeaseRow, this.deps.self.id, leaseNow, this.deps.timing);
     if (decision.kind === "follow") {
       this.observe(row);
       return;
     }
     const written = await db
       .update(lease)
-      .set({ holder: this.deps.self.id, holderUrl: this.deps.self.url, term: decision.term, expiresAt: decision.expiresAt, renewedAt: sentAt })
+      .set({ holder: this.deps.self.id, holderUrl: this.deps.self.url, term: decision.term, expiresAt: decision.expiresAt, renewedAt: leaseNow })
       .where(and(eq(lease.name, LEASE_NAME), eq(lease.holder, row.holder), eq(lease.term, row.term)))
       .returning();
     const [mine] = written;

@@ -1,14 +1,16 @@
-// Leadership by lease, the decisions only (no I/O, no clock of its own: `now` is passed in). The
+// Leadership by lease, the decisions only (no I/O, no clock of its own: `now` is passed in: the
+// database server's clock, which every console reads alike; leader-elector.ts). The
 // elector (leader-elector.ts) reads the lease row, asks decideLease what to do, and applies the
 // answer as a compare-and-set on the row it read, so two consoles deciding at once cannot both win.
 // - A console holding an unexpired lease renews it (same term).
 // - A lease that expired (or was never taken, or was released) is taken with term + 1: the term is
 //   the fencing token that the leader's writes carry (fence.ts).
 // - Otherwise the console follows the holder.
-// A leader acts as one only until its lease would expire as measured from when it SENT its last
-// successful renewal, less a margin, so it stops its duties before a follower with a slightly
-// fast clock can take over. Clock skew beyond that margin can still overlap two leaders for a
-// moment; fencing keeps the deposed one's writes out (apps/console/README.md, "Two consoles").
+// A leader acts as one only until its lease would expire as measured (on its own clock, a duration)
+// from when it SENT its last successful renewal, less a margin, so it stops its duties before a
+// follower can take over even if the renewal's reply came late. A leader paused past that margin
+// can still overlap its successor for a moment; fencing keeps the deposed one's writes out
+// (apps/console/README.md, "Two consoles").
 import "server-only";
 
 /** The lease row as stored (console_leases). */
