@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // npm start: install → build → migrate → console on :3000 with the embedded demo fleet.
 // Run:    npm start            (MERIDIAN_DEMO=0 npm start: the console only, for a real fleet)
-// Prints: each step, the console URL and the demo credentials; the children's logs, prefixed.
+// Prints: each step, each child's PID as it starts, the console URL and the demo credentials; the
+//         children's logs, prefixed.
 //
 // Decisions
 // - Plain Node ESM with no dependencies until ensureInstalled() has run (a fresh clone has none).
@@ -23,8 +24,11 @@
 //   printed once. Each LB has its own token, issued by the console (the demo's are written to the
 //   demo state directory for the fleet); MERIDIAN_ENTRYPOINTS_TOKEN, the machine token the demo's
 //   clients read the entrypoint map with, is generated per run when unset.
-// - Ctrl-C (or SIGTERM) stops every child this script started, by PID (the demo fleet stops its
-//   own engines and LBs), then exits.
+// - Ctrl-C (or SIGTERM, SIGHUP) stops every child this script started, by PID (the demo fleet stops
+//   its own engines and LBs), then exits. So does the death of the process that started it: `kill
+//   <npm pid>` ends npm and its shell without passing the signal on (scripts/lib/parent-watch.ts).
+//   If this script itself is killed with SIGKILL, the demo fleet notices and stops; the console
+//   (`next start`, which watches nothing) keeps running: stop it by the PID printed when it started.
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, statSync } from "node:fs";
@@ -120,6 +124,7 @@ if (migrated.status !== 0) process.exit(1);
 const { register } = await import("tsx/esm/api");
 register();
 const { Supervisor, DEFAULT_RESTART_POLICY } = await import("./lib/supervisor.ts");
+const { whenParentGone } = await import("./lib/parent-watch.ts");
 
 let stopping = false;
 const seconds = (ms) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
@@ -127,7 +132,7 @@ const supervisor = new Supervisor(DEFAULT_RESTART_POLICY, (event) => {
   if (stopping) return;
   switch (event.kind) {
     case "started":
-      if (event.restarts > 0) say(`${event.name} restarted (pid ${event.pid})`);
+      say(`${event.name} ${event.restarts > 0 ? "restarted" : "started"} (pid ${event.pid})`);
       break;
     case "exited":
       say(`${event.name} exited (${event.signal ?? `code ${event.code}`}) after ${seconds(event.uptimeMs)}`);
@@ -157,6 +162,12 @@ async function stop(code = 0) {
 }
 process.once("SIGINT", () => void stop(0));
 process.once("SIGTERM", () => void stop(0));
+process.once("SIGHUP", () => void stop(0));
+// Killing npm passes no signal on; without this, start.mjs and its children outlived it.
+whenParentGone(() => {
+  say("the process that started this one is gone (npm killed?); stopping everything");
+  void stop(0);
+});
 
 if (demo) {
   say(`starting the demo fleet (ports ${basePort + 1}-${basePort + 13})`);

@@ -1,0 +1,72 @@
+// A supervisor whose parent is killed outright stops itself (scripts/lib/parent-watch.ts): a middle
+// process (standing in for npm and its shell) starts a child that watches its parent; the middle is
+// killed with SIGKILL, and the child, reparented, notices and exits on its own.
+import { strict as assert } from "node:assert";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { test } from "node:test";
+import { whenParentGone } from "./parent-watch";
+
+const watch = fileURLToPath(new URL("./parent-watch.ts", import.meta.url));
+
+test("a child whose parent is killed with SIGKILL notices and exits by itself", async () => {
+  const child = `
+    const { whenParentGone } = await import(${JSON.stringify(watch)});
+    whenParentGone(() => { console.log("parent gone"); process.exit(0); }, { everyMs: 50 });
+    setInterval(() => {}, 1e6);
+    console.log("ready " + process.pid);`;
+  // The middle shares its stdout pipe with the child, so the pipe ends only when both have exited.
+  const middle = spawn(
+    process.execPath,
+    [
+      "-e",
+      `require("node:child_process").spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", ${JSON.stringify(child)}], { stdio: "inherit" }); setInterval(() => {}, 1e6);`,
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  const lines: string[] = [];
+  const reader = createInterface({ input: middle.stdout });
+  const ended = once(reader, "close");
+  let childPid = 0;
+  await new Promise<void>((resolve) => {
+    reader.on("line", (line) => {
+      lines.push(line);
+      if (line.startsWith("ready ")) {
+        childPid = Number(line.slice("ready ".length));
+        resolve();
+      }
+    });
+  });
+  middle.kill("SIGKILL");
+  await ended;
+  assert.deepEqual(lines, [`ready ${childPid}`, "parent gone"], "the child noticed and exited (its end of the pipe closed)");
+});
+
+test("a parent that stays is never reported gone; a new parent PID is, once", async () => {
+  let parent = 100;
+  let looks = 0;
+  let reported = 0;
+  // The watch's timer does not hold the event loop; this test's wait must.
+  const hold = setInterval(() => {}, 60_000);
+  await new Promise<void>((resolve) => {
+    whenParentGone(
+      () => {
+        reported += 1;
+        resolve();
+      },
+      {
+        everyMs: 1,
+        parentPid: () => {
+          looks += 1;
+          if (looks === 5) parent = 1;
+          return parent;
+        },
+      },
+    );
+  });
+  clearInterval(hold);
+  assert.equal(reported, 1);
+  assert.equal(looks, 5, "three looks at the same parent reported nothing; the watch stopped at the one that saw it change");
+});

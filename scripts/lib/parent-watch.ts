@@ -1,0 +1,29 @@
+// Parent watch: a supervisor that outlives the process that started it stops itself.
+// Run:    imported by scripts/start.mjs and scripts/demo-fleet.ts; prints nothing.
+//
+// `npm start` runs start.mjs under `sh -c`. Killing npm (`kill <npm pid>`, a process manager's
+// stop) ends npm and that shell and passes no signal on, so start.mjs, with the console and the
+// demo fleet under it, kept running, reparented to init. Linux tells a process nothing when its
+// parent dies (Node has no PR_SET_PDEATHSIG), so the watch compares process.ppid with the parent the
+// process started under, once a second: it changes only when that parent is gone.
+
+export interface ParentWatchOptions {
+  /** How often to look (default 1 s). */
+  everyMs?: number;
+  /** The parent's PID now (default process.ppid; tests substitute their own). */
+  parentPid?: () => number;
+}
+
+/** Calls `onGone` once, when the parent this process started under has gone. Returns a cancel. */
+export function whenParentGone(onGone: () => void, options: ParentWatchOptions = {}): () => void {
+  const parentPid = options.parentPid ?? (() => process.ppid);
+  const startedUnder = parentPid();
+  const timer = setInterval(() => {
+    if (parentPid() === startedUnder) return;
+    clearInterval(timer);
+    onGone();
+  }, options.everyMs ?? 1_000);
+  // The watch alone must not keep a process alive that has nothing else to do.
+  timer.unref();
+  return () => clearInterval(timer);
+}
