@@ -24,10 +24,11 @@
 //   printed once. Each LB has its own token, issued by the console (the demo's are written to the
 //   demo state directory for the fleet); MERIDIAN_ENTRYPOINTS_TOKEN, the machine token the demo's
 //   clients read the entrypoint map with, is generated per run when unset.
-// - Ctrl-C (or SIGTERM, SIGHUP) stops every child this script started, by PID (the demo fleet stops
-//   its own engines and LBs), then exits. So does the death of the process that started it: `kill
-//   <npm pid>` ends npm and its shell without passing the signal on (scripts/lib/parent-watch.ts).
-//   If this script itself is killed with SIGKILL, the demo fleet notices and stops; the console
+// - Ctrl-C (or SIGTERM) stops every child this script started, by PID (the demo fleet stops its own
+//   engines and LBs), then exits. Under npm, so does npm's death: `kill <npm pid>` ends npm and its
+//   shell without passing the signal on (scripts/lib/parent-watch.ts). Started by hand, the script
+//   outlives its shell (nohup), as before.
+//   Under npm, if this script itself is killed with SIGKILL, the demo fleet stops; the console
 //   (`next start`, which watches nothing) keeps running: stop it by the PID printed when it started.
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -124,7 +125,7 @@ if (migrated.status !== 0) process.exit(1);
 const { register } = await import("tsx/esm/api");
 register();
 const { Supervisor, DEFAULT_RESTART_POLICY } = await import("./lib/supervisor.ts");
-const { whenParentGone } = await import("./lib/parent-watch.ts");
+const { runUnderNpm, whenParentGone } = await import("./lib/parent-watch.ts");
 
 let stopping = false;
 const seconds = (ms) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
@@ -162,12 +163,13 @@ async function stop(code = 0) {
 }
 process.once("SIGINT", () => void stop(0));
 process.once("SIGTERM", () => void stop(0));
-process.once("SIGHUP", () => void stop(0));
 // Killing npm passes no signal on; without this, start.mjs and its children outlived it.
-whenParentGone(() => {
-  say("the process that started this one is gone (npm killed?); stopping everything");
-  void stop(0);
-});
+if (runUnderNpm()) {
+  whenParentGone(() => {
+    say("npm, which started this script, is gone; stopping everything");
+    void stop(0);
+  });
+}
 
 if (demo) {
   say(`starting the demo fleet (ports ${basePort + 1}-${basePort + 13})`);

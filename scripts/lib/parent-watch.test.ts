@@ -7,7 +7,7 @@ import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
-import { whenParentGone } from "./parent-watch";
+import { runUnderNpm, whenParentGone } from "./parent-watch";
 
 const watch = fileURLToPath(new URL("./parent-watch.ts", import.meta.url));
 
@@ -69,4 +69,9 @@ test("a parent that stays is never reported gone; a new parent PID is, once", as
   clearInterval(hold);
   assert.equal(reported, 1);
   assert.equal(looks, 5, "three looks at the same parent reported nothing; the watch stopped at the one that saw it change");
+});
+
+test("the watch is for npm scripts: a script started by hand (nohup) is meant to outlive its shell", () => {
+  assert.equal(runUnderNpm({ npm_lifecycle_event: "start" }), true);
+  assert.equal(runUnderNpm({}), false);
 });

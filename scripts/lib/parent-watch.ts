@@ -6,6 +6,8 @@
 // demo fleet under it, kept running, reparented to init. Linux tells a process nothing when its
 // parent dies (Node has no PR_SET_PDEATHSIG), so the watch compares process.ppid with the parent the
 // process started under, once a second: it changes only when that parent is gone.
+// Only under npm (runUnderNpm): a script started by hand, say `nohup node scripts/start.mjs &`, is
+// meant to outlive the shell that started it.
 
 export interface ParentWatchOptions {
   /** How often to look (default 1 s). */
@@ -26,4 +28,9 @@ export function whenParentGone(onGone: () => void, options: ParentWatchOptions =
   // The watch alone must not keep a process alive that has nothing else to do.
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/** Whether this process runs under an npm script (npm sets npm_lifecycle_event; children inherit it). */
+export function runUnderNpm(env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(env.npm_lifecycle_event);
 }
