@@ -30,7 +30,7 @@ test("a child whose parent is killed with SIGKILL notices and exits by itself", 
   const reader = createInterface({ input: middle.stdout });
   const ended = once(reader, "close");
   let childPid = 0;
-  await new Promise<void>((resolve) => {
+  await new Promise<void>((resolve, reject) => {
     reader.on("line", (line) => {
       lines.push(line);
       if (line.startsWith("ready ")) {
@@ -38,6 +38,8 @@ test("a child whose parent is killed with SIGKILL notices and exits by itself", 
         resolve();
       }
     });
+    // A child that could not start ends the pipe without "ready": fail, do not wait for ever.
+    reader.once("close", () => reject(new Error(`the child never got ready: ${JSON.stringify(lines)}`)));
   });
   middle.kill("SIGKILL");
   await ended;

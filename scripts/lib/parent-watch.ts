@@ -16,8 +16,8 @@ export interface ParentWatchOptions {
   parentPid?: () => number;
 }
 
-/** Calls `onGone` once, when the parent this process started under has gone. Returns a cancel. */
-export function whenParentGone(onGone: () => void, options: ParentWatchOptions = {}): () => void {
+/** Calls `onGone` once, when the parent this process started under has gone. */
+export function whenParentGone(onGone: () => void, options: ParentWatchOptions = {}): void {
   const parentPid = options.parentPid ?? (() => process.ppid);
   const startedUnder = parentPid();
   const timer = setInterval(() => {
@@ -27,7 +27,6 @@ export function whenParentGone(onGone: () => void, options: ParentWatchOptions =
   }, options.everyMs ?? 1_000);
   // The watch alone must not keep a process alive that has nothing else to do.
   timer.unref();
-  return () => clearInterval(timer);
 }
 
 /** Whether this process runs under an npm script (npm sets npm_lifecycle_event; children inherit it). */
