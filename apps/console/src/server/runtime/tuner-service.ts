@@ -307,12 +307,9 @@ export class TunerService {
   private async applyCurrent(lbId: string, operator = false): Promise<void> {
     const live = this.tuners.get(lbId);
     if (!live) return;
-    // A follower records the operator's change only; the leader's reconcile publishes it. (The change
-    // itself was written by the operator action; a run another console wrote since is re-read.)
-    if (this.deps.leadership.currentTerm() === null) {
-      await this.persistUnlessMoved(lbId, live);
-      return;
-    }
+    // A follower publishes nothing: the leader's reconcile publishes what it wrote. Every caller has
+    // just recorded the run (an operator's action, a reset), so there is nothing left to write.
+    if (this.deps.leadership.currentTerm() === null) return;
     const current = live.tuner.current();
     if (current.version !== null) return;
     if (operator) {
