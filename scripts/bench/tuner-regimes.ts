@@ -178,7 +178,21 @@ export function reportSummary(reports: readonly TunerReport[]) {
     // admitted under a trial that was decided before it finished belongs to no trial.
     samples_in_decided_trials: r.trajectory.reduce((sum, t) => sum + (t.trial ? t.trial.samples.incumbent + t.trial.samples.candidate : 0), 0),
     samples_to_best: r.samplesToBest,
+    // What each trial that moved the incumbent read: the arms' p95 TTFT as the split saw them, to set
+    // beside the same weights deployed alone (packages/tuner/README.md, "What a trial can see").
+    steps_taken: r.trajectory
+      .filter((t) => t.accepted && t.trial)
+      .map((t) => ({
+        decision: t.trial!.decision,
+        weights: { rtt: round(t.weights.rtt, 4), queue: round(t.weights.queue, 4) },
+        samples_seen: t.samplesSeen,
+        trial_p95_ms: { incumbent: roundOrNull(t.trial!.p95TtftMs.incumbent), candidate: roundOrNull(t.trial!.p95TtftMs.candidate) },
+      })),
   }));
+}
+
+function roundOrNull(value: number | null): number | null {
+  return value === null ? null : round(value, 1);
 }
 
 export function round(value: number, digits = 3): number {

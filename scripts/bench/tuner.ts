@@ -14,7 +14,8 @@
 //   - short_prompt: tune from the defaults on the first half (frozen after 1,000 samples, and at the
 //     end of the half), evaluate on the second: p95 TTFT against the grid optimum of the second half
 //     and against session-affinity, per seed, for one tuner per LB and one tuner for the fleet; a run
-//     worse than the defaults is judged on its tuning half too (tuning_half_p95_ms);
+//     worse than the defaults is judged on its tuning half too (tuning_half_p95_ms), and the tuning
+//     half has a grid optimum of its own (tuning_half_grid_optimum: what a tuner could gain there);
 //   - long_prompt: the same protocol, frozen tuned weights against the defaults on the second half;
 //   - regime_shift: the short-prompt regime over the whole trace, the client mix moving halfway;
 //     frozen 1,000 samples after the shift, against the grid optimum of the post-shift workload and
@@ -29,7 +30,8 @@
 //     often a window of a trial's length ranks them as the whole workload does;
 //   - every grid optimum also carries fresh_seeds: its p95 and the defaults' under seeds it was not
 //     chosen on (the winner's curse of a best-of-81); every tuner's summary says how many of the
-//     samples it saw went into the trials it decided;
+//     samples it saw went into the trials it decided, and each step it took with the arms' p95 TTFT
+//     as its trial read them (steps_taken);
 //   - timings_s: wall time per part (2 cores shared with other work: see loadavg).
 
 import { existsSync } from "node:fs";
@@ -167,6 +169,10 @@ const aaJson = timed("aa", () => ({
   statistic_alone: { short: aa("short", false), long: aa("long", false) },
 }));
 
+function gridSummary(optimum: ReturnType<typeof gridOptimum>) {
+  return { p95_ms: round(optimum.p95, 1), weights: optimum.weights };
+}
+
 // ---- held-out tuning: tune on the first half, freeze, evaluate on the second
 function heldOut(name: RegimeName) {
   const r = regimes[name];
@@ -215,11 +221,12 @@ function heldOut(name: RegimeName) {
     evaluate_on: "second half",
     target:
       name === "short" ? "held-out p95 within 10 % of the grid optimum, below session-affinity" : `held-out p95 at most ${HARM_TOLERANCE} × the defaults'`,
-    grid_optimum: optimum
-      ? { p95_ms: round(optimum.p95, 1), weights: optimum.weights, points: optimum.points, fresh_seeds: onFreshSeeds(r.spec, evaluate, optimum.weights) }
-      : undefined,
+    grid_optimum: optimum ? { ...gridSummary(optimum), points: optimum.points, fresh_seeds: onFreshSeeds(r.spec, evaluate, optimum.weights) } : undefined,
     defaults_p95_ms: round(defaultsP95, 1),
     defaults_tuning_half_p95_ms: round(frozenP95(r.spec, tune), 1),
+    // What a tuner could gain on the half it sees: beside grid_optimum, how far the best weights of
+    // one half are from the next half's.
+    ...(optimum ? { tuning_half_grid_optimum: gridSummary(gridOptimum(r.spec, tune)) } : {}),
     session_affinity_p95_ms: round(sessionAffinity, 1),
     seeds: SEEDS,
     scopes,
@@ -286,7 +293,7 @@ const shiftJson = timed("regime_shift", () => {
   return {
     shift: `from halfway, client weights ${JSON.stringify(REGIME_SHIFT.clients)} (uniform before)`,
     frozen: `${SAMPLES} samples after the shift (per tuner)`,
-    new_grid_optimum: { p95_ms: round(optimum.p95, 1), weights: optimum.weights, fresh_seeds: onFreshSeeds(r.spec, post, optimum.weights) },
+    new_grid_optimum: { ...gridSummary(optimum), fresh_seeds: onFreshSeeds(r.spec, post, optimum.weights) },
     defaults_post_shift_p95_ms: round(optimum.defaults_p95, 1),
     seeds: SEEDS,
     scopes,
