@@ -8,6 +8,7 @@ import { createLb, entrypointMap, failoverLb, listLbs } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createReplica, listReplicas } from "../services/replicas";
 import { failbackDue } from "./auto-failback";
+import { provenLbIds } from "./lb-proof-rows";
 
 const PERIOD = 30_000;
 
@@ -115,6 +116,10 @@ describe("automatic failback through the health monitor's own probes", () => {
       // first election in the background: a round that probed before it was won saw the LB down and
       // did nothing (a CI run failed here with the LB still "healthy").
       await waitFor(() => h.rt.leadership.view().isLeader, 10_000, "the console leads");
+      // Only an LB that has proved it holds its token takes another's clients, and the leader's
+      // credential keeper proves them in the background: failing the LB before eu-frankfurt had
+      // proved itself refused the failover and marked it "failed" (a CI run failed here so).
+      await waitFor(async () => (await provenLbIds(h.rt.store)).has("lb-eu-frankfurt"), 10_000, "lb-eu-frankfurt proven");
       await h.rt.health.tick();
       fakes[0]!.healthy = false;
       await h.rt.health.tick();
