@@ -46,6 +46,8 @@ describe("automatic failback", () => {
     await h.rt.store.db.insert(h.rt.store.tables.observedRtts).values({ fromRegion: "us-ashburn", toRegion: "eu-frankfurt", rttMs: 292, updatedAt: 0 });
     await h.rt.start();
     await h.rt.health.tick();
+    // A failover needs a target that has proved its token (below, "through the health monitor's own probes").
+    await waitFor(async () => (await provenLbIds(h.rt.store)).has("lb-eu-frankfurt"), 10_000, "lb-eu-frankfurt proven");
   });
   after(async () => {
     await h.close();

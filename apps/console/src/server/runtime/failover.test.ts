@@ -7,6 +7,7 @@ import { listAudit } from "../services/audit";
 import { createLb, entrypointMap, failbackLb, failoverLb, listLbs } from "../services/lbs";
 import { createRegion, rttMatrix } from "../services/regions";
 import { createReplica, listReplicas } from "../services/replicas";
+import { provenLbIds } from "./lb-proof-rows";
 
 const REGIONS = ["us-ashburn", "eu-frankfurt", "ap-seoul"] as const;
 const RTT: Record<string, Record<string, number>> = {
@@ -32,6 +33,9 @@ describe("failover and failback", () => {
     }
     await h.rt.start();
     await h.rt.health.tick();
+    // Only an LB that has proved its token (written in the background after a probe's challenge) is a
+    // failover target: the tests below fail LBs over from the start.
+    await waitFor(async () => (await provenLbIds(h.rt.store)).size === 3, 10_000, "every LB proven");
   });
   after(async () => {
     await h.close();
