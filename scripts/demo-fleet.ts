@@ -11,9 +11,10 @@
 //        LOG_LEVEL (the LBs' log level, default warn).
 // Prints: one line per started engine and LB (with its PID), "demo fleet ready", a traffic line
 //         every 30 s, and every exit and restart of an engine or LB.
-// Exits:  on SIGINT/SIGTERM or, under npm, when the process that started it is gone (parent-watch.ts),
-//         after stopping everything it started (by PID); with status 2 when the
-//         fleet cannot start (a port in use, a bad environment, an LB or engine that never stays up).
+// Exits:  on SIGINT/SIGTERM, after stopping everything it started (by PID); a supervisor that starts
+//         it (npm start) sends SIGTERM even when killed outright (supervisor.ts, on Linux); with
+//         status 2 when the fleet cannot start (a port in use, a bad environment, an LB or engine
+//         that never stays up).
 // Ports:  engines BASE+1..BASE+6, LBs BASE+11..BASE+13.
 //
 // Decisions
@@ -38,7 +39,6 @@ import { LB_CONFIG_SCHEMA } from "@meridian/protocol";
 import { createEntrypointResolver, startLoadGenerator, type LoadGenerator } from "@meridian/workload";
 import { demoStateDir, demoTokenFile } from "../apps/console/src/lib/demo-files";
 import { DEMO_MODEL, DEMO_REGIONS, DEMO_RTT_MS, demoTopology } from "../apps/console/src/lib/demo-topology";
-import { runUnderNpm, whenParentGone } from "./lib/parent-watch";
 import { removePidFile, stopLeftovers, writePidFile } from "./lib/pid-files";
 import { DEFAULT_RESTART_POLICY, Supervisor, type ChildSpec } from "./lib/supervisor";
 
@@ -201,13 +201,6 @@ async function main(): Promise<void> {
   }
   process.once("SIGINT", () => void stopAll(0));
   process.once("SIGTERM", () => void stopAll(0));
-  // Started by `npm start`, whose supervisor may be killed outright: the fleet does not outlive it.
-  if (runUnderNpm()) {
-    whenParentGone(() => {
-      log("the process that started the demo fleet is gone; stopping it");
-      void stopAll(0);
-    });
-  }
 
   function supervise(spec: ChildSpec, marker: string): void {
     markers.set(spec.name, marker);

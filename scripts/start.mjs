@@ -28,8 +28,9 @@
 //   engines and LBs), then exits. Under npm, so does npm's death: `kill <npm pid>` ends npm and its
 //   shell without passing the signal on (scripts/lib/parent-watch.ts). Started by hand, the script
 //   outlives its shell (nohup), as before.
-//   Under npm, if this script itself is killed with SIGKILL, the demo fleet stops; the console
-//   (`next start`, which watches nothing) keeps running: stop it by the PID printed when it started.
+//   If this script itself is killed outright (SIGKILL), its children get SIGTERM from the kernel
+//   and stop as on Ctrl-C (scripts/lib/supervisor.ts starts them through setpriv --pdeathsig, on
+//   Linux; elsewhere they keep running: stop them by the PIDs printed when they started).
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, statSync } from "node:fs";

@@ -1,5 +1,5 @@
 // Parent watch: a supervisor that outlives the process that started it stops itself.
-// Run:    imported by scripts/start.mjs and scripts/demo-fleet.ts; prints nothing.
+// Run:    imported by scripts/start.mjs; prints nothing.
 //
 // `npm start` runs start.mjs under `sh -c`. Killing npm (`kill <npm pid>`, a process manager's
 // stop) ends npm and that shell and passes no signal on, so start.mjs, with the console and the
@@ -8,6 +8,8 @@
 // process started under, once a second: it changes only when that parent is gone.
 // Only under npm (runUnderNpm): a script started by hand, say `nohup node scripts/start.mjs &`, is
 // meant to outlive the shell that started it.
+// start.mjs's own children need no watch: the supervisor starts them with a parent-death signal
+// (supervisor.ts), which npm's shell, not started by us, cannot be given.
 
 export interface ParentWatchOptions {
   /** How often to look (default 1 s). */

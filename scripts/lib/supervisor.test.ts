@@ -1,10 +1,14 @@
 import { strict as assert } from "node:assert";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { after, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
 import { isAlive } from "./pid-files";
-import { backoffDelayMs, Supervisor, type RestartPolicy, type SupervisorEvent } from "./supervisor";
+import { backoffDelayMs, commandLine, Supervisor, type RestartPolicy, type SupervisorEvent } from "./supervisor";
 
 // Tiny children: node itself, so nothing but the running Node is needed.
 const EXIT_AT_ONCE = ["-e", "process.exit(3)"];
@@ -150,5 +154,57 @@ describe("Supervisor", () => {
     assert.equal(of(events, "spawn-failed").length, 2);
     assert.match(of(events, "spawn-failed")[0]!.error, /ENOENT/);
     assert.throws(() => sup.add({ name: "missing", command: "x", args: [] }), /already supervised/);
+  });
+});
+
+describe("a supervisor killed outright", () => {
+  const supervisorModule = fileURLToPath(new URL("./supervisor.ts", import.meta.url));
+
+  test("its child gets SIGTERM from the kernel and exits (Linux, through setpriv)", {
+    skip: commandLine({ command: process.execPath, args: [] }).args.length === 0 && "no setpriv here",
+  }, async () => {
+    // The middle process is the supervisor (as start.mjs or the demo fleet is); its child reports the
+    // signal on the stdout pipe that all three share, so the pipe closes only when both have exited.
+    const child = `process.on("SIGTERM", () => { console.log("SIGTERM"); process.exit(0); }); setInterval(() => {}, 1e6); console.log("ready");`;
+    const middleCode = `
+      const { Supervisor } = await import(${JSON.stringify(supervisorModule)});
+      const sup = new Supervisor(undefined, (event) => { if (event.kind === "started") console.log("started " + event.pid); });
+      sup.add({ name: "child", command: process.execPath, args: ["-e", ${JSON.stringify(child)}] });
+      setInterval(() => {}, 1e6);`;
+    const middle = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", middleCode], { stdio: ["ignore", "pipe", "inherit"] });
+    const lines: string[] = [];
+    const reader = createInterface({ input: middle.stdout! });
+    const ended = once(reader, "close");
+    let childPid = 0;
+    await new Promise<void>((resolve, reject) => {
+      reader.on("line", (line) => {
+        lines.push(line);
+        if (line.startsWith("started ")) childPid = Number(line.slice("started ".length));
+        // Its handler is in place: a SIGTERM from now on is reported.
+        if (line === "ready") resolve();
+      });
+      reader.once("close", () => reject(new Error(`the supervisor's child never got ready: ${JSON.stringify(lines)}`)));
+    });
+    middle.kill("SIGKILL");
+    // Bounded, so that a child that outlives its supervisor fails the test instead of hanging it.
+    const exited = await Promise.race([ended.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000).unref())]);
+    if (!exited) {
+      process.kill(childPid, "SIGKILL");
+      assert.fail(`the child (pid ${childPid}) was still running 10 s after its supervisor was killed`);
+    }
+    assert.deepEqual(lines, [`started ${childPid}`, "ready", "SIGTERM"], "the child got SIGTERM and exited (its end of the pipe closed)");
+  });
+
+  test("setpriv wraps only an executable that exists, and keeps its arguments", () => {
+    assert.deepEqual(commandLine({ command: process.execPath, args: ["-e", "1"] }, "/usr/bin/setpriv"), {
+      command: "/usr/bin/setpriv",
+      args: ["--pdeathsig", "TERM", "--", process.execPath, "-e", "1"],
+    });
+    assert.deepEqual(commandLine({ command: "/nonexistent/meridian-binary", args: [] }, "/usr/bin/setpriv"), {
+      command: "/nonexistent/meridian-binary",
+      args: [],
+    });
+    assert.deepEqual(commandLine({ command: "node", args: ["x"] }, "/usr/bin/setpriv"), { command: "node", args: ["x"] });
+    assert.deepEqual(commandLine({ command: process.execPath, args: [] }, null), { command: process.execPath, args: [] });
   });
 });

@@ -14,7 +14,13 @@
 //   code listed in the child's fatalExitCodes gives up on such a child at once.
 // - stop() cancels pending restarts, sends SIGTERM to each running child by PID, SIGKILL after
 //   graceMs, and resolves when every child has exited. Children it did not start are never touched.
+// - No child outlives the supervisor, even one killed outright (SIGKILL, the OOM killer): on Linux
+//   each child is started through setpriv(1) --pdeathsig, so the kernel sends it SIGTERM when the
+//   supervisor's process dies. Node cannot set PR_SET_PDEATHSIG itself, and Linux tells a child
+//   nothing otherwise. Without setpriv (another OS) a supervisor killed outright leaves its children.
 import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
+import { existsSync } from "node:fs";
+import { isAbsolute } from "node:path";
 
 export interface RestartPolicy {
   initialDelayMs: number;
@@ -53,6 +59,20 @@ export interface ChildStatus {
   /** How many times the child was started again after an exit. */
   restarts: number;
   gaveUp: boolean;
+}
+
+/** util-linux's setpriv, where there is one. */
+const SETPRIV = process.platform === "linux" ? (["/usr/bin/setpriv", "/bin/setpriv"].find((path) => existsSync(path)) ?? null) : null;
+
+/**
+ * The command line that starts `spec`: through `setpriv --pdeathsig TERM` when there is a setpriv and
+ * the command is an executable that exists (so that a missing one still fails to spawn, and is
+ * reported as such, rather than making setpriv exit 127). setpriv execs the command in its own
+ * process, so the child's PID is the command's.
+ */
+export function commandLine(spec: Pick<ChildSpec, "command" | "args">, setpriv: string | null = SETPRIV): { command: string; args: string[] } {
+  if (setpriv === null || !isAbsolute(spec.command) || !existsSync(spec.command)) return { command: spec.command, args: [...spec.args] };
+  return { command: setpriv, args: ["--pdeathsig", "TERM", "--", spec.command, ...spec.args] };
 }
 
 /** Delay before restart number `failures` (1 = the first restart after a failure). */
@@ -141,7 +161,8 @@ export class Supervisor {
     const { spec } = entry;
     let child: ChildProcess;
     try {
-      child = spawn(spec.command, [...spec.args], { cwd: spec.cwd, env: spec.env ?? process.env, stdio: spec.stdio ?? ["ignore", "inherit", "inherit"] });
+      const { command, args } = commandLine(spec);
+      child = spawn(command, args, { cwd: spec.cwd, env: spec.env ?? process.env, stdio: spec.stdio ?? ["ignore", "inherit", "inherit"] });
     } catch (error) {
       this.onEvent({ kind: "spawn-failed", name: spec.name, error: error instanceof Error ? error.message : String(error) });
       this.afterExit(entry, 0);
