@@ -12,7 +12,7 @@
 import { percentile, simulateFleet, type FleetSpec, type RequestRecord, type SimRequest } from "@meridian/sim";
 import type { Weights } from "@meridian/routing";
 import { sameWeights } from "@meridian/tuner";
-import { EVAL_SEEDS, everyLbOn, frozenFleet, round } from "./tuner-regimes";
+import { EVAL_SEEDS, everyLbOn, frozenFleet, round, sentAwayShare } from "./tuner-regimes";
 
 /** The candidate's shares of sessions the pair is run at: a minority, an even split, a majority. */
 export const INTERFERENCE_SHARES: readonly number[] = [0.1, 0.5, 0.9];
@@ -56,6 +56,7 @@ function splitAt(spec: FleetSpec, requests: readonly SimRequest[], pair: Pair, s
     incumbent_arm_p95_ms: p95Of(arms.incumbent),
     candidate_arm_p95_ms: p95Of(arms.candidate),
     samples: { incumbent: arms.incumbent.length, candidate: arms.candidate.length },
+    sent_away: { incumbent: sentAwayShare(spec, arms.incumbent), candidate: sentAwayShare(spec, arms.candidate) },
     refused,
   };
 }

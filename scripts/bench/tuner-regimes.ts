@@ -15,6 +15,7 @@ import {
   simulateFleet,
   simulateFleetOverSeeds,
   type FleetSpec,
+  type RequestRecord,
   type SimRequest,
   type TunerReport,
   type TunerRunOptions,
@@ -189,6 +190,17 @@ export function reportSummary(reports: readonly TunerReport[]) {
         trial_p95_ms: { incumbent: roundOrNull(t.trial!.p95TtftMs.incumbent), candidate: roundOrNull(t.trial!.p95TtftMs.candidate) },
       })),
   }));
+}
+
+/**
+ * The share of served requests that their LB sent to a replica in another region. A split's arms
+ * share the replicas' queues, and the arm that keeps its requests home leaves the other to go away
+ * past them (packages/tuner/README.md, "Tried and not adopted": diversion).
+ */
+export function sentAwayShare(spec: FleetSpec, records: readonly RequestRecord[]): number | null {
+  if (records.length === 0) return null;
+  const regionOf = new Map(spec.lbs.map((lb) => [lb.id, lb.region]));
+  return round(records.filter((r) => r.replica_region !== regionOf.get(r.lb)).length / records.length, 3);
 }
 
 function roundOrNull(value: number | null): number | null {

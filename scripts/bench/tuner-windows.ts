@@ -9,15 +9,15 @@
 
 import { percentile, simulateFleet, type FleetSpec, type SimRequest } from "@meridian/sim";
 import type { Weights } from "@meridian/routing";
-import { EVAL_SEEDS, everyLbOn, frozenFleet, round } from "./tuner-regimes";
+import { EVAL_SEEDS, everyLbOn, frozenFleet, round, sentAwayShare } from "./tuner-regimes";
 
 /** Window lengths, in requests of the whole fleet: a trial's cap, the tuner's budget, twice it. */
 export const WINDOW_REQUESTS: readonly number[] = [500, 1000, 2000];
 
-/** Each request's TTFT under `weights` on every LB (refused requests are absent). */
-function ttftById(spec: FleetSpec, requests: readonly SimRequest[], weights: Weights, seed: number): Map<number, number> {
-  const run = simulateFleet(frozenFleet(spec, everyLbOn(spec, weights)), requests, { policy: "gorgo", seed, recordRequests: true });
-  return new Map((run.records ?? []).map((r) => [r.id, r.ttft_ms]));
+/** The served requests under `weights` on every LB (refused requests are absent), and each one's TTFT by id. */
+function servedAlone(spec: FleetSpec, requests: readonly SimRequest[], weights: Weights, seed: number) {
+  const records = simulateFleet(frozenFleet(spec, everyLbOn(spec, weights)), requests, { policy: "gorgo", seed, recordRequests: true }).records ?? [];
+  return { records, ttft: new Map(records.map((r) => [r.id, r.ttft_ms])) };
 }
 
 export function windowsAlone(
@@ -27,7 +27,11 @@ export function windowsAlone(
   sizes: readonly number[] = WINDOW_REQUESTS,
   seeds: readonly number[] = EVAL_SEEDS,
 ) {
-  const runs = seeds.map((seed) => ({ incumbent: ttftById(spec, requests, pair.incumbent, seed), candidate: ttftById(spec, requests, pair.candidate, seed) }));
+  const served = seeds.map((seed) => ({
+    incumbent: servedAlone(spec, requests, pair.incumbent, seed),
+    candidate: servedAlone(spec, requests, pair.candidate, seed),
+  }));
+  const runs = served.map((run) => ({ incumbent: run.incumbent.ttft, candidate: run.candidate.ttft }));
   const pooled = (arm: "incumbent" | "candidate") =>
     round(
       percentile(
@@ -37,11 +41,17 @@ export function windowsAlone(
       1,
     );
   const whole = { incumbent: pooled("incumbent"), candidate: pooled("candidate") };
+  const sentAway = (arm: "incumbent" | "candidate") =>
+    sentAwayShare(
+      spec,
+      served.flatMap((run) => run[arm].records),
+    );
   const candidateWinsWhole = whole.candidate < whole.incumbent;
   return {
     pair,
     seeds,
     whole_workload_p95_ms: whole,
+    whole_workload_sent_away: { incumbent: sentAway("incumbent"), candidate: sentAway("candidate") },
     windows: sizes.map((size) => {
       let agree = 0;
       let disagree = 0;

@@ -23,7 +23,8 @@
 //   - interference: the defaults against each grid optimum above (and the short-prompt optimum against
 //     the new one after the shift) split by session at candidate shares 0.1, 0.5 and 0.9, and by time
 //     slots of 50–1,000 requests: each arm's p95 beside each set's p95 deployed alone, and whether the
-//     split ranks them alike;
+//     split ranks them alike; each arm's share of requests sent to another region (sent_away), beside
+//     each set's deployed alone (windows' whole_workload_sent_away);
 //     when a fleet tuner's short-prompt run did harm, its weights against the defaults are a fourth
 //     pair, on the held-out half and on the half it was tuned on;
 //   - windows: the same pairs, each set alone, compared window by window (500–2,000 requests): how
