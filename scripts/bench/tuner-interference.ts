@@ -56,7 +56,7 @@ function splitAt(spec: FleetSpec, requests: readonly SimRequest[], pair: Pair, s
     incumbent_arm_p95_ms: p95Of(arms.incumbent),
     candidate_arm_p95_ms: p95Of(arms.candidate),
     samples: { incumbent: arms.incumbent.length, candidate: arms.candidate.length },
-    sent_away: { incumbent: sentAwayShare(spec, arms.incumbent), candidate: sentAwayShare(spec, arms.candidate) },
+    sent_away: { incumbent: sentAwayShare(arms.incumbent), candidate: sentAwayShare(arms.candidate) },
     refused,
   };
 }

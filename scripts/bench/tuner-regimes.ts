@@ -192,15 +192,18 @@ export function reportSummary(reports: readonly TunerReport[]) {
   }));
 }
 
+/** Whether a served request went to a replica outside its client's region. */
+export function servedAway(record: RequestRecord): boolean {
+  return record.replica_region !== record.client_region;
+}
+
 /**
- * The share of served requests that their LB sent to a replica in another region. A split's arms
+ * The share of served requests sent to a replica outside their client's region. A split's arms
  * share the replicas' queues, and the arm that keeps its requests home leaves the other to go away
  * past them (packages/tuner/README.md, "Tried and not adopted": diversion).
  */
-export function sentAwayShare(spec: FleetSpec, records: readonly RequestRecord[]): number | null {
-  if (records.length === 0) return null;
-  const regionOf = new Map(spec.lbs.map((lb) => [lb.id, lb.region]));
-  return round(records.filter((r) => r.replica_region !== regionOf.get(r.lb)).length / records.length, 3);
+export function sentAwayShare(records: readonly RequestRecord[]): number | null {
+  return records.length === 0 ? null : round(records.filter(servedAway).length / records.length, 3);
 }
 
 function roundOrNull(value: number | null): number | null {

@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import type { Weights } from "@meridian/routing";
 import { percentile, simulateFleet, type FleetSpec, type SimRequest } from "@meridian/sim";
 import { loadTrace } from "@meridian/workload";
-import { busyScale, EVAL_SEEDS, everyLbOn, frozenFleet, gridOptimum, regime, round, SAMPLES_BUDGET, shiftWorkload, tuneOn } from "./tuner-regimes";
+import { busyScale, EVAL_SEEDS, everyLbOn, frozenFleet, gridOptimum, regime, round, SAMPLES_BUDGET, servedAway, shiftWorkload, tuneOn } from "./tuner-regimes";
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -57,7 +57,7 @@ function byClientRegion(frozen: FleetSpec, requests: readonly SimRequest[]) {
     for (const record of simulateFleet(frozen, requests, { policy: "gorgo", seed: evalSeed, recordRequests: true }).records ?? []) {
       const region = regions.get(record.client_region) ?? { ttft: [], local: 0 };
       region.ttft.push(record.ttft_ms);
-      if (record.replica_region === record.client_region) region.local++;
+      if (!servedAway(record)) region.local++;
       regions.set(record.client_region, region);
     }
   }

@@ -41,11 +41,7 @@ export function windowsAlone(
       1,
     );
   const whole = { incumbent: pooled("incumbent"), candidate: pooled("candidate") };
-  const sentAway = (arm: "incumbent" | "candidate") =>
-    sentAwayShare(
-      spec,
-      served.flatMap((run) => run[arm].records),
-    );
+  const sentAway = (arm: "incumbent" | "candidate") => sentAwayShare(served.flatMap((run) => run[arm].records));
   const candidateWinsWhole = whole.candidate < whole.incumbent;
   return {
     pair,
