@@ -78,6 +78,9 @@ test("the online tuner decides A/B trials on live traffic and shows why; it paus
   await page.goto("/lbs");
   await page.getByTestId(`lb-policy-select-${lb.name}`).selectOption("least-load");
   await page.getByTestId(`lb-policy-apply-${lb.name}`).click();
+  // The server has the change before the page is left: navigating at once can abort the mutation's
+  // request in flight (in a CI run that did not wait, the tuner still ran 15 s later).
+  await expect(page.getByTestId(`lb-policy-${lb.name}`)).toHaveText("least-load");
   await page.goto("/tuner");
   await page.getByTestId("tuner-lb-select").selectOption(lb.id);
   await expect(page.getByTestId("tuner-running")).toHaveText("paused");
@@ -99,6 +102,7 @@ test("the online tuner decides A/B trials on live traffic and shows why; it paus
   await page.goto("/lbs");
   await page.getByTestId(`lb-policy-select-${lb.name}`).selectOption("gorgo");
   await page.getByTestId(`lb-policy-apply-${lb.name}`).click();
+  await expect(page.getByTestId(`lb-policy-${lb.name}`)).toHaveText("gorgo");
   await page.goto("/tuner");
   await page.getByTestId("tuner-lb-select").selectOption(lb.id);
   await expect(page.getByTestId("tuner-running")).toHaveText("running");
