@@ -9,7 +9,7 @@ import { EXPERIMENT_POLICY_OPTIONS, type ExperimentPolicy } from "../lib/policie
 import { PolicyBarChart } from "./charts";
 import { LandscapeView } from "./landscape-view";
 import { useCanMutate } from "./session";
-import { Badge, ErrorText, PageHeader, Panel, QueryView, ReadOnlyNote } from "./ui";
+import { Badge, ErrorText, NumberField, PageHeader, Panel, QueryView, ReadOnlyNote } from "./ui";
 import { useInvalidateAll } from "./use-action";
 
 const DEFAULT_POLICIES: ExperimentPolicy[] = ["gorgo", "least-request", "prefix-cache", "round-robin"];
@@ -64,18 +64,9 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
           ))}
         </select>
       </label>
-      <label>
-        Window from (ms)
-        <input type="number" value={fromMs} onChange={(e) => setFromMs(e.target.value)} data-testid="experiment-from" />
-      </label>
-      <label>
-        Window to (ms)
-        <input type="number" value={toMs} onChange={(e) => setToMs(e.target.value)} data-testid="experiment-to" />
-      </label>
-      <label>
-        time_scale
-        <input type="number" step="any" value={timeScale} onChange={(e) => setTimeScale(e.target.value)} data-testid="experiment-time-scale" />
-      </label>
+      <NumberField label="Window from (ms)" value={fromMs} onChange={setFromMs} testId="experiment-from" />
+      <NumberField label="Window to (ms)" value={toMs} onChange={setToMs} testId="experiment-to" />
+      <NumberField label="time_scale" fractional value={timeScale} onChange={setTimeScale} testId="experiment-time-scale" />
       {kind === "grid" ? (
         <fieldset className="wide">
           <legend>Landscape</legend>
@@ -86,14 +77,8 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
               <option value="global">global (an LB and clients in every region)</option>
             </select>
           </label>
-          <label>
-            Prompt length factor
-            <input type="number" step="any" value={promptFactor} onChange={(e) => setPromptFactor(e.target.value)} data-testid="experiment-grid-prompt" />
-          </label>
-          <label>
-            Points per axis
-            <input type="number" value={points} onChange={(e) => setPoints(e.target.value)} data-testid="experiment-grid-points" />
-          </label>
+          <NumberField label="Prompt length factor" fractional value={promptFactor} onChange={setPromptFactor} testId="experiment-grid-prompt" />
+          <NumberField label="Points per axis" value={points} onChange={setPoints} testId="experiment-grid-points" />
         </fieldset>
       ) : null}
       <fieldset className="wide" hidden={kind === "grid"}>

@@ -9,7 +9,7 @@ import { CROSS_REGION_OPTIONS, POLICY_OPTIONS, type CrossRegion, type Policy } f
 import { LbTokenActions, LbTokenCell, LbTokenOnce } from "./lb-credentials";
 import { useCanMutate } from "./session";
 import { EntrypointAlarms, EntrypointTable } from "./entrypoints";
-import { Badge, ConfirmButton, ErrorText, LbStatusBadge, PageHeader, Panel, QueryView, ReadOnlyNote } from "./ui";
+import { AddFormActions, Badge, ConfirmButton, ErrorText, LbStatusBadge, PageHeader, Panel, QueryView, ReadOnlyNote, RegionSelect } from "./ui";
 import { useInvalidateAll } from "./use-action";
 
 type LbRow = RouterOutputs["lbs"]["list"][number];
@@ -115,17 +115,7 @@ function AddLbForm({ onDone }: { onDone: () => void }) {
         Admin URL (optional)
         <input value={form.adminUrl} onChange={set("adminUrl")} placeholder="same as URL" data-testid="lb-add-admin-url" />
       </label>
-      <label>
-        Region
-        <select value={form.region} onChange={set("region")} required data-testid="lb-add-region">
-          <option value="">—</option>
-          {(regions.data ?? []).map((r) => (
-            <option key={r.id} value={r.name}>
-              {r.name}
-            </option>
-          ))}
-        </select>
-      </label>
+      <RegionSelect regions={regions.data} value={form.region} onChange={set("region")} testId="lb-add-region" />
       <label>
         Policy
         <select value={policy} onChange={(e) => setPolicy(e.target.value as Policy)} data-testid="lb-add-policy">
@@ -146,15 +136,7 @@ function AddLbForm({ onDone }: { onDone: () => void }) {
           ))}
         </select>
       </label>
-      <div className="form-actions">
-        <button type="submit" className="btn btn-primary btn-solid" disabled={create.isPending} data-testid="lb-add-submit">
-          {create.isPending ? "Adding…" : "Add load balancer"}
-        </button>
-        <button type="button" className="btn" onClick={onDone}>
-          Cancel
-        </button>
-        <ErrorText error={create.error ?? regions.error} testId="lb-add-error" />
-      </div>
+      <AddFormActions label="Add load balancer" pending={create.isPending} onCancel={onDone} error={create.error ?? regions.error} testId="lb-add" />
     </form>
   );
 }

@@ -9,7 +9,20 @@ import { fmtNum, fmtPct } from "../lib/format";
 import { REPLICA_STATS_WINDOW_MS, STATS_BUCKET_MS, windowLabel } from "../lib/stats-windows";
 import { CacheTruthCharts, ShareHistoryChart } from "./charts";
 import { useCanMutate } from "./session";
-import { Badge, ConfirmButton, ErrorText, HealthBadge, PageHeader, Panel, QueryView, ReadOnlyNote, ShareBar, StateBadge } from "./ui";
+import {
+  AddFormActions,
+  Badge,
+  ConfirmButton,
+  ErrorText,
+  HealthBadge,
+  PageHeader,
+  Panel,
+  QueryView,
+  ReadOnlyNote,
+  RegionSelect,
+  ShareBar,
+  StateBadge,
+} from "./ui";
 import { useInvalidateAll } from "./use-action";
 
 type ReplicaRow = RouterOutputs["replicas"]["list"][number];
@@ -95,17 +108,7 @@ function AddReplicaForm({ onDone }: { onDone: () => void }) {
         URL
         <input value={form.url} onChange={set("url")} required placeholder="http://10.0.0.5:8000" data-testid="replica-add-url" />
       </label>
-      <label>
-        Region
-        <select value={form.region} onChange={set("region")} required data-testid="replica-add-region">
-          <option value="">—</option>
-          {(regions.data ?? []).map((r) => (
-            <option key={r.id} value={r.name}>
-              {r.name}
-            </option>
-          ))}
-        </select>
-      </label>
+      <RegionSelect regions={regions.data} value={form.region} onChange={set("region")} testId="replica-add-region" />
       <label>
         Engine
         <select value={form.engine} onChange={(e) => setForm((f) => ({ ...f, engine: e.target.value as Engine }))} data-testid="replica-add-engine">
@@ -131,15 +134,13 @@ function AddReplicaForm({ onDone }: { onDone: () => void }) {
           ))}
         </select>
       </label>
-      <div className="form-actions">
-        <button type="submit" className="btn btn-primary btn-solid" disabled={create.isPending} data-testid="replica-add-submit">
-          {create.isPending ? "Adding…" : "Add replica"}
-        </button>
-        <button type="button" className="btn" onClick={onDone}>
-          Cancel
-        </button>
-        <ErrorText error={create.error ?? regions.error ?? lbs.error} testId="replica-add-error" />
-      </div>
+      <AddFormActions
+        label="Add replica"
+        pending={create.isPending}
+        onCancel={onDone}
+        error={create.error ?? regions.error ?? lbs.error}
+        testId="replica-add"
+      />
     </form>
   );
 }

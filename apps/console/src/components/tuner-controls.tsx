@@ -7,7 +7,7 @@ import { useState, type FormEvent } from "react";
 import { EVALUATION_MODES, type EvaluationMode } from "@meridian/tuner";
 import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
-import { ErrorText } from "./ui";
+import { ErrorText, NumberField } from "./ui";
 import { useInvalidateAll } from "./use-action";
 
 type TunerState = RouterOutputs["tuner"]["byLb"];
@@ -92,30 +92,8 @@ export function ManualWeightsForm({ lbId, state }: { lbId: string; state: TunerS
 
   return (
     <form className="form-grid narrow" onSubmit={submit} noValidate data-testid="tuner-manual-form">
-      <label>
-        W_rtt{" "}
-        <span className="muted small">
-          [{state.bounds.rtt[0]}, {state.bounds.rtt[1]}]
-        </span>
-        <input type="number" step="any" value={rtt} onChange={type("rtt")} className={rttBad ? "invalid" : ""} data-testid="tuner-manual-rtt" />
-        {rttBad ? (
-          <span className="hint-bad" data-testid="tuner-manual-rtt-hint">
-            outside bounds
-          </span>
-        ) : null}
-      </label>
-      <label>
-        W_queue{" "}
-        <span className="muted small">
-          [{state.bounds.queue[0]}, {state.bounds.queue[1]}]
-        </span>
-        <input type="number" step="any" value={queue} onChange={type("queue")} className={queueBad ? "invalid" : ""} data-testid="tuner-manual-queue" />
-        {queueBad ? (
-          <span className="hint-bad" data-testid="tuner-manual-queue-hint">
-            outside bounds
-          </span>
-        ) : null}
-      </label>
+      <ManualWeightField name="W_rtt" field="rtt" bounds={state.bounds.rtt} value={rtt} bad={rttBad} onChange={type("rtt")} />
+      <ManualWeightField name="W_queue" field="queue" bounds={state.bounds.queue} value={queue} bad={queueBad} onChange={type("queue")} />
       <div className="form-actions">
         <button type="submit" className="btn btn-primary btn-solid" disabled={setManual.isPending} data-testid="tuner-manual-submit">
           Set manual weights
@@ -128,6 +106,38 @@ export function ManualWeightsForm({ lbId, state }: { lbId: string; state: TunerS
         <ErrorText error={setManual.error} testId="tuner-manual-error" />
       </div>
     </form>
+  );
+}
+
+/** One weight of the manual form, with its bounds beside it and a hint when the value lies outside them. */
+function ManualWeightField({
+  name,
+  field,
+  bounds,
+  value,
+  bad,
+  onChange,
+}: {
+  name: string;
+  field: "rtt" | "queue";
+  bounds: readonly [number, number];
+  value: string;
+  bad: boolean;
+  onChange: (e: { target: { value: string } }) => void;
+}) {
+  return (
+    <label>
+      {name}{" "}
+      <span className="muted small">
+        [{bounds[0]}, {bounds[1]}]
+      </span>
+      <input type="number" step="any" value={value} onChange={onChange} className={bad ? "invalid" : ""} data-testid={`tuner-manual-${field}`} />
+      {bad ? (
+        <span className="hint-bad" data-testid={`tuner-manual-${field}-hint`}>
+          outside bounds
+        </span>
+      ) : null}
+    </label>
   );
 }
 
@@ -174,10 +184,10 @@ export function SettingsForm({
       },
     }),
   );
-  const setBound = (k: keyof Bounds, i: 0 | 1) => (e: { target: { value: string } }) =>
+  const setBound = (k: keyof Bounds, i: 0 | 1) => (value: string) =>
     setBounds((b) => {
       const pair: [string, string] = [...b[k]];
-      pair[i] = e.target.value;
+      pair[i] = value;
       return { ...b, [k]: pair };
     });
 
@@ -204,22 +214,10 @@ export function SettingsForm({
     <form className="form-grid" onSubmit={submit} onChange={onEdited} noValidate data-testid="tuner-settings-form">
       <fieldset>
         <legend>Bounds</legend>
-        <label>
-          W_rtt low
-          <input type="number" step="any" value={bounds.rtt[0]} onChange={setBound("rtt", 0)} data-testid="tuner-bound-rtt-lo" />
-        </label>
-        <label>
-          W_rtt high
-          <input type="number" step="any" value={bounds.rtt[1]} onChange={setBound("rtt", 1)} data-testid="tuner-bound-rtt-hi" />
-        </label>
-        <label>
-          W_queue low
-          <input type="number" step="any" value={bounds.queue[0]} onChange={setBound("queue", 0)} data-testid="tuner-bound-queue-lo" />
-        </label>
-        <label>
-          W_queue high
-          <input type="number" step="any" value={bounds.queue[1]} onChange={setBound("queue", 1)} data-testid="tuner-bound-queue-hi" />
-        </label>
+        <NumberField label="W_rtt low" fractional value={bounds.rtt[0]} onChange={setBound("rtt", 0)} testId="tuner-bound-rtt-lo" />
+        <NumberField label="W_rtt high" fractional value={bounds.rtt[1]} onChange={setBound("rtt", 1)} testId="tuner-bound-rtt-hi" />
+        <NumberField label="W_queue low" fractional value={bounds.queue[0]} onChange={setBound("queue", 0)} testId="tuner-bound-queue-lo" />
+        <NumberField label="W_queue high" fractional value={bounds.queue[1]} onChange={setBound("queue", 1)} testId="tuner-bound-queue-hi" />
       </fieldset>
       <fieldset>
         <legend>Evaluation</legend>
@@ -236,45 +234,30 @@ export function SettingsForm({
         </label>
         {evaluation === "ab" ? (
           <>
-            <label>
-              Candidate share of sessions
-              <input
-                type="number"
-                step="any"
-                value={trial.share}
-                onChange={(e) => setTrial((t) => ({ ...t, share: e.target.value }))}
-                data-testid="tuner-trial-share"
-              />
-            </label>
-            <label>
-              Look every (samples)
-              <input
-                type="number"
-                value={trial.lookEvery}
-                onChange={(e) => setTrial((t) => ({ ...t, lookEvery: e.target.value }))}
-                data-testid="tuner-trial-look"
-              />
-            </label>
-            <label>
-              Trial cap (samples)
-              <input
-                type="number"
-                value={trial.maxSamples}
-                onChange={(e) => setTrial((t) => ({ ...t, maxSamples: e.target.value }))}
-                data-testid="tuner-trial-cap"
-              />
-            </label>
+            <NumberField
+              label="Candidate share of sessions"
+              fractional
+              value={trial.share}
+              onChange={(share) => setTrial((t) => ({ ...t, share }))}
+              testId="tuner-trial-share"
+            />
+            <NumberField
+              label="Look every (samples)"
+              value={trial.lookEvery}
+              onChange={(lookEvery) => setTrial((t) => ({ ...t, lookEvery }))}
+              testId="tuner-trial-look"
+            />
+            <NumberField
+              label="Trial cap (samples)"
+              value={trial.maxSamples}
+              onChange={(maxSamples) => setTrial((t) => ({ ...t, maxSamples }))}
+              testId="tuner-trial-cap"
+            />
           </>
         ) : (
           <>
-            <label>
-              Window (samples)
-              <input type="number" value={windowSize} onChange={(e) => setWindowSize(e.target.value)} data-testid="tuner-window" />
-            </label>
-            <label>
-              Hop
-              <input type="number" value={hop} onChange={(e) => setHop(e.target.value)} data-testid="tuner-hop" />
-            </label>
+            <NumberField label="Window (samples)" value={windowSize} onChange={setWindowSize} testId="tuner-window" />
+            <NumberField label="Hop" value={hop} onChange={setHop} testId="tuner-hop" />
           </>
         )}
       </fieldset>
@@ -289,36 +272,27 @@ export function SettingsForm({
           />{" "}
           enabled
         </label>
-        <label>
-          E2E p95 ratio g
-          <input
-            type="number"
-            step="any"
-            value={guardrails.e2eRatio}
-            onChange={(e) => setGuardrails((g) => ({ ...g, e2eRatio: e.target.value }))}
-            data-testid="tuner-guard-e2e"
-          />
-        </label>
-        <label>
-          Max replica share
-          <input
-            type="number"
-            step="any"
-            value={guardrails.maxShare}
-            onChange={(e) => setGuardrails((g) => ({ ...g, maxShare: e.target.value }))}
-            data-testid="tuner-guard-share"
-          />
-        </label>
-        <label>
-          Max error rate
-          <input
-            type="number"
-            step="any"
-            value={guardrails.maxErrorRate}
-            onChange={(e) => setGuardrails((g) => ({ ...g, maxErrorRate: e.target.value }))}
-            data-testid="tuner-guard-errors"
-          />
-        </label>
+        <NumberField
+          label="E2E p95 ratio g"
+          fractional
+          value={guardrails.e2eRatio}
+          onChange={(e2eRatio) => setGuardrails((g) => ({ ...g, e2eRatio }))}
+          testId="tuner-guard-e2e"
+        />
+        <NumberField
+          label="Max replica share"
+          fractional
+          value={guardrails.maxShare}
+          onChange={(maxShare) => setGuardrails((g) => ({ ...g, maxShare }))}
+          testId="tuner-guard-share"
+        />
+        <NumberField
+          label="Max error rate"
+          fractional
+          value={guardrails.maxErrorRate}
+          onChange={(maxErrorRate) => setGuardrails((g) => ({ ...g, maxErrorRate }))}
+          testId="tuner-guard-errors"
+        />
       </fieldset>
       <div className="form-actions">
         <button type="submit" className="btn btn-primary btn-solid" disabled={update.isPending} data-testid="tuner-settings-submit">

@@ -253,3 +253,80 @@ export function ReadOnlyNote() {
     </div>
   );
 }
+
+/** A labelled number input. The value stays the text typed (the form parses it on submit, and the
+ * server's validation explains a bad one); `step="any"` takes fractions, the default whole numbers. */
+export function NumberField({
+  label,
+  value,
+  onChange,
+  testId,
+  fractional,
+}: {
+  label: ReactNode;
+  value: string;
+  onChange: (value: string) => void;
+  testId: string;
+  fractional?: boolean;
+}) {
+  return (
+    <label>
+      {label}
+      <input type="number" step={fractional ? "any" : undefined} value={value} onChange={(e) => onChange(e.target.value)} data-testid={testId} />
+    </label>
+  );
+}
+
+/** A required choice among the fleet's regions, by name; empty until one is picked. */
+export function RegionSelect({
+  regions,
+  value,
+  onChange,
+  testId,
+}: {
+  regions: readonly { id: number | string; name: string }[] | undefined;
+  value: string;
+  onChange: (e: { target: { value: string } }) => void;
+  testId: string;
+}) {
+  return (
+    <label>
+      Region
+      <select value={value} onChange={onChange} required data-testid={testId}>
+        <option value="">—</option>
+        {(regions ?? []).map((r) => (
+          <option key={r.id} value={r.name}>
+            {r.name}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+/** The actions of a form that adds something: submit (busy while the request runs), cancel, and the error. */
+export function AddFormActions({
+  label,
+  pending,
+  onCancel,
+  error,
+  testId,
+}: {
+  label: string;
+  pending: boolean;
+  onCancel: () => void;
+  error: unknown;
+  testId: string;
+}) {
+  return (
+    <div className="form-actions">
+      <button type="submit" className="btn btn-primary btn-solid" disabled={pending} data-testid={`${testId}-submit`}>
+        {pending ? "Adding…" : label}
+      </button>
+      <button type="button" className="btn" onClick={onCancel}>
+        Cancel
+      </button>
+      <ErrorText error={error} testId={`${testId}-error`} />
+    </div>
+  );
+}
