@@ -13,6 +13,13 @@ import { useInvalidateAll } from "./use-action";
 type TunerState = RouterOutputs["tuner"]["byLb"];
 type Bounds = TunerState["bounds"];
 
+/** The guardrails' numeric limits, as the settings form lists them. */
+const GUARDRAIL_FIELDS = [
+  { key: "e2eRatio", label: "E2E p95 ratio g", testId: "tuner-guard-e2e" },
+  { key: "maxShare", label: "Max replica share", testId: "tuner-guard-share" },
+  { key: "maxErrorRate", label: "Max error rate", testId: "tuner-guard-errors" },
+] as const;
+
 const EVALUATION_LABELS: Record<EvaluationMode, string> = {
   ab: "A/B trials (candidate and incumbent side by side)",
   paper: "paper (GORGO's trailing windows)",
@@ -272,27 +279,16 @@ export function SettingsForm({
           />{" "}
           enabled
         </label>
-        <NumberField
-          label="E2E p95 ratio g"
-          fractional
-          value={guardrails.e2eRatio}
-          onChange={(e2eRatio) => setGuardrails((g) => ({ ...g, e2eRatio }))}
-          testId="tuner-guard-e2e"
-        />
-        <NumberField
-          label="Max replica share"
-          fractional
-          value={guardrails.maxShare}
-          onChange={(maxShare) => setGuardrails((g) => ({ ...g, maxShare }))}
-          testId="tuner-guard-share"
-        />
-        <NumberField
-          label="Max error rate"
-          fractional
-          value={guardrails.maxErrorRate}
-          onChange={(maxErrorRate) => setGuardrails((g) => ({ ...g, maxErrorRate }))}
-          testId="tuner-guard-errors"
-        />
+        {GUARDRAIL_FIELDS.map(({ key, label, testId }) => (
+          <NumberField
+            key={key}
+            label={label}
+            fractional
+            value={guardrails[key]}
+            onChange={(value) => setGuardrails((g) => ({ ...g, [key]: value }))}
+            testId={testId}
+          />
+        ))}
       </fieldset>
       <div className="form-actions">
         <button type="submit" className="btn btn-primary btn-solid" disabled={update.isPending} data-testid="tuner-settings-submit">
