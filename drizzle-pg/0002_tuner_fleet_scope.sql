@@ -1,0 +1,1 @@
+ALTER TABLE "tuner_runs" ALTER COLUMN "lb_id" DROP NOT NULL;

@@ -1,0 +1,73 @@
+// Upgrading a database that holds data: each migration that rebuilds a table keeps the rows of the
+// tables around it. Run: node --import tsx --test packages/db/src/migrations.test.ts
+import { strict as assert } from "node:assert";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { eq } from "drizzle-orm";
+import { loadBalancers, migrate, migrationsFolder, openDb, regions, tunerRuns, tunerSteps } from "./index";
+
+const dir = mkdtempSync(join(tmpdir(), "meridian-migrations-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The committed migrations up to and including `tag`, as a folder of their own. */
+function migrationsUpTo(tag: string): string {
+  const folder = join(dir, `up-to-${tag}`);
+  cpSync(migrationsFolder(), folder, { recursive: true });
+  const journalPath = join(folder, "meta", "_journal.json");
+  const journal = JSON.parse(readFileSync(journalPath, "utf8")) as { entries: { tag: string }[] };
+  const last = journal.entries.findIndex((e) => e.tag === tag);
+  assert.ok(last >= 0, `migration ${tag} not in the journal`);
+  writeFileSync(journalPath, JSON.stringify({ ...journal, entries: journal.entries.slice(0, last + 1) }));
+  return folder;
+}
+
+test("the fleet-scope migration keeps every tuner run and step, and a fleet run (no LB) can then be stored", () => {
+  const db = openDb(join(dir, "upgrade.db"));
+  migrate(db, migrationsUpTo("0005_experiment_runner"));
+  db.insert(regions).values({ id: "us", name: "us", createdAt: 1 }).run();
+  db.insert(loadBalancers).values({ id: "lb-us", name: "lb-us", url: "http://x", regionId: "us", createdAt: 1 }).run();
+  const run = { lbId: "lb-us", mode: "online", running: true, settingsJson: "{}", stateJson: "{}", startedAt: 1, updatedAt: 7 } as const;
+  db.insert(tunerRuns).values(run).run();
+  const step = { runId: 1, weightRtt: 1, weightQueue: 0.1, sigma: 1, accepted: true, kind: "trial", at: 5, trialJson: '{"decision":"accept"}' } as const;
+  db.insert(tunerSteps)
+    .values([
+      { ...step, step: 1 },
+      { ...step, step: 2 },
+    ])
+    .run();
+
+  migrate(db);
+
+  assert.deepEqual(
+    db.select({ lbId: tunerRuns.lbId, updatedAt: tunerRuns.updatedAt }).from(tunerRuns).all(),
+    [{ lbId: "lb-us", updatedAt: 7 }],
+    "the LB's run is kept",
+  );
+  assert.deepEqual(
+    db.select({ step: tunerSteps.step, trialJson: tunerSteps.trialJson }).from(tunerSteps).all(),
+    [
+      { step: 1, trialJson: '{"decision":"accept"}' },
+      { step: 2, trialJson: '{"decision":"accept"}' },
+    ],
+    "its steps are kept",
+  );
+  assert.deepEqual(db.$client.pragma("foreign_key_check"), []);
+  // The steps still belong to the runs table by foreign key: deleting the LB deletes its run and steps.
+  db.insert(tunerRuns)
+    .values({ ...run, lbId: null })
+    .run();
+  assert.throws(
+    () =>
+      db
+        .insert(tunerSteps)
+        .values({ ...step, runId: 99, step: 1 })
+        .run(),
+    /FOREIGN KEY/,
+  );
+  db.delete(loadBalancers).where(eq(loadBalancers.id, "lb-us")).run();
+  assert.deepEqual(db.select({ lbId: tunerRuns.lbId }).from(tunerRuns).all(), [{ lbId: null }], "the fleet's run stays");
+  assert.equal(db.select().from(tunerSteps).all().length, 0);
+  db.$client.close();
+});
