@@ -13,6 +13,9 @@ import { useInvalidateAll } from "./use-action";
 type TunerState = RouterOutputs["tuner"]["byLb"];
 type Bounds = TunerState["bounds"];
 
+/** Which tuner the controls act on: an LB's, or the fleet's. */
+export type TunerTarget = { lbId: string } | { fleet: true };
+
 /** The guardrails' numeric limits, as the settings form lists them. */
 const GUARDRAIL_FIELDS = [
   { key: "e2eRatio", label: "E2E p95 ratio g", testId: "tuner-guard-e2e" },
@@ -29,7 +32,7 @@ function outOfBounds(value: number, [lo, hi]: readonly [number, number]): boolea
   return !Number.isFinite(value) || value < lo || value > hi;
 }
 
-export function ModeControls({ lbId, state }: { lbId: string; state: TunerState }) {
+export function ModeControls({ target, state }: { target: TunerTarget; state: TunerState }) {
   const trpc = useTRPC();
   const invalidateAll = useInvalidateAll();
   const start = useMutation(trpc.tuner.start.mutationOptions({ onSuccess: invalidateAll }));
@@ -38,13 +41,13 @@ export function ModeControls({ lbId, state }: { lbId: string; state: TunerState 
   const busy = start.isPending || stop.isPending || reset.isPending;
   return (
     <div className="row-actions">
-      <button type="button" className="btn btn-primary" disabled={busy || state.running} onClick={() => start.mutate({ lbId })} data-testid="tuner-start">
+      <button type="button" className="btn btn-primary" disabled={busy || state.running} onClick={() => start.mutate(target)} data-testid="tuner-start">
         Start online tuning
       </button>
-      <button type="button" className="btn" disabled={busy || !state.running} onClick={() => stop.mutate({ lbId })} data-testid="tuner-stop">
+      <button type="button" className="btn" disabled={busy || !state.running} onClick={() => stop.mutate(target)} data-testid="tuner-stop">
         Stop (freeze weights)
       </button>
-      <button type="button" className="btn btn-warn" disabled={busy} onClick={() => reset.mutate({ lbId })} data-testid="tuner-reset">
+      <button type="button" className="btn btn-warn" disabled={busy} onClick={() => reset.mutate(target)} data-testid="tuner-reset">
         Reset
       </button>
       <ErrorText error={start.error ?? stop.error ?? reset.error} testId="tuner-mode-error" />
@@ -62,7 +65,7 @@ export function ModeControls({ lbId, state }: { lbId: string; state: TunerState 
   );
 }
 
-export function ManualWeightsForm({ lbId, state }: { lbId: string; state: TunerState }) {
+export function ManualWeightsForm({ target, state }: { target: TunerTarget; state: TunerState }) {
   const trpc = useTRPC();
   const invalidateAll = useInvalidateAll();
   // What the operator typed, per field; null shows the live weight. The form is not re-keyed on the
@@ -94,7 +97,7 @@ export function ManualWeightsForm({ lbId, state }: { lbId: string; state: TunerS
   function submit(e: FormEvent) {
     e.preventDefault();
     // Out-of-bounds values are still sent: the server is the authority and its message explains the rule.
-    setManual.mutate({ lbId, weights: { rtt: rttValue, queue: queueValue } });
+    setManual.mutate({ ...target, weights: { rtt: rttValue, queue: queueValue } });
   }
 
   return (
@@ -151,13 +154,13 @@ function ManualWeightField({
 /** `saved`: the last save succeeded and nothing was edited since (held by the parent, since a save
  * re-keys this form); `onSaved` and `onEdited` report both. */
 export function SettingsForm({
-  lbId,
+  target,
   state,
   saved,
   onSaved,
   onEdited,
 }: {
-  lbId: string;
+  target: TunerTarget;
   state: TunerState;
   saved: boolean;
   onSaved: () => void;
@@ -201,7 +204,7 @@ export function SettingsForm({
   function submit(e: FormEvent) {
     e.preventDefault();
     update.mutate({
-      lbId,
+      ...target,
       bounds: { rtt: [Number(bounds.rtt[0]), Number(bounds.rtt[1])], queue: [Number(bounds.queue[0]), Number(bounds.queue[1])] },
       window: Number(windowSize),
       hop: Number(hop),
@@ -232,7 +235,8 @@ export function SettingsForm({
         <label>
           Evaluation
           <select value={evaluation} onChange={(e) => setEvaluation(e.target.value as EvaluationMode)} data-testid="tuner-evaluation">
-            {EVALUATION_MODES.map((m) => (
+            {/* The fleet's tuner runs A/B trials only (paper mode matches samples to one LB's config versions). */}
+            {EVALUATION_MODES.filter((m) => !("fleet" in target) || m === "ab").map((m) => (
               <option key={m} value={m}>
                 {EVALUATION_LABELS[m]}
               </option>

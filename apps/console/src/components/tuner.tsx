@@ -1,5 +1,5 @@
 "use client";
-import { useQuery } from "@tanstack/react-query";
+import { useMutation, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
@@ -8,8 +8,9 @@ import { fmtClock, fmtMs, fmtPct, fmtWeight } from "../lib/format";
 import { FitnessChart, SigmaChart, WeightTrajectoryChart } from "./charts";
 import { LiveTrialPanel } from "./tuner-trial";
 import { useCanMutate } from "./session";
-import { Badge, PageHeader, Panel, QueryView, ReadOnlyNote, Stat } from "./ui";
-import { ManualWeightsForm, ModeControls, ReadOnlySettings, SettingsForm } from "./tuner-controls";
+import { Badge, ErrorText, PageHeader, Panel, QueryView, ReadOnlyNote, Stat } from "./ui";
+import { ManualWeightsForm, ModeControls, ReadOnlySettings, SettingsForm, type TunerTarget } from "./tuner-controls";
+import { useInvalidateAll } from "./use-action";
 
 type TunerState = RouterOutputs["tuner"]["byLb"];
 
@@ -61,10 +62,30 @@ function StepOutcome({ step }: { step: TunerState["steps"][number] }) {
   );
 }
 
-function TunerView({ lbId }: { lbId: string }) {
+/** Shown on an LB's tuner while the fleet's tuner sets every LB's weights. */
+function FleetOwnsNote({ target, state }: { target: TunerTarget; state: TunerState }) {
+  if ("fleet" in target || state.scope !== "fleet") return null;
+  return (
+    <div className="stale-banner" role="status" data-testid="tuner-fleet-owns">
+      <Badge tone="info">scope: fleet</Badge> The fleet's tuner sets this LB's weights and trial. This LB's own tuner waits; switch the scope to per LB to tune
+      it on its own.
+    </div>
+  );
+}
+
+/** The fleet's tuner, or an LB's: the same view. */
+function useTuner(target: TunerTarget) {
   const trpc = useTRPC();
+  const fleet = "fleet" in target;
+  const byLb = useQuery({ ...trpc.tuner.byLb.queryOptions({ lbId: "lbId" in target ? target.lbId : "" }), enabled: !fleet, refetchInterval: LIVE_INTERVAL_MS });
+  const ofFleet = useQuery({ ...trpc.tuner.fleet.queryOptions(), enabled: fleet, refetchInterval: LIVE_INTERVAL_MS });
+  return fleet ? ofFleet : byLb;
+}
+
+function TunerView({ target }: { target: TunerTarget }) {
   const canMutate = useCanMutate();
-  const tuner = useQuery({ ...trpc.tuner.byLb.queryOptions({ lbId }), refetchInterval: LIVE_INTERVAL_MS });
+  const tuner = useTuner(target);
+  const viewKey = "fleet" in target ? "fleet" : target.lbId;
   // "Saved." lives here, not in the settings form: a save changes the server's settings, which
   // re-keys (re-mounts) the form, and the form's own mutation state would go with it.
   const [settingsSaved, setSettingsSaved] = useState(false);
@@ -78,6 +99,7 @@ function TunerView({ lbId }: { lbId: string }) {
         const settingsKey = JSON.stringify([state.bounds, state.window, state.hop, state.evaluation, state.trialSettings, state.guardrails]);
         return (
           <>
+            <FleetOwnsNote target={target} state={state} />
             <IncumbentGuardrailWarning state={state} />
             <PausedNote state={state} />
             <div className="stats">
@@ -128,10 +150,10 @@ function TunerView({ lbId }: { lbId: string }) {
             {canMutate ? (
               <div className="grid-2">
                 <Panel title="Tuner mode">
-                  <ModeControls lbId={lbId} state={state} />
+                  <ModeControls target={target} state={state} />
                 </Panel>
                 <Panel title="Manual weights">
-                  <ManualWeightsForm key={lbId} lbId={lbId} state={state} />
+                  <ManualWeightsForm key={viewKey} target={target} state={state} />
                 </Panel>
               </div>
             ) : null}
@@ -156,8 +178,8 @@ function TunerView({ lbId }: { lbId: string }) {
               <Panel title="Settings">
                 {canMutate ? (
                   <SettingsForm
-                    key={`${lbId}:${settingsKey}`}
-                    lbId={lbId}
+                    key={`${viewKey}:${settingsKey}`}
+                    target={target}
                     state={state}
                     saved={settingsSaved}
                     onSaved={() => setSettingsSaved(true)}
@@ -232,20 +254,59 @@ function TunerView({ lbId }: { lbId: string }) {
   );
 }
 
+/** The tuning scope, and (for operators) the switch between one tuner per LB and one for the fleet. */
+function ScopeControl({ scope }: { scope: "lb" | "fleet" }) {
+  const trpc = useTRPC();
+  const canMutate = useCanMutate();
+  const invalidateAll = useInvalidateAll();
+  const setScope = useMutation(trpc.tuner.setScope.mutationOptions({ onSuccess: invalidateAll }));
+  const next = scope === "fleet" ? "lb" : "fleet";
+  return (
+    <span className="inline-label">
+      Scope{" "}
+      <Badge tone="info" testId="tuner-scope">
+        {scope === "fleet" ? "fleet" : "per LB"}
+      </Badge>
+      {canMutate ? (
+        <button
+          type="button"
+          className="btn btn-small"
+          disabled={setScope.isPending}
+          onClick={() => setScope.mutate({ scope: next })}
+          data-testid="tuner-scope-switch"
+        >
+          {next === "fleet" ? "One tuner for the fleet" : "One tuner per LB"}
+        </button>
+      ) : null}
+      <ErrorText error={setScope.error} testId="tuner-scope-error" />
+    </span>
+  );
+}
+
+/** The select's value for the fleet's tuner (an LB id is a slug, never this). */
+const FLEET_OPTION = "*";
+
 export function TunerPage() {
   const trpc = useTRPC();
   const canMutate = useCanMutate();
   const lbs = useQuery({ ...trpc.lbs.list.queryOptions(), refetchInterval: LIVE_INTERVAL_MS });
+  const scope = useQuery({ ...trpc.tuner.scope.queryOptions(), refetchInterval: LIVE_INTERVAL_MS });
+  const fleetScope = scope.data?.scope === "fleet";
   const [selected, setSelected] = useState<string | null>(null);
-  const lbId = selected ?? lbs.data?.[0]?.id ?? null;
+  // The fleet's tuner first while it is on; an LB's own tuner otherwise (a stale fleet choice included).
+  const choice = selected === FLEET_OPTION && !fleetScope ? null : selected;
+  const value = choice ?? (fleetScope ? FLEET_OPTION : (lbs.data?.[0]?.id ?? null));
+  const target: TunerTarget | null = value === FLEET_OPTION ? { fleet: true } : value !== null ? { lbId: value } : null;
 
   return (
     <div data-testid="page-tuner">
-      <PageHeader title="Tuner" subtitle="(1+1)-ES over (W_rtt, W_queue) against rolling p95 TTFT, per load balancer.">
+      <PageHeader title="Tuner" subtitle="(1+1)-ES over (W_rtt, W_queue) against rolling p95 TTFT, per load balancer or for the whole fleet.">
+        {scope.data ? <ScopeControl scope={scope.data.scope} /> : null}
         {lbs.data && lbs.data.length > 0 ? (
           <label className="inline-label">
-            Load balancer
-            <select value={lbId ?? ""} onChange={(e) => setSelected(e.target.value)} data-testid="tuner-lb-select">
+            Tuner
+            <select value={value ?? ""} onChange={(e) => setSelected(e.target.value)} data-testid="tuner-lb-select">
+              {fleetScope ? <option value={FLEET_OPTION}>the fleet (every LB that uses the weights)</option> : null}
               {lbs.data.map((lb) => (
                 <option key={lb.id} value={lb.id}>
                   {lb.name} ({lb.region})
@@ -257,7 +318,7 @@ export function TunerPage() {
       </PageHeader>
       {!canMutate ? <ReadOnlyNote /> : null}
       <QueryView query={lbs} isEmpty={(d) => d.length === 0} empty="No load balancers to tune.">
-        {() => (lbId ? <TunerView key={lbId} lbId={lbId} /> : null)}
+        {() => (target ? <TunerView key={value} target={target} /> : null)}
       </QueryView>
     </div>
   );

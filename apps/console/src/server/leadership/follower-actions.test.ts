@@ -7,10 +7,11 @@ import { createDatabase, type Database } from "@meridian/db";
 import { createLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
-import { setManualWeights, startTuner, stopTuner, tunerByLb, updateTuner } from "../services/tuner";
+import { fleetTuner, setManualWeights, setTunerScope, startTuner, stopTuner, tunerByLb, updateTuner } from "../services/tuner";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
 import { createHarness, type Harness, OPERATOR, TEST_TOKEN, waitFor } from "../testing/harness";
 import { ConsoleRuntime } from "../runtime/runtime";
+import { FLEET } from "../runtime/tuner-scope";
 
 let h: Harness;
 let lb: FakeLb;
@@ -78,4 +79,19 @@ test("an operator's stop on the follower survives the leader's own write of its 
 test("the follower probes the LBs for its own pages but acts on nothing", async () => {
   await waitFor(() => follower.lbHealth.lb("lb-a")?.healthy === true, 10_000, "the follower's health book");
   assert.equal(follower.telemetry.status().length, 0, "no telemetry subscription on the follower");
+});
+
+test("the follower switches the tuning scope to fleet and back; the leader publishes each", async () => {
+  await setTunerScope(follower, OPERATOR, { scope: "fleet" });
+  await startTuner(follower, OPERATOR, { fleet: true });
+  await waitFor(async () => (await h.rt.tuners.describe(FLEET)).running, 10_000, "the leader runs the fleet's tuner");
+  const trialId = (await fleetTuner(follower)).trial?.id;
+  assert.ok(trialId, "the fleet's tuner runs a trial");
+  await waitFor(() => lb.configs.at(-1)?.trial?.id === trialId, 10_000, "the leader put the fleet's trial on the LB");
+  await assert.rejects(startTuner(follower, OPERATOR, { lbId: "lb-a" }), /fleet tuner sets the weights of every LB/);
+
+  await setTunerScope(follower, OPERATOR, { scope: "lb" });
+  await waitFor(() => lb.configs.at(-1)?.trial === undefined, 10_000, "the leader took the fleet's trial off the LB");
+  assert.equal((await tunerByLb(h.rt, { lbId: "lb-a" })).running, false);
+  assert.equal((await tunerByLb(follower, { lbId: "lb-a" })).scope, "lb");
 });

@@ -18,6 +18,7 @@ import type { EntrypointResolver, EntrypointStatus } from "../runtime/entrypoint
 import type { PutConfigResult } from "../runtime/lb-admin-client";
 import type { LbHealthBook } from "../runtime/lb-health";
 import type { TelemetryHub } from "../runtime/telemetry-hub";
+import { FLEET } from "../runtime/tuner-scope";
 import type { TunerService } from "../runtime/tuner-service";
 
 /** What a config push came to: acked, stale, rejected, unreachable. */
@@ -33,7 +34,7 @@ export interface ConsoleMetricsSources {
   book: Pick<LbHealthBook, "lb">;
   publisher: Pick<ConfigPublisher, "status">;
   telemetry: Pick<TelemetryHub, "status">;
-  tuners: Pick<TunerService, "describe">;
+  tuners: Pick<TunerService, "describe" | "scope">;
   entrypoints: Pick<EntrypointResolver, "resolve">;
 }
 
@@ -242,7 +243,7 @@ export class ConsoleMetrics {
       registers,
       async collect() {
         this.reset();
-        for (const row of await stepCounts()) this.inc({ lb: row.lbId, kind: row.kind }, row.steps);
+        for (const row of await stepCounts()) this.inc({ lb: row.lbId ?? FLEET, kind: row.kind }, row.steps);
       },
     });
     new Counter({
@@ -253,7 +254,7 @@ export class ConsoleMetrics {
       async collect() {
         this.reset();
         const byLb = new Map<string, number>();
-        for (const row of await stepCounts()) byLb.set(row.lbId, (byLb.get(row.lbId) ?? 0) + (row.accepted ?? 0));
+        for (const row of await stepCounts()) byLb.set(row.lbId ?? FLEET, (byLb.get(row.lbId ?? FLEET) ?? 0) + (row.accepted ?? 0));
         for (const [lb, accepted] of byLb) this.inc({ lb }, accepted);
       },
     });
@@ -264,7 +265,12 @@ export class ConsoleMetrics {
     let describedAt = Number.NEGATIVE_INFINITY;
     const tuners = () => {
       if (Date.now() - describedAt > 1_000) {
-        described = lbs().then((rows) => Promise.all(rows.map(async (lb) => ({ lbId: lb.id, tuner: await sources.tuners.describe(lb.id) }))));
+        described = (async () => {
+          const rows = await lbs();
+          // The fleet's tuner, while it is on, as lb="*".
+          const keys = (await sources.tuners.scope()) === "fleet" ? [...rows.map((lb) => lb.id), FLEET] : rows.map((lb) => lb.id);
+          return Promise.all(keys.map(async (lbId) => ({ lbId, tuner: await sources.tuners.describe(lbId) })));
+        })();
         describedAt = Date.now();
       }
       return described;

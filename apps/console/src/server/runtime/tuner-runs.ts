@@ -1,5 +1,5 @@
-// The tuner's rows: the LB's current run (tuner_runs), a fresh run, and the write that records a
-// step with the state that follows it. TunerService (tuner-service.ts) decides when; this module
+// The tuner's rows: an LB's current run (tuner_runs) or the fleet's (lb_id null), a fresh run, the end
+// of the fleet's, and the write that records a step with the state that follows it. TunerService (tuner-service.ts) decides when; this module
 // holds how, on either store. tuner_runs.updated_at is the run's revision: every write moves it
 // strictly forward, so a fenced write can tell that another console wrote the run since it read it.
 import "server-only";
@@ -28,23 +28,39 @@ export function sameRevision(run: TunerRunRow | undefined, live: Pick<PersistedT
   return run?.id === live.runId && run.updatedAt === live.writtenAt;
 }
 
-/** The LB's open run (the newest one not ended), if any. */
-export async function currentRun({ db, tables }: Queryable, lbId: string): Promise<TunerRunRow | undefined> {
+/** The runs of one LB, or the fleet's runs (`lbId` null). */
+function runsOf(tunerRuns: Queryable["tables"]["tunerRuns"], lbId: string | null) {
+  return lbId === null ? isNull(tunerRuns.lbId) : eq(tunerRuns.lbId, lbId);
+}
+
+/** The LB's open run (the newest one not ended), or the fleet's when `lbId` is null, if any. */
+export async function currentRun({ db, tables }: Queryable, lbId: string | null): Promise<TunerRunRow | undefined> {
   const { tunerRuns } = tables;
   const [run] = await db
     .select()
     .from(tunerRuns)
-    .where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt)))
+    .where(and(runsOf(tunerRuns, lbId), isNull(tunerRuns.endedAt)))
     .orderBy(desc(tunerRuns.id))
     .limit(1);
   return run;
 }
 
-/** Ends the LB's current run and starts a fresh one (new tuner, empty trajectory). `seed` gives the
- * tuner's random seed from the new run's id. */
+/** Ends the fleet's open run (the LBs' own tuners take over). Its revision moves, so a leader still
+ * stepping it records nothing more (RunMoved) and reloads. */
+export async function endFleetRun(store: Store, now: number): Promise<void> {
+  const { db, tables } = store;
+  const { tunerRuns } = tables;
+  await db
+    .update(tunerRuns)
+    .set({ endedAt: now, running: false, updatedAt: largerOf(sql`${tunerRuns.updatedAt} + 1`, now) })
+    .where(and(isNull(tunerRuns.lbId), isNull(tunerRuns.endedAt)));
+}
+
+/** Ends the LB's current run (the fleet's, for `lbId` null) and starts a fresh one (new tuner, empty
+ * trajectory). `seed` gives the tuner's random seed from the new run's id. */
 export function newRun(
   store: Store,
-  run: { lbId: string; weights: Weights; settings: TunerSettings | null; running: boolean; seed: (runId: number) => number },
+  run: { lbId: string | null; weights: Weights; settings: TunerSettings | null; running: boolean; seed: (runId: number) => number },
   now: number,
 ): Promise<{ run: TunerRunRow; tuner: EsTuner }> {
   const { lbId, weights, settings, running } = run;
@@ -52,17 +68,24 @@ export function newRun(
     const { loadBalancers, tunerRuns } = tables;
     // Two resets of one LB on two consoles at once: under PostgreSQL's read committed each would end
     // the runs it sees and insert its own, leaving two open runs. Locking the LB's row first makes
-    // them take turns, the second ending the first's new run. (SQLite serialises writers already.)
-    if (dialect === "pg") await db.select({ id: loadBalancers.id }).from(loadBalancers).where(eq(loadBalancers.id, lbId)).for("update");
+    // them take turns, the second ending the first's new run; the fleet's run locks every LB's row.
+    // (SQLite serialises writers already.)
+    if (dialect === "pg") {
+      await db
+        .select({ id: loadBalancers.id })
+        .from(loadBalancers)
+        .where(lbId === null ? undefined : eq(loadBalancers.id, lbId))
+        .for("update");
+    }
     await db
       .update(tunerRuns)
       .set({ endedAt: now })
-      .where(and(eq(tunerRuns.lbId, lbId), isNull(tunerRuns.endedAt)));
+      .where(and(runsOf(tunerRuns, lbId), isNull(tunerRuns.endedAt)));
     const [inserted] = await db
       .insert(tunerRuns)
       .values({ lbId, mode: running ? "online" : "static", running, settingsJson: "{}", startedAt: now, updatedAt: now })
       .returning();
-    if (!inserted) throw new Error(`tuner run of ${lbId} not inserted`);
+    if (!inserted) throw new Error(`tuner run of ${lbId ?? "the fleet"} not inserted`);
     const patch = settings ? configPatch(settings) : {};
     const bounds = patch.bounds ?? WEIGHT_BOUNDS;
     // Weights from an older configuration may sit outside the bounds: start from the nearest legal point.

@@ -21,7 +21,10 @@ export interface ServiceRuntime {
   readonly lbHealth: Pick<LbHealthBook, "lb" | "replica" | "forget">;
   readonly publisher: Pick<ConfigPublisher, "publish" | "publishAll" | "forget" | "status">;
   readonly telemetry: Pick<TelemetryHub, "sync" | "stats" | "status">;
-  readonly tuners: Pick<TunerService, "ensure" | "forget" | "describe" | "startTuning" | "stopTuning" | "reset" | "setManual" | "updateSettings">;
+  readonly tuners: Pick<
+    TunerService,
+    "ensure" | "forget" | "describe" | "startTuning" | "stopTuning" | "reset" | "setManual" | "updateSettings" | "scope" | "setScope"
+  >;
   readonly failover: Pick<FailoverService, "failover" | "failback">;
   readonly autoFailback: Pick<AutoFailback, "dueAt">;
   readonly entrypoints: Pick<EntrypointResolver, "resolve">;

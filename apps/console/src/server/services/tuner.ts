@@ -1,10 +1,24 @@
-// Operator actions on an LB's tuner; each audited with the tuner's settings before and after.
+// Operator actions on a tuner, an LB's or the fleet's; each audited with the tuner's settings before
+// and after. A tuner is named by { lbId } or { fleet: true } (the router checks that exactly one is given).
 import "server-only";
 import { eq } from "drizzle-orm";
 import { type Actor, recordAudit } from "../audit-trail";
 import { notFound } from "../errors";
+import { FLEET, type TunerScope } from "../runtime/tuner-scope";
 import type { TunerSettingsPatch } from "../runtime/tuner-service";
 import type { ServiceRuntime } from "./context";
+
+export { TUNER_SCOPES } from "../runtime/tuner-scope";
+
+export interface TunerTarget {
+  lbId?: string | undefined;
+  fleet?: true | undefined;
+}
+
+/** The tuner service's key for the target: the LB's id, or FLEET. */
+function keyOf(target: TunerTarget): string {
+  return target.lbId ?? FLEET;
+}
 
 async function requireLb(rt: ServiceRuntime, lbId: string): Promise<void> {
   const { db, tables } = rt.store;
@@ -12,8 +26,8 @@ async function requireLb(rt: ServiceRuntime, lbId: string): Promise<void> {
   if (!lb) throw notFound("load balancer", lbId);
 }
 
-async function snapshot(rt: ServiceRuntime, lbId: string) {
-  const d = await rt.tuners.describe(lbId);
+async function snapshot(rt: ServiceRuntime, key: string) {
+  const d = await rt.tuners.describe(key);
   return {
     mode: d.mode,
     running: d.running,
@@ -27,12 +41,13 @@ async function snapshot(rt: ServiceRuntime, lbId: string) {
   };
 }
 
-async function audited(rt: ServiceRuntime, actor: Actor, action: string, lbId: string, change: () => unknown): Promise<void> {
-  await requireLb(rt, lbId);
-  const before = await snapshot(rt, lbId);
+async function audited(rt: ServiceRuntime, actor: Actor, action: string, target: TunerTarget, change: () => unknown): Promise<void> {
+  if (target.lbId !== undefined) await requireLb(rt, target.lbId);
+  const key = keyOf(target);
+  const before = await snapshot(rt, key);
   await change();
-  const after = await snapshot(rt, lbId);
-  await recordAudit(rt.store, actor, action, `lb:${lbId}`, before, after);
+  const after = await snapshot(rt, key);
+  await recordAudit(rt.store, actor, action, target.lbId !== undefined ? `lb:${target.lbId}` : "fleet", before, after);
 }
 
 export async function tunerByLb(rt: ServiceRuntime, input: { lbId: string }) {
@@ -40,23 +55,38 @@ export async function tunerByLb(rt: ServiceRuntime, input: { lbId: string }) {
   return await rt.tuners.describe(input.lbId);
 }
 
-export async function startTuner(rt: ServiceRuntime, actor: Actor, input: { lbId: string }): Promise<void> {
-  await audited(rt, actor, "tuner.start", input.lbId, () => rt.tuners.startTuning(input.lbId));
+/** The fleet's tuner; 412 while the scope is per LB. */
+export async function fleetTuner(rt: ServiceRuntime) {
+  return await rt.tuners.describe(FLEET);
 }
 
-export async function stopTuner(rt: ServiceRuntime, actor: Actor, input: { lbId: string }): Promise<void> {
-  await audited(rt, actor, "tuner.stop", input.lbId, () => rt.tuners.stopTuning(input.lbId));
+export async function tunerScope(rt: ServiceRuntime): Promise<{ scope: TunerScope }> {
+  return { scope: await rt.tuners.scope() };
 }
 
-export async function resetTuner(rt: ServiceRuntime, actor: Actor, input: { lbId: string }): Promise<void> {
-  await audited(rt, actor, "tuner.reset", input.lbId, () => rt.tuners.reset(input.lbId));
+export async function setTunerScope(rt: ServiceRuntime, actor: Actor, input: { scope: TunerScope }): Promise<void> {
+  const before = await rt.tuners.scope();
+  await rt.tuners.setScope(input.scope);
+  await recordAudit(rt.store, actor, "tuner.scope", "fleet", { scope: before }, { scope: await rt.tuners.scope() });
 }
 
-export async function setManualWeights(rt: ServiceRuntime, actor: Actor, input: { lbId: string; weights: { rtt: number; queue: number } }): Promise<void> {
-  await audited(rt, actor, "tuner.set-manual", input.lbId, () => rt.tuners.setManual(input.lbId, input.weights));
+export async function startTuner(rt: ServiceRuntime, actor: Actor, input: TunerTarget): Promise<void> {
+  await audited(rt, actor, "tuner.start", input, () => rt.tuners.startTuning(keyOf(input)));
 }
 
-export async function updateTuner(rt: ServiceRuntime, actor: Actor, input: { lbId: string } & TunerSettingsPatch): Promise<void> {
-  const { lbId, ...patch } = input;
-  await audited(rt, actor, "tuner.update", lbId, () => rt.tuners.updateSettings(lbId, patch));
+export async function stopTuner(rt: ServiceRuntime, actor: Actor, input: TunerTarget): Promise<void> {
+  await audited(rt, actor, "tuner.stop", input, () => rt.tuners.stopTuning(keyOf(input)));
+}
+
+export async function resetTuner(rt: ServiceRuntime, actor: Actor, input: TunerTarget): Promise<void> {
+  await audited(rt, actor, "tuner.reset", input, () => rt.tuners.reset(keyOf(input)));
+}
+
+export async function setManualWeights(rt: ServiceRuntime, actor: Actor, input: TunerTarget & { weights: { rtt: number; queue: number } }): Promise<void> {
+  await audited(rt, actor, "tuner.set-manual", input, () => rt.tuners.setManual(keyOf(input), input.weights));
+}
+
+export async function updateTuner(rt: ServiceRuntime, actor: Actor, input: TunerTarget & TunerSettingsPatch): Promise<void> {
+  const { lbId, fleet, ...patch } = input;
+  await audited(rt, actor, "tuner.update", { lbId, fleet }, () => rt.tuners.updateSettings(keyOf(input), patch));
 }
