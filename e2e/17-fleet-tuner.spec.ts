@@ -27,6 +27,8 @@ test("one tuner for the fleet: its trial runs on every LB and the LBs' own tuner
 
   await page.goto("/tuner");
   await expect(page.getByTestId("tuner-scope")).toHaveText("per LB");
+  // The switch says what it will do to the LBs before it is clicked.
+  await expect(page.getByTestId("tuner-scope-switch")).toHaveAttribute("title", /Stops every LB's own tuner/);
   await page.getByTestId("tuner-scope-switch").click();
   await expect(page.getByTestId("tuner-scope")).toHaveText("fleet");
   // The fleet's tuner is what the page shows first while it is on.

@@ -254,6 +254,13 @@ function TunerView({ target }: { target: TunerTarget }) {
   );
 }
 
+/** What a switch to each scope does to the LBs, said before the operator clicks. */
+const SCOPE_SWITCH_HELP = {
+  fleet:
+    "Stops every LB's own tuner. One tuner then sets the weights of every LB whose policy uses them, starting stopped from the weights they all share (the defaults when they differ).",
+  lb: "Ends the fleet's tuner. Each LB gets its own tuner again, stopped, starting from the weights the fleet left on it.",
+} as const;
+
 /** The tuning scope, and (for operators) the switch between one tuner per LB and one for the fleet. */
 function ScopeControl({ scope }: { scope: "lb" | "fleet" }) {
   const trpc = useTRPC();
@@ -273,6 +280,7 @@ function ScopeControl({ scope }: { scope: "lb" | "fleet" }) {
           className="btn btn-small"
           disabled={setScope.isPending}
           onClick={() => setScope.mutate({ scope: next })}
+          title={SCOPE_SWITCH_HELP[next]}
           data-testid="tuner-scope-switch"
         >
           {next === "fleet" ? "One tuner for the fleet" : "One tuner per LB"}
