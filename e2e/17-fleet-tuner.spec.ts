@@ -68,6 +68,12 @@ test("one tuner for the fleet: its trial runs on every LB and the LBs' own tuner
   const refused = await trpcMutation(page.request, "tuner.start", { lbId: lbs[0]!.id });
   expect(refused.status).toBe(412);
   expect(refused.error?.message).toMatch(/fleet tuner sets the weights of every LB/);
+  // A request that names two tuners, or none, is refused with what to send instead.
+  for (const input of [{ lbId: lbs[0]!.id, fleet: true }, {}]) {
+    const ambiguous = await trpcMutation(page.request, "tuner.stop", input);
+    expect(ambiguous.status).toBe(400);
+    expect(ambiguous.error?.message).toMatch(/name one tuner: lbId, or fleet: true/);
+  }
 
   // Back to one tuner per LB: the fleet's trial leaves the LBs, and each LB's tuner is its own again.
   await page.getByTestId("tuner-scope-switch").click();

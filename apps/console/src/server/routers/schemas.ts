@@ -7,15 +7,19 @@ import { COMPARE_POLICY_NAMES } from "@meridian/sim/results";
 export const idInput = z.object({ id: z.string().trim().min(1, { error: "id is required" }) });
 export const lbIdInput = z.object({ lbId: z.string().trim().min(1, { error: "lbId is required" }) });
 
-/** A tuner: an LB's ({ lbId }) or the fleet's ({ fleet: true }). Refine the object with namesOneTuner. */
-export const tunerTargetShape = {
+const tunerTargetShape = {
   lbId: lbIdInput.shape.lbId.optional(),
   fleet: z.literal(true, { error: "fleet must be true" }).optional(),
 };
-export function namesOneTuner(t: { lbId?: unknown; fleet?: unknown }): boolean {
+
+function namesOneTuner(t: { lbId?: unknown; fleet?: unknown }): boolean {
   return (t.lbId === undefined) !== (t.fleet === undefined);
 }
-export const ONE_TUNER = { error: "name one tuner: lbId, or fleet: true" };
+
+/** A tuner, an LB's ({ lbId }) or the fleet's ({ fleet: true }), with `fields` beside it. */
+export function tunerTarget<T extends z.ZodRawShape>(fields: T) {
+  return z.object({ ...tunerTargetShape, ...fields }).refine(namesOneTuner, { error: "name one tuner: lbId, or fleet: true" });
+}
 
 export const name = z.string().trim().min(1, { error: "name must not be empty" }).max(64, { error: "name must be at most 64 characters" });
 

@@ -1,10 +1,6 @@
 // TunerService: one EsTuner per LB, or one for the whole fleet, fed by the TelemetryHub.
-// - Scope. Per LB (the default), each LB's tuner sets that LB's weights. Fleet: one tuner (a run with
-//   no LB, key FLEET) sets the weights and the trial of every LB whose policy reads them (its members),
-//   and scores every member's requests: one weight set, judged on the fleet's requests. While the
-//   fleet's run is open, the LBs' own tuners stand aside: they observe and publish nothing, and an
-//   operator's action on one is refused (412). Switching back ends the fleet's run and starts each
-//   LB's tuner afresh from the weights the fleet left on it. The fleet tuner runs A/B trials only.
+// - Scope (tuner-scope.ts): one tuner per LB, or the fleet's (key FLEET) for every LB whose policy
+//   reads the weights, while the LBs' own tuners stand aside.
 // - Samples: every LB's telemetry event goes to every tuner: its own LB's events (a member's, for the
 //   fleet) are samples (the tuner's rule, sampleFromEvent: client errors and aborts are not), other
 //   LBs' events count toward the fleet-share guardrail (observePeer).
@@ -16,9 +12,8 @@
 //   tuner_steps, and every new config version that carries the tuner's weights and trial rebinds and
 //   persists it, so a console restart resumes where it stopped. A restored tuner starts its trial's
 //   samples afresh: the TelemetryHub's replay of the LB's buffer refills them, so no event counts twice.
-// - Paused: while the LB's policy does not read the cost weights (routing's Policy.usesCostWeights),
-//   the tuner runs no trial and the incumbent stays live; every new config version re-checks the
-//   policy, so switching back resumes from the incumbent.
+// - Paused while the LB's policy ignores the weights (routing's Policy.usesCostWeights): no trial, the
+//   incumbent live. Every new config version re-checks the policy.
 // "running" = the tuner is stepping (mode online and started). stop() freezes the incumbent (static).
 // - With several consoles, only the leader steps and publishes. A follower reads every tuner fresh
 //   from the database and writes an operator's change there without publishing; the leader's
@@ -31,17 +26,32 @@
 //   at a time, in arrival order (exclusive()): the database work is async, and two operations
 //   interleaving on one tuner would step from, or persist, each other's half-done state.
 import "server-only";
-import { eq } from "drizzle-orm";
 import type { Logger } from "pino";
-import { EsTuner, sameWeights, sampleFromEvent, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
+import { type EsTuner, sameWeights, sampleFromEvent, type TunerStep, type Weights } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
 import type { Store, TunerRunRow } from "@meridian/db";
-import { conflict, invalid, notFound, precondition } from "../errors";
+import { conflict, invalid } from "../errors";
 import type { ConfigPublisher, PublishSource } from "./config-publisher";
 import type { TelemetryHub } from "./telemetry-hub";
-import { configPatch, guard, mergeSettings, settingsOf, type TunerSettings, type TunerSettingsPatch } from "./tuner-settings";
+import { applySettings, defaultTimer, freeze, type LiveTuner, liveTuner, restoredTuner, seedFor } from "./tuner-live";
+import { SerialQueue } from "./serial-queue";
+import { pushRows, staleRows } from "./tuner-push";
+import { guard, type TunerSettings, type TunerSettingsPatch } from "./tuner-settings";
 import { currentRun, endFleetRun, newRun, persistRun, RunMoved, sameRevision } from "./tuner-runs";
-import { agreedWeights, FLEET, fleetMembers, lbIdOf, NO_MEMBERS, nameOf, policyPause, type TunerKey, type TunerScope } from "./tuner-scope";
+import {
+  agreedWeights,
+  FLEET,
+  fleetMembers,
+  lbIdOf,
+  NO_MEMBERS,
+  nameOf,
+  policyPause,
+  requireOwnScope,
+  scopeOf,
+  startOf,
+  type TunerKey,
+  type TunerScope,
+} from "./tuner-scope";
 import { describeTuner } from "./tuner-view";
 
 export type { TunerSettings, TunerSettingsPatch } from "./tuner-settings";
@@ -64,32 +74,6 @@ export interface TunerServiceDeps {
   setTimer?: (fn: () => void, ms: number) => () => void;
 }
 
-interface LiveTuner {
-  runId: number;
-  tuner: EsTuner;
-  running: boolean;
-  settings: TunerSettings;
-  /** tuner_runs.updated_at (the run's revision: every write moves it forward) as this console last
-   * read or wrote it: a different value means another console (an operator on a follower) changed the run. */
-  writtenAt: number;
-  /** When a trial was last pushed to the LB (rate limit). */
-  lastTrialPushAt: number;
-  /** Cancels a push waiting for the rate limit. */
-  pendingPush: (() => void) | null;
-}
-
-function seedFor(lbId: string, runId: number): number {
-  let hash = 2166136261;
-  for (const char of `${lbId}#${runId}`) hash = Math.imul(hash ^ char.charCodeAt(0), 16777619) >>> 0;
-  return hash;
-}
-
-function defaultTimer(fn: () => void, ms: number): () => void {
-  const timer = setTimeout(fn, ms);
-  timer.unref();
-  return () => clearTimeout(timer);
-}
-
 /** How many times an operator's change is made on a run that another console wrote meanwhile. */
 const OPERATOR_ATTEMPTS = 3;
 
@@ -99,27 +83,21 @@ export class TunerService {
   private readonly now: () => number;
   private readonly setTimer: (fn: () => void, ms: number) => () => void;
   private readonly minTrialPushIntervalMs: number;
-  /** The tail of the operations queued so far (exclusive()). */
-  private queue: Promise<unknown> = Promise.resolve();
-
+  /** Every operation, one at a time in arrival order (header: "Every operation"). */
+  private readonly ops = new SerialQueue();
   constructor(private readonly deps: TunerServiceDeps) {
     this.now = deps.now ?? Date.now;
     this.setTimer = deps.setTimer ?? defaultTimer;
     this.minTrialPushIntervalMs = deps.minTrialPushIntervalMs ?? MIN_TRIAL_PUSH_INTERVAL_MS;
   }
 
-  /** Runs `work` after every operation queued before it, alone (no other operation of this service
-   * interleaves with its awaits). Operations never queue from inside one another: they would wait
-   * for themselves. */
   private exclusive<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(work);
-    this.queue = run.catch(() => undefined);
-    return run;
+    return this.ops.run(work);
   }
 
   /** Resolves once every operation queued so far (events included) has finished. */
   idle(): Promise<void> {
-    return this.exclusive(async () => undefined);
+    return this.ops.idle();
   }
 
   start(): Promise<void> {
@@ -134,8 +112,7 @@ export class TunerService {
     }
     return this.exclusive(async () => {
       // Copies read while following may be stale: lead from what the database holds.
-      for (const live of this.tuners.values()) live.pendingPush?.();
-      this.tuners.clear();
+      this.stop();
       const { db, tables } = this.deps.store;
       for (const lb of await db.select({ id: tables.loadBalancers.id }).from(tables.loadBalancers)) await this.load(lb.id);
       if (await this.currentRun(FLEET)) await this.load(FLEET);
@@ -163,26 +140,12 @@ export class TunerService {
     const existing = this.tuners.get(key);
     // A follower's copy would go stale as the leader steps: it reads the run again every time.
     if (existing && this.deps.leadership.currentTerm() !== null) return existing;
-    const lbId = lbIdOf(key);
-    let start: Weights;
-    let pause: string | null;
-    if (lbId === null) {
-      if (!(await this.currentRun(FLEET))) throw precondition("the fleet tuner is off: switch the tuning scope to fleet first");
-      const members = await this.members();
-      start = agreedWeights(members);
-      pause = members.length > 0 ? null : NO_MEMBERS;
-    } else {
-      const { db, tables } = this.deps.store;
-      const [lb] = await db.select().from(tables.loadBalancers).where(eq(tables.loadBalancers.id, lbId)).limit(1);
-      if (!lb) throw notFound("load balancer", lbId);
-      start = { rtt: lb.weightRtt, queue: lb.weightQueue };
-      pause = policyPause(lb.policy);
-    }
+    const { start, pause } = await startOf(this.deps.store, key);
     let run = await this.currentRun(key);
     let tuner: EsTuner | null = null;
     if (run?.stateJson) {
       try {
-        tuner = EsTuner.restore(withoutReplayedSamples(JSON.parse(run.stateJson) as TunerState));
+        tuner = restoredTuner(run.stateJson);
       } catch (error) {
         this.deps.log.error({ lbId: key, err: error }, "stored tuner state unreadable; starting a new run");
         run = undefined;
@@ -193,15 +156,7 @@ export class TunerService {
       run = created.run;
       tuner = created.tuner;
     }
-    const live: LiveTuner = {
-      runId: run.id,
-      tuner,
-      running: run.running,
-      settings: settingsOf(tuner.state().config),
-      lastTrialPushAt: -Infinity,
-      pendingPush: null,
-      writtenAt: run.updatedAt,
-    };
+    const live = liveTuner(run, tuner);
     this.tuners.set(key, live);
     if (this.syncPause(key, live, pause)) {
       try {
@@ -214,10 +169,6 @@ export class TunerService {
       }
     }
     return live;
-  }
-
-  private members() {
-    return fleetMembers(this.deps.store);
   }
 
   /** Pauses the tuner while its LB's policy ignores the weights (the fleet's: while no LB's reads
@@ -276,14 +227,6 @@ export class TunerService {
     return this.load(key);
   }
 
-  /** Refuses an operator's action on an LB's own tuner while the fleet's sets the LB's weights (read
-   * from the database: on a follower the leader's copy is not here). */
-  private async requireOwnScope(key: TunerKey): Promise<void> {
-    if (key !== FLEET && (await this.currentRun(FLEET))) {
-      throw precondition(`the fleet tuner sets the weights of every LB (scope: fleet): switch the tuning scope to per LB to tune ${key} on its own`);
-    }
-  }
-
   /**
    * Every operator action, one way: under the lock, on the run as stored now (fresh), `change`
    * edits the live tuner; the result is recorded and pushed. When another console wrote the run in
@@ -294,7 +237,7 @@ export class TunerService {
    */
   private operatorAction<T>(key: TunerKey, change: (live: LiveTuner) => T): Promise<T> {
     return this.exclusive(async () => {
-      await this.requireOwnScope(key);
+      await requireOwnScope(this.deps.store, key);
       for (let attempt = 1; attempt <= OPERATOR_ATTEMPTS; attempt++) {
         const live = await this.fresh(key);
         const result = change(live);
@@ -359,7 +302,7 @@ export class TunerService {
     if (key !== FLEET && this.tuners.has(FLEET)) return;
     const current = live.tuner.current();
     if (key !== FLEET && current.version !== null) return;
-    const targets = await this.targetsOf(key, current);
+    const targets = await staleRows(this.deps.store, key, current);
     // The fleet's tuner may be bound and still owe a new member its weights.
     if (key === FLEET && targets.length === 0 && current.version !== null) return;
     if (operator) {
@@ -382,54 +325,11 @@ export class TunerService {
       }
       live.lastTrialPushAt = this.now();
     }
-    const { db, tables } = this.deps.store;
-    const { loadBalancers } = tables;
-    // Paper mode measures a candidate on the window after it went live; a version of its own (even
-    // when the config did not change) keeps events routed before it from looking like its own.
-    const measuring = current.role === "candidate" || current.role === "remeasure";
-    let version: number | null = null;
-    for (const target of targets) {
-      await db.update(loadBalancers).set(target.set).where(eq(loadBalancers.id, target.lbId));
-      version = (await this.deps.publisher.publish(target.lbId, { force: measuring, source: "tuner" })) ?? version;
-    }
-    if (targets.length === 0) {
-      // Every row already carries the weights: the latest version (of a member, for the fleet) does too.
-      const lbId = key === FLEET ? (await this.members())[0]?.id : key;
-      if (lbId !== undefined) version = await this.deps.publisher.publish(lbId, { force: measuring, source: "tuner" });
-    }
+    const version = await pushRows(this.deps.store, this.deps.publisher, key, current, targets);
     // publish() binds through onNewVersion when it recorded a version; for unchanged weights and
     // trial the latest version already carries them.
     if (version !== null && live.tuner.current().version === null) live.tuner.bind(version);
     await this.persistOrAdopt(key, live);
-  }
-
-  /** The LB rows `current` is not on yet, with what to write to each: its LB's row, or for the
-   * fleet's tuner every member's (and a non-member's stale trial, taken off). */
-  private async targetsOf(key: TunerKey, current: ReturnType<EsTuner["current"]>) {
-    const { db, tables } = this.deps.store;
-    const { loadBalancers } = tables;
-    const trialJson = current.trial === null ? null : JSON.stringify(current.trial);
-    const rows = await db
-      .select({
-        id: loadBalancers.id,
-        policy: loadBalancers.policy,
-        weightRtt: loadBalancers.weightRtt,
-        weightQueue: loadBalancers.weightQueue,
-        trialJson: loadBalancers.trialJson,
-      })
-      .from(loadBalancers)
-      .where(key === FLEET ? undefined : eq(loadBalancers.id, key));
-    const targets: { lbId: string; set: { weightRtt?: number; weightQueue?: number; trialJson: string | null } }[] = [];
-    for (const lb of rows) {
-      if (key === FLEET && policyPause(lb.policy) !== null) {
-        if (lb.trialJson !== null) targets.push({ lbId: lb.id, set: { trialJson: null } });
-        continue;
-      }
-      if (!sameWeights({ rtt: lb.weightRtt, queue: lb.weightQueue }, current.weights) || lb.trialJson !== trialJson) {
-        targets.push({ lbId: lb.id, set: { weightRtt: current.weights.rtt, weightQueue: current.weights.queue, trialJson } });
-      }
-    }
-    return targets;
   }
 
   /** A new config version for the LB (a tuner push, a topology change, a 409 bump): if it carries the
@@ -437,47 +337,31 @@ export class TunerService {
    * A version this service published comes from inside one of its operations and is handled there;
    * any other one is queued behind the operations in progress. */
   private onNewVersion(lbId: string, version: number, config: LbConfig, source: PublishSource): Promise<void> {
-    const handle = () => (this.tuners.has(FLEET) ? this.handleFleetVersion(version, config) : this.handleNewVersion(lbId, version, config));
+    // While the fleet's tuner is on, every LB's version is its business.
+    const handle = () => this.handleNewVersion(this.tuners.has(FLEET) ? FLEET : lbId, version, config);
     return source === "tuner" ? handle() : this.exclusive(handle);
   }
 
-  private async handleNewVersion(lbId: string, version: number, config: LbConfig): Promise<void> {
-    const live = this.tuners.get(lbId);
+  /** The fleet's tuner pauses while no LB's policy reads the weights, an LB's while its own does not;
+   * an LB that joins the fleet's members (a new one, or one now on such a policy) takes its weights. */
+  private async handleNewVersion(key: TunerKey, version: number, config: LbConfig): Promise<void> {
+    const live = this.tuners.get(key);
     if (!live) return;
-    if (this.syncPause(lbId, live, policyPause(config.policy))) {
-      // A pause must take the trial off the LB now; a resume starts the next trial at once.
-      await this.persistOrAdopt(lbId, live);
-      if (this.tuners.get(lbId) === live) await this.applyCurrent(lbId, true);
+    const pause = key === FLEET ? ((await fleetMembers(this.deps.store)).length > 0 ? null : NO_MEMBERS) : policyPause(config.policy);
+    if (this.syncPause(key, live, pause)) {
+      // A pause must take the trial off the LBs now; a resume starts the next trial at once.
+      await this.persistOrAdopt(key, live);
+      if (this.tuners.get(key) === live) await this.applyCurrent(key, true);
       return;
     }
     const current = live.tuner.current();
-    const trial = current.trial === null ? undefined : current.trial;
-    if (!sameWeights(current.weights, config.weights) || config.trial?.id !== trial?.id) return;
+    if (!sameWeights(current.weights, config.weights) || config.trial?.id !== current.trial?.id) {
+      if (key === FLEET) await this.applyCurrent(FLEET);
+      return;
+    }
     if (current.version === version) return;
     live.tuner.bind(version);
-    await this.persistOrAdopt(lbId, live);
-  }
-
-  /** A new config version of any LB while the fleet's tuner is on: an LB that joined the members (a
-   * new one, or one whose policy now reads the weights) takes the fleet's weights and trial; the
-   * fleet's tuner pauses when no LB's policy reads them, and resumes when one does again. */
-  private async handleFleetVersion(version: number, config: LbConfig): Promise<void> {
-    const live = this.tuners.get(FLEET)!;
-    const members = await this.members();
-    if (this.syncPause(FLEET, live, members.length > 0 ? null : NO_MEMBERS)) {
-      await this.persistOrAdopt(FLEET, live);
-      if (this.tuners.get(FLEET) === live) await this.applyCurrent(FLEET, true);
-      return;
-    }
-    const current = live.tuner.current();
-    const carries = sameWeights(current.weights, config.weights) && config.trial?.id === (current.trial ?? undefined)?.id;
-    if (!carries) {
-      await this.applyCurrent(FLEET);
-      return;
-    }
-    if (current.version !== null) return;
-    live.tuner.bind(version);
-    await this.persistOrAdopt(FLEET, live);
+    await this.persistOrAdopt(key, live);
   }
 
   /** One LB's finished request: a sample for that LB's tuner (for the fleet's, when the LB is a
@@ -531,23 +415,23 @@ export class TunerService {
   }
 
   stopTuning(key: TunerKey): Promise<void> {
-    return this.operatorAction(key, (live) => {
-      // Freeze the incumbent: a candidate or trial under measurement must not stay live.
-      if (live.tuner.mode === "online") guard(() => live.tuner.setMode("static"));
-      live.running = false;
-    });
+    return this.operatorAction(key, freeze);
   }
 
   reset(key: TunerKey): Promise<void> {
     return this.exclusive(async () => {
-      await this.requireOwnScope(key);
+      await requireOwnScope(this.deps.store, key);
       const live = await this.fresh(key);
-      live.pendingPush?.();
-      const state = live.tuner.state();
-      const created = await this.newRun(key, state.initial, live.settings, live.running);
-      this.tuners.set(key, { ...live, runId: created.run.id, tuner: created.tuner, pendingPush: null, writtenAt: created.run.updatedAt });
-      await this.applyCurrent(key, true);
+      await this.restart(key, live, live.tuner.state().initial, live.running);
     });
+  }
+
+  /** Ends the run `live` holds and starts a fresh one from `start`, with its settings; publishes it. */
+  private async restart(key: TunerKey, live: LiveTuner, start: Weights, running: boolean): Promise<void> {
+    live.pendingPush?.();
+    const created = await this.newRun(key, start, live.settings, running);
+    this.tuners.set(key, liveTuner(created.run, created.tuner));
+    await this.applyCurrent(key, true);
   }
 
   setManual(key: TunerKey, weights: Weights): Promise<void> {
@@ -569,9 +453,9 @@ export class TunerService {
     });
   }
 
-  /** The tuning scope as the database holds it: fleet while the fleet's run is open. */
-  async scope(): Promise<TunerScope> {
-    return (await this.currentRun(FLEET)) ? "fleet" : "lb";
+  /** The tuning scope as the database holds it. */
+  scope(): Promise<TunerScope> {
+    return scopeOf(this.deps.store);
   }
 
   /**
@@ -582,8 +466,7 @@ export class TunerService {
    */
   setScope(scope: TunerScope): Promise<void> {
     return this.exclusive(async () => {
-      const open = await this.currentRun(FLEET);
-      if ((scope === "fleet") === Boolean(open)) return;
+      if ((await scopeOf(this.deps.store)) === scope) return;
       const { db, tables } = this.deps.store;
       const lbs = await db.select().from(tables.loadBalancers);
       if (scope === "fleet") {
@@ -591,11 +474,10 @@ export class TunerService {
         for (const lb of lbs) {
           const own = await this.fresh(lb.id);
           if (!own.running) continue;
-          if (own.tuner.mode === "online") guard(() => own.tuner.setMode("static"));
-          own.running = false;
+          freeze(own);
           await this.persistOrAdopt(lb.id, own);
         }
-        await this.newRun(FLEET, agreedWeights(await this.members()), null, false);
+        await this.newRun(FLEET, agreedWeights(await fleetMembers(this.deps.store)), null, false);
         await this.load(FLEET);
         await this.applyCurrent(FLEET, true);
         return;
@@ -603,50 +485,14 @@ export class TunerService {
       this.tuners.get(FLEET)?.pendingPush?.();
       this.tuners.delete(FLEET);
       await endFleetRun(this.deps.store, this.now());
-      for (const lb of lbs) {
-        const own = await this.fresh(lb.id);
-        own.pendingPush?.();
-        const created = await this.newRun(lb.id, { rtt: lb.weightRtt, queue: lb.weightQueue }, own.settings, false);
-        this.tuners.set(lb.id, { ...own, runId: created.run.id, tuner: created.tuner, running: false, pendingPush: null, writtenAt: created.run.updatedAt });
-        await this.applyCurrent(lb.id, true);
-      }
+      for (const lb of lbs) await this.restart(lb.id, await this.fresh(lb.id), { rtt: lb.weightRtt, queue: lb.weightQueue }, false);
     });
   }
 
   describe(key: TunerKey) {
     return this.exclusive(async () => {
       const live = await this.load(key);
-      return { ...(await describeTuner(this.deps.store, live)), scope: await this.scope() };
+      return { ...(await describeTuner(this.deps.store, live)), scope: await scopeOf(this.deps.store) };
     });
   }
-}
-
-/**
- * The persisted trial's samples and peer counts may include events the TelemetryHub replays after a
- * restart (it resubscribes from seq 0 and the LB resends its buffer), so keeping them would count
- * those events twice. The trial restarts its count, and the replay refills it from the LB's record.
- */
-function withoutReplayedSamples(state: TunerState): TunerState {
-  const trial = state.trial ? { ...state.trial, samples: [], peerCounts: {}, looks: 0, latest: null, latestAlpha: null } : state.trial;
-  return { ...state, window: [], samplesSinceEvaluation: 0, ...(trial !== undefined ? { trial } : {}) };
-}
-
-/** Rebuilds the live tuner under `patch` (a change of evaluation mode restarts the measurement). */
-function applySettings(live: LiveTuner, patch: TunerSettingsPatch): TunerSettings {
-  const next = mergeSettings(live.settings, patch);
-  const state = live.tuner.state();
-  const rebuilt = guard(() => {
-    const config = { ...state.config, ...configPatch({ ...next, bounds: live.settings.bounds }, state.config) };
-    const tuner = EsTuner.restore({ ...state, config: config as TunerState["config"] });
-    if (patch.bounds) tuner.setBounds(next.bounds);
-    // A change of evaluation mode restarts the measurement in the new mode.
-    if (patch.evaluation !== undefined && patch.evaluation !== state.config.evaluation && tuner.mode === "online") {
-      tuner.setMode("static");
-      tuner.setMode("online");
-    }
-    return tuner;
-  });
-  live.tuner = rebuilt;
-  live.settings = settingsOf(rebuilt.state().config);
-  return live.settings;
 }
