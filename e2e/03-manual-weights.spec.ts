@@ -1,16 +1,20 @@
 import { expect, test } from "@playwright/test";
 import { OPERATOR } from "./env";
-import { lbAdmin, loginViaApi, trpcQuery, type LbRow } from "./helpers";
+import { lbAdmin, loginViaApi, trpcQuery, useTuningScope, type LbRow } from "./helpers";
 
 interface LbAdminState {
   configVersion: number;
   weights: { rtt: number; queue: number };
 }
 
+// The demo tunes the fleet with one tuner; this spec is about an LB's own, and leaves the demo as it was.
+test.afterEach(async ({ page }) => useTuningScope(page.request, "fleet"));
+
 test("manual weights reach the LB as a new config version", async ({ page }) => {
   await loginViaApi(page, OPERATOR);
   const lbs = await trpcQuery<LbRow[]>(page.request, "lbs.list");
   const lb = lbs[0]!;
+  await useTuningScope(page.request, "lb");
   const before = await lbAdmin<LbAdminState>(page.request, lb, "/admin/state");
 
   await page.goto("/tuner");

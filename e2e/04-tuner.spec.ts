@@ -1,6 +1,6 @@
 import { expect, test } from "@playwright/test";
 import { OPERATOR } from "./env";
-import { lbAdmin, loginViaApi, screenshot, trpcQuery, type LbRow } from "./helpers";
+import { lbAdmin, loginViaApi, screenshot, trpcQuery, useTuningScope, type LbRow } from "./helpers";
 
 interface TunerState {
   running: boolean;
@@ -8,12 +8,16 @@ interface TunerState {
   steps: { fitnessP95TtftMs: number | null; decision: string | null; reason: string | null }[];
 }
 
+// The demo tunes the fleet with one tuner; this spec is about an LB's own, and leaves the demo as it was.
+test.afterEach(async ({ page }) => useTuningScope(page.request, "fleet"));
+
 test("the online tuner decides A/B trials on live traffic and shows why; it pauses under least-load; the manual form survives its steps", async ({
   page,
 }, testInfo) => {
   test.setTimeout(240_000);
   await loginViaApi(page, OPERATOR);
   const lb = (await trpcQuery<LbRow[]>(page.request, "lbs.list"))[0]!;
+  await useTuningScope(page.request, "lb");
 
   await page.goto("/tuner");
   await page.getByTestId("tuner-lb-select").selectOption(lb.id);
@@ -30,7 +34,7 @@ test("the online tuner decides A/B trials on live traffic and shows why; it paus
   await expect(page.getByTestId("tuner-settings-ok")).toHaveCount(0);
   await page.getByTestId("tuner-trial-cap").fill("20");
 
-  // The demo starts its tuners; stopped first, so the start below is this test's own.
+  // An LB's own tuner may run (earlier specs); stopped first, so the start below is this test's own.
   if (await page.getByTestId("tuner-stop").isEnabled()) {
     await page.getByTestId("tuner-stop").click();
     await expect(page.getByTestId("tuner-running")).toHaveText("stopped");

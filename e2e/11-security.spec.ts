@@ -51,13 +51,13 @@ test("a forged X-Forwarded-Host does not pass the CSRF check", async ({ page }) 
 test("domain errors are 4xx in the production build: unknown ids, bounds, nothing to fail back", async ({ page }) => {
   await loginViaApi(page, OPERATOR);
   const lb = (await trpcQuery<LbRow[]>(page.request, "lbs.list")).find((row) => row.state === "healthy")!;
-  // Beyond the tuner's bounds, whatever they are (routing's WEIGHT_BOUNDS, or the LB's own).
-  const { bounds } = await trpcQuery<{ bounds: { rtt: [number, number] } }>(page.request, "tuner.byLb", { lbId: lb.id });
+  // Beyond the demo's tuner's bounds (the fleet's), whatever they are (routing's WEIGHT_BOUNDS, or the operator's).
+  const { bounds } = await trpcQuery<{ bounds: { rtt: [number, number] } }>(page.request, "tuner.fleet");
   const cases: [string, unknown, number][] = [
     ["lbs.failover", { id: "no-such-lb" }, 404],
     ["lbs.failback", { id: "no-such-lb" }, 404],
     ["experiments.run", { traceId: "no-such-trace", timeScale: 1, policies: ["gorgo"] }, 404],
-    ["tuner.setManual", { lbId: lb.id, weights: { rtt: bounds.rtt[1] * 10, queue: 0.1 } }, 400],
+    ["tuner.setManual", { fleet: true, weights: { rtt: bounds.rtt[1] * 10, queue: 0.1 } }, 400],
     ["lbs.failback", { id: lb.id }, 412],
   ];
   for (const [path, input, status] of cases) {

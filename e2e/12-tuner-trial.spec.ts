@@ -2,7 +2,7 @@
 // trial — both arms, their samples, and evidence once the first look is in.
 import { expect, test } from "@playwright/test";
 import { VIEWER } from "./env";
-import { loginViaApi, trpcQuery, type LbRow } from "./helpers";
+import { loginViaApi, trpcQuery } from "./helpers";
 
 interface TunerState {
   trial: { id: string; samples: { incumbent: number; candidate: number }; looks: number } | null;
@@ -11,25 +11,21 @@ interface TunerState {
 test("the demo's tuner page shows a live A/B trial with samples in both arms", async ({ page }) => {
   test.setTimeout(150_000);
   await loginViaApi(page, VIEWER);
-  const lbs = await trpcQuery<LbRow[]>(page.request, "lbs.list");
-  // Any demo LB will do; the trial must have samples in both arms and at least one look within 2 min.
-  let lbId: string | null = null;
+  // The demo tunes the fleet with one tuner (earlier specs that switch scope switch back): its trial
+  // runs on every LB and must have samples in both arms within 2 min.
   await expect
     .poll(
       async () => {
-        for (const lb of lbs) {
-          const t = await trpcQuery<TunerState>(page.request, "tuner.byLb", { lbId: lb.id });
-          if (t.trial && t.trial.samples.incumbent > 0 && t.trial.samples.candidate > 0) lbId = lb.id;
-          if (lbId) return lbId;
-        }
-        return null;
+        const t = await trpcQuery<TunerState>(page.request, "tuner.fleet");
+        return t.trial !== null && t.trial.samples.incumbent > 0 && t.trial.samples.candidate > 0;
       },
       { timeout: 120_000, intervals: [2000] },
     )
-    .not.toBeNull();
+    .toBe(true);
 
   await page.goto("/tuner");
-  await page.getByTestId("tuner-lb-select").selectOption(lbId!);
+  await expect(page.getByTestId("tuner-scope")).toHaveText("fleet");
+  await expect(page.getByTestId("tuner-lb-select")).toHaveValue("*");
   await expect(page.getByTestId("tuner-trial")).toBeVisible();
   await expect(page.getByTestId("tuner-trial-id")).toHaveText(/\d+-[0-9a-f]{8}/);
   for (const arm of ["incumbent", "candidate"]) await expect(page.getByTestId(`tuner-trial-arm-${arm}`)).toBeVisible();

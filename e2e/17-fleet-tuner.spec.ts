@@ -3,7 +3,7 @@
 // says the fleet's sets its weights; switching back hands each LB its own (stopped) tuner.
 import { expect, test } from "@playwright/test";
 import { OPERATOR } from "./env";
-import { loginViaApi, screenshot, trpcMutation, trpcQuery, type LbRow } from "./helpers";
+import { loginViaApi, screenshot, trpcMutation, trpcQuery, useTuningScope, type LbRow } from "./helpers";
 
 interface TunerState {
   running: boolean;
@@ -20,10 +20,14 @@ async function acknowledgedTrial(request: Parameters<typeof trpcQuery>[0], lbId:
   return lb.configs.find((c) => c.version === lb.ackedVersion)?.config.trial?.id ?? null;
 }
 
+// The spec switches the scope from per LB and back, and then leaves the demo's scope as it was.
+test.afterEach(async ({ page }) => useTuningScope(page.request, "fleet"));
+
 test("one tuner for the fleet: its trial runs on every LB and the LBs' own tuners stand aside until the scope is switched back", async ({ page }, testInfo) => {
   test.setTimeout(180_000);
   await loginViaApi(page, OPERATOR);
   const lbs = await trpcQuery<LbRow[]>(page.request, "lbs.list");
+  await useTuningScope(page.request, "lb");
 
   await page.goto("/tuner");
   await expect(page.getByTestId("tuner-scope")).toHaveText("per LB");

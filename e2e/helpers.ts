@@ -40,6 +40,19 @@ export async function trpcMutation<T>(request: APIRequestContext, path: string, 
   return { status: res.status(), data: body.result?.data?.json, error: body.error?.json };
 }
 
+/**
+ * Sets the console's tuning scope through the API, as an operator (the page's session must be one's).
+ * The demo tunes with one tuner for the fleet; a spec about an LB's own tuner switches to per LB
+ * first and back to the demo's scope after (`fleet` also starts the fleet's tuner, as the demo runs it).
+ */
+export async function useTuningScope(request: APIRequestContext, scope: "lb" | "fleet"): Promise<void> {
+  const switched = await trpcMutation(request, "tuner.setScope", { scope });
+  expect(switched.status, `tuning scope ${scope}: ${switched.error?.message}`).toBe(200);
+  if (scope === "lb") return;
+  const started = await trpcMutation(request, "tuner.start", { fleet: true });
+  expect(started.status, `fleet tuner start: ${started.error?.message}`).toBe(200);
+}
+
 export async function screenshot(page: Page, testInfo: TestInfo, name: string): Promise<void> {
   // Let charts lay out and the first live refetch land, so the image shows data rather than spinners.
   await page.waitForLoadState("networkidle").catch(() => undefined);

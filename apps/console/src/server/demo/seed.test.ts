@@ -3,13 +3,16 @@ import { readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { generateLbToken, lbKeyId } from "@meridian/protocol/credentials";
 import { after, before, describe, test } from "node:test";
-import { createHarness, type Harness } from "../testing/harness";
-import { entrypointMap } from "../services/lbs";
+import { createHarness, OPERATOR, type Harness } from "../testing/harness";
+import { deleteLb, entrypointMap } from "../services/lbs";
+import { deleteReplica } from "../services/replicas";
+import { setTunerScope } from "../services/tuner";
 import { rttMatrix } from "../services/regions";
 import { seedDemoTopology } from "./seed";
 import { demoTokenFile } from "../../lib/demo-files";
 import { presentableToken } from "../runtime/lb-token-rows";
 import { demoTopology } from "../../lib/demo-topology";
+import { FLEET } from "../runtime/tuner-scope";
 
 describe("demo topology", () => {
   let h: Harness;
@@ -43,13 +46,33 @@ describe("demo topology", () => {
     const matrix = await rttMatrix(h.rt);
     const ashburn = matrix.regions.indexOf("us-ashburn");
     assert.equal(matrix.rttMs[ashburn]![matrix.regions.indexOf("ap-seoul")], 464);
-    const tuner = await h.rt.tuners.describe("lb-us-ashburn");
-    assert.equal(tuner.running, true);
-    assert.equal(tuner.evaluation, "ab");
-    assert.deepEqual(tuner.trialSettings, { share: 0.5, lookEvery: 20, maxSamples: 120 });
-    assert.ok(tuner.trial !== null, "a trial runs from the start");
+    // A fresh demo tunes the fleet with one tuner, in small trials; each LB's own tuner stands aside
+    // with the same trial settings, ready for a switch to per LB.
+    assert.equal(await h.rt.tuners.scope(), "fleet");
+    const fleet = await h.rt.tuners.describe(FLEET);
+    assert.equal(fleet.running, true);
+    assert.equal(fleet.evaluation, "ab");
+    assert.deepEqual(fleet.trialSettings, { share: 0.5, lookEvery: 20, maxSamples: 120 });
+    assert.ok(fleet.trial !== null, "a trial runs from the start");
+    const own = await h.rt.tuners.describe("lb-us-ashburn");
+    assert.equal(own.running, false);
+    assert.deepEqual(own.trialSettings, { share: 0.5, lookEvery: 20, maxSamples: 120 });
     await seedDemoTopology(h.rt, { basePort: 5100 });
     assert.equal((await entrypointMap(h.rt))["ap-seoul"]?.url, "http://127.0.0.1:5113");
+  });
+
+  test("an LB seeded again into a demo an operator tunes per LB starts its own tuner", async () => {
+    await seedDemoTopology(h.rt, { basePort: 5100 });
+    await setTunerScope(h.rt, OPERATOR, { scope: "lb" });
+    for (const id of ["eu-frankfurt-a", "eu-frankfurt-b"]) await deleteReplica(h.rt, OPERATOR, { id });
+    await deleteLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
+    await seedDemoTopology(h.rt, { basePort: 5100 });
+    assert.equal(await h.rt.tuners.scope(), "lb", "the operator's scope stands");
+    const own = await h.rt.tuners.describe("lb-eu-frankfurt");
+    assert.equal(own.running, true);
+    assert.deepEqual(own.trialSettings, { share: 0.5, lookEvery: 20, maxSamples: 120 });
+    assert.equal((await h.rt.tuners.describe("lb-us-ashburn")).running, false, "the others stay as the switch left them");
+    await setTunerScope(h.rt, OPERATOR, { scope: "fleet" });
   });
 
   test("each demo LB's token is written for the fleet (0600), and replaced only when its file is gone", async () => {

@@ -14,8 +14,11 @@ import { createLb } from "../services/lbs";
 import { issueLbToken } from "../services/lb-tokens";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
+import { FLEET } from "../runtime/tuner-scope";
 import { demoTokenFile } from "../../lib/demo-files";
 import { DEMO_DISPLAY_NAMES, DEMO_MODEL, DEMO_REGIONS, DEMO_RTT_MS, demoTopology } from "../../lib/demo-topology";
+
+const DEMO_TRIAL = { trial: { lookEvery: 20, maxSamples: 120 } };
 
 function writeToken(tokenDir: string, lbId: string, token: string): void {
   mkdirSync(tokenDir, { recursive: true });
@@ -67,12 +70,28 @@ export async function seedDemoTopology(rt: ServiceRuntime, options: { basePort: 
       await db.insert(observedRtts).values({ fromRegion: from, toRegion: to, rttMs: DEMO_RTT_MS[from][to], samples: 1, updatedAt: now }).onConflictDoNothing();
     }
   }
-  // The tuner runs A/B trials on freshly seeded demo LBs (an operator's later stop is respected). At
-  // the demo's request or so per second per LB a 500-sample trial would last eight minutes, so the demo
-  // looks every 20 samples and caps a trial at 120: trials come and go while someone watches.
-  for (const lbId of newLbs) {
-    await rt.tuners.updateSettings(lbId, { trial: { lookEvery: 20, maxSamples: 120 } });
-    await rt.tuners.startTuning(lbId);
-  }
+  await startDemoTuning(rt, newLbs, newLbs.length === topology.lbs.length);
   await rt.publisher.publishAll();
+}
+
+/**
+ * The tuner runs A/B trials from the demo's first start (an operator's later stop, or choice of
+ * scope, is respected). A fresh demo tunes with one tuner for the fleet: in bench:tuner it did less
+ * harm than one tuner per LB over both traces (packages/tuner/README.md, "Modes"). Each LB's own
+ * tuner gets the same small trials for when an operator switches to per LB; an LB added to a demo
+ * already tuned per LB starts its own tuner. At the demo's request or so per second per LB a
+ * 500-sample trial would last minutes, so the demo looks every 20 samples and caps a trial at 120:
+ * trials come and go while someone watches.
+ */
+async function startDemoTuning(rt: ServiceRuntime, newLbs: string[], fresh: boolean): Promise<void> {
+  const perLb = !fresh && (await rt.tuners.scope()) === "lb";
+  if (!fresh && !perLb) return;
+  for (const lbId of newLbs) await rt.tuners.updateSettings(lbId, DEMO_TRIAL);
+  if (perLb) {
+    for (const lbId of newLbs) await rt.tuners.startTuning(lbId);
+    return;
+  }
+  await rt.tuners.setScope("fleet");
+  await rt.tuners.updateSettings(FLEET, DEMO_TRIAL);
+  await rt.tuners.startTuning(FLEET);
 }

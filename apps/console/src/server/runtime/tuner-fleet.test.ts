@@ -149,6 +149,17 @@ describe("TunerService, fleet scope", () => {
     assert.equal((await tunerByLb(h.rt, { lbId: "lb-b" })).running, true);
   });
 
+  test("a fleet tuner opened again keeps the settings the operator gave the last one", async () => {
+    await setTunerScope(h.rt, OPERATOR, { scope: "fleet" });
+    await updateTuner(h.rt, OPERATOR, { ...FLEET, ...SMALL_TRIALS });
+    const settings = (await fleetTuner(h.rt)).trialSettings;
+    await setTunerScope(h.rt, OPERATOR, { scope: "lb" });
+    await setTunerScope(h.rt, OPERATOR, { scope: "fleet" });
+    const again = await fleetTuner(h.rt);
+    assert.deepEqual(again.trialSettings, settings);
+    assert.equal(again.running, false, "opened stopped, as any switch opens it");
+  });
+
   test("an LB that joins takes the fleet's weights and trial; the fleet tuner runs A/B trials only", async () => {
     await setTunerScope(h.rt, OPERATOR, { scope: "fleet" });
     await updateTuner(h.rt, OPERATOR, { ...FLEET, ...SMALL_TRIALS });

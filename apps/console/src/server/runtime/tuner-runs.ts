@@ -45,6 +45,16 @@ export async function currentRun({ db, tables }: Queryable, lbId: string | null)
   return run;
 }
 
+/** The settings of the LB's newest run, ended or not (the fleet's for `lbId` null), or null when it
+ * has none: a fleet tuner opened again by a switch of scope keeps the settings the operator gave the
+ * last one, as an LB's tuner keeps its own through a reset. */
+export async function lastSettings({ db, tables }: Queryable, lbId: string | null): Promise<TunerSettings | null> {
+  const { tunerRuns } = tables;
+  const [run] = await db.select({ settingsJson: tunerRuns.settingsJson }).from(tunerRuns).where(runsOf(tunerRuns, lbId)).orderBy(desc(tunerRuns.id)).limit(1);
+  if (!run || run.settingsJson === "{}") return null;
+  return JSON.parse(run.settingsJson) as TunerSettings;
+}
+
 /** Ends the fleet's open run (the LBs' own tuners take over). Its revision moves, so a leader still
  * stepping it records nothing more (RunMoved) and reloads. */
 export async function endFleetRun(store: Store, now: number): Promise<void> {

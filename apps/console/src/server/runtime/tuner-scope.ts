@@ -1,5 +1,5 @@
-// What the tuning scope means (TunerService, tuner-service.ts). Per LB (the default), each LB's tuner
-// sets that LB's weights. Fleet: one tuner (key FLEET, stored as a tuner run with no LB) sets the
+// What the tuning scope means (TunerService, tuner-service.ts). Per LB (a new console's scope; the
+// demo switches to fleet, demo/seed.ts), each LB's tuner sets that LB's weights. Fleet: one tuner (key FLEET, stored as a tuner run with no LB) sets the
 // weights and the trial of every LB whose policy reads them (its members) and scores every member's
 // requests: one weight set, judged on the fleet's requests. While the fleet's run is open, the LBs'
 // own tuners stand aside: they observe and publish nothing, and an operator's action on one is refused

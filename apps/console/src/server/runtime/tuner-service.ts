@@ -37,7 +37,7 @@ import { applySettings, defaultTimer, freeze, type LiveTuner, liveTuner, restore
 import { SerialQueue } from "./serial-queue";
 import { pushRows, staleRows } from "./tuner-push";
 import { guard, type TunerSettings, type TunerSettingsPatch } from "./tuner-settings";
-import { currentRun, endFleetRun, newRun, persistRun, RunMoved, sameRevision } from "./tuner-runs";
+import { currentRun, endFleetRun, lastSettings, newRun, persistRun, RunMoved, sameRevision } from "./tuner-runs";
 import {
   agreedWeights,
   FLEET,
@@ -460,9 +460,9 @@ export class TunerService {
 
   /**
    * Switches the tuning scope. To fleet: stops the LBs' own tuners, opens the fleet's run (stopped, at
-   * the weights every member already shares, or the defaults when they differ) and publishes it. To
-   * per LB: ends the fleet's run and starts each LB's tuner afresh (stopped) from the weights the
-   * fleet left on it, keeping that tuner's settings. Switching to the scope in force changes nothing.
+   * the weights every member already shares, or the defaults when they differ, with the settings of
+   * the last fleet run) and publishes it. To per LB: ends the fleet's run and starts each LB's tuner
+   * afresh (stopped) from the weights the fleet left on it, keeping that tuner's settings. Switching to the scope in force changes nothing.
    */
   setScope(scope: TunerScope): Promise<void> {
     return this.exclusive(async () => {
@@ -477,7 +477,7 @@ export class TunerService {
           freeze(own);
           await this.persistOrAdopt(lb.id, own);
         }
-        await this.newRun(FLEET, agreedWeights(await fleetMembers(this.deps.store)), null, false);
+        await this.newRun(FLEET, agreedWeights(await fleetMembers(this.deps.store)), await lastSettings(this.deps.store, null), false);
         await this.load(FLEET);
         await this.applyCurrent(FLEET, true);
         return;
