@@ -1,6 +1,6 @@
 // The peer comparison table of packages/sim/README.md ("Gorgo against the peer routers"): every policy
 // of `meridian-sim compare`'s default list, plus gorgo tuned on the first half of each scenario and
-// frozen, on the conversation trace (presets paper and global at time scales 1, 2, 3) and on the
+// frozen (once with one tuner per LB, once with one tuner for the fleet: the console's two scopes), on the conversation trace (presets paper and global at time scales 1, 2, 3) and on the
 // short-prompt regime (every prompt 1/20 as long, preset global, busy load).
 //
 // Run:    npm run bench:sim -- --table [--trace PATH] [--seed N]
@@ -9,7 +9,8 @@
 //         absent it falls back to the bundled 500-row fixture and says so in the output.
 // Prints: one JSON object: per scenario (preset, time scale, prompt factor, requests) one row per
 //         policy with TTFT p50/p95, E2E p95, cache hit rate, max replica share and failed requests;
-//         the tuned row also carries the weights each LB's tuner froze at (each LB runs its own).
+//         the tuned rows also carry the weights each LB froze at (per LB: each LB its own tuner's;
+//         fleet: one tuner's, on every LB).
 
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
@@ -26,7 +27,8 @@ const SHORT_PROMPT_FACTOR = 0.05;
  */
 const SHORT_PROMPT_TIME_SCALE = 0.1;
 const TUNER = { evaluation: "ab", guardrails: true } as const;
-const TUNED = "gorgo-tuned-frozen";
+/** The tuned rows, by the console's tuning scope (apps/console/src/server/runtime/tuner-scope.ts). */
+const TUNED = { lb: "gorgo-tuned-frozen", fleet: "gorgo-fleet-tuned-frozen" } as const;
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -79,13 +81,18 @@ export async function runTable(): Promise<void> {
     const spec = sc.spec();
     const built = buildSimRequests(await loadTrace(tracePath, { timeScale: sc.timeScale }), spec).requests;
     const requests = sc.promptFactor === 1 ? built : scalePrompts(built, sc.promptFactor);
-    // One tuner per LB, as the console runs them; each LB keeps the weights its own tuner froze at.
-    const frozen: Record<string, { rtt: number; queue: number }> = {};
-    for (const tuner of runPolicy({ spec, requests: firstHalf(requests), seed }, "gorgo-online", TUNER).tuners) {
-      for (const lb of tuner.lbs) frozen[lb] = { rtt: round(tuner.finalWeights.rtt, 4), queue: round(tuner.finalWeights.queue, 4) };
-    }
     const rows = DEFAULT_COMPARE_POLICIES.map((p) => row(p, spec, requests, seed, p));
-    rows.splice(1, 0, { ...row(TUNED, frozenFleet(spec, frozen), requests, seed, "gorgo"), weights: frozen } as (typeof rows)[number]);
+    // Tuned in either scope the console offers; each LB keeps the weights its tuner froze at.
+    for (const [at, scope] of [
+      [1, "lb"],
+      [2, "fleet"],
+    ] as const) {
+      const frozen: Record<string, { rtt: number; queue: number }> = {};
+      for (const tuner of runPolicy({ spec, requests: firstHalf(requests), seed }, "gorgo-online", { ...TUNER, scope }).tuners) {
+        for (const lb of tuner.lbs) frozen[lb] = { rtt: round(tuner.finalWeights.rtt, 4), queue: round(tuner.finalWeights.queue, 4) };
+      }
+      rows.splice(at, 0, { ...row(TUNED[scope], frozenFleet(spec, frozen), requests, seed, "gorgo"), weights: frozen } as (typeof rows)[number]);
+    }
     out.push({ scenario: sc.name, preset: spec.name, time_scale: sc.timeScale, prompt_factor: sc.promptFactor, requests: requests.length, rows });
     process.stderr.write(`progress ${out.length}/${scenarios.length} ${sc.name}\n`);
   }
@@ -96,7 +103,7 @@ export async function runTable(): Promise<void> {
         trace: tracePath,
         ...(note ? { note } : {}),
         seed,
-        tuned: `${TUNED}: gorgo-online (A/B trials, guardrails on) on the requests before the scenario's midpoint, its final weights frozen and run on the whole scenario`,
+        tuned: `${TUNED.lb} (one tuner per LB) and ${TUNED.fleet} (one tuner for the fleet): gorgo-online (A/B trials, guardrails on) on the requests before the scenario's midpoint, the final weights frozen and run on the whole scenario`,
         scenarios: out,
       },
       null,
