@@ -257,7 +257,7 @@ function TunerView({ target }: { target: TunerTarget }) {
 /** What a switch to each scope does to the LBs, said before the operator clicks. */
 const SCOPE_SWITCH_HELP = {
   fleet:
-    "Stops every LB's own tuner. One tuner then sets the weights of every LB whose policy uses them, starting stopped from the weights they all share (the defaults when they differ).",
+    "Stops every LB's own tuner. One tuner then sets the weights of every LB whose policy uses them, starting stopped from the weights they all share (the defaults when they differ), with the settings the last fleet tuner had.",
   lb: "Ends the fleet's tuner. Each LB gets its own tuner again, stopped, starting from the weights the fleet left on it.",
 } as const;
 
