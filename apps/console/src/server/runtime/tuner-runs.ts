@@ -8,6 +8,7 @@ import { WEIGHT_BOUNDS } from "@meridian/routing/types";
 import { EsTuner, type TunerStep, type Weights } from "@meridian/tuner";
 import { largerOf, type Queryable, type Store, type TunerRunRow } from "@meridian/db";
 import { whileLeading } from "../leadership/fence";
+import { restoredTuner } from "./tuner-live";
 import { configPatch, guard, settingsOf, type TunerSettings } from "./tuner-settings";
 
 /** The step's run changed underneath (or the lease moved on): the step's transaction is rolled back. */
@@ -45,14 +46,19 @@ export async function currentRun({ db, tables }: Queryable, lbId: string | null)
   return run;
 }
 
-/** The settings of the LB's newest run, ended or not (the fleet's for `lbId` null), or null when it
- * has none: a fleet tuner opened again by a switch of scope keeps the settings the operator gave the
- * last one, as an LB's tuner keeps its own through a reset. */
+/** The settings of the LB's newest run, ended or not (the fleet's for `lbId` null), read from its
+ * state as a restore reads them, or null when it has none: a fleet tuner opened again by a switch of
+ * scope keeps the settings the operator gave the last one, as an LB's tuner keeps its own through a
+ * reset. An unreadable state gives null (the defaults), as it starts a new run in TunerService.load. */
 export async function lastSettings({ db, tables }: Queryable, lbId: string | null): Promise<TunerSettings | null> {
   const { tunerRuns } = tables;
-  const [run] = await db.select({ settingsJson: tunerRuns.settingsJson }).from(tunerRuns).where(runsOf(tunerRuns, lbId)).orderBy(desc(tunerRuns.id)).limit(1);
-  if (!run || run.settingsJson === "{}") return null;
-  return JSON.parse(run.settingsJson) as TunerSettings;
+  const [run] = await db.select({ stateJson: tunerRuns.stateJson }).from(tunerRuns).where(runsOf(tunerRuns, lbId)).orderBy(desc(tunerRuns.id)).limit(1);
+  if (!run?.stateJson) return null;
+  try {
+    return settingsOf(restoredTuner(run.stateJson).state().config);
+  } catch {
+    return null;
+  }
 }
 
 /** Ends the fleet's open run (the LBs' own tuners take over). Its revision moves, so a leader still

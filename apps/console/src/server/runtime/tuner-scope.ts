@@ -1,10 +1,11 @@
 // What the tuning scope means (TunerService, tuner-service.ts). Per LB (a new console's scope; the
-// demo switches to fleet, demo/seed.ts), each LB's tuner sets that LB's weights. Fleet: one tuner (key FLEET, stored as a tuner run with no LB) sets the
-// weights and the trial of every LB whose policy reads them (its members) and scores every member's
-// requests: one weight set, judged on the fleet's requests. While the fleet's run is open, the LBs'
-// own tuners stand aside: they observe and publish nothing, and an operator's action on one is refused
-// (412). Switching back ends the fleet's run and starts each LB's tuner afresh from the weights the
-// fleet left on it. The fleet's tuner runs A/B trials only.
+// demo switches to fleet, demo/seed.ts), each LB's tuner sets that LB's weights. Fleet: one tuner
+// (key FLEET, stored as a tuner run with no LB) sets the weights and the trial of every LB whose
+// policy reads them (its members) and scores every member's requests: one weight set, judged on the
+// fleet's requests. While the fleet's run is open, the LBs' own tuners stand aside: they observe and
+// publish nothing, and an operator's action on one is refused (412). Switching back ends the fleet's
+// run and starts each LB's tuner afresh from the weights the fleet left on it. The fleet's tuner runs
+// A/B trials only.
 import "server-only";
 import { DEFAULT_WEIGHTS, isPolicyName, policyUsesCostWeights } from "@meridian/routing";
 import { sameWeights, type Weights } from "@meridian/tuner";

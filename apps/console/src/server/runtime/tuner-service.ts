@@ -462,7 +462,8 @@ export class TunerService {
    * Switches the tuning scope. To fleet: stops the LBs' own tuners, opens the fleet's run (stopped, at
    * the weights every member already shares, or the defaults when they differ, with the settings of
    * the last fleet run) and publishes it. To per LB: ends the fleet's run and starts each LB's tuner
-   * afresh (stopped) from the weights the fleet left on it, keeping that tuner's settings. Switching to the scope in force changes nothing.
+   * afresh (stopped) from the weights the fleet left on it, keeping that tuner's settings. Switching
+   * to the scope in force changes nothing.
    */
   setScope(scope: TunerScope): Promise<void> {
     return this.exclusive(async () => {
