@@ -2,26 +2,14 @@
 // trial — both arms, their samples, and evidence once the first look is in.
 import { expect, test } from "@playwright/test";
 import { VIEWER } from "./env";
-import { loginViaApi, trpcQuery } from "./helpers";
-
-interface TunerState {
-  trial: { id: string; samples: { incumbent: number; candidate: number }; looks: number } | null;
-}
+import { fleetTrialInBothArms, loginViaApi } from "./helpers";
 
 test("the demo's tuner page shows a live A/B trial with samples in both arms", async ({ page }) => {
   test.setTimeout(150_000);
   await loginViaApi(page, VIEWER);
   // The demo tunes the fleet with one tuner (earlier specs that switch scope switch back): its trial
   // runs on every LB and must have samples in both arms within 2 min.
-  await expect
-    .poll(
-      async () => {
-        const t = await trpcQuery<TunerState>(page.request, "tuner.fleet");
-        return t.trial !== null && t.trial.samples.incumbent > 0 && t.trial.samples.candidate > 0;
-      },
-      { timeout: 120_000, intervals: [2000] },
-    )
-    .toBe(true);
+  await fleetTrialInBothArms(page.request);
 
   await page.goto("/tuner");
   await expect(page.getByTestId("tuner-scope")).toHaveText("fleet");

@@ -3,7 +3,7 @@
 // says the fleet's sets its weights; switching back hands each LB its own (stopped) tuner.
 import { expect, test } from "@playwright/test";
 import { OPERATOR } from "./env";
-import { loginViaApi, screenshot, trpcMutation, trpcQuery, useTuningScope, type LbRow } from "./helpers";
+import { fleetTrialInBothArms, loginViaApi, screenshot, trpcMutation, trpcQuery, useTuningScope, type LbRow } from "./helpers";
 
 interface TunerState {
   running: boolean;
@@ -55,15 +55,7 @@ test("one tuner for the fleet: its trial runs on every LB and the LBs' own tuner
       })
       .toBe(true);
   }
-  await expect
-    .poll(
-      async () => {
-        const t = await trpcQuery<TunerState>(page.request, "tuner.fleet");
-        return t.trial !== null && t.trial.samples.incumbent > 0 && t.trial.samples.candidate > 0;
-      },
-      { timeout: 120_000, intervals: [2000] },
-    )
-    .toBe(true);
+  await fleetTrialInBothArms(page.request);
   await screenshot(page, testInfo, "tuner-fleet");
 
   // An LB's own tuner says who sets its weights, and the server refuses to start it.

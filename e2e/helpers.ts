@@ -53,6 +53,19 @@ export async function useTuningScope(request: APIRequestContext, scope: "lb" | "
   expect(started.status, `fleet tuner start: ${started.error?.message}`).toBe(200);
 }
 
+/** Waits (up to 2 min) until the fleet's tuner runs a trial with samples in both arms. */
+export async function fleetTrialInBothArms(request: APIRequestContext): Promise<void> {
+  await expect
+    .poll(
+      async () => {
+        const { trial } = await trpcQuery<{ trial: { samples: { incumbent: number; candidate: number } } | null }>(request, "tuner.fleet");
+        return trial !== null && trial.samples.incumbent > 0 && trial.samples.candidate > 0;
+      },
+      { timeout: 120_000, intervals: [2000] },
+    )
+    .toBe(true);
+}
+
 export async function screenshot(page: Page, testInfo: TestInfo, name: string): Promise<void> {
   // Let charts lay out and the first live refetch land, so the image shows data rather than spinners.
   await page.waitForLoadState("networkidle").catch(() => undefined);

@@ -81,18 +81,16 @@ export async function runTable(): Promise<void> {
     const spec = sc.spec();
     const built = buildSimRequests(await loadTrace(tracePath, { timeScale: sc.timeScale }), spec).requests;
     const requests = sc.promptFactor === 1 ? built : scalePrompts(built, sc.promptFactor);
-    const rows = DEFAULT_COMPARE_POLICIES.map((p) => row(p, spec, requests, seed, p));
     // Tuned in either scope the console offers; each LB keeps the weights its tuner froze at.
-    for (const [at, scope] of [
-      [1, "lb"],
-      [2, "fleet"],
-    ] as const) {
+    const tuned = (["lb", "fleet"] as const).map((scope) => {
       const frozen: Record<string, { rtt: number; queue: number }> = {};
       for (const tuner of runPolicy({ spec, requests: firstHalf(requests), seed }, "gorgo-online", { ...TUNER, scope }).tuners) {
         for (const lb of tuner.lbs) frozen[lb] = { rtt: round(tuner.finalWeights.rtt, 4), queue: round(tuner.finalWeights.queue, 4) };
       }
-      rows.splice(at, 0, { ...row(TUNED[scope], frozenFleet(spec, frozen), requests, seed, "gorgo"), weights: frozen } as (typeof rows)[number]);
-    }
+      return { ...row(TUNED[scope], frozenFleet(spec, frozen), requests, seed, "gorgo"), weights: frozen };
+    });
+    const [gorgo, ...peers] = DEFAULT_COMPARE_POLICIES.map((p) => row(p, spec, requests, seed, p));
+    const rows = [gorgo!, ...tuned, ...peers];
     out.push({ scenario: sc.name, preset: spec.name, time_scale: sc.timeScale, prompt_factor: sc.promptFactor, requests: requests.length, rows });
     process.stderr.write(`progress ${out.length}/${scenarios.length} ${sc.name}\n`);
   }

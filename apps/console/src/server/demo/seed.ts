@@ -84,10 +84,10 @@ export async function seedDemoTopology(rt: ServiceRuntime, options: { basePort: 
  * trials come and go while someone watches.
  */
 async function startDemoTuning(rt: ServiceRuntime, newLbs: string[], fresh: boolean): Promise<void> {
-  const perLb = !fresh && (await rt.tuners.scope()) === "lb";
-  if (!fresh && !perLb) return;
+  // A new LB in a demo tuned as a fleet has joined the fleet's tuner already.
+  if (!fresh && (await rt.tuners.scope()) === "fleet") return;
   for (const lbId of newLbs) await rt.tuners.updateSettings(lbId, DEMO_TRIAL);
-  if (perLb) {
+  if (!fresh) {
     for (const lbId of newLbs) await rt.tuners.startTuning(lbId);
     return;
   }
