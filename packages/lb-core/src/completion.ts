@@ -8,7 +8,7 @@
 //     the replica's horizon, a zero-cached run clears it), then the index learns the conversation
 //     as the next turn will present it: prompt + reply when the reply completes a block, else the
 //     prompt again (refreshing its LRU position and TTL: the engine touched those blocks until now).
-import type { BlockKey, CacheTruth, ReportOutcome } from "@meridian/routing";
+import { usageNumber, type BlockKey, type CacheTruth, type ReportOutcome } from "@meridian/routing";
 import type { TelemetryEvent } from "@meridian/protocol";
 import type { PredictionSums, ReplicaRecord } from "./targets";
 import type { Ticket } from "./ticket";
@@ -45,6 +45,21 @@ export interface Outcome {
   /** Arrival to the first content token; null when none arrived. */
   ttftMs: number | null;
   e2eMs: number;
+}
+
+/** The outcome with each usage count an engine could not legitimately send (not a finite number
+ * >= 0) taken as unreported: one bad reply must not push the index's accuracy, the token estimate or
+ * a telemetry event out of range (the console rejects such an event and such a state). */
+export function withValidUsage(outcome: Outcome): Outcome {
+  const usage = outcome.usage;
+  if (usage === null) return outcome;
+  const valid = {
+    promptTokens: usageNumber(usage.promptTokens),
+    completionTokens: usageNumber(usage.completionTokens),
+    cachedTokens: usageNumber(usage.cachedTokens),
+  };
+  const same = valid.promptTokens === usage.promptTokens && valid.completionTokens === usage.completionTokens && valid.cachedTokens === usage.cachedTokens;
+  return same ? outcome : { ...outcome, usage: valid };
 }
 
 export function isSuccess(status: number): boolean {

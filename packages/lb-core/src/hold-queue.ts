@@ -3,7 +3,10 @@
 // current bounds, and asks when the head expires, so the proxy arms one timer and the simulator
 // schedules one event. Bounds are read at each call, so a new config's bounds apply to requests
 // already waiting, and deadlines stay in FIFO order (only the head can be the next to expire).
-// Strict FIFO: only the head is retried, so a later request never overtakes an earlier one.
+// FIFO among requests that wait for the same places: the LB core retries them oldest first, and a
+// request that still cannot go holds back only later ones that could go nowhere else either (same
+// model, hop and excluded targets; placement.ts, holdClass). A request for another model is not
+// stuck behind it.
 
 interface Waiting<T> {
   item: T;
@@ -31,6 +34,13 @@ export class HoldQueue<T> {
   /** The oldest request, without removing it. */
   peek(): T | undefined {
     return this.items[this.head]?.item;
+  }
+
+  /** Every waiting request, oldest first (a copy: the caller may remove while it walks it). */
+  waiting(): T[] {
+    const out: T[] = [];
+    for (let i = this.head; i < this.items.length; i++) out.push((this.items[i] as Waiting<T>).item);
+    return out;
   }
 
   /** Removes and returns the oldest request. */
@@ -80,8 +90,7 @@ export class HoldQueue<T> {
 
   /** Removes and returns everything (shutdown). */
   clear(): T[] {
-    const out: T[] = [];
-    for (let i = this.head; i < this.items.length; i++) out.push((this.items[i] as Waiting<T>).item);
+    const out = this.waiting();
     this.items = [];
     this.head = 0;
     return out;

@@ -119,6 +119,30 @@ describe("placement", () => {
     );
   });
 
+  it("a held request for another model is placed once its replica frees, past a head that still waits", () => {
+    const lb = core({ replicas: [replica("a", "us", { model: "m1" }), replica("b", "us", { model: "m2" })], limits: { queueMaxWaitMs: 30_000 } });
+    for (const id of ["a", "b"]) lb.scrapeSucceeded(id, { running: 8, waiting: 4, usedTokens: 0 }, 0);
+    const held = (owner: string, model: string, now: number) => {
+      const ticket = lb.admit(owner, admitInput(`s-${owner}`, model), now);
+      assert.equal(lb.route(ticket, now).kind, "hold");
+      return ticket;
+    };
+    const m1 = held("r1", "m1", 0);
+    held("r2", "m2", 10);
+    held("r3", "m2", 20);
+    lb.scrapeSucceeded("b", { running: 0, waiting: 0, usedTokens: 0 }, 100);
+    // Both m2 requests go, oldest first; the m1 request at the head keeps waiting for its replica.
+    assert.deepEqual(
+      lb.drain(100).map((s) => [s.ticket.owner, s.placement.kind]),
+      [
+        ["r2", "replica"],
+        ["r3", "replica"],
+      ],
+    );
+    assert.equal(lb.queue.peek(), m1);
+    assert.equal(lb.nextExpiryAt(), 30_000);
+  });
+
   it("a held request past the wait bound is refused with queue_timeout", () => {
     const lb = core({ limits: { queueMaxWaitMs: 500 } });
     for (const id of ["a", "b"]) lb.scrapeSucceeded(id, { running: 1, waiting: 2, usedTokens: 0 }, 0);
@@ -147,6 +171,17 @@ describe("placement", () => {
     const again = lb.retry(ticket, 1);
     assert.ok(again.kind === "fail" && again.failure.code === "upstream_error");
     assert.equal(lb.replicas.get("a")!.inFlight, 0);
+  });
+
+  it("a stuck request moves only when another replica could take it now: not onto a full one", () => {
+    const lb = core({ limits: { queueMaxLength: 1 } });
+    lb.scrapeSucceeded("b", { running: 8, waiting: 5, usedTokens: 0 }, 0);
+    const stuck = lb.admit("slow", admitInput("s"), 0);
+    const placed = lb.route(stuck, 0);
+    assert.ok(placed.kind === "replica" && placed.replicaId === "a");
+    assert.equal(lb.canRedispatch(stuck, 1_000), false, "b is full: moving would hold or refuse a request a is still serving");
+    lb.scrapeSucceeded("b", { running: 0, waiting: 0, usedTokens: 0 }, 1_000);
+    assert.equal(lb.canRedispatch(stuck, 1_000), true);
   });
 
   it("via-peer forwards to an available peer only for client requests, preferring the snapshot match", () => {
@@ -206,6 +241,20 @@ describe("completion", () => {
     assert.equal(lb.totals.errors, 1);
   });
 
+  it("a usage count no engine could send (negative, not finite) is taken as unreported", () => {
+    const lb = core();
+    const ticket = lb.admit("r", admitInput("s"), 0);
+    lb.route(ticket, 0);
+    const done = lb.complete(ticket, { ...served(), usage: { promptTokens: -5, completionTokens: Number.NaN, cachedTokens: -1 } }, 10);
+    assert.equal(done.prediction, null);
+    assert.equal(done.telemetry().actualCachedTokens, null);
+    assert.equal(lb.estimator.charsPerToken, 4, "the token estimate did not learn from a negative prompt count");
+    assert.equal(
+      lb.state(10, { startedAt: 0, telemetry: { lastSeq: 0, bufferSize: 0 } }).replicas.every((r) => r.cacheHitRate === null || r.cacheHitRate >= 0),
+      true,
+    );
+  });
+
   it("calibrates the token estimate from the engine's usage", () => {
     const lb = core();
     const ticket = lb.admit("r", admitInput("s"), 0);
@@ -213,6 +262,52 @@ describe("completion", () => {
     lb.route(ticket, 0);
     lb.complete(ticket, { ...served(), usage: { promptTokens: 100, completionTokens: 1, cachedTokens: null } }, 10);
     assert.equal(lb.estimator.charsPerToken, 3);
+  });
+});
+
+describe("targets changed by a config", () => {
+  it("a request dispatched before the replica's URL changed is released from the old record, not the new one", () => {
+    const lb = core();
+    const old = lb.admit("old", admitInput("s1"), 0);
+    const placed = lb.route(old, 0);
+    assert.ok(placed.kind === "replica");
+    const id = placed.replicaId;
+    const moved = lb.config.replicas.map((r) => (r.id === id ? { ...r, url: `http://${id}-moved.test/` } : r));
+    lb.applyConfig(parseLbConfig({ ...lb.config, version: 2, replicas: moved }));
+    lb.probeSucceeded(id, 1);
+    const fresh = lb.admit("new", admitInput("s2"), 1);
+    lb.route(fresh, 1);
+    const record = lb.replicas.get(fresh.target!.id)!;
+    const before = { inFlight: record.inFlight, queuedTokens: record.queuedTokens };
+    lb.complete(old, served(), 2);
+    assert.deepEqual({ inFlight: record.inFlight, queuedTokens: record.queuedTokens }, before);
+  });
+
+  it("a peer that stops reporting, or leaves the config, stops counting toward its replicas' load", () => {
+    const lb = core({ peers: [{ id: "lb-eu", url: "http://eu.test/", region: "eu" }] });
+    const a = lb.replicas.get("a")!;
+    lb.peerReported(
+      "lb-eu",
+      {
+        lbId: "lb-eu",
+        region: "eu",
+        time: 0,
+        configVersion: 1,
+        queueLength: 0,
+        availableReplicas: 1,
+        replicas: [{ id: "a", inFlight: 10, inFlightTokens: 50_000, pendingPrefillTokens: 50_000, full: false }],
+      },
+      5,
+      0,
+    );
+    assert.equal(a.peerQueuedTokens, 50_000);
+    // The peer dies: its polls fail and its report goes stale. The next placement no longer counts it.
+    lb.peerPollFailed("lb-eu", "ECONNREFUSED");
+    const later = 60_000;
+    const ticket = lb.admit("r", admitInput("s"), later);
+    lb.route(ticket, later);
+    assert.equal(a.peerQueuedTokens, 0);
+    assert.equal(a.peerPendingPrefillTokens, 0);
   });
 });
 

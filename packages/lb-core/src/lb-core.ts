@@ -19,10 +19,10 @@ import {
   type ScrapedLoad,
 } from "@meridian/routing";
 import type { LbConfig } from "@meridian/protocol";
-import { completeTicket, headersLearning, isSuccess, type Completion, type LearnInstruction, type Outcome } from "./completion";
+import { completeTicket, headersLearning, isSuccess, withValidUsage, type Completion, type LearnInstruction, type Outcome } from "./completion";
 import { type FirstBytePlan, ticketFirstBytePlan } from "./deadline";
 import { HoldQueue } from "./hold-queue";
-import { knownModel, placementLogEntry, planPlacement, type Placement, type PlacementContext, type PlacementLogEntry } from "./placement";
+import { holdClass, knownModel, placementLogEntry, planPlacement, type Placement, type PlacementContext, type PlacementLogEntry } from "./placement";
 import { hasAlternative, isRetryableStatus } from "./redispatch";
 import { buildLbState, buildPeerReport, modelCounts, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
 import { type PeerRecord, PredictionSums, type ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
@@ -187,7 +187,7 @@ export class LbCore<J> {
     if (!peer) return;
     peer.reported(report, rttSampleMs, now);
     if (report.snapshot && report.snapshot.keys.length > 0) this.peerIndex.learnSnapshot(peerId, report.snapshot.keys, now);
-    refreshPeerQueuedTokens(this.sources(), now);
+    refreshPeerQueuedTokens(this, now);
   }
 
   /** A poll failed. True the first time after a success (the shell logs transitions only). */
@@ -263,9 +263,12 @@ export class LbCore<J> {
     return placement;
   }
 
-  /** Refuses held requests that waited past the bound, then places from the head while the head
-   * can go. Call it after anything that may free capacity (a completion, a scrape, a probe, a peer
-   * report, a config) and when nextExpiryAt() passes. */
+  /** Refuses held requests that waited past the bound, then places every held request that can go,
+   * oldest first. One that cannot go holds back only the later ones of its hold class (the same
+   * model, hop and excluded targets: placement.ts), so a request for another model is not stuck
+   * behind it; a placement only adds load, so a class held once in a pass stays held for the rest of
+   * it. Call it after anything that may free capacity (a completion, a scrape, a probe, a peer report,
+   * a config) and when nextExpiryAt() passes. */
   drain(now: number): Settled<J>[] {
     const settled: Settled<J>[] = [];
     for (const ticket of this.queue.expire(now, this.config.limits.queueMaxWaitMs)) {
@@ -273,12 +276,20 @@ export class LbCore<J> {
       const failure = failures.queueTimeout(this.config.limits.queueMaxWaitMs);
       settled.push({ ticket, placement: this.commit(ticket, { kind: "fail", failure }, now) as Settled<J>["placement"] });
     }
-    for (let head = this.queue.peek(); head !== undefined; head = this.queue.peek()) {
-      const placement = this.plan(head, now);
-      if (placement.kind === "hold") break;
-      this.queue.shift();
-      head.held = false;
-      settled.push({ ticket: head, placement: this.commit(head, placement, now) as Settled<J>["placement"] });
+    if (this.queue.length === 0) return settled;
+    const held = new Set<string>();
+    for (const ticket of this.queue.waiting()) {
+      const holdsFor = holdClass(ticket);
+      if (held.has(holdsFor)) continue;
+      const placement = this.plan(ticket, now);
+      if (placement.kind === "hold") {
+        held.add(holdsFor);
+        continue;
+      }
+      if (this.queue.peek() === ticket) this.queue.shift();
+      else this.queue.remove(ticket);
+      ticket.held = false;
+      settled.push({ ticket, placement: this.commit(ticket, placement, now) as Settled<J>["placement"] });
     }
     return settled;
   }
@@ -337,9 +348,9 @@ export class LbCore<J> {
     this.replicaOf(ticket)?.firstByte.observeDecode(outputTokens, decodeMs);
   }
 
+  /** The record the ticket's dispatch was booked on: its counters and its history are that record's. */
   private replicaOf(ticket: Ticket<J>): ReplicaRecord | undefined {
-    const target = ticket.target;
-    return target?.kind === "replica" ? this.replicas.get(target.id) : undefined;
+    return ticket.target?.record ?? undefined;
   }
 
   /** The current target failed before any byte reached the client: release it, exclude it, place again. */
@@ -358,7 +369,7 @@ export class LbCore<J> {
     if (!target || target.released) return;
     target.released = true;
     if (target.kind !== "replica") return;
-    const replica = this.replicas.get(target.id);
+    const replica = this.replicaOf(ticket);
     if (replica) {
       replica.inFlight = Math.max(0, replica.inFlight - 1);
       replica.queuedTokens = Math.max(0, replica.queuedTokens - ticket.view.inputTokens);
@@ -375,7 +386,7 @@ export class LbCore<J> {
     const target = ticket.target;
     if (target !== null && !target.released && !target.responded) {
       target.responded = true;
-      const replica = target.kind === "replica" ? this.replicas.get(target.id) : undefined;
+      const replica = this.replicaOf(ticket);
       if (replica) replica.pendingPrefillTokens = Math.max(0, replica.pendingPrefillTokens - target.pendingPrefillTokens);
       target.pendingPrefillTokens = 0;
       if (target.observedId !== null && isSuccess(status)) target.observer?.observe?.({ kind: "first-token", requestId: target.observedId, now });
@@ -386,15 +397,18 @@ export class LbCore<J> {
   /** The request ended (served, failed or refused): releases it, calibrates the token estimate,
    * applies the cached-token feedback, records accuracy and totals, and returns the completion
    * (telemetry event, next-turn learning). */
-  complete(ticket: Ticket<J>, outcome: Outcome, now: number): Completion {
+  complete(ticket: Ticket<J>, reported: Outcome, now: number): Completion {
+    const outcome = withValidUsage(reported);
     this.release(ticket, now);
     ticket.done = true;
     this.totals.requests++;
     if (outcome.status >= 400) this.totals.errors++;
     const promptTokens = outcome.usage?.promptTokens;
     if (promptTokens != null && ticket.promptChars !== null) this.estimator.observe(ticket.promptChars, promptTokens);
-    const target = ticket.target;
-    const replica = target?.kind === "replica" ? (this.replicas.get(target.id) ?? null) : null;
+    // Accuracy, cache feedback and learning are about the replica the LB routes to now: a record that
+    // a URL change replaced says nothing about the new one.
+    const booked = this.replicaOf(ticket);
+    const replica = booked !== undefined && this.replicas.get(booked.id) === booked ? booked : null;
     return completeTicket(
       { lbId: this.config.lbId, region: this.config.region, replica, lbPrediction: this.prediction, truth: this.truth, now },
       ticket,
@@ -414,6 +428,7 @@ export class LbCore<J> {
   }
 
   state(now: number, extras: Omit<StateExtras, "totals">): LbStateBody {
+    refreshPeerQueuedTokens(this, now);
     return buildLbState(this.sources(), now, { ...extras, totals: { ...this.totals } });
   }
 
@@ -446,6 +461,7 @@ export class LbCore<J> {
   }
 
   private plan(ticket: Ticket<J>, now: number): Placement {
+    refreshPeerQueuedTokens(this, now);
     // Refreshed in place rather than rebuilt: plan() runs once per request and per queue retry.
     const ctx = this.placementContext;
     ctx.config = this.config;
@@ -478,7 +494,7 @@ export class LbCore<J> {
       const observer = this.policy.observe ? this.policy : null;
       const observedId = observer ? String(++this.observedDispatches) : null;
       const snapshot = this.cacheModel === "learned" ? this.truth.dispatch(ticket, decision, now) : null;
-      ticket.target = replicaTarget(replicaId, decision, pendingPrefillTokens, observer, observedId, snapshot);
+      ticket.target = replicaTarget(replica ?? null, replicaId, decision, pendingPrefillTokens, observer, observedId, snapshot);
       if (observedId !== null) observer?.observe?.({ kind: "dispatch", requestId: observedId, replicaId, request: ticket.view, decision, now });
     } else if (placement.kind === "peer") {
       this.totals.forwarded++;

@@ -119,7 +119,11 @@ export function planPlacement(ctx: PlacementContext, ticket: Ticket<unknown>, no
     return { kind: "peer", peerId: availability.peerId, reason: availability.reason };
   }
   const decision = ctx.policy.select(ticket.view, availability.candidates, { index: ctx.index, weights: ticket.weights, rng: ctx.rng, now });
-  if (ticket.trial !== null) {
+  if (ticket.trial !== null && !ctx.policy.usesCostWeights) {
+    // Under a policy that does not read the weights both arms route alike, whatever a second call of
+    // select() would say: round-robin's would advance its turn, random's would draw another replica.
+    ticket.trial.triggered = false;
+  } else if (ticket.trial !== null) {
     // The counterfactual uses its own fixed generator: it must not shift the tie-breaks of real decisions.
     const counterfactual = ctx.policy.select(ticket.view, availability.candidates, {
       index: ctx.index,
@@ -138,6 +142,16 @@ export function isLocalCandidate(r: ReplicaRecord, ticket: Ticket<unknown>, conf
   if (!r.routable() || ticket.isExcluded(r.id)) return false;
   if (ticket.model !== null && r.config.model !== ticket.model) return false;
   return config.crossRegion !== "via-peer" || r.config.region === config.region;
+}
+
+/**
+ * What planPlacement's hold-or-go answer depends on besides the fleet's state: the request's model,
+ * its hop and the targets it has excluded. Two held requests with the same class are held for the
+ * same reason, so once one of them cannot go, the later one need not be planned (LbCore.drain).
+ */
+export function holdClass(ticket: Ticket<unknown>): string {
+  const excluded = ticket.excluded === null || ticket.excluded.size === 0 ? "" : [...ticket.excluded].sort().join("\u0000");
+  return `${ticket.model ?? ""}\u0001${ticket.hop}\u0001${excluded}`;
 }
 
 /** Peer LBs are candidates in `via-peer` mode, for client requests (hop 0) only. */

@@ -13,6 +13,7 @@
 // moves only when somewhere else can take it now: with nowhere to go, moving would turn a slow
 // answer into a refusal, so it keeps waiting (up to limits.headersTimeoutMs).
 import type { LbConfig } from "@meridian/protocol";
+import { decideAvailability, type CandidateView, type PeerView } from "@meridian/routing";
 import { isLocalCandidate, peersConsidered } from "./placement";
 import type { PeerRecord, ReplicaRecord } from "./targets";
 import type { Ticket } from "./ticket";
@@ -24,7 +25,12 @@ export function isRetryableStatus(status: number): boolean {
   return RETRYABLE_STATUSES.has(status);
 }
 
-/** Whether a target other than the ticket's current one could take it now. */
+/**
+ * Whether a target other than the ticket's current one could take it now: the availability rule
+ * that places a request (a replica that is not full, or a peer with room), with the current target
+ * left out. A target that is merely healthy is not enough: moving onto a full one would put the
+ * request in the hold queue or refuse it, where staying would have served it.
+ */
 export function hasAlternative(
   ticket: Ticket<unknown>,
   config: LbConfig,
@@ -34,10 +40,21 @@ export function hasAlternative(
   now: number,
 ): boolean {
   const current = ticket.target?.id;
-  for (const r of replicas) if (r.id !== current && isLocalCandidate(r, ticket, config)) return true;
-  if (!peersConsidered(ticket, config)) return false;
-  for (const peer of peers.values()) {
-    if (peer.id !== current && !ticket.isExcluded(peer.id) && peer.freshReport(now, peerPollIntervalMs) !== null) return true;
+  const local: CandidateView[] = [];
+  for (const r of replicas) if (r.id !== current && isLocalCandidate(r, ticket, config)) local.push(r.candidateView(now, config.probes));
+  const others: PeerView[] = [];
+  if (peersConsidered(ticket, config)) {
+    for (const peer of peers.values()) {
+      if (peer.id === current || ticket.isExcluded(peer.id)) continue;
+      const view = peer.peerView(now, peerPollIntervalMs);
+      if (view) others.push(view);
+    }
   }
-  return false;
+  try {
+    const availability = decideAvailability({ mode: config.crossRegion, local, peers: others, hop: ticket.hop, tau: config.limits.peerQueueTau, now });
+    return availability.action !== "queue";
+  } catch {
+    // A record availability refuses to read cannot be counted on: the request stays where it is.
+    return false;
+  }
 }

@@ -45,8 +45,9 @@ export function buildPeerReport(src: ReportSources, now: number, snapshotKeys: n
 }
 
 /** Sums what fresh peer reports say is in flight (and still before its first byte) on each replica,
- * so LBs sharing replicas do not herd. */
-export function refreshPeerQueuedTokens(src: ReportSources, now: number): void {
+ * so LBs sharing replicas do not herd. Run before every placement: a report that went stale, or a
+ * peer that died or left the config, must stop counting without waiting for another peer's report. */
+export function refreshPeerQueuedTokens(src: Pick<ReportSources, "replicas" | "peers" | "peerPollIntervalMs">, now: number): void {
   for (const replica of src.replicas.values()) {
     replica.peerQueuedTokens = 0;
     replica.peerPendingPrefillTokens = 0;

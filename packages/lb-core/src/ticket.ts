@@ -2,6 +2,7 @@
 // answer with. A ticket carries the config version, policy and weights in force when it arrived, so
 // a request held across a config push is routed and reported under the weights it arrived under.
 import type { BlockKey, Decision, DispatchSnapshot, Policy, PolicyName, RequestView, Weights } from "@meridian/routing";
+import type { ReplicaRecord } from "./targets";
 import type { TicketTrial } from "./trial";
 
 /** A request the core admits: the parsed facts routing needs, nothing of the transport. */
@@ -31,6 +32,10 @@ export type TargetKind = "replica" | "peer";
 export interface Target {
   kind: TargetKind;
   id: string;
+  /** The record whose counters this dispatch was booked on (null for a peer). A config that changes
+   * the replica's URL makes a new record under the same id; this dispatch is released from the old
+   * one, so the new one's counters hold only its own requests. */
+  record: ReplicaRecord | null;
   /** Cached prompt tokens the index predicted on the chosen replica (0 for a peer). */
   predictedCachedTokens: number;
   /** Why the policy deviated from its main rule (e.g. "fallback:least-request"), or the forward reason. */
@@ -53,6 +58,7 @@ export interface Target {
 
 /** The target of a dispatch to a replica, charged `pendingPrefillTokens` until its first byte. */
 export function replicaTarget(
+  record: ReplicaRecord | null,
   id: string,
   decision: Decision,
   pendingPrefillTokens: number,
@@ -64,6 +70,7 @@ export function replicaTarget(
   return {
     kind: "replica",
     id,
+    record,
     predictedCachedTokens,
     reason: reason ?? null,
     released: false,
@@ -80,6 +87,7 @@ export function peerTarget(id: string, reason: string): Target {
   return {
     kind: "peer",
     id,
+    record: null,
     predictedCachedTokens: 0,
     reason,
     released: false,

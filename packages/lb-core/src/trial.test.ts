@@ -112,4 +112,18 @@ describe("trial split", () => {
     assert.equal(lb.admit("r", input("s1"), 0).trial, null);
     assert.equal(lb.state(0, { startedAt: 0, telemetry: { lastSeq: 0, bufferSize: 0 } }).trial, undefined);
   });
+
+  it("under a policy that does not read the weights, a trial triggers nothing and changes no routing", () => {
+    const lb = core({ trial, policy: "round-robin" });
+    const placed: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const ticket = lb.admit("r", input(`s-${i}`), i);
+      const placement = lb.route(ticket, i);
+      assert.ok(placement.kind === "replica");
+      placed.push(placement.replicaId);
+      assert.equal(ticket.trial!.triggered, false);
+      lb.complete(ticket, served, i);
+    }
+    assert.deepEqual(placed, ["near", "far", "near", "far", "near", "far"]);
+  });
 });

@@ -7,6 +7,8 @@
 // write event by event) is forwarded as is, with no copy; otherwise the LB asked for usage on the
 // client's behalf and drops that extra usage event.
 
+import { usageNumber } from "@meridian/routing";
+
 export interface UsageReport {
   promptTokens: number | null;
   completionTokens: number | null;
@@ -168,9 +170,9 @@ function readUsage(usage: Record<string, unknown>): UsageReport {
   const details = usage["prompt_tokens_details"];
   const cached = isRecord(details) ? details["cached_tokens"] : undefined;
   return {
-    promptTokens: typeof usage["prompt_tokens"] === "number" ? usage["prompt_tokens"] : null,
-    completionTokens: typeof usage["completion_tokens"] === "number" ? usage["completion_tokens"] : null,
-    cachedTokens: typeof cached === "number" ? cached : null,
+    promptTokens: usageNumber(usage["prompt_tokens"]),
+    completionTokens: usageNumber(usage["completion_tokens"]),
+    cachedTokens: usageNumber(cached),
   };
 }
 

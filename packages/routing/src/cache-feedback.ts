@@ -38,6 +38,7 @@
 
 import type { HoldingProfile, PrefixIndex } from "./prefix-index";
 import type { BlockKey, Decision, RequestView } from "./types";
+import { usageNumber } from "./usage";
 
 /** The index's view of a request at dispatch, kept until its cached-token report arrives. */
 export interface DispatchSnapshot {
@@ -102,11 +103,6 @@ export function captureDispatch(index: PrefixIndex, request: RequestView, decisi
     tokensPerBlock: request.tokensPerBlock,
     keepMs: Number.isFinite(keep) ? keep : null,
   };
-}
-
-/** A usage number an engine may legitimately send: finite and >= 0. */
-function usageNumber(value: unknown): number | null {
-  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : null;
 }
 
 /** The engine's cached count in the LB's token units, and the rounding tolerance in blocks. */

@@ -20,6 +20,7 @@ import { engineRestarted, ZeroCachedRun, type EngineEpoch } from "./engine-resta
 import { PredictionWindow, type PredictionWindowStats } from "./prediction-window";
 import type { PrefixIndex } from "./prefix-index";
 import type { CapacitySource, Decision, IndexClearReason, RequestView } from "./types";
+import { usageNumber } from "./usage";
 
 type ClearReason = IndexClearReason;
 
@@ -68,10 +69,6 @@ interface ReplicaTruth {
 export interface CacheTruthOptions {
   /** Rolling accuracy window (default 1 min). */
   windowMs?: number;
-}
-
-function usageNumber(value: unknown): number | null {
-  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : null;
 }
 
 function checkCapacity(field: string, tokens: unknown): number | null {

@@ -16,3 +16,4 @@ export * from "./cache-feedback";
 export * from "./cache-truth";
 export * from "./engine-restart";
 export * from "./prediction-window";
+export { usageNumber } from "./usage";

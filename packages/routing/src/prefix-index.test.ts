@@ -161,6 +161,24 @@ describe("PrefixIndex bounds", () => {
     assert.equal(index.stats().replicas, 8);
     assert.throws(() => new PrefixIndex({ capacityBlocks: 10, maxReplicasPerBlock: 0 }), /maxReplicasPerBlock/);
   });
+
+  it("a route learned again is the newest on its block: the one learned longest ago gives way", () => {
+    const index = new PrefixIndex({ capacityBlocks: 100, maxReplicasPerBlock: 2 });
+    index.learn([11], "r1", "LOCAL", 1);
+    index.learn([11], "r2", "LOCAL", 2);
+    index.learn([11], "r1", "LOCAL", 3);
+    index.learn([11], "r3", "LOCAL", 4);
+    assert.deepEqual(
+      index
+        .routesOf(11)
+        .map((x) => [x.replicaId, x.learnedAt])
+        .sort(),
+      [
+        ["r1", 3],
+        ["r3", 4],
+      ],
+    );
+  });
 });
 
 describe("PrefixIndex maintenance", () => {

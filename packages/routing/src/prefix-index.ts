@@ -410,18 +410,19 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
     }
   }
 
-  /** Enforces maxReplicasPerBlock before a new route joins `key`'s chain. New routes go to the chain
-   * head, so the chain's last route is the one learned longest ago. */
+  /** Enforces maxReplicasPerBlock before a new route joins `key`'s chain: the route learned longest
+   * ago goes. That is not always the chain's last: a re-learned route keeps its place in the chain
+   * and only its time moves. */
   private makeRoomOnBlock(key: number): void {
     const t = this.findTable(key);
     if (t < 0) return;
     let length = 0;
-    let last = NIL;
+    let oldest = NIL;
     for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
       length++;
-      last = s;
+      if (oldest === NIL || (this.slotLearnedAt[s] as number) <= (this.slotLearnedAt[oldest] as number)) oldest = s;
     }
-    if (length >= this.maxReplicasPerBlock) this.evict(last);
+    if (length >= this.maxReplicasPerBlock) this.evict(oldest);
   }
 
   private allocateSlot(): number {
