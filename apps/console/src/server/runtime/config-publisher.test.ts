@@ -3,12 +3,16 @@
 import { strict as assert } from "node:assert";
 import { Writable } from "node:stream";
 import { after, describe, test } from "node:test";
+import { desc, eq } from "drizzle-orm";
 import pino from "pino";
+import type { LbConfig } from "@meridian/protocol";
 import { freePort } from "../testing/free-port";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
-import { createLb, setPolicy } from "../services/lbs";
+import { createLb, deleteLb, setPolicy } from "../services/lbs";
 import { createRegion } from "../services/regions";
+import { createReplica } from "../services/replicas";
+import { ConsoleRuntime } from "./runtime";
 
 interface LogLine {
   level: number;
@@ -57,5 +61,84 @@ describe("config pushes while an LB starts", () => {
     lb = null;
     await setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "least-load", crossRegion: "direct" });
     await waitFor(() => lines.some((l) => l.level === 40 && l.msg === "config push failed; retrying"), 5_000, "a warning");
+  });
+});
+
+describe("publishing every LB", () => {
+  let h: Harness;
+  const lines: LogLine[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split("\n")) if (line.trim()) lines.push(JSON.parse(line) as LogLine);
+      done();
+    },
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  test("an LB whose config cannot be built is logged and skipped; the other LBs still get their changes", async () => {
+    h = await createHarness({}, pino({ level: "info" }, sink));
+    await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+    // via-peer: each LB's config lists only its own replicas.
+    await createLb(h.rt, OPERATOR, { name: "lb-a", url: "http://127.0.0.1:9", region: "us-ashburn", crossRegion: "via-peer" }, "lb-a");
+    await createLb(h.rt, OPERATOR, { name: "lb-b", url: "http://127.0.0.1:10", region: "us-ashburn", crossRegion: "via-peer" }, "lb-b");
+    // A replica URL the LB config schema refuses, stored before the services checked URLs by that
+    // schema: lb-a's config can no longer be built.
+    const [region] = await h.rt.store.db.select().from(h.rt.store.tables.regions);
+    await h.rt.store.db.insert(h.rt.store.tables.replicas).values({
+      id: "r-old",
+      name: "r-old",
+      url: "http:/10.0.0.5:8000",
+      regionId: region!.id,
+      engine: "sglang",
+      model: "m",
+      state: "enabled",
+      homeLbId: "lb-a",
+      createdAt: Date.now(),
+    });
+
+    await createReplica(h.rt, OPERATOR, { name: "r-new", url: "http://10.0.0.6:8000", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-b" });
+
+    const { lbConfigs } = h.rt.store.tables;
+    const [latest] = await h.rt.store.db.select().from(lbConfigs).where(eq(lbConfigs.lbId, "lb-b")).orderBy(desc(lbConfigs.version)).limit(1);
+    assert.deepEqual(
+      (JSON.parse(latest!.json) as LbConfig).replicas.map((r) => r.id),
+      ["r-new"],
+      "lb-b's new replica is published",
+    );
+    assert.ok(
+      lines.some((l) => l.level === 50 && l.lbId === "lb-a"),
+      "lb-a's failure is logged",
+    );
+  });
+});
+
+describe("a push loop whose LB was deleted on another console", () => {
+  let h: Harness;
+  let lb: FakeLb | null = null;
+  after(async () => {
+    await h?.close();
+    await lb?.close();
+  });
+
+  test("ends, so an LB created again with the same name is pushed its config", async () => {
+    h = await createHarness();
+    await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+    await createLb(h.rt, OPERATOR, { name: "lb-x", url: `http://127.0.0.1:${await freePort()}`, region: "us-ashburn" });
+    await h.rt.publisher.start();
+    await waitFor(() => h.rt.publisher.status("lb-x").lastAttemptAt !== null, 5_000, "a first push attempt");
+
+    // Another console on the same database deletes it; this console's loop, woken, finds no row.
+    const other = new ConsoleRuntime(h.rt.database, h.rt.options);
+    await deleteLb(other, OPERATOR, { id: "lb-x" });
+    h.rt.publisher.kick("lb-x");
+    await waitFor(() => h.rt.publisher.status("lb-x").lastAttemptAt === null, 5_000, "the loop to end and leave no status behind");
+
+    lb = await startFakeLb({ id: "lb-x", region: "us-ashburn", token: TEST_TOKEN });
+    const { id } = await createLb(h.rt, OPERATOR, { name: "lb-x", url: lb.url, region: "us-ashburn" });
+    assert.equal(id, "lb-x", "the same id again");
+    await waitFor(() => lb!.version > 0, 5_000, "the new LB's config pushed");
+    assert.equal(lb.configs.at(-1)?.lbId, "lb-x");
   });
 });

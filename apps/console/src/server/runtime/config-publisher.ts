@@ -148,10 +148,17 @@ export class ConfigPublisher {
     });
   }
 
-  /** Re-evaluates every LB's config (after a topology change). */
+  /** Re-evaluates every LB's config (after a topology change). One LB whose config cannot be built
+   * (e.g. a row an older console stored) is logged and skipped: the others still get their changes. */
   async publishAll(): Promise<void> {
     const { db, tables } = this.deps.store;
-    for (const lb of await db.select({ id: tables.loadBalancers.id }).from(tables.loadBalancers)) await this.publish(lb.id);
+    for (const lb of await db.select({ id: tables.loadBalancers.id }).from(tables.loadBalancers)) {
+      try {
+        await this.publish(lb.id);
+      } catch (error) {
+        this.deps.log.error({ lbId: lb.id, err: error }, "config version not recorded; the other LBs are published");
+      }
+    }
   }
 
   /** Wakes (or starts) the LB's push loop, e.g. when the LB came back or reports an older version. */
@@ -166,7 +173,6 @@ export class ConfigPublisher {
     this.loops.set(lbId, loop);
     void this.runLoop(lbId, loop).catch((error: unknown) => {
       this.deps.log.error({ lbId, err: error }, "config push loop crashed");
-      if (this.loops.get(lbId) === loop) this.loops.delete(lbId);
     });
   }
 
@@ -202,6 +208,16 @@ export class ConfigPublisher {
   }
 
   private async runLoop(lbId: string, loop: PushLoop): Promise<void> {
+    try {
+      await this.pushWhileWanted(lbId, loop);
+    } finally {
+      // However the loop ended (its LB row gone, e.g. deleted on another console, or a crash), a
+      // later kick() must start a new one: an LB re-created with the same id is pushed at once.
+      if (this.loops.get(lbId) === loop) this.loops.delete(lbId);
+    }
+  }
+
+  private async pushWhileWanted(lbId: string, loop: PushLoop): Promise<void> {
     let attempt = 0;
     while (this.running && this.loops.get(lbId) === loop) {
       const { db, tables } = this.deps.store;

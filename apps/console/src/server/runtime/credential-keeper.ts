@@ -42,6 +42,10 @@ export class CredentialKeeper {
   private readonly status = new Map<string, RotationStatus>();
   private running = false;
   private stopped = false;
+  /** Bumped by every start(): a loop started before the last stop() is stale. A stop() and start()
+   * while an LB call is in flight (deposed and elected again) would otherwise leave two loops acting
+   * on the same tokens, the stale one on rows it read before the stop. */
+  private generation = 0;
 
   constructor(private readonly deps: CredentialKeeperDeps) {
     // Persisted as soon as the challenge is answered (also before start(): a health probe challenges
@@ -63,7 +67,8 @@ export class CredentialKeeper {
     if (this.running) return;
     this.running = true;
     this.stopped = false;
-    void this.run();
+    this.generation += 1;
+    void this.run(this.generation);
   }
 
   stop(): void {
@@ -80,26 +85,32 @@ export class CredentialKeeper {
     return this.status.get(lbId) ?? { lastError: null, lastAttemptAt: null };
   }
 
-  /** One pass over every LB; it ends early once the keeper is stopped (the database may be closing). */
-  async tick(): Promise<void> {
+  /** Whether the loop of `generation` may still act: the keeper runs and has not been restarted since. */
+  private current(generation: number): boolean {
+    return this.running && this.generation === generation;
+  }
+
+  /** One pass over every LB; it ends early once the keeper is stopped (the database may be closing)
+   * or restarted (the new loop carries on). */
+  async tick(generation = this.generation): Promise<void> {
     const { db, tables } = this.deps.store;
     for (const lb of await db.select().from(tables.loadBalancers)) {
-      if (!this.running) return;
+      if (!this.current(generation)) return;
       try {
-        await this.advance(lb);
+        await this.advance(lb, generation);
       } catch (error) {
         this.deps.log.error({ lbId: lb.id, err: error }, "credential step failed");
       }
     }
   }
 
-  private async run(): Promise<void> {
-    while (this.running) {
+  private async run(generation: number): Promise<void> {
+    while (this.current(generation)) {
       try {
-        await this.tick();
+        await this.tick(generation);
       } catch (error) {
         // The database went away (shutdown) or failed for a moment: try again next round.
-        if (this.running) this.deps.log.error({ err: error }, "credential round failed");
+        if (this.current(generation)) this.deps.log.error({ err: error }, "credential round failed");
       }
       await this.signal.wait(this.deps.intervalMs ?? 2_000);
     }
@@ -128,7 +139,7 @@ export class CredentialKeeper {
     }
   }
 
-  private async advance(lb: LoadBalancerRow): Promise<void> {
+  private async advance(lb: LoadBalancerRow, generation: number): Promise<void> {
     const rows = await lbTokenRows(this.deps.store, lb.id);
     const current = rows.find((r) => r.state === "current");
     if (!current) return;
@@ -136,12 +147,12 @@ export class CredentialKeeper {
     const pending = rows.find((r) => r.state === "pending");
     const retiring = rows.find((r) => r.state === "retiring");
     if (pending) {
-      const answer = await this.attempt(lb.id, () => this.deps.lbClient.updateCredentials(endpoint, { install: pending.token }));
+      const answer = await this.attempt(lb.id, generation, () => this.deps.lbClient.updateCredentials(endpoint, { install: pending.token }));
       if (answer?.includes(pending.keyId)) await this.activate(lb.id, current.keyId, pending.keyId);
       return;
     }
     if (retiring && retiring.retireAt !== null && retiring.retireAt <= Date.now()) {
-      const answer = await this.attempt(lb.id, () => this.deps.lbClient.updateCredentials(endpoint, { retire: [retiring.keyId] }));
+      const answer = await this.attempt(lb.id, generation, () => this.deps.lbClient.updateCredentials(endpoint, { retire: [retiring.keyId] }));
       if (answer && !answer.includes(retiring.keyId)) await this.retired(lb.id, retiring.id, retiring.keyId);
       return;
     }
@@ -149,7 +160,7 @@ export class CredentialKeeper {
     if (proof?.provenKeyId !== current.keyId) return;
     const unknown = proof.held.filter((keyId) => !rows.some((row) => row.keyId === keyId));
     if (unknown.length === 0) return;
-    const answer = await this.attempt(lb.id, () => this.deps.lbClient.updateCredentials(endpoint, { retire: unknown }));
+    const answer = await this.attempt(lb.id, generation, () => this.deps.lbClient.updateCredentials(endpoint, { retire: unknown }));
     if (!answer) return;
     proof.held = answer;
     await this.deps.store.transaction((tx) =>
@@ -158,9 +169,11 @@ export class CredentialKeeper {
     this.deps.log.info({ lbId: lb.id, retired: unknown }, "retired LB tokens this console did not issue");
   }
 
-  /** Runs one credential call; the LB's key ids on success, null (status noted) on failure. */
-  private async attempt(lbId: string, call: () => ReturnType<LbAdminClient["updateCredentials"]>): Promise<string[] | null> {
+  /** Runs one credential call; the LB's key ids on success, null (status noted) on failure, and null
+   * when the keeper was stopped or restarted during the call: what was read before it is stale. */
+  private async attempt(lbId: string, generation: number, call: () => ReturnType<LbAdminClient["updateCredentials"]>): Promise<string[] | null> {
     const result = await call();
+    if (!this.current(generation)) return null;
     const status = { lastAttemptAt: Date.now(), lastError: "error" in result ? result.error : null };
     const before = this.status.get(lbId)?.lastError ?? null;
     this.status.set(lbId, status);

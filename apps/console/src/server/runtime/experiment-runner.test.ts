@@ -172,4 +172,45 @@ describe("experiments", () => {
     assert.equal(row?.state, "failed");
     assert.equal(row?.error, "interrupted: its console stopped");
   });
+
+  test("a console restarted with the same id (a fixed MERIDIAN_CONSOLE_ID) marks the run its killed process left running interrupted", async () => {
+    const { store } = h.rt;
+    const { experiments } = store.tables;
+    const id = "exp-of-a-killed-process";
+    // What console-fixed left behind when it was killed mid-run: its lease has passed.
+    await store.db.insert(experiments).values({
+      id,
+      traceId: "bundled",
+      paramsJson: "{}",
+      state: "running",
+      createdBy: "admin",
+      createdAt: Date.now(),
+      runner: "console-fixed",
+      runnerExpiresAt: sql`${databaseNowMs(store.dialect)} - 1`,
+    });
+    // The new process runs a simulation of its own (one that runs until stopped), whose lease has
+    // lapsed too (a renewal that stalled): it is still running, so it is left alone.
+    const restarted = new ExperimentRunner({
+      store,
+      log: pino({ level: "silent" }),
+      runnerId: "console-fixed",
+      repoRoot: h.rt.options.repoRoot,
+      simCommand: () => ({ command: process.execPath, args: ["-e", "setInterval(() => {}, 1000)"], cwd: process.cwd() }),
+      traceDirs: [],
+    });
+    try {
+      const live = await restarted.start({ traceId: "bundled", timeScale: 1, policies: ["gorgo"] }, "admin");
+      await store.db
+        .update(experiments)
+        .set({ runnerExpiresAt: sql`${databaseNowMs(store.dialect)} - 1` })
+        .where(eq(experiments.id, live));
+      await restarted.recoverInterrupted();
+      const stateOf = async (of: string) => (await store.db.select().from(experiments).where(eq(experiments.id, of)))[0];
+      assert.equal((await stateOf(id))?.state, "failed");
+      assert.equal((await stateOf(id))?.error, "interrupted: its console stopped");
+      assert.equal((await stateOf(live))?.state, "running", "its own live run is left alone");
+    } finally {
+      await restarted.stop();
+    }
+  });
 });

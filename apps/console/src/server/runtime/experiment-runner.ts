@@ -13,7 +13,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { and, desc, eq, isNull, lt, ne, or, sql } from "drizzle-orm";
+import { and, desc, eq, isNull, lt, notInArray, or, sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { databaseNowMs, type Store } from "@meridian/db";
 import { busy, notFound } from "../errors";
@@ -267,17 +267,20 @@ export class ExperimentRunner {
 
   /** Rows left "running" whose runner no longer vouches for them (its console died, or a console
    * from before runners were recorded) can never finish: mark them failed. Runs of live consoles,
-   * this one's included, are left alone. */
+   * this one's included, are left alone. This process's own runs are told apart by id, not by
+   * runner: a console restarted with the same id (a fixed MERIDIAN_CONSOLE_ID) sweeps the runs its
+   * previous process left behind. */
   async recoverInterrupted(): Promise<void> {
     const { db, tables } = this.deps.store;
     const { experiments } = tables;
+    const ours = [...this.running.keys()];
     await db
       .update(experiments)
       .set({ state: "failed", error: "interrupted: its console stopped", finishedAt: this.now(), runnerExpiresAt: null })
       .where(
         and(
           eq(experiments.state, "running"),
-          or(isNull(experiments.runner), ne(experiments.runner, this.deps.runnerId)),
+          ours.length > 0 ? notInArray(experiments.id, ours) : undefined,
           or(isNull(experiments.runnerExpiresAt), lt(experiments.runnerExpiresAt, databaseNowMs(this.deps.store.dialect))),
         ),
       );

@@ -137,3 +137,72 @@ describe("failover targets", () => {
     assert.equal((await entrypointMap(h.rt)).us?.lbId, "lb-far");
   });
 });
+
+// A health round reads the LB rows, then probes; a dead LB takes the whole probe timeout to answer.
+// An operator's failover that commits meanwhile must survive the round's verdict on its stale row.
+for (const autoFailover of [false, true]) {
+  describe(`a health round during an operator's failover (automatic failover ${autoFailover ? "on" : "off"})`, () => {
+    let h: Harness;
+    const lbs: Record<string, FakeLb> = {};
+    const row = async (id: string) => (await listLbs(h.rt)).find((lb) => lb.id === id)!;
+    before(async () => {
+      h = await createHarness({ failoverAfter: 2, autoFailover });
+      await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+      for (const id of ["lb-a", "lb-b"]) {
+        lbs[id] = await startFakeLb({ id, region: "us-ashburn", token: TEST_TOKEN });
+        await createLb(h.rt, OPERATOR, { name: id, url: lbs[id]!.url, region: "us-ashburn" });
+      }
+      await createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-a" });
+      await h.rt.health.tick();
+      await waitFor(async () => (await provenLbIds(h.rt.store)).size === 2, 10_000, "both LBs proven");
+    });
+    after(async () => {
+      await h?.close();
+      for (const lb of Object.values(lbs)) await lb.close();
+    });
+
+    test("the failover stands, nothing is marked failed, and the LB can be failed back once it answers", async () => {
+      // lb-a stops answering: each of its probes waits until the test lets it time out.
+      const client = h.rt.lbClient;
+      const probe = client.health.bind(client);
+      const unanswered: (() => void)[] = [];
+      client.health = (lb) => (lb.id === "lb-a" ? new Promise((resolve) => unanswered.push(() => resolve({ ok: false, error: "timed out" }))) : probe(lb));
+      const timeOutProbeOfA = async () => {
+        await waitFor(() => unanswered.length > 0, 5_000, "a round probing lb-a");
+        unanswered.shift()!();
+      };
+      try {
+        const first = h.rt.health.tick();
+        await timeOutProbeOfA();
+        await first;
+        assert.equal((await row("lb-a")).state, "healthy", "one failure is not enough");
+
+        // The round that reaches failoverAfter has read lb-a as healthy; the operator acts first.
+        const round = h.rt.health.tick();
+        await waitFor(() => unanswered.length > 0, 5_000, "the round probing lb-a");
+        const result = await failoverLb(h.rt, OPERATOR, { id: "lb-a" });
+        assert.equal(result.targetLbId, "lb-b");
+        await timeOutProbeOfA();
+        await round;
+        const lbA = await row("lb-a");
+        assert.equal(lbA.state, "failed-over", "the round did not write over the failover");
+        assert.equal(lbA.failedOverTo, "lb-b");
+        assert.deepEqual(
+          (await listAudit(h.rt, { target: "lb:lb-a" })).map((e) => e.action).filter((a) => a.startsWith("lb.mark") || a.startsWith("lb.fail")),
+          ["lb.failover"],
+          "only the operator's failover is audited",
+        );
+      } finally {
+        client.health = probe;
+      }
+
+      // lb-a answers again: it stays failed over until failed back, and failback works.
+      await h.rt.health.tick();
+      assert.equal((await row("lb-a")).state, "failed-over");
+      await failbackLb(h.rt, OPERATOR, { id: "lb-a" });
+      assert.equal((await row("lb-a")).state, "healthy");
+      assert.equal((await entrypointMap(h.rt))["us-ashburn"]?.lbId, "lb-a");
+      assert.equal((await listReplicas(h.rt)).find((r) => r.id === "r1")?.rehomed, false);
+    });
+  });
+}

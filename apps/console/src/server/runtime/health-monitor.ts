@@ -13,7 +13,7 @@
 // - Every console probes (so that any console's pages show live health), but only the leader acts
 //   on what it learns: failover, marks, failback, RTTs, telemetry subscriptions, re-pushes, warnings.
 import "server-only";
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { Logger } from "pino";
 import { nextRttEwma } from "@meridian/lb-core";
 import type { LbState } from "@meridian/protocol";
@@ -198,17 +198,28 @@ export class HealthMonitor {
           this.deps.log.warn({ lbId: lb.id, reason: error instanceof Error ? error.message : String(error) }, "automatic failover refused");
         }
       }
+      // A refused failover (e.g. an operator failed the LB over during this round) falls through
+      // here too; setState then changes nothing, as the LB is no longer in the state this round read.
       await this.setState(lb, "failed", `after ${entry.consecutiveFailures} failed probes: ${entry.error ?? "no answer"}`);
     } else if (entry.healthy === true && lb.state === "failed") {
-      await this.setState(lb, "healthy", "answers its health probe again");
-      await this.deps.publisher.publishAll();
+      if (await this.setState(lb, "healthy", "answers its health probe again")) await this.deps.publisher.publishAll();
     }
   }
 
-  private async setState(lb: LoadBalancerRow, state: "healthy" | "failed", reason: string): Promise<void> {
-    await this.deps.store.transaction(async (tx) => {
-      await tx.db.update(tx.tables.loadBalancers).set({ state }).where(eq(tx.tables.loadBalancers.id, lb.id));
+  /** Moves the LB from the state this round read (`lb.state`) to `state`; true when it did. The
+   * round read the row before probing (up to the probe timeout): an operator's failover or failback
+   * committed meanwhile is not written over, and nothing is audited. */
+  private async setState(lb: LoadBalancerRow, state: "healthy" | "failed", reason: string): Promise<boolean> {
+    return await this.deps.store.transaction(async (tx) => {
+      const { loadBalancers } = tx.tables;
+      const changed = await tx.db
+        .update(loadBalancers)
+        .set({ state })
+        .where(and(eq(loadBalancers.id, lb.id), eq(loadBalancers.state, lb.state)))
+        .returning({ id: loadBalancers.id });
+      if (changed.length === 0) return false;
       await recordAudit(tx, SYSTEM_HEALTH, state === "failed" ? "lb.mark-failed" : "lb.mark-healthy", `lb:${lb.id}`, { state: lb.state }, { state, reason });
+      return true;
     });
   }
 }

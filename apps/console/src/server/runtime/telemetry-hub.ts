@@ -75,11 +75,17 @@ export class TelemetryHub {
     // Stopped while reading: open nothing.
     if (!this.running) return;
     const wanted = new Map(rows.map((lb) => [lb.id, lb.adminUrl ?? lb.url]));
+    // An LB whose admin URL changed is most likely the same process: its new subscription resumes
+    // after the last seq seen instead of replaying the LB's buffer into the tuner. Were it another
+    // LB, its first heartbeat (a seq below ours) starts the sequence again (handleLine).
+    const resumeAfter = new Map<string, number>();
     for (const [id, sub] of this.subs) {
-      if (wanted.get(id) !== sub.adminBase) this.unsubscribe(id);
+      if (wanted.get(id) === sub.adminBase) continue;
+      if (wanted.has(id)) resumeAfter.set(id, sub.status.lastSeq);
+      this.unsubscribe(id);
     }
     for (const [id, adminBase] of wanted) {
-      if (!this.subs.has(id)) this.subscribe(id, adminBase);
+      if (!this.subs.has(id)) this.subscribe(id, adminBase, resumeAfter.get(id) ?? 0);
     }
   }
 
@@ -106,9 +112,9 @@ export class TelemetryHub {
     return true;
   }
 
-  private subscribe(lbId: string, adminBase: string): void {
+  private subscribe(lbId: string, adminBase: string, lastSeq: number): void {
     const sub: Subscription = {
-      status: { lbId, connected: false, lastSeq: 0, events: 0, duplicates: 0, dropped: 0, reconnects: 0, lastError: null, lastEventLagMs: null },
+      status: { lbId, connected: false, lastSeq, events: 0, duplicates: 0, dropped: 0, reconnects: 0, lastError: null, lastEventLagMs: null },
       controller: new AbortController(),
       signal: new WakeSignal(),
       adminBase,

@@ -3,7 +3,7 @@ import { after, before, describe, test } from "node:test";
 import { createDatabase } from "@meridian/db";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
-import { createLb } from "../services/lbs";
+import { createLb, updateLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
 import { setManualWeights, startTuner, stopTuner, tunerByLb, updateTuner } from "../services/tuner";
@@ -110,5 +110,37 @@ describe("TelemetryHub and TunerService", () => {
     assert.equal((await tunerByLb(h.rt, { lbId: "lb-a" })).running, false);
     const runs = await h.rt.store.db.select().from(h.rt.store.tables.tunerRuns);
     assert.equal(runs.length, 1);
+  });
+});
+
+describe("an LB's admin URL changed", () => {
+  let h: Harness;
+  let lb: FakeLb;
+  before(async () => {
+    h = await createHarness();
+    lb = await startFakeLb({ id: "lb-a", region: "us-ashburn", token: TEST_TOKEN });
+    await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+    await createLb(h.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us-ashburn" });
+    await h.rt.telemetry.start();
+  });
+  after(async () => {
+    h?.rt.telemetry.stop();
+    await h?.close();
+    await lb?.close();
+  });
+
+  test("the subscription moves to the new URL and resumes after the last event seen: nothing reaches the tuner twice", async () => {
+    const seen: number[] = [];
+    h.rt.telemetry.onEvent((event) => seen.push(event.seq));
+    for (let i = 0; i < 5; i += 1) lb.emit();
+    await waitFor(() => seen.length === 5, 5_000, "5 events");
+    const asked = lb.telemetryRequests.length;
+    // The same LB process, reached by another name.
+    await updateLb(h.rt, OPERATOR, { id: "lb-a", adminUrl: `http://localhost:${new URL(lb.url).port}` });
+    await waitFor(() => lb.telemetryRequests.length > asked, 5_000, "a subscription at the new admin URL");
+    assert.equal(lb.telemetryRequests.at(-1), "5", "resumed after seq 5");
+    lb.emit();
+    await waitFor(() => seen.includes(6), 5_000, "the next event");
+    assert.deepEqual(seen, [1, 2, 3, 4, 5, 6], "each event delivered once");
   });
 });

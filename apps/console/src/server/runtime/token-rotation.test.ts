@@ -1,8 +1,10 @@
 // A token rotation from the console against a real meridian-proxy in front of a simulated engine,
 // with clients sending all along: the console installs the next token, switches to it, retires the
 // old one after the grace period, keeps managing the LB, and no client request fails (issue 13
-// item 13, "rotation keeps serving").
+// item 13, "rotation keeps serving"). And a keeper deposed and elected again while an LB call is in
+// flight carries the rotation through once.
 import { strict as assert } from "node:assert";
+import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
 import { request } from "undici";
@@ -16,6 +18,9 @@ import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
 import { freePort } from "../testing/free-port";
 import { createHarness, OPERATOR, waitFor, type Harness } from "../testing/harness";
+import { CredentialKeeper } from "./credential-keeper";
+import { LbProofBook } from "./lb-proofs";
+import { lbTokenRows } from "./lb-token-rows";
 
 const MODEL = "meridian-sim-8b";
 
@@ -102,5 +107,66 @@ describe("token rotation against a real LB", () => {
     for (const expected of ["admin lb.token.rotate", "system:credentials lb.token.activate", "system:credentials lb.token.retire"]) {
       assert.ok(actions.includes(expected), `${expected} in ${actions.join(", ")}`);
     }
+  });
+});
+
+describe("a credential keeper stopped and started while an LB call is in flight", () => {
+  let h: Harness;
+  let keeper: CredentialKeeper | null = null;
+  after(async () => {
+    keeper?.stop();
+    await h?.close();
+  });
+
+  test("the call of the stopped loop is ignored, and the rotation is carried through once", async () => {
+    h = await createHarness({ newLbToken: generateLbToken });
+    await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+    const { keyId: first } = await createLb(h.rt, OPERATOR, { name: "lb-us", url: "http://127.0.0.1:9", region: "us-ashburn" }, "lb-us");
+    const { keyId: next } = await rotateLbToken(h.rt, OPERATOR, { id: "lb-us" });
+    const errors: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString().split("\n")) {
+          if (line.trim() && (JSON.parse(line) as { level: number }).level >= 50) errors.push(line);
+        }
+        done();
+      },
+    });
+    // A slow LB: an install is answered when the test says so (holding both tokens); a retirement at once.
+    const installs: (() => void)[] = [];
+    const calls: string[] = [];
+    keeper = new CredentialKeeper({
+      store: h.rt.store,
+      log: pino({ level: "info" }, sink),
+      proofs: new LbProofBook(),
+      publisher: { publishAll: async () => undefined },
+      // No grace: once activated, the old token is retired on the next pass.
+      graceMs: 0,
+      intervalMs: 60_000,
+      lbClient: {
+        updateCredentials: (_lb, update) => {
+          calls.push(update.install ? "install" : `retire ${update.retire?.join(",")}`);
+          if (!update.install) return Promise.resolve({ keyIds: [next] });
+          return new Promise((resolve) => installs.push(() => resolve({ keyIds: [next, first] })));
+        },
+      },
+    });
+    keeper.start();
+    await waitFor(() => installs.length === 1, 5_000, "the first loop's install call");
+    // Deposed and elected again (runtime.stopDuties, then startDuties) while that call is in flight.
+    keeper.stop();
+    keeper.start();
+    await waitFor(() => installs.length === 2, 5_000, "the new loop's install call");
+    for (const answer of installs) answer();
+    await waitFor(async () => (await listAudit(h.rt, { action: "lb.token.retire" })).length > 0, 5_000, "the old token retired");
+
+    const actions = (await listAudit(h.rt, { target: "lb:lb-us", action: "lb.token" })).map((row) => row.action).reverse();
+    assert.deepEqual(actions, ["lb.token.issue", "lb.token.rotate", "lb.token.activate", "lb.token.retire"], "each step once");
+    assert.deepEqual(
+      (await lbTokenRows(h.rt.store, "lb-us")).map((row) => [row.keyId, row.state]),
+      [[next, "current"]],
+    );
+    assert.deepEqual(calls, ["install", "install", `retire ${first}`]);
+    assert.deepEqual(errors, []);
   });
 });

@@ -1,11 +1,12 @@
 // The tuner run's revision fence: a console that writes a copy of the run older than the database's
 // is refused (RunMoved) and records nothing, whoever it is. A follower's write of an operator's
 // change (term 0) is fenced the same way as the leader's, so it cannot write over a step the leader
-// recorded after the follower read the run. And resets of one LB at once leave one open run.
+// recorded after the follower read the run. Resets of one LB at once leave one open run, and a reset
+// moves the ended run's revision, so a leader still stepping that run records nothing into it.
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
-import { isNull } from "drizzle-orm";
-import { EsTuner, type TunerState } from "@meridian/tuner";
+import { eq, isNull } from "drizzle-orm";
+import { EsTuner, type TunerState, type TunerStep } from "@meridian/tuner";
 import { createLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { startTuner, stopTuner } from "../services/tuner";
@@ -93,4 +94,32 @@ test("an operator's change that races another console's write is made again on t
   assert.equal(reads, 2, "the stop was made a second time, on the run as the other write left it");
   const stored = await currentRun(h.rt.store, LB);
   assert.equal(stored?.running, false, "the operator's stop is recorded");
+});
+
+test("a reset on another console ends the run at a new revision: the leader's next step on it is refused, not recorded", async () => {
+  const leader = await readRun();
+  // A follower resets the LB's tuner (TunerService.reset: a new run).
+  await newRun(h.rt.store, { lbId: LB, weights: { rtt: 1, queue: 1 }, settings: null, running: false, seed: () => 1 }, Date.now());
+  const step: TunerStep = {
+    step: 1,
+    kind: "candidate",
+    weights: { rtt: 1, queue: 1 },
+    fitnessP95TtftMs: 100,
+    e2eP95Ms: 200,
+    maxShare: 0.5,
+    errorRate: 0,
+    samples: 50,
+    accepted: true,
+    guardrail: "pass",
+    sigma: 0.1,
+    incumbent: { rtt: 1, queue: 1 },
+    incumbentP95TtftMs: 100,
+    incumbentGuardrail: "pass",
+    converged: false,
+    configVersion: 1,
+  };
+  // Term 0 here: the fence under test is the revision's (with a term the lease's passes too).
+  await assert.rejects(persistRun(h.rt.store, leader, step, 0, Date.now()), RunMoved);
+  const { tunerSteps } = h.rt.store.tables;
+  assert.equal((await h.rt.store.db.select().from(tunerSteps).where(eq(tunerSteps.runId, leader.runId))).length, 0, "no step in the ended run");
 });

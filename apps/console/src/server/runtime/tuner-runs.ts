@@ -61,15 +61,19 @@ export async function lastSettings({ db, tables }: Queryable, lbId: string | nul
   }
 }
 
-/** Ends the fleet's open run (the LBs' own tuners take over). Its revision moves, so a leader still
+/** Ends the LB's open run (the fleet's for `lbId` null). Its revision moves, so a leader still
  * stepping it records nothing more (RunMoved) and reloads. */
-export async function endFleetRun(store: Store, now: number): Promise<void> {
-  const { db, tables } = store;
+async function endRun({ db, tables }: Queryable, lbId: string | null, now: number): Promise<void> {
   const { tunerRuns } = tables;
   await db
     .update(tunerRuns)
     .set({ endedAt: now, running: false, updatedAt: largerOf(sql`${tunerRuns.updatedAt} + 1`, now) })
-    .where(and(isNull(tunerRuns.lbId), isNull(tunerRuns.endedAt)));
+    .where(and(runsOf(tunerRuns, lbId), isNull(tunerRuns.endedAt)));
+}
+
+/** Ends the fleet's open run (the LBs' own tuners take over). */
+export async function endFleetRun(store: Store, now: number): Promise<void> {
+  await endRun(store, null, now);
 }
 
 /** Ends the LB's current run (the fleet's, for `lbId` null) and starts a fresh one (new tuner, empty
@@ -80,7 +84,8 @@ export function newRun(
   now: number,
 ): Promise<{ run: TunerRunRow; tuner: EsTuner }> {
   const { lbId, weights, settings, running } = run;
-  return store.transaction(async ({ dialect, db, tables }) => {
+  return store.transaction(async (tx) => {
+    const { dialect, db, tables } = tx;
     const { loadBalancers, tunerRuns } = tables;
     // Two resets of one LB on two consoles at once: under PostgreSQL's read committed each would end
     // the runs it sees and insert its own, leaving two open runs. Locking the LB's row first makes
@@ -93,10 +98,7 @@ export function newRun(
         .where(lbId === null ? undefined : eq(loadBalancers.id, lbId))
         .for("update");
     }
-    await db
-      .update(tunerRuns)
-      .set({ endedAt: now })
-      .where(and(runsOf(tunerRuns, lbId), isNull(tunerRuns.endedAt)));
+    await endRun(tx, lbId, now);
     const [inserted] = await db
       .insert(tunerRuns)
       .values({ lbId, mode: running ? "online" : "static", running, settingsJson: "{}", startedAt: now, updatedAt: now })

@@ -4,7 +4,7 @@ import { DomainError } from "../errors";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
 import { listAudit } from "./audit";
-import { createLb, deleteLb, entrypointMap, listLbs, setPolicy } from "./lbs";
+import { createLb, deleteLb, entrypointMap, listLbs, setPolicy, updateLb } from "./lbs";
 import { createRegion, deleteRegion, listRegions, rttMatrix, updateRegion } from "./regions";
 import { createReplica, deleteReplica, listReplicas, setReplicaState, updateReplica } from "./replicas";
 
@@ -122,6 +122,30 @@ describe("topology services", () => {
     await h.rt.health.tick();
     await waitFor(() => lb.version > before, 5_000, "config re-pushed");
     assert.equal(lb.configs.at(-1)?.lbId, "lb-us");
+  });
+
+  test("a URL the LBs' config schema refuses is a clear 400, stored nowhere, and publishing goes on", async () => {
+    // "http:/host:port" (one slash) is a URL to `new URL()`, not to the LB config schema: stored, it
+    // would make every LB's config fail to build.
+    const oneSlash = "http:/10.0.0.5:8000";
+    const audited = async () => (await h.rt.store.db.select().from(h.rt.store.tables.auditLog)).length;
+    const auditedBefore = await audited();
+    await expectDomainError(
+      () => createReplica(h.rt, OPERATOR, { name: "r-bad", url: oneSlash, region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-us" }),
+      "invalid",
+      /url "http:\/10\.0\.0\.5:8000" is not a URL an LB accepts; expected an http or https URL/,
+    );
+    await expectDomainError(() => createLb(h.rt, OPERATOR, { name: "lb-bad", url: oneSlash, region: "us-ashburn" }), "invalid", /not a URL an LB accepts/);
+    await expectDomainError(() => updateLb(h.rt, OPERATOR, { id: "lb-us", adminUrl: oneSlash }), "invalid", /adminUrl "http:\/10/);
+    assert.ok(!(await listReplicas(h.rt)).some((r) => r.name === "r-bad"), "no replica stored");
+    assert.deepEqual(
+      (await listLbs(h.rt)).map((l) => [l.id, l.adminUrl]),
+      [["lb-us", null]],
+      "no LB stored, none changed",
+    );
+    assert.equal(await audited(), auditedBefore, "nothing audited");
+    await setPolicy(h.rt, OPERATOR, { id: "lb-us", policy: "least-load", crossRegion: "direct" });
+    await waitFor(() => lb.configs.at(-1)?.policy === "least-load", 5_000, "the next change pushed");
   });
 
   test("every mutation is audited with before and after", async () => {
