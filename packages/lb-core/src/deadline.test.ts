@@ -125,14 +125,14 @@ describe("the core's first-byte deadline and re-dispatch", () => {
     const lb = core();
     const ticket = lb.admit("r", admitInput(400), 0);
     lb.route(ticket, 0);
-    assert.equal(lb.canRedispatch(ticket, 0), true);
+    for (const cause of ["deadline", "unhealthy"] as const) assert.equal(lb.canRedispatch(ticket, 0, cause), true);
     const other = [...lb.replicas.keys()].find((id) => id !== ticket.target?.id) as string;
     lb.markUnreachable(other);
-    assert.equal(lb.canRedispatch(ticket, 0), false);
+    for (const cause of ["deadline", "unhealthy"] as const) assert.equal(lb.canRedispatch(ticket, 0, cause), false);
     lb.probeSucceeded(other, 1);
     // After its one retry it stays where it is.
     assert.equal(lb.retry(ticket, 0).kind, "replica");
-    assert.equal(lb.canRedispatch(ticket, 0), false);
+    for (const cause of ["deadline", "unhealthy"] as const) assert.equal(lb.canRedispatch(ticket, 0, cause), false);
   });
 
   it("502, 503 and 504 move a request; a 500 is the engine's answer to its body", () => {

@@ -173,15 +173,21 @@ describe("placement", () => {
     assert.equal(lb.replicas.get("a")!.inFlight, 0);
   });
 
-  it("a stuck request moves only when another replica could take it now: not onto a full one", () => {
+  it("a late request moves to a full replica only if the hold queue has room for it; off an unhealthy replica it moves anyway", () => {
     const lb = core({ limits: { queueMaxLength: 1 } });
     lb.scrapeSucceeded("b", { running: 8, waiting: 5, usedTokens: 0 }, 0);
     const stuck = lb.admit("slow", admitInput("s"), 0);
     const placed = lb.route(stuck, 0);
     assert.ok(placed.kind === "replica" && placed.replicaId === "a");
-    assert.equal(lb.canRedispatch(stuck, 1_000), false, "b is full: moving would hold or refuse a request a is still serving");
+    // b is full, but the hold queue can keep the request until b has room.
+    assert.equal(lb.canRedispatch(stuck, 1_000, "deadline"), true);
+    // a fills up too: a new request is held, and the queue (length 1) is full.
+    lb.scrapeSucceeded("a", { running: 8, waiting: 5, usedTokens: 0 }, 1_000);
+    assert.equal(lb.route(lb.admit("held", admitInput("s2"), 1_000), 1_000).kind, "hold");
+    assert.equal(lb.canRedispatch(stuck, 1_000, "deadline"), false, "moving would refuse a request that a may still answer");
+    assert.equal(lb.canRedispatch(stuck, 1_000, "unhealthy"), true, "a will not answer: a refusal now beats a timeout later");
     lb.scrapeSucceeded("b", { running: 0, waiting: 0, usedTokens: 0 }, 1_000);
-    assert.equal(lb.canRedispatch(stuck, 1_000), true);
+    assert.equal(lb.canRedispatch(stuck, 1_000, "deadline"), true, "b can take it now");
   });
 
   it("via-peer forwards to an available peer only for client requests, preferring the snapshot match", () => {

@@ -23,7 +23,7 @@ import { completeTicket, headersLearning, isSuccess, withValidUsage, type Comple
 import { type FirstBytePlan, ticketFirstBytePlan } from "./deadline";
 import { HoldQueue } from "./hold-queue";
 import { holdClass, knownModel, placementLogEntry, planPlacement, type Placement, type PlacementContext, type PlacementLogEntry } from "./placement";
-import { hasAlternative, isRetryableStatus } from "./redispatch";
+import { hasAlternative, isRetryableStatus, type RedispatchCause } from "./redispatch";
 import { buildLbState, buildPeerReport, modelCounts, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
 import { type PeerRecord, PredictionSums, type ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
 import { failures, peerTarget, replicaTarget, Ticket, type AdmitInput, type Failure } from "./ticket";
@@ -325,10 +325,12 @@ export class LbCore<J> {
     return isRetryableStatus(status) && this.mayRetry(ticket);
   }
 
-  /** Whether a request stuck on its target (first-byte deadline passed, or the replica turned
-   * unhealthy) should move now: it may be retried and another target could take it. */
-  canRedispatch(ticket: Ticket<J>, now: number): boolean {
-    return this.mayRetry(ticket) && hasAlternative(ticket, this.config, this.placementContext.replicaList, this.peers, this.peerPollIntervalMs, now);
+  /** Whether a request stuck on its target (its first-byte deadline passed, or its replica turned
+   * unhealthy) should move now: it may be retried, and another target serves it (redispatch.ts). */
+  canRedispatch(ticket: Ticket<J>, now: number, cause: RedispatchCause): boolean {
+    if (!this.mayRetry(ticket)) return false;
+    const queueHasRoom = this.queue.length < this.config.limits.queueMaxLength;
+    return hasAlternative(ticket, this.config, this.placementContext.replicaList, this.peers, this.peerPollIntervalMs, now, cause, queueHasRoom);
   }
 
   /** The first-byte deadline of a ticket just placed (deadline.ts). A peer LB runs its own deadline

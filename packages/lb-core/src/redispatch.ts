@@ -10,8 +10,12 @@
 // an engine that a body killed from one that was killed, and at most one more replica is tried).
 //
 // A request that outlived its first-byte deadline (deadline.ts), or whose replica turned unhealthy,
-// moves only when somewhere else can take it now: with nowhere to go, moving would turn a slow
-// answer into a refusal, so it keeps waiting (up to limits.headersTimeoutMs).
+// moves when another target serves it: a routable replica, or a peer with a fresh report. If none can
+// take it at once it waits in the hold queue, which beats waiting on a replica that is far slower
+// than expected or will not answer at all. A late request moves only if it will get a place: when the
+// hold queue is full and no target can take it now, moving would turn a slow answer into a refusal,
+// so it keeps waiting (up to limits.headersTimeoutMs). Off an unhealthy replica it moves regardless:
+// there it would get no answer, and a refusal now is better than a timeout later.
 import type { LbConfig } from "@meridian/protocol";
 import { decideAvailability, type CandidateView, type PeerView } from "@meridian/routing";
 import { isLocalCandidate, peersConsidered } from "./placement";
@@ -25,11 +29,13 @@ export function isRetryableStatus(status: number): boolean {
   return RETRYABLE_STATUSES.has(status);
 }
 
+/** Why a request that has not answered would leave its target: its first-byte deadline passed (the
+ * target may still answer), or the target turned unhealthy (it will not). */
+export type RedispatchCause = "deadline" | "unhealthy";
+
 /**
- * Whether a target other than the ticket's current one could take it now: the availability rule
- * that places a request (a replica that is not full, or a peer with room), with the current target
- * left out. A target that is merely healthy is not enough: moving onto a full one would put the
- * request in the hold queue or refuse it, where staying would have served it.
+ * Whether the ticket should leave its current target for another (redispatch rule above).
+ * `queueHasRoom`: whether the hold queue could take it if no target can at once.
  */
 export function hasAlternative(
   ticket: Ticket<unknown>,
@@ -38,6 +44,8 @@ export function hasAlternative(
   peers: ReadonlyMap<string, PeerRecord>,
   peerPollIntervalMs: number,
   now: number,
+  cause: RedispatchCause,
+  queueHasRoom: boolean,
 ): boolean {
   const current = ticket.target?.id;
   const local: CandidateView[] = [];
@@ -50,7 +58,10 @@ export function hasAlternative(
       if (view) others.push(view);
     }
   }
+  if (local.length === 0 && others.length === 0) return false;
+  if (cause === "unhealthy" || queueHasRoom) return true;
   try {
+    // The availability rule that places a request, with the current target left out.
     const availability = decideAvailability({ mode: config.crossRegion, local, peers: others, hop: ticket.hop, tau: config.limits.peerQueueTau, now });
     return availability.action !== "queue";
   } catch {

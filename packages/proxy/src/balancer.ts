@@ -24,8 +24,9 @@ import {
   clientResponseHeaders,
   dispatchExchange,
   isConnectionFailure,
+  isStall,
+  redispatchCause,
   UpstreamExchange,
-  UpstreamStallError,
   type ExchangeHost,
   type UpstreamTarget,
 } from "./upstream";
@@ -254,8 +255,8 @@ export class Balancer implements ExchangeHost<Job> {
       Date.now(),
     );
     this.inFlight.add(job);
-    res.on("close", () => {
-      if (res.writableFinished || job.done) return;
+    const onClientClose = (): void => {
+      if (res.writableFinished || job.done || job.clientGone) return;
       // The client went away: stop the upstream work and free its slot.
       job.clientGone = true;
       job.exchange?.abort(new Error("client closed the request"));
@@ -263,7 +264,13 @@ export class Balancer implements ExchangeHost<Job> {
         this.armExpiryTimer();
         this.finish(job, 499, null, "client closed the request while queued");
       }
-    });
+    };
+    res.on("close", onClientClose);
+    // A pipelined request's response waits, unattached to the socket, until those before it have
+    // ended, and emits no "close" when the client hangs up meanwhile: the socket's "close" says so.
+    req.socket.on("close", onClientClose);
+    // On a keep-alive connection the socket outlives the response.
+    res.once("close", () => req.socket.off("close", onClientClose));
     this.act(job, this.core.route(job.ticket, Date.now()));
     this.armExpiryTimer();
   }
@@ -409,10 +416,11 @@ export class Balancer implements ExchangeHost<Job> {
       else this.logger.warn({ replica: target.id, reason: message }, "replica unreachable; excluded until its probe recovers");
       this.inFlight.replicaUnhealthy(target.id);
     }
-    const stalled = error instanceof UpstreamStallError;
-    // A stalled target is left only for one that can take the request now (checked before aborting,
-    // but the deadline's last resort, at the cap, may find none).
-    if (!clientSawBytes && this.canRetry(job) && (!stalled || this.core.canRedispatch(job.ticket, Date.now()))) {
+    const stalled = isStall(error);
+    // A stalled target is left only for one that can take the request: now, after a late first byte;
+    // at all, off a replica that turned unhealthy (lb-core redispatch.ts). Checked before aborting,
+    // but the deadline's last resort, at the cap, may find none.
+    if (!clientSawBytes && this.canRetry(job) && (!stalled || this.core.canRedispatch(job.ticket, Date.now(), redispatchCause(error)))) {
       this.retry(job, target, message);
       return;
     }

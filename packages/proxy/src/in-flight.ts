@@ -76,7 +76,7 @@ export class InFlight<J extends WatchedJob<J>> {
     const { host } = this;
     const { target } = exchange;
     const deadlineMs = Math.round(job.plan?.deadlineMs ?? 0);
-    if (host.canRetry(job) && host.core.canRedispatch(job.ticket, Date.now())) {
+    if (host.canRetry(job) && host.core.canRedispatch(job.ticket, Date.now(), "deadline")) {
       host.metrics.redispatched.inc({ replica: target.id, reason: "first_byte_deadline" });
       const waitedMs = Math.round(performance.now() - exchange.dispatchedAt);
       host.logger.warn({ target: target.id, deadlineMs, waitedMs, expectedMs: job.plan?.expectedMs }, "no first byte within the deadline; re-dispatching");
@@ -98,7 +98,7 @@ export class InFlight<J extends WatchedJob<J>> {
     for (const job of this.list()) {
       const exchange = job.exchange;
       if (!exchange?.waiting || exchange.target.kind !== "replica" || exchange.target.id !== replicaId) continue;
-      if (!host.canRetry(job) || !host.core.canRedispatch(job.ticket, now)) continue;
+      if (!host.canRetry(job) || !host.core.canRedispatch(job.ticket, now, "unhealthy")) continue;
       host.metrics.redispatched.inc({ replica: replicaId, reason: "replica_unhealthy" });
       host.logger.warn({ target: replicaId, waitedMs: Math.round(performance.now() - exchange.dispatchedAt) }, "replica turned unhealthy; re-dispatching");
       exchange.abort(new UpstreamStallError(`replica ${replicaId} turned unhealthy before answering`, "replica_unhealthy"));

@@ -3,13 +3,14 @@
 // pool for requests forwarded to it. During a token rotation this LB holds two credentials and the
 // peer may know either: a 401 moves to the next one, which is then used until it fails in turn. What a report means (in-flight tokens, availability, the prefix snapshot) is the
 // LB core's business: this file only fetches, validates and reports.
-import { Pool } from "undici";
-import { safeParsePeerReport, type PeerConfig, type PeerReport } from "@meridian/protocol";
+import type { Pool } from "undici";
+import { safeParsePeerReport, type Limits, type PeerConfig, type PeerReport } from "@meridian/protocol";
+import { RequestPool } from "./request-pool";
 
 export type PeerObservation = { ok: true; report: PeerReport; rttMs: number } | { ok: false; error: string };
 
 export class PeerRuntime {
-  readonly pool: Pool;
+  private readonly requests: RequestPool;
   readonly basePath: string;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -24,16 +25,27 @@ export class PeerRuntime {
     /** Block keys to ask for in the prefix snapshot (the LB core says how many it wants). */
     private readonly snapshotKeys: () => number,
     private readonly observe: (peerId: string, observation: PeerObservation) => void,
-    connectTimeoutMs: number,
-    maxConnections: number,
+    limits: Limits,
   ) {
     const url = new URL(config.url);
     this.basePath = url.pathname.replace(/\/+$/, "");
-    this.pool = new Pool(url.origin, { connections: maxConnections, connectTimeout: connectTimeoutMs, keepAliveTimeout: 30_000 });
+    // The limits of a replica's pool: a forward is a request like any other (without them, undici's
+    // 300 s defaults would apply to a peer that stops answering).
+    this.requests = new RequestPool(url.origin, limits);
   }
 
   get id(): string {
     return this.config.id;
+  }
+
+  /** The pool forwarded requests and polls go to. */
+  get pool(): Pool {
+    return this.requests.pool;
+  }
+
+  /** Applies new connection limits to the requests that follow (request-pool.ts). */
+  updateLimits(limits: Limits): void {
+    this.requests.applyLimits(limits);
   }
 
   /**
@@ -94,9 +106,18 @@ export class PeerRuntime {
     return { statusCode, text: await body.text(), started };
   }
 
+  /** The peer left the config (or its URL changed): polls stop, and requests forwarded to it finish
+   * while it takes no new one. Resolves once they have. */
+  retire(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    return this.requests.close();
+  }
+
+  /** Shutdown: ends everything at once, forwarded requests included. */
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
-    await this.pool.destroy();
+    await this.requests.destroy();
   }
 }

@@ -6,6 +6,7 @@ import { Pool } from "undici";
 import type { Limits, Probes, ReplicaConfig } from "@meridian/protocol";
 import type { EngineCacheScrape, ScrapedLoad } from "@meridian/routing";
 import { readEngineLoad } from "./engine-metrics";
+import { RequestPool } from "./request-pool";
 
 export type ReplicaObservation =
   | { kind: "probe"; ok: true; sampleMs: number }
@@ -14,7 +15,7 @@ export type ReplicaObservation =
   | { kind: "scrape"; ok: false; error: string };
 
 export class ReplicaRuntime {
-  readonly pool: Pool;
+  private readonly requests: RequestPool;
   private readonly controlPool: Pool;
   readonly basePath: string;
   private rttTimer: NodeJS.Timeout | null = null;
@@ -30,19 +31,17 @@ export class ReplicaRuntime {
   ) {
     const url = new URL(config.url);
     this.basePath = url.pathname.replace(/\/+$/, "");
-    this.pool = new Pool(url.origin, {
-      connections: limits.maxConnectionsPerReplica,
-      connectTimeout: limits.connectTimeoutMs,
-      headersTimeout: limits.headersTimeoutMs,
-      bodyTimeout: limits.bodyTimeoutMs,
-      keepAliveTimeout: 30_000,
-      pipelining: 1,
-    });
+    this.requests = new RequestPool(url.origin, limits);
     this.controlPool = new Pool(url.origin, { connections: 2, connectTimeout: limits.connectTimeoutMs, pipelining: 1 });
   }
 
   get id(): string {
     return this.config.id;
+  }
+
+  /** The pool new requests to this replica go to. */
+  get pool(): Pool {
+    return this.requests.pool;
   }
 
   /** Starts the timers; resolves once the first probe and the first scrape have answered either way. */
@@ -59,6 +58,11 @@ export class ReplicaRuntime {
     if (!changed || this.closed) return;
     this.stopTimers();
     this.startTimers();
+  }
+
+  /** Applies new connection limits to the requests that follow (request-pool.ts). */
+  updateLimits(limits: Limits): void {
+    this.requests.applyLimits(limits);
   }
 
   private startTimers(): void {
@@ -117,9 +121,19 @@ export class ReplicaRuntime {
     if (!this.closed) this.observe(this.id, observation);
   }
 
+  /** The replica left the config (or its URL changed): probes stop, and its requests in flight
+   * finish while it takes no new one. Resolves once they have. */
+  retire(): Promise<void> {
+    this.closed = true;
+    this.stopTimers();
+    void this.controlPool.destroy();
+    return this.requests.close();
+  }
+
+  /** Shutdown: ends everything at once, requests in flight included. */
   async close(): Promise<void> {
     this.closed = true;
     this.stopTimers();
-    await Promise.all([this.pool.destroy(), this.controlPool.destroy()]);
+    await Promise.all([this.requests.destroy(), this.controlPool.destroy()]);
   }
 }

@@ -2,7 +2,7 @@ import { strict as assert } from "node:assert";
 import { test } from "node:test";
 import { chatBlockKeys, continueChatBlockKeys, continuePromptBlockKeys, promptBlockKeys } from "@meridian/routing";
 import { HttpError } from "./errors";
-import { parseInference, upstreamBody as upstreamParts } from "./request";
+import { parseInference, SESSION_ID_MAX_CHARS, upstreamBody as upstreamParts } from "./request";
 
 const upstreamBody = (request: Parameters<typeof upstreamParts>[0]): Buffer => {
   const body = upstreamParts(request);
@@ -25,6 +25,22 @@ test("parses a chat request once: keys, chars, session key, stream flags", () =>
   assert.ok(parsed.sessionKey.length > 0);
   assert.equal(parseInference("chat", Buffer.from(JSON.stringify({ messages, user: "u1" })), undefined, 16).sessionKey, "user:u1");
   assert.equal(parseInference("chat", Buffer.from(JSON.stringify({ messages })), "s9", 16).sessionKey, "session:s9");
+});
+
+test("a long user or x-session-id is keyed by its digest: the key stays short, and the same id keeps its conversation together", () => {
+  const sessionKey = (fields: Record<string, unknown>, header?: string): string =>
+    parseInference("chat", Buffer.from(JSON.stringify({ messages, ...fields })), header, 16).sessionKey;
+  const longest = "u".repeat(SESSION_ID_MAX_CHARS);
+  assert.equal(sessionKey({ user: longest }), `user:${longest}`);
+  assert.equal(sessionKey({}, longest), `session:${longest}`);
+  const huge = "u".repeat(100_000);
+  const key = sessionKey({ user: huge });
+  assert.match(key, /^user:sha256:[0-9a-f]{64}$/);
+  assert.equal(sessionKey({ user: huge, temperature: 0 }), key);
+  assert.notEqual(sessionKey({ user: `${huge}v` }), key);
+  assert.match(sessionKey({ user: `${longest}u` }), /^user:sha256:[0-9a-f]{64}$/);
+  assert.match(sessionKey({}, huge), /^session:sha256:[0-9a-f]{64}$/);
+  assert.equal(sessionKey({}, huge), sessionKey({}, huge));
 });
 
 test("keeps the keyer state, so the next turn is keyed from the reply alone with the same keys", () => {

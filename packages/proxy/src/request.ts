@@ -18,6 +18,7 @@ import {
   type BlockKey,
 } from "@meridian/routing";
 import type { LbConfig } from "@meridian/protocol";
+import { sha256Hex } from "@meridian/protocol/credentials";
 import { embeddingInput } from "./embedding-input";
 import { badRequest, HttpError } from "./errors";
 import { PRESCAN_MIN_BYTES, rawNestsDeeperThan, valueNestsDeeperThan } from "./json-depth";
@@ -215,9 +216,9 @@ export function parseInference(
   const user = body["user"];
   const sessionKey =
     typeof user === "string" && user !== ""
-      ? `user:${user}`
+      ? boundedSessionKey("user", user)
       : sessionHeader
-        ? `session:${sessionHeader}`
+        ? boundedSessionKey("session", sessionHeader)
         : sessionKeyFromBlocks(keys, sessionKeyBlocks) || `chars:${promptChars}`;
   return {
     kind,
@@ -235,6 +236,16 @@ export function parseInference(
     promptChars,
     sessionKey,
   };
+}
+
+/** Client-chosen session ids longer than this are keyed by their digest. */
+export const SESSION_ID_MAX_CHARS = 256;
+
+/** A session key stays with the request's telemetry event (a ring of thousands of them) and goes to
+ * the console, so a client's id (a `user` field may be megabytes) is kept only when short; a longer
+ * one is replaced by its SHA-256, the same for the same id, so its conversation still sticks. */
+function boundedSessionKey(prefix: "user" | "session", id: string): string {
+  return id.length <= SESSION_ID_MAX_CHARS ? `${prefix}:${id}` : `${prefix}:sha256:${sha256Hex(id)}`;
 }
 
 function firstNonSpaceByte(parts: readonly Buffer[]): number | undefined {

@@ -72,9 +72,13 @@ test("reads a recorded non-streaming completion", () => {
 });
 
 test("a usage count no engine could send (negative, a string, 1e400) is read as unreported", () => {
-  const body = JSON.stringify({ choices: [{ message: { content: "ok" } }], usage: { prompt_tokens: -3, completion_tokens: "7", prompt_tokens_details: { cached_tokens: -1 } } });
+  const body = JSON.stringify({
+    choices: [{ message: { content: "ok" } }],
+    usage: { prompt_tokens: -3, completion_tokens: "7", prompt_tokens_details: { cached_tokens: -1 } },
+  });
   assert.deepEqual(readCompletionBody(body).usage, { promptTokens: null, completionTokens: null, cachedTokens: null });
-  const infinite = '{"choices":[{"message":{"content":"ok"}}],"usage":{"prompt_tokens":1e400,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}}';
+  const infinite =
+    '{"choices":[{"message":{"content":"ok"}}],"usage":{"prompt_tokens":1e400,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}}';
   assert.deepEqual(readCompletionBody(infinite).usage, { promptTokens: null, completionTokens: 2, cachedTokens: 0 });
 });
 

@@ -18,6 +18,8 @@ export interface TargetObservers {
 export class TargetRuntimes {
   readonly replicas = new Map<string, ReplicaRuntime>();
   readonly peers = new Map<string, PeerRuntime>();
+  /** Removed targets whose requests in flight are still finishing: a shutdown ends them too. */
+  private readonly retiring = new Set<ReplicaRuntime | PeerRuntime>();
 
   constructor(
     private readonly settings: ProcessSettings,
@@ -43,12 +45,12 @@ export class TargetRuntimes {
     for (const record of [...changes.removedReplicas]) {
       const runtime = this.replicas.get(record.id);
       this.replicas.delete(record.id);
-      void runtime?.close();
+      if (runtime) this.retire(runtime);
     }
     for (const record of changes.removedPeers) {
       const runtime = this.peers.get(record.id);
       this.peers.delete(record.id);
-      void runtime?.close();
+      if (runtime) this.retire(runtime);
     }
     const starts: Promise<void>[] = [];
     for (const replicaConfig of config.replicas) {
@@ -56,6 +58,7 @@ export class TargetRuntimes {
       if (existing) {
         existing.config = replicaConfig;
         existing.updateProbes(config.probes);
+        existing.updateLimits(config.limits);
         continue;
       }
       const runtime = new ReplicaRuntime(replicaConfig, this.observers.region, config.probes, config.limits, this.observers.replica);
@@ -66,6 +69,7 @@ export class TargetRuntimes {
       const existing = this.peers.get(peerConfig.id);
       if (existing) {
         existing.config = peerConfig;
+        existing.updateLimits(config.limits);
         continue;
       }
       const runtime = new PeerRuntime(
@@ -74,8 +78,7 @@ export class TargetRuntimes {
         this.settings.peerPollIntervalMs,
         this.observers.snapshotKeys,
         this.observers.peer,
-        config.limits.connectTimeoutMs,
-        config.limits.maxConnectionsPerReplica,
+        config.limits,
       );
       this.peers.set(runtime.id, runtime);
       starts.push(runtime.start(initial ? "now" : "next-interval"));
@@ -83,7 +86,17 @@ export class TargetRuntimes {
     return Promise.all(starts).then(() => undefined);
   }
 
+  /** A removed target stops taking requests; those in flight on it finish (a stream is not cut
+   * because a config push dropped its replica or moved it to a new URL). */
+  private retire(runtime: ReplicaRuntime | PeerRuntime): void {
+    this.retiring.add(runtime);
+    void runtime.retire().then(() => this.retiring.delete(runtime));
+  }
+
+  /** Shutdown, after the balancer has ended what it still served: everything stops at once. */
   async close(): Promise<void> {
-    await Promise.all([...this.replicas.values()].map((r) => r.close()).concat([...this.peers.values()].map((p) => p.close())));
+    const runtimes = [...this.replicas.values(), ...this.peers.values(), ...this.retiring];
+    this.retiring.clear();
+    await Promise.all(runtimes.map((runtime) => runtime.close()));
   }
 }

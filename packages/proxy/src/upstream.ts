@@ -2,7 +2,7 @@
 // handler. SSE events pass through to the client as they arrive (with backpressure), response headers
 // reach the client only with the first body bytes (so a failure before that can still be retried
 // elsewhere without the client noticing), and the host is told what happened. It decides nothing.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { bodyLength, type ParsedInference } from "./request";
 import { SseObserver } from "./sse";
@@ -67,7 +67,8 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   /** Set once this exchange no longer drives the job (retried elsewhere, failed, client gone). */
   private abandoned = false;
   private controller: Dispatcher.DispatchController | null = null;
-  private pendingAbort: Error | null = null;
+  /** What the pool holds of this request until it gets a connection (null once it has one). */
+  private queued: PoolQueueEntry | null = null;
 
   constructor(
     private readonly host: ExchangeHost<J>,
@@ -75,14 +76,24 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
     readonly target: UpstreamTarget,
   ) {}
 
+  /** Hands the request to the target's pool. */
+  send(options: Omit<Dispatcher.DispatchOptions, "body">, body: readonly Buffer[]): void {
+    this.queued = new PoolQueueEntry(this, body);
+    // An array of parts is an Iterable body, which undici documents for dispatch
+    // (docs/api/Dispatcher.md, DispatchOptions.body) though its .d.ts lists only single buffers.
+    this.target.pool.dispatch({ ...options, body: this.queued.body as unknown as Buffer }, this.queued);
+  }
+
   /** Stops the upstream request; the host hears of it as a failure (once). */
   abort(reason: Error): void {
     if (this.controller) {
       this.controller.abort(reason);
       return;
     }
-    // Still queued in the pool: undici aborts it when it starts; the host moves on now.
-    this.pendingAbort = reason;
+    // Still waiting for a connection: the pool lets go of the body and of this exchange now, and
+    // aborts the request unsent when it reaches a connection; the host moves on now.
+    this.queued?.cancel();
+    this.queued = null;
     if (this.abandoned) return;
     this.abandoned = true;
     this.clearDeadline();
@@ -119,7 +130,7 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.pendingAbort) controller.abort(this.pendingAbort);
+    this.queued = null;
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
@@ -216,6 +227,54 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   }
 }
 
+/**
+ * What a target's pool holds of a request while it waits there for a connection. undici cannot take
+ * a request out of that queue (dispatch takes no signal, and even request()'s signal acts only once
+ * the request has a connection), so a request cancelled there (its client left, its deadline passed)
+ * would keep its body and its whole job in memory until a connection frees, which a hung replica may
+ * never do. Cancelling drops both instead; the request is then aborted, unsent, when a connection
+ * takes it. Once it has a connection, this only passes undici's events on to the exchange.
+ */
+class PoolQueueEntry implements Dispatcher.DispatchHandler {
+  /** The parts undici will write, a list of its own: emptying it leaves the job's alone. */
+  readonly body: Buffer[];
+  private exchange: Dispatcher.DispatchHandler | null;
+  private cancelled = false;
+
+  constructor(exchange: Dispatcher.DispatchHandler, body: readonly Buffer[]) {
+    this.exchange = exchange;
+    this.body = [...body];
+  }
+
+  /** Nothing is kept, not even the reason: an Error's stack holds the frames (and the job) that made it. */
+  cancel(): void {
+    this.cancelled = true;
+    this.exchange = null;
+    this.body.length = 0;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
+    if (this.cancelled) controller.abort(new Error("cancelled while waiting for a connection"));
+    else this.exchange?.onRequestStart?.(controller, context);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void {
+    this.exchange?.onResponseStart?.(controller, statusCode, headers, statusMessage);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.exchange?.onResponseData?.(controller, chunk);
+  }
+
+  onResponseEnd(controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    this.exchange?.onResponseEnd?.(controller, trailers);
+  }
+
+  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
+    this.exchange?.onResponseError?.(controller, error);
+  }
+}
+
 /** Response headers copied from upstream; hop-by-hop and length headers are the LB's own business. */
 const PASSED_RESPONSE_HEADERS = ["content-type", "cache-control", "x-request-id", "openai-processing-ms", "x-meridian-replica"];
 
@@ -239,31 +298,40 @@ export function clientResponseHeaders<J extends ExchangeJob>(exchange: UpstreamE
  * requested on streams; a peer LB gets the client's original body (it makes its own usage decision). */
 export function dispatchExchange<J extends ExchangeJob>(exchange: UpstreamExchange<J>, body: Buffer | Buffer[], headers: Record<string, string>): void {
   const { job, target } = exchange;
-  const sent = target.kind === "replica" ? body : job.request.raw.length === 1 ? (job.request.raw[0] as Buffer) : job.request.raw;
+  const sent = target.kind === "replica" ? body : job.request.raw;
+  const parts = Array.isArray(sent) ? sent : [sent];
   const out: Record<string, string> = { "content-type": "application/json", ...headers };
   // Parts are written back to back; undici needs the total length up front to avoid chunking.
-  if (Array.isArray(sent)) out["content-length"] = String(bodyLength(sent));
+  out["content-length"] = String(bodyLength(parts));
   // A peer gets this LB's peer credential (in `headers`), never the client's Authorization.
   const authorization = job.client.forwardAuthorization;
   if (target.kind === "replica" && authorization !== null) out["authorization"] = authorization;
   const session = job.req.headers["x-session-id"];
   if (typeof session === "string") out["x-session-id"] = session;
   // undici's handler API rather than request(): no Readable per response, chunks go straight to the
-  // client socket, and backpressure is pause/resume on the upstream connection. An array of parts is
-  // an Iterable body, which undici documents for dispatch (docs/api/Dispatcher.md, DispatchOptions.body)
-  // though its .d.ts lists only the single-buffer forms.
-  target.pool.dispatch({ method: "POST", path: target.path, headers: out, body: sent as Buffer }, exchange);
+  // client socket, and backpressure is pause/resume on the upstream connection.
+  exchange.send({ method: "POST", path: target.path, headers: out }, parts);
+}
+
+function codeOf(error: unknown): unknown {
+  return (error as { code?: unknown } | null)?.code;
 }
 
 /** A failure that means the engine is gone (as opposed to a slow or erroring one). */
 export function isConnectionFailure(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return (
-    code === "ECONNREFUSED" ||
-    code === "ECONNRESET" ||
-    code === "EHOSTUNREACH" ||
-    code === "UND_ERR_CONNECT_TIMEOUT" ||
-    code === "UND_ERR_SOCKET" ||
-    code === "UND_ERR_HEADERS_TIMEOUT"
-  );
+  const code = codeOf(error);
+  return code === "ECONNREFUSED" || code === "ECONNRESET" || code === "EHOSTUNREACH" || code === "UND_ERR_CONNECT_TIMEOUT" || code === "UND_ERR_SOCKET";
+}
+
+/** Why a stalled request would leave its target (lb-core redispatch.ts): its replica turned
+ * unhealthy (it will not answer), or its first byte is late (it may still). */
+export function redispatchCause(error: unknown): "deadline" | "unhealthy" {
+  return error instanceof UpstreamStallError && error.reason === "replica_unhealthy" ? "unhealthy" : "deadline";
+}
+
+/** The target took the request but sent no response head in time: the LB's first-byte watch gave
+ * up, or the pool's headersTimeout passed (limits.headersTimeoutMs, the watch's own cap, so it fires
+ * first only for a request dispatched under older, shorter limits). Slow, not gone. */
+export function isStall(error: unknown): boolean {
+  return error instanceof UpstreamStallError || codeOf(error) === "UND_ERR_HEADERS_TIMEOUT";
 }

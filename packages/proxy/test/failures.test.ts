@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { request } from "undici";
 import type { LbState } from "@meridian/protocol";
-import { adminGet, chatBody, DEMO_ENGINE_PARAMS, lbConfig, MODEL, post, servedBy, startEngine, startLb, waitFor, type Engine } from "./helpers";
+import { adminGet, chatBody, completionJson, DEMO_ENGINE_PARAMS, lbConfig, MODEL, post, servedBy, startEngine, startLb, waitFor, type Engine } from "./helpers";
 
 // Two running at a time, ~1.5 s each: the rest wait in the engine, not yet streaming.
 const SLOW = { ...DEMO_ENGINE_PARAMS, maxRunning: 2, itlBaseMs: 25, maxOutputTokens: 60 };
@@ -74,21 +74,29 @@ test("a replica killed mid-run loses no request that had not started streaming",
   }
 });
 
-/** Answers /health and /metrics like an idle SGLang, and never answers completions. */
-async function startHungReplica(): Promise<{ url: string; server: Server }> {
+/** Answers /health and /metrics like an idle SGLang (so it never looks full), and completions at
+ * once, or never (hung). */
+async function startIdleReplica(completions: "answered" | "hung"): Promise<{ url: string; server: Server }> {
   const server = createServer((req, res) => {
     if (req.url === "/health") return void res.end("{}");
     if (req.url === "/metrics") return void res.end("sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\n");
-    req.resume(); // hang: never respond
+    req.resume();
+    if (completions === "answered") req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(completionJson("ok")));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
 }
 
 test("a hung replica does not block requests bound elsewhere, and its own are retried after the header timeout", async () => {
-  const hung = await startHungReplica();
-  const healthy = await startEngine("us-ok", "us-ashburn");
-  const config = lbConfig("lb-us", "us-ashburn", [healthy], { policy: "round-robin", limits: { headersTimeoutMs: 600 } });
+  const hung = await startIdleReplica("hung");
+  // A request leaves the hung replica at its first-byte deadline only for a replica that can take it
+  // then, and a simulated engine under a loaded machine may report a waiting request (full) at that
+  // moment: this one never does.
+  const healthy = await startIdleReplica("answered");
+  const config = lbConfig("lb-us", "us-ashburn", [{ id: "us-ok", url: healthy.url, region: "us-ashburn" }], {
+    policy: "round-robin",
+    limits: { headersTimeoutMs: 600 },
+  });
   config.replicas = [...(config.replicas ?? []), { id: "us-hung", url: hung.url, region: "us-ashburn", model: MODEL, engine: "sglang" }];
   const lb = await startLb(config);
   try {
@@ -103,9 +111,10 @@ test("a hung replica does not block requests bound elsewhere, and its own are re
     }
   } finally {
     await lb.close();
-    await healthy.close();
-    hung.server.closeAllConnections();
-    await new Promise((resolve) => hung.server.close(resolve));
+    for (const { server } of [healthy, hung]) {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   }
 });
 

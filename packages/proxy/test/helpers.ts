@@ -1,6 +1,9 @@
 // Shared fixtures for the proxy integration tests: simulated engines in three emulated regions on
-// loopback, LBs in front of them, and small HTTP helpers. Everything binds 127.0.0.1 on port 0 and
-// is closed by handle at the end of each test.
+// loopback, a fake engine that holds every completion until the test answers it, LBs in front of
+// them, and small HTTP helpers. Everything binds 127.0.0.1 on port 0 and is closed by handle at the
+// end of each test.
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { pino } from "pino";
 import { request } from "undici";
 import { DEMO_ENGINE_PARAMS, startEngineServer, type EngineServer } from "@meridian/sim";
@@ -51,7 +54,12 @@ export async function startEngine(
   return Object.assign(server, { id, region });
 }
 
-export function lbConfig(lbId: string, region: Region, engines: readonly Engine[], extra: Partial<LbConfigInput> = {}): LbConfigInput {
+export function lbConfig(
+  lbId: string,
+  region: Region,
+  engines: readonly Pick<Engine, "id" | "url" | "region">[],
+  extra: Partial<LbConfigInput> = {},
+): LbConfigInput {
   return {
     schema: "meridian.lb-config/1",
     version: 1,
@@ -145,4 +153,58 @@ export async function waitFor<T>(what: string, check: () => T | undefined | fals
 export function servedBy(result: PostResult): string | undefined {
   const value = result.headers["x-meridian-replica"];
   return typeof value === "string" ? value : undefined;
+}
+
+/** A completion a HoldingEngine received: the test answers it (or not) through `res`. */
+export interface HeldCompletion {
+  body: string;
+  res: ServerResponse;
+  /** The LB's connection for it closed: the LB gave up on it, or a stream it carried ended. */
+  closed: boolean;
+}
+
+/** A fake SGLang engine that answers /health and /metrics like an idle one and holds every
+ * completion, in `held` in arrival order, until the test answers it. */
+export interface HoldingEngine {
+  id: string;
+  region: Region;
+  url: string;
+  held: HeldCompletion[];
+  close(): Promise<void>;
+}
+
+export async function startHoldingEngine(id: string, region: Region): Promise<HoldingEngine> {
+  const held: HeldCompletion[] = [];
+  const server = createServer((req, res) => {
+    if (req.url === "/health") return void res.end("{}");
+    if (req.url === "/metrics") return void res.end("sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\n");
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const completion: HeldCompletion = { body: Buffer.concat(chunks).toString("utf8"), res, closed: false };
+      res.on("close", () => (completion.closed = true));
+      held.push(completion);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    id,
+    region,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    held,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** One streamed chat chunk carrying `content`, as an engine sends it. */
+export function sseChunk(content: string): string {
+  return `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
+}
+
+/** A non-streamed chat completion answering with `content`. */
+export function completionJson(content: string): string {
+  return JSON.stringify({ choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }] });
 }
