@@ -20,16 +20,21 @@ interface LogLine {
   lbId?: string;
 }
 
-describe("config pushes while an LB starts", () => {
-  let h: Harness;
-  let lb: FakeLb | null = null;
-  const lines: LogLine[] = [];
-  const sink = new Writable({
+/** A pino destination that keeps each line, parsed, in `lines`. */
+function logSink(lines: LogLine[]): Writable {
+  return new Writable({
     write(chunk: Buffer, _encoding, done) {
       for (const line of chunk.toString().split("\n")) if (line.trim()) lines.push(JSON.parse(line) as LogLine);
       done();
     },
   });
+}
+
+describe("config pushes while an LB starts", () => {
+  let h: Harness;
+  let lb: FakeLb | null = null;
+  const lines: LogLine[] = [];
+  const sink = logSink(lines);
   after(async () => {
     await h.close();
     await lb?.close();
@@ -67,12 +72,7 @@ describe("config pushes while an LB starts", () => {
 describe("publishing every LB", () => {
   let h: Harness;
   const lines: LogLine[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split("\n")) if (line.trim()) lines.push(JSON.parse(line) as LogLine);
-      done();
-    },
-  });
+  const sink = logSink(lines);
   after(async () => {
     await h?.close();
   });

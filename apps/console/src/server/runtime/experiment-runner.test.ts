@@ -10,6 +10,20 @@ import { createHarness, OPERATOR, waitFor, type Harness } from "../testing/harne
 import { experimentStatus, listExperiments, listTraces, runExperiment, saveExperiment } from "../services/experiments";
 import { ExperimentRunner, parseProgress, simArgs } from "./experiment-runner";
 
+/** A run that `runner` is running, its lease ending `leaseMs` from now on the database's clock. */
+async function insertRunningExperiment(store: Harness["rt"]["store"], id: string, runner: string, leaseMs: number): Promise<void> {
+  await store.db.insert(store.tables.experiments).values({
+    id,
+    traceId: "bundled",
+    paramsJson: "{}",
+    state: "running",
+    createdBy: "admin",
+    createdAt: Date.now(),
+    runner,
+    runnerExpiresAt: sql`${databaseNowMs(store.dialect)} + ${leaseMs}`,
+  });
+}
+
 test("progress lines of meridian-sim", () => {
   assert.equal(parseProgress("progress 50/200 gorgo"), 0.25);
   assert.equal(parseProgress("progress 3/3 random"), 1);
@@ -147,16 +161,7 @@ describe("experiments", () => {
     });
     const id = "exp-of-another-console";
     // Another console's run, vouched for 30 s on the database's clock (as its runner writes it).
-    await store.db.insert(experiments).values({
-      id,
-      traceId: "bundled",
-      paramsJson: "{}",
-      state: "running",
-      createdBy: "admin",
-      createdAt: Date.now(),
-      runner: "console-live",
-      runnerExpiresAt: sql`${databaseNowMs(store.dialect)} + 30000`,
-    });
+    await insertRunningExperiment(store, id, "console-live", 30_000);
     const stateOf = async () => (await store.db.select().from(experiments).where(eq(experiments.id, id)))[0];
 
     await ahead.recoverInterrupted();
@@ -178,16 +183,7 @@ describe("experiments", () => {
     const { experiments } = store.tables;
     const id = "exp-of-a-killed-process";
     // What console-fixed left behind when it was killed mid-run: its lease has passed.
-    await store.db.insert(experiments).values({
-      id,
-      traceId: "bundled",
-      paramsJson: "{}",
-      state: "running",
-      createdBy: "admin",
-      createdAt: Date.now(),
-      runner: "console-fixed",
-      runnerExpiresAt: sql`${databaseNowMs(store.dialect)} - 1`,
-    });
+    await insertRunningExperiment(store, id, "console-fixed", -1);
     // The new process runs a simulation of its own (one that runs until stopped), whose lease has
     // lapsed too (a renewal that stalled): it is still running, so it is left alone.
     const restarted = new ExperimentRunner({

@@ -11,14 +11,20 @@ import { armOf } from "@meridian/tuner";
 import { ConsoleRuntime } from "./runtime";
 import { DomainError } from "../errors";
 
+/** A console whose one LB, lb-a in us-ashburn, is a fake LB. */
+async function consoleWithOneLb(): Promise<{ h: Harness; lb: FakeLb }> {
+  const h = await createHarness();
+  const lb = await startFakeLb({ id: "lb-a", region: "us-ashburn", token: TEST_TOKEN });
+  await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+  await createLb(h.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us-ashburn" });
+  return { h, lb };
+}
+
 describe("TelemetryHub and TunerService", () => {
   let h: Harness;
   let lb: FakeLb;
   before(async () => {
-    h = await createHarness();
-    lb = await startFakeLb({ id: "lb-a", region: "us-ashburn", token: TEST_TOKEN });
-    await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
-    await createLb(h.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us-ashburn" });
+    ({ h, lb } = await consoleWithOneLb());
     await createReplica(h.rt, OPERATOR, { name: "r1", url: "http://127.0.0.1:9", region: "us-ashburn", engine: "sglang", model: "m", homeLbId: "lb-a" });
     await createReplica(h.rt, OPERATOR, { name: "r2", url: "http://127.0.0.1:10", region: "us-ashburn", engine: "vllm", model: "m", homeLbId: "lb-a" });
     await h.rt.start();
@@ -117,10 +123,7 @@ describe("an LB's admin URL changed", () => {
   let h: Harness;
   let lb: FakeLb;
   before(async () => {
-    h = await createHarness();
-    lb = await startFakeLb({ id: "lb-a", region: "us-ashburn", token: TEST_TOKEN });
-    await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
-    await createLb(h.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us-ashburn" });
+    ({ h, lb } = await consoleWithOneLb());
     await h.rt.telemetry.start();
   });
   after(async () => {
