@@ -55,4 +55,21 @@ describe("HoldQueue", () => {
     assert.equal(q.length, 0);
     assert.equal(q.peek(), undefined);
   });
+
+  it("offers the waiting requests oldest first; one that cannot go holds back only later ones of its class", () => {
+    const q = new HoldQueue<string>();
+    for (const item of ["x1", "y1", "x2", "y2", "z1"]) q.push(item, 0, 10);
+    const offered: string[] = [];
+    // x cannot go; y and z can.
+    q.placeReady(
+      (item) => item[0]!,
+      (item) => {
+        offered.push(item);
+        return !item.startsWith("x");
+      },
+    );
+    assert.deepEqual(offered, ["x1", "y1", "y2", "z1"], "x2 is not offered once x1 could not go");
+    assert.deepEqual(q.waiting(), ["x1", "x2"]);
+    assert.equal(q.peek(), "x1");
+  });
 });

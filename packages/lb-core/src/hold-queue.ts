@@ -43,6 +43,28 @@ export class HoldQueue<T> {
     return out;
   }
 
+  /**
+   * Offers the waiting requests to `place`, oldest first; each it places (returns true for) leaves
+   * the queue. Requests wait for places by class (`classOf`): once one cannot go, the later ones of
+   * its class are not offered, since they could go nowhere it could not, and a placement only adds
+   * load. Those of other classes still are, so a request is never stuck behind one that waits for
+   * other places.
+   */
+  placeReady(classOf: (item: T) => string, place: (item: T) => boolean): void {
+    if (this.length === 0) return;
+    const held = new Set<string>();
+    for (const item of this.waiting()) {
+      const cls = classOf(item);
+      if (held.has(cls)) continue;
+      if (!place(item)) {
+        held.add(cls);
+        continue;
+      }
+      if (this.peek() === item) this.shift();
+      else this.remove(item);
+    }
+  }
+
   /** Removes and returns the oldest request. */
   shift(): T | undefined {
     const waiting = this.items[this.head];

@@ -22,42 +22,20 @@ import type { LbConfig } from "@meridian/protocol";
 import { completeTicket, headersLearning, isSuccess, withValidUsage, type Completion, type LearnInstruction, type Outcome } from "./completion";
 import { type FirstBytePlan, ticketFirstBytePlan } from "./deadline";
 import { HoldQueue } from "./hold-queue";
-import { holdClass, knownModel, placementLogEntry, planPlacement, type Placement, type PlacementContext, type PlacementLogEntry } from "./placement";
+import { holdClass, knownModel, placementLogEntry, planPlacement, type Placement, type PlacementContext } from "./placement";
 import { hasAlternative, isRetryableStatus, type RedispatchCause } from "./redispatch";
 import { buildLbState, buildPeerReport, modelCounts, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
 import { type PeerRecord, PredictionSums, type ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
 import { failures, peerTarget, replicaTarget, Ticket, type AdmitInput, type Failure } from "./ticket";
+import type { CacheModel, LbCoreOptions, Settled } from "./lb-core-options";
 import { admitToTrial } from "./trial";
+
+export type { CacheModel, LbCoreOptions, Settled } from "./lb-core-options";
 
 /** A request is tried on at most this many targets (the first and one retry). */
 export const MAX_ATTEMPTS = 2;
 /** Block keys sent to peers in a prefix snapshot by default (most recently used first). */
 export const DEFAULT_PEER_SNAPSHOT_KEYS = 4_096;
-
-/** A queued request the core has now placed, forwarded or refused. */
-export interface Settled<J> {
-  ticket: Ticket<J>;
-  placement: Exclude<Placement, { kind: "hold" }>;
-}
-
-export interface LbCoreOptions {
-  config: LbConfig;
-  /** Seeds policy tie-breaks and random policies. */
-  seed: number;
-  /** How often peers are polled: their reports go stale after 3 intervals. */
-  peerPollIntervalMs: number;
-  /** Observes every placement decision, with the candidate views the policy saw (tests, tracing). */
-  onPlacement?: (entry: PlacementLogEntry, candidates: readonly CandidateView[], ticket: Ticket<unknown>) => void;
-  /** `learned` (default): the index sizes each replica from its engine's KV capacity and learns from
-   * its cached-token reports and restarts (@meridian/routing cache-truth.ts). `static`: TTL and
-   * global capacity only, the index before it learned (the simulator's yardstick). */
-  cacheModel?: CacheModel;
-  /** Answers the policies' prefix matches instead of the index: the simulator's oracle over the
-   * engines' true caches. The index still learns, for state and peer snapshots. */
-  matcher?: PrefixMatcher;
-}
-
-export type CacheModel = "learned" | "static";
 
 export class LbCore<J> {
   config: LbConfig;
@@ -264,33 +242,23 @@ export class LbCore<J> {
   }
 
   /** Refuses held requests that waited past the bound, then places every held request that can go,
-   * oldest first. One that cannot go holds back only the later ones of its hold class (the same
-   * model, hop and excluded targets: placement.ts), so a request for another model is not stuck
-   * behind it; a placement only adds load, so a class held once in a pass stays held for the rest of
-   * it. Call it after anything that may free capacity (a completion, a scrape, a probe, a peer report,
-   * a config) and when nextExpiryAt() passes. */
+   * oldest first within its hold class (hold-queue.ts, placeReady). Call it after anything that may
+   * free capacity (a completion, a scrape, a probe, a peer report, a config) and when nextExpiryAt()
+   * passes. */
   drain(now: number): Settled<J>[] {
     const settled: Settled<J>[] = [];
-    for (const ticket of this.queue.expire(now, this.config.limits.queueMaxWaitMs)) {
-      ticket.held = false;
-      const failure = failures.queueTimeout(this.config.limits.queueMaxWaitMs);
-      settled.push({ ticket, placement: this.commit(ticket, { kind: "fail", failure }, now) as Settled<J>["placement"] });
-    }
-    if (this.queue.length === 0) return settled;
-    const held = new Set<string>();
-    for (const ticket of this.queue.waiting()) {
-      const holdsFor = holdClass(ticket);
-      if (held.has(holdsFor)) continue;
-      const placement = this.plan(ticket, now);
-      if (placement.kind === "hold") {
-        held.add(holdsFor);
-        continue;
-      }
-      if (this.queue.peek() === ticket) this.queue.shift();
-      else this.queue.remove(ticket);
+    const settle = (ticket: Ticket<J>, placement: Placement) => {
       ticket.held = false;
       settled.push({ ticket, placement: this.commit(ticket, placement, now) as Settled<J>["placement"] });
-    }
+    };
+    const { queueMaxWaitMs } = this.config.limits;
+    for (const ticket of this.queue.expire(now, queueMaxWaitMs)) settle(ticket, { kind: "fail", failure: failures.queueTimeout(queueMaxWaitMs) });
+    this.queue.placeReady(holdClass, (ticket) => {
+      const placement = this.plan(ticket, now);
+      if (placement.kind === "hold") return false;
+      settle(ticket, placement);
+      return true;
+    });
     return settled;
   }
 
