@@ -307,7 +307,10 @@ describe("targets changed by a config", () => {
       0,
     );
     assert.equal(a.peerQueuedTokens, 50_000);
-    // The peer dies: its polls fail and its report goes stale. The next placement no longer counts it.
+    // The peer dies: its polls fail. While its last report is fresh (3 poll intervals) it still counts.
+    lb.route(lb.admit("r0", admitInput("s0"), 3_000), 3_000);
+    assert.equal(a.peerQueuedTokens, 50_000);
+    // Once the report has gone stale, the next placement no longer counts it.
     lb.peerPollFailed("lb-eu", "ECONNREFUSED");
     const later = 60_000;
     const ticket = lb.admit("r", admitInput("s"), later);

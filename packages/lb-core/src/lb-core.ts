@@ -63,6 +63,8 @@ export class LbCore<J> {
   /** Tokens one block key stands for in the requests this LB admits (a trace's block size, or a chat
    * block's characters at the estimator's characters per token); null before the first request. */
   private keyTokens: number | null = null;
+  /** Until when the replicas' peer load (refreshPeerQueuedTokens) holds without summing it again. */
+  private peerLoadValidUntil = Number.NEGATIVE_INFINITY;
 
   constructor(options: LbCoreOptions) {
     this.config = options.config;
@@ -106,6 +108,8 @@ export class LbCore<J> {
       this.peerIndex = this.newIndex(next);
     }
     const changes = syncTargets(next, this.replicas, this.peers, this.index, this.peerIndex);
+    // Peers or replicas may have come or gone: the peers' load is summed again at the next placement.
+    this.peerLoadValidUntil = Number.NEGATIVE_INFINITY;
     for (const removed of changes.removedReplicas) this.truth.removeReplica(removed.id);
     this.applyCapacityOverrides();
     this.placementContext.replicaList = [...this.replicas.values()];
@@ -165,7 +169,7 @@ export class LbCore<J> {
     if (!peer) return;
     peer.reported(report, rttSampleMs, now);
     if (report.snapshot && report.snapshot.keys.length > 0) this.peerIndex.learnSnapshot(peerId, report.snapshot.keys, now);
-    refreshPeerQueuedTokens(this, now);
+    this.peerLoadValidUntil = refreshPeerQueuedTokens(this, now);
   }
 
   /** A poll failed. True the first time after a success (the shell logs transitions only). */
@@ -398,7 +402,7 @@ export class LbCore<J> {
   }
 
   state(now: number, extras: Omit<StateExtras, "totals">): LbStateBody {
-    refreshPeerQueuedTokens(this, now);
+    this.refreshPeerLoad(now);
     return buildLbState(this.sources(), now, { ...extras, totals: { ...this.totals } });
   }
 
@@ -418,6 +422,11 @@ export class LbCore<J> {
 
   // ---------------------------------------------------------------- internals
 
+  /** Sums the peers' load on each replica again once a report it counted has gone stale. */
+  private refreshPeerLoad(now: number): void {
+    if (now > this.peerLoadValidUntil) this.peerLoadValidUntil = refreshPeerQueuedTokens(this, now);
+  }
+
   private sources(): ReportSources {
     return {
       config: this.config,
@@ -431,7 +440,7 @@ export class LbCore<J> {
   }
 
   private plan(ticket: Ticket<J>, now: number): Placement {
-    refreshPeerQueuedTokens(this, now);
+    this.refreshPeerLoad(now);
     // Refreshed in place rather than rebuilt: plan() runs once per request and per queue retry.
     const ctx = this.placementContext;
     ctx.config = this.config;

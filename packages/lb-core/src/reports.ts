@@ -4,7 +4,7 @@
 import type { CacheTruth, PrefixIndex } from "@meridian/routing";
 import type { LbConfig, LbState } from "@meridian/protocol";
 import type { HoldQueue } from "./hold-queue";
-import type { PeerRecord, PeerReportBody, ReplicaRecord } from "./targets";
+import { STALE_AFTER_INTERVALS, type PeerRecord, type PeerReportBody, type ReplicaRecord } from "./targets";
 
 export type LbStateBody = Omit<LbState, "schema">;
 
@@ -45,16 +45,20 @@ export function buildPeerReport(src: ReportSources, now: number, snapshotKeys: n
 }
 
 /** Sums what fresh peer reports say is in flight (and still before its first byte) on each replica,
- * so LBs sharing replicas do not herd. Run before every placement: a report that went stale, or a
- * peer that died or left the config, must stop counting without waiting for another peer's report. */
-export function refreshPeerQueuedTokens(src: Pick<ReportSources, "replicas" | "peers" | "peerPollIntervalMs">, now: number): void {
+ * so LBs sharing replicas do not herd. Returns the time until which the sums hold: the first moment
+ * a report it counted goes stale (Infinity when it counted none). A report that went stale, or a peer
+ * that died or left the config, must stop counting without waiting for another peer's report, so the
+ * core sums again once that time has passed, and whenever a report arrives or the config changes. */
+export function refreshPeerQueuedTokens(src: Pick<ReportSources, "replicas" | "peers" | "peerPollIntervalMs">, now: number): number {
   for (const replica of src.replicas.values()) {
     replica.peerQueuedTokens = 0;
     replica.peerPendingPrefillTokens = 0;
   }
+  let validUntil = Number.POSITIVE_INFINITY;
   for (const peer of src.peers.values()) {
     const report = peer.freshReport(now, src.peerPollIntervalMs);
-    if (!report) continue;
+    if (!report || peer.reportAt === null) continue;
+    validUntil = Math.min(validUntil, peer.reportAt + STALE_AFTER_INTERVALS * src.peerPollIntervalMs);
     for (const load of report.replicas) {
       const replica = src.replicas.get(load.id);
       if (!replica) continue;
@@ -62,6 +66,7 @@ export function refreshPeerQueuedTokens(src: Pick<ReportSources, "replicas" | "p
       replica.peerPendingPrefillTokens += load.pendingPrefillTokens;
     }
   }
+  return validUntil;
 }
 
 export interface StateExtras {
