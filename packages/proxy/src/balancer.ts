@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import { failures, LbCore, type LearnInstruction, type Placement, type PlacementLogEntry } from "@meridian/lb-core";
 import { LB_STATE_SCHEMA, PEER_REPORT_SCHEMA, type LbConfig, type LbState, type PeerReport } from "@meridian/protocol";
 import type { InferenceClient } from "./client-entrance";
+import { onSocketClose } from "./client-socket";
 import { recordCompletion, responseFacts, type CompletionSinks, type ResponseFacts } from "./completion";
 import { endStreamWithError, HttpError, httpErrorOf, sendError } from "./errors";
 import { ProxyMetrics } from "./metrics";
@@ -266,11 +267,9 @@ export class Balancer implements ExchangeHost<Job> {
       }
     };
     res.on("close", onClientClose);
-    // A pipelined request's response waits, unattached to the socket, until those before it have
-    // ended, and emits no "close" when the client hangs up meanwhile: the socket's "close" says so.
-    req.socket.on("close", onClientClose);
-    // On a keep-alive connection the socket outlives the response.
-    res.once("close", () => req.socket.off("close", onClientClose));
+    // A pipelined request learns of its client's hang-up from the socket (client-socket.ts); on a
+    // keep-alive connection the socket outlives the response.
+    res.once("close", onSocketClose(req.socket, onClientClose));
     this.act(job, this.core.route(job.ticket, Date.now()));
     this.armExpiryTimer();
   }

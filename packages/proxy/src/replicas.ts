@@ -2,11 +2,17 @@
 // with their own timeouts. What the probes and scrapes find is reported to the balancer, which hands it
 // to the LB core; this file decides nothing. Request traffic and probes use separate pools, so a hung
 // replica neither delays another replica's probes nor lets busy data connections inflate its RTT.
-import { Pool } from "undici";
+import type { Pool } from "undici";
 import type { Limits, Probes, ReplicaConfig } from "@meridian/protocol";
 import type { EngineCacheScrape, ScrapedLoad } from "@meridian/routing";
 import { readEngineLoad } from "./engine-metrics";
 import { RequestPool } from "./request-pool";
+
+/** Probes and scrapes are few and carry their own deadlines (an AbortSignal each); of the limits,
+ * only the connect timeout applies to them. */
+function controlPoolOptions(limits: Limits): Pool.Options {
+  return { connections: 2, connectTimeout: limits.connectTimeoutMs, pipelining: 1 };
+}
 
 export type ReplicaObservation =
   | { kind: "probe"; ok: true; sampleMs: number }
@@ -16,7 +22,7 @@ export type ReplicaObservation =
 
 export class ReplicaRuntime {
   private readonly requests: RequestPool;
-  private readonly controlPool: Pool;
+  private readonly control: RequestPool;
   readonly basePath: string;
   private rttTimer: NodeJS.Timeout | null = null;
   private scrapeTimer: NodeJS.Timeout | null = null;
@@ -32,7 +38,7 @@ export class ReplicaRuntime {
     const url = new URL(config.url);
     this.basePath = url.pathname.replace(/\/+$/, "");
     this.requests = new RequestPool(url.origin, limits);
-    this.controlPool = new Pool(url.origin, { connections: 2, connectTimeout: limits.connectTimeoutMs, pipelining: 1 });
+    this.control = new RequestPool(url.origin, limits, controlPoolOptions);
   }
 
   get id(): string {
@@ -42,6 +48,16 @@ export class ReplicaRuntime {
   /** The pool new requests to this replica go to. */
   get pool(): Pool {
     return this.requests.pool;
+  }
+
+  /** The pool probes and scrapes go to now. */
+  get controlPool(): Pool {
+    return this.control.pool;
+  }
+
+  /** The options that pool was built with (a test reads its connect timeout here). */
+  get controlPoolOptions(): Readonly<Pool.Options> {
+    return this.control.poolOptions;
   }
 
   /** Starts the timers; resolves once the first probe and the first scrape have answered either way. */
@@ -60,9 +76,11 @@ export class ReplicaRuntime {
     this.startTimers();
   }
 
-  /** Applies new connection limits to the requests that follow (request-pool.ts). */
+  /** Applies new connection limits to the requests, probes and scrapes that follow (request-pool.ts):
+   * a probe in flight finishes under the limits it started with. */
   updateLimits(limits: Limits): void {
     this.requests.applyLimits(limits);
+    this.control.applyLimits(limits);
   }
 
   private startTimers(): void {
@@ -86,7 +104,7 @@ export class ReplicaRuntime {
     const started = performance.now();
     let observation: ReplicaObservation;
     try {
-      const { statusCode, body } = await this.controlPool.request({
+      const { statusCode, body } = await this.control.pool.request({
         method: "GET",
         path: `${this.basePath}/health`,
         headers: { "x-meridian-src-region": this.lbRegion() },
@@ -105,7 +123,7 @@ export class ReplicaRuntime {
     if (this.closed) return;
     let observation: ReplicaObservation;
     try {
-      const { statusCode, body } = await this.controlPool.request({
+      const { statusCode, body } = await this.control.pool.request({
         method: "GET",
         path: `${this.basePath}/metrics`,
         headers: { "x-meridian-src-region": this.lbRegion() },
@@ -126,7 +144,7 @@ export class ReplicaRuntime {
   retire(): Promise<void> {
     this.closed = true;
     this.stopTimers();
-    void this.controlPool.destroy();
+    void this.control.destroy();
     return this.requests.close();
   }
 
@@ -134,6 +152,6 @@ export class ReplicaRuntime {
   async close(): Promise<void> {
     this.closed = true;
     this.stopTimers();
-    await Promise.all([this.requests.destroy(), this.controlPool.destroy()]);
+    await Promise.all([this.requests.destroy(), this.control.destroy()]);
   }
 }

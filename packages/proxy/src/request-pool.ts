@@ -2,10 +2,12 @@
 // polls), built from the config's limits. undici fixes a pool's limits when it is created, so a
 // config push that changes them replaces the pool: new requests take the new one, and the old one is
 // closed gracefully, so the requests in flight on it finish (under the limits they started with).
+// A replica's probes and scrapes go through one too, with options of their own (replicas.ts), so a
+// pushed connect timeout reaches them the same way.
 import { Pool } from "undici";
 import type { Limits } from "@meridian/protocol";
 
-function poolOptions(limits: Limits): Pool.Options {
+function requestPoolOptions(limits: Limits): Pool.Options {
   return {
     connections: limits.maxConnectionsPerReplica,
     connectTimeout: limits.connectTimeoutMs,
@@ -30,8 +32,10 @@ export class RequestPool {
   constructor(
     private readonly origin: string,
     limits: Limits,
+    /** The pool options the limits make: only a change in these replaces the pool. */
+    private readonly optionsFor: (limits: Limits) => Pool.Options = requestPoolOptions,
   ) {
-    this.options = poolOptions(limits);
+    this.options = optionsFor(limits);
     this.current = new Pool(origin, this.options);
   }
 
@@ -40,9 +44,14 @@ export class RequestPool {
     return this.current;
   }
 
+  /** The options that pool was built with (undici does not expose them). */
+  get poolOptions(): Readonly<Pool.Options> {
+    return this.options;
+  }
+
   /** Replaces the pool when the limits it was built with changed. */
   applyLimits(limits: Limits): void {
-    const options = poolOptions(limits);
+    const options = this.optionsFor(limits);
     if (sameOptions(options, this.options)) return;
     const old = this.current;
     this.options = options;

@@ -1,0 +1,107 @@
+// A replica's probes and scrapes take the connect timeout of the config in force: a config push that
+// changes it reaches their connections as it reaches the request traffic's (request-pool.ts), and a
+// probe already waiting on the old connections still gets its answer. A fake engine on loopback,
+// port 0; closed by handle.
+import { strict as assert } from "node:assert";
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mock, test } from "node:test";
+import { Pool } from "undici";
+import { parseLbConfig } from "@meridian/protocol";
+import { lbConfig, waitFor } from "../test/helpers";
+import { ReplicaRuntime, type ReplicaObservation } from "./replicas";
+
+/** An idle SGLang engine that holds its first /health until the test answers it. */
+async function startEngineHoldingFirstProbe(): Promise<{ url: string; heldProbe: ServerResponse[]; close(): Promise<void> }> {
+  const heldProbe: ServerResponse[] = [];
+  let probes = 0;
+  const server = createServer((req, res) => {
+    if (req.url === "/health" && probes++ === 0) return void heldProbe.push(res);
+    if (req.url === "/health") return void res.end("{}");
+    res.end("sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\n");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    heldProbe,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+test("a pushed connectTimeoutMs reaches the replica's probe and scrape connections; a probe waiting on the old ones still gets its answer", async () => {
+  const engine = await startEngineHoldingFirstProbe();
+  // Probes far apart: every probe and scrape here is one the test sends.
+  const config = parseLbConfig(
+    lbConfig("lb-us", "us-ashburn", [{ id: "us-1", url: engine.url, region: "us-ashburn" }], {
+      limits: { connectTimeoutMs: 5_000 },
+      probes: { rttIntervalMs: 60_000, scrapeIntervalMs: 60_000, unhealthyAfter: 2 },
+    }),
+  );
+  const observations: ReplicaObservation[] = [];
+  const runtime = new ReplicaRuntime(
+    config.replicas[0]!,
+    () => "us-ashburn",
+    config.probes,
+    config.limits,
+    (_id, observation) => {
+      observations.push(observation);
+    },
+  );
+  // Which pool each probe and scrape went out on.
+  const sent = mock.method(Pool.prototype, "request");
+  try {
+    assert.equal(runtime.controlPoolOptions.connectTimeout, 5_000);
+    const oldPool = runtime.controlPool;
+    const waiting = runtime.probeRtt();
+    await waitFor("the first probe at the engine", () => engine.heldProbe.length === 1);
+
+    runtime.updateLimits({ ...config.limits, connectTimeoutMs: 1_000 });
+    assert.equal(runtime.controlPoolOptions.connectTimeout, 1_000);
+    await runtime.probeRtt();
+    await runtime.scrapeMetrics();
+    const [before, afterProbe, afterScrape] = sent.mock.calls;
+    assert.equal(sent.mock.callCount(), 3);
+    assert.equal(before?.this, oldPool);
+    assert.equal(afterProbe?.this, runtime.controlPool);
+    assert.equal(afterScrape?.this, runtime.controlPool);
+    assert.notEqual(runtime.controlPool, oldPool);
+
+    // The old pool takes no new probe, but the one it carries is not cut.
+    assert.equal(oldPool.closed, true);
+    assert.equal(oldPool.destroyed, false);
+    engine.heldProbe[0]?.end("{}");
+    await waiting;
+    assert.deepEqual(
+      observations.map((observation) => `${observation.kind} ${observation.ok}`),
+      ["probe true", "scrape true", "probe true"],
+    );
+  } finally {
+    sent.mock.restore();
+    await runtime.close();
+    await engine.close();
+  }
+});
+
+test("limits that leave the connect timeout as it was keep the replica's probe connections", async () => {
+  const engine = await startEngineHoldingFirstProbe();
+  const config = parseLbConfig(lbConfig("lb-us", "us-ashburn", [{ id: "us-1", url: engine.url, region: "us-ashburn" }]));
+  const runtime = new ReplicaRuntime(
+    config.replicas[0]!,
+    () => "us-ashburn",
+    config.probes,
+    config.limits,
+    () => {},
+  );
+  try {
+    const pool = runtime.controlPool;
+    runtime.updateLimits({ ...config.limits, headersTimeoutMs: config.limits.headersTimeoutMs + 1, maxConnectionsPerReplica: 1 });
+    assert.equal(runtime.controlPool, pool);
+    assert.equal(pool.closed, false);
+  } finally {
+    await runtime.close();
+    await engine.close();
+  }
+});
