@@ -1,8 +1,10 @@
 // Completion bookkeeping: what the LB records when a request ends (served, failed or refused), and
 // what its prefix index learns and when. The drivers measure (TTFT, E2E, usage) and apply the
 // learning; the rules are here:
-//   - at the 2xx response headers, the chosen target learns the prompt's keys (the engine now holds,
-//     or is computing, those blocks; for a peer, the peer index learns that the peer holds them);
+//   - when the 2xx response starts (a stream's first byte, which is its first token; the headers of a
+//     reply that is not streamed), the chosen target learns the prompt's keys (the engine now holds
+//     those blocks; for a peer, the peer index learns that the peer holds them). A stream's headers
+//     come before its prefill: learned then, a request sharing the prefix would find nothing cached;
 //   - at completion of a 2xx response on a replica, the engine's cached-token report corrects the
 //     index first (@meridian/routing cache-feedback.ts: trim or extend at the time of the request,
 //     the replica's horizon, a zero-cached run clears it), then the index learns the conversation
@@ -66,7 +68,7 @@ export function isSuccess(status: number): boolean {
   return status >= 200 && status < 300;
 }
 
-/** What the index learns at the response headers. */
+/** What the index learns when the response starts (headersReceived, lb-core.ts). */
 export function headersLearning(ticket: Ticket<unknown>, status: number): LearnInstruction | null {
   const target = ticket.target;
   if (!target || !isSuccess(status) || ticket.view.keys.length === 0) return null;

@@ -15,12 +15,12 @@ import { ProxyMetrics } from "./metrics";
 import { ModelCatalog, type ModelCounts, modelsOf } from "./models";
 import type { PeerObservation } from "./peers";
 import type { ReplicaObservation } from "./replicas";
-import { nextTurnKeys, readInference, upstreamBody, type InferenceKind, type ParsedInference } from "./request";
+import { nextTurnKeys, readInference, type InferenceKind, type ParsedInference } from "./request";
 import type { ProcessSettings } from "./settings";
 import { TargetRuntimes } from "./target-runtimes";
 import { TelemetryLog } from "./telemetry";
 import { InFlight } from "./in-flight";
-import type { Job } from "./job";
+import { newJob, type Job } from "./job";
 import {
   clientResponseHeaders,
   dispatchExchange,
@@ -229,20 +229,7 @@ export class Balancer implements ExchangeHost<Job> {
       return;
     }
     const hopHeader = req.headers["x-meridian-hop"];
-    const job = {
-      kind,
-      path,
-      req,
-      res,
-      request,
-      client,
-      body: upstreamBody(request),
-      arrival,
-      exchange: null,
-      plan: null,
-      clientGone: false,
-      done: false,
-    } as Omit<Job, "ticket"> as Job;
+    const job = newJob({ kind, path, req, res, request, client, arrival });
     job.ticket = this.core.admit(
       job,
       {
@@ -375,9 +362,17 @@ export class Balancer implements ExchangeHost<Job> {
       this.retry(job, exchange.target, `upstream status ${exchange.status}`);
       return false;
     }
-    const learn = this.core.headersReceived(job.ticket, exchange.status, Date.now());
-    if (learn) this.learnLater(learn);
+    // A stream's headers leave the engine before its prefill (vLLM and SGLang send them at once); its
+    // first byte is the first token, when the engine holds the prompt: the core hears of it then, as in
+    // the simulator. Learned sooner, a request sharing the prefix meanwhile reads a miss as lost cache.
+    if (!exchange.streaming) this.responded(job, exchange.status);
     return true;
+  }
+
+  /** The target has answered (lb-core's headersReceived): its prompt is learned, its prefill over. */
+  private responded(job: Job, status: number): void {
+    const learn = this.core.headersReceived(job.ticket, status, Date.now());
+    if (learn) this.learnLater(learn);
   }
 
   writeClientHead(job: Job, exchange: UpstreamExchange<Job>): void {
@@ -386,6 +381,7 @@ export class Balancer implements ExchangeHost<Job> {
   }
 
   onFirstByte(job: Job, exchange: UpstreamExchange<Job>): void {
+    if (exchange.streaming) this.responded(job, exchange.status);
     // A streamed first byte is the first token: it teaches the replica's time to first byte. A
     // non-streamed one comes with the whole reply and would teach decode time as prefill.
     if (exchange.ok && exchange.streaming && job.plan && exchange.firstByteAt !== null) {

@@ -3,7 +3,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FirstBytePlan, Ticket } from "@meridian/lb-core";
 import type { InferenceClient } from "./client-entrance";
-import type { InferenceKind, ParsedInference } from "./request";
+import { upstreamBody, type InferenceKind, type ParsedInference } from "./request";
 import type { UpstreamExchange } from "./upstream";
 
 export interface Job {
@@ -24,4 +24,9 @@ export interface Job {
   plan: FirstBytePlan | null;
   clientGone: boolean;
   done: boolean;
+}
+
+/** A job as it arrives, before the core admits it (its ticket is set right after). */
+export function newJob(arrived: Pick<Job, "kind" | "path" | "req" | "res" | "request" | "client" | "arrival">): Job {
+  return { ...arrived, body: upstreamBody(arrived.request), exchange: null, plan: null, clientGone: false, done: false } as Omit<Job, "ticket"> as Job;
 }
