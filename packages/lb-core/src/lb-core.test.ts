@@ -289,6 +289,41 @@ describe("targets changed by a config", () => {
     assert.deepEqual({ inFlight: record.inFlight, queuedTokens: record.queuedTokens }, before);
   });
 
+  it("a config the core cannot run throws and leaves the core exactly as it was", () => {
+    const lb = core();
+    const ticket = lb.admit("r0", admitInput("s0"), 0);
+    lb.route(ticket, 0);
+    lb.learn(lb.headersReceived(ticket, 200, 10)!, 10);
+    const before = { config: lb.config, index: lb.index, peerIndex: lb.peerIndex, truth: lb.truth };
+    // Past the prefix index's limit (the wire schema refuses it; a caller may build one by hand).
+    const bad = {
+      ...lb.config,
+      version: 2,
+      policy: "consistent-hash" as const,
+      replicas: [...lb.config.replicas, { ...lb.config.replicas[0]!, id: "c", url: "http://c.test/" }],
+      index: { ...lb.config.index, capacityBlocks: 2 ** 31 },
+    };
+    assert.throws(() => lb.applyConfig(bad), /capacityBlocks/);
+    assert.equal(lb.config, before.config);
+    assert.equal(lb.config.version, 1);
+    assert.deepEqual([lb.index, lb.peerIndex, lb.truth], [before.index, before.peerIndex, before.truth]);
+    assert.deepEqual([...lb.replicas.keys()], ["a", "b"], "no replica of the refused config was added");
+    assert.equal(lb.index.match(keys, 20).depthByReplica.get(ticket.target!.id), keys.length, "what the index learned stays");
+    // Still least-request, not the refused consistent-hash: every session goes to the idle replica.
+    lb.complete(ticket, served(), 20);
+    lb.replicas.get("a")!.inFlight = 1_000;
+    const targets = new Set(
+      Array.from({ length: 20 }, (_, i) => lb.route(lb.admit(`r${i + 1}`, admitInput(`s${i + 1}`), 30), 30)).map((p) =>
+        p.kind === "replica" ? p.replicaId : p.kind,
+      ),
+    );
+    assert.deepEqual([...targets], ["b"]);
+    // A config it can run still applies.
+    lb.applyConfig(parseLbConfig({ ...lb.config, version: 2, index: { capacityBlocks: 5_000 } }));
+    assert.equal(lb.config.version, 2);
+    assert.equal(lb.index.capacityBlocks, 5_000);
+  });
+
   it("a peer that stops reporting, or leaves the config, stops counting toward its replicas' load", () => {
     const lb = core({ peers: [{ id: "lb-eu", url: "http://eu.test/", region: "eu" }] });
     const a = lb.replicas.get("a")!;
@@ -321,6 +356,31 @@ describe("targets changed by a config", () => {
 });
 
 describe("peer report", () => {
+  it("a peer's complete snapshot replaces what it reported before; a truncated one or none adds to it", () => {
+    const lb = core({ crossRegion: "via-peer", peers: [{ id: "lb-eu", url: "http://eu.test/", region: "eu" }] });
+    const other = chatBlockKeys([{ role: "user", content: "y".repeat(300) }]);
+    const report = (snapshot?: { keys: number[]; truncated: boolean }) => ({
+      lbId: "lb-eu",
+      region: "eu",
+      time: 0,
+      configVersion: 1,
+      queueLength: 0,
+      availableReplicas: 1,
+      replicas: [],
+      ...(snapshot ? { snapshot } : {}),
+    });
+    const peerDepth = (k: readonly number[], now: number) => lb.peerIndex.match(k, now).depthByReplica.get("lb-eu") ?? 0;
+    lb.peerReported("lb-eu", report({ keys: [...keys], truncated: false }), 5, 0);
+    assert.equal(peerDepth(keys, 0), keys.length);
+    lb.peerReported("lb-eu", report(), 5, 1_000); // no snapshot asked for or sent: nothing learned either way
+    assert.equal(peerDepth(keys, 1_000), keys.length);
+    lb.peerReported("lb-eu", report({ keys: [...other], truncated: true }), 5, 2_000);
+    assert.equal(peerDepth(keys, 2_000), keys.length, "a truncated snapshot says nothing of the keys below its cut");
+    lb.peerReported("lb-eu", report({ keys: [...other], truncated: false }), 5, 3_000);
+    assert.equal(peerDepth(keys, 3_000), 0, "the peer no longer reports the conversation: it is not matched for it");
+    assert.equal(peerDepth(other, 3_000), other.length);
+  });
+
   it("carries in-flight tokens, availability, the queue and a snapshot of recent keys", () => {
     const lb = core();
     const ticket = lb.admit("r", admitInput("s"), 0);

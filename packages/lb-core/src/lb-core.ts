@@ -97,15 +97,22 @@ export class LbCore<J> {
   // ---------------------------------------------------------------- config and targets
 
   /** Applies a validated config: policy and weights take effect for requests admitted from now on.
-   * Call drain() afterwards: new replicas or bounds may let held requests go. */
+   * Call drain() afterwards: new replicas or bounds may let held requests go. A config the core
+   * cannot run throws before anything changes: the core keeps the config it had. */
   applyConfig(next: LbConfig): TargetChanges {
     const previous = this.config;
+    // Everything that checks the config is built first; only then does state change.
+    const policy = next.policy !== previous.policy ? createPolicy(next.policy) : this.policy;
+    const rebuilt =
+      next.index.capacityBlocks !== previous.index.capacityBlocks || next.index.ttlMs !== previous.index.ttlMs
+        ? { index: this.newIndex(next), peerIndex: this.newIndex(next) }
+        : null;
     this.config = next;
-    if (next.policy !== previous.policy) this.policy = createPolicy(next.policy);
-    if (next.index.capacityBlocks !== previous.index.capacityBlocks || next.index.ttlMs !== previous.index.ttlMs) {
-      this.index = this.newIndex(next);
-      this.truth = new CacheTruth(this.index);
-      this.peerIndex = this.newIndex(next);
+    this.policy = policy;
+    if (rebuilt) {
+      this.index = rebuilt.index;
+      this.truth = new CacheTruth(rebuilt.index);
+      this.peerIndex = rebuilt.peerIndex;
     }
     const changes = syncTargets(next, this.replicas, this.peers, this.index, this.peerIndex);
     // Peers or replicas may have come or gone: the peers' load is summed again at the next placement.
@@ -168,7 +175,8 @@ export class LbCore<J> {
     const peer = this.peers.get(peerId);
     if (!peer) return;
     peer.reported(report, rttSampleMs, now);
-    if (report.snapshot && report.snapshot.keys.length > 0) this.peerIndex.learnSnapshot(peerId, report.snapshot.keys, now);
+    // Each snapshot is the peer's current belief: a complete one replaces what it said before.
+    if (report.snapshot) this.peerIndex.learnSnapshot(peerId, report.snapshot.keys, now, report.snapshot.truncated);
     this.peerLoadValidUntil = refreshPeerQueuedTokens(this, now);
   }
 
@@ -353,7 +361,7 @@ export class LbCore<J> {
     if (target.observedId !== null) target.observer?.observe?.({ kind: "complete", requestId: target.observedId, now });
   }
 
-  /** The target's response headers arrived (with its first bytes): its prefill is over, so its
+  /** The target's response started (a stream's first byte; a reply's headers): its prefill is over, so its
    * uncached tokens leave the replica's pending prefill, and on a 2xx the policy hears of its first
    * token. Returns what to learn (the prompt, on 2xx). */
   headersReceived(ticket: Ticket<J>, status: number, now: number): LearnInstruction | null {

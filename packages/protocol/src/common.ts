@@ -1,5 +1,14 @@
 import { z } from "zod";
-import { CAPACITY_SOURCES, CROSS_REGION_MODES, ENGINE_KINDS, INDEX_CLEAR_REASONS, POLICY_NAMES, REPLICA_STATES, TRIAL_ARMS } from "@meridian/routing/types";
+import {
+  CAPACITY_SOURCES,
+  CROSS_REGION_MODES,
+  ENGINE_KINDS,
+  INDEX_CLEAR_REASONS,
+  MAX_COST_WEIGHT,
+  POLICY_NAMES,
+  REPLICA_STATES,
+  TRIAL_ARMS,
+} from "@meridian/routing/types";
 
 // Field builders shared by the wire schemas. zod 4's z.number() already rejects NaN and ±Infinity.
 
@@ -23,10 +32,18 @@ export const capacitySource = z.enum(CAPACITY_SOURCES);
 export const indexClearReason = z.enum(INDEX_CLEAR_REASONS);
 export const trialArm = z.enum(TRIAL_ARMS);
 
-/** Cost weights as carried on the wire: finite and positive. Tuner bounds are the tuner's business. */
+/** One cost weight: positive, and at most MAX_COST_WEIGHT (1e6) so that every score stays finite
+ * (routing's types.ts says why). Far above the tuner's search bounds, which are the tuner's business:
+ * an operator may set weights by hand beyond them. */
+const costWeight = z
+  .number()
+  .positive()
+  .max(MAX_COST_WEIGHT, { error: `must be at most ${MAX_COST_WEIGHT} (a larger weight can overflow a routing score)` });
+
+/** Cost weights as carried on the wire. */
 export const weights = z.strictObject({
-  rtt: z.number().positive(),
-  queue: z.number().positive(),
+  rtt: costWeight,
+  queue: costWeight,
 });
 
 /**

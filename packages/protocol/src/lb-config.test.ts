@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { DEFAULT_WEIGHTS } from "@meridian/routing";
+import { DEFAULT_WEIGHTS, MAX_COST_WEIGHT, MAX_INDEX_CAPACITY_BLOCKS, PrefixIndex } from "@meridian/routing";
 import { DEFAULT_INDEX, DEFAULT_LIMITS, DEFAULT_PROBES, LB_CONFIG_SCHEMA, ProtocolError, parseLbConfig, safeParseLbConfig } from "./index";
 
 const minimal = { schema: LB_CONFIG_SCHEMA, version: 0, lbId: "lb-ash", region: "us-ashburn" };
@@ -112,6 +112,29 @@ test("NaN, infinite, zero and negative weights name the field", () => {
   assert.match(messageOf({ ...minimal, weights: { rtt: 0.5, queue: Infinity } }), /lbConfig\.weights\.queue: expected number, received Infinity/);
   assert.match(messageOf({ ...minimal, weights: { rtt: 0, queue: 0.1 } }), /lbConfig\.weights\.rtt: /);
   assert.match(messageOf({ ...minimal, weights: { rtt: 0.5, queue: -1 } }), /lbConfig\.weights\.queue: /);
+});
+
+test("weights above 1e6 are refused, naming the field, so no score can overflow to Infinity", () => {
+  assert.match(messageOf({ ...minimal, weights: { rtt: 1e307, queue: 0.1 } }), /^lbConfig\.weights\.rtt: must be at most 1000000/);
+  assert.match(messageOf({ ...minimal, weights: { rtt: 0.5, queue: MAX_COST_WEIGHT * 2 } }), /^lbConfig\.weights\.queue: must be at most/);
+  const trial = { id: "t", salt: "s", share: 0.5, candidate: { rtt: 1e9, queue: 0.1 } };
+  assert.match(messageOf({ ...minimal, trial }), /^lbConfig\.trial\.candidate\.rtt: must be at most/);
+  // Manual weights beyond the tuner's search bounds (rtt 100, queue 10) are still the operator's call.
+  assert.deepEqual(parseLbConfig({ ...minimal, weights: { rtt: 500, queue: MAX_COST_WEIGHT } }).weights, { rtt: 500, queue: MAX_COST_WEIGHT });
+});
+
+test("index.capacityBlocks accepts exactly what the prefix index can be built with", () => {
+  assert.equal(MAX_INDEX_CAPACITY_BLOCKS, 2 ** 31 - 1);
+  assert.match(messageOf({ ...minimal, index: { capacityBlocks: 2 ** 31 } }), /^lbConfig\.index\.capacityBlocks: must be at most 2147483647/);
+  assert.match(messageOf({ ...minimal, index: { capacityBlocks: 2 ** 40 } }), /lbConfig\.index\.capacityBlocks/);
+  // Every accepted value builds an index (it allocates lazily), and one past the limit does not.
+  const largest = parseLbConfig({ ...minimal, index: { capacityBlocks: MAX_INDEX_CAPACITY_BLOCKS } }).index;
+  assert.equal(new PrefixIndex(largest).capacityBlocks, MAX_INDEX_CAPACITY_BLOCKS);
+  assert.throws(() => new PrefixIndex({ ...largest, capacityBlocks: MAX_INDEX_CAPACITY_BLOCKS + 1 }), /capacityBlocks/);
+  // ttlMs: any positive integer the schema takes is a valid index TTL.
+  const longest = parseLbConfig({ ...minimal, index: { ttlMs: Number.MAX_SAFE_INTEGER } }).index;
+  assert.equal(new PrefixIndex(longest).ttlMs, Number.MAX_SAFE_INTEGER);
+  assert.match(messageOf({ ...minimal, index: { ttlMs: 0 } }), /lbConfig\.index\.ttlMs/);
 });
 
 test("a bad replica url names the replica index and field", () => {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DEFAULT_WEIGHTS } from "@meridian/routing/types";
+import { DEFAULT_WEIGHTS, MAX_INDEX_CAPACITY_BLOCKS } from "@meridian/routing/types";
 import { crossRegionMode, engineKind, httpUrl, nonEmptyString, policyName, positiveInt, replicaState, trial, weights } from "./common";
 import { ClientAuthSchema, PeerCredentialHashesSchema } from "./client-auth";
 import { makeParsers, schemaTag } from "./errors";
@@ -75,8 +75,13 @@ export const ProbesSchema = z.strictObject({
   unhealthyAfter: positiveInt.default(DEFAULT_PROBES.unhealthyAfter),
 });
 
+// The same limits the LB's PrefixIndex checks (routing's prefix-index-checks.ts): a config the schema
+// accepts must build its index, or a push half-applies and the persisted config stops the LB restarting.
+// ttlMs: the index takes any positive number, so a positive safe integer always fits.
 export const IndexSettingsSchema = z.strictObject({
-  capacityBlocks: positiveInt.default(DEFAULT_INDEX.capacityBlocks),
+  capacityBlocks: positiveInt
+    .max(MAX_INDEX_CAPACITY_BLOCKS, { error: `must be at most ${MAX_INDEX_CAPACITY_BLOCKS} (2^31 - 1, the prefix index's limit)` })
+    .default(DEFAULT_INDEX.capacityBlocks),
   ttlMs: positiveInt.default(DEFAULT_INDEX.ttlMs),
 });
 

@@ -5,7 +5,7 @@
 //   everything else              the console only (an LB token this LB holds):
 //   GET  /admin/state            LbState
 //   GET  /admin/config           the LbConfig in use
-//   PUT  /admin/config           a newer LbConfig (stale version → 409), persisted for restarts
+//   PUT  /admin/config           a newer LbConfig (stale version → 409), persisted for restarts once applied
 //   GET  /admin/telemetry?since= NDJSON TelemetryStreamLine stream, resumable from the ring buffer
 //   POST /admin/flush            clears the prefix index
 //   POST /admin/credentials      installs a rotated LB token / retires old ones
@@ -24,6 +24,7 @@ import {
   type LbCredentialsStatus,
   type LbProof,
 } from "@meridian/protocol";
+import { RoutingInputError } from "@meridian/routing";
 import { identifyCaller } from "./admin-auth";
 import type { AuthRefusals } from "./auth-refusals";
 import type { Balancer } from "./balancer";
@@ -134,8 +135,15 @@ async function putConfig(req: IncomingMessage, res: ServerResponse, deps: AdminD
     sendJson(res, 200, { accepted: true, version: current.version, unchanged: true });
     return;
   }
+  // Applied first, persisted only once it applied: a config this LB cannot run is refused (the LB
+  // keeps the one it has) and never saved, so a restart cannot trip over it.
+  try {
+    void deps.balancer.applyConfig(next);
+  } catch (error) {
+    if (error instanceof RoutingInputError) throw badRequest(`this LB cannot run the config: ${error.message}`, null, "invalid_config");
+    throw error;
+  }
   deps.store.save(next);
-  void deps.balancer.applyConfig(next);
   deps.onConfigApplied?.(next);
   deps.logger.info({ version: next.version, policy: next.policy, weights: next.weights }, "config applied");
   sendJson(res, 200, { accepted: true, version: next.version });

@@ -133,8 +133,10 @@ export class Balancer implements ExchangeHost<Job> {
 
   /** Applies a validated config: weights and policy take effect for the next request. */
   applyConfig(next: LbConfig): Promise<void> {
+    // The core first: a config it cannot run throws before anything here changes.
+    const changes = this.core.applyConfig(next);
     this.modelCatalog.observe(modelsOf(next), Date.now());
-    const started = this.targets.apply(next, this.core.applyConfig(next), { initial: false });
+    const started = this.targets.apply(next, changes, { initial: false });
     this.drain();
     return started;
   }

@@ -1,8 +1,9 @@
 // Admin API and front-door errors: config pushes (weights in use, telemetry config version, stale
-// → 409, persisted and reloaded on restart), resumable telemetry delivering each event exactly once,
-// bad input answered with OpenAI errors while the LB keeps serving, and /metrics.
+// → 409, persisted and reloaded on restart, a config the LB cannot run refused and not persisted),
+// resumable telemetry delivering each event exactly once, bad input answered with OpenAI errors
+// while the LB keeps serving, and /metrics.
 import { strict as assert } from "node:assert";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -125,6 +126,29 @@ test("a config push changes the weights in use; telemetry carries the new versio
   } finally {
     await restarted.close();
   }
+});
+
+test("a config the LB cannot run is refused with 400 naming the field; the LB keeps serving the old one and saves nothing", async () => {
+  const stateFile = join(stateDir, "config.json");
+  const savedBefore = existsSync(stateFile) ? readFileSync(stateFile, "utf8") : null;
+  const current = await adminGet<LbConfig>(lb, "/admin/config");
+  const cases = [
+    {
+      config: { ...current, version: current.version + 1, index: { ...current.index, capacityBlocks: 2 ** 31 } },
+      field: /lbConfig\.index\.capacityBlocks: must be at most 2147483647/,
+    },
+    { config: { ...current, version: current.version + 1, weights: { rtt: 1e307, queue: 0.1 } }, field: /lbConfig\.weights\.rtt: must be at most 1000000/ },
+  ];
+  for (const { config, field } of cases) {
+    const refused = await put("/admin/config", config);
+    assert.equal(refused.status, 400);
+    assert.equal(refused.json.error?.code, "invalid_config");
+    assert.match(refused.json.error?.message ?? "", field);
+  }
+  assert.deepEqual(await adminGet<LbConfig>(lb, "/admin/config"), current, "the config in use is unchanged");
+  assert.equal((await adminGet<LbState>(lb, "/admin/state")).configVersion, current.version);
+  assert.equal(existsSync(stateFile) ? readFileSync(stateFile, "utf8") : null, savedBefore, "nothing was persisted");
+  assert.equal((await chat("still serving")).status, 200);
 });
 
 test("a telemetry stream that disconnects and resumes delivers every event exactly once", async () => {

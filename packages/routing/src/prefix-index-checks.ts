@@ -2,7 +2,7 @@
 // RoutingInputError naming the field, before anything is stored.
 import { RoutingInputError, describe } from "./errors";
 import type { PrefixIndexOptions } from "./prefix-index-types";
-import type { BlockKey } from "./types";
+import { type BlockKey, MAX_INDEX_CAPACITY_BLOCKS } from "./types";
 
 const LOCAL = 0;
 const REMOTE = 1;
@@ -33,8 +33,8 @@ export function checkReplicaId(field: string, id: unknown): string {
 export function checkOptions(options: PrefixIndexOptions): { capacity: number; ttl: number; perBlock: number } {
   if (options === null || typeof options !== "object") throw new RoutingInputError("options", "must be an object");
   const capacity = options.capacityBlocks;
-  if (typeof capacity !== "number" || !Number.isInteger(capacity) || capacity <= 0 || capacity > 0x7fffffff) {
-    throw new RoutingInputError("capacityBlocks", `must be a positive integer < 2^31, got ${describe(capacity)}`);
+  if (typeof capacity !== "number" || !Number.isInteger(capacity) || capacity <= 0 || capacity > MAX_INDEX_CAPACITY_BLOCKS) {
+    throw new RoutingInputError("capacityBlocks", `must be a positive integer <= ${MAX_INDEX_CAPACITY_BLOCKS} (2^31 - 1), got ${describe(capacity)}`);
   }
   const ttl = options.ttlMs ?? 3_600_000;
   if (typeof ttl !== "number" || !(ttl > 0)) throw new RoutingInputError("ttlMs", `must be a positive number, got ${describe(ttl)}`);

@@ -232,6 +232,52 @@ describe("PrefixIndex maintenance", () => {
     assert.ok(peer.routesOf(recent[0]!).every((r) => r.trust === "REMOTE"));
   });
 
+  it("a peer that stops reporting a conversation in complete snapshots is no longer matched for it", () => {
+    const index = new PrefixIndex({ capacityBlocks: 1000, ttlMs: 3_600_000 });
+    const gone = chain(83, 4);
+    const kept = chain(84, 2);
+    index.learnSnapshot("peer-far", [...gone, ...kept], 0);
+    assert.equal(index.match(gone, 0).depthByReplica.get("peer-far"), 4);
+    index.learnSnapshot("peer-far", kept, 1_000); // the peer's whole belief now, long before the TTL
+    assert.equal(index.match(gone, 1_000).maxDepth, 0, "the dropped conversation is forgotten at once");
+    assert.equal(index.match(kept, 1_000).depthByReplica.get("peer-far"), 2);
+    index.learnSnapshot("peer-near", gone, 1_000);
+    index.learnSnapshot("peer-far", [], 2_000); // a complete, empty snapshot: it holds nothing
+    assert.equal(index.replicaView("peer-far").routes, 0);
+    assert.equal(index.match(gone, 2_000).depthByReplica.get("peer-near"), 4, "another peer's routes are untouched");
+  });
+
+  it("a truncated snapshot adds to what the peer reported before: the missing keys may just be below its cut", () => {
+    const index = new PrefixIndex({ capacityBlocks: 1000, ttlMs: 10_000 });
+    const older = chain(85, 3);
+    const newer = chain(86, 3);
+    index.learnSnapshot("peer", older, 0, true);
+    index.learnSnapshot("peer", newer, 1_000, true);
+    assert.equal(index.match(older, 1_000).depthByReplica.get("peer"), 3);
+    assert.equal(index.match(newer, 1_000).depthByReplica.get("peer"), 3);
+    assert.equal(index.match(older, 10_000).maxDepth, 0, "until a TTL after the last report that carried them");
+    assert.equal(index.match(newer, 10_000).depthByReplica.get("peer"), 3);
+    assert.throws(() => index.learnSnapshot("peer", newer, 2_000, "yes" as unknown as boolean), /truncated/);
+  });
+
+  it("a snapshot leaves out routes its own match() hides behind the replica's horizon", () => {
+    const index = new PrefixIndex({ capacityBlocks: 1000, ttlMs: 3_600_000 });
+    const stale = chain(87, 3);
+    const fresh = chain(88, 2);
+    const elsewhere = chain(89, 2);
+    index.learn(stale, "r1", "LOCAL", 0);
+    index.learn(elsewhere, "r2", "LOCAL", 0);
+    index.learn(fresh, "r1", "LOCAL", 50_000);
+    index.setReplicaHorizon("r1", 30_000); // r1's cache keeps about 30 s: the routes learned at 0 are hidden
+    assert.equal(index.match(stale, 60_000).maxDepth, 0);
+    const snap = index.snapshot(100, 60_000);
+    assert.deepEqual(new Set(snap), new Set([...fresh, ...elsewhere]), "r2 has no horizon: its routes of the same age are shared");
+    assert.equal(index.snapshot(100).length, 7, "without a clock, nothing is judged hidden");
+    // The same key held by a replica that hides it and one that does not is still shared.
+    index.learn(stale, "r2", "LOCAL", 0);
+    assert.ok(index.snapshot(100, 60_000).includes(stale[2]!));
+  });
+
   it("agrees with a plain Map model under random learn / forget / removeReplica", () => {
     const index = new PrefixIndex({ capacityBlocks: 1_000_000 });
     const model = new Map<number, Set<string>>();

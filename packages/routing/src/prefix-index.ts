@@ -22,8 +22,7 @@ import type { HoldingProfile, HoldingRun, MatchResult, PrefixIndexOptions, Prefi
 import type { ReplicaIndexView, RouteInfo } from "./prefix-index-types";
 import type { BlockKey, Trust } from "./types";
 
-// Local copies of route-store.ts's sentinel and trust levels: an imported binding is not folded into
-// the hot loops' comparisons.
+// Local copies of route-store.ts's sentinel and trust levels: hot loops fold these, not imports.
 const NIL = -1;
 const LOCAL = 0;
 const REMOTE = 1;
@@ -101,12 +100,10 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
 
     const first = this.findTable(keys[0] as number);
     if (first < 0) return { depthByReplica, maxDepth };
-    const ttlCut = now - this.ttlMs;
     for (let s = this.tableHeads[first] as number; s !== NIL; s = this.blockNext[s] as number) {
       const r = this.slotReplica[s] as number;
       if (wanted !== null && !wanted.has(r)) continue;
-      const horizon = this.replicaHorizon[r] as number;
-      const expiredBefore = horizon < this.ttlMs ? now - horizon : ttlCut;
+      const expiredBefore = this.hiddenBefore(r, now);
       if ((this.slotLearnedAt[s] as number) <= expiredBefore) continue;
       const depth = this.heldDepth(keys, r, expiredBefore);
       depthByReplica.set(this.replicas.name(r), depth);
@@ -169,18 +166,19 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
     }
   }
 
-  /** LOCAL block keys, most recently used first, at most `maxBlocks` (default: all). */
+  /** LOCAL block keys, most recently used first, at most `maxBlocks` (default: all). With `now`, only
+   * routes match() would find then: a peer is not sent here for a prefix this LB no longer believes held. */
   snapshot(maxBlocks?: number, now?: number): PrefixSnapshot {
     let limit = this.blockCount;
     if (maxBlocks !== undefined) {
       if (!Number.isInteger(maxBlocks) || maxBlocks < 0) throw new RoutingInputError("maxBlocks", `must be a non-negative integer, got ${describe(maxBlocks)}`);
       limit = Math.min(limit, maxBlocks);
     }
-    const expiredBefore = now === undefined ? -Infinity : requireFiniteNumber("now", now) - this.ttlMs;
+    if (now !== undefined) requireFiniteNumber("now", now);
     const out: BlockKey[] = [];
     const seen = new Set<number>();
     for (let s = this.lruHead[LOCAL] as number; s !== NIL && out.length < limit; s = this.slotNext[s] as number) {
-      if ((this.slotLearnedAt[s] as number) <= expiredBefore) continue;
+      if (now !== undefined && (this.slotLearnedAt[s] as number) <= this.hiddenBefore(this.slotReplica[s] as number, now)) continue;
       const key = this.slotKey[s] as number;
       if (!seen.has(key)) {
         seen.add(key);
@@ -190,11 +188,16 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
     return out;
   }
 
-  /** Stores a peer's snapshot as REMOTE routes under the peer's id. */
-  learnSnapshot(peerId: string, snapshot: PrefixSnapshot, now: number): void {
+  /** Stores a peer's snapshot, its current belief, as REMOTE routes under its id. A complete one replaces
+   * the peer's routes. A truncated one holds only its most recently used keys, so the others stay and
+   * expire a TTL after the last report that carried them: dropped, a busy peer (always truncated) would
+   * be known only by its last few conversations. */
+  learnSnapshot(peerId: string, snapshot: PrefixSnapshot, now: number, truncated = false): void {
     checkReplicaId("peerId", peerId);
     checkKeys("snapshot", snapshot);
     requireFiniteNumber("now", now);
+    if (typeof truncated !== "boolean") throw new RoutingInputError("truncated", `must be a boolean, got ${describe(truncated)}`);
+    if (!truncated) this.removeReplica(peerId);
     this.sweepExpired(now);
     const r = this.pin(peerId);
     try {
@@ -332,6 +335,12 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
     this.replicaBudget[r] = this.budgets.get(id) ?? Infinity;
     this.replicaHorizon[r] = this.horizons.get(id) ?? Infinity;
     return r;
+  }
+
+  /** match() at `now` ignores routes of replica number `r` learned at or before this (horizon or TTL). */
+  private hiddenBefore(r: number, now: number): number {
+    const horizon = this.replicaHorizon[r] as number;
+    return horizon < this.ttlMs ? now - horizon : now - this.ttlMs;
   }
 
   /** Depth of `keys` held by `r`, knowing it holds keys[0]: binary search for the deepest held block. */

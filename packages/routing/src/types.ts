@@ -63,6 +63,16 @@ export interface Weights {
 export const TRIAL_ARMS = ["incumbent", "candidate"] as const;
 export type TrialArm = (typeof TRIAL_ARMS)[number];
 
+/**
+ * The largest cost weight the wire accepts (LbConfig weights and a trial's candidate). Far above any
+ * weight worth running (the tuner searches up to WEIGHT_BOUNDS, 100 and 10, and an operator may go
+ * beyond those by hand), and small enough that every score stays finite: the score's inputs (RTT in
+ * ms, queued tokens, prompt tokens) are below 2^53 ≈ 9e15, so W_rtt·rtt + W_queue·queued + uncached
+ * stays below 2e22, nowhere near Number.MAX_VALUE. Unbounded, {rtt: 1e307} made every score
+ * Infinity and the argmin meaningless.
+ */
+export const MAX_COST_WEIGHT = 1e6;
+
 /** The paper's defaults; the LB config, the console's database and the tuner's start all use these. */
 export const DEFAULT_WEIGHTS: Readonly<Weights> = Object.freeze({ rtt: 0.5, queue: 0.1 });
 /**
@@ -84,6 +94,10 @@ export const PAPER_WEIGHT_BOUNDS: Readonly<{ rtt: readonly [number, number]; que
   rtt: [0.05, 2.0] as const,
   queue: [0.05, 0.5] as const,
 });
+
+/** The most routes (block, replica pairs) a PrefixIndex may be sized for, 2^31 - 1: its route
+ * numbers are 32-bit signed integers. The LB config's index.capacityBlocks is capped at it too. */
+export const MAX_INDEX_CAPACITY_BLOCKS = 0x7fffffff;
 
 /** What a policy sees of the request. Built once per request (parse once, never tokenize). */
 export interface RequestView {

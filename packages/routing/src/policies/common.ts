@@ -125,14 +125,21 @@ export function requestLoad(c: CandidateView): number {
   return c.inFlight > running ? c.inFlight : running;
 }
 
-/** Index of the lowest score among `allowed` candidates; exact ties broken uniformly via rng. */
+/** Index of the lowest score among `allowed` candidates; exact ties broken uniformly via rng. A score
+ * that is not finite (NaN, ±Infinity: an overflowed or undefined cost) ranks below every finite one;
+ * only when no allowed score is finite is one of those picked, uniformly. */
 export function argminRandomTie(scores: readonly number[], allowed: readonly boolean[], rng: Rng): number {
   let best = -1;
   let bestScore = Infinity;
   let ties = 0;
+  let nonFinite = 0;
   for (let i = 0; i < scores.length; i++) {
     if (!allowed[i]) continue;
     const s = scores[i] as number;
+    if (!Number.isFinite(s)) {
+      nonFinite++;
+      continue;
+    }
     if (best === -1 || s < bestScore - tolerance(bestScore)) {
       best = i;
       bestScore = s;
@@ -143,8 +150,13 @@ export function argminRandomTie(scores: readonly number[], allowed: readonly boo
       if (rng.next() * ties < 1) best = i;
     }
   }
-  if (best === -1) throw new RoutingInputError("candidates", "no eligible candidate");
-  return best;
+  if (best !== -1) return best;
+  if (nonFinite === 0) throw new RoutingInputError("candidates", "no eligible candidate");
+  let pick = Math.floor(rng.next() * nonFinite);
+  for (let i = 0; i < scores.length; i++) {
+    if (allowed[i] && !Number.isFinite(scores[i] as number) && pick-- === 0) return i;
+  }
+  throw new RoutingInputError("candidates", "no eligible candidate"); // unreachable: nonFinite > 0
 }
 
 /** Floating-point slack for "equal" scores (sums of products of the same inputs can differ in the last ulp). */

@@ -1,7 +1,7 @@
 // Input schemas shared by the routers. Messages are written for the UI.
 import "server-only";
 import { z } from "zod";
-import { CROSS_REGION_MODES, ENGINE_KINDS, POLICY_NAMES, REPLICA_STATES } from "@meridian/routing/types";
+import { CROSS_REGION_MODES, ENGINE_KINDS, MAX_COST_WEIGHT, POLICY_NAMES, REPLICA_STATES } from "@meridian/routing/types";
 import { COMPARE_POLICY_NAMES } from "@meridian/sim/results";
 
 export const idInput = z.object({ id: z.string().trim().min(1, { error: "id is required" }) });
@@ -39,12 +39,14 @@ const EXPERIMENT_POLICIES = COMPARE_POLICY_NAMES;
 export const experimentPolicy = z.enum(EXPERIMENT_POLICIES, { error: `policies must be among ${EXPERIMENT_POLICIES.join(", ")}` });
 export const crossRegion = z.enum(CROSS_REGION_MODES, { error: `crossRegion must be one of ${CROSS_REGION_MODES.join(", ")}` });
 
-const weight = z.number().positive({ error: "weights must be positive numbers" });
+// At most what every LB accepts (protocol's weights): a larger weight could overflow a routing score.
+const weight = z
+  .number()
+  .positive({ error: "weights must be positive numbers" })
+  .max(MAX_COST_WEIGHT, { error: `weights must be at most ${MAX_COST_WEIGHT}` });
 export const weights = z.object({ rtt: weight, queue: weight });
 
-const boundPair = z
-  .tuple([z.number().positive(), z.number().positive()])
-  .refine(([lo, hi]) => lo <= hi, { error: "lower bound must not exceed the upper bound" });
+const boundPair = z.tuple([weight, weight]).refine(([lo, hi]) => lo <= hi, { error: "lower bound must not exceed the upper bound" });
 export const bounds = z.object({ rtt: boundPair, queue: boundPair });
 
 export const guardrails = z.object({

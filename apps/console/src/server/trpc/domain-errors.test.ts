@@ -159,6 +159,9 @@ describe("domain errors through tRPC", () => {
     const res = await mutate("tuner.setManual", { lbId: "lb-us", weights: { rtt: -1, queue: 0.1 } });
     assert.equal(res.status, 400);
     assert.match(res.error!.message, /^weights\.rtt: weights must be positive numbers$/);
+    const huge = await mutate("tuner.setManual", { lbId: "lb-us", weights: { rtt: 1, queue: 1e307 } });
+    assert.equal(huge.status, 400, "a weight no LB accepts is refused here, not pushed to fail at every LB");
+    assert.match(huge.error!.message, /^weights\.queue: weights must be at most 1000000$/);
   });
 
   test("a domain error from another copy of errors.ts (Next bundles the runtime apart from the routers) keeps its status", async () => {
