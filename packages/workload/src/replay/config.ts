@@ -7,7 +7,8 @@ export const USAGE = `usage: meridian-replay (--trace FILE | --generator multi-t
 
   --trace FILE              Mooncake / ART-Chat JSONL trace to replay
   --format F                auto (default) | mooncake | art-chat
-  --skip-invalid            skip bad trace rows (reported on stderr) instead of failing
+  --skip-invalid            skip bad trace rows instead of failing (each reported on stderr,
+                            counted as skippedInvalid in the summary)
   --generator multi-turn    built-in multi-turn chat workload instead of a trace
   --rate R                  generator: mean requests per second (default 2)
   --sessions N              generator: concurrently active sessions (default 16)

@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { startSseStub, type SseStub } from "../../test/sse-stub";
-import { chatCompletionsUrl, createEntrypointResolver, parseEntrypointMap } from "./entrypoints";
+import { chatCompletionsUrl, createEntrypointResolver, entrypointsFromFlag, parseEntrypointMap } from "./entrypoints";
 
 const stubs: SseStub[] = [];
 after(async () => {
@@ -14,7 +17,42 @@ describe("entrypoint resolution", () => {
     assert.deepEqual(parseEntrypointMap(flat), flat);
     assert.deepEqual(parseEntrypointMap({ entrypoints: flat }), flat);
     assert.deepEqual(parseEntrypointMap({ "us-ashburn": { url: "http://127.0.0.1:4201", lbId: "lb-1" } }), flat);
-    assert.throws(() => parseEntrypointMap({ "us-ashburn": "not a url" }));
+    assert.throws(() => parseEntrypointMap({ "us-ashburn": "not a url" }), {
+      message: 'region "us-ashburn": expected an http(s) URL or {"url": "http..."}, got "not a url"',
+    });
+    assert.throws(() => parseEntrypointMap({ entrypoints: { a: "localhost:4201" } }), { message: /^region "a": .*got "localhost:4201"$/ });
+    assert.throws(() => parseEntrypointMap({ a: { url: 42 } }), { message: /^region "a": .*got url number 42$/ });
+    assert.throws(() => parseEntrypointMap(["http://h:1"]), { message: "expected a JSON object of region → URL, got an array" });
+  });
+
+  it("reads --entrypoints as inline JSON, a JSON file or a URL; a bad value is one line naming the flag", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "wl-ep-"));
+    try {
+      assert.deepEqual(await entrypointsFromFlag(' {"a": "http://h:1"} '), { a: "http://h:1" });
+      assert.equal(await entrypointsFromFlag("http://console:3000/api/entrypoints"), "http://console:3000/api/entrypoints");
+      const good = join(dir, "good.json");
+      await writeFile(good, '{\n  "entrypoints": {"b": {"url": "https://h:2"}}\n}\n');
+      assert.deepEqual(await entrypointsFromFlag(good), { b: "https://h:2" });
+
+      const bad = join(dir, "bad.json");
+      await writeFile(bad, '{\n  "a": "http://h:1",\n}\n');
+      const cases: [string, RegExp][] = [
+        ['{"a": http://h:1}', /^--entrypoints: invalid JSON: /],
+        ['{"a": "not a url"}', /^--entrypoints: region "a": expected an http\(s\) URL/],
+        ["{}", /^--entrypoints: the map has no regions$/],
+        [bad, /^--entrypoints \S+bad\.json: invalid JSON: /],
+        [join(dir, "missing.json"), /^--entrypoints: no such file ".*missing\.json" \(expected inline JSON, a URL or a JSON file\)$/],
+      ];
+      for (const [value, expected] of cases) {
+        await assert.rejects(entrypointsFromFlag(value), (error: Error) => {
+          assert.match(error.message, expected);
+          assert.doesNotMatch(error.message, /\n/, "one line");
+          return true;
+        });
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("builds the chat completions URL with or without /v1", () => {

@@ -1,6 +1,7 @@
 // Resolves a region's entrypoint (the URL of its load balancer). The map is either static, or
 // fetched from a URL (the console's entrypoint map) and re-fetched periodically, so a failover that
 // moves a region's entrypoint to another LB is followed without restarting the client.
+import { readFile } from "node:fs/promises";
 import { request, type Dispatcher } from "undici";
 import { z } from "zod";
 
@@ -9,13 +10,81 @@ export type EntrypointMap = Record<string, string>;
 
 // The console may wrap the map ({"entrypoints": {...}}) or give each region an object with a url;
 // accept those shapes so the client does not break on a richer response.
-const EntrypointValue = z.union([z.url(), z.object({ url: z.url() }).transform((v) => v.url)]);
+const HttpUrl = z.url({ protocol: /^https?$/ });
+const EntrypointValue = z.union([HttpUrl, z.object({ url: HttpUrl }).transform((v) => v.url)]);
 const EntrypointRecord = z.record(z.string().min(1), EntrypointValue);
 export const EntrypointMapSchema = z.union([z.object({ entrypoints: EntrypointRecord }).transform((v) => v.entrypoints), EntrypointRecord]);
 
+/** Validates a map; throws a one-line Error naming the region and the problem. */
 export function parseEntrypointMap(input: unknown): EntrypointMap {
-  return EntrypointMapSchema.parse(input);
+  const parsed = EntrypointMapSchema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  throw new Error(entrypointMapProblem(input));
 }
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+
+function describeValue(value: unknown): string {
+  if (value === undefined) return "nothing";
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object") return "an object";
+  if (typeof value === "string") return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
+  return `${typeof value} ${String(value)}`;
+}
+
+/** What is wrong with a map the schema rejected, in one line (zod's own report is multi-line JSON). */
+function entrypointMapProblem(input: unknown): string {
+  if (!isObject(input)) return `expected a JSON object of region → URL, got ${describeValue(input)}`;
+  const wrapped = input.entrypoints;
+  const map = isObject(wrapped) && !("url" in wrapped) ? wrapped : input;
+  for (const [region, value] of Object.entries(map)) {
+    if (region === "") return "a region name is empty";
+    const url = isObject(value) ? value.url : value;
+    if (!HttpUrl.safeParse(url).success) {
+      return `region "${region}": expected an http(s) URL or {"url": "http..."}, got ${isObject(value) ? `url ${describeValue(url)}` : describeValue(value)}`;
+    }
+  }
+  return "invalid entrypoint map";
+}
+
+/**
+ * The value of `--entrypoints`: an http(s) URL serving the map (returned as is, fetched later),
+ * inline JSON, or the path of a JSON file. A bad value throws one line that names the flag and the
+ * problem, e.g. `--entrypoints: invalid JSON: ...` or `--entrypoints: region "a": expected ...`.
+ */
+export async function entrypointsFromFlag(value: string): Promise<EntrypointMap | string> {
+  const text = value.trim();
+  if (/^https?:\/\//i.test(text)) return text;
+  let json = text;
+  let flag = "--entrypoints";
+  if (!text.startsWith("{") && !text.startsWith("[")) {
+    try {
+      json = await readFile(text, "utf8");
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") throw new Error(`--entrypoints: no such file "${text}" (expected inline JSON, a URL or a JSON file)`);
+      throw new Error(`--entrypoints: cannot read "${text}": ${oneLine((error as Error).message)}`);
+    }
+    flag = `--entrypoints ${text}`;
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch (error) {
+    throw new Error(`${flag}: invalid JSON: ${oneLine((error as Error).message)}`);
+  }
+  let map: EntrypointMap;
+  try {
+    map = parseEntrypointMap(raw);
+  } catch (error) {
+    throw new Error(`${flag}: ${(error as Error).message}`);
+  }
+  if (Object.keys(map).length === 0) throw new Error(`${flag}: the map has no regions`);
+  return map;
+}
+
+const oneLine = (text: string): string => text.replace(/\s+/g, " ").trim();
 
 export interface EntrypointResolverOptions {
   /** A static map, or the URL of a JSON map. */

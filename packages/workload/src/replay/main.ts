@@ -4,18 +4,9 @@
 //     --entrypoints '{"us-ashburn":"http://127.0.0.1:4201"}' --time-scale 2 --out results.jsonl --summary summary.json
 // Exit code 0 when the run completes (request errors are in the summary), 2 on bad arguments or
 // an unreadable trace / entrypoint map.
-import { readFile } from "node:fs/promises";
 import { loadReplayConfig, USAGE, UsageRequested, type ReplayConfig } from "./config";
-import type { EntrypointMap } from "./entrypoints";
+import { entrypointsFromFlag, type EntrypointMap } from "./entrypoints";
 import { runReplay, type RunReplayOptions } from "./run";
-
-/** `--entrypoints` is inline JSON, a URL serving the map, or a JSON file. */
-async function entrypointSource(value: string): Promise<EntrypointMap | string> {
-  const text = value.trim();
-  if (/^https?:\/\//.test(text)) return text;
-  const json = text.startsWith("{") ? text : await readFile(text, "utf8");
-  return JSON.parse(json) as EntrypointMap;
-}
 
 function replayOptions(config: ReplayConfig, entrypoints: EntrypointMap | string, controller: AbortController): RunReplayOptions {
   const options: RunReplayOptions = {
@@ -71,12 +62,19 @@ async function main(): Promise<number> {
     process.stderr.write(`meridian-replay: ${(error as Error).message}\n${USAGE}\n`);
     return 2;
   }
+  let entrypoints: EntrypointMap | string;
+  try {
+    entrypoints = await entrypointsFromFlag(config.entrypoints);
+  } catch (error) {
+    process.stderr.write(`meridian-replay: ${(error as Error).message}\n`);
+    return 2;
+  }
   const controller = new AbortController();
   // Ctrl-C ends the run early but still prints the summary of what was sent.
   process.once("SIGINT", () => controller.abort());
   process.once("SIGTERM", () => controller.abort());
   try {
-    const summary = await runReplay(replayOptions(config, await entrypointSource(config.entrypoints), controller));
+    const summary = await runReplay(replayOptions(config, entrypoints, controller));
     process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
     return 0;
   } catch (error) {

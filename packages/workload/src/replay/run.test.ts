@@ -1,10 +1,13 @@
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { startSseStub, type SseStub } from "../../test/sse-stub";
 import { bundledTracePath } from "../trace/bundled";
+import type { TraceRowError } from "../trace/reader";
 import type { TraceRequest } from "../trace/types";
 import { runReplay, startLoadGenerator } from "./run";
 import { percentile, type ReplayRecord, type ReplaySummary } from "./stats";
@@ -89,6 +92,62 @@ describe("replay client", () => {
     const summary = await runReplay({ trace: long, entrypoints: { r: s.url }, maxInputTokens: 24_000 });
     assert.equal(summary.requests, 2);
     assert.equal(summary.skippedTooLong, 1);
+  });
+
+  it("counts invalid trace rows dropped with onInvalid skip as skippedInvalid", async () => {
+    const s = await stub();
+    const dir = await mkdtemp(join(tmpdir(), "wl-replay-"));
+    const path = join(dir, "trace.jsonl");
+    const row = (t: number) => JSON.stringify({ timestamp: t, input_length: 300, output_length: 2, hash_ids: [0, 1] });
+    await writeFile(path, [row(0), "{oops", JSON.stringify({ timestamp: 1, hash_ids: [0] }), row(2)].join("\n"));
+    try {
+      const seen: TraceRowError[] = [];
+      const summary = await runReplay({
+        trace: path,
+        traceRead: { onInvalid: "skip", onSkip: (e) => seen.push(e) },
+        entrypoints: { r: s.url },
+      });
+      assert.equal(summary.requests, 2);
+      assert.equal(summary.ok, 2);
+      assert.equal(summary.skippedInvalid, 2);
+      assert.deepEqual(
+        seen.map((e) => e.line),
+        [2, 3],
+        "the caller's onSkip still sees each row",
+      );
+      const clean = await runReplay({ trace: rows([0]), entrypoints: { r: s.url } });
+      assert.equal(clean.skippedInvalid, 0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("counts a 200 that is not an event stream as a stream error, not a success", async () => {
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: "model overloaded" } }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const records: ReplayRecord[] = [];
+      const summary = await runReplay({
+        trace: rows([0, 0]),
+        entrypoints: { us: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
+        onRecord: (r) => records.push(r),
+      });
+      assert.equal(summary.requests, 2);
+      assert.equal(summary.ok, 0);
+      assert.equal(summary.errors, 2);
+      assert.deepEqual(summary.errorsByKind, { stream: 2 });
+      assert.equal(summary.throughput.requestsPerS, 0);
+      assert.equal(records[0]?.error, "stream: response was not an event stream (content-type application/json): model overloaded");
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it("caps concurrency open-loop and records the wait for a slot", async () => {

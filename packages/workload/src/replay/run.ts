@@ -252,11 +252,19 @@ function capTokens(tokens: number, cap: number | undefined): number {
   return Math.max(1, cap === undefined ? tokens : Math.min(tokens, cap));
 }
 
+/** Trace rows read but not sent. */
+interface Skipped {
+  /** Longer than maxInputTokens. */
+  tooLong: number;
+  /** Invalid rows dropped by the reader (onInvalid "skip"). */
+  invalid: number;
+}
+
 async function* traceItems(
   trace: string | readonly TraceRequest[],
   options: RunReplayOptions,
   weights: RegionWeights,
-  skipped: { tooLong: number },
+  skipped: Skipped,
 ): AsyncGenerator<ReplayItem> {
   const controls: TraceControls = {};
   if (options.fromMs !== undefined) controls.fromMs = options.fromMs;
@@ -265,7 +273,15 @@ async function* traceItems(
   if (options.timeScale !== undefined) controls.timeScale = options.timeScale;
   let rows: AsyncIterable<TraceRequest> | Iterable<TraceRequest>;
   if (typeof trace === "string") {
-    rows = readTrace(trace, { ...options.traceRead, ...controls });
+    const onSkip = options.traceRead?.onSkip;
+    rows = readTrace(trace, {
+      ...options.traceRead,
+      ...controls,
+      onSkip: (error) => {
+        skipped.invalid++;
+        onSkip?.(error);
+      },
+    });
   } else {
     const transform = createTraceTransform(controls);
     rows = trace.flatMap((row) => transform(row) ?? []);
@@ -329,7 +345,7 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplaySummar
   options.signal?.addEventListener("abort", onAbort, { once: true });
   const out = options.outPath ? createWriteStream(options.outPath) : undefined;
   const records: ReplayRecord[] = [];
-  const skipped = { tooLong: 0 };
+  const skipped: Skipped = { tooLong: 0, invalid: 0 };
   try {
     await resolver.ready();
     let items: AsyncIterable<ReplayItem> | Iterable<ReplayItem>;
@@ -349,7 +365,7 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplaySummar
       options.onRecord?.(record);
     });
     await schedule.finished;
-    const summary = summarise(records, schedule.elapsedMs(), skipped.tooLong);
+    const summary = summarise(records, schedule.elapsedMs(), skipped.tooLong, skipped.invalid);
     if (options.summaryPath) await writeFile(options.summaryPath, `${JSON.stringify(summary, null, 2)}\n`);
     return summary;
   } finally {

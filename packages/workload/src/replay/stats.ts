@@ -47,6 +47,8 @@ export interface ReplaySummary {
   aborted: number;
   /** Trace rows not sent because their prompt exceeded maxInputTokens. */
   skippedTooLong: number;
+  /** Invalid trace rows dropped while reading (onInvalid "skip", `--skip-invalid`). */
+  skippedInvalid: number;
   /** From the first scheduled send to the last completion, seconds. */
   durationS: number;
   throughput: { requestsPerS: number; outputTokensPerS: number };
@@ -93,7 +95,7 @@ export function errorKind(record: ReplayRecord): string {
 
 export const isAborted = (record: ReplayRecord): boolean => record.error === "aborted";
 
-export function summarise(records: readonly ReplayRecord[], durationMs: number, skippedTooLong = 0): ReplaySummary {
+export function summarise(records: readonly ReplayRecord[], durationMs: number, skippedTooLong = 0, skippedInvalid = 0): ReplaySummary {
   const ok = records.filter((r) => r.ok);
   const aborted = records.filter(isAborted).length;
   const failed = records.filter((r) => !r.ok && !isAborted(r));
@@ -127,6 +129,7 @@ export function summarise(records: readonly ReplayRecord[], durationMs: number, 
     errors: failed.length,
     aborted,
     skippedTooLong,
+    skippedInvalid,
     durationS: Math.round(durationS * 1000) / 1000,
     throughput: {
       requestsPerS: Math.round((ok.length / durationS) * 1000) / 1000,

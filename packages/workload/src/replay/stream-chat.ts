@@ -1,6 +1,7 @@
 // One streamed chat completion, measured from the client's side: TTFT to the first content delta
 // (the role-only first chunk does not count), E2E, inter-delta gaps, output tokens, and the cached
-// prompt tokens from the usage chunk (requested with stream_options.include_usage).
+// prompt tokens from the usage chunk (requested with stream_options.include_usage). A request is ok
+// only when a 2xx text/event-stream ends with `data: [DONE]` and carried no error event.
 import { performance } from "node:perf_hooks";
 import { request, type Dispatcher } from "undici";
 import type { ChatMessage } from "../prompt/synth";
@@ -59,14 +60,27 @@ function hasContent(chunk: StreamChunk): boolean {
 
 /** The OpenAI error message of a non-2xx body, or the start of the body. */
 function errorMessage(status: number, text: string): string {
+  return `HTTP ${status}: ${embeddedError(text) ?? text.slice(0, 200)}`;
+}
+
+function headerValue(value: string | string[] | undefined): string {
+  return (Array.isArray(value) ? value[0] : value)?.trim() ?? "";
+}
+
+/** `text/event-stream`, with or without parameters (`; charset=utf-8`), in any case. */
+function isEventStream(contentType: string): boolean {
+  return contentType.split(";")[0]?.trim().toLowerCase() === "text/event-stream";
+}
+
+/** The OpenAI error message in a body, if it is one (`{"error": {"message": ...}}` or `{"error": "..."}`). */
+function embeddedError(text: string): string | undefined {
   try {
-    const parsed = JSON.parse(text) as { error?: { message?: string } | string };
-    const message = typeof parsed.error === "string" ? parsed.error : parsed.error?.message;
-    if (message) return `HTTP ${status}: ${message}`;
+    const parsed = JSON.parse(text) as { error?: { message?: unknown } | string } | null;
+    const message = typeof parsed?.error === "string" ? parsed.error : parsed?.error?.message;
+    return typeof message === "string" && message.length > 0 ? message.slice(0, 200) : undefined;
   } catch {
-    // not JSON; fall through
+    return undefined;
   }
-  return `HTTP ${status}: ${text.slice(0, 200)}`;
 }
 
 export async function streamChat(req: ChatStreamRequest): Promise<ChatStreamResult> {
@@ -110,6 +124,14 @@ export async function streamChat(req: ChatStreamRequest): Promise<ChatStreamResu
       result.error = errorMessage(res.statusCode, await res.body.text());
       return result;
     }
+    // A 2xx that is not a stream (a JSON error or a non-streamed completion from a misconfigured
+    // upstream) measured nothing: a failure, not a success with no tokens.
+    const contentType = headerValue(res.headers["content-type"]);
+    if (!isEventStream(contentType)) {
+      const detail = embeddedError(await res.body.text());
+      result.error = `stream: response was not an event stream (content-type ${contentType || "missing"})${detail ? `: ${detail}` : ""}`;
+      return result;
+    }
 
     let firstContentAt: number | undefined;
     let lastContentAt = 0;
@@ -117,13 +139,20 @@ export async function streamChat(req: ChatStreamRequest): Promise<ChatStreamResu
     let gapMax = 0;
     let completionTokens: number | undefined;
     let streamError: string | undefined;
+    let dataEvents = 0;
+    let done = false;
     let buffered = "";
     const decoder = new TextDecoder();
 
     const onLine = (line: string): void => {
       if (!line.startsWith("data:")) return; // comments (":"), event names, blank separators
       const payload = line.slice(5).trim();
-      if (payload === "" || payload === "[DONE]") return;
+      if (payload === "") return;
+      if (payload === "[DONE]") {
+        done = true;
+        return;
+      }
+      dataEvents++;
       let chunk: StreamChunk;
       try {
         chunk = JSON.parse(payload) as StreamChunk;
@@ -172,7 +201,11 @@ export async function streamChat(req: ChatStreamRequest): Promise<ChatStreamResu
       }
     }
     result.outputTokens = completionTokens ?? result.contentDeltas;
+    // OpenAI, vLLM and SGLang end every stream (even one that ends in an error event) with
+    // `data: [DONE]`; a stream that stops without it was cut off, and its numbers are partial.
     if (streamError) result.error = streamError;
+    else if (dataEvents === 0 && !done) result.error = "stream: ended without any data event";
+    else if (!done) result.error = "stream: ended without [DONE]";
     result.ok = result.error === undefined;
     return result;
   } catch (error) {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { bundledTracePath } from "./bundled";
-import { loadTrace, parseTraceText, readTrace, TraceRowError } from "./reader";
+import { AUTO_FORMAT_MAX_PENDING_ROWS, loadTrace, parseTraceText, readTrace, TraceRowError } from "./reader";
 
 const GOOD = (t: number, ids: unknown[]) => JSON.stringify({ timestamp: t, input_length: 600, output_length: 20, hash_ids: ids });
 
@@ -104,5 +104,107 @@ describe("trace reader", () => {
       absolute.map((r) => r.timestampMs),
       [500, 1000, 1500],
     );
+  });
+
+  it("auto-detects ART-Chat past a first row with empty hash_ids, streamed and in memory", async () => {
+    const text = [
+      JSON.stringify({ timestamp: 0, input_length: 10, output_length: 1, hash_ids: [] }),
+      JSON.stringify({ timestamp: 1, input_length: 10, output_length: 1, hash_ids: [] }),
+      JSON.stringify({ timestamp: 2, input_length: 300, output_length: 1, hash_ids: ["ab12", "cd34"] }),
+      JSON.stringify({ timestamp: 3, input_length: 300, output_length: 1, hash_ids: [7, 8] }),
+    ].join("\n");
+    const dir = await mkdtemp(join(tmpdir(), "wl-trace-"));
+    const path = join(dir, "art.jsonl");
+    await writeFile(path, `${text}\n`);
+    try {
+      for (const rows of [parseTraceText(text), await loadTrace(path)]) {
+        assert.deepEqual(
+          rows.map((r) => [r.index, r.format, r.blockTokens, r.timestampMs]),
+          [
+            [0, "art-chat", 256, 0],
+            [1, "art-chat", 256, 1],
+            [2, "art-chat", 256, 2],
+            [3, "art-chat", 256, 3],
+          ],
+        );
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    // A body is evidence too, even with no hash ids yet.
+    const withBody = parseTraceText(
+      [
+        JSON.stringify({ timestamp: 0, input_length: 5, output_length: 1, hash_ids: [], body: { messages: [{ role: "user", content: "hi" }] } }),
+        JSON.stringify({ timestamp: 1, input_length: 5, output_length: 1, hash_ids: ["ab"] }),
+      ].join("\n"),
+    );
+    assert.deepEqual(
+      withBody.map((r) => r.format),
+      ["art-chat", "art-chat"],
+    );
+  });
+
+  it("a skipped invalid row does not decide the format", () => {
+    const skipped: number[] = [];
+    const text = [
+      "{not json",
+      JSON.stringify({ hash_ids: [1, 2] }), // looks like Mooncake, but is not a valid row
+      JSON.stringify({ timestamp: 0, input_length: 300, output_length: 1, hash_ids: ["ab12", "cd34"] }),
+      JSON.stringify({ timestamp: 5, input_length: 300, output_length: 1, hash_ids: ["ab12"] }),
+    ].join("\n");
+    const rows = parseTraceText(text, { onInvalid: "skip", onSkip: (e) => skipped.push(e.line) });
+    assert.deepEqual(skipped, [1, 2]);
+    assert.deepEqual(
+      rows.map((r) => [r.format, r.hashIds]),
+      [
+        ["art-chat", ["ab12", "cd34"]],
+        ["art-chat", ["ab12"]],
+      ],
+    );
+  });
+
+  it("integer hash ids decide Mooncake; rows that never show a format read as Mooncake", () => {
+    const ints = parseTraceText([GOOD(0, []), GOOD(1, [0, 1])].join("\n"));
+    assert.deepEqual(
+      ints.map((r) => [r.format, r.blockTokens]),
+      [
+        ["mooncake", 512],
+        ["mooncake", 512],
+      ],
+    );
+    assert.throws(() => parseTraceText([GOOD(0, []), GOOD(1, [0, 1]), GOOD(2, ["ab"])].join("\n"), { source: "t" }), /^TraceRowError: t:3: hash_ids\.0: /);
+    const none = parseTraceText([GOOD(100, []), GOOD(150, [])].join("\n"), { fromMs: 100 });
+    assert.deepEqual(
+      none.map((r) => [r.index, r.format, r.timestampMs]),
+      [
+        [0, "mooncake", 0],
+        [1, "mooncake", 50],
+      ],
+    );
+    // Held rows are bounded: past the cap the file is read as Mooncake.
+    const many = Array.from({ length: AUTO_FORMAT_MAX_PENDING_ROWS }, (_, i) => GOOD(i, []));
+    assert.throws(() => parseTraceText([...many, GOOD(9999, ["ab"])].join("\n"), { source: "t" }), /hash_ids\.0: /);
+  });
+
+  it("limit 0 gives no rows, streamed or in memory; a limit counts emitted rows", async () => {
+    const text = [GOOD(0, []), GOOD(1, ["ab"]), GOOD(2, ["cd"])].join("\n");
+    const dir = await mkdtemp(join(tmpdir(), "wl-trace-"));
+    const path = join(dir, "t.jsonl");
+    await writeFile(path, text);
+    try {
+      for (const limit of [0, 1, 2]) {
+        const streamed: number[] = [];
+        for await (const row of readTrace(path, { limit })) streamed.push(row.index);
+        const inMemory = parseTraceText(text, { limit }).map((r) => r.index);
+        assert.deepEqual(streamed, inMemory, `limit ${limit}`);
+        assert.equal(streamed.length, limit);
+      }
+      assert.deepEqual(
+        (await loadTrace(path, { limit: 2 })).map((r) => r.format),
+        ["art-chat", "art-chat"],
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

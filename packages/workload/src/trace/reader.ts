@@ -9,7 +9,11 @@ import { ArtChatRowSchema, describeZodError, MooncakeRowSchema } from "./schema"
 import { BLOCK_TOKENS, type BlockTokens, type TraceFileFormat, type TraceRequest } from "./types";
 
 export interface TraceReadOptions extends TraceControls {
-  /** Row format; "auto" (default) decides from the first row: string hash ids or a body → ART-Chat. */
+  /**
+   * Row format; "auto" (default) decides from the first valid row that shows it: a `body` or hex-string
+   * hash ids → ART-Chat, integer hash ids → Mooncake. Rows with empty `hash_ids` and no body show
+   * nothing; a file of only such rows (or invalid ones) reads as Mooncake.
+   */
   format?: TraceFileFormat | "auto";
   /** Override the format's block size (Mooncake 512, ART-Chat 256). */
   blockTokens?: BlockTokens;
@@ -17,7 +21,7 @@ export interface TraceReadOptions extends TraceControls {
   onInvalid?: "fail" | "skip";
   /** Called for every skipped row when onInvalid is "skip". */
   onSkip?: (error: TraceRowError) => void;
-  /** Stop after emitting this many requests (after the window). */
+  /** Stop after emitting this many requests (after the window); 0 emits none. */
   limit?: number;
 }
 
@@ -33,9 +37,24 @@ export class TraceRowError extends Error {
   }
 }
 
-/** Reads rows one line at a time, keeping the per-file state (format, index, window). */
+/**
+ * In "auto" mode, how many valid rows that say nothing about their format (empty `hash_ids`, no
+ * `body`) are held back waiting for one that does; past this the file is read as Mooncake.
+ */
+export const AUTO_FORMAT_MAX_PENDING_ROWS = 1000;
+
+type RawRow = { timestamp: number; input_length: number; output_length: number; hash_ids: (number | string)[]; body?: Record<string, unknown> };
+
+const NONE: readonly TraceRequest[] = [];
+
+/**
+ * Reads rows one line at a time, keeping the per-file state (format, index, window). In "auto" mode
+ * the format is decided by the first valid row that shows it (see evidenceOf); valid rows before
+ * that one are held and emitted, in order, once it is known (or at the end of the input).
+ */
 class RowParser {
   private format: TraceFileFormat | undefined;
+  private pending: RawRow[] = [];
   private nextIndex = 0;
   private readonly transform;
 
@@ -43,23 +62,51 @@ class RowParser {
     private readonly source: string,
     private readonly options: TraceReadOptions,
   ) {
-    this.format = options.format === "auto" ? undefined : options.format;
+    this.format = options.format === undefined || options.format === "auto" ? undefined : options.format;
     this.transform = createTraceTransform(options);
   }
 
-  /** The request for one line, or undefined for a blank, skipped or out-of-window line. */
-  parseLine(text: string, line: number): TraceRequest | undefined {
-    if (text.trim() === "") return undefined;
+  /** The requests a line releases: none for a blank, skipped, held or out-of-window line. */
+  parseLine(text: string, line: number): readonly TraceRequest[] {
+    if (text.trim() === "") return NONE;
     let raw: unknown;
     try {
       raw = JSON.parse(text);
     } catch (error) {
       return this.reject(line, `invalid JSON: ${(error as Error).message}`);
     }
-    const format = (this.format ??= detectFormat(raw));
-    const parsed = format === "mooncake" ? MooncakeRowSchema.safeParse(raw) : ArtChatRowSchema.safeParse(raw);
+    // Undecided rows without evidence validate as Mooncake: for them (no body, no ids) the two
+    // schemas agree, and Mooncake's messages are the more specific.
+    const evidence = this.format === undefined ? evidenceOf(raw) : undefined;
+    const schema = (this.format ?? evidence ?? "mooncake") === "mooncake" ? MooncakeRowSchema : ArtChatRowSchema;
+    const parsed = schema.safeParse(raw);
     if (!parsed.success) return this.reject(line, describeZodError(parsed.error, raw));
-    const row = parsed.data;
+    const row = parsed.data as RawRow;
+    if (this.format !== undefined) return this.emit(this.format, row);
+    if (evidence !== undefined) {
+      this.format = evidence;
+      return this.release(row);
+    }
+    this.pending.push(row);
+    if (this.pending.length < AUTO_FORMAT_MAX_PENDING_ROWS) return NONE;
+    this.format = "mooncake";
+    return this.release();
+  }
+
+  /** End of input: rows still held (no row ever showed the format) are read as Mooncake. */
+  finish(): readonly TraceRequest[] {
+    if (this.pending.length === 0) return NONE;
+    this.format ??= "mooncake";
+    return this.release();
+  }
+
+  private release(last?: RawRow): TraceRequest[] {
+    const rows = last ? [...this.pending, last] : this.pending;
+    this.pending = [];
+    return rows.flatMap((row) => this.emit(this.format as TraceFileFormat, row));
+  }
+
+  private emit(format: TraceFileFormat, row: RawRow): readonly TraceRequest[] {
     const request: TraceRequest = {
       index: this.nextIndex++,
       timestampMs: row.timestamp,
@@ -70,25 +117,31 @@ class RowParser {
       blockTokens: this.options.blockTokens ?? BLOCK_TOKENS[format],
       format,
     };
-    if ("body" in row && row.body !== undefined) request.body = row.body;
-    return this.transform(request);
+    if (row.body !== undefined) request.body = row.body;
+    const kept = this.transform(request);
+    return kept ? [kept] : NONE;
   }
 
-  private reject(line: number, detail: string): undefined {
+  private reject(line: number, detail: string): readonly TraceRequest[] {
     const error = new TraceRowError(this.source, line, detail);
     if ((this.options.onInvalid ?? "fail") === "fail") throw error;
     this.options.onSkip?.(error);
-    return undefined;
+    return NONE;
   }
 }
 
-function detectFormat(raw: unknown): TraceFileFormat {
-  if (typeof raw === "object" && raw !== null) {
-    const row = raw as { hash_ids?: unknown; body?: unknown };
-    if (row.body !== undefined) return "art-chat";
-    if (Array.isArray(row.hash_ids) && typeof row.hash_ids[0] === "string") return "art-chat";
-  }
-  return "mooncake";
+/**
+ * The format a raw row shows, if any: a `body` (a recorded chat request) or a hex-string hash id
+ * means ART-Chat; integer hash ids mean Mooncake. A row with no body and empty (or no) `hash_ids`
+ * shows nothing, and neither does a row that is not an object.
+ */
+function evidenceOf(raw: unknown): TraceFileFormat | undefined {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return undefined;
+  const row = raw as { hash_ids?: unknown; body?: unknown };
+  if (row.body !== undefined) return "art-chat";
+  if (!Array.isArray(row.hash_ids) || row.hash_ids.length === 0) return undefined;
+  if (row.hash_ids.some((id) => typeof id === "string")) return "art-chat";
+  return typeof row.hash_ids[0] === "number" ? "mooncake" : undefined;
 }
 
 /**
@@ -103,17 +156,22 @@ export async function* readTrace(path: string, options: TraceReadOptions = {}): 
     if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new Error(`trace file not found: ${path}`);
     throw error;
   }
+  const limit = options.limit ?? Infinity;
+  if (limit <= 0) return;
   const parser = new RowParser(path, options);
   const input = createReadStream(path, { encoding: "utf8" });
   const lines = createInterface({ input, crlfDelay: Infinity });
   let line = 0;
   let emitted = 0;
-  const limit = options.limit ?? Infinity;
   try {
     for await (const text of lines) {
       line++;
-      const request = parser.parseLine(text, line);
-      if (!request) continue;
+      for (const request of parser.parseLine(text, line)) {
+        yield request;
+        if (++emitted >= limit) return;
+      }
+    }
+    for (const request of parser.finish()) {
       yield request;
       if (++emitted >= limit) return;
     }
@@ -130,11 +188,9 @@ export function parseTraceText(text: string, options: TraceReadOptions & { sourc
   const out: TraceRequest[] = [];
   const limit = options.limit ?? Infinity;
   const lines = text.split(/\r?\n/);
-  for (let i = 0; i < lines.length && out.length < limit; i++) {
-    const request = parser.parseLine(lines[i] as string, i + 1);
-    if (request) out.push(request);
-  }
-  return out;
+  for (let i = 0; i < lines.length && out.length < limit; i++) out.push(...parser.parseLine(lines[i] as string, i + 1));
+  if (out.length < limit) out.push(...parser.finish());
+  return out.slice(0, Math.max(0, limit));
 }
 
 /** Reads a whole trace file into an array (streamed underneath). */
