@@ -18,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import { buildSimRequests, DEFAULT_COMPARE_POLICIES, globalFleet, paperFleet, runPolicy, scalePrompts, type FleetSpec, type SimRequest } from "@meridian/sim";
 import { bundledTracePath, loadTrace } from "@meridian/workload";
 import { frozenFleet } from "./tuner-regimes";
+import { flag, numberFlag, SEED_RULE } from "./flags";
 
 /** The short-prompt regime (`--prompt-factor 0.05`): every prompt this many times as long (at least one block). */
 const SHORT_PROMPT_FACTOR = 0.05;
@@ -29,11 +30,6 @@ const SHORT_PROMPT_TIME_SCALE = 0.1;
 const TUNER = { evaluation: "ab", guardrails: true } as const;
 /** The tuned rows, by the console's tuning scope (apps/console/src/server/runtime/tuner-scope.ts). */
 const TUNED = { lb: "gorgo-tuned-frozen", fleet: "gorgo-fleet-tuned-frozen" } as const;
-
-function flag(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-}
 
 /** The requests that arrive before the workload's midpoint in time (the tuner's training half). */
 function firstHalf(requests: readonly SimRequest[]): SimRequest[] {
@@ -66,7 +62,7 @@ export async function runTable(): Promise<void> {
     note = `trace ${tracePath} not found; using the bundled fixture`;
     tracePath = bundledTracePath();
   }
-  const seed = Number(flag("seed") ?? 1);
+  const seed = numberFlag("seed", 1, SEED_RULE);
   const scenarios: { name: string; spec: () => FleetSpec; timeScale: number; promptFactor: number }[] = [];
   for (const [preset, spec] of [
     ["paper", paperFleet],

@@ -21,6 +21,7 @@ import { fileURLToPath } from "node:url";
 import { buildSimRequests, paperFleet, runPolicy, DEFAULT_COMPARE_POLICIES } from "@meridian/sim";
 import { bundledTracePath, loadTrace } from "@meridian/workload";
 import { indexTruth } from "./sim-index";
+import { flag, numberFlag } from "./flags";
 
 const TARGET_MS_PER_POLICY = 5_000;
 
@@ -28,11 +29,6 @@ if (process.argv.includes("--table")) {
   const { runTable } = await import("./sim-table");
   await runTable();
   process.exit(0);
-}
-
-function flag(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -44,7 +40,7 @@ if (!existsSync(tracePath)) {
   tracePath = bundledTracePath();
 }
 const policies = (flag("policies") ?? DEFAULT_COMPARE_POLICIES.join(",")).split(",");
-const timeScale = Number(flag("time-scale") ?? 1);
+const timeScale = numberFlag("time-scale", 1, { exclusiveMin: 0 });
 const withIndexTruth = !process.argv.includes("--no-index-truth");
 
 const loadStart = performance.now();

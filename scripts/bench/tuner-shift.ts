@@ -20,11 +20,7 @@ import type { Weights } from "@meridian/routing";
 import { percentile, simulateFleet, type FleetSpec, type SimRequest } from "@meridian/sim";
 import { loadTrace } from "@meridian/workload";
 import { busyScale, EVAL_SEEDS, everyLbOn, frozenFleet, gridOptimum, regime, round, SAMPLES_BUDGET, servedAway, shiftWorkload, tuneOn } from "./tuner-regimes";
-
-function flag(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-}
+import { flag, numberFlag, SEED_RULE } from "./flags";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const tracePath = flag("trace") ?? resolve(repoRoot, "../shared/traces/mooncake-conversation.jsonl");
@@ -32,7 +28,7 @@ if (!existsSync(tracePath)) {
   process.stdout.write(`${JSON.stringify({ bench: "tuner-shift", error: `trace ${tracePath} not found: the regime needs the whole conversation trace` })}\n`);
   process.exit(1);
 }
-const seed = Number(flag("seed") ?? 4);
+const seed = numberFlag("seed", 4, SEED_RULE);
 const scope = flag("scope") === "fleet" ? "fleet" : "lb";
 
 const given = flag("optimum")?.split(",").map(Number);

@@ -65,11 +65,7 @@ import {
 } from "./tuner-regimes";
 import { interference } from "./tuner-interference";
 import { windowsAlone } from "./tuner-windows";
-
-function flag(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-}
+import { flag, numberFlag } from "./flags";
 
 const started = performance.now();
 const timings: Record<string, number> = {};
@@ -86,8 +82,8 @@ if (!existsSync(tracePath)) {
   process.stdout.write(`${JSON.stringify({ bench: "tuner", error: `trace ${tracePath} not found: the regimes need the whole conversation trace` })}\n`);
   process.exit(1);
 }
-const SEEDS = Array.from({ length: Number(flag("seeds") ?? 10) }, (_, i) => i + 1);
-const AA_SEEDS = Array.from({ length: Number(flag("aa-seeds") ?? 10) }, (_, i) => i + 1);
+const SEEDS = Array.from({ length: numberFlag("seeds", 10, { integer: true, min: 1 }) }, (_, i) => i + 1);
+const AA_SEEDS = Array.from({ length: numberFlag("aa-seeds", 10, { integer: true, min: 1 }) }, (_, i) => i + 1);
 const SAMPLES = SAMPLES_BUDGET;
 const SCOPES: TunerScope[] = ["fleet", "lb"];
 /** "No harm" (the long-prompt target): a p95 at most this many times the defaults'. Above it, a run did harm. */

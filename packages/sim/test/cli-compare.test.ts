@@ -1,7 +1,7 @@
 // meridian-sim compare as a child process: the --json contract the console reads, stderr progress,
 // determinism across processes, --jsonl and the readable table.
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -66,6 +66,64 @@ test("compare is deterministic for a seed across processes; --jsonl writes one r
       .map((l) => JSON.parse(l) as { policy: string; ttft_ms: number });
     assert.equal(rows.length, 2 * json.requests);
     assert.ok(rows.every((row) => row.ttft_ms > 0 && (row.policy === "gorgo" || row.policy === "random")));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("--jsonl writes a row for every request, the refused ones too: their status, error code and null latencies", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "meridian-sim-"));
+  try {
+    // 600 long prompts 100 ms apart, unrelated to each other: more than the paper fleet clears, so
+    // its LB holds requests and refuses some (queue full, wait bound passed).
+    const trace = join(dir, "burst.jsonl");
+    const hashIds = (i: number) => [0, 10_000 + i, ...Array.from({ length: 57 }, (_, k) => 20_000 + i * 60 + k)];
+    writeFileSync(
+      trace,
+      Array.from({ length: 600 }, (_, i) => JSON.stringify({ timestamp: i * 100, input_length: 30_000, output_length: 50, hash_ids: hashIds(i) })).join("\n"),
+    );
+    const path = join(dir, "rows.jsonl");
+    const r = await runCli(["compare", "--trace", trace, "--policies", "random", "--oracle-gap", "off", "--json", "--quiet", "--jsonl", path]);
+    assert.equal(r.code, 0, r.stderr);
+    const json = JSON.parse(r.stdout) as { requests: number; policies: { completed: number; failed: number; failed_by_code: Record<string, number> }[] };
+    const policy = json.policies[0]!;
+    assert.ok(policy.failed > 0, "the burst makes the LB refuse requests");
+    type Row = {
+      policy: string;
+      id: number;
+      trace_index: number;
+      lb: string;
+      status: number;
+      error: string | null;
+      ttft_ms: number | null;
+      e2e_ms: number | null;
+      replica: string | null;
+    };
+    const rows = readFileSync(path, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Row);
+    assert.equal(rows.length, json.requests, "one row per request");
+    assert.deepEqual(
+      rows.map((row) => row.trace_index).sort((a, b) => a - b),
+      Array.from({ length: 600 }, (_, i) => i),
+      "every trace row once",
+    );
+    const refused = rows.filter((row) => row.error !== null);
+    assert.equal(refused.length, policy.failed);
+    const byCode: Record<string, number> = {};
+    for (const row of refused) {
+      byCode[row.error!] = (byCode[row.error!] ?? 0) + 1;
+      assert.equal(row.status, 503);
+      assert.equal(row.ttft_ms, null);
+      assert.equal(row.e2e_ms, null);
+      assert.equal(row.replica, null);
+      assert.equal(row.lb, "lb-us-ashburn");
+    }
+    assert.deepEqual(byCode, policy.failed_by_code);
+    const served = rows.filter((row) => row.error === null);
+    assert.equal(served.length, policy.completed);
+    assert.ok(served.every((row) => row.status === 200 && row.ttft_ms! > 0 && row.replica !== null && row.policy === "random"));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -2,7 +2,7 @@
 // errors the console is most likely to hit run as child processes; the rest call main() in-process
 // (same code path after argv, without paying for tsx startup each time).
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -73,5 +73,96 @@ test("other usage errors exit 2 with a message naming the problem", async () => 
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a --jsonl path that cannot be opened fails before anything runs (exit 2, one line, no progress); a write that fails later says so the same way", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "meridian-sim-"));
+  try {
+    const file = join(dir, "plain.txt");
+    writeFileSync(file, "keep me\n");
+    const cases: [string, RegExp][] = [
+      [dir, /^meridian-sim: error: --jsonl: .* is a directory, not a file$/],
+      [join(file, "rows.jsonl"), /^meridian-sim: error: --jsonl: .*plain\.txt is not a directory$/],
+    ];
+    for (const [path, message] of cases) {
+      // Without --quiet: a run that started would print progress lines before failing.
+      const r = await mainError(["compare", "--trace", "bundled", "--policies", "gorgo", "--oracle-gap", "off", "--jsonl", path]);
+      assert.equal(r.code, 2, `${path}: exit ${r.code}; stderr: ${r.stderr}`);
+      assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+      assert.match(r.stderr.trim(), message);
+      assert.equal(r.stdout, "");
+    }
+    assert.equal(readFileSync(file, "utf8"), "keep me\n");
+    // A write that fails later (here: a full device) is reported, not thrown as an unhandled error.
+    if (existsSync("/dev/full")) {
+      const r = await mainError([
+        "compare",
+        "--trace",
+        "bundled",
+        "--from-ms",
+        "0",
+        "--to-ms",
+        "20000",
+        "--policies",
+        "gorgo",
+        "--oracle-gap",
+        "off",
+        "--quiet",
+        "--jsonl",
+        "/dev/full",
+      ]);
+      assert.equal(r.code, 2, r.stderr);
+      assert.equal(r.stderr, "meridian-sim: error: --jsonl: writing /dev/full failed: ENOSPC: no space left on device, write\n");
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("--time-scale busy on a window without two arrival times is a usage error naming the flag", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "meridian-sim-"));
+  try {
+    const one = join(dir, "one.jsonl");
+    writeFileSync(one, '{"timestamp":0,"input_length":600,"output_length":5,"hash_ids":[0,1]}\n');
+    const cases: [string[], RegExp][] = [
+      // The fixture's first tick: ten requests, one timestamp.
+      [["compare", "--trace", "bundled", "--from-ms", "0", "--to-ms", "1", "--policies", "gorgo"], /all 10 requests arrive at the same time/],
+      [["grid", "--trace", "bundled", "--from-ms", "0", "--to-ms", "1", "--points", "2"], /all 10 requests arrive at the same time/],
+      [["tune", "--trace", one], /needs at least two requests, got 1/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await mainError([...args, "--time-scale", "busy", "--quiet"]);
+      assert.equal(r.code, 2, `${args.join(" ")}: exit ${r.code}; stderr: ${r.stderr}`);
+      assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+      assert.match(r.stderr, /^meridian-sim: error: --time-scale busy cannot pick a load: /);
+      assert.match(r.stderr, message);
+      assert.equal(r.stdout, "");
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("--seed takes an integer from 0 to 2^32-1, sweep refuses --time-scale, and tuner flags need gorgo-online", async () => {
+  const cases: [string[], RegExp][] = [
+    [["compare", "--trace", "bundled", "--seed", "4294967296"], /--seed: must be ≤ 4294967295, got 4294967296/],
+    [["compare", "--trace", "bundled", "--seed", "-1"], /--seed: must be ≥ 0, got -1/],
+    [["grid", "--trace", "bundled", "--seed", "1.5"], /--seed: "1\.5" is not an integer/],
+    [
+      ["sweep", "--trace", "bundled", "--time-scales", "1,2", "--time-scale", "busy"],
+      /--time-scale does not apply to sweep: it runs every scale of --time-scales/,
+    ],
+    [["sweep", "--trace", "bundled", "--time-scales", "1", "--time-scale", "2"], /--time-scale does not apply to sweep/],
+    [["compare", "--trace", "bundled", "--mode", "paper"], /--mode configures the online tuner, which runs only for gorgo-online/],
+    [["compare", "--trace", "bundled", "--policies", "gorgo", "--queue-bounds", "0.05,0.5"], /--queue-bounds configures the online tuner/],
+    [["sweep", "--trace", "bundled", "--time-scales", "1", "--window", "16"], /--window configures the online tuner/],
+  ];
+  for (const [args, message] of cases) {
+    const r = await mainError(args);
+    assert.equal(r.code, 2, `${args.join(" ")}: exit ${r.code}; stderr: ${r.stderr}`);
+    assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
+    assert.match(r.stderr, message, args.join(" "));
+    assert.equal(r.stdout, "", args.join(" "));
   }
 });

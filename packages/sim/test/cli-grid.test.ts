@@ -31,10 +31,19 @@ test("grid --json prints one object with every point, the optimum and the defaul
   assert.equal(grid.points.length, 4);
   assert.ok(grid.defaults.p95_ratio_to_optimum >= 1);
   assert.equal(grid.time_scale, 1);
+  assert.equal("index" in grid, false, "the default (learned) index is not written");
   assert.equal(table.code, 0, table.stderr);
   assert.match(table.stdout, /prompts ×0\.05/);
   assert.match(table.stdout, /\* = optimum/);
   assert.match(table.stdout, /defaults: [\d.]+× the optimum's p95 TTFT/);
+});
+
+test("grid --index runs the grid on that index and records it in the JSON", async () => {
+  const result = await runCli(["grid", ...SMALL_WINDOW, "--points", "2", "--index", "oracle", "--json", "--quiet"]);
+  assert.equal(result.code, 0, result.stderr);
+  const grid = JSON.parse(result.stdout) as { index: string; points: unknown[] };
+  assert.equal(grid.index, "oracle");
+  assert.equal(grid.points.length, 4);
 });
 
 test("--time-scale busy picks the load by the busy-but-clears rule and reports how", async () => {

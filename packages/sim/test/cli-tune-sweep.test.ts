@@ -1,6 +1,7 @@
 // meridian-sim tune and sweep as child processes: their --json shapes.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { bundledTracePath, loadTrace } from "@meridian/workload";
 import { runCli, SMALL_WINDOW } from "./cli-helpers";
 
 test("tune --json and sweep --json", async () => {
@@ -46,4 +47,17 @@ test("tune --json and sweep --json", async () => {
   assert.equal(heavy!.time_scale, 0.25);
   assert.ok(heavy!.e2e_ms.p95 > light!.e2e_ms.p95, "4× the load should be slower");
   assert.equal(heavy!.saturated, true);
+});
+
+test("sweep reports the requests it ran and those dropped as too long, in its line and its JSON", async () => {
+  const args = ["sweep", ...SMALL_WINDOW, "--time-scales", "1,2", "--policies", "gorgo", "--max-input-tokens", "8000", "--quiet"];
+  const [json, table, rows] = await Promise.all([runCli([...args, "--json"]), runCli(args), loadTrace(bundledTracePath(), { fromMs: 0, toMs: 20_000 })]);
+  assert.equal(json.code, 0, json.stderr);
+  const swept = JSON.parse(json.stdout) as { dropped_too_long: number; rows: { requests: number }[] };
+  const ran = swept.rows[0]!.requests;
+  assert.ok(swept.dropped_too_long > 0, "some prompts of the window are over 8,000 tokens");
+  assert.equal(ran + swept.dropped_too_long, rows.length);
+  assert.ok(swept.rows.every((row) => row.requests === ran));
+  assert.equal(table.code, 0, table.stderr);
+  assert.match(table.stdout, new RegExp(`time_scales \\[1, 2\\], ${ran} requests, ${swept.dropped_too_long} dropped above 8000 input tokens`));
 });

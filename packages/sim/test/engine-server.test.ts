@@ -404,6 +404,21 @@ describe("simulated engine server", () => {
     assert.equal(good.usage.completion_tokens, 2);
   });
 
+  it("answers a body over the 16 MB limit with a 413 and OpenAI error JSON the client can read, and keeps serving", async () => {
+    const big = JSON.stringify({ messages: [{ role: "user", content: "x".repeat(17 * 1024 * 1024) }] });
+    for (const path of ["/v1/chat/completions", "/v1/embeddings"]) {
+      const res = await post(`${sglang.url}${path}`, big);
+      assert.equal(res.status, 413, path);
+      assert.equal(res.headers.get("connection"), "close", path);
+      const body = (await res.json()) as { error: { type: string; code: string; message: string } };
+      assert.equal(body.error.type, "invalid_request_error", path);
+      assert.equal(body.error.code, "request_too_large", path);
+      assert.match(body.error.message, /too large/, path);
+    }
+    const good = await chat(sglang, { messages: [{ role: "user", content: "still alive?" }], max_tokens: 2 });
+    assert.equal(good.usage.completion_tokens, 2);
+  });
+
   it("cancels the engine request when the client disconnects mid-stream", async () => {
     const controller = new AbortController();
     const res = await fetch(`${vllm.url}/v1/chat/completions`, {

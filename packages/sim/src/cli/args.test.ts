@@ -18,6 +18,9 @@ test("FlagReader validates numbers and reports unknown flags", () => {
   assert.throws(() => flags.number("time-scale", { exclusiveMin: 0 }), /must be > 0/);
   assert.throws(() => flags.number("seed", { integer: true }), /not an integer/);
   assert.throws(() => flags.rejectUnknown(), /unknown flag --typo/);
+  const seeds = new FlagReader(parseArgv(["x", "--seed", "4294967296", "--hop", "4294967295"]).flags);
+  assert.throws(() => seeds.number("seed", { integer: true, min: 0, max: 2 ** 32 - 1 }), /--seed: must be ≤ 4294967295, got 4294967296/);
+  assert.equal(seeds.number("hop", { integer: true, min: 0, max: 2 ** 32 - 1 }), 2 ** 32 - 1);
 });
 
 test("weights, bounds, lists and windows", () => {

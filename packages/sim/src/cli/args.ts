@@ -72,13 +72,14 @@ export class FlagReader {
     return v;
   }
 
-  number(name: string, opts: { min?: number; exclusiveMin?: number; integer?: boolean } = {}): number | undefined {
+  number(name: string, opts: { min?: number; max?: number; exclusiveMin?: number; integer?: boolean } = {}): number | undefined {
     const raw = this.string(name);
     if (raw === undefined) return undefined;
     const value = Number(raw);
     if (raw.trim() === "" || !Number.isFinite(value)) throw new UsageError(`--${name}: "${raw}" is not a number`);
     if (opts.integer && !Number.isInteger(value)) throw new UsageError(`--${name}: "${raw}" is not an integer`);
     if (opts.min !== undefined && value < opts.min) throw new UsageError(`--${name}: must be ≥ ${opts.min}, got ${raw}`);
+    if (opts.max !== undefined && value > opts.max) throw new UsageError(`--${name}: must be ≤ ${opts.max}, got ${raw}`);
     if (opts.exclusiveMin !== undefined && value <= opts.exclusiveMin) {
       throw new UsageError(`--${name}: must be > ${opts.exclusiveMin}, got ${raw}`);
     }

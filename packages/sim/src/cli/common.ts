@@ -7,9 +7,11 @@ import { bundledTracePath, loadTrace, TraceRowError, type TraceRequest } from "@
 import {
   buildSimRequests,
   busyButClears,
+  busyLoadProblem,
   COMPARE_POLICY_NAMES,
   INDEX_MODES,
   isComparePolicy,
+  ONLINE_GORGO,
   PRESETS,
   presetNames,
   scalePrompts,
@@ -22,6 +24,9 @@ import {
   type TunerSettings,
 } from "../fleet";
 import { checkTraceFile, type FlagReader, parseBounds, parseRegionWeights, parseWeights, readWindow, UsageError } from "./args";
+
+/** Seeds are 32-bit (fleet/seeds.ts mixes them as such), so two seeds that differ are two runs. */
+const SEED_MAX = 2 ** 32 - 1;
 
 export interface CommonOptions {
   spec: FleetSpec;
@@ -55,7 +60,7 @@ export function readCommon(flags: FlagReader): CommonOptions {
   const spec = makePreset();
   const maxInput = flags.number("max-input-tokens", { min: 1, integer: true });
   if (maxInput !== undefined) spec.maxInputTokens = maxInput;
-  const seed = flags.number("seed", { integer: true }) ?? 1;
+  const seed = flags.number("seed", { integer: true, min: 0, max: SEED_MAX }) ?? 1;
   const promptFactor = flags.number("prompt-factor", { exclusiveMin: 0 }) ?? 1;
   const shiftRaw = flags.string("shift-clients");
   const atFraction = flags.number("shift-at", { min: 0 });
@@ -114,8 +119,20 @@ export function readBounds(flags: FlagReader, prefix: "" | "grid-" = ""): Weight
   return bounds;
 }
 
-/** Tuner settings; the starting weights must lie inside the bounds only when a tuner will run. */
+/** The flags that configure the online tuner (gorgo-online in compare and sweep, and tune). */
+const TUNER_FLAGS = ["mode", "tuner-scope", "guardrails", "rtt-bounds", "queue-bounds", "window", "hop"] as const;
+
+/**
+ * Tuner settings; the starting weights must lie inside the bounds only when a tuner will run. When
+ * none will (compare or sweep without gorgo-online), a tuner flag is an error: it would change nothing.
+ */
 export function readTuner(flags: FlagReader, initial: Weights, tunerRuns: boolean): TunerSettings {
+  if (!tunerRuns) {
+    const given = TUNER_FLAGS.find((name) => flags.has(name));
+    if (given !== undefined) {
+      throw new UsageError(`--${given} configures the online tuner, which runs only for ${ONLINE_GORGO}: add it to --policies or drop the flag`);
+    }
+  }
   const mode = flags.string("mode") ?? "ab";
   if (mode !== "ab" && mode !== "paper") throw new UsageError(`--mode: expected ab or paper, got "${mode}"`);
   const scope = flags.string("tuner-scope") ?? "lb";
@@ -194,6 +211,9 @@ export async function loadWorkload(common: CommonOptions): Promise<Workload> {
 /** The command's time scale: the number given, or the busy-but-clears load found on this workload. */
 export function resolveTimeScale(common: CommonOptions, workload: Workload): { timeScale: number; busy: BusyLoad | null } {
   if (common.timeScale !== "busy") return { timeScale: common.timeScale, busy: null };
+  const problem = busyLoadProblem(workload.at(1));
+  if (problem !== null)
+    throw new UsageError(`--time-scale busy cannot pick a load: ${problem}; use a wider --from-ms/--to-ms window or a numeric --time-scale`);
   const busy = busyButClears(common.spec, (scale) => workload.at(scale), { seed: common.seed });
   return { timeScale: busy.timeScale, busy };
 }
@@ -214,14 +234,19 @@ export function writeJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value)}\n`);
 }
 
-export function describeRun(common: CommonOptions, timeScale: number, requests: number, dropped: number): string {
+/** One line on the run; `timeScale` is the command's scale, or sweep's list of them. */
+export function describeRun(common: CommonOptions, timeScale: number | readonly number[], requests: number, dropped: number): string {
   const window = `[${common.fromMs ?? 0}, ${common.toMs ?? "end"}) ms`;
   const droppedNote = dropped > 0 ? `, ${dropped} dropped above ${common.spec.maxInputTokens} input tokens` : "";
   const ticks = common.spreadTicks ? ", same-timestamp requests spread over their tick" : "";
   const prompts = common.promptFactor === 1 ? "" : `, prompts ×${common.promptFactor} (at least one block)`;
   const shift = common.shift === null ? "" : `, client mix → ${JSON.stringify(common.shift.clients)} at ${common.shift.atFraction} of the span`;
   const busy = common.timeScale === "busy" ? " (busy but clears)" : "";
-  return `preset ${common.spec.name}, trace ${common.tracePath} window ${window}, time_scale ${Number(timeScale.toPrecision(6))}${busy}, ${requests} requests${droppedNote}${ticks}${prompts}${shift}, seed ${common.seed}\nsession key: first 2 blocks of hash_ids (block 0 is a system prompt every request shares)`;
+  const scale =
+    typeof timeScale === "number"
+      ? `time_scale ${Number(timeScale.toPrecision(6))}${busy}`
+      : `time_scales [${timeScale.map((s) => Number(s.toPrecision(6))).join(", ")}]`;
+  return `preset ${common.spec.name}, trace ${common.tracePath} window ${window}, ${scale}, ${requests} requests${droppedNote}${ticks}${prompts}${shift}, seed ${common.seed}\nsession key: first 2 blocks of hash_ids (block 0 is a system prompt every request shares)`;
 }
 
 /** The fields of CommonOptions that experiments need. */

@@ -5,7 +5,7 @@ import { DEFAULT_WEIGHTS, isPolicyName, type PolicyName, type Weights } from "@m
 import { simulateFleet, type FleetRunResult, type TunerReport, type TunerRunOptions, type TunerTrajectoryPoint } from "./simulator";
 import type { FleetSpec } from "./spec";
 import { roundOrNull } from "./stats";
-import type { FleetSummary, RequestRecord } from "./summary";
+import type { FleetSummary, RefusedRecord, RequestRecord } from "./summary";
 import {
   ONLINE_GORGO,
   type ComparePolicyRow,
@@ -108,7 +108,7 @@ export function compare(
   base: ExperimentBase,
   policies: readonly string[],
   tuner: TunerSettings,
-  options: { onRecords?: (policy: string, records: RequestRecord[]) => void; oracle?: boolean } = {},
+  options: { onRecords?: (policy: string, served: RequestRecord[], refused: RefusedRecord[]) => void; oracle?: boolean } = {},
 ): { json: CompareJson; results: FleetRunResult[] } {
   const index = base.index ?? "learned";
   const withOracle = index !== "oracle" && options.oracle !== false;
@@ -122,7 +122,7 @@ export function compare(
       recordRequests: options.onRecords !== undefined,
       ...(base.onProgress ? { onProgress: (done: number) => base.onProgress!(offset + done, total, name) } : {}),
     });
-    if (options.onRecords && result.records) options.onRecords(name, result.records);
+    if (options.onRecords && result.records) options.onRecords(name, result.records, result.refused ?? []);
     results.push(result);
     const row = compareRow(result, base.weights ?? { ...DEFAULT_WEIGHTS });
     if (withOracle) {

@@ -49,3 +49,22 @@ test("a grid over several seeds judges each point on every seed's requests poole
   assert.equal(json.defaults.ttft_ms.p95, Math.round(pooled.ttft_p95_offered_ms * 10) / 10);
   assert.equal(grid(spec, requests, 1, { pointsPerAxis: 2 }).seeds, undefined);
 });
+
+test("grid runs every point on the index it is given and records it; the default (learned) leaves the JSON as it was", async () => {
+  const spec = paperFleet();
+  // The whole fixture: on its first minute the three indexes happen to route alike.
+  const requests = buildSimRequests(await loadTrace(bundledTracePath()), spec).requests;
+  const options = { pointsPerAxis: 2, bounds: { rtt: [0.5, 5] as const, queue: [0.1, 1] as const } };
+  const learned = grid(spec, requests, 1, options);
+  assert.equal("index" in learned, false);
+  assert.deepEqual(grid(spec, requests, 1, { ...options, index: "learned" }), learned);
+  const weights = { rtt: 0.5, queue: 0.1 };
+  for (const index of ["static", "oracle"] as const) {
+    const json = grid(spec, requests, 1, { ...options, index });
+    assert.equal(json.index, index);
+    const direct = simulateFleet(spec, requests, { policy: "gorgo", seed: 1, weights, index }).summary;
+    assert.equal(json.defaults.ttft_ms.p95, Math.round(direct.ttft_p95_offered_ms * 10) / 10, `${index}: the defaults ran on the ${index} index`);
+    assert.equal(json.defaults.max_share, Math.round(direct.max_share * 10_000) / 10_000);
+    assert.notEqual(json.defaults.ttft_ms.p95, learned.defaults.ttft_ms.p95, `${index}: the workload tells it apart from learned`);
+  }
+});

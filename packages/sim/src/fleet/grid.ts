@@ -8,7 +8,7 @@ import type { WeightBounds } from "@meridian/tuner";
 import { simulateFleetOverSeeds } from "./simulator";
 import type { FleetSpec } from "./spec";
 import { roundOrNull } from "./stats";
-import type { GridJson, GridPoint } from "./result-json";
+import type { GridJson, GridPoint, IndexMode } from "./result-json";
 import type { SimRequest } from "./workload";
 
 /** `points` values log-spaced over [lo, hi], both ends included. */
@@ -18,8 +18,8 @@ export function logSpaced(lo: number, hi: number, points: number): number[] {
   return Array.from({ length: points }, (_, i) => Math.exp(Math.log(lo) + (i / (points - 1)) * Math.log(hi / lo)));
 }
 
-function point(spec: FleetSpec, requests: readonly SimRequest[], seeds: readonly number[], weights: Weights): GridPoint {
-  const s = simulateFleetOverSeeds(spec, requests, { policy: "gorgo", weights }, seeds);
+function point(spec: FleetSpec, requests: readonly SimRequest[], seeds: readonly number[], weights: Weights, index: IndexMode | undefined): GridPoint {
+  const s = simulateFleetOverSeeds(spec, requests, { policy: "gorgo", weights, ...(index ? { index } : {}) }, seeds);
   return {
     rtt: roundOrNull(weights.rtt, 6) ?? weights.rtt,
     queue: roundOrNull(weights.queue, 6) ?? weights.queue,
@@ -37,6 +37,8 @@ export interface GridOptions {
   defaults?: Weights;
   /** Run every point under each of these seeds and judge it on their requests pooled (default: `seed` alone). */
   seeds?: readonly number[];
+  /** How the LBs know what the engines cache (default `learned`). */
+  index?: IndexMode;
   onProgress?: (done: number, total: number, label: string) => void;
 }
 
@@ -51,11 +53,11 @@ export function grid(spec: FleetSpec, requests: readonly SimRequest[], seed: num
   const points: GridPoint[] = [];
   for (const rtt of rtts) {
     for (const queue of queues) {
-      points.push(point(spec, requests, seeds, { rtt, queue }));
+      points.push(point(spec, requests, seeds, { rtt, queue }, options.index));
       options.onProgress?.(points.length, total, `rtt=${rtt.toPrecision(3)},queue=${queue.toPrecision(3)}`);
     }
   }
-  const defaults = point(spec, requests, seeds, defaultsWeights);
+  const defaults = point(spec, requests, seeds, defaultsWeights, options.index);
   options.onProgress?.(total, total, "defaults");
   const p95 = (p: GridPoint) => p.ttft_ms.p95 ?? Infinity;
   const optimum = [...points, defaults].reduce((best, p) => (p95(p) < p95(best) ? p : best));
@@ -64,6 +66,8 @@ export function grid(spec: FleetSpec, requests: readonly SimRequest[], seed: num
     preset: spec.name,
     seed,
     ...(options.seeds ? { seeds: [...seeds] } : {}),
+    // Only when it is not the default, so a learned-index grid reads as it always has.
+    ...(options.index !== undefined && options.index !== "learned" ? { index: options.index } : {}),
     requests: requests.length,
     points_per_axis: n,
     bounds,

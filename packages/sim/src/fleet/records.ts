@@ -27,7 +27,18 @@ export class RunRecords {
     else {
       // The entry LB's own refusal, or what the peer it forwarded to answered.
       const code = f.entry?.refusal?.code ?? `upstream_${status}`;
-      this.refused.push({ arrival_ms: f.req.arrivalMs, input_tokens: f.req.inputTokens, code });
+      const { req } = f;
+      this.refused.push({
+        id: req.id,
+        trace_index: req.traceIndex,
+        arrival_ms: req.arrivalMs,
+        client_region: req.clientRegion,
+        lb: f.entry?.lb.id ?? "",
+        input_tokens: req.inputTokens,
+        output_tokens: req.outputTokens,
+        status,
+        code,
+      });
     }
     this.settled++;
     const onProgress = this.options.onProgress;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { bundledTracePath, loadTrace } from "@meridian/workload";
-import { buildSimRequests, busyButClears, globalFleet, LOAD_STEP, paperFleet, scalePrompts, shiftClientMix, type SimRequest } from "./index";
+import { buildSimRequests, busyButClears, busyLoadProblem, globalFleet, LOAD_STEP, paperFleet, scalePrompts, shiftClientMix, type SimRequest } from "./index";
 
 const spec = globalFleet();
 const rowsPromise = loadTrace(bundledTracePath(), { toMs: 60_000 });
@@ -91,4 +91,15 @@ test("busy but clears on a workload too short to load the fleet says so instead 
   const busy = busyButClears(spec, at);
   assert.equal(busy.limitedBy, "span");
   assert.ok(busy.probes.every((p) => p.clears));
+});
+
+test("busy but clears refuses, with a reason, a workload without two arrival times instead of crashing on it", async () => {
+  const all = await workloadAt(1);
+  const firstTick = all.filter((r) => r.arrivalMs === all[0]!.arrivalMs);
+  assert.ok(firstTick.length >= 2);
+  assert.equal(busyLoadProblem(all), null);
+  assert.match(busyLoadProblem(firstTick)!, /all \d+ requests arrive at the same time/);
+  assert.match(busyLoadProblem(all.slice(0, 1))!, /at least two requests, got 1/);
+  assert.match(busyLoadProblem([])!, /at least two requests, got 0/);
+  assert.throws(() => busyButClears(spec, () => firstTick), /busyButClears cannot pick a load: all \d+ requests arrive at the same time/);
 });

@@ -67,6 +67,22 @@ export interface BusyLoad {
 }
 
 /**
+ * Why busyButClears cannot search this workload (at time scale 1), or null when it can: the search
+ * scales an arrival rate, so it needs at least two requests arriving at different times.
+ */
+export function busyLoadProblem(requests: readonly SimRequest[]): string | null {
+  if (requests.length < 2) return `it needs at least two requests, got ${requests.length}`;
+  let first = Infinity;
+  let last = -Infinity;
+  for (const r of requests) {
+    if (r.arrivalMs < first) first = r.arrivalMs;
+    if (r.arrivalMs > last) last = r.arrivalMs;
+  }
+  if (!(last > first)) return `all ${requests.length} requests arrive at the same time, so there is no arrival rate to scale`;
+  return null;
+}
+
+/**
  * "Busy but clears": starting from an unloaded reference (offered prompt tokens at 10 % of the
  * fleet's prefill capacity), raise the load by LOAD_STEP while a run of gorgo at `weights` (the
  * defaults: the configuration a tuner starts from) keeps its E2E p95 and its drain after the last
@@ -101,7 +117,8 @@ export function busyButClears(
     };
   };
   const base = workloadAt(1);
-  if (base.length < 2) throw new Error("busyButClears needs at least two requests");
+  const problem = busyLoadProblem(base);
+  if (problem !== null) throw new Error(`busyButClears cannot pick a load: ${problem}`);
   const spanS = (base[base.length - 1]!.arrivalMs - base[0]!.arrivalMs) / 1000;
   const tokens = base.reduce((sum, r) => sum + r.inputTokens, 0);
   const capacity = spec.replicas.reduce((sum, r) => sum + (r.engine?.prefillTokensPerSec ?? spec.engine.prefillTokensPerSec), 0);

@@ -154,6 +154,8 @@ export interface SweepRow {
 export interface SweepJson {
   preset: string;
   seed: number;
+  /** Rows of the window dropped for a prompt over the fleet's maxInputTokens (the CLI adds it, as for compare). */
+  dropped_too_long?: number;
   saturation_rule: SaturationRule;
   rows: SweepRow[];
 }
@@ -175,6 +177,8 @@ export interface GridJson {
   seed: number;
   /** The seeds each point ran under, its requests pooled (GridOptions.seeds); absent: `seed` alone. */
   seeds?: number[];
+  /** The index the LBs' policies read (`--index`); absent: `learned`, the default. */
+  index?: IndexMode;
   requests: number;
   /** Points per axis, log-spaced over `bounds` (both ends included). */
   points_per_axis: number;

@@ -20,7 +20,7 @@ export interface FleetRunOptions {
    */
   timeSlots?: TimeSlotSplit;
   seed: number;
-  /** Keep one record per served request in the result (for --jsonl). */
+  /** Keep one record per request in the result, served and refused (for --jsonl). */
   recordRequests?: boolean;
   /** Observes every routing decision with the LB's view next to the engines' true state (tests, debugging). */
   onDecision?: (trace: DecisionTrace) => void;

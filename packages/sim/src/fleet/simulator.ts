@@ -20,8 +20,10 @@ export interface FleetRunResult {
   policy: PolicyName;
   summary: FleetSummary;
   tuners: TunerReport[];
-  /** Served requests, in completion order. */
+  /** With `recordRequests`: the served requests, in completion order. */
   records?: RequestRecord[];
+  /** With `recordRequests`: the refused requests, in the order their clients got the refusal. */
+  refused?: RefusedRecord[];
 }
 
 function runOnce(spec: FleetSpec, requests: readonly SimRequest[], options: FleetRunOptions): FleetRun {
@@ -48,7 +50,10 @@ export function simulateFleet(spec: FleetSpec, requests: readonly SimRequest[], 
     summary: summarize(label, records.served, replicaStatsOf(run), records.refused),
     tuners: run.tuners.flatMap((t) => (t ? [t.report()] : [])),
   };
-  if (options.recordRequests) result.records = records.served;
+  if (options.recordRequests) {
+    result.records = records.served;
+    result.refused = records.refused;
+  }
   return result;
 }
 

@@ -33,8 +33,17 @@ export interface RequestRecord {
 
 /** A request an LB refused (503 queue full or wait exceeded, no replica): it counts in the offered load. */
 export interface RefusedRecord {
+  id: number;
+  trace_index: number;
+  /** When the client sent it, ms on the virtual clock. */
   arrival_ms: number;
+  client_region: string;
+  /** The LB the client sent it to, which answered the refusal (its own, or the peer's it forwarded to). */
+  lb: string;
   input_tokens: number;
+  output_tokens: number;
+  /** The HTTP status the client got. */
+  status: number;
   /** The refusal code (queue_full, queue_timeout, no_replica, ...). */
   code: string;
 }

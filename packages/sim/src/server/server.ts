@@ -119,20 +119,32 @@ function forcedOutputTokens(req: IncomingMessage): number | undefined {
   return value;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+/**
+ * The request body as text. Past MAX_BODY_BYTES it rejects with a 413 and stops buffering, but keeps
+ * reading (and dropping) what the client still sends: the socket has to stay up until the 413 is
+ * written (destroying it here left the client with a reset and no answer). Once the response has
+ * finished, the request is destroyed; the 413 says `connection: close`.
+ */
+function readBody(req: IncomingMessage, res: ServerResponse): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let overflowed = false;
     req.on("data", (chunk: Buffer) => {
+      if (overflowed) return;
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        reject(new OpenAIError(413, `Request body too large: more than ${MAX_BODY_BYTES} bytes.`, null, "request_too_large"));
-        req.destroy();
+      if (size <= MAX_BODY_BYTES) {
+        chunks.push(chunk);
         return;
       }
-      chunks.push(chunk);
+      overflowed = true;
+      chunks.length = 0;
+      res.once("finish", () => req.destroy());
+      reject(new OpenAIError(413, `Request body too large: more than ${MAX_BODY_BYTES} bytes.`, null, "request_too_large"));
     });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("end", () => {
+      if (!overflowed) resolve(Buffer.concat(chunks).toString("utf8"));
+    });
     req.on("error", reject);
   });
 }
@@ -155,7 +167,7 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
 
   async function generate(kind: "chat" | "text", req: IncomingMessage, res: ServerResponse, out: DelayedResponse, inboundMs: number): Promise<void> {
     const startedAt = performance.now();
-    const raw = await readBody(req);
+    const raw = await readBody(req, res);
     const forced = forcedOutputTokens(req);
     let prompt: PromptView;
     let stream: boolean;
@@ -247,7 +259,7 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
   /** One engine request per input, each a prefill with a single output step; answered when all are done. */
   async function embed(req: IncomingMessage, res: ServerResponse, out: DelayedResponse, inboundMs: number): Promise<void> {
     const startedAt = performance.now();
-    const body = parseBody(EmbeddingsBody, await readBody(req));
+    const body = parseBody(EmbeddingsBody, await readBody(req, res));
     const prompts = embeddingPrompts(body, CHARS_PER_TOKEN);
     await sleep(inboundMs);
     if (res.destroyed) return;

@@ -1,12 +1,10 @@
 // meridian-sim compare: policies side by side on one workload.
 
-import { createWriteStream, existsSync, type WriteStream } from "node:fs";
-import { dirname, resolve } from "node:path";
-import { compare, DEFAULT_COMPARE_POLICIES, ONLINE_GORGO, type RequestRecord } from "../../fleet";
+import { compare, DEFAULT_COMPARE_POLICIES, ONLINE_GORGO } from "../../fleet";
 import type { FlagReader } from "../args";
-import { UsageError } from "../args";
 import { describeRun, experimentBase, loadWorkload, readCommon, readPolicies, readTuner, readWeights, resolveTimeScale, writeJson } from "../common";
 import { fmtPercent, formatTable } from "../format";
+import { JsonlSink } from "../jsonl";
 import { policyTable } from "../tables";
 
 export async function runCompare(flags: FlagReader): Promise<void> {
@@ -16,22 +14,28 @@ export async function runCompare(flags: FlagReader): Promise<void> {
   const tuner = readTuner(flags, weights, policies.includes(ONLINE_GORGO));
   const oracleGap = flags.onOff("oracle-gap", true);
   const jsonlPath = flags.string("jsonl");
-  if (jsonlPath !== undefined && !existsSync(dirname(resolve(jsonlPath)))) {
-    throw new UsageError(`--jsonl: directory ${dirname(resolve(jsonlPath))} does not exist`);
-  }
   flags.rejectUnknown();
   const workload = await loadWorkload(common);
-  const { timeScale, busy } = resolveTimeScale(common, workload);
-  const requests = workload.at(timeScale);
-  let jsonl: WriteStream | undefined;
-  if (jsonlPath !== undefined) jsonl = createWriteStream(jsonlPath);
-  const { json } = compare(experimentBase(common, requests, weights), policies, tuner, {
-    oracle: oracleGap,
-    ...(jsonl
-      ? { onRecords: (policy: string, records: RequestRecord[]) => records.forEach((r) => jsonl!.write(`${JSON.stringify({ policy, ...r })}\n`)) }
-      : {}),
-  });
-  if (jsonl) await new Promise<void>((resolve, reject) => jsonl!.end((err?: Error | null) => (err ? reject(err) : resolve())));
+  // Opened before anything is simulated: a path that cannot be written fails now, not after the runs.
+  const jsonl = jsonlPath === undefined ? undefined : new JsonlSink(jsonlPath);
+  const simulate = () => {
+    const { timeScale, busy } = resolveTimeScale(common, workload);
+    const requests = workload.at(timeScale);
+    const { json } = compare(experimentBase(common, requests, weights), policies, tuner, {
+      oracle: oracleGap,
+      ...(jsonl ? { onRecords: (policy, served, refused) => jsonl.writeRun(policy, served, refused) } : {}),
+    });
+    return { timeScale, busy, requests, json };
+  };
+  let result: ReturnType<typeof simulate>;
+  try {
+    result = simulate();
+  } catch (error) {
+    jsonl?.abort();
+    throw error;
+  }
+  await jsonl?.close();
+  const { timeScale, busy, requests, json } = result;
   if (common.json) return writeJson({ ...json, dropped_too_long: workload.droppedTooLong, ...(busy ? { time_scale: timeScale, busy_load: busy } : {}) });
   console.log(describeRun(common, timeScale, requests.length, workload.droppedTooLong));
   console.log(`weights for gorgo: rtt=${weights.rtt}, queue=${weights.queue}; index: ${json.index}\n`);

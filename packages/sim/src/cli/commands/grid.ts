@@ -14,9 +14,18 @@ export async function runGrid(flags: FlagReader): Promise<void> {
   const workload = await loadWorkload(common);
   const { timeScale, busy } = resolveTimeScale(common, workload);
   const requests = workload.at(timeScale);
-  const json = grid(common.spec, requests, common.seed, { bounds, pointsPerAxis: points, defaults, onProgress: progressReporter(common.quiet) });
+  const json = grid(common.spec, requests, common.seed, {
+    bounds,
+    pointsPerAxis: points,
+    defaults,
+    index: common.index,
+    onProgress: progressReporter(common.quiet),
+  });
   if (common.json) return writeJson({ ...json, time_scale: timeScale, ...(busy ? { busy_load: busy } : {}) });
   console.log(describeRun(common, timeScale, requests.length, workload.droppedTooLong));
-  console.log(`gorgo on every LB, ${points}×${points} weights log-spaced over W_rtt [${bounds.rtt.join(", ")}] × W_queue [${bounds.queue.join(", ")}]\n`);
+  const index = common.index === "learned" ? "" : ` (index: ${common.index})`;
+  console.log(
+    `gorgo on every LB${index}, ${points}×${points} weights log-spaced over W_rtt [${bounds.rtt.join(", ")}] × W_queue [${bounds.queue.join(", ")}]\n`,
+  );
   console.log(gridTable(json));
 }

@@ -6,6 +6,8 @@ import { describeRun, loadWorkload, progressReporter, readCommon, readPolicies, 
 import { fmtFixed, fmtMs, fmtSeconds, formatTable } from "../format";
 
 export async function runSweep(flags: FlagReader): Promise<void> {
+  // readCommon would take --time-scale (and busy) as the run's one scale; sweep runs each of --time-scales.
+  if (flags.has("time-scale")) throw new UsageError("--time-scale does not apply to sweep: it runs every scale of --time-scales");
   const common = readCommon(flags);
   const scalesRaw = flags.string("time-scales");
   if (scalesRaw === undefined) throw new UsageError("--time-scales 1,2,3 is required for sweep");
@@ -26,8 +28,9 @@ export async function runSweep(flags: FlagReader): Promise<void> {
     (scale) => workload.at(scale),
     rule,
   );
-  if (common.json) return writeJson(json);
-  console.log(describeRun(common, 1, workload.rows, 0));
+  if (common.json) return writeJson({ ...json, dropped_too_long: workload.droppedTooLong });
+  // Every scale runs the same requests (the window's rows less those dropped as too long), re-timed.
+  console.log(describeRun(common, scales, workload.at(1).length, workload.droppedTooLong));
   console.log(
     `saturated = p95 E2E > ${rule.e2eP95Ms} ms, or requests waiting for admission at ≥ ${rule.queuedScrapeFraction * 100}% of a replica's scrapes, or a backlog draining > ${rule.drainMs} ms after the last arrival, or any request refused by an LB\n`,
   );
