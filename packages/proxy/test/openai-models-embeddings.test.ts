@@ -42,16 +42,21 @@ test("models.retrieve names a served model; an unknown one is a 404 model_not_fo
 
 test("models.list: created is stable, and a drained replica is healthy but not serving", async () => {
   type Listed = OpenAI.Models.Model & { replicas: number; healthy_replicas: number; serving_replicas: number };
-  const first = (await client.models.list()).data[0] as Listed;
+  // Probed every 200 ms and unhealthy after 2 misses: on a loaded machine a probe can time out, so
+  // the listing is read once both replicas are healthy again rather than at one instant.
+  const listing = async (ready: (m: Listed) => boolean) =>
+    waitFor("the listing settled", async () => {
+      const m = (await client.models.list()).data[0] as Listed;
+      return ready(m) ? m : undefined;
+    });
+  const first = await listing((m) => m.healthy_replicas === 2);
   assert.equal(first.replicas, 2);
-  assert.equal(first.healthy_replicas, 2);
   assert.equal(first.serving_replicas, 2);
   const config = lbConfig("lb-us", "us-ashburn", engines, { version: 2 });
   config.replicas = (config.replicas ?? []).map((r) => (r.id === "us-2" ? { ...r, state: "draining" as const } : r));
   await adminPutConfig(lb, config);
-  const after = (await client.models.list()).data[0] as Listed;
-  assert.equal(after.healthy_replicas, 2, "draining is not unhealthy");
-  assert.equal(after.serving_replicas, 1);
+  const after = await listing((m) => m.healthy_replicas === 2);
+  assert.equal(after.serving_replicas, 1, "draining is not unhealthy, and not serving");
   assert.equal(after.created, first.created, "a config push does not renew a model that stayed");
   await adminPutConfig(lb, lbConfig("lb-us", "us-ashburn", engines, { version: 3 }));
 });
