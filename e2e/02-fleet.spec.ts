@@ -27,6 +27,11 @@ test("the overview shows three regions whose replicas all carry traffic", async 
     .toBe(true);
   await expect.poll(async () => Number((await page.getByTestId("stat-rps").textContent())?.replace(/,/g, "")), { timeout: 30_000 }).toBeGreaterThan(0);
   await expect(page.locator('[data-testid="chart-ttft"] .recharts-line').first()).toBeVisible();
+  // The TTFT stats come from a complete bucket, dated; every LB's telemetry stream is open.
+  await expect(page.getByTestId("stat-ttft-p95-age")).toContainText("ended");
+  for (const lb of await trpcQuery<LbRow[]>(page.request, "lbs.list")) {
+    await expect(page.getByTestId(`overview-telemetry-stream-${lb.name}`)).toHaveText("connected");
+  }
   await screenshot(page, testInfo, "overview");
 });
 

@@ -41,6 +41,7 @@ test("the online tuner decides A/B trials on live traffic and shows why; it paus
   }
   // A fresh run, so every step counted below was produced after this start.
   await page.getByTestId("tuner-reset").click();
+  await page.getByTestId("tuner-reset-confirm").click();
   await expect(page.getByTestId("tuner-steps")).toHaveText("0 (0)");
   await expect(page.getByTestId("tuner-fitness-empty")).toBeVisible();
 

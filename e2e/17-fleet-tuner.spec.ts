@@ -32,8 +32,9 @@ test("one tuner for the fleet: its trial runs on every LB and the LBs' own tuner
   await page.goto("/tuner");
   await expect(page.getByTestId("tuner-scope")).toHaveText("per LB");
   // The switch says what it will do to the LBs before it is clicked.
-  await expect(page.getByTestId("tuner-scope-switch")).toHaveAttribute("title", /Stops every LB's own tuner/);
+  await expect(page.getByTestId("tuner-scope-help")).toContainText(/Stops every LB's own tuner/);
   await page.getByTestId("tuner-scope-switch").click();
+  await page.getByTestId("tuner-scope-switch-confirm").click();
   await expect(page.getByTestId("tuner-scope")).toHaveText("fleet");
   // The fleet's tuner is what the page shows first while it is on.
   await expect(page.getByTestId("tuner-lb-select")).toHaveValue("*");
@@ -73,6 +74,7 @@ test("one tuner for the fleet: its trial runs on every LB and the LBs' own tuner
 
   // Back to one tuner per LB: the fleet's trial leaves the LBs, and each LB's tuner is its own again.
   await page.getByTestId("tuner-scope-switch").click();
+  await page.getByTestId("tuner-scope-switch-confirm").click();
   await expect(page.getByTestId("tuner-scope")).toHaveText("per LB");
   await expect(page.getByTestId("tuner-fleet-owns")).toHaveCount(0);
   await expect(page.getByTestId("tuner-running")).toHaveText("stopped");

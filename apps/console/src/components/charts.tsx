@@ -19,7 +19,7 @@ import {
   ZAxis,
 } from "recharts";
 import { seriesColor } from "../lib/colors";
-import { fmtClock, fmtMs, toEpochMs } from "../lib/format";
+import { fmtClock, fmtMs, fmtNum, toEpochMs } from "../lib/format";
 
 const AXIS = { stroke: "#8a94a6", fontSize: 11 } as const;
 const GRID = "#2a3140";
@@ -89,19 +89,20 @@ export function TtftChart({ series }: { series: readonly { t: number | string | 
   );
 }
 
-export function RequestsChart({ series }: { series: readonly { t: number | string | Date; rps: number; errors: number }[] }) {
-  const data = timeSeries(fromFirst(series, (p) => p.rps > 0 || p.errors > 0));
-  const y = niceScale(data.flatMap((p) => [p.rps, p.errors]));
+/** Requests and failed requests, both per second over each bucket (the server divides both alike). */
+export function RequestsChart({ series }: { series: readonly { t: number | string | Date; rps: number; errorsPerS: number }[] }) {
+  const data = timeSeries(fromFirst(series, (p) => p.rps > 0 || p.errorsPerS > 0));
+  const y = niceScale(data.flatMap((p) => [p.rps, p.errorsPerS]));
   return (
     <ChartFrame testId="chart-requests" height={160}>
       <LineChart data={data} margin={{ top: 8, right: 16, bottom: 0, left: 0 }}>
         <CartesianGrid stroke={GRID} strokeDasharray="3 3" />
         <XAxis dataKey="t" type="number" domain={["dataMin", "dataMax"]} tickFormatter={fmtClock} {...AXIS} />
         <YAxis width={56} domain={y.domain} ticks={y.ticks} {...AXIS} />
-        <Tooltip contentStyle={TOOLTIP_STYLE} labelFormatter={(v) => fmtClock(Number(v))} />
+        <Tooltip contentStyle={TOOLTIP_STYLE} labelFormatter={(v) => fmtClock(Number(v))} formatter={(v) => fmtNum(Number(v), 2)} />
         <Legend wrapperStyle={{ fontSize: 12 }} />
         <Line type="linear" dataKey="rps" name="requests/s" stroke="#4e79a7" dot={false} isAnimationActive={false} />
-        <Line type="linear" dataKey="errors" name="errors/s" stroke="#e15759" dot={false} isAnimationActive={false} />
+        <Line type="linear" dataKey="errorsPerS" name="errors/s" stroke="#e15759" dot={false} isAnimationActive={false} />
       </LineChart>
     </ChartFrame>
   );
@@ -213,6 +214,8 @@ type StepPoint = {
   guardrail?: string | null;
 };
 
+const FITNESS_NAME = "p95 TTFT";
+
 /** Fitness per step, accepted and rejected candidates as two series so the eye separates them. */
 export function FitnessChart({ steps }: { steps: readonly StepPoint[] }) {
   const scored = steps.filter((s) => s.fitnessP95TtftMs != null);
@@ -224,9 +227,14 @@ export function FitnessChart({ steps }: { steps: readonly StepPoint[] }) {
       <ScatterChart margin={{ top: 8, right: 16, bottom: 0, left: 0 }}>
         <CartesianGrid stroke={GRID} strokeDasharray="3 3" />
         <XAxis dataKey="step" type="number" name="step" allowDecimals={false} domain={["dataMin", "dataMax"]} {...AXIS} />
-        <YAxis dataKey="ttft" type="number" name="p95 TTFT" tickFormatter={msTick} width={56} domain={y.domain} ticks={y.ticks} {...AXIS} />
+        <YAxis dataKey="ttft" type="number" name={FITNESS_NAME} tickFormatter={msTick} width={56} domain={y.domain} ticks={y.ticks} {...AXIS} />
         <ZAxis range={[36, 36]} />
-        <Tooltip contentStyle={TOOLTIP_STYLE} cursor={{ strokeDasharray: "3 3" }} />
+        {/* The tooltip lists both axes: the step as is, the p95 TTFT in ms like every other chart. */}
+        <Tooltip
+          contentStyle={TOOLTIP_STYLE}
+          cursor={{ strokeDasharray: "3 3" }}
+          formatter={(v, name) => (name === FITNESS_NAME ? fmtMs(Number(v)) : String(v))}
+        />
         <Legend wrapperStyle={{ fontSize: 12 }} />
         <Scatter name="accepted" data={accepted} fill="#59a14f" isAnimationActive={false} />
         <Scatter name="rejected" data={rejected} fill="#e15759" shape="cross" isAnimationActive={false} />

@@ -4,6 +4,7 @@ import { useState, type FormEvent } from "react";
 import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
+import { fmtDateTime } from "../lib/format";
 import { SecretOnce } from "./secret-once";
 import { useCanMutate } from "./session";
 import { Badge, ConfirmButton, ErrorText, PageHeader, Panel, QueryView, ReadOnlyNote } from "./ui";
@@ -154,12 +155,12 @@ export function ClientKeysPage() {
                         <td className="mono">{key.id}</td>
                         <td>{key.region}</td>
                         <td className="small">
-                          {new Date(key.createdAt).toLocaleString()} by {key.createdBy}
+                          {fmtDateTime(key.createdAt)} by {key.createdBy}
                         </td>
                         <td>
                           {key.revokedAt !== null ? (
                             <Badge tone="bad">
-                              revoked {new Date(key.revokedAt).toLocaleString()} by {key.revokedBy}
+                              revoked {fmtDateTime(key.revokedAt)} by {key.revokedBy}
                             </Badge>
                           ) : (
                             <Badge tone="ok">active</Badge>

@@ -8,6 +8,7 @@ import { asExperimentResult, asGridResult, type ExperimentResult } from "../lib/
 import { EXPERIMENT_POLICY_OPTIONS, type ExperimentPolicy } from "../lib/policies";
 import { PolicyBarChart } from "./charts";
 import { LandscapeView } from "./landscape-view";
+import { TtftAge } from "./overview";
 import { useCanMutate } from "./session";
 import { Badge, ErrorText, NumberField, PageHeader, Panel, QueryView, ReadOnlyNote } from "./ui";
 import { useInvalidateAll } from "./use-action";
@@ -110,13 +111,15 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
 function LiveComparison() {
   const trpc = useTRPC();
   const summary = useQuery({ ...trpc.overview.summary.queryOptions(), refetchInterval: LIVE_INTERVAL_MS });
-  const last = summary.data?.ttftSeries.findLast((p) => p.p50 != null || p.p95 != null);
   if (!summary.data) return null;
+  // As on the overview: the newest complete bucket that measured a TTFT, while recent.
+  const latest = summary.data.ttftLatest;
+  const ttft = latest?.recent ? latest : null;
   const policies = [...new Set(summary.data.regions.flatMap((r) => r.lbs.map((lb) => lb.policy)))];
   return (
     <div className="live-compare muted small" data-testid="experiment-live">
-      Live now ({policies.join(", ") || "no LB"}): TTFT p50 {fmtMs(last?.p50)}, p95 {fmtMs(last?.p95)} · {fmtNum(summary.data.rps, 1)} req/s · errors{" "}
-      {fmtPct(summary.data.errorRate, 2)}
+      Live now ({policies.join(", ") || "no LB"}): TTFT p50 {fmtMs(ttft?.p50)}, p95 {fmtMs(ttft?.p95)} (<TtftAge latest={latest} />) ·{" "}
+      {fmtNum(summary.data.rps, 1)} req/s · errors {fmtPct(summary.data.errorRate, 2)}
     </div>
   );
 }

@@ -1,6 +1,7 @@
 "use client";
 import { useMutation } from "@tanstack/react-query";
 import { useState } from "react";
+import { fmtClock } from "../lib/format";
 import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
 import { SecretOnce } from "./secret-once";
@@ -8,6 +9,19 @@ import { Badge, ConfirmButton, ErrorText } from "./ui";
 import { useInvalidateAll } from "./use-action";
 
 type LbRow = RouterOutputs["lbs"]["list"][number];
+
+/**
+ * Whether the console still has a token update to make on a proven LB: a rotation's install, a
+ * retire that is due, or a token the LB holds that this console did not issue. While the LB is
+ * proven the server's `error` is the last failed update (services/lb-tokens.ts); the next update
+ * that succeeds clears it, but one that is never needed again (after "Issue new token") does not,
+ * so it is shown only while an update is due.
+ */
+function tokenUpdateDue(c: LbRow["credential"], now: number): boolean {
+  if (c.pendingKeyId !== null) return true;
+  if (c.retiringKeyId !== null && c.retireAt !== null && c.retireAt <= now) return true;
+  return c.heldByLb.some((keyId) => keyId !== c.keyId && keyId !== c.retiringKeyId);
+}
 
 /** The LB's token as the console knows it: key id (a public fingerprint), proof, rotation. */
 export function LbTokenCell({ lb }: { lb: LbRow }) {
@@ -21,11 +35,12 @@ export function LbTokenCell({ lb }: { lb: LbRow }) {
       {c.pendingKeyId ? <div className="muted small">rotating to {c.pendingKeyId}</div> : null}
       {c.retiringKeyId && c.retireAt ? (
         <div className="muted small" data-testid={`lb-token-retiring-${lb.name}`}>
-          {c.retiringKeyId} accepted until {new Date(c.retireAt).toLocaleTimeString()}
+          {c.retiringKeyId} accepted until {fmtClock(c.retireAt)}
         </div>
       ) : null}
-      {c.error && !c.proven ? (
+      {c.error && (!c.proven || tokenUpdateDue(c, Date.now())) ? (
         <div className="muted small" title={c.error} data-testid={`lb-token-error-${lb.name}`}>
+          {c.proven ? "token update failed, retrying: " : null}
           {c.error.length > 80 ? `${c.error.slice(0, 80)}…` : c.error}
         </div>
       ) : null}

@@ -4,7 +4,7 @@ import { useState, type FormEvent } from "react";
 import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
-import { fmtWeight } from "../lib/format";
+import { fmtClock, fmtWeight } from "../lib/format";
 import { CROSS_REGION_OPTIONS, POLICY_OPTIONS, type CrossRegion, type Policy } from "../lib/policies";
 import { LbTokenActions, LbTokenCell, LbTokenOnce } from "./lb-credentials";
 import { useCanMutate } from "./session";
@@ -216,7 +216,7 @@ export function LbsPage() {
                           ) : null}
                           {lb.failedOverTo && lb.autoFailbackAt !== null ? (
                             <div className="muted small" data-testid={`lb-auto-failback-${lb.name}`}>
-                              auto failback {new Date(lb.autoFailbackAt).toLocaleTimeString()}
+                              auto failback {fmtClock(lb.autoFailbackAt)}
                             </div>
                           ) : null}
                         </td>

@@ -1,13 +1,106 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
+import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
-import { fmtMs, fmtNum, fmtPct, fmtWeight } from "../lib/format";
-import { REPLICA_STATS_WINDOW_MS, windowLabel } from "../lib/stats-windows";
+import { fmtAgo, fmtClock, fmtMs, fmtNum, fmtPct, fmtWeight } from "../lib/format";
+import { LATEST_TTFT_MAX_AGE_MS, REPLICA_STATS_WINDOW_MS, windowLabel } from "../lib/stats-windows";
 import { RequestsChart, TtftChart } from "./charts";
 import { EntrypointAlarms } from "./entrypoints";
-import { HealthBadge, LbStatusBadge, PageHeader, Panel, QueryView, ShareBar, Stat, StateBadge } from "./ui";
+import { Badge, HealthBadge, LbStatusBadge, PageHeader, Panel, QueryView, ShareBar, Stat, StateBadge } from "./ui";
+
+type Summary = RouterOutputs["overview"]["summary"];
+
+/**
+ * Under a TTFT stat: when the bucket it shows ended, or that none ended in the last minute (the
+ * stats then show a dash rather than a figure minutes old).
+ */
+export function TtftAge({ latest, testId }: { latest: Summary["ttftLatest"]; testId?: string }) {
+  if (!latest?.recent) {
+    const title = latest
+      ? `The newest bucket that measured a TTFT ended ${fmtAgo(latest.ageMs)} (older than ${windowLabel(LATEST_TTFT_MAX_AGE_MS)}).`
+      : undefined;
+    return (
+      <span className="stat-note" data-testid={testId} title={title}>
+        no recent data
+      </span>
+    );
+  }
+  return (
+    <span
+      className="stat-note"
+      data-testid={testId}
+      title={`The ${windowLabel(latest.bucketMs)} from ${fmtClock(latest.t)} to ${fmtClock(latest.t + latest.bucketMs)}: the newest complete bucket that measured a TTFT`}
+    >
+      {windowLabel(latest.bucketMs)} ended {fmtAgo(latest.ageMs)}
+    </span>
+  );
+}
+
+/** Each LB's telemetry stream into this console: open or not, events received and lost, lag, last error. */
+function TelemetryPanel({ regions, telemetry }: { regions: Summary["regions"]; telemetry: Summary["telemetry"] }) {
+  const byLb = new Map(telemetry.map((s) => [s.lbId, s]));
+  const lbs = regions.flatMap((r) => r.lbs);
+  return (
+    <Panel title="Telemetry streams" testId="overview-telemetry">
+      {lbs.length === 0 ? (
+        <div className="muted small">No LB yet.</div>
+      ) : (
+        <table className="table compact">
+          <thead>
+            <tr>
+              <th>LB</th>
+              <th>Stream</th>
+              <th className="num">Events</th>
+              <th
+                className="num"
+                title="Events the LB no longer held when this console asked for them (its ring had moved on): lost to the charts and the tuner"
+              >
+                Dropped
+              </th>
+              <th className="num" title="How late the last event arrived (receipt minus the event's own time)">
+                Lag
+              </th>
+              <th>Last error</th>
+            </tr>
+          </thead>
+          <tbody>
+            {lbs.map((lb) => {
+              const s = byLb.get(lb.id);
+              return (
+                <tr key={lb.id} data-testid={`overview-telemetry-${lb.name}`}>
+                  <td>{lb.name}</td>
+                  <td>
+                    {!s ? (
+                      <span title="This console holds no telemetry subscription to this LB (only the leading console subscribes)">
+                        <Badge tone="neutral" testId={`overview-telemetry-stream-${lb.name}`}>
+                          no stream
+                        </Badge>
+                      </span>
+                    ) : (
+                      <Badge tone={s.connected ? "ok" : "bad"} testId={`overview-telemetry-stream-${lb.name}`}>
+                        {s.connected ? "connected" : `disconnected${s.reconnects > 0 ? ` (${s.reconnects} retries)` : ""}`}
+                      </Badge>
+                    )}
+                  </td>
+                  <td className="num">{s ? fmtNum(s.events) : "—"}</td>
+                  <td className="num" data-testid={`overview-telemetry-dropped-${lb.name}`}>
+                    {!s ? "—" : s.dropped > 0 ? <Badge tone="warn">{fmtNum(s.dropped)}</Badge> : "0"}
+                  </td>
+                  <td className="num">{fmtMs(s?.lastEventLagMs)}</td>
+                  <td className="muted small" title={s?.lastError ?? undefined} data-testid={`overview-telemetry-error-${lb.name}`}>
+                    {!s?.lastError ? "—" : s.lastError.length > 80 ? `${s.lastError.slice(0, 80)}…` : s.lastError}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </Panel>
+  );
+}
 
 export function OverviewPage() {
   const trpc = useTRPC();
@@ -26,16 +119,34 @@ export function OverviewPage() {
         }
       >
         {(d) => {
-          // The newest bucket may still be empty; the stat shows the latest bucket that measured something.
-          const last = d.ttftSeries.findLast((p) => p.p50 != null || p.p95 != null);
+          // The newest complete bucket that measured a TTFT (never the one still filling), while recent.
+          const ttft = d.ttftLatest?.recent ? d.ttftLatest : null;
           return (
             <>
               <EntrypointAlarms entrypoints={d.entrypoints} />
               <div className="stats">
                 <Stat label="Requests/s" value={fmtNum(d.rps, 1)} testId="stat-rps" />
                 <Stat label="Error rate" value={fmtPct(d.errorRate, 2)} testId="stat-error-rate" tone={d.errorRate > 0.01 ? "bad" : undefined} />
-                <Stat label="TTFT p50" value={fmtMs(last?.p50)} testId="stat-ttft-p50" />
-                <Stat label="TTFT p95" value={fmtMs(last?.p95)} testId="stat-ttft-p95" />
+                <Stat
+                  label="TTFT p50"
+                  value={
+                    <>
+                      {fmtMs(ttft?.p50)}
+                      <TtftAge latest={d.ttftLatest} testId="stat-ttft-p50-age" />
+                    </>
+                  }
+                  testId="stat-ttft-p50"
+                />
+                <Stat
+                  label="TTFT p95"
+                  value={
+                    <>
+                      {fmtMs(ttft?.p95)}
+                      <TtftAge latest={d.ttftLatest} testId="stat-ttft-p95-age" />
+                    </>
+                  }
+                  testId="stat-ttft-p95"
+                />
                 <Stat label="Regions" value={d.regions.length} testId="stat-regions" />
                 <Stat label="Replicas" value={d.regions.reduce((n, r) => n + r.replicas.length, 0)} testId="stat-replicas" />
               </div>
@@ -125,6 +236,7 @@ export function OverviewPage() {
                   </Panel>
                 ))}
               </div>
+              <TelemetryPanel regions={d.regions} telemetry={d.telemetry} />
             </>
           );
         }}

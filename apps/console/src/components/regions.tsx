@@ -45,7 +45,8 @@ function RegionRowView({ region, canMutate }: { region: RegionRow; canMutate: bo
   const trpc = useTRPC();
   const invalidateAll = useInvalidateAll();
   const [editing, setEditing] = useState(false);
-  const [displayName, setDisplayName] = useState(region.displayName ?? "");
+  // Taken from the region when Edit is clicked: the row outlives renames (its own, another console's).
+  const [displayName, setDisplayName] = useState("");
   const update = useMutation(
     trpc.regions.update.mutationOptions({
       onSuccess: async () => {
@@ -71,7 +72,15 @@ function RegionRowView({ region, canMutate }: { region: RegionRow; canMutate: bo
             <button type="submit" className="btn btn-small btn-primary" disabled={update.isPending} data-testid={`region-edit-save-${region.name}`}>
               Save
             </button>
-            <button type="button" className="btn btn-small" onClick={() => setEditing(false)}>
+            <button
+              type="button"
+              className="btn btn-small"
+              onClick={() => {
+                setEditing(false);
+                update.reset();
+              }}
+              data-testid={`region-edit-cancel-${region.name}`}
+            >
               Cancel
             </button>
           </form>
@@ -83,7 +92,16 @@ function RegionRowView({ region, canMutate }: { region: RegionRow; canMutate: bo
         <td>
           <div className="row-actions">
             {!editing ? (
-              <button type="button" className="btn btn-small" onClick={() => setEditing(true)} data-testid={`region-edit-${region.name}`}>
+              <button
+                type="button"
+                className="btn btn-small"
+                onClick={() => {
+                  setDisplayName(region.displayName ?? "");
+                  update.reset();
+                  setEditing(true);
+                }}
+                data-testid={`region-edit-${region.name}`}
+              >
                 Edit
               </button>
             ) : null}

@@ -94,8 +94,10 @@ function AddReplicaForm({ onDone }: { onDone: () => void }) {
   function submit(e: FormEvent) {
     e.preventDefault();
     const { homeLbId, ...rest } = form;
-    // No explicit choice: the server homes the replica on its region's LB.
-    create.mutate({ ...rest, ...(homeLbId ? { homeLbId } : {}) });
+    // No explicit choice, or one that is not an LB of the region (the server refuses those): the
+    // server homes the replica on its region's LB.
+    const home = lbsInRegion.some((lb) => lb.id === homeLbId) ? homeLbId : "";
+    create.mutate({ ...rest, ...(home ? { homeLbId: home } : {}) });
   }
 
   return (
@@ -108,7 +110,13 @@ function AddReplicaForm({ onDone }: { onDone: () => void }) {
         URL
         <input value={form.url} onChange={set("url")} required placeholder="http://10.0.0.5:8000" data-testid="replica-add-url" />
       </label>
-      <RegionSelect regions={regions.data} value={form.region} onChange={set("region")} testId="replica-add-region" />
+      <RegionSelect
+        regions={regions.data}
+        value={form.region}
+        // The home LB picked belongs to the old region: back to the new region's default.
+        onChange={(e) => setForm((f) => ({ ...f, region: e.target.value, homeLbId: "" }))}
+        testId="replica-add-region"
+      />
       <label>
         Engine
         <select value={form.engine} onChange={(e) => setForm((f) => ({ ...f, engine: e.target.value as Engine }))} data-testid="replica-add-engine">

@@ -7,7 +7,7 @@ import { useState, type FormEvent } from "react";
 import { EVALUATION_MODES, type EvaluationMode } from "@meridian/tuner";
 import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
-import { ErrorText, NumberField } from "./ui";
+import { ConfirmButton, ErrorText, NumberField } from "./ui";
 import { useInvalidateAll } from "./use-action";
 
 type TunerState = RouterOutputs["tuner"]["byLb"];
@@ -32,6 +32,11 @@ function outOfBounds(value: number, [lo, hi]: readonly [number, number]): boolea
   return !Number.isFinite(value) || value < lo || value > hi;
 }
 
+/** A typed number, NaN when blank (`Number("")` is 0, which the server accepts for some fields). */
+function typedNumber(text: string): number {
+  return text.trim() === "" ? Number.NaN : Number(text);
+}
+
 export function ModeControls({ target, state }: { target: TunerTarget; state: TunerState }) {
   const trpc = useTRPC();
   const invalidateAll = useInvalidateAll();
@@ -47,9 +52,16 @@ export function ModeControls({ target, state }: { target: TunerTarget; state: Tu
       <button type="button" className="btn" disabled={busy || !state.running} onClick={() => stop.mutate(target)} data-testid="tuner-stop">
         Stop (freeze weights)
       </button>
-      <button type="button" className="btn btn-warn" disabled={busy} onClick={() => reset.mutate(target)} data-testid="tuner-reset">
-        Reset
-      </button>
+      {/* A new run, and the initial weights pushed at once (to every LB for the fleet's tuner): confirmed first. */}
+      <ConfirmButton
+        label="Reset"
+        confirmLabel={"fleet" in target ? "Reset every LB to the initial weights" : "Reset this LB to the initial weights"}
+        tone="warn"
+        small={false}
+        disabled={busy}
+        onConfirm={() => reset.mutate(target)}
+        testId="tuner-reset"
+      />
       <ErrorText error={start.error ?? stop.error ?? reset.error} testId="tuner-mode-error" />
       <dl className="kv mode-help">
         <dt>online</dt>
@@ -59,7 +71,10 @@ export function ModeControls({ target, state }: { target: TunerTarget; state: Tu
         <dt>manual</dt>
         <dd>the weights set by hand stay in force</dd>
         <dt>reset</dt>
-        <dd>starts a new run from the initial weights (history is kept in the audit log)</dd>
+        <dd>
+          starts a new run from the initial weights and pushes them at once, to every LB for the fleet&apos;s tuner (asks to confirm; history is kept in the
+          audit log)
+        </dd>
       </dl>
     </div>
   );
@@ -201,8 +216,20 @@ export function SettingsForm({
       return { ...b, [k]: pair };
     });
 
+  // A cleared guardrail field is not 0 (which the server takes for e2eRatio and maxErrorRate): the
+  // form refuses to send it and says which field needs a number.
+  const guardValues = {
+    e2eRatio: typedNumber(guardrails.e2eRatio),
+    maxShare: typedNumber(guardrails.maxShare),
+    maxErrorRate: typedNumber(guardrails.maxErrorRate),
+  };
+  const guardInvalid = (key: (typeof GUARDRAIL_FIELDS)[number]["key"], label: string) =>
+    Number.isFinite(guardValues[key]) ? null : `${label}: enter a number`;
+  const blocked = GUARDRAIL_FIELDS.some(({ key, label }) => guardInvalid(key, label) !== null);
+
   function submit(e: FormEvent) {
     e.preventDefault();
+    if (blocked) return;
     update.mutate({
       ...target,
       bounds: { rtt: [Number(bounds.rtt[0]), Number(bounds.rtt[1])], queue: [Number(bounds.queue[0]), Number(bounds.queue[1])] },
@@ -210,12 +237,7 @@ export function SettingsForm({
       hop: Number(hop),
       evaluation,
       trial: { share: Number(trial.share), lookEvery: Number(trial.lookEvery), maxSamples: Number(trial.maxSamples) },
-      guardrails: {
-        enabled: guardrails.enabled,
-        e2eRatio: Number(guardrails.e2eRatio),
-        maxShare: Number(guardrails.maxShare),
-        maxErrorRate: Number(guardrails.maxErrorRate),
-      },
+      guardrails: { enabled: guardrails.enabled, ...guardValues },
     });
   }
 
@@ -291,11 +313,12 @@ export function SettingsForm({
             value={guardrails[key]}
             onChange={(value) => setGuardrails((g) => ({ ...g, [key]: value }))}
             testId={testId}
+            invalid={guardInvalid(key, label)}
           />
         ))}
       </fieldset>
       <div className="form-actions">
-        <button type="submit" className="btn btn-primary btn-solid" disabled={update.isPending} data-testid="tuner-settings-submit">
+        <button type="submit" className="btn btn-primary btn-solid" disabled={update.isPending || blocked} data-testid="tuner-settings-submit">
           Save tuner settings
         </button>
         {saved && !update.isPending && !update.error ? (

@@ -8,7 +8,7 @@ import { fmtClock, fmtMs, fmtPct, fmtWeight } from "../lib/format";
 import { FitnessChart, SigmaChart, WeightTrajectoryChart } from "./charts";
 import { LiveTrialPanel } from "./tuner-trial";
 import { useCanMutate } from "./session";
-import { Badge, ErrorText, PageHeader, Panel, QueryView, ReadOnlyNote, Stat } from "./ui";
+import { Badge, ConfirmButton, ErrorText, PageHeader, Panel, QueryView, ReadOnlyNote, Stat } from "./ui";
 import { ManualWeightsForm, ModeControls, ReadOnlySettings, SettingsForm, type TunerTarget } from "./tuner-controls";
 import { useInvalidateAll } from "./use-action";
 
@@ -254,11 +254,16 @@ function TunerView({ target }: { target: TunerTarget }) {
   );
 }
 
-/** What a switch to each scope does to the LBs, said before the operator clicks. */
+/** What a switch to each scope does to the LBs, shown beside the switch before the operator clicks,
+ * and what the confirm button says (the switch asks for a second click, like Fail over). */
 const SCOPE_SWITCH_HELP = {
   fleet:
     "Stops every LB's own tuner. One tuner then sets the weights of every LB whose policy uses them, starting stopped from the weights they all share (the defaults when they differ), with the settings the last fleet tuner had.",
   lb: "Ends the fleet's tuner. Each LB gets its own tuner again, stopped, starting from the weights the fleet left on it.",
+} as const;
+const SCOPE_SWITCH_CONFIRM = {
+  fleet: "Stop every LB's tuner and switch",
+  lb: "End the fleet's tuner and switch",
 } as const;
 
 /** The tuning scope, and (for operators) the switch between one tuner per LB and one for the fleet. */
@@ -269,25 +274,30 @@ function ScopeControl({ scope }: { scope: "lb" | "fleet" }) {
   const setScope = useMutation(trpc.tuner.setScope.mutationOptions({ onSuccess: invalidateAll }));
   const next = scope === "fleet" ? "lb" : "fleet";
   return (
-    <span className="inline-label">
-      Scope{" "}
-      <Badge tone="info" testId="tuner-scope">
-        {scope === "fleet" ? "fleet" : "per LB"}
-      </Badge>
+    <div className="scope-control">
+      <span className="inline-label">
+        Scope{" "}
+        <Badge tone="info" testId="tuner-scope">
+          {scope === "fleet" ? "fleet" : "per LB"}
+        </Badge>
+        {canMutate ? (
+          <ConfirmButton
+            label={next === "fleet" ? "One tuner for the fleet" : "One tuner per LB"}
+            confirmLabel={SCOPE_SWITCH_CONFIRM[next]}
+            tone="warn"
+            disabled={setScope.isPending}
+            onConfirm={() => setScope.mutate({ scope: next })}
+            testId="tuner-scope-switch"
+          />
+        ) : null}
+      </span>
       {canMutate ? (
-        <button
-          type="button"
-          className="btn btn-small"
-          disabled={setScope.isPending}
-          onClick={() => setScope.mutate({ scope: next })}
-          title={SCOPE_SWITCH_HELP[next]}
-          data-testid="tuner-scope-switch"
-        >
-          {next === "fleet" ? "One tuner for the fleet" : "One tuner per LB"}
-        </button>
+        <div className="muted small" data-testid="tuner-scope-help">
+          {SCOPE_SWITCH_HELP[next]}
+        </div>
       ) : null}
       <ErrorText error={setScope.error} testId="tuner-scope-error" />
-    </span>
+    </div>
   );
 }
 

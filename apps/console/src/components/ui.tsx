@@ -1,6 +1,6 @@
 "use client";
 import type { UseQueryResult } from "@tanstack/react-query";
-import { useState, type ReactNode } from "react";
+import { useEffect, useRef, useState, type KeyboardEvent, type ReactNode } from "react";
 import { errorMessage } from "../lib/errors";
 import { fmtPct } from "../lib/format";
 
@@ -188,7 +188,11 @@ export function ShareBar({ fraction, testId, muted }: { fraction: number | null 
   );
 }
 
-/** Two-step inline confirmation: irreversible actions need a second, deliberate click. */
+/**
+ * Two-step inline confirmation: irreversible actions need a second, deliberate click. The armed
+ * buttons replace the one that was focused, so keyboard focus moves to the confirm button (Enter
+ * confirms, Escape cancels), and back to the first button once disarmed.
+ */
 export function ConfirmButton({
   label,
   confirmLabel,
@@ -207,20 +211,36 @@ export function ConfirmButton({
   small?: boolean;
 }) {
   const [armed, setArmed] = useState(false);
+  const armRef = useRef<HTMLButtonElement>(null);
+  const confirmRef = useRef<HTMLButtonElement>(null);
+  const wasArmed = useRef(false);
+  // Each state's buttons replace the other's: focus follows, so it never drops to <body>.
+  useEffect(() => {
+    if (armed) confirmRef.current?.focus();
+    else if (wasArmed.current) armRef.current?.focus();
+    wasArmed.current = armed;
+  }, [armed]);
   const size = small ? " btn-small" : "";
   if (!armed) {
     return (
-      <button type="button" className={`btn btn-${tone}${size}`} disabled={disabled} data-testid={testId} onClick={() => setArmed(true)}>
+      <button type="button" ref={armRef} className={`btn btn-${tone}${size}`} disabled={disabled} data-testid={testId} onClick={() => setArmed(true)}>
         {label}
       </button>
     );
   }
+  const cancelOnEscape = (e: KeyboardEvent) => {
+    if (e.key !== "Escape") return;
+    e.preventDefault();
+    setArmed(false);
+  };
   return (
     <span className="confirm">
       <button
         type="button"
+        ref={confirmRef}
         className={`btn btn-${tone} btn-solid${size}`}
         data-testid={testId ? `${testId}-confirm` : undefined}
+        onKeyDown={cancelOnEscape}
         onClick={() => {
           setArmed(false);
           onConfirm();
@@ -228,7 +248,13 @@ export function ConfirmButton({
       >
         {confirmLabel ?? `Confirm ${label.toLowerCase()}`}
       </button>
-      <button type="button" className={`btn${size}`} onClick={() => setArmed(false)} data-testid={testId ? `${testId}-cancel` : undefined}>
+      <button
+        type="button"
+        className={`btn${size}`}
+        onKeyDown={cancelOnEscape}
+        onClick={() => setArmed(false)}
+        data-testid={testId ? `${testId}-cancel` : undefined}
+      >
         Cancel
       </button>
     </span>
@@ -255,24 +281,40 @@ export function ReadOnlyNote() {
 }
 
 /** A labelled number input. The value stays the text typed (the form parses it on submit, and the
- * server's validation explains a bad one); `step="any"` takes fractions, the default whole numbers. */
+ * server's validation explains a bad one); `step="any"` takes fractions, the default whole numbers.
+ * `invalid`: what is wrong with the value, when the form itself can tell (shown under the field). */
 export function NumberField({
   label,
   value,
   onChange,
   testId,
   fractional,
+  invalid,
 }: {
   label: ReactNode;
   value: string;
   onChange: (value: string) => void;
   testId: string;
   fractional?: boolean;
+  invalid?: string | null;
 }) {
   return (
     <label>
       {label}
-      <input type="number" step={fractional ? "any" : undefined} value={value} onChange={(e) => onChange(e.target.value)} data-testid={testId} />
+      <input
+        type="number"
+        step={fractional ? "any" : undefined}
+        value={value}
+        onChange={(e) => onChange(e.target.value)}
+        className={invalid ? "invalid" : undefined}
+        aria-invalid={invalid ? true : undefined}
+        data-testid={testId}
+      />
+      {invalid ? (
+        <span className="hint-bad" data-testid={`${testId}-hint`}>
+          {invalid}
+        </span>
+      ) : null}
     </label>
   );
 }

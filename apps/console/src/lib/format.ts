@@ -31,14 +31,27 @@ export function toEpochMs(t: number | string | Date): number {
   return new Date(t).getTime();
 }
 
+// Every time the console shows is UTC, marked "Z" (as the audit log and the experiments print it):
+// the browser's own zone would put two different clocks on one screen, unlabelled.
+
+/** Time of day in UTC: "14:03:07Z" (chart axes and tooltips, tuner steps, deadlines today). */
 export function fmtClock(t: number | string | Date): string {
   const d = new Date(toEpochMs(t));
-  return d.toISOString().slice(11, 19);
+  return `${d.toISOString().slice(11, 19)}Z`;
 }
 
+/** Date and time in UTC: "2026-11-23 14:03:07Z". */
 export function fmtDateTime(t: number | string | Date): string {
   const d = new Date(toEpochMs(t));
-  return `${d.toISOString().slice(0, 10)} ${d.toISOString().slice(11, 19)}Z`;
+  return `${d.toISOString().slice(0, 10)} ${fmtClock(d)}`;
+}
+
+/** How long ago, coarsely: "just now", "12 s ago", "3 min ago". */
+export function fmtAgo(ms: number | null | undefined): string {
+  if (ms == null || !Number.isFinite(ms)) return DASH;
+  if (ms < 1_000) return "just now";
+  if (ms < 120_000) return `${Math.round(ms / 1_000)} s ago`;
+  return `${Math.round(ms / 60_000)} min ago`;
 }
 
 export function fmtJson(v: unknown): string {

@@ -5,6 +5,9 @@
 export const REPLICA_STATS_WINDOW_MS = 60_000;
 /** One point of the live time series (requests, TTFT, share over time). */
 export const STATS_BUCKET_MS = 5_000;
+/** The overview's TTFT stat shows the newest complete bucket that measured a TTFT while it ended at
+ * most this long ago; after that the page says "no recent data". */
+export const LATEST_TTFT_MAX_AGE_MS = 60_000;
 
 /** "60 s", "5 min": the window as the column headers name it. */
 export function windowLabel(ms: number): string {

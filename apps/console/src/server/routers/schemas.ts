@@ -49,9 +49,15 @@ export const weights = z.object({ rtt: weight, queue: weight });
 const boundPair = z.tuple([weight, weight]).refine(([lo, hi]) => lo <= hi, { error: "lower bound must not exceed the upper bound" });
 export const bounds = z.object({ rtt: boundPair, queue: boundPair });
 
+// 0 is a strict but meaningful e2eRatio (no E2E regression at all) and maxErrorRate (no failed
+// request); not a maxShare: some replica takes a share > 0 of any traffic, so every measurement,
+// the incumbent's included, would break a cap of 0 (packages/tuner/src/guardrails.ts).
 export const guardrails = z.object({
   enabled: z.boolean(),
   e2eRatio: z.number().min(0, { error: "e2eRatio must be ≥ 0" }),
-  maxShare: z.number().min(0).max(1, { error: "maxShare must be within [0, 1]" }),
+  maxShare: z
+    .number()
+    .gt(0, { error: "maxShare must be within (0, 1]: every measurement breaks a share cap of 0" })
+    .max(1, { error: "maxShare must be within (0, 1]" }),
   maxErrorRate: z.number().min(0).max(1, { error: "maxErrorRate must be within [0, 1]" }),
 });

@@ -62,7 +62,8 @@ test("series, rates, shares and accuracy over time buckets", () => {
   assert.deepEqual(stats.cacheSeries(now, 10_000).at(-1)?.replicas, { a: { predicted: 280, actual: 350 }, b: { predicted: 120, actual: 150 } });
   const history = stats.shareSeries(now, 10_000);
   assert.deepEqual(history.at(-1)?.shares, { a: 0.7, b: 0.3 });
-  assert.equal(stats.requestSeries(now, 10_000).at(-1)?.errors, 1);
+  // One failure in the bucket that began 4.5 s ago: a rate, like rps.
+  assert.ok(Math.abs(stats.requestSeries(now, 10_000).at(-1)!.errorsPerS - 1 / 4.5) < 1e-9);
   const live = stats.summary(now, 60_000);
   assert.equal(live.requests, 12);
   assert.equal(live.ttftMs.p99, 999);
@@ -74,4 +75,57 @@ test("events from an LB clock ahead of the console land in the current bucket", 
   stats.add(event(10_500), 10_000);
   // The bucket has just begun: its rate is taken over at least one second.
   assert.equal(stats.requestSeries(10_000, 5_000).at(-1)?.rps, 1);
+});
+
+test("requests and errors are both per second: 10 req/s with 10 % failing reads 10 and 1", () => {
+  const stats = new RollingStats(5_000, 120);
+  const t0 = 1_700_000_000_000;
+  // One request every 100 ms for 60 s, every tenth one failing.
+  for (let i = 0; i < 600; i += 1) {
+    const time = t0 + i * 100;
+    stats.add(event(time, i % 10 === 0 ? { status: 500, error: "boom", ttftMs: null } : {}), time);
+  }
+  const now = t0 + 60_000;
+  // The 12 complete buckets of the minute, and the one beginning at `now`.
+  const complete = stats.requestSeries(now, 65_000).slice(0, -1);
+  assert.equal(complete.length, 12);
+  for (const point of complete) {
+    assert.ok(Math.abs(point.rps - 10) < 1e-9, `rps ${point.rps}`);
+    assert.ok(Math.abs(point.errorsPerS - 1) < 1e-9, `errors/s ${point.errorsPerS}`);
+  }
+  assert.equal(stats.errorRate(now), 0.1);
+
+  // A bucket still filling divides both by the time it covered so far: 2.5 s of the same traffic.
+  for (let i = 600; i < 625; i += 1) {
+    const time = t0 + i * 100;
+    stats.add(event(time, i % 10 === 0 ? { status: 500, error: "boom", ttftMs: null } : {}), time);
+  }
+  const filling = stats.requestSeries(t0 + 62_500, 60_000).at(-1)!;
+  assert.equal(filling.rps, 10);
+  assert.equal(filling.errorsPerS, 1.2, "3 failures (i = 600, 610, 620) in 2.5 s");
+});
+
+test("the latest TTFT is the newest complete bucket that measured one, with its age", () => {
+  const stats = new RollingStats(5_000, 120);
+  assert.equal(stats.latestTtft(100_000), null, "nothing measured");
+  for (let i = 0; i < 20; i += 1) stats.add(event(90_000 + i * 100, { ttftMs: (i + 1) * 10 }), 92_000);
+  // The bucket still filling [95 s, 100 s) holds a single slow request: not the stat.
+  stats.add(event(96_000, { ttftMs: 5_000 }), 96_000);
+  const latest = stats.latestTtft(97_000);
+  assert.deepEqual(latest, { t: 90_000, bucketMs: 5_000, ageMs: 2_000, recent: true, p50: 100, p95: 190 });
+
+  // Once the bucket is complete it is the stat.
+  assert.equal(stats.latestTtft(100_000)?.p95, 5_000);
+  assert.equal(stats.latestTtft(100_000)?.ageMs, 0);
+
+  // A bucket that measured nothing (only failures) is skipped, not shown as no data.
+  stats.add(event(101_000, { status: 500, error: "boom", ttftMs: null }), 101_000);
+  assert.equal(stats.latestTtft(106_000)?.t, 95_000);
+
+  // Older than a minute: still returned with its age, but not recent.
+  const old = stats.latestTtft(100_000 + 60_001);
+  assert.equal(old?.t, 95_000);
+  assert.equal(old?.ageMs, 60_001);
+  assert.equal(old?.recent, false);
+  assert.equal(stats.latestTtft(160_000)?.recent, true, "exactly a minute is still recent");
 });

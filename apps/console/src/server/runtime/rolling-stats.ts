@@ -4,7 +4,7 @@ import "server-only";
 import type { TelemetryEvent } from "@meridian/protocol";
 // The tuner's nearest-rank percentile, so the overview's p95 is the same statistic the tuner scores.
 import { percentile } from "@meridian/tuner";
-import { REPLICA_STATS_WINDOW_MS, STATS_BUCKET_MS } from "../../lib/stats-windows";
+import { LATEST_TTFT_MAX_AGE_MS, REPLICA_STATS_WINDOW_MS, STATS_BUCKET_MS } from "../../lib/stats-windows";
 
 interface ReplicaAccumulator {
   requests: number;
@@ -36,10 +36,24 @@ export interface TtftPoint {
   p50: number | null;
   p95: number | null;
 }
+/** Both rates per second over the time the bucket covered (its whole length once it is complete). */
 export interface RequestPoint {
   t: number;
   rps: number;
-  errors: number;
+  /** Failed requests per second (a status >= 400 or an error). */
+  errorsPerS: number;
+}
+/** The TTFT of the newest complete bucket that measured one (see `RollingStats.latestTtft`). */
+export interface LatestTtft {
+  /** The bucket's start and length. */
+  t: number;
+  bucketMs: number;
+  /** How long ago the bucket ended. */
+  ageMs: number;
+  /** Whether it ended at most `LATEST_TTFT_MAX_AGE_MS` ago; older, the pages say "no recent data". */
+  recent: boolean;
+  p50: number | null;
+  p95: number | null;
 }
 export interface SharePoint {
   t: number;
@@ -165,8 +179,26 @@ export class RollingStats {
       // The current bucket is still filling: divide by the time it has covered so far (at least a
       // second, so a bucket a few ms old does not report a huge rate).
       const covered = Math.min(this.bucketMs, Math.max(1_000, now - t));
-      return { t, rps: b ? b.requests / (covered / 1000) : 0, errors: b?.errors ?? 0 };
+      return { t, rps: b ? b.requests / (covered / 1000) : 0, errorsPerS: b ? b.errors / (covered / 1000) : 0 };
     });
+  }
+
+  /**
+   * The TTFT percentiles of the newest complete bucket that measured a TTFT, and how long ago it
+   * ended. The bucket still filling is left out (its few first requests are not its percentiles);
+   * null when no bucket the stats still keep measured one.
+   */
+  latestTtft(now: number = Date.now(), maxAgeMs = LATEST_TTFT_MAX_AGE_MS): LatestTtft | null {
+    this.prune(now);
+    for (let i = this.buckets.length - 1; i >= 0; i -= 1) {
+      const b = this.buckets[i]!;
+      const end = b.start + this.bucketMs;
+      if (end > now || b.ttfts.length === 0) continue;
+      const sorted = [...b.ttfts].sort((x, y) => x - y);
+      const ageMs = now - end;
+      return { t: b.start, bucketMs: this.bucketMs, ageMs, recent: ageMs <= maxAgeMs, p50: percentile(sorted, 0.5), p95: percentile(sorted, 0.95) };
+    }
+    return null;
   }
 
   shareSeries(now: number = Date.now(), windowMs = 300_000): SharePoint[] {

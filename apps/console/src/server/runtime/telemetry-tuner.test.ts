@@ -4,6 +4,7 @@ import { createDatabase } from "@meridian/db";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
 import { createLb, updateLb } from "../services/lbs";
+import { overviewSummary } from "../services/overview";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
 import { setManualWeights, startTuner, stopTuner, tunerByLb, updateTuner } from "../services/tuner";
@@ -145,5 +146,42 @@ describe("an LB's admin URL changed", () => {
     lb.emit();
     await waitFor(() => seen.includes(6), 5_000, "the next event");
     assert.deepEqual(seen, [1, 2, 3, 4, 5, 6], "each event delivered once");
+  });
+});
+
+describe("events an LB no longer holds", () => {
+  let h: Harness;
+  let lb: FakeLb;
+  before(async () => {
+    ({ h, lb } = await consoleWithOneLb());
+    await h.rt.telemetry.start();
+  });
+  after(async () => {
+    h?.rt.telemetry.stop();
+    await h?.close();
+    await lb?.close();
+  });
+
+  test("are counted per LB in the overview's telemetry, beside the stream's state", async () => {
+    for (let i = 0; i < 3; i += 1) lb.emit();
+    await waitFor(() => h.rt.telemetry.status()[0]?.lastSeq === 3, 5_000, "3 events");
+    // The stream breaks; by the time the console resumes, the LB's ring has lost seq 4 to 8.
+    lb.dropStreams();
+    for (let i = 0; i < 7; i += 1) lb.emit();
+    lb.forget(8);
+    await waitFor(() => h.rt.telemetry.status()[0]?.lastSeq === 10, 5_000, "resumed after the gap");
+    await waitFor(() => h.rt.telemetry.status()[0]?.connected, 5_000, "stream open");
+    const telemetry = (await overviewSummary(h.rt)).telemetry;
+    assert.equal(telemetry.length, 1);
+    assert.deepEqual(
+      {
+        lbId: telemetry[0]!.lbId,
+        connected: telemetry[0]!.connected,
+        events: telemetry[0]!.events,
+        dropped: telemetry[0]!.dropped,
+        lastError: telemetry[0]!.lastError,
+      },
+      { lbId: "lb-a", connected: true, events: 5, dropped: 5, lastError: null },
+    );
   });
 });

@@ -11,6 +11,7 @@ import { createRegion, listRegions } from "./regions";
 import { createReplica, listReplicas, updateReplica } from "./replicas";
 import { SYSTEM_CONSOLE } from "../audit-trail";
 import { assignDefaultHomes } from "./home-lb";
+import { DomainError } from "../errors";
 
 const replica = (name: string, region: string, homeLbId?: string | null) => ({
   name,
@@ -56,8 +57,38 @@ describe("default home LB", () => {
   });
 
   test("an explicit home is kept", async () => {
-    const { id } = await createReplica(h.rt, OPERATOR, replica("us-on-eu", "us-ashburn", "lb-eu-frankfurt"));
+    await createLb(h.rt, OPERATOR, { name: "lb-us-ashburn-2", url: "http://127.0.0.1:9/us2", region: "us-ashburn" }, "lb-us-ashburn-2");
+    const { id } = await createReplica(h.rt, OPERATOR, replica("us-on-2", "us-ashburn", "lb-us-ashburn-2"));
+    assert.equal((await view(id)).homeLbId, "lb-us-ashburn-2");
+  });
+
+  // In via-peer mode an LB routes directly only to its own region's replicas, and only the home LB
+  // lists a replica: homed on another region's LB, it would get no traffic (and move with that LB).
+  test("a home LB in another region is refused, on create and on update, with what to do instead", async () => {
+    const invalidAs = (message: RegExp) => (error: unknown) => error instanceof DomainError && error.kind === "invalid" && message.test(error.message);
+    const elsewhere = /^home LB "lb-eu-frankfurt" is in eu-frankfurt, not us-ashburn: a replica's home LB must be in its region/;
+    await assert.rejects(
+      () => createReplica(h.rt, OPERATOR, replica("us-on-eu", "us-ashburn", "lb-eu-frankfurt")),
+      invalidAs(/^home LB "lb-eu-frankfurt" is in eu-frankfurt, not us-ashburn: .*\(leave it out for the region's default\)$/),
+    );
+    assert.equal(
+      (await listReplicas(h.rt)).find((r) => r.name === "us-on-eu"),
+      undefined,
+      "nothing was created",
+    );
+    const { id } = await createReplica(h.rt, OPERATOR, replica("us-e", "us-ashburn"));
+    await assert.rejects(() => updateReplica(h.rt, OPERATOR, { id, homeLbId: "lb-eu-frankfurt" }), invalidAs(elsewhere));
+    // A move to another region keeps the home only if it is there too.
+    await assert.rejects(
+      () => updateReplica(h.rt, OPERATOR, { id, region: "eu-frankfurt" }),
+      invalidAs(/^home LB "lb-us-ashburn" is in us-ashburn, not eu-frankfurt: .*\(give homeLbId with the new region, null for its default\)$/),
+    );
+    assert.equal((await view(id)).homeLbId, "lb-us-ashburn", "the refused updates changed nothing");
+    assert.equal((await view(id)).region, "us-ashburn");
+    await updateReplica(h.rt, OPERATOR, { id, region: "eu-frankfurt", homeLbId: null });
     assert.equal((await view(id)).homeLbId, "lb-eu-frankfurt");
+    await updateReplica(h.rt, OPERATOR, { id, region: "us-ashburn", homeLbId: "lb-us-ashburn-2" });
+    assert.equal((await view(id)).homeLbId, "lb-us-ashburn-2");
   });
 
   test("a region without an LB: no home until an LB is created there, which takes it", async () => {
@@ -82,7 +113,7 @@ describe("default home LB", () => {
   });
 
   test("an update to a null home goes back to the region's default", async () => {
-    const { id } = await createReplica(h.rt, OPERATOR, replica("us-d", "us-ashburn", "lb-eu-frankfurt"));
+    const { id } = await createReplica(h.rt, OPERATOR, replica("us-d", "us-ashburn", "lb-us-ashburn-2"));
     await updateReplica(h.rt, OPERATOR, { id, homeLbId: null });
     assert.equal((await view(id)).homeLbId, "lb-us-ashburn");
   });

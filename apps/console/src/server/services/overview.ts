@@ -51,7 +51,10 @@ export async function overviewSummary(rt: ServiceRuntime) {
     errorRate: stats.errorRate(now),
     cacheHitRate: stats.cacheHitRate(now),
     ttftSeries: stats.ttftSeries(now),
+    /** What the TTFT stats show: the newest complete bucket, not the one still filling. */
+    ttftLatest: stats.latestTtft(now),
     requestSeries: stats.requestSeries(now),
+    /** Per LB this console subscribes to: stream open, events received and dropped, lag, last error. */
     telemetry: await rt.telemetry.status(),
     entrypoints: Object.values(await entrypointMap(rt)),
   };

@@ -5,7 +5,7 @@ import { eq, type SQL } from "drizzle-orm";
 import type { Queryable, ReplicaRow } from "@meridian/db";
 import { regionNamesById } from "../region-names";
 import { type Actor, recordAudit } from "../audit-trail";
-import { conflict, notFound, precondition } from "../errors";
+import { conflict, invalid, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
 import { indexStatus, type IndexStatus } from "../runtime/index-status";
 import { replicaWarningsFrom, type ReplicaWarning } from "../runtime/replica-warnings";
@@ -111,6 +111,23 @@ async function requireLb({ db, tables }: Queryable, lbId: string) {
   return lb;
 }
 
+/**
+ * A home LB the operator named, which must be in the replica's region. In via-peer mode an LB routes
+ * directly only to the replicas of its own region (lb-core's isLocalCandidate) and only the home LB
+ * lists a replica, so a replica homed on another region's LB got no traffic there; and failing that
+ * LB over would move the replica with it. (A failover's stand-in in another region is a re-home,
+ * `rehomedToLbId`, not a home.)
+ */
+async function requireHomeIn(q: Queryable, lbId: string, regionId: string, fix = "leave it out for the region's default") {
+  const lb = await requireLb(q, lbId);
+  if (lb.regionId !== regionId) {
+    const names = await regionNamesById(q);
+    const [lbRegion, region] = [names.get(lb.regionId) ?? lb.regionId, names.get(regionId) ?? regionId];
+    throw invalid(`home LB "${lb.name}" is in ${lbRegion}, not ${region}: a replica's home LB must be in its region (${fix})`);
+  }
+  return lb;
+}
+
 async function replicaExists({ db, tables }: Queryable, where: SQL): Promise<boolean> {
   return (await db.select({ id: tables.replicas.id }).from(tables.replicas).where(where).limit(1)).length > 0;
 }
@@ -124,7 +141,7 @@ export async function createReplica(rt: ServiceRuntime, actor: Actor, input: Rep
       throw conflict(`a replica named "${input.name}" already exists`);
     }
     const region = await requireRegion(tx, input.region);
-    const home = input.homeLbId ? await requireLb(tx, input.homeLbId) : await defaultHomeLb(tx, region.id);
+    const home = input.homeLbId ? await requireHomeIn(tx, input.homeLbId, region.id) : await defaultHomeLb(tx, region.id);
     const id = fixedId ?? (await newId(input.name, (candidate) => replicaExists(tx, eq(replicas.id, candidate))));
     const row = {
       id,
@@ -156,8 +173,12 @@ export async function updateReplica(rt: ServiceRuntime, actor: Actor, input: { i
       throw conflict(`a replica named "${input.name}" already exists`);
     }
     const regionId = input.region !== undefined ? (await requireRegion(tx, input.region)).id : before.regionId;
-    // undefined: the home stays; null: back to the region's default, as on create.
-    const home = input.homeLbId ? await requireLb(tx, input.homeLbId) : input.homeLbId === null ? await defaultHomeLb(tx, regionId) : undefined;
+    // undefined: the home stays (it must be in the region the replica moves to); null: back to the
+    // region's default, as on create.
+    const home = input.homeLbId ? await requireHomeIn(tx, input.homeLbId, regionId) : input.homeLbId === null ? await defaultHomeLb(tx, regionId) : undefined;
+    if (home === undefined && regionId !== before.regionId && before.homeLbId !== null) {
+      await requireHomeIn(tx, before.homeLbId, regionId, "give homeLbId with the new region, null for its default");
+    }
     const after: ReplicaRow = {
       ...before,
       name: input.name ?? before.name,

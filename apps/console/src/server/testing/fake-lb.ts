@@ -26,6 +26,8 @@ export interface FakeLb {
   emit(partial?: Partial<TelemetryEvent>): TelemetryEvent;
   /** Closes every open telemetry stream (the LB "restarts" its streams). */
   dropStreams(): void;
+  /** Its ring no longer holds events up to `seq`: a subscription from before it gets a `dropped` line. */
+  forget(seq: number): void;
   close(): Promise<void>;
 }
 
@@ -40,6 +42,8 @@ export async function startFakeLb(options: {
   rttMs?: (replica: { id: string; region: string }) => number;
 }): Promise<FakeLb> {
   const events: TelemetryEvent[] = [];
+  /** The newest seq its ring no longer holds (0: it holds every event). */
+  let forgotten = 0;
   const streams = new Set<ServerResponse>();
   const lb: FakeLb = {
     url: "",
@@ -68,6 +72,9 @@ export async function startFakeLb(options: {
     dropStreams() {
       for (const res of streams) res.destroy();
       streams.clear();
+    },
+    forget(seq) {
+      forgotten = Math.max(forgotten, Math.min(seq, events.length));
     },
     close: async () => {
       lb.dropStreams();
@@ -193,7 +200,9 @@ export async function startFakeLb(options: {
       const since = Number(url.searchParams.get("since") ?? 0);
       lb.telemetryRequests.push(String(since));
       res.writeHead(200, { "content-type": "application/x-ndjson" });
-      for (const event of events) if (event.seq > since) res.write(`${JSON.stringify({ type: "event", event })}\n`);
+      // As the proxy's ring does: what it no longer holds is one `dropped` line, then the events.
+      if (since < forgotten) res.write(`${JSON.stringify({ type: "dropped", fromSeq: since + 1, toSeq: forgotten, count: forgotten - since })}\n`);
+      for (const event of events) if (event.seq > Math.max(since, forgotten)) res.write(`${JSON.stringify({ type: "event", event })}\n`);
       res.write(`${JSON.stringify({ type: "heartbeat", seq: events.length, time: Date.now() })}\n`);
       streams.add(res);
       req.on("close", () => streams.delete(res));

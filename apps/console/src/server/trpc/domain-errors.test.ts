@@ -164,6 +164,20 @@ describe("domain errors through tRPC", () => {
     assert.match(huge.error!.message, /^weights\.queue: weights must be at most 1000000$/);
   });
 
+  test("a guardrail share cap of 0 is refused (every measurement would break it); 0 stays a strict E2E ratio and error cap", async () => {
+    const guard = (over: Record<string, number>) => ({ enabled: true, e2eRatio: 0.25, maxShare: 0.8, maxErrorRate: 0.05, ...over });
+    const zeroShare = await mutate("tuner.update", { lbId: "lb-us", guardrails: guard({ maxShare: 0 }) });
+    assert.equal(zeroShare.status, 400);
+    assert.match(zeroShare.error!.message, /^guardrails\.maxShare: maxShare must be within \(0, 1\]: every measurement breaks a share cap of 0$/);
+    const over = await mutate("tuner.update", { lbId: "lb-us", guardrails: guard({ maxShare: 1.5 }) });
+    assert.equal(over.status, 400);
+    assert.match(over.error!.message, /^guardrails\.maxShare: maxShare must be within \(0, 1\]$/);
+    const state = await trpcCall(h.rt, "tuner.byLb", { lbId: "lb-us" }, { cookie });
+    assert.equal((state.data as { guardrails: { maxShare: number } }).guardrails.maxShare, 0.8, "the refused updates changed nothing");
+    const strict = await mutate("tuner.update", { lbId: "lb-us", guardrails: guard({ e2eRatio: 0, maxErrorRate: 0 }) });
+    assert.equal(strict.status, 200, strict.error?.message);
+  });
+
   test("a domain error from another copy of errors.ts (Next bundles the runtime apart from the routers) keeps its status", async () => {
     // A second module instance, as instrumentation.ts's bundle has: the bug behind the 500s in production.
     const copy = (await import(new URL("../errors.ts?second-bundle", import.meta.url).href)) as typeof ErrorsModule;
