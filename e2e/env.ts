@@ -1,7 +1,8 @@
 // Values the e2e web server is started with and the specs log in or call LBs with. Shared by
 // playwright.config.ts and the specs so the two cannot drift apart.
 // MERIDIAN_E2E_PORT_OFFSET shifts every port, so two checkouts on one machine can run e2e at once.
-import { mkdtempSync, readFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { demoStateDir, demoTokenFile } from "../apps/console/src/lib/demo-files";
@@ -18,10 +19,15 @@ export const VIEWER = { username: "viewer", password: "e2e-viewer-pass-1" } as c
 /** The machine token the demo's clients read /api/entrypoints with. */
 export const ENTRYPOINTS_TOKEN = "e2e-entrypoints-token-0123456789";
 
-// Workers re-evaluate playwright.config.ts and this file; the env var keeps one fresh database
-// directory per run. The console writes the demo LBs' tokens beside the database
-// (apps/console/src/lib/demo-files.ts), where the specs read them to call an LB's admin API.
-process.env.MERIDIAN_E2E_DATA_DIR ??= mkdtempSync(join(tmpdir(), "meridian-e2e-"));
+// The run's database directory. `npm test` creates it, passes it in MERIDIAN_E2E_DATA_DIR and removes
+// it after the run (scripts/test.mjs). Without it (`npx playwright test`), the first evaluation picks
+// a fresh path under the OS temp directory and puts it in the env var, so that the workers, which
+// evaluate playwright.config.ts and this file again, agree on it. Only the path is chosen here: the
+// console creates the directory with its database (packages/db/src/client.ts), so evaluating the
+// config without running it, as knip does in `npm run check:dead`, leaves nothing behind.
+// The console writes the demo LBs' tokens beside the database (apps/console/src/lib/demo-files.ts),
+// where the specs read them to call an LB's admin API.
+process.env.MERIDIAN_E2E_DATA_DIR ||= join(tmpdir(), `meridian-e2e-${randomBytes(6).toString("hex")}`);
 export const DATA_DIR = process.env.MERIDIAN_E2E_DATA_DIR;
 
 /** The admin token of a demo LB, as the console issued it. */

@@ -12,19 +12,38 @@
 // When something failed, a digest of the failures (name, location, first lines of the error; see
 // lib/test-failures.mjs) is printed just above the last line.
 // Usage: npm test [-- --unit-only]   (MERIDIAN_TEST_FILTER=substr narrows the node:test files)
-// Exit code: 0 when nothing failed, 1 otherwise. A suite that crashes counts as one failure.
-import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+// Exit code: 0 when nothing failed, 1 otherwise; 130/143 when stopped by SIGINT/SIGTERM.
+//
+// Every step can fail only as counted failures, never by hanging the run or outliving it:
+// - Each step runs in its own process group with a time limit (lib/run-step.mjs). A step past its
+//   limit is stopped and counts one failure, and the summary line still comes (CI stops the whole
+//   job at 90 min; a clean run takes ~18 min on 2 cores).
+// - SIGINT/SIGTERM stop the running step and everything it started, wait for it, then print the
+//   summary so far and exit non-zero.
+// - A test file that exits before its tests finished fails (lib/exit-guard.mjs); one that leaves a
+//   handle open does not keep node:test waiting (--test-force-exit for the files' processes, set by
+//   lib/node-tests.mjs, which runs node:test as `node --test` does).
+// - The result files a summary is read from are deleted before their step, so a step that wrote none
+//   counts one failure rather than reporting the previous run's numbers.
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { ensureInstalled } from "./lib/ensure-install.mjs";
+import { forwardSignals, formatDuration, interrupted, runStep, signalExitCode, startStep } from "./lib/run-step.mjs";
 import { formatFailures, playwrightFailures, tapFailures } from "./lib/test-failures.mjs";
 
 const root = join(fileURLToPath(import.meta.url), "..", "..");
 const outDir = join(root, ".test-results");
 mkdirSync(outDir, { recursive: true });
 ensureInstalled(root);
+forwardSignals();
+
+const MIN = 60_000;
+/** Time limits: generous (several times a step's clean duration on a loaded 2-core CI machine); they
+ * exist to turn a hang into one failure. */
+const LIMIT = { houseCheck: 10 * MIN, nodeTests: 40 * MIN, build: 20 * MIN, playwright: 40 * MIN };
 
 const SKIP_DIRS = new Set(["node_modules", ".next", ".turbo", "dist", "data", ".git"]);
 function findTests(dir, suffix, out = []) {
@@ -40,32 +59,51 @@ function findTests(dir, suffix, out = []) {
 
 let passed = 0;
 let failed = 0;
-/** Each failing test, for the digest above the last line. */
+/** Each failing test, and each step that failed as a whole, for the digest above the last line. */
 const failures = [];
 
-const filter = process.env.MERIDIAN_TEST_FILTER;
+/** A step that failed as a whole (crashed, timed out, wrote no results): one failure, said at once and in the digest. */
+function stepFailed(label, why) {
+  failed += 1;
+  console.error(`[meridian] ✖ ${label}: ${why}; counting one failure`);
+  failures.push({ name: label, location: "", error: why });
+}
+
+/** Why a step's result cannot be read as a normal end (timed out, interrupted, not started), or null. */
+function abnormalEnd(result, limitMs) {
+  if (result.error) return `could not be started (${result.error.message})`;
+  if (result.timedOut) return `timed out after ${formatDuration(limitMs)} and was stopped`;
+  if (interrupted()) return `interrupted by ${interrupted()}`;
+  return null;
+}
+
+const exitOf = (result) => result.signal ?? `exit ${result.code}`;
 
 // --- 0. house checks ----------------------------------------------------------------------
-if (!filter) {
+async function houseChecks() {
   for (const script of ["lint", "check:boundaries", "check:dead"]) {
+    if (interrupted()) return;
+    const label = `npm run ${script}`;
     const startedAt = Date.now();
-    const r = spawnSync("npm", ["run", "--silent", script], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+    const r = await runStep(label, "npm", ["run", "--silent", script], { cwd: root, timeoutMs: LIMIT.houseCheck });
     const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
-    if (r.status === 0) {
+    const abnormal = abnormalEnd(r, LIMIT.houseCheck);
+    if (abnormal) stepFailed(label, abnormal);
+    else if (r.code === 0) {
       passed += 1;
-      console.log(`[meridian] ✔ npm run ${script} (${seconds} s)`);
-    } else {
-      failed += 1;
-      console.error(`[meridian] ✖ npm run ${script} failed (exit ${r.status}, ${seconds} s)`);
-    }
+      console.log(`[meridian] ✔ ${label} (${seconds} s)`);
+    } else stepFailed(label, `failed (${exitOf(r)}, ${seconds} s)`);
   }
 }
 
 // --- 1. node:test -----------------------------------------------------------------------
 /** Runs `files` under node:test (spec to stdout, TAP to .test-results/<tapName>) and adds the counts. */
-function runNodeTests(files, tapName, extraEnv = {}) {
+async function runNodeTests(files, tapName, extraEnv = {}) {
+  const label = `node:test (${tapName})`;
   const tap = join(outDir, tapName);
-  const r = spawnSync(
+  rmSync(tap, { force: true });
+  const r = await runStep(
+    label,
     process.execPath,
     [
       // The console's server modules `import "server-only"`, which throws unless resolved under the
@@ -73,100 +111,136 @@ function runNodeTests(files, tapName, extraEnv = {}) {
       "--conditions=react-server",
       "--import",
       "tsx",
-      "--test",
+      // A file whose process exits before its tests finished (process.exit(0) partway) fails.
+      "--import",
+      "./scripts/lib/exit-guard.mjs",
       "--test-concurrency=2",
       "--test-timeout=180000",
-      "--test-reporter=spec",
-      "--test-reporter-destination=stdout",
-      "--test-reporter=tap",
-      `--test-reporter-destination=${tap}`,
+      // `node --test`, with --test-force-exit for the files' processes only: a file that leaves a
+      // handle open (a server, a timer) ends once its tests have instead of keeping the run waiting
+      // forever, and the TAP file is still complete (see lib/node-tests.mjs; Node >= 20.14).
+      join(root, "scripts", "lib", "node-tests.mjs"),
+      tap,
       ...files.map((f) => relative(root, f)),
     ],
-    { cwd: root, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, NODE_ENV: "test", ...extraEnv } },
+    { cwd: root, env: { ...process.env, NODE_ENV: "test", ...extraEnv }, timeoutMs: LIMIT.nodeTests },
   );
+  const abnormal = abnormalEnd(r, LIMIT.nodeTests);
+  if (abnormal) return stepFailed(label, abnormal);
   const text = existsSync(tap) ? readFileSync(tap, "utf8") : "";
   const p = Number(/^# pass (\d+)/m.exec(text)?.[1] ?? NaN);
   const f = Number(/^# fail (\d+)/m.exec(text)?.[1] ?? NaN);
-  if (Number.isNaN(p) || Number.isNaN(f)) {
-    console.error(`[meridian] node:test (${tapName}) produced no summary (exit ${r.status}); counting one failure`);
-    failed += 1;
-  } else {
-    passed += p;
-    failed += f;
-    failures.push(...tapFailures(text));
-    if (f === 0 && r.status !== 0) {
-      console.error(`[meridian] node:test (${tapName}) exited ${r.status} with no failed test; counting one failure`);
-      failed += 1;
-    }
-  }
+  if (Number.isNaN(p) || Number.isNaN(f)) return stepFailed(label, `produced no summary (${exitOf(r)})`);
+  passed += p;
+  failed += f;
+  failures.push(...tapFailures(text));
+  if (f === 0 && r.code !== 0) stepFailed(label, `${exitOf(r)} with no failed test`);
 }
-
-const nodeFiles = [join(root, "packages"), join(root, "apps"), join(root, "scripts")]
-  .flatMap((d) => findTests(d, ".test.ts"))
-  .filter((f) => !f.includes(`${join("apps", "console")}/e2e`))
-  .filter((f) => !filter || f.includes(filter))
-  .sort();
-if (nodeFiles.length > 0) runNodeTests(nodeFiles, "node.tap");
 
 // --- 1b. the console suites again, on PostgreSQL ---------------------------------------------
 // Every console test file that runs on the test harness (a ConsoleRuntime on a fresh database)
 // runs a second time with MERIDIAN_TEST_STORE=pg: each harness gets a fresh database on one real
 // PostgreSQL server, started here (scripts/lib/test-postgres.ts) and stopped when the pass ends.
-const consoleRoot = join(root, "apps", "console");
-const pgFiles = nodeFiles.filter((f) => f.startsWith(consoleRoot) && readFileSync(f, "utf8").includes("testing/harness"));
-if (pgFiles.length > 0) {
-  const holder = spawn(process.execPath, ["--import", "tsx", join(root, "scripts", "lib", "test-postgres.ts")], {
+async function runNodeTestsOnPostgres(pgFiles) {
+  // A step like the others, so that a signal stops it too; its stdin closing is its normal stop. Its
+  // limit only bounds a server that does not stop: it outlives the node:test pass by design.
+  const label = "the PostgreSQL server for the console suites";
+  const limit = LIMIT.nodeTests + 10 * MIN;
+  const holder = startStep(label, process.execPath, ["--import", "tsx", join(root, "scripts", "lib", "test-postgres.ts")], {
     cwd: root,
     stdio: ["pipe", "pipe", "inherit"],
+    timeoutMs: limit,
   });
+  // Closing stdin of a holder that already exited (a signal stopped it) is EPIPE, not a crash.
+  holder.child.stdin?.on("error", () => {});
   const ready = await new Promise((resolve) => {
-    createInterface({ input: holder.stdout }).once("line", (line) => resolve(JSON.parse(line)));
-    holder.once("exit", () => resolve(null));
+    createInterface({ input: holder.child.stdout }).once("line", (line) => {
+      try {
+        resolve(JSON.parse(line));
+      } catch {
+        resolve(null);
+      }
+    });
+    holder.child.once("exit", () => resolve(null));
   });
   if (!ready) {
-    console.error("[meridian] PostgreSQL did not start; the console suites' PostgreSQL pass counts one failure");
-    failed += 1;
-  } else {
+    if (!interrupted()) stepFailed("console suites on PostgreSQL", "PostgreSQL did not start");
+  } else if (!interrupted()) {
     console.log(`[meridian] console suites on PostgreSQL (${pgFiles.length} files, server pid ${ready.pid})`);
-    runNodeTests(pgFiles, "node-pg.tap", { MERIDIAN_TEST_STORE: "pg", MERIDIAN_TEST_PG_URL: ready.url });
+    await runNodeTests(pgFiles, "node-pg.tap", { MERIDIAN_TEST_STORE: "pg", MERIDIAN_TEST_PG_URL: ready.url });
   }
-  holder.stdin.end();
-  if (holder.exitCode === null) await new Promise((resolve) => holder.once("exit", resolve));
+  holder.child.stdin?.end();
+  const end = await holder.done;
+  if (end.timedOut) stepFailed(label, `still running after ${formatDuration(limit)}; stopped`);
 }
 
 // --- 2. Playwright e2e --------------------------------------------------------------------
-const specs = findTests(join(root, "e2e"), ".spec.ts");
-if (specs.length > 0 && !process.argv.includes("--unit-only")) {
-  const build = spawnSync("npm", ["run", "build"], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
-  if (build.status !== 0) {
-    console.error("[meridian] build failed; e2e suite not run, counting one failure");
-    failed += 1;
-  } else {
-    const json = join(outDir, "playwright.json");
-    const r = spawnSync("npx", ["playwright", "test", "--reporter=list,json"], {
-      cwd: root,
-      stdio: ["ignore", "inherit", "inherit"],
-      env: { ...process.env, PLAYWRIGHT_JSON_OUTPUT_NAME: json },
-    });
-    let report = null;
-    try {
-      report = JSON.parse(readFileSync(json, "utf8"));
-    } catch {
-      report = null;
-    }
-    const stats = report?.stats ?? null;
-    if (report) failures.push(...playwrightFailures(report));
-    if (!stats) {
-      console.error(`[meridian] playwright produced no report (exit ${r.status}); counting one failure`);
-      failed += 1;
-    } else {
-      passed += (stats.expected ?? 0) + (stats.flaky ?? 0);
-      failed += stats.unexpected ?? 0;
-      if ((stats.unexpected ?? 0) === 0 && r.status !== 0) failed += 1;
-    }
+async function e2e() {
+  const build = await runStep("npm run build", "npm", ["run", "build"], { cwd: root, timeoutMs: LIMIT.build });
+  const abnormal = abnormalEnd(build, LIMIT.build);
+  if (abnormal || build.code !== 0) return stepFailed("npm run build", `${abnormal ?? `failed (${exitOf(build)})`}; e2e suite not run`);
+  if (interrupted()) return;
+  // The console's database and the demo fleet's state for this run, removed after it (e2e/env.ts
+  // uses the directory it is given; one given by the caller is the caller's to keep).
+  const givenDataDir = process.env.MERIDIAN_E2E_DATA_DIR;
+  const dataDir = givenDataDir || mkdtempSync(join(tmpdir(), "meridian-e2e-"));
+  try {
+    await runPlaywright(dataDir);
+  } finally {
+    if (!givenDataDir) rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
+async function runPlaywright(dataDir) {
+  const label = "playwright test";
+  const json = join(outDir, "playwright.json");
+  rmSync(json, { force: true });
+  // Node on Playwright's CLI rather than npx, so the step's first process is Playwright itself and
+  // the step ends only when Playwright, which stops its webServer last, has exited.
+  const r = await runStep(label, process.execPath, [join(root, "node_modules", "@playwright", "test", "cli.js"), "test", "--reporter=list,json"], {
+    cwd: root,
+    env: { ...process.env, PLAYWRIGHT_JSON_OUTPUT_NAME: json, MERIDIAN_E2E_DATA_DIR: dataDir },
+    timeoutMs: LIMIT.playwright,
+    // SIGINT, whatever stopped npm test: on SIGINT Playwright stops its workers and then its webServer
+    // (SIGTERM to start.mjs's process group, which stops the console and the demo fleet); SIGTERM
+    // would end Playwright at once and leave the webServer, which has a process group of its own,
+    // running. The grace covers that shutdown (gracefulShutdown: 10 s in playwright.config.ts).
+    stopSignal: "SIGINT",
+    graceMs: 60_000,
+  });
+  const abnormal = abnormalEnd(r, LIMIT.playwright);
+  if (abnormal) return stepFailed(label, abnormal);
+  let report = null;
+  try {
+    report = JSON.parse(readFileSync(json, "utf8"));
+  } catch {
+    report = null;
+  }
+  const stats = report?.stats ?? null;
+  if (report) failures.push(...playwrightFailures(report));
+  if (!stats) return stepFailed(label, `produced no report (${exitOf(r)})`);
+  passed += (stats.expected ?? 0) + (stats.flaky ?? 0);
+  failed += stats.unexpected ?? 0;
+  if ((stats.unexpected ?? 0) === 0 && r.code !== 0) stepFailed(label, `${exitOf(r)} with no failed test`);
+}
+
+// --- the run --------------------------------------------------------------------------------
+const filter = process.env.MERIDIAN_TEST_FILTER;
+const nodeFiles = [join(root, "packages"), join(root, "apps"), join(root, "scripts")]
+  .flatMap((d) => findTests(d, ".test.ts"))
+  .filter((f) => !f.includes(`${join("apps", "console")}/e2e`))
+  .filter((f) => !filter || f.includes(filter))
+  .sort();
+const consoleRoot = join(root, "apps", "console");
+const pgFiles = nodeFiles.filter((f) => f.startsWith(consoleRoot) && readFileSync(f, "utf8").includes("testing/harness"));
+const specs = findTests(join(root, "e2e"), ".spec.ts");
+
+if (!filter) await houseChecks();
+if (!interrupted() && nodeFiles.length > 0) await runNodeTests(nodeFiles, "node.tap");
+if (!interrupted() && pgFiles.length > 0) await runNodeTestsOnPostgres(pgFiles);
+if (!interrupted() && specs.length > 0 && !process.argv.includes("--unit-only")) await e2e();
+
 if (failures.length > 0) console.log(`[meridian] failures:\n${formatFailures(failures)}`);
 console.log(`${passed} passed, ${failed} failed`);
+if (interrupted()) process.exit(signalExitCode(interrupted()));
 process.exit(failed === 0 && passed > 0 ? 0 : 1);

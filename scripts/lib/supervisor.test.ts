@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -126,9 +126,11 @@ describe("Supervisor", () => {
     await sup.stop(1_000);
   });
 
-  test("stop() escalates to SIGKILL for a child that ignores SIGTERM", async () => {
+  test("stop() escalates to SIGKILL for a child that ignores SIGTERM", async (t) => {
     const { sup, events } = supervisor();
-    const readyFile = join(mkdtempSync(join(tmpdir(), "meridian-supervisor-")), "ready");
+    const dir = mkdtempSync(join(tmpdir(), "meridian-supervisor-"));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const readyFile = join(dir, "ready");
     // The child ignores SIGTERM and writes readyFile once its handler is in place, so stop() never races it.
     const script = `process.on("SIGTERM", () => {}); setInterval(() => {}, 1e6); require("node:fs").writeFileSync(${JSON.stringify(readyFile)}, "")`;
     sup.add({ name: "stubborn", command: process.execPath, args: ["-e", script] });

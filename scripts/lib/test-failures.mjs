@@ -18,7 +18,7 @@ export function tapFailures(text) {
     const block = [];
     for (let j = i + 1; j < lines.length && lines[j].startsWith(indent) && lines[j].trim() !== "..."; j++) block.push(lines[j].slice(indent.length));
     if (block.some((line) => line.startsWith("failureType: 'subtestsFailed'"))) continue;
-    failures.push({ name: head[2], location: unquote(field(block, "location")), error: errorOf(block) });
+    failures.push({ name: head[2], location: unquote(field(block, "location")), error: errorOf(block) + howItExited(block) });
   }
   return failures;
 }
@@ -50,6 +50,16 @@ export function formatFailures(failures) {
 function field(block, name) {
   const line = block.find((l) => l.startsWith(`${name}: `));
   return line ? line.slice(name.length + 2) : "";
+}
+
+/** A test file whose process failed (node:test names the test after the file) carries its exit code
+ * or signal; its error alone is only 'test failed'. */
+function howItExited(block) {
+  const code = field(block, "exitCode");
+  const signal = unquote(field(block, "signal"));
+  if (signal && signal !== "~") return ` (its process was killed by ${signal})`;
+  if (code && code !== "~") return ` (its process exited with code ${code})`;
+  return "";
 }
 
 function errorOf(block) {

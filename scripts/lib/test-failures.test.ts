@@ -53,6 +53,27 @@ test("a TAP digest names each failing test once, where it is and its error, not 
   assert.deepEqual(tapFailures("TAP version 13\nok 1 - fine\n1..1\n"), []);
 });
 
+test("a test file whose process failed is named with how its process ended", () => {
+  const tap = (exitCode: string, signal: string) => `TAP version 13
+# Subtest: /repo/exits.test.ts
+not ok 1 - /repo/exits.test.ts
+  ---
+  duration_ms: 496.5
+  location: '/repo/exits.test.ts:1:1'
+  failureType: 'testCodeFailure'
+  exitCode: ${exitCode}
+  signal: ${signal}
+  error: 'test failed'
+  code: 'ERR_TEST_FAILURE'
+  ...
+1..1
+`;
+  assert.deepEqual(tapFailures(tap("1", "~")), [
+    { name: "/repo/exits.test.ts", location: "/repo/exits.test.ts:1:1", error: "test failed (its process exited with code 1)" },
+  ]);
+  assert.equal(tapFailures(tap("~", "'SIGKILL'"))[0]?.error, "test failed (its process was killed by SIGKILL)");
+});
+
 test("a Playwright digest names the unexpected failures with the first lines of their error, without colour codes", () => {
   const report = {
     suites: [
