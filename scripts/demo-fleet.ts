@@ -13,8 +13,8 @@
 //         every 30 s, and every exit and restart of an engine or LB.
 // Exits:  on SIGINT/SIGTERM, after stopping everything it started (by PID); a supervisor that starts
 //         it (npm start) sends SIGTERM even when killed outright (supervisor.ts, on Linux); with
-//         status 2 when the fleet cannot start (a port in use, a bad environment, an LB or engine
-//         that never stays up).
+//         status 2 when the fleet cannot start (another fleet uses its state directory, a port in
+//         use, a bad environment, an LB or engine that never stays up).
 // Ports:  engines BASE+1..BASE+6, LBs BASE+11..BASE+13.
 //
 // Decisions
@@ -22,14 +22,17 @@
 //   by the supervisor (scripts/lib/supervisor.ts): one that dies is restarted with backoff (0.5 s
 //   doubling to 30 s) on the same port, so a killed LB comes back and the console fails it back.
 //   Separate processes are also what lets an operator kill or freeze one replica to see failover.
+// - One fleet per state directory: a fleet first takes `<state dir>/fleet.lock` (its PID;
+//   scripts/lib/fleet-lock.ts, released when it exits). While a live fleet holds it, another exits
+//   with status 2 ("a demo fleet (pid N) already uses <state dir>") and touches nothing; a lock
+//   whose fleet is gone (killed outright) is replaced.
 // - `<state dir>/<name>.pid` holds each process's PID (scripts/lib/pid-files.ts); a fleet that
-//   starts after one that was killed stops the leftovers it finds there first.
+//   starts after one that was killed stops the leftovers it finds there first, once it holds the lock.
 // - LB tokens: the console issues each LB its own and, in the demo, writes it to
 //   `<state dir>/<lb id>.token` (what an operator would copy from the LBs page). Each LB starts
 //   once its file exists, with MERIDIAN_LB_TOKEN_FILE; when the console replaces a file (a fresh
 //   database), the LB is restarted so it reads the new token. A restarted LB reads its rotated tokens
 //   from its credentials file: the console is not needed to serve.
-import { createServer } from "node:net";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -39,7 +42,9 @@ import { LB_CONFIG_SCHEMA } from "@meridian/protocol";
 import { createEntrypointResolver, startLoadGenerator, type LoadGenerator } from "@meridian/workload";
 import { demoStateDir, demoTokenFile } from "../apps/console/src/lib/demo-files";
 import { DEMO_MODEL, DEMO_REGIONS, DEMO_RTT_MS, demoTopology } from "../apps/console/src/lib/demo-topology";
+import { acquireFleetLock } from "./lib/fleet-lock";
 import { removePidFile, stopLeftovers, writePidFile } from "./lib/pid-files";
+import { portIsFree, readPortEnv } from "./lib/ports.mjs";
 import { DEFAULT_RESTART_POLICY, Supervisor, type ChildSpec } from "./lib/supervisor";
 
 const root = resolve(fileURLToPath(import.meta.url), "..", "..");
@@ -68,13 +73,13 @@ function log(message: string): void {
 
 class SetupError extends Error {}
 
-/** Resolves when nothing listens on host:port (so this fleet can take it). */
-function portIsFree(host: string, port: number): Promise<boolean> {
-  return new Promise((done) => {
-    const probe = createServer();
-    probe.once("error", () => done(false));
-    probe.listen(port, host, () => probe.close(() => done(true)));
-  });
+/** --base-port, checked as MERIDIAN_DEMO_BASE_PORT is (the console accepts up to 65000). */
+function basePortFlag(text: string): number {
+  try {
+    return readPortEnv({ "--base-port": text }, "--base-port", 0, 65000);
+  } catch (error) {
+    throw new SetupError((error as Error).message);
+  }
 }
 
 /** Runs `check` every intervalMs until it holds (true), the fleet stops, or timeoutMs passed (false). */
@@ -138,7 +143,7 @@ async function main(): Promise<void> {
   const parsedEnv = EnvSchema.safeParse(process.env);
   if (!parsedEnv.success) throw new SetupError(parsedEnv.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; "));
   const env = parsedEnv.data;
-  const basePort = values["base-port"] ? Number(values["base-port"]) : env.MERIDIAN_DEMO_BASE_PORT;
+  const basePort = values["base-port"] ? basePortFlag(values["base-port"]) : env.MERIDIAN_DEMO_BASE_PORT;
   const consoleUrl = (values.console ?? env.MERIDIAN_CONSOLE_URL).replace(/\/+$/, "");
   const rate = values.rate ? Number(values.rate) : env.MERIDIAN_DEMO_RATE;
   const withLoad = !values["no-load"] && env.MERIDIAN_DEMO_LOAD === "1";
@@ -147,6 +152,11 @@ async function main(): Promise<void> {
   mkdirSync(stateDir, { recursive: true });
   const topology = demoTopology(basePort);
 
+  // Nothing in the state directory is touched before this fleet holds it.
+  const locked = acquireFleetLock(stateDir);
+  if (!locked.ok) throw new SetupError(`a demo fleet (pid ${locked.holder}) already uses ${stateDir}`);
+  process.once("exit", () => locked.lock.release());
+  if (locked.replaced !== null) log(`replaced the stale ${locked.lock.path} (pid ${locked.replaced} is no longer a demo fleet)`);
   for (const leftover of await stopLeftovers(stateDir)) log(`stopped ${leftover.name} (pid ${leftover.pid}) left running by an earlier demo fleet`);
   const ports = [...topology.engines.map((e) => e.port), ...topology.lbs.map((l) => l.port)];
   const busy: number[] = [];

@@ -3,11 +3,19 @@
 // Run:    npm start            (MERIDIAN_DEMO=0 npm start: the console only, for a real fleet)
 // Prints: each step, each child's PID as it starts, the console URL and the demo credentials; the
 //         children's logs, prefixed.
+// Exits:  2 at once, touching nothing, on a bad setting (MERIDIAN_PORT, MERIDIAN_DEMO_BASE_PORT), a
+//         console port in use, or a demo fleet that already uses this run's state directory (a second
+//         `npm start` on the same data); 1 when a step fails or a child never stays up.
 //
 // Decisions
-// - Plain Node ESM with no dependencies until ensureInstalled() has run (a fresh clone has none).
-// - Build: `npm run build` (turbo: packages typecheck + next build), skipped when
-//   apps/console/.next/BUILD_ID is newer than every source file; MERIDIAN_SKIP_BUILD=1 skips it always.
+// - Plain Node ESM with no dependencies until the install step has run (a fresh clone has none).
+// - Build: `npm run build` (turbo: packages typecheck + next build), skipped when the last build
+//   that finished is newer than every source file (apps/console/.next/.meridian-build-ok, written
+//   only after the build exited 0: scripts/lib/build-marker.mjs); MERIDIAN_SKIP_BUILD=1 skips it always.
+// - The steps (install, build, migrate) run as child processes that can be stopped
+//   (scripts/lib/steps.mjs): Ctrl-C, SIGTERM or npm's death during a step stops it and everything it
+//   started, and start.mjs exits. (A step outlives a SIGKILL of start.mjs: it runs to its end; an
+//   unfinished build is not taken for a finished one.)
 // - Migrate: one explicit step (scripts/lib/migrate.ts) so a bad database fails before the server
 //   starts; the console's runtime also migrates at startup (idempotent).
 // - The console runs as `next start` (node, not npx, so its PID is the server's). The demo fleet
@@ -24,19 +32,32 @@
 //   printed once. Each LB has its own token, issued by the console (the demo's are written to the
 //   demo state directory for the fleet); MERIDIAN_ENTRYPOINTS_TOKEN, the machine token the demo's
 //   clients read the entrypoint map with, is generated per run when unset.
+// - One run per console port and per demo state directory: before migrating, the console's port must
+//   be free and no live demo fleet may hold the state directory's lock (scripts/lib/fleet-lock.ts;
+//   the fleet takes it itself, this only looks first so that a second run touches nothing).
+// - Ready means the console this run started answers /api/health: it echoes MERIDIAN_START_NONCE,
+//   random per run, so another server on the port cannot pass for it (scripts/lib/console-health.ts).
+//   Each probe times out after 2 s.
 // - Ctrl-C (or SIGTERM) stops every child this script started, by PID (the demo fleet stops its own
-//   engines and LBs), then exits. Under npm, so does npm's death: `kill <npm pid>` ends npm and its
-//   shell without passing the signal on (scripts/lib/parent-watch.ts). Started by hand, the script
-//   outlives its shell (nohup), as before.
+//   engines and LBs), then exits, from the first step on. Under npm, so does npm's death: `kill <npm
+//   pid>` ends npm and its shell without passing the signal on (scripts/lib/parent-watch.mjs, which
+//   compares with the parent read first thing). Started by hand, the script outlives its shell
+//   (nohup), as before.
 //   If this script itself is killed outright (SIGKILL), its children get SIGTERM from the kernel
 //   and stop as on Ctrl-C (scripts/lib/supervisor.ts starts them through setpriv --pdeathsig, on
 //   Linux; elsewhere they keep running: stop them by the PIDs printed when they started).
-import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ensureInstalled } from "./lib/ensure-install.mjs";
+import { buildIsCurrent, clearBuildMarker, writeBuildMarker } from "./lib/build-marker.mjs";
+import { installStep } from "./lib/ensure-install.mjs";
+import { runUnderNpm, whenParentGone } from "./lib/parent-watch.mjs";
+import { portIsFree, readPortEnv } from "./lib/ports.mjs";
+import { StepRunner } from "./lib/steps.mjs";
+
+// The parent this script started under (npm, or npm's shell), read before anything else: read after
+// a step that took minutes, it may already be init's, and the parent watch would never fire.
+const startedUnder = process.ppid;
 
 const root = join(fileURLToPath(import.meta.url), "..", "..");
 const consoleDir = join(root, "apps", "console");
@@ -51,163 +72,198 @@ const flag = (name, fallback) => {
   return !["0", "false", "no"].includes(value.toLowerCase());
 };
 
-// --- 1. install ------------------------------------------------------------------------------
-ensureInstalled(root);
-
-// --- 2. build --------------------------------------------------------------------------------
-const SKIP = new Set(["node_modules", ".next", ".turbo", "dist", "data", ".git", "test-results", "playwright-report"]);
-function newestMtime(path) {
-  if (!existsSync(path)) return 0;
-  const stat = statSync(path);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  let newest = stat.mtimeMs;
-  for (const name of readdirSync(path)) {
-    if (SKIP.has(name)) continue;
-    newest = Math.max(newest, newestMtime(join(path, name)));
-  }
-  return newest;
+// --- 0. settings, checked before anything runs ---------------------------------------------------
+let port;
+let basePort;
+try {
+  port = readPortEnv(process.env, "MERIDIAN_PORT", 3000);
+  // The console and the fleet accept base ports up to 65000 (the fleet's ports are BASE+1..BASE+13).
+  basePort = readPortEnv(process.env, "MERIDIAN_DEMO_BASE_PORT", 4100, 65000);
+} catch (error) {
+  say(error.message);
+  process.exit(2);
 }
 
-function buildIsCurrent() {
-  const buildId = join(consoleDir, ".next", "BUILD_ID");
-  if (!existsSync(buildId)) return false;
-  const built = statSync(buildId).mtimeMs;
-  const sources = [join(root, "packages"), consoleDir, join(root, "package-lock.json"), join(root, "turbo.json")];
-  return sources.every((source) => newestMtime(source) <= built);
-}
-
-if (flag("MERIDIAN_SKIP_BUILD", false)) {
-  say("build skipped (MERIDIAN_SKIP_BUILD=1)");
-} else if (buildIsCurrent()) {
-  say("build is up to date");
-} else {
-  say("building (npm run build) ...");
-  const build = spawnSync("npm", ["run", "build"], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
-  if (build.status !== 0) {
-    say(`build failed (exit ${build.status})`);
-    process.exit(1);
-  }
-}
-
-// --- 3. environment --------------------------------------------------------------------------
-const demo = flag("MERIDIAN_DEMO", true);
-const port = Number(process.env.MERIDIAN_PORT || 3000);
-// Loopback unless told otherwise: the demo's passwords are printed and fixed.
-const host = process.env.MERIDIAN_HOST || "127.0.0.1";
-const consoleUrl = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}`;
-const basePort = Number(process.env.MERIDIAN_DEMO_BASE_PORT || 4100);
-const generatedAdmin = !process.env.MERIDIAN_ADMIN_PASSWORD && !demo;
-const env = {
-  ...process.env,
-  NODE_ENV: "production",
-  // The machines this runs on reach only package registries; don't let Next try to phone home.
-  NEXT_TELEMETRY_DISABLED: "1",
-  MERIDIAN_PORT: String(port),
-  MERIDIAN_DB_PATH: process.env.MERIDIAN_DB_PATH || "data/meridian.db",
-  MERIDIAN_DEMO: demo ? "1" : "0",
-  MERIDIAN_DEMO_BASE_PORT: String(basePort),
-  MERIDIAN_ENTRYPOINTS_TOKEN: process.env.MERIDIAN_ENTRYPOINTS_TOKEN || randomBytes(18).toString("base64url"),
-  MERIDIAN_ADMIN_PASSWORD: process.env.MERIDIAN_ADMIN_PASSWORD || (demo ? "meridian-admin" : randomBytes(12).toString("base64url")),
-  MERIDIAN_VIEWER_PASSWORD: process.env.MERIDIAN_VIEWER_PASSWORD || (demo ? "meridian-viewer" : ""),
-  MERIDIAN_CONSOLE_URL: consoleUrl,
-};
-if (!env.MERIDIAN_VIEWER_PASSWORD) delete env.MERIDIAN_VIEWER_PASSWORD;
-
-// --- 4. migrate ------------------------------------------------------------------------------
-const migrated = spawnSync(process.execPath, ["--import", "tsx", join(root, "scripts", "lib", "migrate.ts")], {
-  cwd: root,
-  env,
-  stdio: ["ignore", "inherit", "inherit"],
-});
-if (migrated.status !== 0) process.exit(1);
-
-// --- 5. console (+ demo fleet), supervised ----------------------------------------------------
-// The supervisor is TypeScript; load it through tsx now that the dependencies are installed.
-const { register } = await import("tsx/esm/api");
-register();
-const { Supervisor, DEFAULT_RESTART_POLICY } = await import("./lib/supervisor.ts");
-const { runUnderNpm, whenParentGone } = await import("./lib/parent-watch.ts");
-
+// --- stopping, from the first step on ------------------------------------------------------------
+const steps = new StepRunner();
+/** The console and demo fleet's supervisor, once they run. */
+let supervisor = null;
 let stopping = false;
-const seconds = (ms) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
-const supervisor = new Supervisor(DEFAULT_RESTART_POLICY, (event) => {
-  if (stopping) return;
-  switch (event.kind) {
-    case "started":
-      say(`${event.name} ${event.restarts > 0 ? "restarted" : "started"} (pid ${event.pid})`);
-      break;
-    case "exited":
-      say(`${event.name} exited (${event.signal ?? `code ${event.code}`}) after ${seconds(event.uptimeMs)}`);
-      break;
-    case "spawn-failed":
-      say(`${event.name} could not be started: ${event.error}`);
-      break;
-    case "restart-scheduled":
-      say(`restarting ${event.name} in ${seconds(event.delayMs)}${event.name === "console" && demo ? "; the demo fleet keeps serving" : ""}`);
-      break;
-    case "gave-up":
-      say(`${event.name} exited ${event.failures} times in a row without staying up; stopping everything`);
-      void stop(1);
-      break;
-  }
-});
 
-async function stop(code = 0) {
+async function stop(code, why) {
   if (stopping) return;
   stopping = true;
-  for (const name of supervisor.names()) {
-    const status = supervisor.status(name);
-    if (status?.running) say(`stopping ${name} (pid ${status.pid})`);
+  if (why) say(why);
+  await steps.stop(8_000);
+  if (supervisor) {
+    for (const name of supervisor.names()) {
+      const status = supervisor.status(name);
+      if (status?.running) say(`stopping ${name} (pid ${status.pid})`);
+    }
+    await supervisor.stop(8_000);
   }
-  await supervisor.stop(8_000);
   process.exit(code);
 }
 process.once("SIGINT", () => void stop(0));
 process.once("SIGTERM", () => void stop(0));
 // Killing npm passes no signal on; without this, start.mjs and its children outlived it.
 if (runUnderNpm()) {
-  whenParentGone(() => {
-    say("npm, which started this script, is gone; stopping everything");
-    void stop(0);
-  });
+  whenParentGone(() => void stop(0, "npm, which started this script, is gone; stopping everything"), { expectedParent: startedUnder });
 }
 
-if (demo) {
-  say(`starting the demo fleet (ports ${basePort + 1}-${basePort + 13})`);
-  // Status 2 is the fleet's "cannot start" (a port in use): retrying would only repeat it.
-  supervisor.add({
-    name: "demo fleet",
-    command: process.execPath,
-    args: ["--import", "tsx", join(root, "scripts", "demo-fleet.ts")],
-    cwd: root,
-    env,
-    fatalExitCodes: [2],
-  });
-}
-const nextBin = join(root, "node_modules", "next", "dist", "bin", "next");
-// The migrate step above printed where the data lives (a PostgreSQL URL without its password).
-const dbLabel = env.DATABASE_URL ? "PostgreSQL at DATABASE_URL" : `db ${env.MERIDIAN_DB_PATH}`;
-say(`starting the console on ${consoleUrl} (${dbLabel}${demo ? ", demo topology" : ""})`);
-supervisor.add({ name: "console", command: process.execPath, args: [nextBin, "start", "-H", host, "-p", String(port)], cwd: consoleDir, env });
-
-async function waitForHealth(timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline && !stopping) {
-    try {
-      const res = await fetch(`${consoleUrl}/api/health`);
-      if (res.ok) return true;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 300));
-  }
-  return false;
+/** Ends the run before anything was started that would need stopping. */
+function fail(message, code) {
+  say(message);
+  process.exit(code);
 }
 
-if (!(await waitForHealth(60_000))) {
-  say("the console did not answer /api/health within 60 s");
+const outcome = (result) => result.error ?? (result.signal ? `killed by ${result.signal}` : `exit ${result.code}`);
+
+try {
+  await main();
+} catch (error) {
+  say(error instanceof Error ? error.message : String(error));
   await stop(1);
-} else {
+}
+
+async function main() {
+  // --- 1. install ------------------------------------------------------------------------------
+  const install = installStep(root);
+  if (install) {
+    say(`installing dependencies (${install.label}) ...`);
+    const installed = await steps.run(install.command, install.args, { cwd: root, env: install.env, stdio: ["ignore", 2, 2] });
+    if (installed.stopped) return;
+    if (installed.code !== 0) fail(`${install.label} failed (${outcome(installed)})`, 1);
+    install.finish();
+  }
+
+  // --- 2. build --------------------------------------------------------------------------------
+  const nextDir = join(consoleDir, ".next");
+  const sources = [join(root, "packages"), consoleDir, join(root, "package-lock.json"), join(root, "turbo.json")];
+  if (flag("MERIDIAN_SKIP_BUILD", false)) {
+    say("build skipped (MERIDIAN_SKIP_BUILD=1)");
+  } else if (buildIsCurrent(nextDir, sources)) {
+    say("build is up to date");
+  } else {
+    say("building (npm run build) ...");
+    // From here until the build exits 0, the output in .next is not a build to run.
+    clearBuildMarker(nextDir);
+    const startedAt = Date.now();
+    const built = await steps.run("npm", ["run", "build"], { cwd: root });
+    if (built.stopped) return;
+    if (built.code !== 0) fail(`build failed (${outcome(built)})`, 1);
+    writeBuildMarker(nextDir, startedAt);
+  }
+
+  // --- 3. environment --------------------------------------------------------------------------
+  const demo = flag("MERIDIAN_DEMO", true);
+  // Loopback unless told otherwise: the demo's passwords are printed and fixed.
+  const host = process.env.MERIDIAN_HOST || "127.0.0.1";
+  const consoleUrl = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}`;
+  const generatedAdmin = !process.env.MERIDIAN_ADMIN_PASSWORD && !demo;
+  // /api/health echoes it: an answer without it comes from some other server on the port.
+  const startNonce = randomBytes(12).toString("base64url");
+  const env = {
+    ...process.env,
+    NODE_ENV: "production",
+    // The machines this runs on reach only package registries; don't let Next try to phone home.
+    NEXT_TELEMETRY_DISABLED: "1",
+    MERIDIAN_PORT: String(port),
+    MERIDIAN_DB_PATH: process.env.MERIDIAN_DB_PATH || "data/meridian.db",
+    MERIDIAN_DEMO: demo ? "1" : "0",
+    MERIDIAN_DEMO_BASE_PORT: String(basePort),
+    MERIDIAN_ENTRYPOINTS_TOKEN: process.env.MERIDIAN_ENTRYPOINTS_TOKEN || randomBytes(18).toString("base64url"),
+    MERIDIAN_ADMIN_PASSWORD: process.env.MERIDIAN_ADMIN_PASSWORD || (demo ? "meridian-admin" : randomBytes(12).toString("base64url")),
+    MERIDIAN_VIEWER_PASSWORD: process.env.MERIDIAN_VIEWER_PASSWORD || (demo ? "meridian-viewer" : ""),
+    MERIDIAN_CONSOLE_URL: consoleUrl,
+    MERIDIAN_START_NONCE: startNonce,
+  };
+  if (!env.MERIDIAN_VIEWER_PASSWORD) delete env.MERIDIAN_VIEWER_PASSWORD;
+
+  // The rest is TypeScript; load it through tsx now that the dependencies are installed.
+  const { register } = await import("tsx/esm/api");
+  register();
+  const { Supervisor, DEFAULT_RESTART_POLICY } = await import("./lib/supervisor.ts");
+  const { lockHolder } = await import("./lib/fleet-lock.ts");
+  const { consoleAnswers } = await import("./lib/console-health.ts");
+  const { demoStateDir } = await import("../apps/console/src/lib/demo-files.ts");
+  if (stopping) return;
+
+  // --- 4. this run's console port and demo state directory are free -----------------------------
+  // A second `npm start` on the same data stops here and leaves the first one alone.
+  if (demo) {
+    const stateDir = demoStateDir(resolve(root, env.MERIDIAN_DB_PATH), basePort);
+    const holder = lockHolder(stateDir);
+    if (holder !== null) {
+      fail(`a demo fleet (pid ${holder}) already uses ${stateDir}; stop it, or set another MERIDIAN_DB_PATH or MERIDIAN_DEMO_BASE_PORT`, 2);
+    }
+  }
+  if (!(await portIsFree(host, port))) fail(`port ${port} is in use; set MERIDIAN_PORT`, 2);
+  if (stopping) return;
+
+  // --- 5. migrate ------------------------------------------------------------------------------
+  const migrated = await steps.run(process.execPath, ["--import", "tsx", join(root, "scripts", "lib", "migrate.ts")], { cwd: root, env });
+  if (migrated.stopped) return;
+  if (migrated.code !== 0) fail(`migrate failed (${outcome(migrated)})`, 1);
+
+  // --- 6. console (+ demo fleet), supervised ----------------------------------------------------
+  const seconds = (ms) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  supervisor = new Supervisor(DEFAULT_RESTART_POLICY, (event) => {
+    if (stopping) return;
+    switch (event.kind) {
+      case "started":
+        say(`${event.name} ${event.restarts > 0 ? "restarted" : "started"} (pid ${event.pid})`);
+        break;
+      case "exited":
+        say(`${event.name} exited (${event.signal ?? `code ${event.code}`}) after ${seconds(event.uptimeMs)}`);
+        break;
+      case "spawn-failed":
+        say(`${event.name} could not be started: ${event.error}`);
+        break;
+      case "restart-scheduled":
+        say(`restarting ${event.name} in ${seconds(event.delayMs)}${event.name === "console" && demo ? "; the demo fleet keeps serving" : ""}`);
+        break;
+      case "gave-up":
+        void stop(1, `${event.name} exited ${event.failures} times in a row without staying up; stopping everything`);
+        break;
+    }
+  });
+
+  if (demo) {
+    say(`starting the demo fleet (ports ${basePort + 1}-${basePort + 13})`);
+    // Status 2 is the fleet's "cannot start" (a port in use): retrying would only repeat it.
+    supervisor.add({
+      name: "demo fleet",
+      command: process.execPath,
+      args: ["--import", "tsx", join(root, "scripts", "demo-fleet.ts")],
+      cwd: root,
+      env,
+      fatalExitCodes: [2],
+    });
+  }
+  const nextBin = join(root, "node_modules", "next", "dist", "bin", "next");
+  // The migrate step above printed where the data lives (a PostgreSQL URL without its password).
+  const dbLabel = env.DATABASE_URL ? "PostgreSQL at DATABASE_URL" : `db ${env.MERIDIAN_DB_PATH}`;
+  say(`starting the console on ${consoleUrl} (${dbLabel}${demo ? ", demo topology" : ""})`);
+  supervisor.add({ name: "console", command: process.execPath, args: [nextBin, "start", "-H", host, "-p", String(port)], cwd: consoleDir, env });
+
+  const deadline = Date.now() + 60_000;
+  let answer = "none";
+  let otherAnswered = false;
+  while (answer !== "ours" && !stopping && Date.now() < deadline) {
+    answer = await consoleAnswers(consoleUrl, startNonce);
+    otherAnswered ||= answer === "other";
+    if (answer !== "ours" && !stopping) await new Promise((r) => setTimeout(r, 300));
+  }
+  // Ctrl-C, npm's death or a child given up on while waiting: stop() says what happens.
+  if (stopping) return;
+  if (answer !== "ours") {
+    const why = otherAnswered
+      ? `; something else answered it on port ${port} (another server, or a console built before this checkout: run without MERIDIAN_SKIP_BUILD)`
+      : "";
+    await stop(1, `the console did not answer /api/health within 60 s${why}`);
+    return;
+  }
   say("");
   say(`Meridian console: ${consoleUrl}`);
   say(

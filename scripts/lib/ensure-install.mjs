@@ -21,20 +21,37 @@ import { dirname, join } from "node:path";
 const STAMP = ".meridian-install-stamp";
 
 export function ensureInstalled(root) {
+  const step = installStep(root);
+  if (step === null) return false;
+  process.stderr.write(`[meridian] installing dependencies (${step.label}) ...\n`);
+  const r = spawnSync(step.command, step.args, { cwd: root, stdio: ["ignore", 2, 2], env: step.env });
+  if (r.status !== 0) throw new Error(`${step.label} failed with exit code ${r.status}`);
+  step.finish();
+  return true;
+}
+
+/**
+ * The install ensureInstalled would run, for a caller that runs it itself (start.mjs, which must be
+ * able to stop it): null when the tree is current (the stamp is then written), else the command and
+ * finish(), to call once it exited 0.
+ */
+export function installStep(root) {
   const lock = join(root, "package-lock.json");
   const stamp = join(root, "node_modules", STAMP);
   const want = existsSync(lock) ? createHash("sha256").update(readFileSync(lock)).digest("hex") : "no-lock";
-  if (existsSync(stamp) && readFileSync(stamp, "utf8") === want) return false;
+  if (existsSync(stamp) && readFileSync(stamp, "utf8") === want) return null;
   if (existsSync(lock) && installedTreeMatches(root)) {
     writeFileSync(stamp, want);
-    return false;
+    return null;
   }
-  const args = existsSync(lock) ? ["ci"] : ["install"];
-  process.stderr.write(`[meridian] installing dependencies (npm ${args.join(" ")}) ...\n`);
-  const r = spawnSync("npm", [...args, "--no-audit", "--no-fund"], { cwd: root, stdio: ["ignore", 2, 2], env: installEnv(process.env) });
-  if (r.status !== 0) throw new Error(`npm ${args[0]} failed with exit code ${r.status}`);
-  writeFileSync(stamp, want);
-  return true;
+  const verb = existsSync(lock) ? "ci" : "install";
+  return {
+    label: `npm ${verb}`,
+    command: "npm",
+    args: [verb, "--no-audit", "--no-fund"],
+    env: installEnv(process.env),
+    finish: () => writeFileSync(stamp, want),
+  };
 }
 
 /** The environment of the install step: the caller's, plus where node-gyp finds Node's headers. */

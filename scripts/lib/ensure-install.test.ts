@@ -1,9 +1,9 @@
 import { strict as assert } from "node:assert";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
-import { installedTreeMatches, installEnv, nodeHeadersDir } from "./ensure-install.mjs";
+import { installedTreeMatches, installEnv, installStep, nodeHeadersDir } from "./ensure-install.mjs";
 
 const dirs: string[] = [];
 after(() => {
@@ -75,5 +75,26 @@ describe("installEnv", () => {
   test("no headers beside the binary: nothing is set", () => {
     const env = installEnv({}, "/nonexistent/bin/node");
     assert.equal(env.npm_package_config_node_gyp_nodedir, undefined);
+  });
+});
+
+describe("installStep (what npm start runs itself, so that it can stop it)", () => {
+  const locked: Packages = { "node_modules/a": { version: "1.0.0" } };
+
+  test("a current tree needs no step, and gets its stamp", () => {
+    const root = checkout(locked, locked);
+    assert.equal(installStep(root), null);
+    assert.equal(existsSync(join(root, "node_modules", ".meridian-install-stamp")), true);
+  });
+
+  test("a stale tree gets `npm ci`; finish() after it succeeded makes the tree current", () => {
+    const root = checkout(locked, null);
+    const step = installStep(root);
+    assert.ok(step);
+    assert.equal(step.label, "npm ci");
+    assert.deepEqual([step.command, ...step.args], ["npm", "ci", "--no-audit", "--no-fund"]);
+    assert.equal(installStep(root)?.label, "npm ci", "not current until finish()");
+    step.finish();
+    assert.equal(installStep(root), null);
   });
 });

@@ -7,9 +7,9 @@ import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
-import { runUnderNpm, whenParentGone } from "./parent-watch";
+import { runUnderNpm, whenParentGone } from "./parent-watch.mjs";
 
-const watch = fileURLToPath(new URL("./parent-watch.ts", import.meta.url));
+const watch = fileURLToPath(new URL("./parent-watch.mjs", import.meta.url));
 
 test("a child whose parent is killed with SIGKILL notices and exits by itself", async () => {
   const child = `
@@ -71,6 +71,44 @@ test("a parent that stays is never reported gone; a new parent PID is, once", as
   clearInterval(hold);
   assert.equal(reported, 1);
   assert.equal(looks, 5, "three looks at the same parent reported nothing; the watch stopped at the one that saw it change");
+});
+
+test("a parent that went before the watch was installed is reported at once, against the parent read first thing", { timeout: 10_000 }, async () => {
+  // start.mjs reads process.ppid first thing; by the time it installs the watch, npm may be gone.
+  const startedUnder = 100;
+  let reported = 0;
+  const hold = setInterval(() => {}, 60_000);
+  await new Promise<void>((resolve) => {
+    whenParentGone(
+      () => {
+        reported += 1;
+        resolve();
+      },
+      // Looks every minute: only the look the watch takes when it is installed can report this in time.
+      { everyMs: 60_000, expectedParent: startedUnder, parentPid: () => 1 },
+    );
+  });
+  clearInterval(hold);
+  assert.equal(reported, 1);
+});
+
+test("with expectedParent, a parent that is still there is not reported", async () => {
+  let looks = 0;
+  let reported = 0;
+  const hold = setInterval(() => {}, 60_000);
+  await new Promise<void>((resolve) => {
+    whenParentGone(() => (reported += 1), {
+      everyMs: 1,
+      expectedParent: 100,
+      parentPid: () => {
+        looks += 1;
+        if (looks === 5) resolve();
+        return 100;
+      },
+    });
+  });
+  clearInterval(hold);
+  assert.equal(reported, 0);
 });
 
 test("the watch is for npm scripts: a script started by hand (nohup) is meant to outlive its shell", () => {

@@ -3,9 +3,11 @@
 //
 // Why: the files say which PID serves which engine or LB (operators and the e2e fault specs signal
 // a process by them), and they let a demo fleet that was itself killed (SIGKILL leaves its children
-// running, holding their ports) stop those leftovers before it starts new ones. A leftover is
-// stopped only when /proc/<pid>/cmdline still contains the marker the fleet started it with (its
-// config path or engine id), so a recycled PID that now belongs to something else is never touched.
+// running, holding their ports) stop those leftovers before it starts new ones; only a fleet that
+// holds the directory's lock (fleet-lock.ts) does, so a fleet that still runs is never taken for a
+// killed one. A leftover is stopped only when /proc/<pid>/cmdline still contains the marker the
+// fleet started it with (its config path or engine id), so a recycled PID that now belongs to
+// something else is never touched.
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -40,7 +42,7 @@ export function isAlive(pid: number): boolean {
 }
 
 /** The process's command line, or null where /proc is not available or the process is gone. */
-function commandLine(pid: number): string | null {
+export function processCommandLine(pid: number): string | null {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
   } catch {
@@ -50,7 +52,8 @@ function commandLine(pid: number): string | null {
 
 /**
  * Stops the processes an earlier fleet left behind (SIGTERM, SIGKILL after graceMs) and removes
- * every pid file in `dir`. Returns what it stopped.
+ * every pid file in `dir`. Returns what it stopped. Only for a fleet that holds the directory's
+ * lock (fleet-lock.ts): the pid files of a fleet that still runs name its live children.
  */
 export async function stopLeftovers(dir: string, graceMs = 3_000): Promise<{ name: string; pid: number }[]> {
   if (!existsSync(dir)) return [];
@@ -59,7 +62,7 @@ export async function stopLeftovers(dir: string, graceMs = 3_000): Promise<{ nam
     const name = file.slice(0, -".pid".length);
     const entry = readPidFile(dir, name);
     removePidFile(dir, name);
-    if (!entry || !isAlive(entry.pid) || !commandLine(entry.pid)?.includes(entry.marker)) continue;
+    if (!entry || !isAlive(entry.pid) || !processCommandLine(entry.pid)?.includes(entry.marker)) continue;
     process.kill(entry.pid, "SIGTERM");
     const deadline = Date.now() + graceMs;
     while (isAlive(entry.pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));

@@ -72,6 +72,9 @@ const EnvSchema = z.object({
     .refine((url) => url === undefined || isPostgresUrl(url), {
       error: "DATABASE_URL must be a postgres:// or postgresql:// URL (unset it to use SQLite at MERIDIAN_DB_PATH)",
     }),
+  /** Set by `npm start` (a random value per run): /api/health echoes it as `startNonce`, so that
+   * start.mjs knows the console answering on its port is the one it started. */
+  MERIDIAN_START_NONCE: z.string().min(1).optional(),
   /** This console's instance id in the leadership election; unset: host:pid:random. */
   MERIDIAN_CONSOLE_ID: z.string().min(1).optional(),
   /** How long the leader's lease lasts without renewal; the leader renews every quarter of it. A

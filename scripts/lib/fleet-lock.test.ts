@@ -1,0 +1,132 @@
+// One demo fleet per state directory (scripts/lib/fleet-lock.ts): a live fleet's lock is refused with
+// its PID; a lock whose PID is dead, or alive but not a fleet, is replaced; of several fleets racing
+// for one stale lock exactly one gets it.
+import { strict as assert } from "node:assert";
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { after, test } from "node:test";
+import { acquireFleetLock, fleetLockPath, lockHolder } from "./fleet-lock";
+
+const lockModule = fileURLToPath(new URL("./fleet-lock.ts", import.meta.url));
+const dirs: string[] = [];
+const children: ChildProcess[] = [];
+after(() => {
+  for (const child of children) child.kill("SIGKILL");
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function stateDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "meridian-fleet-lock-"));
+  dirs.push(dir);
+  return dir;
+}
+
+/** A live process whose command line carries `words` (a stand-in for a fleet, or for anything else). */
+async function sleeper(...words: string[]): Promise<ChildProcess & { pid: number }> {
+  const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1e6); console.log('up')", "--", ...words], { stdio: ["ignore", "pipe", "inherit"] });
+  children.push(child);
+  await once(createInterface({ input: child.stdout! }), "line");
+  return child as ChildProcess & { pid: number };
+}
+
+/** The PID of a process that has exited. */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
+  await once(child, "exit");
+  return child.pid!;
+}
+
+const hasProc = existsSync("/proc/self/cmdline");
+
+test("a live fleet's lock is refused with its PID; once released, the next fleet takes it", async () => {
+  const dir = stateDir();
+  const fleet = await sleeper("demo-fleet");
+  const first = acquireFleetLock(dir, { pid: fleet.pid });
+  assert.ok(first.ok);
+  assert.equal(first.replaced, null);
+  assert.equal(readFileSync(fleetLockPath(dir), "utf8"), `${fleet.pid}\ndemo-fleet\n`);
+  assert.equal(lockHolder(dir), fleet.pid);
+
+  assert.deepEqual(acquireFleetLock(dir, { marker: "fleet-lock" }), { ok: false, holder: fleet.pid });
+  assert.equal(readFileSync(fleetLockPath(dir), "utf8"), `${fleet.pid}\ndemo-fleet\n`, "the refused fleet left the lock as it was");
+
+  first.lock.release();
+  assert.equal(lockHolder(dir), null);
+  const second = acquireFleetLock(dir, { marker: "fleet-lock" });
+  assert.ok(second.ok);
+  assert.equal(lockHolder(dir), process.pid);
+  second.lock.release();
+  assert.deepEqual(readdirSync(dir), [], "no lock and no temporary file left behind");
+});
+
+test("a lock whose PID is dead is stale and replaced", async () => {
+  const dir = stateDir();
+  const dead = await deadPid();
+  writeFileSync(fleetLockPath(dir), `${dead}\ndemo-fleet\n`);
+  assert.equal(lockHolder(dir), null);
+  const attempt = acquireFleetLock(dir, { marker: "fleet-lock" });
+  assert.ok(attempt.ok);
+  assert.equal(attempt.replaced, dead);
+  assert.equal(readFileSync(fleetLockPath(dir), "utf8"), `${process.pid}\nfleet-lock\n`);
+  attempt.lock.release();
+});
+
+test("a lock whose PID now belongs to something that is not a fleet is stale and replaced", { skip: !hasProc }, async () => {
+  const dir = stateDir();
+  const other = await sleeper("something-else");
+  writeFileSync(fleetLockPath(dir), `${other.pid}\ndemo-fleet\n`);
+  assert.equal(lockHolder(dir), null);
+  const attempt = acquireFleetLock(dir, { marker: "fleet-lock" });
+  assert.ok(attempt.ok);
+  assert.equal(attempt.replaced, other.pid);
+  assert.equal(other.exitCode, null, "the process the stale lock named is left alone");
+});
+
+test("release() leaves a lock that names another process", async () => {
+  const dir = stateDir();
+  const attempt = acquireFleetLock(dir, { marker: "fleet-lock" });
+  assert.ok(attempt.ok);
+  const fleet = await sleeper("demo-fleet");
+  writeFileSync(fleetLockPath(dir), `${fleet.pid}\ndemo-fleet\n`);
+  attempt.lock.release();
+  assert.equal(lockHolder(dir), fleet.pid);
+});
+
+test("of several fleets racing for one stale lock, exactly one takes it and the others name it", { skip: !hasProc }, async () => {
+  const dir = stateDir();
+  writeFileSync(fleetLockPath(dir), `${await deadPid()}\ndemo-fleet\n`);
+  // Each contender loads the module, says "ready", tries on "go", prints the outcome and then holds on
+  // (a winner that exited would leave a stale lock) until its stdin closes.
+  const code = `
+    const { acquireFleetLock } = await import(${JSON.stringify(lockModule)});
+    const { createInterface } = await import("node:readline");
+    const lines = createInterface({ input: process.stdin });
+    console.log("ready");
+    lines.once("line", () => {
+      const attempt = acquireFleetLock(${JSON.stringify(dir)});
+      console.log(JSON.stringify(attempt.ok ? { won: process.pid } : { holder: attempt.holder }));
+    });
+    lines.once("close", () => process.exit(0));`;
+  const contenders = Array.from({ length: 6 }, () => {
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code, "--", "demo-fleet"], { stdio: ["pipe", "pipe", "inherit"] });
+    children.push(child);
+    return { child, lines: createInterface({ input: child.stdout! })[Symbol.asyncIterator]() };
+  });
+  for (const { lines } of contenders) assert.equal((await lines.next()).value, "ready");
+  for (const { child } of contenders) child.stdin!.write("go\n");
+  const outcomes = await Promise.all(contenders.map(async ({ lines }) => JSON.parse(String((await lines.next()).value)) as { won?: number; holder?: number }));
+  const winners = outcomes.filter((o) => o.won !== undefined).map((o) => o.won);
+  assert.equal(winners.length, 1, JSON.stringify(outcomes));
+  assert.ok(
+    outcomes.every((o) => o.won !== undefined || o.holder === winners[0]),
+    JSON.stringify(outcomes),
+  );
+  assert.equal(lockHolder(dir), winners[0]);
+  for (const { child } of contenders) child.stdin!.end();
+  await Promise.all(contenders.map(({ child }) => (child.exitCode === null ? once(child, "exit") : null)));
+});
