@@ -1,27 +1,14 @@
 // Cross-process: runs the meridian-replay bin against the SSE stub and checks its outputs.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
+import { runCli } from "./run-cli";
 import { startSseStub, type SseStub } from "./sse-stub";
 
-const bin = fileURLToPath(new URL("../bin/meridian-replay.mjs", import.meta.url));
 const fixture = fileURLToPath(new URL("../fixtures/mooncake-conversation-first500.jsonl", import.meta.url));
-
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe("meridian-replay CLI", () => {
   let stub: SseStub;

@@ -1,26 +1,11 @@
 // The meridian-replay process as a user runs it: exit codes, stderr and the summary on stdout.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { after, before, describe, it } from "node:test";
+import { runCli } from "../../test/run-cli";
 import { startSseStub, type SseStub } from "../../test/sse-stub";
-
-const bin = fileURLToPath(new URL("../../bin/meridian-replay.mjs", import.meta.url));
-
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe("meridian-replay main", () => {
   let stub: SseStub;

@@ -21,6 +21,21 @@ async function consoleWithOneLb(): Promise<{ h: Harness; lb: FakeLb }> {
   return { h, lb };
 }
 
+/** Registers, in the calling describe block, a console with one LB whose telemetry it streams. */
+function streamingConsoleWithOneLb(): { h: Harness; lb: FakeLb } {
+  const fleet = {} as { h: Harness; lb: FakeLb };
+  before(async () => {
+    Object.assign(fleet, await consoleWithOneLb());
+    await fleet.h.rt.telemetry.start();
+  });
+  after(async () => {
+    fleet.h?.rt.telemetry.stop();
+    await fleet.h?.close();
+    await fleet.lb?.close();
+  });
+  return fleet;
+}
+
 describe("TelemetryHub and TunerService", () => {
   let h: Harness;
   let lb: FakeLb;
@@ -121,19 +136,10 @@ describe("TelemetryHub and TunerService", () => {
 });
 
 describe("an LB's admin URL changed", () => {
-  let h: Harness;
-  let lb: FakeLb;
-  before(async () => {
-    ({ h, lb } = await consoleWithOneLb());
-    await h.rt.telemetry.start();
-  });
-  after(async () => {
-    h?.rt.telemetry.stop();
-    await h?.close();
-    await lb?.close();
-  });
+  const withLb = streamingConsoleWithOneLb();
 
   test("the subscription moves to the new URL and resumes after the last event seen: nothing reaches the tuner twice", async () => {
+    const { h, lb } = withLb;
     const seen: number[] = [];
     h.rt.telemetry.onEvent((event) => seen.push(event.seq));
     for (let i = 0; i < 5; i += 1) lb.emit();
@@ -150,19 +156,10 @@ describe("an LB's admin URL changed", () => {
 });
 
 describe("events an LB no longer holds", () => {
-  let h: Harness;
-  let lb: FakeLb;
-  before(async () => {
-    ({ h, lb } = await consoleWithOneLb());
-    await h.rt.telemetry.start();
-  });
-  after(async () => {
-    h?.rt.telemetry.stop();
-    await h?.close();
-    await lb?.close();
-  });
+  const withLb = streamingConsoleWithOneLb();
 
   test("are counted per LB in the overview's telemetry, beside the stream's state", async () => {
+    const { h, lb } = withLb;
     for (let i = 0; i < 3; i += 1) lb.emit();
     await waitFor(() => h.rt.telemetry.status()[0]?.lastSeq === 3, 5_000, "3 events");
     // The stream breaks; by the time the console resumes, the LB's ring has lost seq 4 to 8.
