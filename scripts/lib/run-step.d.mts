@@ -24,7 +24,12 @@ export interface ProcessRow {
 export function interrupted(): NodeJS.Signals | null;
 export function signalExitCode(signal: NodeJS.Signals): number;
 export function forwardSignals(): void;
-export function startStep(label: string, command: string, args: readonly string[], options?: StepOptions): { child: ChildProcess; done: Promise<StepResult> };
+export interface RunningStep {
+  child: ChildProcess;
+  done: Promise<StepResult>;
+  stop(signal?: NodeJS.Signals, graceMs?: number): void;
+}
+export function startStep(label: string, command: string, args: readonly string[], options?: StepOptions): RunningStep;
 export function runStep(label: string, command: string, args: readonly string[], options?: StepOptions): Promise<StepResult>;
 export function stepProcesses(pgid: number, table: readonly ProcessRow[]): number[];
 export function formatDuration(ms: number): string;

@@ -65,8 +65,9 @@ export function forwardSignals() {
  * @param options cwd, env, stdio (default: no stdin, output to ours), timeoutMs (0: none),
  *   stopSignal (what stops it gracefully; default: the signal npm test got, SIGTERM on a timeout),
  *   graceMs (from the stop signal to SIGKILL; default 10 s)
- * @returns the child and `done`, which settles once the step and its group are gone with
- *   { code, signal, timedOut, error } (error: it could not be started)
+ * @returns the child; `done`, which settles once the step and its group are gone with
+ *   { code, signal, timedOut, error } (error: it could not be started); and `stop(signal, graceMs)`,
+ *   which stops it as a timeout does
  */
 export function startStep(label, command, args, options = {}) {
   const { cwd, env, stdio = ["ignore", "inherit", "inherit"], timeoutMs = 0, stopSignal, graceMs = 10_000 } = options;
@@ -79,14 +80,14 @@ export function startStep(label, command, args, options = {}) {
     stopSignal,
     stopping: false,
     /** The stop signal to the group, then SIGKILL to everything of the step after the grace period. */
-    stop(signal) {
+    stop(signal, grace = graceMs) {
       if (step.stopping) return;
       step.stopping = true;
       signalGroup(child.pid, signal);
       killTimer = setTimeout(() => {
-        say(`${label} (pid ${child.pid}) is still running ${graceMs / 1000} s after ${signal}; killing it`);
+        say(`${label} (pid ${child.pid}) is still running ${grace / 1000} s after ${signal}; killing it`);
         killAll(child.pid);
-      }, graceMs);
+      }, grace);
     },
   };
   const timer =
@@ -118,7 +119,7 @@ export function startStep(label, command, args, options = {}) {
     });
   });
   if (child.pid !== undefined) running.add(step);
-  return { child, done };
+  return { child, done, stop: (signal = "SIGTERM", grace = graceMs) => step.stop(signal, grace) };
 }
 
 /** startStep(...).done: for a step that needs nothing but its result. */
