@@ -18,8 +18,8 @@
 // - Each step runs in its own process group with a time limit (lib/run-step.mjs). A step past its
 //   limit is stopped and counts one failure, and the summary line still comes (CI stops the whole
 //   job at 90 min; a clean run takes ~18 min on 2 cores).
-// - SIGINT/SIGTERM stop the running step and everything it started, wait for it, then print the
-//   summary so far and exit non-zero.
+// - SIGINT/SIGTERM, or npm's death (lib/parent-watch.mjs), stop the running step and everything it
+//   started, wait for it, then print the summary so far and exit non-zero.
 // - A test file that exits before its tests finished fails (lib/exit-guard.mjs); one that leaves a
 //   handle open does not keep node:test waiting (--test-force-exit for the files' processes, set by
 //   lib/node-tests.mjs, which runs node:test as `node --test` does).
@@ -31,14 +31,20 @@ import { join, relative } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { ensureInstalled } from "./lib/ensure-install.mjs";
-import { forwardSignals, formatDuration, interrupted, runStep, signalExitCode, startStep } from "./lib/run-step.mjs";
+import { runUnderNpm, whenParentGone } from "./lib/parent-watch.mjs";
+import { forwardSignals, formatDuration, interrupt, interrupted, runStep, signalExitCode, startStep } from "./lib/run-step.mjs";
 import { formatFailures, playwrightFailures, tapFailures } from "./lib/test-failures.mjs";
 
+// Read first thing: killing npm ends npm and its shell and passes no signal on (lib/parent-watch.mjs).
+const startedUnder = process.ppid;
 const root = join(fileURLToPath(import.meta.url), "..", "..");
 const outDir = join(root, ".test-results");
 mkdirSync(outDir, { recursive: true });
 ensureInstalled(root);
 forwardSignals();
+// npm gone (killed, or a CI job's runner stopping it): stop the run as SIGTERM would, so that no
+// step outlives it.
+if (runUnderNpm()) whenParentGone(() => interrupt("SIGTERM"), { expectedParent: startedUnder });
 
 const MIN = 60_000;
 /** Time limits: generous (several times a step's clean duration on a loaded 2-core CI machine); they

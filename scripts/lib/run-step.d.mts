@@ -24,6 +24,7 @@ export interface ProcessRow {
 export function interrupted(): NodeJS.Signals | null;
 export function signalExitCode(signal: NodeJS.Signals): number;
 export function forwardSignals(): void;
+export function interrupt(signal: NodeJS.Signals): void;
 export interface RunningStep {
   child: ChildProcess;
   done: Promise<StepResult>;

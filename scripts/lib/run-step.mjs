@@ -37,26 +37,29 @@ export function signalExitCode(signal) {
 }
 
 /** From now on SIGINT/SIGTERM stop the running steps instead of killing this process outright (which
- * would leave them running). A repeated signal within 2 s is ignored (Ctrl-C reaches `npm test`
- * from the terminal and once more from npm); a later one SIGKILLs them at once. */
+ * would leave them running). */
 export function forwardSignals() {
-  const onSignal = (signal) => {
-    if (interruptedBy === null) {
-      interruptedBy = signal;
-      interruptedAt = Date.now();
-      for (const step of running) {
-        say(`${signal}: stopping ${step.label} (pid ${step.pid}) and waiting for it`);
-        step.stop(step.stopSignal ?? signal);
-      }
-    } else if (Date.now() - interruptedAt > 2_000) {
-      for (const step of running) {
-        say(`${signal} again: killing ${step.label} (pid ${step.pid})`);
-        killAll(step.pid);
-      }
+  process.on("SIGINT", interrupt);
+  process.on("SIGTERM", interrupt);
+}
+
+/** Stops the running steps as `signal` would (forwardSignals), and marks the run interrupted. A
+ * repeated interruption within 2 s is ignored (Ctrl-C reaches `npm test` from the terminal and once
+ * more from npm); a later one SIGKILLs them at once. */
+export function interrupt(signal) {
+  if (interruptedBy === null) {
+    interruptedBy = signal;
+    interruptedAt = Date.now();
+    for (const step of running) {
+      say(`${signal}: stopping ${step.label} (pid ${step.pid}) and waiting for it`);
+      step.stop(step.stopSignal ?? signal);
     }
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  } else if (Date.now() - interruptedAt > 2_000) {
+    for (const step of running) {
+      say(`${signal} again: killing ${step.label} (pid ${step.pid})`);
+      killAll(step.pid);
+    }
+  }
 }
 
 /**
