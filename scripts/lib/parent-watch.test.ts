@@ -1,4 +1,4 @@
-// A supervisor whose parent is killed outright stops itself (scripts/lib/parent-watch.ts): a middle
+// A supervisor whose parent is killed outright stops itself (scripts/lib/parent-watch.mjs): a middle
 // process (standing in for npm and its shell) starts a child that watches its parent; the middle is
 // killed with SIGKILL, and the child, reparented, notices and exits on its own.
 import { strict as assert } from "node:assert";
@@ -10,6 +10,21 @@ import { test } from "node:test";
 import { runUnderNpm, whenParentGone } from "./parent-watch.mjs";
 
 const watch = fileURLToPath(new URL("./parent-watch.mjs", import.meta.url));
+
+/** Installs a watch with `options` and resolves with how many times it reported the parent gone, once
+ * it first has. The watch's timer does not hold the event loop; this wait must. */
+async function reportsUntilGone(options: Parameters<typeof whenParentGone>[1]): Promise<number> {
+  let reported = 0;
+  const hold = setInterval(() => {}, 60_000);
+  await new Promise<void>((resolve) => {
+    whenParentGone(() => {
+      reported += 1;
+      resolve();
+    }, options);
+  });
+  clearInterval(hold);
+  return reported;
+}
 
 test("a child whose parent is killed with SIGKILL notices and exits by itself", async () => {
   const child = `
@@ -49,26 +64,14 @@ test("a child whose parent is killed with SIGKILL notices and exits by itself", 
 test("a parent that stays is never reported gone; a new parent PID is, once", async () => {
   let parent = 100;
   let looks = 0;
-  let reported = 0;
-  // The watch's timer does not hold the event loop; this test's wait must.
-  const hold = setInterval(() => {}, 60_000);
-  await new Promise<void>((resolve) => {
-    whenParentGone(
-      () => {
-        reported += 1;
-        resolve();
-      },
-      {
-        everyMs: 1,
-        parentPid: () => {
-          looks += 1;
-          if (looks === 5) parent = 1;
-          return parent;
-        },
-      },
-    );
+  const reported = await reportsUntilGone({
+    everyMs: 1,
+    parentPid: () => {
+      looks += 1;
+      if (looks === 5) parent = 1;
+      return parent;
+    },
   });
-  clearInterval(hold);
   assert.equal(reported, 1);
   assert.equal(looks, 5, "three looks at the same parent reported nothing; the watch stopped at the one that saw it change");
 });
@@ -76,19 +79,8 @@ test("a parent that stays is never reported gone; a new parent PID is, once", as
 test("a parent that went before the watch was installed is reported at once, against the parent read first thing", { timeout: 10_000 }, async () => {
   // start.mjs reads process.ppid first thing; by the time it installs the watch, npm may be gone.
   const startedUnder = 100;
-  let reported = 0;
-  const hold = setInterval(() => {}, 60_000);
-  await new Promise<void>((resolve) => {
-    whenParentGone(
-      () => {
-        reported += 1;
-        resolve();
-      },
-      // Looks every minute: only the look the watch takes when it is installed can report this in time.
-      { everyMs: 60_000, expectedParent: startedUnder, parentPid: () => 1 },
-    );
-  });
-  clearInterval(hold);
+  // Looks every minute: only the look the watch takes when it is installed can report this in time.
+  const reported = await reportsUntilGone({ everyMs: 60_000, expectedParent: startedUnder, parentPid: () => 1 });
   assert.equal(reported, 1);
 });
 

@@ -6,6 +6,7 @@ import { LbCore } from "./lb-core";
 import type { PlacementLogEntry } from "./placement";
 import { nextRttEwma, RTT_EWMA_ALPHA } from "./rtt";
 import type { Outcome } from "./completion";
+import type { PeerReportBody } from "./targets";
 
 const replica = (id: string, region = "us", extra: Record<string, unknown> = {}) => ({ id, url: `http://${id}.test/`, region, model: "m", ...extra });
 
@@ -327,20 +328,7 @@ describe("targets changed by a config", () => {
   it("a peer that stops reporting, or leaves the config, stops counting toward its replicas' load", () => {
     const lb = core({ peers: [{ id: "lb-eu", url: "http://eu.test/", region: "eu" }] });
     const a = lb.replicas.get("a")!;
-    lb.peerReported(
-      "lb-eu",
-      {
-        lbId: "lb-eu",
-        region: "eu",
-        time: 0,
-        configVersion: 1,
-        queueLength: 0,
-        availableReplicas: 1,
-        replicas: [{ id: "a", inFlight: 10, inFlightTokens: 50_000, pendingPrefillTokens: 50_000, full: false }],
-      },
-      5,
-      0,
-    );
+    lb.peerReported("lb-eu", euReport({ replicas: [{ id: "a", inFlight: 10, inFlightTokens: 50_000, pendingPrefillTokens: 50_000, full: false }] }), 5, 0);
     assert.equal(a.peerQueuedTokens, 50_000);
     // The peer dies: its polls fail. While its last report is fresh (3 poll intervals) it still counts.
     lb.route(lb.admit("r0", admitInput("s0"), 3_000), 3_000);
@@ -355,20 +343,16 @@ describe("targets changed by a config", () => {
   });
 });
 
+/** A report from the peer lb-eu (region eu) with one available replica, and `fields` over it. */
+function euReport(fields: Partial<PeerReportBody> = {}): PeerReportBody {
+  return { lbId: "lb-eu", region: "eu", time: 0, configVersion: 1, queueLength: 0, availableReplicas: 1, replicas: [], ...fields };
+}
+
 describe("peer report", () => {
   it("a peer's complete snapshot replaces what it reported before; a truncated one or none adds to it", () => {
     const lb = core({ crossRegion: "via-peer", peers: [{ id: "lb-eu", url: "http://eu.test/", region: "eu" }] });
     const other = chatBlockKeys([{ role: "user", content: "y".repeat(300) }]);
-    const report = (snapshot?: { keys: number[]; truncated: boolean }) => ({
-      lbId: "lb-eu",
-      region: "eu",
-      time: 0,
-      configVersion: 1,
-      queueLength: 0,
-      availableReplicas: 1,
-      replicas: [],
-      ...(snapshot ? { snapshot } : {}),
-    });
+    const report = (snapshot?: { keys: number[]; truncated: boolean }) => euReport(snapshot ? { snapshot } : {});
     const peerDepth = (k: readonly number[], now: number) => lb.peerIndex.match(k, now).depthByReplica.get("lb-eu") ?? 0;
     lb.peerReported("lb-eu", report({ keys: [...keys], truncated: false }), 5, 0);
     assert.equal(peerDepth(keys, 0), keys.length);

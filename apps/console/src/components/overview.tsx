@@ -127,26 +127,19 @@ export function OverviewPage() {
               <div className="stats">
                 <Stat label="Requests/s" value={fmtNum(d.rps, 1)} testId="stat-rps" />
                 <Stat label="Error rate" value={fmtPct(d.errorRate, 2)} testId="stat-error-rate" tone={d.errorRate > 0.01 ? "bad" : undefined} />
-                <Stat
-                  label="TTFT p50"
-                  value={
-                    <>
-                      {fmtMs(ttft?.p50)}
-                      <TtftAge latest={d.ttftLatest} testId="stat-ttft-p50-age" />
-                    </>
-                  }
-                  testId="stat-ttft-p50"
-                />
-                <Stat
-                  label="TTFT p95"
-                  value={
-                    <>
-                      {fmtMs(ttft?.p95)}
-                      <TtftAge latest={d.ttftLatest} testId="stat-ttft-p95-age" />
-                    </>
-                  }
-                  testId="stat-ttft-p95"
-                />
+                {(["p50", "p95"] as const).map((q) => (
+                  <Stat
+                    key={q}
+                    label={`TTFT ${q}`}
+                    value={
+                      <>
+                        {fmtMs(ttft?.[q])}
+                        <TtftAge latest={d.ttftLatest} testId={`stat-ttft-${q}-age`} />
+                      </>
+                    }
+                    testId={`stat-ttft-${q}`}
+                  />
+                ))}
                 <Stat label="Regions" value={d.regions.length} testId="stat-regions" />
                 <Stat label="Replicas" value={d.regions.reduce((n, r) => n + r.replicas.length, 0)} testId="stat-replicas" />
               </div>
