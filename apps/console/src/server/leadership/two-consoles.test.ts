@@ -2,7 +2,9 @@
 // testing/console-process.ts), one fake LB in this process: the leader is killed by PID (SIGKILL) and
 // the other takes over within 10 s, resumes the tuner from its persisted state with no lost or
 // doubled step, and config versions stay strictly increasing; then the new leader is paused
-// (SIGSTOP) until a third console took over, and when it resumes it steps down and writes nothing.
+// (SIGSTOP) until a third console took over, and when it resumes it steps down and writes nothing
+// (on SQLite, a leader frozen inside a write holds the file's lock: the takeover then waits for it to
+// run again, and the test checks that the next term still fences it).
 // It runs on the store under test: SQLite, or with MERIDIAN_TEST_STORE=pg (npm test's PostgreSQL
 // pass) three consoles on one real PostgreSQL database, which is what issue 14 asks of an HA setup.
 // Bounded: every wait has a limit, the event feed stops itself, every child is stopped by its PID.
@@ -74,6 +76,14 @@ async function feed(): Promise<void> {
   }
 }
 
+/** Whether `check` holds within `timeoutMs` (waitFor, answered instead of thrown). */
+async function holdsWithin(check: () => unknown, timeoutMs: number): Promise<boolean> {
+  return waitFor(check, timeoutMs).then(
+    () => true,
+    () => false,
+  );
+}
+
 const stepCount = async () => (await h.rt.store.db.select().from(h.rt.store.tables.tunerSteps)).length;
 
 before(async () => {
@@ -123,13 +133,29 @@ test("two consoles, one leader: the leader is killed, the other takes over withi
   // A third console joins; the leader (b) is paused until c took over, then resumed.
   const c = startConsole("c");
   await waitFor(() => c.latest()?.leader === "b", 20_000, "console c following b");
+  const bTerm = (b.latest() as View).term;
   process.kill(b.child.pid as number, "SIGSTOP");
-  await waitFor(() => c.latest()?.isLeader, 20_000, "console c elected while b is paused");
-  const cTerm = (c.latest() as View).term;
+  const cTookOver = await holdsWithin(() => c.latest()?.isLeader, 20_000);
+  if (!cTookOver) {
+    // SQLite's write lock belongs to the process that took it: a console frozen inside a write (its
+    // transactions, and every console's lease round, write) holds the file until it runs again, so
+    // nobody can take over meanwhile (apps/console/README.md, "What happens when…"). About one run
+    // in six freezes b there. PostgreSQL must take over while b is frozen.
+    assert.equal(h.database.dialect, "sqlite", "on PostgreSQL a frozen leader does not keep the others from taking over");
+  }
   process.kill(b.child.pid as number, "SIGCONT");
-  await waitFor(() => b.latest()?.isLeader === false && b.latest()?.term === cTerm, 20_000, "b steps down after resuming");
+  // The next term's leader: c; or, when b froze inside a write on SQLite, whichever of b (whose own
+  // lease expired while it slept) and c took the expired lease first.
+  const next = await waitFor(() => [c, b].find((x) => x.latest()?.isLeader && (x.latest()?.term ?? 0) > bTerm), 20_000, "a leader of a new term");
+  if (cTookOver) assert.equal(next, c);
+  const nextTerm = (next.latest() as View).term;
+  await waitFor(
+    () => b.latest()?.term === nextTerm && b.latest()?.isLeader === (next === b),
+    20_000,
+    "b, resumed, on the new term (leading it only if it took it)",
+  );
   // b, awake again, found its lease gone: it stepped down without recording a step (the steps stay
-  // contiguous below) or a config version under its old term after c's began.
+  // contiguous below) or a config version under its old term after the next term began.
   feeding = false;
   await feeding_;
   for (const child of [b, c]) {
@@ -160,9 +186,13 @@ test("two consoles, one leader: the leader is killed, the other takes over withi
     assert.ok((configs[i]?.term ?? 0) >= (configs[i - 1]?.term ?? 0), "terms never go back");
   }
   const terms = new Set(configs.map((row) => row.term));
-  assert.ok(terms.has(cTerm - 1), `versions recorded under b's term (saw ${[...terms].join(",")})`);
-  const cBegan = (c.views.find((view) => view.isLeader) as View).at;
-  assert.equal(configs.filter((row) => row.term < cTerm && row.createdAt > cBegan).length, 0, "nothing recorded under an old term once c led");
+  assert.ok(terms.has(bTerm), `versions recorded under b's term (saw ${[...terms].join(",")})`);
+  const nextBegan = (next.views.find((view) => view.isLeader && view.term === nextTerm) as View).at;
+  assert.equal(
+    configs.filter((row) => row.term < nextTerm && row.createdAt > nextBegan).length,
+    0,
+    "nothing recorded under an old term once the next term began",
+  );
   // What the LB received: strictly increasing too.
   const pushed = lb.configs.map((config) => config.version);
   assert.deepEqual(
