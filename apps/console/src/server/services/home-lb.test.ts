@@ -6,7 +6,7 @@ import { eq } from "drizzle-orm";
 import { lbKeyId } from "@meridian/protocol/credentials";
 import { createHarness, OPERATOR, TEST_TOKEN, type Harness } from "../testing/harness";
 import { listAudit } from "./audit";
-import { createLb, failbackLb, failoverLb, listLbs } from "./lbs";
+import { createLb, failbackLb, failoverLb, listLbs, updateLb } from "./lbs";
 import { createRegion, listRegions } from "./regions";
 import { createReplica, listReplicas, updateReplica } from "./replicas";
 import { SYSTEM_CONSOLE } from "../audit-trail";
@@ -123,5 +123,50 @@ describe("default home LB", () => {
     await db.update(tables.replicas).set({ homeLbId: null }).where(eq(tables.replicas.name, "us-c"));
     assert.deepEqual(await assignDefaultHomes(h.rt.store, SYSTEM_CONSOLE), ["us-c"]);
     assert.equal((await view("us-c")).homeLbId, "lb-us-ashburn");
+  });
+});
+
+describe("moving an LB to another region", () => {
+  let h: Harness;
+  before(async () => {
+    h = await createHarness();
+    for (const region of ["us-ashburn", "us-west"]) await createRegion(h.rt, OPERATOR, { name: region });
+    await createLb(h.rt, OPERATOR, { name: "lb-a", url: "http://127.0.0.1:9/a", region: "us-ashburn" }, "lb-a");
+    await createLb(h.rt, OPERATOR, { name: "lb-b", url: "http://127.0.0.1:9/b", region: "us-ashburn" }, "lb-b");
+  });
+  after(() => h.close());
+
+  const rows = async () => {
+    const { db, tables } = h.rt.store;
+    return {
+      lbs: Object.fromEntries((await db.select().from(tables.loadBalancers)).map((lb) => [lb.id, lb.regionId])),
+      entrypoints: Object.fromEntries((await db.select().from(tables.entrypoints)).map((e) => [e.regionId, e.lbId])),
+      homes: Object.fromEntries((await db.select().from(tables.replicas)).map((r) => [r.name, r.homeLbId])),
+    };
+  };
+
+  test("refused while it serves replicas of its region; once they are homed elsewhere it leaves its region's clients to the other LB and takes the new region's", async () => {
+    await createReplica(h.rt, OPERATOR, replica("east-1", "us-ashburn"));
+    await createReplica(h.rt, OPERATOR, replica("west-1", "us-west"));
+    const before = await rows();
+    assert.deepEqual(before.entrypoints, { "us-ashburn": "lb-a" });
+    assert.deepEqual(before.homes, { "east-1": "lb-a", "west-1": null }, "us-west has no LB yet");
+
+    await assert.rejects(
+      () => updateLb(h.rt, OPERATOR, { id: "lb-a", region: "us-west" }),
+      (error: unknown) =>
+        error instanceof DomainError && error.kind === "precondition" && /still serves 1 replica\(s\) \(east-1\); home them on another LB/.test(error.message),
+    );
+    assert.deepEqual(await rows(), before, "a refused move changes nothing");
+
+    await updateReplica(h.rt, OPERATOR, { id: (await listReplicas(h.rt)).find((r) => r.name === "east-1")!.id, homeLbId: "lb-b" });
+    await updateLb(h.rt, OPERATOR, { id: "lb-a", region: "us-west" });
+    assert.deepEqual(await rows(), {
+      lbs: { "lb-a": "us-west", "lb-b": "us-ashburn" },
+      entrypoints: { "us-ashburn": "lb-b", "us-west": "lb-a" },
+      homes: { "east-1": "lb-b", "west-1": "lb-a" },
+    });
+    const moved = (await listAudit(h.rt, { action: "lb.update" }))[0];
+    assert.match(JSON.stringify(moved?.after), /"regionId":"us-west"/);
   });
 });

@@ -1,8 +1,8 @@
 // Load balancers: CRUD, policy, failover/failback and the entrypoint map.
 import "server-only";
-import { desc, eq, or } from "drizzle-orm";
+import { and, desc, eq, ne, or } from "drizzle-orm";
 import { POLICY_NAMES } from "@meridian/routing";
-import type { LoadBalancerRow } from "@meridian/db";
+import type { LoadBalancerRow, Queryable } from "@meridian/db";
 import { regionNamesById } from "../region-names";
 import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, invalid, notFound, precondition } from "../errors";
@@ -168,7 +168,7 @@ export async function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput,
 
 export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: string } & Partial<Omit<LbInput, "policy" | "crossRegion">>): Promise<void> {
   await rt.store.transaction(async (tx) => {
-    const { loadBalancers } = tx.tables;
+    const { entrypoints, loadBalancers } = tx.tables;
     const [before] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).limit(1);
     if (!before) throw notFound("load balancer", input.id);
     if (
@@ -185,43 +185,77 @@ export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: st
       adminUrl: input.adminUrl === undefined ? before.adminUrl : input.adminUrl ? requireHttpUrl("adminUrl", input.adminUrl) : null,
       regionId: input.region !== undefined ? (await requireRegion(tx, input.region)).id : before.regionId,
     };
+    const moved = after.regionId !== before.regionId;
+    // A move takes the LB out of its region as a delete does, and into the new one as a create does.
+    if (moved) await requireServesNothing(tx, before, "home them on another LB of their region first");
+    // Its old region's clients go to another LB there (another region's entrypoint it stands for stays).
+    const leftBehind = moved
+      ? await tx.db
+          .select()
+          .from(entrypoints)
+          .where(and(eq(entrypoints.lbId, input.id), eq(entrypoints.regionId, before.regionId)))
+      : [];
     await tx.db
       .update(loadBalancers)
       .set({ name: after.name, url: after.url, adminUrl: after.adminUrl, regionId: after.regionId })
       .where(eq(loadBalancers.id, input.id));
+    if (moved) {
+      await handOverEntrypoints(tx, leftBehind);
+      await tx.db
+        .insert(entrypoints)
+        .values({ regionId: after.regionId, lbId: input.id, updatedAt: Date.now() })
+        .onConflictDoNothing({ target: entrypoints.regionId });
+    }
     await recordAudit(tx, actor, "lb.update", `lb:${input.id}`, before, after);
+    if (moved) await assignDefaultHomes(tx, actor, after.regionId);
   });
   await rt.publisher.publishAll();
   await rt.telemetry.sync();
 }
 
+/** An LB that leaves its region (deleted, or moved to another) may not leave anything of it behind:
+ * no replica homed on it or re-homed to it, no failed-over LB it stands in for. */
+async function requireServesNothing(tx: Queryable, lb: LoadBalancerRow, remedy: string): Promise<void> {
+  const { loadBalancers, replicas } = tx.tables;
+  const homed = await tx.db
+    .select()
+    .from(replicas)
+    .where(or(eq(replicas.homeLbId, lb.id), eq(replicas.rehomedToLbId, lb.id)))
+    .orderBy(replicas.name);
+  if (homed.length > 0) {
+    throw precondition(`load balancer "${lb.name}" still serves ${homed.length} replica(s) (${homed.map((r) => r.name).join(", ")}); ${remedy}`);
+  }
+  const standingIn = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.failedOverTo, lb.id)).orderBy(loadBalancers.name);
+  if (standingIn.length > 0) {
+    throw precondition(`load balancer "${lb.name}" stands in for failed-over ${standingIn.map((l) => `"${l.name}"`).join(", ")}; fail them back first`);
+  }
+}
+
+/** Entrypoints an LB gave up (deleted with it, or left behind by a move) go to another LB of the
+ * same region when there is one: the first by name, as a replica's default home (home-lb.ts). */
+async function handOverEntrypoints(tx: Queryable, given: Array<{ regionId: string; lbId: string }>): Promise<void> {
+  const { entrypoints, loadBalancers } = tx.tables;
+  for (const entry of given) {
+    await tx.db.delete(entrypoints).where(and(eq(entrypoints.regionId, entry.regionId), eq(entrypoints.lbId, entry.lbId)));
+    const [replacement] = await tx.db
+      .select()
+      .from(loadBalancers)
+      .where(and(eq(loadBalancers.regionId, entry.regionId), ne(loadBalancers.id, entry.lbId)))
+      .orderBy(loadBalancers.name)
+      .limit(1);
+    if (replacement) await tx.db.insert(entrypoints).values({ regionId: entry.regionId, lbId: replacement.id, updatedAt: Date.now() });
+  }
+}
+
 export async function deleteLb(rt: ServiceRuntime, actor: Actor, input: { id: string }): Promise<void> {
   await rt.store.transaction(async (tx) => {
-    const { entrypoints, loadBalancers, replicas } = tx.tables;
+    const { entrypoints, loadBalancers } = tx.tables;
     const [before] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).limit(1);
     if (!before) throw notFound("load balancer", input.id);
-    const homed = await tx.db
-      .select()
-      .from(replicas)
-      .where(or(eq(replicas.homeLbId, input.id), eq(replicas.rehomedToLbId, input.id)))
-      .orderBy(replicas.name);
-    if (homed.length > 0) {
-      throw precondition(
-        `load balancer "${before.name}" still serves ${homed.length} replica(s) (${homed.map((r) => r.name).join(", ")}); move or delete them first`,
-      );
-    }
-    const standingIn = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.failedOverTo, input.id)).orderBy(loadBalancers.name);
-    if (standingIn.length > 0) {
-      throw precondition(`load balancer "${before.name}" stands in for failed-over ${standingIn.map((l) => `"${l.name}"`).join(", ")}; fail them back first`);
-    }
+    await requireServesNothing(tx, before, "move or delete them first");
     const entries = await tx.db.select().from(entrypoints).where(eq(entrypoints.lbId, input.id));
     await tx.db.delete(loadBalancers).where(eq(loadBalancers.id, input.id));
-    // Its regions' entrypoints (deleted with it, by cascade) move to another LB of the same region
-    // when there is one: the first by name, as a replica's default home (home-lb.ts).
-    for (const entry of entries) {
-      const [replacement] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.regionId, entry.regionId)).orderBy(loadBalancers.name).limit(1);
-      if (replacement) await tx.db.insert(entrypoints).values({ regionId: entry.regionId, lbId: replacement.id, updatedAt: Date.now() });
-    }
+    await handOverEntrypoints(tx, entries);
     await recordAudit(tx, actor, "lb.delete", `lb:${input.id}`, before, null);
   });
   await rt.tuners.forget(input.id);
