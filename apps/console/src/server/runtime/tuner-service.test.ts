@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, test } from "node:test";
 import { armOf } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
 import { desc, eq } from "drizzle-orm";
+import type { Store } from "@meridian/db";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb } from "../testing/fake-lb";
 import { telemetryEvent } from "../testing/telemetry-event";
@@ -200,6 +201,35 @@ describe("TunerService (in-process)", () => {
     await ingest(h.rt, await trialEvents(h.rt, 4, () => 100, { status: 502, error: "upstream failed", ttftMs: null }));
     const counted = (await tunerByLb(h.rt, { lbId: LB })).trial!.samples;
     assert.equal(counted.incumbent + counted.candidate, 4);
+  });
+
+  test("a step the database refused to record is dropped: the tuner goes on with the trial the LB runs, and records its next step", async () => {
+    await updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    await startTuner(h.rt, OPERATOR, { lbId: LB });
+    const started = (await tunerByLb(h.rt, { lbId: LB })).trial!;
+    // The next write of a step fails, as it does while another process holds SQLite's lock or a
+    // PostgreSQL connection drops; every other write goes through.
+    const store = h.rt.store as { transaction: Store["transaction"] };
+    const transaction = store.transaction.bind(store);
+    let refusals = 1;
+    store.transaction = (work) =>
+      transaction((tx) => {
+        const db = Object.create(tx.db) as typeof tx.db;
+        db.insert = ((table: Parameters<typeof tx.db.insert>[0]) => {
+          if (table !== tx.tables.tunerSteps || refusals === 0) return tx.db.insert(table);
+          refusals -= 1;
+          throw Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
+        }) as typeof tx.db.insert;
+        return work({ ...tx, db } as typeof tx);
+      });
+    await ingest(h.rt, await trialEvents(h.rt, 10, (arm) => (arm === "candidate" ? 900 : 100)));
+    assert.equal(refusals, 0, "the step's write was refused");
+    const after = await tunerByLb(h.rt, { lbId: LB });
+    assert.equal(after.steps.length, 0);
+    assert.equal(after.trial?.id, started.id, "the tuner measures the trial the database holds");
+    assert.equal((await latestConfig(h.rt)).trial?.id, started.id, "which the LB runs");
+    await decideTrial(h.rt);
+    assert.equal((await tunerByLb(h.rt, { lbId: LB })).steps[0]?.step, 1, "the next step is recorded as the run's first");
   });
 
   test("trial pushes are rate-limited: a trial decided sooner waits, then goes out", async () => {

@@ -267,6 +267,11 @@ export class TunerService {
         if (sameRevision(run, live)) continue;
         await this.reload(key);
       }
+      // An LB's tuner that a failed write dropped and the database could not give back then.
+      const { db, tables } = this.deps.store;
+      for (const lb of await db.select({ id: tables.loadBalancers.id }).from(tables.loadBalancers)) {
+        if (!this.tuners.has(lb.id)) await this.reload(lb.id);
+      }
       // A follower switched the scope to fleet: its run is open and not here yet.
       if (!this.tuners.has(FLEET) && fleetRun) await this.reload(FLEET);
       // Whatever loaded the fleet's tuner here (a page's describe() reads it too), its weights and
@@ -393,10 +398,16 @@ export class TunerService {
       try {
         await this.persist(live, step, term);
       } catch (error) {
-        if (!(error instanceof RunMoved)) throw error;
-        // The lease moved on, or another console changed this run: the step is not recorded, and
-        // the run is reloaded from the database (when this console still leads).
-        this.deps.log.warn({ lbId: key, term, step: step.step }, "tuner run changed elsewhere or leadership lost; step not recorded");
+        if (error instanceof RunMoved) {
+          // The lease moved on, or another console changed this run: the step is not recorded.
+          this.deps.log.warn({ lbId: key, term, step: step.step }, "tuner run changed elsewhere or leadership lost; step not recorded");
+        } else {
+          // The database refused the write (locked, connection lost). The copy here has moved on to
+          // a trial that the database does not hold and no LB runs, whose samples would never come:
+          // it is dropped, and the run as stored (its trial still live on the LBs) goes on.
+          this.deps.log.error({ lbId: key, err: error, step: step.step }, "tuner step not recorded; the run is read again from the database");
+        }
+        // Reloaded now when this console still leads; a reload that fails too is made by reconcile.
         await this.reload(key);
         return null;
       }
