@@ -13,7 +13,7 @@
 import "server-only";
 import { and, eq } from "drizzle-orm";
 import type { Logger } from "pino";
-import type { LoadBalancerRow, Store } from "@meridian/db";
+import type { LbTokenRow, LoadBalancerRow, Store } from "@meridian/db";
 import { recordAudit, SYSTEM_CREDENTIALS } from "../audit-trail";
 import type { ConfigPublisher } from "./config-publisher";
 import type { LbAdminClient } from "./lb-admin-client";
@@ -148,7 +148,7 @@ export class CredentialKeeper {
     const retiring = rows.find((r) => r.state === "retiring");
     if (pending) {
       const answer = await this.attempt(lb.id, generation, () => this.deps.lbClient.updateCredentials(endpoint, { install: pending.token }));
-      if (answer?.includes(pending.keyId)) await this.activate(lb.id, current.keyId, pending.keyId);
+      if (answer?.includes(pending.keyId)) await this.activate(lb.id, current, pending);
       return;
     }
     if (retiring && retiring.retireAt !== null && retiring.retireAt <= Date.now()) {
@@ -184,28 +184,44 @@ export class CredentialKeeper {
     return result.keyIds;
   }
 
-  private async activate(lbId: string, previousKeyId: string, nextKeyId: string): Promise<void> {
+  /** Makes the installed token current and the previous one retiring: the two rows read before the
+   * LB's answer, by id. An operator who issued a new token meanwhile replaced both; then nothing is
+   * changed (matching rows by state instead demoted the fresh token and left the LB with none). */
+  private async activate(lbId: string, previous: LbTokenRow, next: LbTokenRow): Promise<void> {
     const retireAt = Date.now() + this.deps.graceMs;
-    await this.deps.store.transaction(async (tx) => {
+    const activated = await this.deps.store.transaction(async (tx) => {
       const { lbTokens } = tx.tables;
-      await tx.db
+      // The previous one first: at most one row per LB and state.
+      const demoted = await tx.db
         .update(lbTokens)
         .set({ state: "retiring", retireAt })
-        .where(and(eq(lbTokens.lbId, lbId), eq(lbTokens.state, "current")));
-      await tx.db
+        .where(and(eq(lbTokens.id, previous.id), eq(lbTokens.state, "current")))
+        .returning({ id: lbTokens.id });
+      if (demoted.length === 0) return false;
+      const promoted = await tx.db
         .update(lbTokens)
         .set({ state: "current" })
-        .where(and(eq(lbTokens.lbId, lbId), eq(lbTokens.state, "pending")));
+        .where(and(eq(lbTokens.id, next.id), eq(lbTokens.state, "pending")))
+        .returning({ id: lbTokens.id });
+      if (promoted.length === 0) throw new Error(`token ${next.keyId} of LB ${lbId} is no longer pending; the rotation is left as it is`);
       await recordAudit(
         tx,
         SYSTEM_CREDENTIALS,
         "lb.token.activate",
         `lb:${lbId}`,
-        { current: previousKeyId },
-        { current: nextKeyId, retiring: previousKeyId, retireAt },
+        { current: previous.keyId },
+        { current: next.keyId, retiring: previous.keyId, retireAt },
       );
+      return true;
     });
-    this.deps.log.info({ lbId, keyId: nextKeyId, retiring: previousKeyId, retireAt }, "LB token rotated; the previous one is accepted until retireAt");
+    if (!activated) {
+      this.deps.log.info(
+        { lbId, keyId: next.keyId },
+        "LB token installed, but its rotation was replaced meanwhile (a new token was issued); nothing activated",
+      );
+      return;
+    }
+    this.deps.log.info({ lbId, keyId: next.keyId, retiring: previous.keyId, retireAt }, "LB token rotated; the previous one is accepted until retireAt");
     this.signal.wake();
   }
 
