@@ -206,3 +206,45 @@ for (const autoFailover of [false, true]) {
     });
   });
 }
+
+describe("an LB whose automatic failover was refused", () => {
+  let h: Harness;
+  const lbs: Record<string, FakeLb> = {};
+  before(async () => {
+    h = await createHarness({ failoverAfter: 2, autoFailover: true });
+    for (const region of ["us", "eu"]) {
+      lbs[region] = await startFakeLb({ id: `lb-${region}`, region, token: TEST_TOKEN });
+      await createRegion(h.rt, OPERATOR, { name: region });
+      await createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: lbs[region]!.url, region, crossRegion: "via-peer" });
+      await createReplica(h.rt, OPERATOR, { name: `${region}-a`, url: "http://127.0.0.1:9", region, engine: "sglang", model: "m" });
+    }
+    await h.rt.start();
+    await h.rt.health.tick();
+    await waitFor(async () => (await provenLbIds(h.rt.store)).size === 2, 10_000, "every LB proven");
+  });
+  after(async () => {
+    await h.close();
+    for (const lb of Object.values(lbs)) await lb.close();
+  });
+
+  test("is failed over once another LB answers again (it stayed 'failed' for good, its replicas unserved)", async () => {
+    // Both LBs stop answering at once (a network blip): neither can take the other's replicas.
+    lbs.us!.healthy = false;
+    lbs.eu!.healthy = false;
+    await h.rt.health.tick();
+    await h.rt.health.tick();
+    const lb = async (id: string) => (await listLbs(h.rt)).find((view) => view.id === id)!;
+    assert.equal((await lb("lb-us")).state, "failed");
+    assert.equal((await lb("lb-eu")).state, "failed");
+    // lb-eu comes back; lb-us stays dead.
+    lbs.eu!.healthy = true;
+    await h.rt.health.tick();
+    await h.rt.health.tick();
+    assert.equal((await lb("lb-eu")).state, "healthy");
+    const us = await lb("lb-us");
+    assert.equal(us.state, "failed-over");
+    assert.equal(us.failedOverTo, "lb-eu");
+    assert.deepEqual((await lb("lb-eu")).replicas.sort(), ["eu-a", "us-a"]);
+    assert.equal((await listAudit(h.rt, { action: "lb.failover.automatic" }))[0]?.target, "lb:lb-us");
+  });
+});

@@ -186,23 +186,33 @@ export class HealthMonitor {
 
   private async afterProbe(lb: LoadBalancerRow, entry: LbHealth): Promise<void> {
     await this.deps.autoFailback.afterProbe(lb, entry.healthy === true, entry.lastProbeAt ?? Date.now());
-    const { failoverAfter, autoFailover } = this.deps;
     const inGrace = this.deps.book.starting(lb.id, Date.now());
-    if (entry.healthy === false && entry.consecutiveFailures >= failoverAfter && lb.state === "healthy" && !inGrace) {
+    const down = entry.healthy === false && entry.consecutiveFailures >= this.deps.failoverAfter && !inGrace;
+    if (down && lb.state === "healthy") {
       this.deps.log.warn({ lbId: lb.id, failures: entry.consecutiveFailures, error: entry.error }, "LB failed its health probes");
-      if (autoFailover && entry.everHealthy) {
-        try {
-          await this.deps.failover.failover(lb.id, SYSTEM_HEALTH, { automatic: true });
-          return;
-        } catch (error) {
-          this.deps.log.warn({ lbId: lb.id, reason: error instanceof Error ? error.message : String(error) }, "automatic failover refused");
-        }
-      }
+      if (await this.failOverAutomatically(lb, entry, "warn")) return;
       // A refused failover (e.g. an operator failed the LB over during this round) falls through
       // here too; setState then changes nothing, as the LB is no longer in the state this round read.
       await this.setState(lb, "failed", `after ${entry.consecutiveFailures} failed probes: ${entry.error ?? "no answer"}`);
+    } else if (down && lb.state === "failed") {
+      // Marked failed because its failover was refused (no other LB could take it then, e.g. every
+      // LB was cut off at once): tried again each round, since a target may answer by now.
+      await this.failOverAutomatically(lb, entry, "debug");
     } else if (entry.healthy === true && lb.state === "failed") {
       if (await this.setState(lb, "healthy", "answers its health probe again")) await this.deps.publisher.publishAll();
+    }
+  }
+
+  /** Fails the LB over when automatic failover is on and the LB ever answered; true when it did. A
+   * refusal is logged at `refusedAt` (a retry every round logs at debug). */
+  private async failOverAutomatically(lb: LoadBalancerRow, entry: LbHealth, refusedAt: "warn" | "debug"): Promise<boolean> {
+    if (!this.deps.autoFailover || !entry.everHealthy) return false;
+    try {
+      await this.deps.failover.failover(lb.id, SYSTEM_HEALTH, { automatic: true });
+      return true;
+    } catch (error) {
+      this.deps.log[refusedAt]({ lbId: lb.id, reason: error instanceof Error ? error.message : String(error) }, "automatic failover refused");
+      return false;
     }
   }
 
