@@ -85,6 +85,8 @@ export class ConsoleRuntime {
   private leading = false;
   /** The duties' start in progress (their components read the database to start). */
   private dutiesStarting: Promise<void> | null = null;
+  /** Counts startDuties calls: a start that is no longer the latest stops at its next step. */
+  private dutiesGeneration = 0;
   private reconciling = false;
 
   constructor(
@@ -208,16 +210,20 @@ export class ConsoleRuntime {
    * reconcile that publishes what any console changed. */
   private startDuties(reconcileEveryMs: number): void {
     this.leading = true;
+    const generation = ++this.dutiesGeneration;
+    // Only the latest start goes on: one begun before a deposed-and-elected-again would otherwise run
+    // to the end as well (leading is true again) and start a second reconcile timer that no stop clears.
+    const current = () => this.leading && generation === this.dutiesGeneration;
     const previous = this.dutiesStarting ?? Promise.resolve();
     // After a previous start finished (a quick deposed-and-elected-again); each step reads the
     // database, and a console deposed meanwhile stops at the next step.
     const starting = previous.then(async () => {
-      if (!this.leading) return;
+      if (!current()) return;
       await this.telemetry.start();
       // Tuners first: they register for new config versions before the publisher's first pushes.
-      if (this.leading) await this.tuners.start();
-      if (this.leading) await this.publisher.start();
-      if (!this.leading) return;
+      if (current()) await this.tuners.start();
+      if (current()) await this.publisher.start();
+      if (!current()) return;
       this.credentials.start();
       // A follower that changes the topology or a tuner records no config version (it does not lead):
       // the leader reloads tuners changed elsewhere, and records and pushes a version when the built
