@@ -1,6 +1,6 @@
 // Regions: list, create, rename, delete, and the observed RTT matrix.
 import "server-only";
-import { eq } from "drizzle-orm";
+import { eq, or } from "drizzle-orm";
 import type { Queryable, RegionRow } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, notFound, precondition } from "../errors";
@@ -94,7 +94,10 @@ export async function updateRegion(
     };
     await tx.db.update(regions).set({ name: after.name, displayName: after.displayName }).where(eq(regions.id, input.id));
     if (after.name !== before.name) {
-      // Observed RTTs are keyed by region name (as the LBs report it).
+      // Observed RTTs are keyed by region name (as the LBs report it). Rows already under the new
+      // name (left by a region deleted before this change, or reported by an LB under a name no region
+      // had) give way to the renamed region's own.
+      await tx.db.delete(observedRtts).where(or(eq(observedRtts.fromRegion, after.name), eq(observedRtts.toRegion, after.name)));
       await tx.db.update(observedRtts).set({ fromRegion: after.name }).where(eq(observedRtts.fromRegion, before.name));
       await tx.db.update(observedRtts).set({ toRegion: after.name }).where(eq(observedRtts.toRegion, before.name));
     }
@@ -116,6 +119,9 @@ export async function deleteRegion(rt: ServiceRuntime, actor: Actor, input: { id
       throw precondition(`region "${before.name}" still has ${lbCount} load balancer(s) and ${replicaCount} replica(s); delete or move them first`);
     }
     await tx.db.delete(regions).where(eq(regions.id, input.id));
+    // Its RTTs, keyed by its name, would otherwise pass to a region created or renamed to that name.
+    const { observedRtts } = tx.tables;
+    await tx.db.delete(observedRtts).where(or(eq(observedRtts.fromRegion, before.name), eq(observedRtts.toRegion, before.name)));
     await recordAudit(tx, actor, "region.delete", `region:${input.id}`, before, null);
   });
 }

@@ -172,3 +172,25 @@ describe("topology services", () => {
     assert.equal((await listAudit(h.rt, { action: "replica.", limit: 2 })).length, 2);
   });
 });
+
+describe("observed RTTs follow their region", () => {
+  let h: Harness;
+  before(async () => {
+    h = await createHarness();
+  });
+  after(() => h.close());
+
+  test("a deleted region's RTTs go with it: a region renamed or created under its name starts without them", async () => {
+    const { observedRtts } = h.rt.store.tables;
+    for (const name of ["us", "eu", "ap"]) await createRegion(h.rt, OPERATOR, { name });
+    await h.rt.store.db.insert(observedRtts).values([
+      { fromRegion: "us", toRegion: "eu", rttMs: 90, updatedAt: 1 },
+      { fromRegion: "eu", toRegion: "us", rttMs: 91, updatedAt: 1 },
+      { fromRegion: "ap", toRegion: "eu", rttMs: 200, updatedAt: 1 },
+    ]);
+    await deleteRegion(h.rt, OPERATOR, { id: "us" });
+    await updateRegion(h.rt, OPERATOR, { id: "ap", name: "us" });
+    const rows = (await h.rt.store.db.select().from(observedRtts)).map((r) => `${r.fromRegion}->${r.toRegion}:${r.rttMs}`).sort();
+    assert.deepEqual(rows, ["us->eu:200"], "only the renamed region's own RTT, under its new name");
+  });
+});
