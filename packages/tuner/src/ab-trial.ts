@@ -19,7 +19,7 @@ import { absoluteGuardrail, candidateVerdict, violatesLess, type GuardrailVerdic
 import { nextUniform } from "./prng";
 import { adaptSigma, logStep, mutate, negated, sigmaWhileViolating, stepped } from "./search";
 import { samplesToSeeTail } from "./stats/quantile";
-import { alphaForLook } from "./stats/spending";
+import { alphaForLook, alphaSpent } from "./stats/spending";
 import type { IncumbentRecord, TrialDecision, TrialReport, TrialState, TunerState, TunerStep } from "./state";
 import { analyzeTrial, TRIAL_QUANTILE, violationTest, type ArmSummary, type TrialAnalysis, type TrialSample } from "./trial/analysis";
 import type { TunerSample } from "./window";
@@ -79,6 +79,7 @@ export function startTrial(s: TunerState): void {
     samples: [],
     peerCounts: {},
     looks: 0,
+    alphaSpent: 0,
     latest: null,
     latestAlpha: null,
   };
@@ -130,8 +131,13 @@ function closerToInitial(s: TunerState, w: Weights): boolean {
   return distance(w) < distance(s.incumbent.weights);
 }
 
+/** An arm as its guardrails see it. Over 5 % of its requests without a first token (an engine's
+ * empty answer is one) leave its p95 undefined (null), which the p95 test already counts against
+ * it; that is no error verdict unless the arm had no first token at all (candidateVerdict). Judged
+ * as an error, it rejected the candidate alone when both arms had such a p95, and shrank σ. */
 function measurement(arm: ArmSummary): Measurement {
-  return { p95TtftMs: arm.p95TtftMs, e2eP95Ms: arm.e2eP95Ms, maxShare: arm.maxShare, errorRate: arm.errorRate };
+  const p95TtftMs = arm.p95TtftMs ?? (arm.meanLogTtft !== null ? Number.POSITIVE_INFINITY : null);
+  return { p95TtftMs, e2eP95Ms: arm.e2eP95Ms, maxShare: arm.maxShare, errorRate: arm.errorRate };
 }
 
 function fmt(ms: number | null): string {
@@ -271,10 +277,10 @@ function recordOf(weights: Weights, arm: ArmSummary, s: TunerState): IncumbentRe
 function look(s: TunerState, trial: TrialState): TunerStep | null {
   const config = s.config.trial;
   const n = trial.samples.length;
-  const previousT = Math.min(1, (trial.looks * config.lookEvery) / config.maxSamples);
   const t = Math.min(1, n / config.maxSamples);
   trial.looks++;
-  const alphaAtLook = alphaForLook(config.alpha, previousT, t, config.spendingRho);
+  const alphaAtLook = alphaForLook(config.alpha, trial.alphaSpent, t, config.spendingRho);
+  trial.alphaSpent = Math.max(trial.alphaSpent, alphaSpent(config.alpha, t, config.spendingRho));
   const analysis = analyzeTrial(trial.samples, {
     share: trial.share,
     permutations: config.permutations,

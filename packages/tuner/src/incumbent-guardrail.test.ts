@@ -3,7 +3,7 @@
 // against an incumbent that itself violates.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { EsTuner, type TunerSample, type TunerState, type TunerStep } from "./index";
+import { armOf, EsTuner, type TunerSample, type TunerState, type TunerStep } from "./index";
 import { drive, feed, hackedFleet, hackNearestShare, HACK_BOUNDS, HACKED_START, noisyBowl, sample } from "./test-helpers";
 import { windowed } from "./test-helpers";
 
@@ -192,5 +192,24 @@ test("state round-trips mid-escape, and a state saved before the incumbent guard
   assert.throws(
     () => EsTuner.restore({ ...saved, incumbent: { ...saved.incumbent, guardrail: "e2e" as never } }),
     /^TunerInputError: state\.incumbent\.guardrail: /,
+  );
+});
+
+test("an A/A trial where 8 % of requests in both arms succeed without a first token is no guardrail failure (the candidate alone was rejected on 'errors', which shrank σ)", () => {
+  const tuner = new EsTuner({ seed: 5, trial: { baselineEvery: 0 } });
+  const steps: TunerStep[] = [];
+  for (let i = 0; i < 5000 && steps.length < 6; i++) {
+    const t = tuner.current().trial;
+    assert.ok(t);
+    const sessionKey = `s${i}`;
+    const arm = armOf(sessionKey, t.salt, t.share);
+    const ttftMs = i % 25 < 2 ? null : 100 + ((i * 37) % 400);
+    const step = tuner.observe({ configVersion: 1, ttftMs, e2eMs: 600, replicaId: `r${i % 3}`, ok: true, trialId: t.id, arm, sessionKey, triggered: true });
+    if (step) steps.push(step);
+  }
+  assert.ok(steps.length > 0, "trials were decided");
+  assert.deepEqual(
+    steps.filter((s) => s.guardrail !== "pass").map((s) => s.trial?.reason),
+    [],
   );
 });

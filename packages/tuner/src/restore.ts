@@ -3,6 +3,7 @@
 
 import { requireFiniteNumber, TunerInputError, validateMode, validateWeights } from "./config";
 import { startTrial } from "./ab-trial";
+import { alphaSpent } from "./stats/spending";
 import { TUNER_STATE_FORMAT, TUNER_STATE_FORMAT_V1, type IncumbentRecord, type TunerState } from "./state";
 
 const INCUMBENT_GUARDRAILS = ["pass", "share", "errors"] as const;
@@ -65,7 +66,10 @@ export function validateRestoredState(restored: TunerState, pendingTrial: boolea
       `expected one of ${INCUMBENT_GUARDRAILS.join(", ")}, received ${JSON.stringify(incumbent.guardrail)}`,
     );
   }
-  for (const step of restored.trajectory ?? []) step.incumbentGuardrail ??= "pass";
+  for (const field of ["trajectory", "outcomes", "window"] as const) {
+    if (!Array.isArray(restored[field])) throw new TunerInputError(`state.${field}`, `expected an array, received ${typeof restored[field]}`);
+  }
+  for (const step of restored.trajectory) step.incumbentGuardrail ??= "pass";
   restored.current.trial ??= null;
   restored.trial ??= null;
   restored.trialsStarted ??= 0;
@@ -79,9 +83,24 @@ export function validateRestoredState(restored: TunerState, pendingTrial: boolea
     if (typeof trial.id !== "string" || typeof trial.salt !== "string" || !Array.isArray(trial.samples)) {
       throw new TunerInputError("state.trial", "expected a trial with id, salt and samples");
     }
+    if (!(trial.share > 0 && trial.share < 1))
+      throw new TunerInputError("state.trial.share", `expected a number in (0, 1), received ${JSON.stringify(trial.share)}`);
+    const bad = trial.samples.findIndex(
+      (sample) => sample === null || typeof sample !== "object" || (sample.arm !== "incumbent" && sample.arm !== "candidate"),
+    );
+    if (bad >= 0) throw new TunerInputError(`state.trial.samples[${bad}]`, "expected a sample of the incumbent or the candidate arm");
     validateWeights("state.trial.candidate", trial.candidate);
     trial.peerCounts ??= {};
+    if (!Number.isInteger(trial.looks) || trial.looks < 0)
+      throw new TunerInputError("state.trial.looks", `expected an integer >= 0, received ${JSON.stringify(trial.looks)}`);
+    // States written before the trial kept what it spent: what its looks spent at this cadence.
+    const { alpha, lookEvery, maxSamples, spendingRho } = restored.config.trial;
+    trial.alphaSpent ??= alphaSpent(alpha, (trial.looks * lookEvery) / maxSamples, spendingRho);
+    requireFiniteNumber("state.trial.alphaSpent", trial.alphaSpent);
   }
-  if (pendingTrial && restored.paused === null) startTrial(restored);
+  // A state tuning online in A/B mode always has a trial running; one without (written by hand, or
+  // cut short) would never start one again: setMode("online") is a no-op while online.
+  const trialless = restored.mode === "online" && restored.config.evaluation === "ab" && restored.trial === null;
+  if ((pendingTrial || trialless) && restored.paused === null) startTrial(restored);
   return restored;
 }

@@ -146,6 +146,10 @@ export interface TrialState {
   /** Requests peer LBs sent to each replica while this trial ran (the fleet share guardrail). */
   peerCounts: Record<string, number>;
   looks: number;
+  /** α this trial has spent over its looks so far. Kept, not recomputed from `looks`: the cadence
+   * and the cap may change mid-trial (the operator's settings), and a restart replays the samples
+   * through fresh looks; either way no look may spend α that an earlier look already spent. */
+  alphaSpent: number;
   /** The latest look's analysis (what the console shows while the trial runs). */
   latest: TrialAnalysis | null;
   /** Level tested at the latest look. */

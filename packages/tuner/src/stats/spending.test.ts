@@ -7,7 +7,7 @@ import { alphaForLook, alphaSpent } from "./spending";
 test("the per-look levels sum to α at the cap, for any ρ", () => {
   for (const rho of [0.5, 1, 2, 3]) {
     let total = 0;
-    for (let k = 1; k <= 10; k++) total += alphaForLook(0.05, (k - 1) / 10, k / 10, rho);
+    for (let k = 1; k <= 10; k++) total += alphaForLook(0.05, alphaSpent(0.05, (k - 1) / 10, rho), k / 10, rho);
     assert.ok(Math.abs(total - 0.05) < 1e-12, `ρ = ${rho}: ${total}`);
   }
   assert.equal(alphaSpent(0.05, 2, 1), 0.05, "beyond the cap nothing more is spent");
@@ -27,7 +27,7 @@ test("ten looks at a null effect: testing each at α inflates false accepts, spe
       sum += nextNormal(rng);
       const p = 1 - normalCdf(sum / Math.sqrt(k));
       if (p <= 0.05) naiveHit = true;
-      if (p <= alphaForLook(0.05, (k - 1) / 10, k / 10, 1)) spentHit = true;
+      if (p <= alphaForLook(0.05, alphaSpent(0.05, (k - 1) / 10, 1), k / 10, 1)) spentHit = true;
     }
     if (naiveHit) naive++;
     if (spentHit) spent++;

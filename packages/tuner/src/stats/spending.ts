@@ -11,7 +11,9 @@ export function alphaSpent(alpha: number, t: number, rho: number): number {
   return alpha * clamped ** rho;
 }
 
-/** The level a look at fraction `t` may test at, after the previous look at `previousT`. */
-export function alphaForLook(alpha: number, previousT: number, t: number, rho: number): number {
-  return Math.max(0, alphaSpent(alpha, t, rho) - alphaSpent(alpha, previousT, rho));
+/** The level a look at fraction `t` may test at, when earlier looks spent `spent` of α. Keeping what
+ * was spent (not the previous look's t) holds the total to α when the cap or cadence changes between
+ * looks: a look whose t falls below what was already spent gets nothing. */
+export function alphaForLook(alpha: number, spent: number, t: number, rho: number): number {
+  return Math.max(0, alphaSpent(alpha, t, rho) - spent);
 }
