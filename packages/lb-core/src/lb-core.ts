@@ -154,12 +154,11 @@ export class LbCore<J> {
   }
 
   /** A scrape of the replica's metrics: its load, and what the cache model reads (KV capacity, the
-   * process's identity). True when the engine restarted and its part of the index was cleared. */
+   * process's identity). True when the engine restarted and its part of the index was cleared. A
+   * load with a non-finite or negative gauge is recorded as a failed scrape (targets.ts, invalidGauge). */
   scrapeSucceeded(replicaId: string, load: ScrapedLoad, now: number, cache: EngineCacheScrape | null = null): boolean {
     const replica = this.replicas.get(replicaId);
-    if (!replica) return false;
-    replica.scrapeSucceeded(load, now);
-    if (cache === null) return false;
+    if (!replica?.scrapeSucceeded(load, now) || cache === null) return false;
     // The KV capacity the policies see (kvCapacityTokens; the config's cacheCapacityTokens overrides it).
     replica.engineCapacityTokens = cache.capacityTokens;
     if (this.cacheModel !== "learned") return false;

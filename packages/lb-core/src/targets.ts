@@ -46,6 +46,20 @@ export class PredictionSums {
 
 export type HealthChange = "recovered" | "unhealthy" | null;
 
+const GAUGES = ["running", "waiting", "usedTokens"] as const;
+
+/** Why a scraped load cannot be used, or null when it can. A replica's exporter may write +Inf, NaN
+ * or a negative value (Prometheus text allows them); stored, such a gauge would make every later
+ * routing decision throw (routing validates its inputs), so requests would fail although other
+ * replicas could serve them. The scrape counts as failed instead: the last good load ages out. */
+export function invalidGauge(load: ScrapedLoad): string | null {
+  for (const gauge of GAUGES) {
+    const value = load[gauge];
+    if (!Number.isFinite(value) || value < 0) return `invalid gauge ${gauge}: ${value} (must be a finite number >= 0)`;
+  }
+  return null;
+}
+
 export class ReplicaRecord {
   readonly rtt = new RttEstimate();
   /** What its answers taught about its time to first byte (the first-byte deadline). */
@@ -168,7 +182,13 @@ export class ReplicaRecord {
     return true;
   }
 
-  scrapeSucceeded(load: ScrapedLoad, now: number): void {
+  /** Records a scrape's load; false (recorded as a failed scrape) when a gauge is unusable. */
+  scrapeSucceeded(load: ScrapedLoad, now: number): boolean {
+    const invalid = invalidGauge(load);
+    if (invalid !== null) {
+      this.scrapeFailed(invalid);
+      return false;
+    }
     this.admittedConcurrency = admittedConcurrencyAfterScrape({
       previous: this.admittedConcurrency,
       running: load.running,
@@ -176,6 +196,7 @@ export class ReplicaRecord {
       inFlight: this.inFlight,
     });
     this.scrape = { ok: true, at: now, error: null, load };
+    return true;
   }
 
   scrapeFailed(error: string): void {

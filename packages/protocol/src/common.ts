@@ -15,6 +15,15 @@ import {
 export const nonEmptyString = z.string().min(1, { error: "must not be empty" });
 export const count = z.int().nonnegative();
 export const positiveInt = z.int().positive();
+/** The longest delay a Node timer holds (2^31 - 1 ms, about 24.8 days). setTimeout and setInterval
+ * fire a longer one after 1 ms (TimeoutOverflowWarning), and undici's timeouts run on the same
+ * timers: a huge value meant as "practically never" would do the opposite. */
+export const MAX_TIMER_MS = 2_147_483_647;
+const timerBound = { error: `must be at most ${MAX_TIMER_MS} ms (2^31 - 1, about 24.8 days): Node timers fire a longer delay after 1 ms` };
+/** A timeout or an interval that runs on a timer, in ms: a positive integer a Node timer can hold. */
+export const durationMs = positiveInt.max(MAX_TIMER_MS, timerBound);
+/** The same where 0 is meaningful (no wait). */
+export const durationMsOrZero = count.max(MAX_TIMER_MS, timerBound);
 export const nonNegativeNumber = z.number().nonnegative();
 /** Milliseconds on the sender's clock (wall clock live, virtual clock in the simulator: may be fractional). */
 export const timeMs = z.number().nonnegative();

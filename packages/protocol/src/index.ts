@@ -7,4 +7,11 @@ export * from "./peer-report";
 export * from "./openai-error";
 export * from "./client-auth";
 export * from "./lb-auth";
-export { weights as WeightsSchema, policyName as PolicyNameSchema, httpUrl as HttpUrlSchema } from "./common";
+export {
+  weights as WeightsSchema,
+  policyName as PolicyNameSchema,
+  httpUrl as HttpUrlSchema,
+  durationMs as DurationMsSchema,
+  durationMsOrZero as DurationMsOrZeroSchema,
+  MAX_TIMER_MS,
+} from "./common";

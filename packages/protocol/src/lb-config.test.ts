@@ -1,7 +1,18 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { DEFAULT_WEIGHTS, MAX_COST_WEIGHT, MAX_INDEX_CAPACITY_BLOCKS, PrefixIndex } from "@meridian/routing";
-import { DEFAULT_INDEX, DEFAULT_LIMITS, DEFAULT_PROBES, LB_CONFIG_SCHEMA, ProtocolError, parseLbConfig, safeParseLbConfig } from "./index";
+import {
+  DEFAULT_INDEX,
+  DEFAULT_LIMITS,
+  DEFAULT_PROBES,
+  LB_CONFIG_SCHEMA,
+  LimitsSchema,
+  MAX_TIMER_MS,
+  ProbesSchema,
+  ProtocolError,
+  parseLbConfig,
+  safeParseLbConfig,
+} from "./index";
 
 const minimal = { schema: LB_CONFIG_SCHEMA, version: 0, lbId: "lb-ash", region: "us-ashburn" };
 
@@ -105,6 +116,27 @@ test("the request limits of version 2 are positive integers, named when wrong", 
   assert.match(messageOf({ ...minimal, limits: { maxJsonDepth: 1.5 } }), /lbConfig\.limits\.maxJsonDepth: /);
   assert.match(messageOf({ ...minimal, limits: { clientBodyTimeoutMs: -1 } }), /lbConfig\.limits\.clientBodyTimeoutMs: /);
   assert.match(messageOf({ ...minimal, limits: { firstByteMinMs: "2s" } }), /lbConfig\.limits\.firstByteMinMs: /);
+});
+
+test("every millisecond limit and probe interval is at most what a Node timer holds (2^31 - 1)", () => {
+  assert.equal(MAX_TIMER_MS, 2 ** 31 - 1);
+  const fields = [
+    ...Object.keys(LimitsSchema.shape).map((name) => ["limits", name] as const),
+    ...Object.keys(ProbesSchema.shape).map((name) => ["probes", name] as const),
+  ].filter(([, name]) => name.endsWith("Ms"));
+  assert.equal(fields.length, 8);
+  for (const [group, name] of fields) {
+    // A larger value would fire after 1 ms (TimeoutOverflowWarning): the opposite of what it says.
+    assert.match(
+      messageOf({ ...minimal, [group]: { [name]: 2 ** 31 } }),
+      new RegExp(`^lbConfig\\.${group}\\.${name}: must be at most 2147483647 ms .*Node timers`),
+    );
+    assert.match(messageOf({ ...minimal, [group]: { [name]: Number.MAX_SAFE_INTEGER } }), new RegExp(`lbConfig\\.${group}\\.${name}: must be at most`));
+    const config = parseLbConfig({ ...minimal, [group]: { [name]: MAX_TIMER_MS } });
+    assert.equal((config[group] as Record<string, number>)[name], MAX_TIMER_MS);
+  }
+  // Waiting 0 ms in the queue still means "do not hold".
+  assert.equal(parseLbConfig({ ...minimal, limits: { queueMaxWaitMs: 0 } }).limits.queueMaxWaitMs, 0);
 });
 
 test("NaN, infinite, zero and negative weights name the field", () => {

@@ -1,6 +1,18 @@
 import { z } from "zod";
 import { DEFAULT_WEIGHTS, MAX_INDEX_CAPACITY_BLOCKS } from "@meridian/routing/types";
-import { crossRegionMode, engineKind, httpUrl, nonEmptyString, policyName, positiveInt, replicaState, trial, weights } from "./common";
+import {
+  crossRegionMode,
+  durationMs,
+  durationMsOrZero,
+  engineKind,
+  httpUrl,
+  nonEmptyString,
+  policyName,
+  positiveInt,
+  replicaState,
+  trial,
+  weights,
+} from "./common";
 import { ClientAuthSchema, PeerCredentialHashesSchema } from "./client-auth";
 import { makeParsers, schemaTag } from "./errors";
 
@@ -54,24 +66,26 @@ export const DEFAULT_INDEX = Object.freeze({
 /** First N tokens hash into the session key (paper: 256); chat blocks are ≈16 tokens, so 16 blocks. */
 export const DEFAULT_SESSION_KEY_BLOCKS = 16;
 
+// Every *Ms limit and probe interval runs on a timer (a held request's expiry, undici's timeouts, the
+// client body deadline, the probe timers): durationMs bounds it to what a Node timer holds.
 export const LimitsSchema = z.strictObject({
   maxBodyBytes: positiveInt.default(DEFAULT_LIMITS.maxBodyBytes),
   queueMaxLength: z.int().nonnegative().default(DEFAULT_LIMITS.queueMaxLength),
-  queueMaxWaitMs: z.int().nonnegative().default(DEFAULT_LIMITS.queueMaxWaitMs),
+  queueMaxWaitMs: durationMsOrZero.default(DEFAULT_LIMITS.queueMaxWaitMs),
   peerQueueTau: z.int().nonnegative().default(DEFAULT_LIMITS.peerQueueTau),
-  connectTimeoutMs: positiveInt.default(DEFAULT_LIMITS.connectTimeoutMs),
-  headersTimeoutMs: positiveInt.default(DEFAULT_LIMITS.headersTimeoutMs),
-  bodyTimeoutMs: positiveInt.default(DEFAULT_LIMITS.bodyTimeoutMs),
+  connectTimeoutMs: durationMs.default(DEFAULT_LIMITS.connectTimeoutMs),
+  headersTimeoutMs: durationMs.default(DEFAULT_LIMITS.headersTimeoutMs),
+  bodyTimeoutMs: durationMs.default(DEFAULT_LIMITS.bodyTimeoutMs),
   maxConnectionsPerReplica: positiveInt.default(DEFAULT_LIMITS.maxConnectionsPerReplica),
   maxPromptTokens: positiveInt.default(DEFAULT_LIMITS.maxPromptTokens),
   maxJsonDepth: positiveInt.default(DEFAULT_LIMITS.maxJsonDepth),
-  clientBodyTimeoutMs: positiveInt.default(DEFAULT_LIMITS.clientBodyTimeoutMs),
-  firstByteMinMs: positiveInt.default(DEFAULT_LIMITS.firstByteMinMs),
+  clientBodyTimeoutMs: durationMs.default(DEFAULT_LIMITS.clientBodyTimeoutMs),
+  firstByteMinMs: durationMs.default(DEFAULT_LIMITS.firstByteMinMs),
 });
 
 export const ProbesSchema = z.strictObject({
-  rttIntervalMs: positiveInt.default(DEFAULT_PROBES.rttIntervalMs),
-  scrapeIntervalMs: positiveInt.default(DEFAULT_PROBES.scrapeIntervalMs),
+  rttIntervalMs: durationMs.default(DEFAULT_PROBES.rttIntervalMs),
+  scrapeIntervalMs: durationMs.default(DEFAULT_PROBES.scrapeIntervalMs),
   unhealthyAfter: positiveInt.default(DEFAULT_PROBES.unhealthyAfter),
 });
 

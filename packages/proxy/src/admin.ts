@@ -6,6 +6,7 @@
 //   GET  /admin/state            LbState
 //   GET  /admin/config           the LbConfig in use
 //   PUT  /admin/config           a newer LbConfig (stale version → 409), persisted for restarts once applied
+//                                (a failed save → 500; pushing the same version again retries the save)
 //   GET  /admin/telemetry?since= NDJSON TelemetryStreamLine stream, resumable from the ring buffer
 //   POST /admin/flush            clears the prefix index
 //   POST /admin/credentials      installs a rotated LB token / retires old ones
@@ -131,6 +132,14 @@ async function putConfig(req: IncomingMessage, res: ServerResponse, deps: AdminD
     );
   }
   if (next.version === current.version) {
+    // The config in use was applied but its save failed: the push answered 500, and this retry of it
+    // is the console's way to get it saved. Answering "unchanged" would leave it unsaved for good (a
+    // restart would silently return to the old config), so save it now, or answer 500 again.
+    if (unsavedVersion.get(deps.store) === current.version) {
+      saveApplied(current, deps);
+      sendJson(res, 200, { accepted: true, version: current.version });
+      return;
+    }
     // A retried push of the config already in use is not an error.
     sendJson(res, 200, { accepted: true, version: current.version, unchanged: true });
     return;
@@ -143,10 +152,34 @@ async function putConfig(req: IncomingMessage, res: ServerResponse, deps: AdminD
     if (error instanceof RoutingInputError) throw badRequest(`this LB cannot run the config: ${error.message}`, null, "invalid_config");
     throw error;
   }
-  deps.store.save(next);
+  // It runs from here on, saved or not: what follows the running config (client-key series) follows it now.
   deps.onConfigApplied?.(next);
   deps.logger.info({ version: next.version, policy: next.policy, weights: next.weights }, "config applied");
+  saveApplied(next, deps);
   sendJson(res, 200, { accepted: true, version: next.version });
+}
+
+/** Per state file, the version that runs but could not be saved (absent once saved). Kept beside the
+ * store rather than in the handler's deps, which are built per request. */
+const unsavedVersion = new WeakMap<ConfigStore, number>();
+
+/** Saves the config that now runs; when that fails (disk full, a read-only or vanished state
+ * directory), remembers it as unsaved and answers 500, so the console retries the same push. */
+function saveApplied(config: LbConfig, deps: AdminDeps): void {
+  try {
+    deps.store.save(config);
+  } catch (error) {
+    unsavedVersion.set(deps.store, config.version);
+    const reason = error instanceof Error ? error.message : String(error);
+    deps.logger.error({ version: config.version, err: error }, "config applied but not saved: a restart would return to the last saved config");
+    throw new HttpError(
+      500,
+      `config version ${config.version} is running but could not be saved (${reason}); push it again to retry saving it`,
+      "server_error",
+      "config_not_saved",
+    );
+  }
+  unsavedVersion.delete(deps.store);
 }
 
 function proof(url: URL, deps: AdminDeps): LbProof {

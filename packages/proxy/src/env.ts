@@ -1,6 +1,7 @@
 // The one place the proxy process reads its environment. Every variable is optional; the CLI flags and
 // the config file fill in the rest (precedence: flag > env > file > default), see settings.ts.
 import { z } from "zod";
+import { DurationMsOrZeroSchema } from "@meridian/protocol";
 
 const port = z.coerce.number().int().min(0).max(65_535);
 
@@ -25,7 +26,7 @@ export const ProxyEnvSchema = z.object({
   /** Where the last config accepted over PUT /admin/config is persisted and reloaded on restart. */
   MERIDIAN_LB_STATE_FILE: z.string().min(1).optional(),
   /** On SIGTERM, how long requests in flight may take to finish (ms, default 30 000). */
-  MERIDIAN_LB_DRAIN_TIMEOUT_MS: z.coerce.number().int().nonnegative().optional(),
+  MERIDIAN_LB_DRAIN_TIMEOUT_MS: z.coerce.number().pipe(DurationMsOrZeroSchema).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 

@@ -90,3 +90,23 @@ test("label escapes, special values, timestamps, CRLF and garbage lines", () => 
   assert.equal(parsed.skippedLines, 3);
   assert.equal(parseSampleLine('x{a="1",} 2')?.value, 2);
 });
+
+test("sumOf adds the finite samples only: NaN and ±Inf state no quantity, and alone read as absent", () => {
+  const parsed = parsePrometheusText(
+    [
+      'sglang:num_running_reqs{dp_rank="0"} 3',
+      'sglang:num_running_reqs{dp_rank="1"} +Inf',
+      'sglang:num_running_reqs{dp_rank="2"} NaN',
+      'sglang:num_running_reqs{dp_rank="3"} 2',
+      "sglang:num_queue_reqs +Inf",
+      "sglang:num_queue_reqs -Inf",
+      "sglang:token_usage -1",
+    ].join("\n"),
+  );
+  assert.equal(parsed.skippedLines, 0);
+  assert.equal(sumOf(parsed, "sglang:num_running_reqs"), 5);
+  // +Inf + -Inf would be NaN; neither is a count.
+  assert.equal(sumOf(parsed, "sglang:num_queue_reqs"), undefined);
+  // A negative value is a number: the parser reports it, its reader judges it (lb-core refuses a negative gauge).
+  assert.equal(sumOf(parsed, "sglang:token_usage"), -1);
+});

@@ -164,11 +164,14 @@ function parseValue(text: string): number | null {
   return Number(text);
 }
 
-/** Sum of every sample of `name` (across label sets), or undefined when the metric is absent. */
+/** Sum of the finite samples of `name` (across label sets), or undefined when it has none. NaN and
+ * ±Inf are skipped: they state no quantity (an exporter's "unknown" or overflow), a sum over them is
+ * not one either (+Inf + -Inf is NaN), and the gauges read here (requests, tokens) must be numbers the
+ * router can weigh. A metric whose every sample is non-finite reads as absent. */
 export function sumOf(parsed: ParsedMetrics, name: string): number | undefined {
   let total: number | undefined;
   for (const sample of parsed.samples) {
-    if (sample.name !== name || Number.isNaN(sample.value)) continue;
+    if (sample.name !== name || !Number.isFinite(sample.value)) continue;
     total = (total ?? 0) + sample.value;
   }
   return total;

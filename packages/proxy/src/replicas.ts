@@ -14,6 +14,10 @@ function controlPoolOptions(limits: Limits): Pool.Options {
   return { connections: 2, connectTimeout: limits.connectTimeoutMs, pipelining: 1 };
 }
 
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 export type ReplicaObservation =
   | { kind: "probe"; ok: true; sampleMs: number }
   | { kind: "probe"; ok: false; error: string }
@@ -114,9 +118,9 @@ export class ReplicaRuntime {
       if (statusCode < 200 || statusCode >= 300) throw new Error(`health returned ${statusCode}`);
       observation = { kind: "probe", ok: true, sampleMs: performance.now() - started };
     } catch (error) {
-      observation = { kind: "probe", ok: false, error: error instanceof Error ? error.message : String(error) };
+      observation = { kind: "probe", ok: false, error: messageOf(error) };
     }
-    if (!this.closed) this.observe(this.id, observation);
+    this.report(observation);
   }
 
   async scrapeMetrics(): Promise<void> {
@@ -134,9 +138,26 @@ export class ReplicaRuntime {
       const { load, cache } = readEngineLoad(text, this.config.engine);
       observation = { kind: "scrape", ok: true, load, cache };
     } catch (error) {
-      observation = { kind: "scrape", ok: false, error: error instanceof Error ? error.message : String(error) };
+      observation = { kind: "scrape", ok: false, error: messageOf(error) };
     }
-    if (!this.closed) this.observe(this.id, observation);
+    this.report(observation);
+  }
+
+  /** Hands an observation to the balancer. Probes and scrapes run on timers that drop their promise
+   * (`void`), so an error thrown here would be an unhandled rejection, which ends a Node 20 process:
+   * an observer that throws on a result is told it failed instead, and a throw on that is dropped. */
+  private report(observation: ReplicaObservation): void {
+    if (this.closed) return;
+    try {
+      this.observe(this.id, observation);
+    } catch (error) {
+      if (!observation.ok) return;
+      try {
+        this.observe(this.id, { kind: observation.kind, ok: false, error: `its result was refused: ${messageOf(error)}` });
+      } catch {
+        // Nothing left to tell: the process must outlive a broken observer.
+      }
+    }
   }
 
   /** The replica left the config (or its URL changed): probes stop, and its requests in flight

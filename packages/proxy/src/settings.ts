@@ -5,10 +5,11 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { DEFAULT_PEER_SNAPSHOT_KEYS } from "@meridian/lb-core";
-import { parseLbConfig, type LbConfig } from "@meridian/protocol";
+import { DurationMsOrZeroSchema, DurationMsSchema, parseLbConfig, type LbConfig } from "@meridian/protocol";
 import { isLbToken } from "@meridian/protocol/credentials";
 import type { ProxyEnv } from "./env";
 
+// Every *Ms setting runs on a timer: bounded to what a Node timer holds (protocol's durationMs).
 export const ProcessSettingsSchema = z.strictObject({
   port: z.int().min(0).max(65_535).default(8080),
   host: z.string().min(1).default("127.0.0.1"),
@@ -19,15 +20,15 @@ export const ProcessSettingsSchema = z.strictObject({
   credentialsFile: z.string().min(1).nullable().default(null),
   /** Telemetry events held for resuming subscribers. */
   telemetryBufferSize: z.int().positive().default(16_384),
-  telemetryHeartbeatMs: z.int().positive().default(5_000),
+  telemetryHeartbeatMs: DurationMsSchema.default(5_000),
   /** How often this LB polls each peer's GET /admin/peer. */
-  peerPollIntervalMs: z.int().positive().default(1_000),
+  peerPollIntervalMs: DurationMsSchema.default(1_000),
   /** Block keys asked of each peer in its prefix snapshot (most recent first; via-peer mode only). */
   peerSnapshotMaxKeys: z.int().nonnegative().default(DEFAULT_PEER_SNAPSHOT_KEYS),
   /** How long startProxy waits for the first probe and scrape of every replica before serving. */
-  warmupTimeoutMs: z.int().nonnegative().default(2_000),
+  warmupTimeoutMs: DurationMsOrZeroSchema.default(2_000),
   /** On SIGTERM, how long requests in flight may take to finish before they are cut. */
-  drainTimeoutMs: z.int().nonnegative().default(30_000),
+  drainTimeoutMs: DurationMsOrZeroSchema.default(30_000),
 });
 
 export type ProcessSettings = z.output<typeof ProcessSettingsSchema>;
