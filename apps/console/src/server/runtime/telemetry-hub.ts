@@ -11,6 +11,10 @@ import type { LbAdminClient } from "./lb-admin-client";
 import { RollingStats } from "./rolling-stats";
 import { backoffMs, WakeSignal } from "./wake-signal";
 
+/** An event line is about a kilobyte. A partial line far longer is not an LB's telemetry (something
+ * streams without newlines) and would hold the console's memory without bound. */
+export const MAX_LINE_CHARS = 1 << 20;
+
 /** What the hub uses, and nothing else. */
 export interface TelemetryHubDeps {
   store: Store;
@@ -163,8 +167,11 @@ export class TelemetryHub {
     const decoder = new TextDecoder();
     for await (const chunk of response.body) {
       if (sub.stopped) break;
+      // Only the new text can hold the next newline: rescanning the whole partial line on every
+      // chunk made a long one quadratic.
+      const scanned = pending.length;
       pending += decoder.decode(chunk as Buffer, { stream: true });
-      let newline = pending.indexOf("\n");
+      let newline = pending.indexOf("\n", scanned);
       while (newline >= 0) {
         const line = pending.slice(0, newline).trim();
         pending = pending.slice(newline + 1);
@@ -173,6 +180,9 @@ export class TelemetryHub {
           this.handleLine(lbId, sub, line);
         }
         newline = pending.indexOf("\n");
+      }
+      if (pending.length > MAX_LINE_CHARS) {
+        throw new Error(`telemetry line of over ${MAX_LINE_CHARS} characters without a newline: not an LB's telemetry; reconnecting`);
       }
     }
     return gotData;
