@@ -236,6 +236,10 @@ describe("an LB whose automatic failover was refused", () => {
     const lb = async (id: string) => (await listLbs(h.rt)).find((view) => view.id === id)!;
     assert.equal((await lb("lb-us")).state, "failed");
     assert.equal((await lb("lb-eu")).state, "failed");
+    await assert.rejects(
+      () => failbackLb(h.rt, OPERATOR, { id: "lb-us" }),
+      (error: unknown) => error instanceof DomainError && error.kind === "precondition" && /not failed over \(failed\)/.test(error.message),
+    );
     // lb-eu comes back; lb-us stays dead.
     lbs.eu!.healthy = true;
     await h.rt.health.tick();

@@ -103,7 +103,9 @@ export class FailoverService {
       const { entrypoints, loadBalancers, replicas } = tx.tables;
       const [lb] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1);
       if (!lb) throw notFound("load balancer", lbId);
-      if (lb.state === "healthy") throw precondition(`load balancer "${lb.name}" is not failed over; nothing to fail back`);
+      // A failed LB that was never failed over still serves its own replicas and region: failing it
+      // back would only move its region's entrypoint, behind the health monitor's back.
+      if (lb.state !== "failed-over") throw precondition(`load balancer "${lb.name}" is not failed over (${lb.state}); nothing to fail back`);
       if (this.deps.book.isHealthy(lb.id) === false) {
         throw precondition(`cannot fail back "${lb.name}": it does not answer its health probe (${this.deps.book.lb(lb.id)?.error ?? "no answer"})`);
       }
