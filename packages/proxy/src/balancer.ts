@@ -53,7 +53,7 @@ export class Balancer implements ExchangeHost<Job> {
   readonly modelCatalog = new ModelCatalog();
   private readonly targets: TargetRuntimes;
   private readonly completionSinks: CompletionSinks;
-  private readonly logger: Logger;
+  readonly logger: Logger;
   private readonly settings: ProcessSettings;
   private expiryTimer: NodeJS.Timeout | null = null;
   private expiryAt: number | null = null;

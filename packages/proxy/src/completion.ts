@@ -19,11 +19,14 @@ export interface ResponseFacts {
 }
 
 /** Usage, reply and first-content time of a finished exchange: from the SSE observer on a stream,
- * from the JSON body otherwise (whose first byte is its first content, also for an embedding). */
+ * from the JSON body otherwise (whose first byte is its first content, also for an embedding). A body
+ * too large to hold was passed through unread: it reports no usage and no reply, and is accounted as
+ * the answer of an engine that reports none. */
 export function responseFacts(exchange: UpstreamExchange<ExchangeJob>): ResponseFacts {
   const observer = exchange.observer;
   if (observer) return { usage: observer.usage, reply: observer.content, outputEvents: observer.contentEvents, firstContentAt: exchange.firstContentAt };
-  const parsed = exchange.ok ? readCompletionBody(Buffer.concat(exchange.buffered).toString("utf8")) : { content: "", usage: null };
+  const parsed =
+    exchange.ok && !exchange.bodyPassedThrough ? readCompletionBody(Buffer.concat(exchange.buffered).toString("utf8")) : { content: "", usage: null };
   // An embedding is a prefill whose whole answer is its first output: its TTFT is the first byte.
   const answered = parsed.content.length > 0 || (exchange.ok && exchange.job.request.kind === "embedding");
   const firstContentAt = answered && exchange.firstByteAt !== null ? exchange.firstByteAt : exchange.firstContentAt;

@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { readCompletionBody, SseObserver, sseErrorEvent } from "./sse";
+import { MAX_PARTIAL_EVENT_BYTES, readCompletionBody, SseObserver, sseErrorEvent } from "./sse";
 
 const recorded = readFileSync(new URL("../test/fixtures/sse-openai-gpt5nano-include-usage.txt", import.meta.url));
 
@@ -124,3 +124,92 @@ test("the error event carries an OpenAI-shaped error", () => {
     error: { message: "upstream replica failed mid-stream", type: "server_error", code: "upstream_error", param: null },
   });
 });
+
+test("a blank line split across chunks of any size still ends its event (CRLF too)", () => {
+  const bytes = Buffer.from(`data: {"choices":[{"text":"é","index":0}]}\r\n\r\ndata: {"choices":[{"text":"f","index":0}]}\n\ndata: [DONE]\r\n\r\n`);
+  for (const stripUsage of [false, true]) {
+    for (const size of [1, 2, 3, 5]) {
+      const observer = new SseObserver({ stripUsage, onFirstContent: () => undefined });
+      const parts: string[] = [];
+      for (let i = 0; i < bytes.length; i += size) parts.push(observer.push(bytes.subarray(i, i + size)).toString("utf8"));
+      assert.equal(parts.join(""), bytes.toString("utf8"), `stripUsage ${stripUsage}, size ${size}`);
+      assert.equal(observer.end().length, 0);
+      assert.equal(observer.content, "éf");
+    }
+  }
+});
+
+/** Counts the characters String#indexOf looks at and the bytes Buffer.concat copies while `run` runs. */
+function measureWork(run: () => void): { scannedChars: number; copiedBytes: number } {
+  const indexOf = String.prototype.indexOf;
+  const concat = Buffer.concat;
+  const work = { scannedChars: 0, copiedBytes: 0 };
+  String.prototype.indexOf = function (this: string, search: string, from?: number) {
+    work.scannedChars += this.length - Math.max(0, from ?? 0);
+    return indexOf.call(this, search, from);
+  };
+  Buffer.concat = (list: readonly Uint8Array[], length?: number) => {
+    const out = concat(list, length);
+    work.copiedBytes += out.length;
+    return out;
+  };
+  try {
+    run();
+  } finally {
+    String.prototype.indexOf = indexOf;
+    Buffer.concat = concat;
+  }
+  return work;
+}
+
+test("a long event (or none ending) is searched and copied once, not once per chunk", () => {
+  const chunk = Buffer.from(`data: ${"g".repeat(16 * 1024 - 7)}\n`); // single newlines: no event ends
+  const count = 128; // 2 MiB, under the cap
+  const fed = chunk.length * count;
+  for (const stripUsage of [false, true]) {
+    const observer = new SseObserver({ stripUsage, onFirstContent: () => undefined });
+    let forwarded = 0;
+    const work = measureWork(() => {
+      for (let i = 0; i < count; i++) forwarded += observer.push(chunk).length;
+      forwarded += observer.push(Buffer.from("\n")).length; // the blank line at last
+    });
+    assert.equal(forwarded, fed + 1, `stripUsage ${stripUsage}`);
+    // Each byte is looked at and copied a small constant number of times; the old observer re-read
+    // and re-copied all it held on every chunk (count / 2 times each on average).
+    assert.ok(work.scannedChars <= 4 * fed, `stripUsage ${stripUsage}: ${work.scannedChars} characters searched for ${fed} fed`);
+    assert.ok(work.copiedBytes <= 2 * fed, `stripUsage ${stripUsage}: ${work.copiedBytes} bytes copied for ${fed} fed`);
+  }
+});
+
+test("a partial event past MAX_PARTIAL_EVENT_BYTES is given up: nothing held, nothing more forwarded", () => {
+  const chunk = Buffer.from(`data: ${"g".repeat(64 * 1024 - 7)}\n`);
+  const event = Buffer.from(`${sseChunkOf("before")}`);
+  for (const stripUsage of [false, true]) {
+    const observer = new SseObserver({ stripUsage, onFirstContent: () => undefined });
+    assert.equal(observer.push(event).toString(), event.toString());
+    let fed = 0;
+    while (fed <= MAX_PARTIAL_EVENT_BYTES) {
+      assert.equal(observer.tooLarge, false);
+      assert.equal(observer.push(chunk).length, 0);
+      fed += chunk.length;
+    }
+    assert.equal(observer.tooLarge, true, `stripUsage ${stripUsage}`);
+    // Whatever comes next (even a boundary) is not read: the exchange fails the stream.
+    assert.equal(observer.push(Buffer.from(`\n\n${sseChunkOf("after")}`)).length, 0);
+    assert.equal(observer.end().length, 0);
+    assert.equal(observer.content, "before");
+  }
+});
+
+test("an event under the cap arriving in many chunks goes out whole, once", () => {
+  const event = Buffer.from(sseChunkOf("x".repeat(1024 * 1024)));
+  for (const stripUsage of [false, true]) {
+    const { out, observer } = run(event, stripUsage, 16 * 1024);
+    assert.equal(out, event.toString());
+    assert.equal(observer.content.length, 1024 * 1024);
+  }
+});
+
+function sseChunkOf(content: string): string {
+  return `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
+}

@@ -2,10 +2,11 @@
 // delta, output text, usage) without holding the stream back. It forwards whole events only: a partial
 // event is held until its terminating blank line arrives (never the whole response), so that if the
 // upstream dies mid-stream the LB can still end the client's stream with an error event of its own
-// (sseErrorEvent) rather than glue it onto half an event. When the client asked for usage itself, or
-// the target is a peer LB, an upstream chunk that ends on an event boundary (the usual case: engines
-// write event by event) is forwarded as is, with no copy; otherwise the LB asked for usage on the
-// client's behalf and drops that extra usage event.
+// (sseErrorEvent) rather than glue it onto half an event. A partial event is held up to
+// MAX_PARTIAL_EVENT_BYTES: past it the observer gives up and the exchange fails the stream. When the
+// client asked for usage itself, or the target is a peer LB, an upstream chunk that ends on an event
+// boundary (the usual case: engines write event by event) is forwarded as is, with no copy; otherwise
+// the LB asked for usage on the client's behalf and drops that extra usage event.
 
 import { usageNumber } from "@meridian/routing";
 
@@ -22,14 +23,32 @@ export interface SseObserverOptions {
   onFirstContent: () => void;
 }
 
+/** The largest partial event the observer holds while waiting for its terminating blank line. An
+ * event is one delta (a few tokens; a few KB with logprobs or a tool call's arguments), and even a
+ * whole 128 Ki-token reply sent as one event is ~0.5 MiB of JSON: past 4 MiB the engine is not
+ * speaking SSE (no blank lines, or an endless event), and holding on would let it grow the LB's
+ * memory without bound, several times over (the raw bytes, their UTF-16 text, its join). */
+export const MAX_PARTIAL_EVENT_BYTES = 4 * 1024 * 1024;
+
 export class SseObserver {
   content = "";
   usage: UsageReport | null = null;
   contentEvents = 0;
   done = false;
-  private pending = "";
-  /** Pass-through mode: the bytes after the last complete event, not forwarded yet. */
-  private heldRaw: Buffer | null = null;
+  /** The upstream sent a partial event past MAX_PARTIAL_EVENT_BYTES: what was held is dropped and
+   * nothing more is read; the exchange fails the stream. */
+  tooLarge = false;
+  /** The text after the last complete event, as decoded piece by piece: joined once, when its
+   * event ends, rather than copied on every chunk. */
+  private pending: string[] = [];
+  /** The last few characters of `pending`, where a boundary split across chunks begins. */
+  private pendingTail = "";
+  /** The upstream bytes of the partial event (those of `pending`, and any the decoder holds). */
+  private partialBytes = 0;
+  /** Pass-through mode: the bytes after the last complete event, not forwarded yet, and their last
+   * few bytes (a boundary split across chunks). */
+  private heldRaw: Buffer[] = [];
+  private heldRawTail: Buffer = EMPTY;
   private readonly decoder = new TextDecoder();
   private sawContent = false;
 
@@ -37,11 +56,21 @@ export class SseObserver {
 
   /** Feeds one upstream chunk; returns what to forward to the client now (possibly empty). */
   push(chunk: Buffer): Buffer {
-    const text = this.pending + this.decoder.decode(chunk, { stream: true });
+    if (this.tooLarge) return EMPTY;
+    const decoded = this.decoder.decode(chunk, { stream: true });
+    // Only the new text (and the few held characters a boundary could start in) is searched: held
+    // text was searched when it came, so a stream without boundaries costs each byte one look.
+    if (findEventEnd(this.pendingTail + decoded, 0) === null) {
+      this.hold(decoded, chunk);
+      return EMPTY;
+    }
+    const heldChars = this.pending.reduce((total, piece) => total + piece.length, 0);
+    const text = this.pending.length === 0 ? decoded : this.pending.join("") + decoded;
     const keep = this.options.stripUsage ? ([] as string[]) : null;
     let eventStart = 0;
+    let searchFrom = Math.max(0, heldChars - BOUNDARY_OVERLAP);
     for (;;) {
-      const boundary = findEventEnd(text, eventStart);
+      const boundary = findEventEnd(text, Math.max(eventStart, searchFrom));
       if (boundary === null) break;
       const raw = text.slice(eventStart, boundary.end);
       const forward = this.readEvent(text.slice(eventStart, boundary.bodyEnd));
@@ -50,36 +79,72 @@ export class SseObserver {
         else if (typeof forward === "string") keep.push(forward + text.slice(boundary.bodyEnd, boundary.end));
       }
       eventStart = boundary.end;
+      searchFrom = eventStart;
     }
-    this.pending = text.slice(eventStart);
-    if (!keep) return this.completeEvents(chunk);
-    return keep.length === 0 ? EMPTY : Buffer.from(keep.join(""));
+    const rest = text.slice(eventStart);
+    this.pending = rest === "" ? [] : [rest];
+    this.pendingTail = rest.slice(-BOUNDARY_OVERLAP);
+    this.partialBytes = Buffer.byteLength(rest);
+    const out = keep ? (keep.length === 0 ? EMPTY : Buffer.from(keep.join(""))) : this.completeEvents(chunk);
+    if (this.partialBytes > MAX_PARTIAL_EVENT_BYTES) this.giveUp();
+    return out;
   }
 
   /** Whatever is still held at end of stream (an unterminated last event) goes out unchanged. */
   end(): Buffer {
-    const rest = this.pending + this.decoder.decode();
-    this.pending = "";
+    if (this.tooLarge) return EMPTY;
+    const rest = this.pending.join("") + this.decoder.decode();
+    this.pending = [];
+    this.pendingTail = "";
     if (rest.trim() !== "") this.readEvent(rest);
     if (!this.options.stripUsage) {
-      const held = this.heldRaw ?? EMPTY;
-      this.heldRaw = null;
+      const held = this.heldRaw.length === 0 ? EMPTY : this.heldRaw.length === 1 ? (this.heldRaw[0] as Buffer) : Buffer.concat(this.heldRaw);
+      this.heldRaw = [];
       return held;
     }
     return rest !== "" ? Buffer.from(rest) : EMPTY;
   }
 
-  /** Pass-through: the raw bytes up to the last event boundary, holding the rest. Boundaries are
-   * ASCII, so cutting the bytes there never splits a UTF-8 character. */
-  private completeEvents(chunk: Buffer): Buffer {
-    const bytes = this.heldRaw === null ? chunk : Buffer.concat([this.heldRaw, chunk]);
-    const end = lastEventEnd(bytes);
-    if (end === bytes.length) {
-      this.heldRaw = null;
-      return bytes;
+  /** A chunk with no event boundary: all of it joins the partial event. */
+  private hold(decoded: string, chunk: Buffer): void {
+    if (decoded !== "") this.pending.push(decoded);
+    this.pendingTail = (this.pendingTail + decoded).slice(-BOUNDARY_OVERLAP);
+    this.partialBytes += chunk.length;
+    if (!this.options.stripUsage) {
+      this.heldRaw.push(chunk);
+      this.heldRawTail = lastBytes(this.heldRawTail, chunk);
     }
-    this.heldRaw = bytes.subarray(end);
-    return end === 0 ? EMPTY : bytes.subarray(0, end);
+    if (this.partialBytes > MAX_PARTIAL_EVENT_BYTES) this.giveUp();
+  }
+
+  private giveUp(): void {
+    this.tooLarge = true;
+    this.pending = [];
+    this.pendingTail = "";
+    this.heldRaw = [];
+    this.heldRawTail = EMPTY;
+  }
+
+  /** Pass-through, for a chunk the text says completes an event: the raw bytes up to the last event
+   * boundary, holding the rest. Boundaries are ASCII, so cutting the bytes there never splits a UTF-8
+   * character; the last one lies in this chunk, or begins in the few held bytes before it. */
+  private completeEvents(chunk: Buffer): Buffer {
+    let end = lastEventEnd(chunk);
+    if (end === 0 && this.heldRawTail.length > 0) {
+      const tail = this.heldRawTail;
+      end = Math.max(0, lastEventEnd(Buffer.concat([tail, chunk.subarray(0, BOUNDARY_OVERLAP)])) - tail.length);
+    }
+    if (end === 0) {
+      // Cannot happen (the text found a boundary); holding everything is the safe reading.
+      this.heldRaw.push(chunk);
+      this.heldRawTail = lastBytes(this.heldRawTail, chunk);
+      return EMPTY;
+    }
+    const out = this.heldRaw.length === 0 && end === chunk.length ? chunk : Buffer.concat([...this.heldRaw, chunk.subarray(0, end)]);
+    const rest = chunk.subarray(end);
+    this.heldRaw = rest.length === 0 ? [] : [rest];
+    this.heldRawTail = lastBytes(EMPTY, rest);
+    return out;
   }
 
   /** Returns true to forward the event unchanged, false to drop it, or a rewritten event body. */
@@ -135,6 +200,14 @@ export class SseObserver {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** A boundary ("\r\n\r\n" at most) split across chunks begins in the last 3 characters (or bytes) held. */
+const BOUNDARY_OVERLAP = 3;
+
+/** The last BOUNDARY_OVERLAP bytes of `held` followed by `chunk`. */
+function lastBytes(held: Buffer, chunk: Buffer): Buffer {
+  if (chunk.length >= BOUNDARY_OVERLAP) return chunk.subarray(chunk.length - BOUNDARY_OVERLAP);
+  return Buffer.concat([held, chunk]).subarray(-BOUNDARY_OVERLAP);
+}
 
 /** Index just past the last event boundary ("\n\n" or "\r\n\r\n") in `bytes`, or 0. */
 function lastEventEnd(bytes: Buffer): number {

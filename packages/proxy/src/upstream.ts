@@ -1,11 +1,15 @@
 // The upstream exchange: one request/response with a replica or a peer LB, as an undici dispatch
-// handler. SSE events pass through to the client as they arrive (with backpressure), response headers
+// handler. SSE events pass through to the client as they arrive (with backpressure, and a client that
+// stops reading is dropped), a non-stream body is held to go out whole up to a cap, response headers
 // reach the client only with the first body bytes (so a failure before that can still be retried
-// elsewhere without the client noticing), and the host is told what happened. It decides nothing.
+// elsewhere without the client noticing), and the host is told how it ended, even when the host's own
+// handling of it throws. It decides nothing.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "pino";
 import type { Dispatcher } from "undici";
+import type { Limits } from "@meridian/protocol";
 import { bodyLength, type ParsedInference } from "./request";
-import { SseObserver } from "./sse";
+import { MAX_PARTIAL_EVENT_BYTES, SseObserver } from "./sse";
 
 /** What the exchange needs of the request it carries. */
 export interface ExchangeJob {
@@ -27,6 +31,10 @@ export interface UpstreamTarget {
 
 /** The balancer's side of an exchange. */
 export interface ExchangeHost<J extends ExchangeJob> {
+  /** The limits in force: a client's write stall is held to the upstream's body timeout. */
+  readonly config: { readonly limits: Pick<Limits, "bodyTimeoutMs"> };
+  /** Where a fault of the LB's own while handling a response is logged. */
+  readonly logger: Pick<Logger, "error">;
   /** Headers arrived (status ≥ 200). False when the exchange was abandoned (retried elsewhere). */
   onHeaders(job: J, exchange: UpstreamExchange<J>): boolean;
   /** The client is about to get the response head. */
@@ -50,22 +58,37 @@ export class UpstreamStallError extends Error {
   }
 }
 
+/** The largest non-streamed body held whole. Held, it leaves in one write with its exact length and
+ * is read for usage; a completion or an embedding is KBs to a few MiB. Past 16 MiB (a batch of large
+ * embeddings, or an engine gone wrong) it is passed through instead: holding it would let one answer
+ * grow the LB's memory without bound, and past V8's string limit (~512 MiB) reading it throws. */
+export const MAX_BUFFERED_BODY_BYTES = 16 * 1024 * 1024;
+
 export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.DispatchHandler {
   status = 0;
   ok = false;
   streaming = false;
   headers: Record<string, string | string[] | undefined> = {};
   observer: SseObserver | null = null;
+  /** A non-streamed body, held to go out in one write (and be read for usage) at its end. */
   readonly buffered: Buffer[] = [];
+  /** The non-streamed body outgrew MAX_BUFFERED_BODY_BYTES: it is passed through as it comes, with
+   * no length in the client's head, and not read for usage. */
+  bodyPassedThrough = false;
   /** performance.now() when the request was handed to the pool. */
   readonly dispatchedAt = performance.now();
   firstByteAt: number | null = null;
   firstContentAt: number | null = null;
+  private bufferedBytes = 0;
   private deadlineTimer: NodeJS.Timeout | null = null;
+  /** Runs while the client's socket is full and the upstream paused for it (see awaitDrain). */
+  private stallTimer: NodeJS.Timeout | null = null;
   private headWritten = false;
   private corked = false;
   /** Set once this exchange no longer drives the job (retried elsewhere, failed, client gone). */
   private abandoned = false;
+  /** The host heard of a failure of this exchange (it hears of one at most once). */
+  private failureReported = false;
   private controller: Dispatcher.DispatchController | null = null;
   /** What the pool holds of this request until it gets a connection (null once it has one). */
   private queued: PoolQueueEntry | null = null;
@@ -95,9 +118,8 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
     this.queued?.cancel();
     this.queued = null;
     if (this.abandoned) return;
-    this.abandoned = true;
-    this.clearDeadline();
-    this.host.onFailure(this.job, this, reason, false);
+    this.settle();
+    this.reportFailure(reason, false);
   }
 
   /** True while no response byte has arrived and the exchange still drives its job. */
@@ -128,6 +150,14 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
     this.deadlineTimer = null;
   }
 
+  /** This exchange stops driving its job: its timers go with it. */
+  private settle(): void {
+    this.abandoned = true;
+    this.clearDeadline();
+    if (this.stallTimer !== null) clearTimeout(this.stallTimer);
+    this.stallTimer = null;
+  }
+
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
     this.queued = null;
@@ -135,22 +165,53 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     if (statusCode < 200) return; // 1xx informational
+    try {
+      this.start(controller, statusCode, headers);
+    } catch (error) {
+      this.fault("response start", error);
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.abandoned) return;
+    try {
+      this.receive(controller, chunk);
+    } catch (error) {
+      this.fault("response data", error);
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.abandoned) return;
+    this.settle();
+    try {
+      this.end();
+    } catch (error) {
+      this.fault("response end", error);
+    }
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.abandoned) return;
+    this.settle();
+    this.reportFailure(error, this.headWritten);
+  }
+
+  private start(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     this.status = statusCode;
     this.ok = statusCode >= 200 && statusCode < 300;
     this.headers = headers;
     const contentType = headers["content-type"];
     this.streaming = this.ok && typeof contentType === "string" && contentType.includes("text/event-stream");
     if (this.job.clientGone) {
-      this.abandoned = true;
-      this.clearDeadline();
+      this.settle();
       const reason = new Error("client closed the request");
       controller.abort(reason);
-      this.host.onFailure(this.job, this, reason, false);
+      this.reportFailure(reason, false);
       return;
     }
     if (!this.host.onHeaders(this.job, this)) {
-      this.abandoned = true;
-      this.clearDeadline();
+      this.settle();
       return;
     }
     if (this.streaming) {
@@ -164,23 +225,58 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
     }
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.abandoned) return;
+  private receive(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.firstByteAt === null) {
       this.firstByteAt = performance.now();
       this.clearDeadline();
       this.host.onFirstByte(this.job, this);
     }
-    if (!this.observer) {
-      // Not a stream (a JSON completion or an error): small, parsed at the end anyway, so it goes
-      // out in one write with its headers.
-      this.buffered.push(chunk);
-      return;
-    }
+    if (!this.observer) return this.receiveBody(controller, chunk);
     const out = this.observer.push(chunk);
     this.writeHead();
+    if (out.length > 0) this.forward(controller, out);
+    if (this.observer.tooLarge) {
+      // Not SSE, or an event without end: the stream is cut (with the LB's error event) rather than
+      // held without bound.
+      this.settle();
+      const error = new Error(`the upstream sent an SSE event over ${MAX_PARTIAL_EVENT_BYTES} bytes without ending it`);
+      controller.abort(error);
+      this.reportFailure(error, this.headWritten);
+    }
+  }
+
+  /** A non-stream body (a JSON completion, an embedding, an error): held to go out in one write with
+   * its length, unless it outgrows the cap; then what was held goes out and the rest follows as it
+   * comes, under backpressure like a stream. */
+  private receiveBody(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.bodyPassedThrough) return this.forward(controller, chunk);
+    this.buffered.push(chunk);
+    this.bufferedBytes += chunk.length;
+    if (this.bufferedBytes <= MAX_BUFFERED_BODY_BYTES) return;
+    this.bodyPassedThrough = true;
+    this.writeHead();
+    for (const part of this.buffered.splice(0)) this.forward(controller, part);
+    this.bufferedBytes = 0;
+  }
+
+  private end(): void {
     const res = this.job.res;
-    if (out.length === 0) return;
+    this.writeHead();
+    if (this.observer) {
+      const rest = this.observer.end();
+      if (rest.length > 0) res.write(rest);
+      res.end();
+    } else if (this.bodyPassedThrough) {
+      res.end();
+    } else {
+      res.end(this.buffered.length === 1 ? this.buffered[0] : Buffer.concat(this.buffered));
+    }
+    this.host.onEnd(this.job, this);
+  }
+
+  /** Writes to the client, pausing the upstream while the client's socket is full. */
+  private forward(controller: Dispatcher.DispatchController, out: Buffer): void {
+    const res = this.job.res;
     // Writes made in the same tick (the last event and the end of the stream usually arrive in one
     // socket read) leave in one syscall.
     if (!this.corked) {
@@ -191,33 +287,62 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
         res.uncork();
       });
     }
-    if (!res.write(out)) {
-      controller.pause();
-      res.once("drain", () => controller.resume());
+    if (!res.write(out)) this.awaitDrain(controller);
+  }
+
+  /** Pauses the upstream until the client's socket drains. undici's body timeout does not run while
+   * paused, and Node's server has no write timeout: a client that never reads would hold the engine's
+   * connection, a connection slot of the replica and its in-flight count forever (128 such clients
+   * take a replica). It gets as long as the LB grants a silent upstream (limits.bodyTimeoutMs), then
+   * is dropped as a client that left. */
+  private awaitDrain(controller: Dispatcher.DispatchController): void {
+    controller.pause();
+    if (this.stallTimer !== null) return;
+    const ms = this.host.config.limits.bodyTimeoutMs;
+    this.stallTimer = setTimeout(() => this.clientStalled(ms), ms);
+    this.job.res.once("drain", () => {
+      if (this.stallTimer !== null) clearTimeout(this.stallTimer);
+      this.stallTimer = null;
+      controller.resume();
+    });
+  }
+
+  private clientStalled(ms: number): void {
+    this.stallTimer = null;
+    if (this.abandoned) return;
+    // The host then finishes the request as one whose client left (499), releasing what it held.
+    this.job.clientGone = true;
+    this.job.res.destroy();
+    this.abort(new Error(`the client read nothing for ${ms} ms`));
+  }
+
+  private reportFailure(error: unknown, clientSawBytes: boolean): void {
+    if (this.failureReported) return;
+    this.failureReported = true;
+    try {
+      this.host.onFailure(this.job, this, error, clientSawBytes);
+    } catch (thrown) {
+      this.logFault("failure", thrown);
+      // Nothing is left to finish the job; at least the client is not left waiting.
+      this.job.res.destroy();
     }
   }
 
-  onResponseEnd(): void {
-    if (this.abandoned) return;
-    this.abandoned = true;
-    this.clearDeadline();
-    const res = this.job.res;
-    this.writeHead();
-    if (this.observer) {
-      const rest = this.observer.end();
-      if (rest.length > 0) res.write(rest);
-      res.end();
-    } else {
-      res.end(this.buffered.length === 1 ? this.buffered[0] : Buffer.concat(this.buffered));
-    }
-    this.host.onEnd(this.job, this);
+  /** Something threw while this exchange drove its job: a bug of the LB's own (a host callback, a
+   * header Node refused), not the upstream's doing. undici would only destroy the connection and
+   * tell an exchange that, abandoned, no longer listens: the job would never finish, and its
+   * replica's in-flight count and queued tokens would stay raised (a drain would wait forever). So it
+   * is logged, the upstream request stopped, and the host told of a failure, which finishes the job. */
+  private fault(where: string, error: unknown): void {
+    this.logFault(where, error);
+    this.settle();
+    this.controller?.abort(error instanceof Error ? error : new Error(String(error)));
+    if (this.failureReported) this.job.res.destroy();
+    else this.reportFailure(error, this.headWritten);
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    if (this.abandoned) return;
-    this.abandoned = true;
-    this.clearDeadline();
-    this.host.onFailure(this.job, this, error, this.headWritten);
+  private logFault(where: string, error: unknown): void {
+    this.host.logger.error({ err: error, target: this.target.id, where }, "the LB failed handling an upstream response");
   }
 
   private writeHead(): void {
@@ -279,7 +404,7 @@ class PoolQueueEntry implements Dispatcher.DispatchHandler {
 const PASSED_RESPONSE_HEADERS = ["content-type", "cache-control", "x-request-id", "openai-processing-ms", "x-meridian-replica"];
 
 /** The head the client gets: the upstream's passable headers, where the answer came from, and the
- * exact length of a non-stream body (complete by now: it goes out in one write). */
+ * exact length of a non-stream body held whole (complete by now: it goes out in one write). */
 export function clientResponseHeaders<J extends ExchangeJob>(exchange: UpstreamExchange<J>, lbId: string, closeConnection: boolean): Record<string, string> {
   const out: Record<string, string> = {};
   for (const name of PASSED_RESPONSE_HEADERS) {
@@ -290,7 +415,7 @@ export function clientResponseHeaders<J extends ExchangeJob>(exchange: UpstreamE
   out["x-meridian-lb"] = lbId;
   if (exchange.target.kind === "peer") out["x-meridian-forwarded-to"] = exchange.target.id;
   if (closeConnection) out["connection"] = "close";
-  if (!exchange.streaming) out["content-length"] = String(exchange.buffered.reduce((total, chunk) => total + chunk.length, 0));
+  if (!exchange.streaming && !exchange.bodyPassedThrough) out["content-length"] = String(exchange.buffered.reduce((total, chunk) => total + chunk.length, 0));
   return out;
 }
 
