@@ -34,7 +34,7 @@ test("a fresh online tuner starts a trial at once: incumbent weights for most se
 });
 
 test("samples of another trial, or without an arm, are not counted", () => {
-  const tuner = new EsTuner({ seed: 1, trial: { ...FAST, lookEvery: 10, maxSamples: 20 } });
+  const tuner = new EsTuner({ seed: 1, trial: { ...FAST, lookEvery: 10, maxSamples: 120 } });
   const id = tuner.current().trial!.id;
   for (let i = 0; i < 50; i++) {
     assert.equal(tuner.observe({ ...sample(1, 100), trialId: "1-deadbeef", arm: "candidate" }), null);
@@ -201,6 +201,10 @@ test("stopping drops the trial and routes the incumbent; going online again star
 test("bad trial settings and samples are refused with the field named", () => {
   assert.throws(() => new EsTuner({ seed: 1, trial: { share: 1 } as never }), /trial\.share: expected a number in \(0, 1\)/);
   assert.throws(() => new EsTuner({ seed: 1, trial: { lookEvery: 100, maxSamples: 50 } as never }), /trial\.maxSamples: must be >= trial\.lookEvery/);
+  // A cap under which the smaller arm never holds the 59 samples an acceptance needs: every trial
+  // would end rejected (measured: 102 trials, none accepted, σ shrinking on the rejections).
+  assert.throws(() => new EsTuner({ seed: 1, trial: { lookEvery: 50, maxSamples: 100 } as never }), /trial\.maxSamples: must be at least 118 with share 0\.5/);
+  assert.throws(() => new EsTuner({ seed: 1, trial: { share: 0.1, maxSamples: 500 } as never }), /must be at least 590 with share 0\.1/);
   assert.throws(() => new EsTuner({ seed: 1, trial: { alpha: 0 } as never }), /trial\.alpha/);
   const tuner = new EsTuner({ seed: 1 });
   assert.throws(() => tuner.observe({ ...sample(1, 10), arm: "b" as never }), /sample\.arm/);

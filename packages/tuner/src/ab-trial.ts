@@ -18,24 +18,11 @@ import { clipToBounds, sameWeights, type Weights } from "./config";
 import { absoluteGuardrail, candidateVerdict, violatesLess, type GuardrailVerdict, type IncumbentStanding, type Measurement } from "./guardrails";
 import { nextUniform } from "./prng";
 import { adaptSigma, logStep, mutate, negated, sigmaWhileViolating, stepped } from "./search";
-import { samplesToSeeTail } from "./stats/quantile";
 import { alphaForLook, alphaSpent } from "./stats/spending";
+import { armSamplesToDecide } from "./trial/decidable";
 import type { IncumbentRecord, TrialDecision, TrialReport, TrialState, TunerState, TunerStep } from "./state";
-import { analyzeTrial, TRIAL_QUANTILE, violationTest, type ArmSummary, type TrialAnalysis, type TrialSample } from "./trial/analysis";
+import { analyzeTrial, violationTest, type ArmSummary, type TrialAnalysis, type TrialSample } from "./trial/analysis";
 import type { TunerSample } from "./window";
-
-/**
- * Each arm needs this many samples before a guardrail may decide a trial on its own, and this many
- * analysed (triggered) samples before its p95 may win one: enough that a 1-in-20 event shows up
- * at the trial's confidence (59 at 95 %). The guardrails judge 5 % error rates and shares of a
- * few sessions' requests; the test compares p95s. On fewer samples both read noise: measured on the
- * short-prompt regime, trials accepted with 10 and 22 triggered requests (p ≤ 0.004), and a
- * climb-out on a share of 0.86 among 50 requests adopted weights that doubled the p95 deployed
- * alone (packages/tuner/README.md, "Measured").
- */
-function armSamplesToDecide(s: TunerState): number {
-  return Math.max(samplesToSeeTail(TRIAL_QUANTILE, s.config.trial.confidence), Math.floor(s.config.trial.lookEvery / 2));
-}
 
 function hex32(s: TunerState): string {
   return Math.floor(nextUniform(s.prng) * 4294967296)
@@ -168,7 +155,7 @@ function decide(s: TunerState, trial: TrialState, a: TrialAnalysis, alphaAtLook:
   const cand = measurement(a.candidate);
   const guardrail = candidateVerdict(rails, cand, inc);
   const p95s = `p95 ${fmt(a.candidate.p95TtftMs)} vs ${fmt(a.incumbent.p95TtftMs)} (candidate vs incumbent, ${a.candidate.samples} + ${a.incumbent.samples} samples)`;
-  const enough = armSamplesToDecide(s);
+  const enough = armSamplesToDecide(s.config.trial);
   const guardrailsMayDecide = Math.min(a.incumbent.samples, a.candidate.samples) >= enough;
   const p95MayDecide = Math.min(a.incumbent.triggered, a.candidate.triggered) >= enough;
 

@@ -1,6 +1,7 @@
 // The weights, their defaults and their default bounds have one home, routing's contract module
 // (constants and types only, so the tuner still runs no routing code).
 import { WEIGHT_BOUNDS, type Weights } from "@meridian/routing/types";
+import { armSamplesToDecide, smallestDecidableCap } from "./trial/decidable";
 
 export type { Weights };
 
@@ -315,10 +316,19 @@ function validateTrial(trial: TrialConfig): void {
   if (trial.maxSamples < trial.lookEvery)
     throw new TunerInputError("trial.maxSamples", `must be >= trial.lookEvery (${trial.lookEvery}), received ${trial.maxSamples}`);
   requireOpenFraction("trial.alpha", trial.alpha);
+  requireOpenFraction("trial.confidence", trial.confidence);
+  // Below this cap the smaller arm never holds the samples an acceptance needs: every trial would end
+  // rejected, and its rejections would still shrink σ.
+  const smallest = smallestDecidableCap(trial);
+  if (trial.maxSamples < smallest) {
+    throw new TunerInputError(
+      "trial.maxSamples",
+      `must be at least ${smallest} with share ${trial.share}: an arm needs ${armSamplesToDecide(trial)} samples before a trial may accept, received ${trial.maxSamples}`,
+    );
+  }
   requirePositive("trial.spendingRho", trial.spendingRho);
   requireFraction("trial.futilityP", trial.futilityP);
   requireInteger("trial.permutations", trial.permutations, 1);
-  requireOpenFraction("trial.confidence", trial.confidence);
   if (typeof trial.cuped !== "boolean") throw new TunerInputError("trial.cuped", `expected a boolean, received ${describe(trial.cuped)}`);
   if (typeof trial.repeatSuccess !== "boolean")
     throw new TunerInputError("trial.repeatSuccess", `expected a boolean, received ${describe(trial.repeatSuccess)}`);

@@ -38,7 +38,7 @@ const cases: Record<string, (s: Record<string, any>) => void> = {
 };
 for (const [name, mutate] of Object.entries(cases)) {
   test(`malformed state (${name}): restore rejects it with TunerInputError, or the tuner keeps working`, () => {
-    const base = new EsTuner({ seed: 1, trial: { lookEvery: 25, maxSamples: 100 } });
+    const base = new EsTuner({ seed: 1, trial: { lookEvery: 25, maxSamples: 120 } });
     run(base, 30);
     const state = JSON.parse(JSON.stringify(base.state()));
     mutate(state);

@@ -89,13 +89,14 @@ describe("console /metrics content", () => {
     await failoverLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
     await failbackLb(h.rt, OPERATOR, { id: "lb-eu-frankfurt" });
     // Small trials so a few dozen events decide one.
-    await updateTuner(h.rt, OPERATOR, { lbId: "lb-us-ashburn", trial: { lookEvery: 10, maxSamples: 40 } });
+    await updateTuner(h.rt, OPERATOR, { lbId: "lb-us-ashburn", trial: { lookEvery: 10, maxSamples: 120 } });
     await h.rt.tuners.startTuning("lb-us-ashburn");
     await waitFor(() => h.rt.telemetry.status().every((s) => s.connected), 5_000, "telemetry streams open");
     const trial = (await h.rt.tuners.ensure("lb-us-ashburn")).tuner.current().trial!;
     await waitFor(() => lbs[0]!.configs.at(-1)?.trial?.id === trial.id, 5_000, "the trial is live on the LB");
-    // The LB's events of the trial, the candidate clearly slower: one tuner step (a rejection).
-    for (let i = 0; i < 40; i++) {
+    // The LB's events of the trial, the candidate clearly slower, up to the cap: one tuner step (a
+    // rejection; every event is on one replica, so the trial is judged on its share at the cap).
+    for (let i = 0; i < 120; i++) {
       const sessionKey = `metrics-s${i}`;
       const arm = armOf(sessionKey, trial.salt, trial.share);
       lbs[0]!.emit({ trialId: trial.id, arm, triggered: true, sessionKey, ttftMs: arm === "candidate" ? 900 : 100, e2eMs: 400 + i });

@@ -76,7 +76,7 @@ describe("TelemetryHub and TunerService", () => {
   test("the tuner trials candidates on the LB's tagged events, pushes the next trial and persists every step", async () => {
     await updateTuner(h.rt, OPERATOR, {
       lbId: "lb-a",
-      trial: { lookEvery: 10, maxSamples: 40 },
+      trial: { lookEvery: 10, maxSamples: 120 },
       guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 1, maxErrorRate: 0.5 },
     });
     await startTuner(h.rt, OPERATOR, { lbId: "lb-a" });

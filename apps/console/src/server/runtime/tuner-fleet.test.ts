@@ -15,7 +15,7 @@ import { createReplica } from "../services/replicas";
 import { fleetTuner, setManualWeights, setTunerScope, startTuner, tunerByLb, tunerScope, updateTuner } from "../services/tuner";
 import { ConsoleRuntime } from "./runtime";
 
-const SMALL_TRIALS = { trial: { lookEvery: 10, maxSamples: 40 }, guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 1, maxErrorRate: 0.5 } };
+const SMALL_TRIALS = { trial: { lookEvery: 10, maxSamples: 120 }, guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 1, maxErrorRate: 0.5 } };
 const FLEET = { fleet: true } as const;
 
 /** Two gorgo LBs and one whose policy ignores the weights, each with a replica. */

@@ -18,7 +18,7 @@ import { ConsoleRuntime } from "./runtime";
 
 const LB = "lb-a";
 /** Small trials so a test decides one in tens of events. */
-const SMALL_TRIALS = { trial: { lookEvery: 10, maxSamples: 40 }, guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 1, maxErrorRate: 0.5 } };
+const SMALL_TRIALS = { trial: { lookEvery: 10, maxSamples: 120 }, guardrails: { enabled: true, e2eRatio: 0.25, maxShare: 1, maxErrorRate: 0.5 } };
 
 async function setup(h: Harness, url = "http://127.0.0.1:9"): Promise<void> {
   await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
