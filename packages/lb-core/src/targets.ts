@@ -52,7 +52,7 @@ const GAUGES = ["running", "waiting", "usedTokens"] as const;
  * or a negative value (Prometheus text allows them); stored, such a gauge would make every later
  * routing decision throw (routing validates its inputs), so requests would fail although other
  * replicas could serve them. The scrape counts as failed instead: the last good load ages out. */
-export function invalidGauge(load: ScrapedLoad): string | null {
+function invalidGauge(load: ScrapedLoad): string | null {
   for (const gauge of GAUGES) {
     const value = load[gauge];
     if (!Number.isFinite(value) || value < 0) return `invalid gauge ${gauge}: ${value} (must be a finite number >= 0)`;

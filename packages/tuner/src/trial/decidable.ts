@@ -1,7 +1,7 @@
 // How many samples an arm needs before a trial may decide on it, and whether trial settings leave
 // room for that at all. One rule, read by the trial (ab-trial.ts) and by the settings' validation
-// (config.ts), so a cap that could never allow an acceptance is refused when it is set.
-import type { TrialConfig } from "../config";
+// (config.ts), so a cap that could never allow an acceptance is refused when it is set. It takes the
+// trial settings' fields, not config.ts's type, which imports this module.
 import { samplesToSeeTail } from "../stats/quantile";
 import { TRIAL_QUANTILE } from "./analysis";
 
@@ -14,11 +14,11 @@ import { TRIAL_QUANTILE } from "./analysis";
  * climb-out on a share of 0.86 among 50 requests adopted weights that doubled the p95 deployed
  * alone (packages/tuner/README.md, "Measured").
  */
-export function armSamplesToDecide(trial: Pick<TrialConfig, "confidence" | "lookEvery">): number {
+export function armSamplesToDecide(trial: { confidence: number; lookEvery: number }): number {
   return Math.max(samplesToSeeTail(TRIAL_QUANTILE, trial.confidence), Math.floor(trial.lookEvery / 2));
 }
 
 /** The smallest cap at which the smaller arm is expected to reach armSamplesToDecide. */
-export function smallestDecidableCap(trial: Pick<TrialConfig, "confidence" | "lookEvery" | "share">): number {
+export function smallestDecidableCap(trial: { confidence: number; lookEvery: number; share: number }): number {
   return Math.ceil(armSamplesToDecide(trial) / Math.min(trial.share, 1 - trial.share));
 }
