@@ -9,6 +9,7 @@ import { failures, LbCore, type LearnInstruction, type Placement, type Placement
 import { LB_STATE_SCHEMA, PEER_REPORT_SCHEMA, type LbConfig, type LbState, type PeerReport } from "@meridian/protocol";
 import type { InferenceClient } from "./client-entrance";
 import { onSocketClose } from "./client-socket";
+import { coreNow } from "./core-clock";
 import { recordCompletion, responseFacts, type CompletionSinks, type ResponseFacts } from "./completion";
 import { endStreamWithError, HttpError, httpErrorOf, sendError } from "./errors";
 import { ProxyMetrics } from "./metrics";
@@ -100,7 +101,7 @@ export class Balancer implements ExchangeHost<Job> {
       indexRoutes: () => core.index.stats().routes,
       predictionAccuracy: () => core.prediction.accuracy() ?? 1,
       cacheStates: () => {
-        const now = Date.now();
+        const now = coreNow();
         return [...core.replicas.keys()].map((id) => ({ id, cache: core.truth.state(id, now) }));
       },
     });
@@ -173,7 +174,7 @@ export class Balancer implements ExchangeHost<Job> {
   beginDrain(): void {
     if (this.draining) return;
     this.draining = true;
-    for (const { ticket, placement } of this.core.shutdown(Date.now())) this.act(ticket.owner, placement);
+    for (const { ticket, placement } of this.core.shutdown(coreNow())) this.act(ticket.owner, placement);
   }
 
   // ------------------------------------------------------------------ what probes, scrapes and polls found
@@ -181,7 +182,7 @@ export class Balancer implements ExchangeHost<Job> {
   private onReplicaObservation(id: string, observation: ReplicaObservation): void {
     if (observation.kind === "scrape") {
       if (observation.ok) {
-        if (this.core.scrapeSucceeded(id, observation.load, Date.now(), observation.cache)) {
+        if (this.core.scrapeSucceeded(id, observation.load, coreNow(), observation.cache)) {
           this.metrics.cache.cleared(id, "engine-restart");
           this.logger.warn({ replica: id }, "engine restarted: its part of the prefix index is cleared");
         }
@@ -202,7 +203,7 @@ export class Balancer implements ExchangeHost<Job> {
     }
     if (this.core.peers.get(id)?.lastError) this.logger.info({ peer: id }, "peer reachable again");
     const { schema: _schema, ...report } = observation.report;
-    this.core.peerReported(id, report, observation.rttMs, Date.now());
+    this.core.peerReported(id, report, observation.rttMs, coreNow());
     this.drain();
   }
 
@@ -242,7 +243,7 @@ export class Balancer implements ExchangeHost<Job> {
         promptChars: request.promptChars,
         nextTurnKeys: (reply) => nextTurnKeys(request, reply),
       },
-      Date.now(),
+      coreNow(),
     );
     this.inFlight.add(job);
     const onClientClose = (): void => {
@@ -259,7 +260,7 @@ export class Balancer implements ExchangeHost<Job> {
     // A pipelined request learns of its client's hang-up from the socket (client-socket.ts); on a
     // keep-alive connection the socket outlives the response.
     res.once("close", onSocketClose(req.socket, onClientClose));
-    this.act(job, this.core.route(job.ticket, Date.now()));
+    this.act(job, this.core.route(job.ticket, coreNow()));
     this.armExpiryTimer();
   }
 
@@ -283,7 +284,7 @@ export class Balancer implements ExchangeHost<Job> {
   /** Places what the core let go from its hold queue; runs after anything that may free capacity. */
   private drain(): void {
     if (this.closed) return;
-    for (const { ticket, placement } of this.core.drain(Date.now())) this.act(ticket.owner, placement);
+    for (const { ticket, placement } of this.core.drain(coreNow())) this.act(ticket.owner, placement);
     this.armExpiryTimer();
   }
 
@@ -301,7 +302,7 @@ export class Balancer implements ExchangeHost<Job> {
         this.expiryAt = null;
         this.drain();
       },
-      Math.max(1, at - Date.now()),
+      Math.max(1, at - coreNow()),
     );
   }
 
@@ -352,7 +353,7 @@ export class Balancer implements ExchangeHost<Job> {
   private retry(job: Job, target: UpstreamTarget, reason: string): void {
     this.metrics.retries.inc({ replica: target.id });
     this.logger.debug({ target: target.id, reason }, "retrying on another target");
-    this.act(job, this.core.retry(job.ticket, Date.now()));
+    this.act(job, this.core.retry(job.ticket, coreNow()));
     this.armExpiryTimer();
   }
 
@@ -373,7 +374,7 @@ export class Balancer implements ExchangeHost<Job> {
 
   /** The target has answered (lb-core's headersReceived): its prompt is learned, its prefill over. */
   private responded(job: Job, status: number): void {
-    const learn = this.core.headersReceived(job.ticket, status, Date.now());
+    const learn = this.core.headersReceived(job.ticket, status, coreNow());
     if (learn) this.learnLater(learn);
   }
 
@@ -417,7 +418,7 @@ export class Balancer implements ExchangeHost<Job> {
     // A stalled target is left only for one that can take the request: now, after a late first byte;
     // at all, off a replica that turned unhealthy (lb-core redispatch.ts). Checked before aborting,
     // but the deadline's last resort, at the cap, may find none.
-    if (!clientSawBytes && this.canRetry(job) && (!stalled || this.core.canRedispatch(job.ticket, Date.now(), redispatchCause(error)))) {
+    if (!clientSawBytes && this.canRetry(job) && (!stalled || this.core.canRedispatch(job.ticket, coreNow(), redispatchCause(error)))) {
       this.retry(job, target, message);
       return;
     }
@@ -466,7 +467,7 @@ export class Balancer implements ExchangeHost<Job> {
    * should not stand between that token and the client. */
   private learnLater(instruction: LearnInstruction): void {
     setImmediate(() => {
-      if (!this.closed) this.core.learn(instruction, Date.now());
+      if (!this.closed) this.core.learn(instruction, coreNow());
     });
   }
 
@@ -475,13 +476,13 @@ export class Balancer implements ExchangeHost<Job> {
   state(): LbState {
     return {
       schema: LB_STATE_SCHEMA,
-      ...this.core.state(Date.now(), { startedAt: this.startedAt, telemetry: { lastSeq: this.telemetry.latestSeq, bufferSize: this.telemetry.capacity } }),
+      ...this.core.state(coreNow(), { startedAt: this.startedAt, telemetry: { lastSeq: this.telemetry.latestSeq, bufferSize: this.telemetry.capacity } }),
     };
   }
 
   /** What GET /admin/peer returns to other LBs. */
   peerReport(snapshotKeys: number): PeerReport {
-    return { schema: PEER_REPORT_SCHEMA, ...this.core.peerReport(Date.now(), snapshotKeys) };
+    return { schema: PEER_REPORT_SCHEMA, ...this.core.peerReport(coreNow(), snapshotKeys) };
   }
 
   models(): ModelCounts[] {
@@ -489,7 +490,7 @@ export class Balancer implements ExchangeHost<Job> {
   }
 
   flushIndex(): void {
-    const now = Date.now();
+    const now = coreNow();
     this.core.flushIndex(now);
     for (const id of this.core.replicas.keys()) this.metrics.cache.cleared(id, "operator");
   }

@@ -3,6 +3,7 @@
 // telemetry event, the next-turn learning, deferred off the response path). The bookkeeping rules
 // themselves are the core's (packages/lb-core/src/completion.ts).
 import type { LbCore, LearnInstruction, Outcome } from "@meridian/lb-core";
+import { coreNow } from "./core-clock";
 import type { ProxyMetrics } from "./metrics";
 import { readCompletionBody, type UsageReport } from "./sse";
 import type { TelemetryLog } from "./telemetry";
@@ -61,7 +62,7 @@ export function recordCompletion(
     ttftMs: facts?.firstContentAt != null ? facts.firstContentAt - arrival : null,
     e2eMs,
   };
-  const completion = sinks.core.complete(ticket, outcome, Date.now());
+  const completion = sinks.core.complete(ticket, outcome, coreNow());
   const { metrics } = sinks;
   metrics.requests.inc({ policy: ticket.policy, replica: completion.targetLabel, status: String(status) });
   if (status >= 200 && status < 300) {

@@ -7,6 +7,7 @@
 // The decisions are the core's; this file holds the timers and the set.
 import type { FirstBytePlan, LbCore, Ticket } from "@meridian/lb-core";
 import type { Logger } from "pino";
+import { coreNow } from "./core-clock";
 import type { ProxyMetrics } from "./metrics";
 import { type ExchangeJob, type UpstreamExchange, UpstreamStallError } from "./upstream";
 
@@ -76,7 +77,7 @@ export class InFlight<J extends WatchedJob<J>> {
     const { host } = this;
     const { target } = exchange;
     const deadlineMs = Math.round(job.plan?.deadlineMs ?? 0);
-    if (host.canRetry(job) && host.core.canRedispatch(job.ticket, Date.now(), "deadline")) {
+    if (host.canRetry(job) && host.core.canRedispatch(job.ticket, coreNow(), "deadline")) {
       host.metrics.redispatched.inc({ replica: target.id, reason: "first_byte_deadline" });
       const waitedMs = Math.round(performance.now() - exchange.dispatchedAt);
       host.logger.warn({ target: target.id, deadlineMs, waitedMs, expectedMs: job.plan?.expectedMs }, "no first byte within the deadline; re-dispatching");
@@ -94,7 +95,7 @@ export class InFlight<J extends WatchedJob<J>> {
   /** A replica turned unhealthy: requests waiting on it with no byte sent to their clients move. */
   replicaUnhealthy(replicaId: string): void {
     const { host } = this;
-    const now = Date.now();
+    const now = coreNow();
     for (const job of this.list()) {
       const exchange = job.exchange;
       if (!exchange?.waiting || exchange.target.kind !== "replica" || exchange.target.id !== replicaId) continue;
