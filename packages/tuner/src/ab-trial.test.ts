@@ -205,6 +205,10 @@ test("bad trial settings and samples are refused with the field named", () => {
   // would end rejected (measured: 102 trials, none accepted, σ shrinking on the rejections).
   assert.throws(() => new EsTuner({ seed: 1, trial: { lookEvery: 50, maxSamples: 100 } as never }), /trial\.maxSamples: must be at least 118 with share 0\.5/);
   assert.throws(() => new EsTuner({ seed: 1, trial: { share: 0.1, maxSamples: 500 } as never }), /must be at least 590 with share 0\.1/);
+  // A state saved before that rule goes on at the smallest cap that can decide, rather than being lost.
+  const saved = new EsTuner({ seed: 1 }).state();
+  const restored = EsTuner.restore({ ...saved, config: { ...saved.config, trial: { ...saved.config.trial, maxSamples: 40 } } });
+  assert.equal(restored.state().config.trial.maxSamples, 118);
   assert.throws(() => new EsTuner({ seed: 1, trial: { alpha: 0 } as never }), /trial\.alpha/);
   const tuner = new EsTuner({ seed: 1 });
   assert.throws(() => tuner.observe({ ...sample(1, 10), arm: "b" as never }), /sample\.arm/);

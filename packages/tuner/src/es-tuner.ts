@@ -20,7 +20,7 @@ import { observePeerTrial, observeTrial, startTrial } from "./ab-trial";
 import type { IncumbentGuardrail } from "./guardrails";
 import { seedPrng } from "./prng";
 import { validateSample } from "./samples";
-import { migrateState, validateRestoredState } from "./restore";
+import { migrateState, validateRestoredState, withDecidableCap } from "./restore";
 import { copy, TUNER_STATE_FORMAT, unmeasured, type TrialState, type TunerCurrent, type TunerRole, type TunerState, type TunerStep } from "./state";
 import type { Arm } from "./trial/arm";
 import type { TunerSample } from "./window";
@@ -80,7 +80,7 @@ export class EsTuner {
   static restore(state: TunerState): EsTuner {
     if (typeof state !== "object" || state === null) throw new TunerInputError("state", "expected an object");
     const migrated = migrateState(state as unknown as Record<string, unknown>);
-    const config = resolveConfig(migrated.state.config);
+    const config = resolveConfig(withDecidableCap(migrated.state.config));
     const restored = validateRestoredState(copy({ ...migrated.state, config }), migrated.startTrial);
     const tuner = new EsTuner({ seed: config.seed });
     tuner.#s = restored;

@@ -1,7 +1,8 @@
 // Restoring a persisted tuner state: shape checks with the offending field named, and the migration
 // of states written before A/B trials existed (format /1, evaluation "versioned" or "paper").
 
-import { requireFiniteNumber, TunerInputError, validateMode, validateWeights } from "./config";
+import { DEFAULT_TRIAL, requireFiniteNumber, type TunerConfigInput, TunerInputError, validateMode, validateWeights } from "./config";
+import { smallestDecidableCap } from "./trial/decidable";
 import { startTrial } from "./ab-trial";
 import { alphaSpent } from "./stats/spending";
 import { TUNER_STATE_FORMAT, TUNER_STATE_FORMAT_V1, type IncumbentRecord, type TunerState } from "./state";
@@ -34,6 +35,16 @@ export function migrateState(state: Record<string, unknown>): { state: TunerStat
   } as TunerState;
   // A /1 state marked its pending measurement with role candidate/remeasure; ab mode starts a trial instead.
   return { state: migrated, startTrial: wasVersioned && state.mode === "online" };
+}
+
+/** A state saved before trial caps too small to ever accept were refused (trial/decidable.ts) goes on
+ * at the smallest cap that can, rather than failing to restore and losing its run. New settings are
+ * still refused: the console checks them as a fresh tuner's (tuner-live.ts). */
+export function withDecidableCap(config: TunerConfigInput): TunerConfigInput {
+  const trial = { ...DEFAULT_TRIAL, ...(config.trial ?? {}) };
+  if (!(typeof trial.maxSamples === "number" && typeof trial.share === "number" && trial.share > 0 && trial.share < 1)) return config;
+  const smallest = smallestDecidableCap(trial);
+  return trial.maxSamples < smallest ? { ...config, trial: { ...config.trial, maxSamples: smallest } } : config;
 }
 
 function requirePositiveSigma(value: unknown): void {

@@ -7,6 +7,7 @@ import { armOf } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
 import { desc, eq } from "drizzle-orm";
 import type { Store } from "@meridian/db";
+import { DomainError } from "../errors";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb } from "../testing/fake-lb";
 import { telemetryEvent } from "../testing/telemetry-event";
@@ -230,6 +231,15 @@ describe("TunerService (in-process)", () => {
     assert.equal((await latestConfig(h.rt)).trial?.id, started.id, "which the LB runs");
     await decideTrial(h.rt);
     assert.equal((await tunerByLb(h.rt, { lbId: LB })).steps[0]?.step, 1, "the next step is recorded as the run's first");
+  });
+
+  test("a trial cap too small for any trial to accept is refused with the smallest that can, and changes nothing", async () => {
+    const before = (await tunerByLb(h.rt, { lbId: LB })).trialSettings;
+    await assert.rejects(
+      () => updateTuner(h.rt, OPERATOR, { lbId: LB, trial: { maxSamples: 100 } }),
+      (error: unknown) => error instanceof DomainError && error.kind === "invalid" && /maxSamples: must be at least 118 with share 0\.5/.test(error.message),
+    );
+    assert.deepEqual((await tunerByLb(h.rt, { lbId: LB })).trialSettings, before);
   });
 
   test("trial pushes are rate-limited: a trial decided sooner waits, then goes out", async () => {
