@@ -6,10 +6,20 @@ import { dirname } from "node:path";
 import { parseLbConfig, type LbConfig } from "@meridian/protocol";
 
 export class ConfigStore {
+  /** Why the last load set the persisted config aside, or null. */
+  refused: string | null = null;
+
   constructor(private readonly path: string | null) {}
 
-  /** The persisted config, or null when there is none. A corrupt file throws, naming the file. */
+  /**
+   * The persisted config, or null when there is none. A file that is not JSON throws, naming the
+   * file. A config this LB's schema refuses (written by an older LB, with a value since refused,
+   * such as a timer over 2^31 − 1 ms) is moved to `<file>.refused` and `refused` says why: the LB
+   * starts from its config file and the console pushes its config again, where a throw would keep
+   * the LB from starting until someone edited the file.
+   */
   load(): LbConfig | null {
+    this.refused = null;
     if (!this.path) return null;
     let text: string;
     try {
@@ -18,10 +28,19 @@ export class ConfigStore {
       if ((cause as NodeJS.ErrnoException).code === "ENOENT") return null;
       throw cause;
     }
+    let json: unknown;
     try {
-      return parseLbConfig(JSON.parse(text));
+      json = JSON.parse(text);
     } catch (cause) {
       throw new Error(`state file ${this.path}: ${cause instanceof Error ? cause.message : String(cause)}`);
+    }
+    try {
+      return parseLbConfig(json);
+    } catch (cause) {
+      const aside = `${this.path}.refused`;
+      renameSync(this.path, aside);
+      this.refused = `${cause instanceof Error ? cause.message : String(cause)} (moved to ${aside})`;
+      return null;
     }
   }
 

@@ -61,6 +61,7 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
   // The last config the console pushed wins over the file, if it is newer and for this LB: the LB
   // keeps serving what it was last told even when the console is unreachable at restart.
   const persisted = store.load();
+  if (store.refused) logger.error({ stateFile: settings.stateFile, reason: store.refused }, "persisted config refused; starting from the config file");
   if (persisted && persisted.lbId === config.lbId && persisted.version > config.version) {
     logger.info({ version: persisted.version, stateFile: settings.stateFile }, "using persisted config");
     config = persisted;

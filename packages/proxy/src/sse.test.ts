@@ -213,3 +213,18 @@ test("an event under the cap arriving in many chunks goes out whole, once", () =
 function sseChunkOf(content: string): string {
   return `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
 }
+
+test("an event of exactly MAX_PARTIAL_EVENT_BYTES passes however the network splits its blank line", () => {
+  const prefix = "data: ";
+  const event = Buffer.from(prefix + "x".repeat(MAX_PARTIAL_EVENT_BYTES - prefix.length));
+  for (const chunks of [
+    [event, Buffer.from("\n\n")],
+    [Buffer.concat([event, Buffer.from("\n")]), Buffer.from("\n")],
+  ]) {
+    const observer = new SseObserver({ stripUsage: false, onFirstContent: () => undefined });
+    let out = 0;
+    for (const chunk of chunks) out += observer.push(chunk).length;
+    assert.equal(observer.tooLarge, false);
+    assert.equal(out, event.length + 2);
+  }
+});

@@ -86,7 +86,7 @@ export class SseObserver {
     this.pendingTail = rest.slice(-BOUNDARY_OVERLAP);
     this.partialBytes = Buffer.byteLength(rest);
     const out = keep ? (keep.length === 0 ? EMPTY : Buffer.from(keep.join(""))) : this.completeEvents(chunk);
-    if (this.partialBytes > MAX_PARTIAL_EVENT_BYTES) this.giveUp();
+    if (this.partialBytes > MAX_PARTIAL_EVENT_BYTES + BOUNDARY_OVERLAP) this.giveUp();
     return out;
   }
 
@@ -114,7 +114,9 @@ export class SseObserver {
       this.heldRaw.push(chunk);
       this.heldRawTail = lastBytes(this.heldRawTail, chunk);
     }
-    if (this.partialBytes > MAX_PARTIAL_EVENT_BYTES) this.giveUp();
+    // The count may include the start of the terminating blank line: an event of exactly the cap
+    // passes however the network splits that line.
+    if (this.partialBytes > MAX_PARTIAL_EVENT_BYTES + BOUNDARY_OVERLAP) this.giveUp();
   }
 
   private giveUp(): void {

@@ -203,6 +203,40 @@ test("a non-streamed answer larger than MAX_BUFFERED_BODY_BYTES is passed throug
   }
 });
 
+test("a client that reads slowly but steadily gets a body just past MAX_BUFFERED_BODY_BYTES whole: slow is not gone", async () => {
+  const body = Buffer.alloc(MAX_BUFFERED_BODY_BYTES + 64 * 1024, "a");
+  const engine = await startAnsweringEngine((res) => {
+    res.writeHead(200, { "content-type": "application/json", "content-length": String(body.length) }).end(body);
+  });
+  // The whole answer takes the client over the stall limit (about 5 s against 2 s), though it never
+  // stops reading. The limit leaves room for this process's own pauses: the LB and the client share it.
+  const lb = await startLb(lbConfig("lb-us", "us-ashburn", [engine], { limits: { bodyTimeoutMs: 2_000 } }));
+  const client = connect(lb.port, "127.0.0.1");
+  let received = 0;
+  let closed = false;
+  client.on("data", (chunk: Buffer) => {
+    received += chunk.length;
+    client.pause();
+    setTimeout(() => client.resume(), 20); // about 64 KiB per 20 ms
+  });
+  client.on("close", () => {
+    closed = true;
+  });
+  try {
+    const request = JSON.stringify(chatBody("embed a lot"));
+    client.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(request)}\r\nconnection: close\r\n\r\n${request}`,
+    );
+    await waitFor("the answer to end", () => closed, 60_000);
+    assert.ok(received > body.length, `the client got ${received} of ${body.length} body bytes`);
+    assert.equal(lb.balancer.telemetry.since(0).at(-1)?.status, 200);
+  } finally {
+    client.destroy();
+    await lb.close();
+    await engine.close();
+  }
+});
+
 test("a fault in the LB's own handling of an upstream answer is logged and still finishes the request", async () => {
   const engine = await startAnsweringEngine((res) => res.writeHead(200, { "content-type": "application/json" }).end(completionJson("ok")));
   const logged: string[] = [];

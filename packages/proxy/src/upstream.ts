@@ -80,6 +80,8 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   firstByteAt: number | null = null;
   firstContentAt: number | null = null;
   private bufferedBytes = 0;
+  /** The held part of a body past MAX_BUFFERED_BODY_BYTES not yet written (flushBacklog). */
+  private backlog: Buffer[] = [];
   private deadlineTimer: NodeJS.Timeout | null = null;
   /** Runs while the client's socket is full and the upstream paused for it (see awaitDrain). */
   private stallTimer: NodeJS.Timeout | null = null;
@@ -249,14 +251,29 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
    * its length, unless it outgrows the cap; then what was held goes out and the rest follows as it
    * comes, under backpressure like a stream. */
   private receiveBody(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.bodyPassedThrough) return this.forward(controller, chunk);
+    if (this.bodyPassedThrough) {
+      if (this.backlog.length > 0) this.backlog.push(chunk);
+      else this.forward(controller, chunk);
+      return;
+    }
     this.buffered.push(chunk);
     this.bufferedBytes += chunk.length;
     if (this.bufferedBytes <= MAX_BUFFERED_BODY_BYTES) return;
     this.bodyPassedThrough = true;
     this.writeHead();
-    for (const part of this.buffered.splice(0)) this.forward(controller, part);
+    this.backlog = this.buffered.splice(0);
     this.bufferedBytes = 0;
+    this.flushBacklog(controller);
+  }
+
+  /** Writes the held part of a passed-through body while the client's socket takes it. Written in
+   * one burst, a client reading it steadily but slowly would make no 'drain' until all of it was
+   * gone, and be taken for one that stopped reading (the write-stall timer). */
+  private flushBacklog(controller: Dispatcher.DispatchController): void {
+    while (this.backlog.length > 0) {
+      const part = this.backlog.shift() as Buffer;
+      if (!this.job.res.write(part)) return this.awaitDrain(controller);
+    }
   }
 
   private end(): void {
@@ -267,6 +284,7 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
       if (rest.length > 0) res.write(rest);
       res.end();
     } else if (this.bodyPassedThrough) {
+      for (const part of this.backlog.splice(0)) res.write(part);
       res.end();
     } else {
       res.end(this.buffered.length === 1 ? this.buffered[0] : Buffer.concat(this.buffered));
@@ -303,7 +321,9 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
     this.job.res.once("drain", () => {
       if (this.stallTimer !== null) clearTimeout(this.stallTimer);
       this.stallTimer = null;
-      controller.resume();
+      // A held body's backlog goes first; blocked again, it waits for the next drain.
+      this.flushBacklog(controller);
+      if (this.stallTimer === null) controller.resume();
     });
   }
 
