@@ -219,6 +219,9 @@ describe("an LB whose automatic failover was refused", () => {
       await createReplica(h.rt, OPERATOR, { name: `${region}-a`, url: "http://127.0.0.1:9", region, engine: "sglang", model: "m" });
     }
     await h.rt.start();
+    // Only the leader acts on probes (marks, failovers): on a loaded machine the election can take
+    // longer than the proofs.
+    await waitFor(() => h.rt.leadership.view().isLeader, 10_000, "this console leads");
     await h.rt.health.tick();
     await waitFor(async () => (await provenLbIds(h.rt.store)).size === 2, 10_000, "every LB proven");
   });
@@ -238,7 +241,8 @@ describe("an LB whose automatic failover was refused", () => {
     assert.equal((await lb("lb-eu")).state, "failed");
     await assert.rejects(
       () => failbackLb(h.rt, OPERATOR, { id: "lb-us" }),
-      (error: unknown) => error instanceof DomainError && error.kind === "precondition" && /not failed over \(failed\)/.test(error.message),
+      (error: unknown) =>
+        error instanceof DomainError && error.kind === "precondition" && /not failed over; nothing to fail back \(it is failed\)/.test(error.message),
     );
     // lb-eu comes back; lb-us stays dead.
     lbs.eu!.healthy = true;

@@ -105,7 +105,7 @@ export class FailoverService {
       if (!lb) throw notFound("load balancer", lbId);
       // A failed LB that was never failed over still serves its own replicas and region: failing it
       // back would only move its region's entrypoint, behind the health monitor's back.
-      if (lb.state !== "failed-over") throw precondition(`load balancer "${lb.name}" is not failed over (${lb.state}); nothing to fail back`);
+      if (lb.state !== "failed-over") throw precondition(`load balancer "${lb.name}" is not failed over; nothing to fail back (it is ${lb.state})`);
       if (this.deps.book.isHealthy(lb.id) === false) {
         throw precondition(`cannot fail back "${lb.name}": it does not answer its health probe (${this.deps.book.lb(lb.id)?.error ?? "no answer"})`);
       }
