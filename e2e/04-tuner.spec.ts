@@ -21,18 +21,20 @@ test("the online tuner decides A/B trials on live traffic and shows why; it paus
 
   await page.goto("/tuner");
   await page.getByTestId("tuner-lb-select").selectOption(lb.id);
-  // Small trials so one is decided after a few seconds of demo traffic, not minutes.
+  // Frequent looks so a trial is decided after a few seconds of demo traffic, not minutes (most stop
+  // at their second look, as undecidable by the cap); 120 is about the smallest cap at which a trial
+  // can accept at all (the tuner refuses less).
   await page.getByTestId("tuner-trial-look").fill("10");
-  await page.getByTestId("tuner-trial-cap").fill("20");
+  await page.getByTestId("tuner-trial-cap").fill("120");
   await page.getByTestId("tuner-settings-submit").click();
   await expect(page.getByTestId("tuner-settings-error")).toHaveCount(0);
   // The save re-keys the form with the server's values; the confirmation survives that.
   await expect(page.getByTestId("tuner-settings-ok")).toHaveText("Saved.");
-  await expect(page.getByTestId("tuner-trial-cap")).toHaveValue("20");
+  await expect(page.getByTestId("tuner-trial-cap")).toHaveValue("120");
   // An edit after the save: the confirmation no longer describes the form.
-  await page.getByTestId("tuner-trial-cap").fill("21");
+  await page.getByTestId("tuner-trial-cap").fill("121");
   await expect(page.getByTestId("tuner-settings-ok")).toHaveCount(0);
-  await page.getByTestId("tuner-trial-cap").fill("20");
+  await page.getByTestId("tuner-trial-cap").fill("120");
 
   // An LB's own tuner may run (earlier specs); stopped first, so the start below is this test's own.
   if (await page.getByTestId("tuner-stop").isEnabled()) {

@@ -39,7 +39,7 @@ test("one tuner for the fleet: its trial runs on every LB and the LBs' own tuner
   // The fleet's tuner is what the page shows first while it is on.
   await expect(page.getByTestId("tuner-lb-select")).toHaveValue("*");
   await page.getByTestId("tuner-trial-look").fill("10");
-  await page.getByTestId("tuner-trial-cap").fill("40");
+  await page.getByTestId("tuner-trial-cap").fill("120");
   await page.getByTestId("tuner-settings-submit").click();
   await expect(page.getByTestId("tuner-settings-ok")).toHaveText("Saved.");
   await page.getByTestId("tuner-start").click();
