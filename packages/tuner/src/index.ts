@@ -10,6 +10,7 @@ export {
   TUNER_MODES,
   TunerInputError,
   clipToBounds,
+  resolveConfig,
   sameWeights,
   validateBounds,
   validateWeights,

@@ -112,6 +112,15 @@ describe("token rotation against a real LB", () => {
   });
 });
 
+/** One LB ("lb-us", at an address where nothing listens) whose rotation to its next token is
+ * pending: the keeper's tests drive the install themselves. */
+async function lbWithPendingRotation(h: Harness): Promise<{ first: string; next: string }> {
+  await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+  const { keyId: first } = await createLb(h.rt, OPERATOR, { name: "lb-us", url: "http://127.0.0.1:9", region: "us-ashburn" }, "lb-us");
+  const { keyId: next } = await rotateLbToken(h.rt, OPERATOR, { id: "lb-us" });
+  return { first, next };
+}
+
 describe("a credential keeper stopped and started while an LB call is in flight", () => {
   let h: Harness;
   let keeper: CredentialKeeper | null = null;
@@ -122,9 +131,7 @@ describe("a credential keeper stopped and started while an LB call is in flight"
 
   test("the call of the stopped loop is ignored, and the rotation is carried through once", async () => {
     h = await createHarness({ newLbToken: generateLbToken });
-    await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
-    const { keyId: first } = await createLb(h.rt, OPERATOR, { name: "lb-us", url: "http://127.0.0.1:9", region: "us-ashburn" }, "lb-us");
-    const { keyId: next } = await rotateLbToken(h.rt, OPERATOR, { id: "lb-us" });
+    const { first, next } = await lbWithPendingRotation(h);
     const errors: string[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
@@ -183,9 +190,7 @@ describe("an operator who issues a new token while a rotation's install is in fl
 
   test("a token issued while a rotation's install is in flight stays current; the late install activates nothing", async () => {
     h = await createHarness({ newLbToken: generateLbToken });
-    await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
-    const { keyId: first } = await createLb(h.rt, OPERATOR, { name: "lb-us", url: "http://127.0.0.1:9", region: "us-ashburn" }, "lb-us");
-    const { keyId: next } = await rotateLbToken(h.rt, OPERATOR, { id: "lb-us" });
+    const { first, next } = await lbWithPendingRotation(h);
     const installs: (() => void)[] = [];
     const lines: string[] = [];
     const sink = new Writable({

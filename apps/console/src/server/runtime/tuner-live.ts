@@ -2,7 +2,7 @@
 // EsTuner), and what the service does to one outside its queue: a restored state without replayed
 // samples, a settings change, the run's random seed.
 import "server-only";
-import { EsTuner, type TunerConfigInput, type TunerState } from "@meridian/tuner";
+import { EsTuner, resolveConfig, type TunerConfigInput, type TunerState } from "@meridian/tuner";
 import type { TunerRunRow } from "@meridian/db";
 import { configPatch, guard, mergeSettings, settingsOf, type TunerSettings, type TunerSettingsPatch } from "./tuner-settings";
 
@@ -76,7 +76,7 @@ export function applySettings(live: LiveTuner, patch: TunerSettingsPatch): Tuner
     const config = { ...state.config, ...configPatch({ ...next, bounds: live.settings.bounds }, state.config) };
     // Checked as a fresh tuner's settings: restore raises a trial cap too small to ever accept (what
     // states saved before that rule need), where an operator's setting must be refused with why.
-    new EsTuner(config as TunerConfigInput);
+    resolveConfig(config as TunerConfigInput);
     const tuner = EsTuner.restore({ ...state, config: config as TunerState["config"] });
     if (patch.bounds) tuner.setBounds(next.bounds);
     // A change of evaluation mode restarts the measurement in the new mode.
