@@ -33,6 +33,7 @@ import type { ConfigStore } from "./config-store";
 import { badRequest, HttpError, notFound, sendError, sendJson } from "./errors";
 import type { LbCredentials } from "./lb-credentials";
 import { parseJsonBody, readBody } from "./request";
+import { coreNow } from "./core-clock";
 
 const ADMIN_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 const CREDENTIALS_BODY_LIMIT_BYTES = 16 * 1024;
@@ -62,13 +63,13 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url
   const address = req.socket.remoteAddress ?? "unknown";
   if (caller.kind === "none") {
     req.resume();
-    deps.refusals.record("admin", caller.reason, { address, path: url.pathname }, Date.now());
+    deps.refusals.record("admin", caller.reason, { address, path: url.pathname }, coreNow());
     sendError(res, unauthorized());
     return;
   }
   if (caller.kind === "peer" && route !== "GET /admin/peer") {
     req.resume();
-    deps.refusals.record("peer", "forbidden", { address, path: url.pathname, peer: caller.peerId }, Date.now());
+    deps.refusals.record("peer", "forbidden", { address, path: url.pathname, peer: caller.peerId }, coreNow());
     sendError(res, new HttpError(403, "a peer credential may only read GET /admin/peer", "permission_error", "forbidden"));
     return;
   }

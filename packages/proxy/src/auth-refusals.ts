@@ -35,6 +35,8 @@ export class AuthRefusals {
     });
   }
 
+  /** `now` times the folding window, a duration: callers pass the step-proof clock (core-clock.ts), or
+   * a step of the system clock back would fold away every line for as long as the step. */
   record(surface: AuthSurface, reason: RefusalReason, details: { address: string; path: string; [detail: string]: string }, now: number): void {
     this.counter.inc({ surface, reason });
     const key = `${surface}|${reason}|${details.address}`;

@@ -10,6 +10,7 @@ import type { ClientMetrics } from "./client-metrics";
 import { sendError } from "./errors";
 import type { ProxyMetrics } from "./metrics";
 import type { UsageReport } from "./sse";
+import { coreNow } from "./core-clock";
 
 /** What the balancer carries with an admitted request. */
 export interface InferenceClient {
@@ -39,7 +40,7 @@ export function admitClient(req: IncomingMessage, res: ServerResponse, path: str
     // Drain the body so the connection stays usable for the client's next (corrected) request.
     req.resume();
     const address = req.socket.remoteAddress ?? "unknown";
-    deps.refusals.record("client", check.reason, { address, path, ...(check.keyId ? { keyId: check.keyId } : {}) }, Date.now());
+    deps.refusals.record("client", check.reason, { address, path, ...(check.keyId ? { keyId: check.keyId } : {}) }, coreNow());
     deps.metrics.rejected.inc({ reason: "invalid_api_key" });
     deps.metrics.requests.inc({ policy: deps.config.policy, replica: "none", status: String(check.error.status) });
     sendError(res, check.error);

@@ -23,7 +23,8 @@ export function detectDialect(parsed: ParsedMetrics): EngineDialect | null {
   return null;
 }
 
-/** Throws when the text holds neither dialect's load gauges (wrong endpoint, not an engine). */
+/** Throws when the text holds neither dialect's load gauges (wrong endpoint, not an engine), or only
+ * non-finite values of them (sumOf skips ±Inf and NaN: an exporter's `+Inf` reads as no value). */
 export function readEngineLoad(text: string, dialect?: EngineDialect): EngineScrape {
   const parsed = parsePrometheusText(text);
   const resolved = dialect ?? detectDialect(parsed);
@@ -31,7 +32,7 @@ export function readEngineLoad(text: string, dialect?: EngineDialect): EngineScr
     const running = sumOf(parsed, "sglang:num_running_reqs");
     const waiting = sumOf(parsed, "sglang:num_queue_reqs");
     if (running === undefined || waiting === undefined) {
-      throw new Error("sglang metrics lack sglang:num_running_reqs or sglang:num_queue_reqs");
+      throw new Error("sglang metrics lack a finite sglang:num_running_reqs or sglang:num_queue_reqs");
     }
     const cache = readEngineCache(parsed, "sglang");
     return { dialect: "sglang", load: { running, waiting, usedTokens: cache.usedTokens ?? 0 }, cache };
@@ -40,7 +41,7 @@ export function readEngineLoad(text: string, dialect?: EngineDialect): EngineScr
     const running = sumOf(parsed, "vllm:num_requests_running");
     const waiting = sumOf(parsed, "vllm:num_requests_waiting");
     if (running === undefined || waiting === undefined) {
-      throw new Error("vllm metrics lack vllm:num_requests_running or vllm:num_requests_waiting");
+      throw new Error("vllm metrics lack a finite vllm:num_requests_running or vllm:num_requests_waiting");
     }
     const cache = readEngineCache(parsed, "vllm");
     return { dialect: "vllm", load: { running, waiting, usedTokens: cache.usedTokens ?? 0 }, cache };

@@ -35,7 +35,7 @@ function runtimeFor(url: string, observe: (id: string, observation: ReplicaObser
 }
 
 const badScrapes: [string, string, RegExp][] = [
-  ["running +Inf", "sglang:num_running_reqs +Inf\nsglang:num_queue_reqs 0\n", /num_running_reqs/],
+  ["running +Inf", "sglang:num_running_reqs +Inf\nsglang:num_queue_reqs 0\n", /lack a finite sglang:num_running_reqs/],
   ["running NaN", "sglang:num_running_reqs NaN\nsglang:num_queue_reqs 0\n", /num_running_reqs/],
   ["waiting -1", "sglang:num_running_reqs 1\nsglang:num_queue_reqs -1\n", /^invalid gauge waiting: -1/],
   ["used tokens -5", "sglang:num_running_reqs 1\nsglang:num_queue_reqs 0\nsglang:num_used_tokens -5\n", /^invalid gauge usedTokens: -5/],
