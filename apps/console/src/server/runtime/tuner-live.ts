@@ -20,6 +20,13 @@ export interface LiveTuner {
   pendingPush: (() => void) | null;
 }
 
+/** Drops a push that waits for the rate limit (the tuner is going, or an operator's push goes now). */
+export function cancelPendingPush(live: LiveTuner | undefined): void {
+  if (!live) return;
+  live.pendingPush?.();
+  live.pendingPush = null;
+}
+
 /** The live tuner of `run` as just read or written: no trial pushed from this console yet. */
 export function liveTuner(run: TunerRunRow, tuner: EsTuner): LiveTuner {
   return {

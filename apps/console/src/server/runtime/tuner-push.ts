@@ -1,11 +1,13 @@
 // Where a tuner's current weights and trial go: the LB rows that do not carry them yet (its LB's, or
 // for the fleet's tuner every member's, and a non-member's stale trial taken off), written and
-// published as each LB's next config version. TunerService (tuner-service.ts) decides when.
+// published as each LB's next config version; and how often a trial may go out (paceTrialPush).
+// TunerService (tuner-service.ts) decides when.
 import "server-only";
 import { eq } from "drizzle-orm";
 import { sameWeights, type TunerCurrent } from "@meridian/tuner";
 import type { Queryable, Store } from "@meridian/db";
 import type { ConfigPublisher } from "./config-publisher";
+import type { LiveTuner } from "./tuner-live";
 import { FLEET, fleetMembers, policyPause, type TunerKey } from "./tuner-scope";
 
 /** One LB row to write. */
@@ -65,4 +67,29 @@ export async function pushRows(
     if (lbId !== undefined) version = await publisher.publish(lbId, { force, source: "tuner" });
   }
   return version;
+}
+
+/**
+ * Whether the tuner's trial may be pushed now. Trial pushes to one LB come at most every
+ * `minIntervalMs`: a trial decided early would otherwise push a config every few requests. Too
+ * soon, `retry` is scheduled (once) for when it may, and this answers false. An operator's action
+ * goes out at once.
+ */
+export function paceTrialPush(
+  live: LiveTuner,
+  clock: { now: () => number; setTimer: (fn: () => void, ms: number) => () => void },
+  minIntervalMs: number,
+  operator: boolean,
+  retry: () => void,
+): boolean {
+  const wait = live.lastTrialPushAt + minIntervalMs - clock.now();
+  if (wait > 0 && !operator) {
+    live.pendingPush ??= clock.setTimer(() => {
+      live.pendingPush = null;
+      retry();
+    }, wait);
+    return false;
+  }
+  live.lastTrialPushAt = clock.now();
+  return true;
 }

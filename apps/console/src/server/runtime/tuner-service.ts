@@ -33,9 +33,9 @@ import type { Store, TunerRunRow } from "@meridian/db";
 import { conflict, invalid } from "../errors";
 import type { ConfigPublisher, PublishSource } from "./config-publisher";
 import type { TelemetryHub } from "./telemetry-hub";
-import { applySettings, defaultTimer, freeze, type LiveTuner, liveTuner, restoredTuner, seedFor } from "./tuner-live";
+import { applySettings, cancelPendingPush, defaultTimer, freeze, type LiveTuner, liveTuner, restoredTuner, seedFor } from "./tuner-live";
 import { SerialQueue } from "./serial-queue";
-import { pushRows, staleRows } from "./tuner-push";
+import { paceTrialPush, pushRows, staleRows } from "./tuner-push";
 import { guard, type TunerSettings, type TunerSettingsPatch } from "./tuner-settings";
 import { currentRun, endFleetRun, lastSettings, newRun, persistRun, RunMoved, sameRevision } from "./tuner-runs";
 import {
@@ -122,12 +122,12 @@ export class TunerService {
   }
 
   stop(): void {
-    for (const live of this.tuners.values()) live.pendingPush?.();
+    for (const live of this.tuners.values()) cancelPendingPush(live);
     this.tuners.clear();
   }
 
   forget(lbId: string): void {
-    this.tuners.get(lbId)?.pendingPush?.();
+    cancelPendingPush(this.tuners.get(lbId));
     this.tuners.delete(lbId);
   }
 
@@ -281,7 +281,7 @@ export class TunerService {
   }
 
   private async reload(key: TunerKey): Promise<void> {
-    this.tuners.get(key)?.pendingPush?.();
+    cancelPendingPush(this.tuners.get(key));
     this.tuners.delete(key);
     if (this.deps.leadership.currentTerm() === null) return;
     try {
@@ -310,26 +310,13 @@ export class TunerService {
     const targets = await staleRows(this.deps.store, key, current);
     // The fleet's tuner may be bound and still owe a new member its weights.
     if (key === FLEET && targets.length === 0 && current.version !== null) return;
-    if (operator) {
-      live.pendingPush?.();
-      live.pendingPush = null;
-    }
-    if (current.trial !== null) {
-      // Rate limit: a trial decided early would otherwise push a config every few requests.
-      const wait = live.lastTrialPushAt + this.minTrialPushIntervalMs - this.now();
-      if (wait > 0 && !operator) {
-        if (live.pendingPush === null) {
-          live.pendingPush = this.setTimer(() => {
-            live.pendingPush = null;
-            this.exclusive(async () => {
-              if (this.tuners.get(key) === live) await this.applyCurrent(key);
-            }).catch((error: unknown) => this.deps.log.error({ lbId: key, err: error }, "delayed trial push failed"));
-          }, wait);
-        }
-        return;
-      }
-      live.lastTrialPushAt = this.now();
-    }
+    if (operator) cancelPendingPush(live);
+    const retry = () =>
+      this.exclusive(async () => {
+        if (this.tuners.get(key) === live) await this.applyCurrent(key);
+      }).catch((error: unknown) => this.deps.log.error({ lbId: key, err: error }, "delayed trial push failed"));
+    const clock = { now: this.now, setTimer: this.setTimer };
+    if (current.trial !== null && !paceTrialPush(live, clock, this.minTrialPushIntervalMs, operator, retry)) return;
     const version = await pushRows(this.deps.store, this.deps.publisher, key, current, targets);
     // publish() binds through onNewVersion when it recorded a version; for unchanged weights and
     // trial the latest version already carries them.
@@ -439,7 +426,7 @@ export class TunerService {
 
   /** Ends the run `live` holds and starts a fresh one from `start`, with its settings; publishes it. */
   private async restart(key: TunerKey, live: LiveTuner, start: Weights, running: boolean): Promise<void> {
-    live.pendingPush?.();
+    cancelPendingPush(live);
     const created = await this.newRun(key, start, live.settings, running);
     this.tuners.set(key, liveTuner(created.run, created.tuner));
     await this.applyCurrent(key, true);
@@ -494,7 +481,7 @@ export class TunerService {
         await this.applyCurrent(FLEET, true);
         return;
       }
-      this.tuners.get(FLEET)?.pendingPush?.();
+      cancelPendingPush(this.tuners.get(FLEET));
       this.tuners.delete(FLEET);
       await endFleetRun(this.deps.store, this.now());
       for (const lb of lbs) await this.restart(lb.id, await this.fresh(lb.id), { rtt: lb.weightRtt, queue: lb.weightQueue }, false);
