@@ -5,7 +5,6 @@ export { openDb, migrate, migrationsFolder, type Db } from "./client";
 export {
   createDatabase,
   isPostgresUrl,
-  sqliteStore,
   type Database,
   type DatabaseSettings,
   type PgDb,
@@ -15,6 +14,7 @@ export {
   type Store,
   type StoreDb,
 } from "./database";
+export { sqliteStore } from "./sqlite-store";
 export { databaseNowMs, largerOf } from "./sql";
 export * from "./schema/index";
 export * as pgTables from "./schema/pg";

@@ -27,7 +27,8 @@ test("the fleet-scope migration keeps every tuner run and step, and a fleet run 
   const db = openDb(join(dir, "upgrade.db"));
   migrate(db, migrationsUpTo("0005_experiment_runner"));
   db.insert(regions).values({ id: "us", name: "us", createdAt: 1 }).run();
-  db.insert(loadBalancers).values({ id: "lb-us", name: "lb-us", url: "http://x", regionId: "us", createdAt: 1 }).run();
+  // In SQL: the table as 0005 left it lacks columns that today's schema inserts.
+  db.$client.prepare("INSERT INTO load_balancers (id, name, url, region_id, created_at) VALUES ('lb-us', 'lb-us', 'http://x', 'us', 1)").run();
   const run = { lbId: "lb-us", mode: "online", running: true, settingsJson: "{}", stateJson: "{}", startedAt: 1, updatedAt: 7 } as const;
   db.insert(tunerRuns).values(run).run();
   const step = { runId: 1, weightRtt: 1, weightQueue: 0.1, sigma: 1, accepted: true, kind: "trial", at: 5, trialJson: '{"decision":"accept"}' } as const;
