@@ -35,6 +35,10 @@ export const loadBalancersTable = defineTable("load_balancers", {
   /** Set while failed over by the health monitor (not by an operator): only such a failover is
    * failed back automatically once the LB stays healthy (apps/console/src/server/runtime/auto-failback.ts). */
   failedOverAutomatically: col.bool("failed_over_automatically").notNull().default(false),
+  /** Set while failed over: whether the failover moved this LB's own region's entrypoint (it was the
+   * region's entrypoint then), so that failback moves it back and only then. Null: failed over
+   * before this column existed, when failback always took the entrypoint back. */
+  failedOverEntrypoint: col.bool("failed_over_entrypoint"),
   createdAt: col.epochMs("created_at").notNull(),
 });
 export const loadBalancers = loadBalancersTable.sqlite;

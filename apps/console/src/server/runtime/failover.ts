@@ -68,7 +68,12 @@ export class FailoverService {
       await tx.db.update(entrypoints).set({ lbId: target.id, updatedAt: now }).where(eq(entrypoints.lbId, lb.id));
       await tx.db
         .update(loadBalancers)
-        .set({ state: "failed-over", failedOverTo: target.id, failedOverAutomatically: options.automatic === true })
+        .set({
+          state: "failed-over",
+          failedOverTo: target.id,
+          failedOverAutomatically: options.automatic === true,
+          failedOverEntrypoint: entries.some((e) => e.regionId === lb.regionId),
+        })
         .where(eq(loadBalancers.id, lb.id));
       const outcome: FailoverResult = {
         lbId: lb.id,
@@ -122,19 +127,27 @@ export class FailoverService {
             ),
           );
       }
-      // The LB's own region points back at it (other regions it had stood in for stay where they are).
+      // The LB's own region points back at it when its failover took the region's entrypoint away
+      // (or the region has none). Another LB of the region that was the entrypoint all along keeps
+      // it: failback reverses the failover, nothing more. Other regions it had stood in for stay.
       const now = Date.now();
       const [before] = await tx.db.select().from(entrypoints).where(eq(entrypoints.regionId, lb.regionId)).limit(1);
+      const reclaims = before === undefined || lb.failedOverEntrypoint !== false;
+      if (reclaims) {
+        await tx.db
+          .insert(entrypoints)
+          .values({ regionId: lb.regionId, lbId: lb.id, updatedAt: now })
+          .onConflictDoUpdate({ target: entrypoints.regionId, set: { lbId: lb.id, updatedAt: now } });
+      }
       await tx.db
-        .insert(entrypoints)
-        .values({ regionId: lb.regionId, lbId: lb.id, updatedAt: now })
-        .onConflictDoUpdate({ target: entrypoints.regionId, set: { lbId: lb.id, updatedAt: now } });
-      await tx.db.update(loadBalancers).set({ state: "healthy", failedOverTo: null, failedOverAutomatically: false }).where(eq(loadBalancers.id, lb.id));
+        .update(loadBalancers)
+        .set({ state: "healthy", failedOverTo: null, failedOverAutomatically: false, failedOverEntrypoint: null })
+        .where(eq(loadBalancers.id, lb.id));
       const outcome: FailoverResult = {
         lbId: lb.id,
         targetLbId: target ?? lb.id,
         movedReplicas: returning.map((r) => r.id),
-        movedEntrypoints: [lb.regionId],
+        movedEntrypoints: reclaims ? [lb.regionId] : [],
       };
       await recordAudit(
         tx,
@@ -144,7 +157,7 @@ export class FailoverService {
         { state: lb.state, failedOverTo: target, entrypoint: before?.lbId ?? null, replicas: returning.map((r) => ({ id: r.id, servedBy: r.rehomedToLbId })) },
         {
           state: "healthy",
-          entrypoint: lb.id,
+          entrypoint: reclaims ? lb.id : (before?.lbId ?? null),
           replicas: returning.map((r) => ({ id: r.id, servedBy: lb.id })),
           ...(options.healthyForMs !== undefined ? { healthyForMs: options.healthyForMs } : {}),
         },

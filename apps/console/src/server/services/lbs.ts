@@ -195,12 +195,14 @@ export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: st
           .from(entrypoints)
           .where(and(eq(entrypoints.lbId, input.id), eq(entrypoints.regionId, before.regionId)))
       : [];
+    const heldAway = moved ? await entrypointHeldAway(tx, before) : [];
     await tx.db
       .update(loadBalancers)
       .set({ name: after.name, url: after.url, adminUrl: after.adminUrl, regionId: after.regionId })
       .where(eq(loadBalancers.id, input.id));
     if (moved) {
       await handOverEntrypoints(tx, leftBehind);
+      await handOverEntrypoints(tx, heldAway, { keepUnlessReplaced: true });
       await tx.db
         .insert(entrypoints)
         .values({ regionId: after.regionId, lbId: input.id, updatedAt: Date.now() })
@@ -232,19 +234,36 @@ async function requireServesNothing(tx: Queryable, lb: LoadBalancerRow, remedy: 
 }
 
 /** Entrypoints an LB gave up (deleted with it, or left behind by a move) go to another LB of the
- * same region when there is one: the first by name, as a replica's default home (home-lb.ts). */
-async function handOverEntrypoints(tx: Queryable, given: Array<{ regionId: string; lbId: string }>): Promise<void> {
+ * same region when there is one: the first by name, as a replica's default home (home-lb.ts).
+ * `keepUnlessReplaced`: an entrypoint with no other LB in its region stays where it is. */
+async function handOverEntrypoints(
+  tx: Queryable,
+  given: Array<{ regionId: string; lbId: string }>,
+  options: { keepUnlessReplaced?: boolean } = {},
+): Promise<void> {
   const { entrypoints, loadBalancers } = tx.tables;
   for (const entry of given) {
-    await tx.db.delete(entrypoints).where(and(eq(entrypoints.regionId, entry.regionId), eq(entrypoints.lbId, entry.lbId)));
     const [replacement] = await tx.db
       .select()
       .from(loadBalancers)
       .where(and(eq(loadBalancers.regionId, entry.regionId), ne(loadBalancers.id, entry.lbId)))
       .orderBy(loadBalancers.name)
       .limit(1);
+    if (!replacement && options.keepUnlessReplaced) continue;
+    await tx.db.delete(entrypoints).where(and(eq(entrypoints.regionId, entry.regionId), eq(entrypoints.lbId, entry.lbId)));
     if (replacement) await tx.db.insert(entrypoints).values({ regionId: entry.regionId, lbId: replacement.id, updatedAt: Date.now() });
   }
+}
+
+/** The region's entrypoint that `lb`'s failover handed to a stand-in (in another region, as a rule).
+ * An LB that leaves its region failed over never fails back, so nothing would bring the region's
+ * clients home: it goes to an LB of the region when there is one (handOverEntrypoints), and stays
+ * with the stand-in when there is none. */
+async function entrypointHeldAway(tx: Queryable, lb: LoadBalancerRow): Promise<Array<{ regionId: string; lbId: string }>> {
+  if (lb.state !== "failed-over" || lb.failedOverEntrypoint === false) return [];
+  const { entrypoints } = tx.tables;
+  const [entry] = await tx.db.select().from(entrypoints).where(eq(entrypoints.regionId, lb.regionId)).limit(1);
+  return entry && entry.lbId !== lb.id ? [entry] : [];
 }
 
 export async function deleteLb(rt: ServiceRuntime, actor: Actor, input: { id: string }): Promise<void> {
@@ -254,8 +273,10 @@ export async function deleteLb(rt: ServiceRuntime, actor: Actor, input: { id: st
     if (!before) throw notFound("load balancer", input.id);
     await requireServesNothing(tx, before, "move or delete them first");
     const entries = await tx.db.select().from(entrypoints).where(eq(entrypoints.lbId, input.id));
+    const heldAway = await entrypointHeldAway(tx, before);
     await tx.db.delete(loadBalancers).where(eq(loadBalancers.id, input.id));
     await handOverEntrypoints(tx, entries);
+    await handOverEntrypoints(tx, heldAway, { keepUnlessReplaced: true });
     await recordAudit(tx, actor, "lb.delete", `lb:${input.id}`, before, null);
   });
   await rt.tuners.forget(input.id);

@@ -1,0 +1,1 @@
+ALTER TABLE "load_balancers" ADD COLUMN "failed_over_entrypoint" boolean;

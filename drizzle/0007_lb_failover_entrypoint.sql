@@ -1,0 +1,1 @@
+ALTER TABLE `load_balancers` ADD `failed_over_entrypoint` integer;
