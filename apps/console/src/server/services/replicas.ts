@@ -174,8 +174,14 @@ export async function updateReplica(rt: ServiceRuntime, actor: Actor, input: { i
     }
     const regionId = input.region !== undefined ? (await requireRegion(tx, input.region)).id : before.regionId;
     // undefined: the home stays (it must be in the region the replica moves to); null: back to the
-    // region's default, as on create.
-    const home = input.homeLbId ? await requireHomeIn(tx, input.homeLbId, regionId) : input.homeLbId === null ? await defaultHomeLb(tx, regionId) : undefined;
+    // region's default, as on create. A replica without a home (its region had no LB) that moves
+    // takes the new region's default, as one created there would.
+    const unhomedMove = input.homeLbId === undefined && regionId !== before.regionId && before.homeLbId === null;
+    const home = input.homeLbId
+      ? await requireHomeIn(tx, input.homeLbId, regionId)
+      : input.homeLbId === null || unhomedMove
+        ? await defaultHomeLb(tx, regionId)
+        : undefined;
     if (home === undefined && regionId !== before.regionId && before.homeLbId !== null) {
       await requireHomeIn(tx, before.homeLbId, regionId, "give homeLbId with the new region, null for its default");
     }

@@ -12,5 +12,19 @@ export function requireHttpUrl(field: string, value: string): string {
   if (!HttpUrlSchema.safeParse(url).success) {
     throw invalid(`${field} "${value}" is not a URL an LB accepts; expected an http or https URL such as http://host:port`);
   }
+  // Paths are joined onto this URL (the admin API's, an engine's /v1/...): a query or a fragment
+  // would swallow them, credentials would be sent in every log line, and port 0 answers nothing.
+  const parsed = new URL(url);
+  const flaw =
+    parsed.port === "0"
+      ? "port 0"
+      : parsed.search !== ""
+        ? "a query string"
+        : parsed.hash !== ""
+          ? "a fragment"
+          : parsed.username !== "" || parsed.password !== ""
+            ? "credentials"
+            : null;
+  if (flaw !== null) throw invalid(`${field} "${value}" has ${flaw}; expected a base URL such as http://host:port (a path is allowed)`);
   return url;
 }
