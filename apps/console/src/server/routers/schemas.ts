@@ -21,7 +21,13 @@ export function tunerTarget<T extends z.ZodRawShape>(fields: T) {
   return z.object({ ...tunerTargetShape, ...fields }).refine(namesOneTuner, { error: "name one tuner: lbId, or fleet: true" });
 }
 
-export const name = z.string().trim().min(1, { error: "name must not be empty" }).max(64, { error: "name must be at most 64 characters" });
+export const name = z
+  .string()
+  .trim()
+  .min(1, { error: "name must not be empty" })
+  .max(64, { error: "name must be at most 64 characters" })
+  // A newline or another control character in a name breaks log lines, the audit and the pickers.
+  .regex(/^\P{Cc}*$/u, { error: "name must not contain control characters (newlines, tabs)" });
 
 export const regionName = z
   .string()

@@ -31,9 +31,11 @@ function parseJson(text: string | null): unknown {
 }
 
 /** A case-insensitive prefix match on both stores: SQLite's LIKE ignores ASCII case, PostgreSQL's
- * does not, so both sides are lowered. */
+ * does not, so both sides are lowered. The prefix is literal: LIKE's wildcards in it are escaped
+ * (a filter of "_" matched every action). */
 function startsWith(column: AnyColumn, prefix: string): SQL {
-  return sql`lower(${column}) like ${`${prefix.toLowerCase()}%`}`;
+  const literal = prefix.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`);
+  return sql`lower(${column}) like ${`${literal}%`} escape '\\'`;
 }
 
 /** Newest first. `action` and `target` match as prefixes ("lb." finds every LB action). */

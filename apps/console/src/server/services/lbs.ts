@@ -14,7 +14,7 @@ import { assignDefaultHomes } from "./home-lb";
 import { newId } from "./ids";
 import { issueFirstToken, lbCredentialView, type LbCredentialView } from "./lb-tokens";
 import { requireRegion } from "./regions";
-import { requireHttpUrl } from "./validation";
+import { requireHttpUrl, sameName } from "./validation";
 
 export type CrossRegion = LoadBalancerRow["crossRegion"];
 
@@ -131,7 +131,7 @@ export async function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput,
   const policy = requirePolicy(input.policy ?? "gorgo");
   const { id, keyId, token } = await rt.store.transaction(async (tx) => {
     const { entrypoints, loadBalancers } = tx.tables;
-    if ((await tx.db.select({ id: loadBalancers.id }).from(loadBalancers).where(eq(loadBalancers.name, input.name)).limit(1)).length > 0) {
+    if ((await tx.db.select({ id: loadBalancers.id }).from(loadBalancers).where(sameName(loadBalancers.name, input.name)).limit(1)).length > 0) {
       throw conflict(`a load balancer named "${input.name}" already exists`);
     }
     const region = await requireRegion(tx, input.region);
@@ -174,7 +174,13 @@ export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: st
     if (
       input.name !== undefined &&
       input.name !== before.name &&
-      (await tx.db.select({ id: loadBalancers.id }).from(loadBalancers).where(eq(loadBalancers.name, input.name)).limit(1)).length > 0
+      (
+        await tx.db
+          .select({ id: loadBalancers.id })
+          .from(loadBalancers)
+          .where(and(sameName(loadBalancers.name, input.name), ne(loadBalancers.id, input.id)))
+          .limit(1)
+      ).length > 0
     ) {
       throw conflict(`a load balancer named "${input.name}" already exists`);
     }

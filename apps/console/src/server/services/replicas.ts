@@ -1,7 +1,7 @@
 // Replicas: CRUD and state (enabled / disabled / draining). Every change is pushed to the LBs
 // whose config it alters (the publisher skips LBs whose config did not change).
 import "server-only";
-import { eq, type SQL } from "drizzle-orm";
+import { and, eq, ne, type SQL } from "drizzle-orm";
 import type { Queryable, ReplicaRow } from "@meridian/db";
 import { regionNamesById } from "../region-names";
 import { type Actor, recordAudit } from "../audit-trail";
@@ -14,7 +14,7 @@ import type { ServiceRuntime } from "./context";
 import { defaultHomeLb, rehomedTarget } from "./home-lb";
 import { newId } from "./ids";
 import { requireRegion } from "./regions";
-import { requireHttpUrl } from "./validation";
+import { requireHttpUrl, sameName } from "./validation";
 
 export type ReplicaState = ReplicaRow["state"];
 export type EngineKind = ReplicaRow["engine"];
@@ -137,7 +137,7 @@ export async function createReplica(rt: ServiceRuntime, actor: Actor, input: Rep
   const url = requireHttpUrl("url", input.url);
   const id = await rt.store.transaction(async (tx) => {
     const { replicas } = tx.tables;
-    if (await replicaExists(tx, eq(replicas.name, input.name))) {
+    if (await replicaExists(tx, sameName(replicas.name, input.name))) {
       throw conflict(`a replica named "${input.name}" already exists`);
     }
     const region = await requireRegion(tx, input.region);
@@ -169,7 +169,11 @@ export async function updateReplica(rt: ServiceRuntime, actor: Actor, input: { i
     const { replicas } = tx.tables;
     const [before] = await tx.db.select().from(replicas).where(eq(replicas.id, input.id)).limit(1);
     if (!before) throw notFound("replica", input.id);
-    if (input.name !== undefined && input.name !== before.name && (await replicaExists(tx, eq(replicas.name, input.name)))) {
+    if (
+      input.name !== undefined &&
+      input.name !== before.name &&
+      (await replicaExists(tx, and(sameName(replicas.name, input.name), ne(replicas.id, input.id))!))
+    ) {
       throw conflict(`a replica named "${input.name}" already exists`);
     }
     const regionId = input.region !== undefined ? (await requireRegion(tx, input.region)).id : before.regionId;

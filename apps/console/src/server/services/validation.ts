@@ -1,6 +1,7 @@
 // Checks shared by services (routers validate shape with zod; these check meaning and give the
 // messages the UI shows).
 import "server-only";
+import { type AnyColumn, type SQL, sql } from "drizzle-orm";
 import { HttpUrlSchema } from "@meridian/protocol";
 import { invalid } from "../errors";
 
@@ -27,4 +28,10 @@ export function requireHttpUrl(field: string, value: string): string {
             : null;
   if (flaw !== null) throw invalid(`${field} "${value}" has ${flaw}; expected a base URL such as http://host:port (a path is allowed)`);
   return url;
+}
+
+/** Names that differ only in (ASCII) case name the same thing to an operator ("lb-us", "LB-US"): the
+ * pickers, logs and audit could not tell them apart, so a new name conflicts with such a one too. */
+export function sameName(column: AnyColumn, name: string): SQL {
+  return sql`lower(${column}) = ${name.toLowerCase()}`;
 }
