@@ -32,9 +32,11 @@
 //   printed once. Each LB has its own token, issued by the console (the demo's are written to the
 //   demo state directory for the fleet); MERIDIAN_ENTRYPOINTS_TOKEN, the machine token the demo's
 //   clients read the entrypoint map with, is generated per run when unset.
-// - One run per console port and per demo state directory: before migrating, the console's port must
-//   be free and no live demo fleet may hold the state directory's lock (scripts/lib/fleet-lock.ts;
-//   the fleet takes it itself, this only looks first so that a second run touches nothing).
+// - One run per console port and per demo state directory: the console's port must be free before
+//   the install, and no live demo fleet may hold the state directory's lock before the build
+//   (scripts/lib/fleet-lock.ts; the fleet takes it itself, this only looks first so that a second
+//   run touches nothing: a build would rewrite the .next directory the first run serves from). Both
+//   are checked again before the migrate step.
 // - Ready means the console this run started answers /api/health: it echoes MERIDIAN_START_NONCE,
 //   random per run, so another server on the port cannot pass for it (scripts/lib/console-health.ts).
 //   Each probe times out after 2 s.
@@ -127,6 +129,13 @@ try {
 }
 
 async function main() {
+  const demo = flag("MERIDIAN_DEMO", true);
+  // Loopback unless told otherwise: the demo's passwords are printed and fixed.
+  const host = process.env.MERIDIAN_HOST || "127.0.0.1";
+  // A second `npm start` stops here, before it installs or builds anything: a build would rewrite
+  // the .next directory that the first console serves from. (Checked again before the console starts.)
+  if (!(await portIsFree(host, port))) fail(`port ${port} is in use; set MERIDIAN_PORT`, 2);
+
   // --- 1. install ------------------------------------------------------------------------------
   const install = installStep(root);
   if (install) {
@@ -136,6 +145,26 @@ async function main() {
     if (installed.code !== 0) fail(`${install.label} failed (${outcome(installed)})`, 1);
     install.finish();
   }
+
+  // The rest is TypeScript; load it through tsx now that the dependencies are installed.
+  const { register } = await import("tsx/esm/api");
+  register();
+  const { Supervisor, DEFAULT_RESTART_POLICY } = await import("./lib/supervisor.ts");
+  const { lockHolder } = await import("./lib/fleet-lock.ts");
+  const { consoleAnswers } = await import("./lib/console-health.ts");
+  const { demoStateDir } = await import("../apps/console/src/lib/demo-files.ts");
+  if (stopping) return;
+  const dbPath = process.env.MERIDIAN_DB_PATH || "data/meridian.db";
+  /** This run's demo state directory is not another fleet's (that run is left alone). */
+  const requireFreeFleetState = () => {
+    if (!demo) return;
+    const stateDir = demoStateDir(resolve(root, dbPath), basePort);
+    const holder = lockHolder(stateDir);
+    if (holder !== null) {
+      fail(`a demo fleet (pid ${holder}) already uses ${stateDir}; stop it, or set another MERIDIAN_DB_PATH or MERIDIAN_DEMO_BASE_PORT`, 2);
+    }
+  };
+  requireFreeFleetState();
 
   // --- 2. build --------------------------------------------------------------------------------
   const nextDir = join(consoleDir, ".next");
@@ -156,10 +185,9 @@ async function main() {
   }
 
   // --- 3. environment --------------------------------------------------------------------------
-  const demo = flag("MERIDIAN_DEMO", true);
-  // Loopback unless told otherwise: the demo's passwords are printed and fixed.
-  const host = process.env.MERIDIAN_HOST || "127.0.0.1";
-  const consoleUrl = `http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}`;
+  // An IPv6 literal goes in brackets in a URL (http://[::1]:3000).
+  const urlHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host;
+  const consoleUrl = `http://${urlHost}:${port}`;
   const generatedAdmin = !process.env.MERIDIAN_ADMIN_PASSWORD && !demo;
   // /api/health echoes it: an answer without it comes from some other server on the port.
   const startNonce = randomBytes(12).toString("base64url");
@@ -169,7 +197,7 @@ async function main() {
     // The machines this runs on reach only package registries; don't let Next try to phone home.
     NEXT_TELEMETRY_DISABLED: "1",
     MERIDIAN_PORT: String(port),
-    MERIDIAN_DB_PATH: process.env.MERIDIAN_DB_PATH || "data/meridian.db",
+    MERIDIAN_DB_PATH: dbPath,
     MERIDIAN_DEMO: demo ? "1" : "0",
     MERIDIAN_DEMO_BASE_PORT: String(basePort),
     MERIDIAN_ENTRYPOINTS_TOKEN: process.env.MERIDIAN_ENTRYPOINTS_TOKEN || randomBytes(18).toString("base64url"),
@@ -180,28 +208,16 @@ async function main() {
   };
   if (!env.MERIDIAN_VIEWER_PASSWORD) delete env.MERIDIAN_VIEWER_PASSWORD;
 
-  // The rest is TypeScript; load it through tsx now that the dependencies are installed.
-  const { register } = await import("tsx/esm/api");
-  register();
-  const { Supervisor, DEFAULT_RESTART_POLICY } = await import("./lib/supervisor.ts");
-  const { lockHolder } = await import("./lib/fleet-lock.ts");
-  const { consoleAnswers } = await import("./lib/console-health.ts");
-  const { demoStateDir } = await import("../apps/console/src/lib/demo-files.ts");
-  if (stopping) return;
-
-  // --- 4. this run's console port and demo state directory are free -----------------------------
-  // A second `npm start` on the same data stops here and leaves the first one alone.
-  if (demo) {
-    const stateDir = demoStateDir(resolve(root, env.MERIDIAN_DB_PATH), basePort);
-    const holder = lockHolder(stateDir);
-    if (holder !== null) {
-      fail(`a demo fleet (pid ${holder}) already uses ${stateDir}; stop it, or set another MERIDIAN_DB_PATH or MERIDIAN_DEMO_BASE_PORT`, 2);
-    }
-  }
+  // --- 4. this run's console port and demo state directory are still free -----------------------
+  // Checked before the install too; a run started during this one's build is caught here.
+  requireFreeFleetState();
   if (!(await portIsFree(host, port))) fail(`port ${port} is in use; set MERIDIAN_PORT`, 2);
   if (stopping) return;
 
   // --- 5. migrate ------------------------------------------------------------------------------
+  // Said first: a PostgreSQL server that accepts connections and never answers takes up to the
+  // pool's connection timeout to fail, and silence would look like a hang.
+  say(`migrating ${env.DATABASE_URL ? "PostgreSQL at DATABASE_URL" : `db ${env.MERIDIAN_DB_PATH}`} ...`);
   const migrated = await steps.run(process.execPath, ["--import", "tsx", join(root, "scripts", "lib", "migrate.ts")], { cwd: root, env });
   if (migrated.stopped) return;
   if (migrated.code !== 0) fail(`migrate failed (${outcome(migrated)})`, 1);
@@ -224,7 +240,12 @@ async function main() {
         say(`restarting ${event.name} in ${seconds(event.delayMs)}${event.name === "console" && demo ? "; the demo fleet keeps serving" : ""}`);
         break;
       case "gave-up":
-        void stop(1, `${event.name} exited ${event.failures} times in a row without staying up; stopping everything`);
+        void stop(
+          1,
+          event.fatal
+            ? `${event.name} cannot start (exit 2: a bad setting, named in its log above); stopping everything`
+            : `${event.name} exited ${event.failures} times in a row without staying up; stopping everything`,
+        );
         break;
     }
   });
@@ -245,7 +266,15 @@ async function main() {
   // The migrate step above printed where the data lives (a PostgreSQL URL without its password).
   const dbLabel = env.DATABASE_URL ? "PostgreSQL at DATABASE_URL" : `db ${env.MERIDIAN_DB_PATH}`;
   say(`starting the console on ${consoleUrl} (${dbLabel}${demo ? ", demo topology" : ""})`);
-  supervisor.add({ name: "console", command: process.execPath, args: [nextBin, "start", "-H", host, "-p", String(port)], cwd: consoleDir, env });
+  // Status 2 is the console's "invalid environment" (instrumentation-node.ts): a restart would repeat it.
+  supervisor.add({
+    name: "console",
+    command: process.execPath,
+    args: [nextBin, "start", "-H", host, "-p", String(port)],
+    cwd: consoleDir,
+    env,
+    fatalExitCodes: [2],
+  });
 
   const deadline = Date.now() + 60_000;
   let answer = "none";

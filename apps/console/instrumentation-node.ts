@@ -9,6 +9,16 @@ export async function registerNode(): Promise<void> {
   // Before the first request: route handlers learn each request's TCP peer from this stamp.
   const { installPeerAddressStamp } = await import("./src/server/auth/peer-address");
   installPeerAddressStamp();
+  // A bad variable ends the process with status 2 and one line naming it. Thrown from here, Next
+  // would log it and serve on, failing every request, so neither `npm start` nor a process manager
+  // would learn that the console cannot run.
+  const { getEnv } = await import("./src/env");
+  try {
+    getEnv();
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  }
   const { getRuntime } = await import("./src/server/runtime/global");
   const runtime = await getRuntime({ start: true });
   for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => void runtime.stop());

@@ -147,6 +147,7 @@ describe("Supervisor", () => {
     await waitFor(() => of(events, "gave-up").length === 1, "the supervisor to give up");
     assert.equal(of(events, "started").length, 1);
     assert.equal(of(events, "restart-scheduled").length, 0);
+    assert.equal(of(events, "gave-up")[0]?.fatal, true, "start.mjs says a bad setting rather than a crash loop");
   });
 
   test("a command that cannot be spawned is reported and given up on, without a crash", async () => {

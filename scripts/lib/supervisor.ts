@@ -49,7 +49,8 @@ export type SupervisorEvent =
   | { kind: "started"; name: string; pid: number; restarts: number }
   | { kind: "exited"; name: string; pid: number; code: number | null; signal: NodeJS.Signals | null; uptimeMs: number }
   | { kind: "restart-scheduled"; name: string; delayMs: number; failures: number }
-  | { kind: "gave-up"; name: string; failures: number }
+  /** `fatal`: the last exit status was one of the child's fatalExitCodes. */
+  | { kind: "gave-up"; name: string; failures: number; fatal: boolean }
   | { kind: "spawn-failed"; name: string; error: string };
 
 export interface ChildStatus {
@@ -197,7 +198,7 @@ export class Supervisor {
     entry.failures += 1;
     if (!entry.everStable && (fatal || entry.failures >= this.policy.giveUpAfter)) {
       entry.gaveUp = true;
-      this.onEvent({ kind: "gave-up", name: entry.spec.name, failures: entry.failures });
+      this.onEvent({ kind: "gave-up", name: entry.spec.name, failures: entry.failures, fatal });
       return;
     }
     const delayMs = backoffDelayMs(this.policy, entry.failures);

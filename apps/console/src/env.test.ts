@@ -47,3 +47,14 @@ test("MERIDIAN_ENTRYPOINTS_TOKEN: optional; only its SHA-256 is kept; too short 
   assert.ok(!JSON.stringify(parsed).includes("replay-clients-token"));
   assert.throws(() => parseConsoleEnv({ MERIDIAN_ENTRYPOINTS_TOKEN: "short" }), /MERIDIAN_ENTRYPOINTS_TOKEN must be at least 16 characters/);
 });
+
+test("an empty variable is an unset one: its default holds (NAME= in an env file)", () => {
+  const unset = parseConsoleEnv({ ...BASE });
+  const empty = parseConsoleEnv({ ...BASE, MERIDIAN_AUTO_FAILOVER: "", MERIDIAN_LB_TOKEN_GRACE_S: "", MERIDIAN_AUTO_FAILBACK_AFTER_S: " ", MERIDIAN_PORT: "" });
+  assert.equal(empty.MERIDIAN_AUTO_FAILOVER, true);
+  assert.equal(empty.MERIDIAN_LB_TOKEN_GRACE_S, unset.MERIDIAN_LB_TOKEN_GRACE_S);
+  assert.equal(empty.MERIDIAN_LB_TOKEN_GRACE_S, 60);
+  assert.equal(empty.MERIDIAN_AUTO_FAILBACK_AFTER_S, undefined);
+  assert.equal(empty.MERIDIAN_PORT, 3000);
+  assert.throws(() => parseConsoleEnv({ ...BASE, MERIDIAN_AUTO_FAILOVER: "maybe" }), /MERIDIAN_AUTO_FAILOVER/);
+});

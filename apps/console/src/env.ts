@@ -10,7 +10,7 @@ import { z } from "zod";
 import { isPostgresUrl } from "@meridian/db";
 import { parseTrustedProxies } from "./server/auth/trusted-proxies";
 
-const flag = z.enum(["0", "1", "true", "false", "yes", "no", ""]).transform((value) => value === "1" || value === "true" || value === "yes");
+const flag = z.enum(["0", "1", "true", "false", "yes", "no"]).transform((value) => value === "1" || value === "true" || value === "yes");
 
 const EnvSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("production"),
@@ -104,11 +104,18 @@ export function findRepoRoot(from: string = process.cwd()): string {
   }
 }
 
+/** The variables that are set. `NAME=` in an env file or a compose file means "not set" to an
+ * operator, and so it does here, as in scripts/start.mjs: coerced, an empty value became 0 (no
+ * token grace, no automatic failback) or false (automatic failover off) instead of the default. */
+function setVariables(source: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(Object.entries(source).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].trim() !== ""));
+}
+
 let cached: ConsoleEnv | undefined;
 
 /** Validates an environment; throws one Error listing every problem. Exported for tests. */
 export function parseConsoleEnv(source: Record<string, string | undefined>): ConsoleEnv {
-  const result = EnvSchema.safeParse(source);
+  const result = EnvSchema.safeParse(setVariables(source));
   if (!result.success) {
     const problems = result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ");
     throw new Error(`invalid console environment: ${problems}`);

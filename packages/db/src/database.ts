@@ -64,11 +64,16 @@ function openSqlite(path: string): SqliteDatabase {
   };
 }
 
+/** How long opening a PostgreSQL connection may take. */
+const PG_CONNECT_TIMEOUT_MS = 10_000;
+
 /** Advisory-lock key that serialises migrations of concurrent consoles ("meridian" in ASCII, truncated). */
 const MIGRATION_LOCK_KEY = 0x6d657269;
 
 function openPostgres(url: string, onPoolError?: (error: Error) => void): PostgresDatabase {
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // A server that accepts the connection and never answers (a wrong port, a hung server) fails a
+  // query after this long instead of holding it, and `npm start`, forever.
+  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS });
   pool.on("error", (error) => onPoolError?.(error));
   const db = drizzlePg(pool, { schema: pgTables }) as PgDb;
   const store: Store = {

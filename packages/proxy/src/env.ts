@@ -34,7 +34,10 @@ export type ProxyEnv = z.output<typeof ProxyEnvSchema>;
 
 /** Throws an error naming each bad variable. */
 export function readProxyEnv(source: NodeJS.ProcessEnv = process.env): ProxyEnv {
-  const result = ProxyEnvSchema.safeParse(source);
+  // `NAME=` means "not set" to an operator: coerced, an empty MERIDIAN_LB_PORT became port 0 (a
+  // random port, over the config file's) and an empty drain timeout 0 ms.
+  const set = Object.fromEntries(Object.entries(source).filter(([, value]) => value !== undefined && value.trim() !== ""));
+  const result = ProxyEnvSchema.safeParse(set);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
   throw new Error(`invalid environment: ${problems.join("; ")}`);

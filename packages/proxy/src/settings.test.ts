@@ -25,3 +25,11 @@ test("MERIDIAN_LB_DRAIN_TIMEOUT_MS is refused above 2^31 - 1 ms, naming the vari
   assert.throws(() => readProxyEnv({ MERIDIAN_LB_DRAIN_TIMEOUT_MS: "-1" }), /MERIDIAN_LB_DRAIN_TIMEOUT_MS/);
   assert.throws(() => readProxyEnv({ MERIDIAN_LB_DRAIN_TIMEOUT_MS: "soon" }), /MERIDIAN_LB_DRAIN_TIMEOUT_MS/);
 });
+
+test("an empty variable is an unset one: the config file's port and the default drain stand", () => {
+  const env = readProxyEnv({ MERIDIAN_LB_PORT: "", MERIDIAN_LB_DRAIN_TIMEOUT_MS: " ", MERIDIAN_LB_HOST: "" });
+  assert.equal(env.MERIDIAN_LB_PORT, undefined);
+  assert.equal(env.MERIDIAN_LB_DRAIN_TIMEOUT_MS, undefined);
+  assert.equal(env.MERIDIAN_LB_HOST, undefined);
+  assert.equal(readProxyEnv({ MERIDIAN_LB_PORT: "4791" }).MERIDIAN_LB_PORT, 4791);
+});
