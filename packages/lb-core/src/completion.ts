@@ -68,17 +68,34 @@ export function isSuccess(status: number): boolean {
   return status >= 200 && status < 300;
 }
 
-/** What the index learns when the response starts (headersReceived, lb-core.ts). */
-export function headersLearning(ticket: Ticket<unknown>, status: number): LearnInstruction | null {
+/** The replica record the ticket's dispatch was booked on, when it is still the configured one; null
+ * when a config removed the replica or changed its URL since (a new record, a new engine: what the
+ * old engine answers says nothing about the new one, whose part of the index starts empty). */
+function configuredReplica(ticket: Ticket<unknown>, replicas: ReadonlyMap<string, ReplicaRecord>): ReplicaRecord | null {
+  const booked = ticket.target?.kind === "replica" ? ticket.target.record : null;
+  return booked !== null && replicas.get(booked.id) === booked ? booked : null;
+}
+
+/** What the index learns when the response starts (headersReceived, lb-core.ts): nothing for a target
+ * the config removed (or, for a replica, re-pointed at a new URL) while the request was in flight. */
+export function headersLearning(
+  ticket: Ticket<unknown>,
+  status: number,
+  replicas: ReadonlyMap<string, ReplicaRecord>,
+  peers: ReadonlyMap<string, unknown>,
+): LearnInstruction | null {
   const target = ticket.target;
   if (!target || !isSuccess(status) || ticket.view.keys.length === 0) return null;
+  const configured = target.kind === "replica" ? configuredReplica(ticket, replicas) !== null : peers.has(target.id);
+  if (!configured) return null;
   return { index: target.kind === "replica" ? "local" : "peer", keys: ticket.view.keys, targetId: target.id };
 }
 
 export interface CompletionContext {
   lbId: string;
   region: string;
-  replica: ReplicaRecord | null;
+  /** The configured replicas: the ticket's record counts only while it is still one of them. */
+  replicas: ReadonlyMap<string, ReplicaRecord>;
   /** LB-wide prediction sums (the accuracy metric). */
   lbPrediction: PredictionSums;
   /** The cache model the report feeds, and the time it arrived. */
@@ -141,7 +158,7 @@ export class Completion {
 /** Records a finished request on the replica and returns its completion (next-turn learning, accuracy). */
 export function completeTicket(ctx: CompletionContext, ticket: Ticket<unknown>, outcome: Outcome): Completion {
   const target = ticket.target;
-  const replica = target?.kind === "replica" ? ctx.replica : null;
+  const replica = configuredReplica(ticket, ctx.replicas);
   const ok = isSuccess(outcome.status);
   const usage = outcome.usage;
   if (replica && ok) replica.requests++;

@@ -372,7 +372,7 @@ export class LbCore<J> {
       target.pendingPrefillTokens = 0;
       if (target.observedId !== null && isSuccess(status)) target.observer?.observe?.({ kind: "first-token", requestId: target.observedId, now });
     }
-    return headersLearning(ticket, status);
+    return headersLearning(ticket, status, this.replicas, this.peers);
   }
 
   /** The request ended (served, failed or refused): releases it, calibrates the token estimate,
@@ -387,11 +387,9 @@ export class LbCore<J> {
     const promptTokens = outcome.usage?.promptTokens;
     if (promptTokens != null && ticket.promptChars !== null) this.estimator.observe(ticket.promptChars, promptTokens);
     // Accuracy, cache feedback and learning are about the replica the LB routes to now: a record that
-    // a URL change replaced says nothing about the new one.
-    const booked = this.replicaOf(ticket);
-    const replica = booked !== undefined && this.replicas.get(booked.id) === booked ? booked : null;
+    // a URL change replaced says nothing about the new one (completion.ts, configuredReplica).
     return completeTicket(
-      { lbId: this.config.lbId, region: this.config.region, replica, lbPrediction: this.prediction, truth: this.truth, now },
+      { lbId: this.config.lbId, region: this.config.region, replicas: this.replicas, lbPrediction: this.prediction, truth: this.truth, now },
       ticket,
       outcome,
     );

@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { CacheTruth, PrefixIndex } from "@meridian/routing";
+import { CacheTruth, PrefixIndex, traceBlockKeys } from "@meridian/routing";
 import { readEngineCache } from "./engine-cache";
 import { parsePrometheusText } from "./prometheus-text";
 
@@ -73,4 +73,54 @@ test("the simulated engine exports the same capacity and process identity in bot
     assert.equal(info.capacityTokens, DEMO_ENGINE_PARAMS.kvCapacityTokens, dialect);
     assert.deepEqual(info.epoch?.counters, { prompt_tokens_total: 0, generation_tokens_total: 0 }, dialect);
   }
+});
+
+// SGLang exports token_usage rounded to 2 decimals (scheduler: `round(token_usage, 2)`).
+const TRUE_CAPACITY = 500_000;
+const sglangScrape = (used: number, prompt = 1_000) => {
+  const usage = Math.round((used / TRUE_CAPACITY) * 100) / 100;
+  const text = `sglang:num_used_tokens{model_name="m"} ${used}\nsglang:token_usage{model_name="m"} ${usage}\nsglang:prompt_tokens_total{model_name="m"} ${prompt}\n`;
+  return readEngineCache(parsePrometheusText(text), "sglang");
+};
+
+test("SGLang estimate from the rounded token_usage: none at low usage, within 5 % above it", () => {
+  for (const used of [3_000, 7_400, 12_400, 47_000]) {
+    assert.equal(sglangScrape(used).capacityTokens, null, `used ${used}: the 2-decimal usage is too coarse`);
+    assert.equal(sglangScrape(used).capacityEstimated, true);
+  }
+  for (const used of [50_000, 76_000, 124_000, 250_000, 497_000]) {
+    const capacity = sglangScrape(used).capacityTokens;
+    assert.ok(capacity !== null && Math.abs(capacity - TRUE_CAPACITY) / TRUE_CAPACITY <= 0.05, `used ${used}: capacity ${capacity}`);
+  }
+});
+
+test("SGLang estimate with DP ranks: each rank's used tokens over its own usage, summed", () => {
+  // Two DP ranks of 250k tokens (two TP ranks each, repeating their values); rank 0 at 0.2, rank 1 at 0.6.
+  const line = (name: string, tp: number, dp: number, value: number) => `sglang:${name}{tp_rank="${tp}",dp_rank="${dp}"} ${value}`;
+  const ranks = [
+    { dp: 0, used: 50_000, usage: 0.2 },
+    { dp: 1, used: 150_000, usage: 0.6 },
+  ];
+  const text = ranks.flatMap((r) => [0, 1].flatMap((tp) => [line("num_used_tokens", tp, r.dp, r.used), line("token_usage", tp, r.dp, r.usage)])).join("\n");
+  assert.equal(readEngineCache(parsePrometheusText(text), "sglang").capacityTokens, 500_000);
+  const idleRank = text
+    .replace(/(token_usage\{tp_rank="\d",dp_rank="0"\}) 0.2/g, "$1 0.01")
+    .replace(/(num_used_tokens\{tp_rank="\d",dp_rank="0"\}) 50000/g, "$1 2500");
+  assert.equal(readEngineCache(parsePrometheusText(idleRank), "sglang").capacityTokens, null, "one rank's usage too coarse: no estimate");
+});
+
+test("a low SGLang reading of the same engine does not shrink the replica's budget and evict its routes", () => {
+  const index = new PrefixIndex({ capacityBlocks: 1_000_000 });
+  const truth = new CacheTruth(index);
+  const TPB = 512;
+  truth.engineMetrics("a", sglangScrape(250_000), TPB, 0); // busy: usage 0.5 gives the pool exactly, 976 blocks
+  assert.equal(index.replicaView("a").budget, 976);
+  const keys = traceBlockKeys(Array.from({ length: 900 }, (_, i) => i));
+  index.learn(keys, "a", "LOCAL", 1);
+  for (const used of [3_000, 76_000, 124_000, 0]) truth.engineMetrics("a", sglangScrape(used, 2_000), TPB, 2); // idle and rounded-low scrapes
+  assert.equal(index.match(keys, 3, ["a"]).depthByReplica.get("a"), 900, `routes left: ${index.replicaView("a").routes}`);
+  assert.equal(index.replicaView("a").budget, Math.floor(Math.round(76_000 / 0.15) / TPB), "the largest estimate of this engine stands");
+  // The engine restarted (its prompt-token counter went back): its own estimate replaces the old one.
+  truth.engineMetrics("a", sglangScrape(124_000, 10), TPB, 4);
+  assert.equal(index.replicaView("a").budget, Math.floor(496_000 / TPB));
 });

@@ -5,9 +5,13 @@
 //   SGLang  `sglang:max_total_num_tokens` (gauge, KV pool size in tokens) is exported by current
 //           releases (python/sglang/srt/metrics/collector.py @ 00ae9c15). Releases whose /metrics
 //           match docs/references/production_metrics.md (our fixture) lack it; their capacity is
-//           `num_used_tokens / token_usage`, readable whenever the engine holds any KV. Every TP rank
-//           exports the same pool and each DP rank has its own: ranks are combined by taking the
-//           largest value per dp_rank and summing over dp_ranks.
+//           estimated as `num_used_tokens / token_usage` per DP rank, summed over DP ranks (each DP
+//           rank has its own pool and its own usage). SGLang rounds token_usage to 2 decimals
+//           (`round(token_usage, 2)`), an error of up to 0.005, i.e. 0.005 / usage of the estimate:
+//           it is only taken when every rank's usage is at least MIN_ESTIMATE_USAGE (error <= 5 %),
+//           and marked `capacityEstimated` (CacheTruth keeps the largest estimate until the engine
+//           restarts, so a low reading never shrinks the replica's budget). Every TP rank exports the
+//           same values as its DP group: ranks are combined by taking the largest value per dp_rank.
 //   vLLM    `vllm:cache_config_info` (info gauge) carries num_gpu_blocks and block_size as labels in
 //           every version since 0.4 (aibrix fixture: v0.7); with enable_prefix_caching="False" the
 //           engine caches nothing and the capacity is 0. Usage is `vllm:kv_cache_usage_perc` from
@@ -18,6 +22,12 @@
 //           collector (vLLM's default registry; SGLang's multiprocess registry does not).
 import type { EngineCacheScrape, EngineKind } from "@meridian/routing";
 import { firstOf, sumOf, type ParsedMetrics, type PromSample } from "./prometheus-text";
+
+/** Largest error of SGLang's token_usage (rounded to 2 decimals), and the largest relative error
+ * accepted in a capacity estimated from it: 0.005 / usage <= 5 % needs a usage of at least 0.1. */
+const SGLANG_USAGE_ROUNDING = 0.005;
+const MAX_ESTIMATE_ERROR = 0.05;
+const MIN_ESTIMATE_USAGE = SGLANG_USAGE_ROUNDING / MAX_ESTIMATE_ERROR;
 
 export interface EngineCacheInfo extends EngineCacheScrape {
   /** The KV pool in tokens; the cache capacity is this, or 0 when the engine caches no prefixes. */
@@ -32,27 +42,41 @@ function finite(value: number | undefined): number | null {
   return value !== undefined && Number.isFinite(value) ? value : null;
 }
 
-/** Largest value per dp_rank, summed over dp_ranks (TP ranks repeat their DP group's pool). */
-function perDpRankTotal(samples: readonly PromSample[], name: string): number | null {
+/** Largest value per dp_rank (TP ranks repeat their DP group's values). */
+function perDpRank(samples: readonly PromSample[], name: string): Map<string, number> {
   const byRank = new Map<string, number>();
   for (const sample of samples) {
     if (sample.name !== name || !Number.isFinite(sample.value)) continue;
     const rank = sample.labels["dp_rank"] ?? "";
     byRank.set(rank, Math.max(byRank.get(rank) ?? -Infinity, sample.value));
   }
+  return byRank;
+}
+
+/** Largest value per dp_rank, summed over dp_ranks. */
+function perDpRankTotal(samples: readonly PromSample[], name: string): number | null {
+  const byRank = perDpRank(samples, name);
   if (byRank.size === 0) return null;
   let total = 0;
   for (const value of byRank.values()) total += value;
   return total;
 }
 
-function sglangCapacity(parsed: ParsedMetrics): number | null {
+/** The KV pool the engine states, else the estimate from num_used_tokens / token_usage per DP rank
+ * (null unless every rank's usage is high enough for the 2-decimal rounding to matter little). */
+function sglangCapacity(parsed: ParsedMetrics): { tokens: number | null; estimated: boolean } {
   const direct = perDpRankTotal(parsed.samples, "sglang:max_total_num_tokens");
-  if (direct !== null && direct > 0) return direct;
-  const used = perDpRankTotal(parsed.samples, "sglang:num_used_tokens");
-  const usage = finite(firstOf(parsed, "sglang:token_usage")?.value);
-  if (used !== null && usage !== null && usage > 0 && usage <= 1) return Math.round(used / usage);
-  return null;
+  if (direct !== null && direct > 0) return { tokens: direct, estimated: false };
+  const used = perDpRank(parsed.samples, "sglang:num_used_tokens");
+  const usage = perDpRank(parsed.samples, "sglang:token_usage");
+  if (usage.size === 0) return { tokens: null, estimated: false };
+  let total = 0;
+  for (const [rank, fraction] of usage) {
+    const tokens = used.get(rank);
+    if (tokens === undefined || !(fraction >= MIN_ESTIMATE_USAGE && fraction <= 1)) return { tokens: null, estimated: true };
+    total += tokens / fraction;
+  }
+  return { tokens: Math.round(total), estimated: true };
 }
 
 function vllmConfig(parsed: ParsedMetrics): { kvTokens: number | null; caching: boolean; blockTokens: number | null } {
@@ -77,8 +101,8 @@ export function readEngineCache(parsed: ParsedMetrics, dialect: EngineKind): Eng
   const epoch = startTimeSec === null && Object.keys(counters).length === 0 ? null : { startTimeSec, counters };
   if (dialect === "sglang") {
     const used = perDpRankTotal(parsed.samples, "sglang:num_used_tokens");
-    const kvTokens = sglangCapacity(parsed);
-    return { capacityTokens: kvTokens, kvTokens, usedTokens: used, blockTokens: null, epoch };
+    const { tokens: kvTokens, estimated } = sglangCapacity(parsed);
+    return { capacityTokens: kvTokens, kvTokens, usedTokens: used, blockTokens: null, epoch, ...(estimated ? { capacityEstimated: true } : {}) };
   }
   const { kvTokens, caching, blockTokens } = vllmConfig(parsed);
   const usage = finite(sumOf(parsed, "vllm:kv_cache_usage_perc") ?? sumOf(parsed, "vllm:gpu_cache_usage_perc"));

@@ -159,6 +159,24 @@ describe("cache-report feedback", () => {
     assert.equal(lower.reportedBlocks, 20);
     assert.equal(index.match(keys, 6_000).maxDepth, 20);
   });
+
+  it("chat units: a report one block short (within the rounding slack) leaves the horizon and older routes alone", () => {
+    const index = new PrefixIndex({ capacityBlocks: 1000 });
+    const tpb = 16;
+    const convo = traceBlockKeys([11, ...Array.from({ length: 30 }, (_, i) => 1_000 + i)]); // a conversation 60 s old
+    index.learn(convo, "r", "LOCAL", 0);
+    index.learn(traceBlockKeys([11, 2_000, 2_001]), "r", "LOCAL", 59_000); // 1 s ago: refreshed the shared first block
+    const keys = traceBlockKeys([11, 3_000, 3_001, 3_002]); // shares only the first (system prompt) block
+    const chat: RequestView = { keys, inputTokens: 60, tokensPerBlock: tpb, sessionKey: "s", clientRegion: "us" };
+    const snap = dispatch(index, chat, "r", 60_000);
+    assert.equal(snap.predictedBlocks, 1);
+    // The engine counted 75 prompt tokens (template tokens in front) and cached none: its KV page was
+    // not filled by the shared text. One block short of the prediction is rounding.
+    const result = applyCacheReport(index, snap, { cachedTokens: 0, promptTokens: 75 }, 60_500);
+    assert.equal(result.verdict, "as-predicted");
+    assert.equal(result.horizonMs, null, "the horizon fell to the shared block's 1 s age");
+    assert.equal(index.match(convo, 61_000).depthByReplica.get("r"), convo.length, "the engine's older conversation is hidden from routing");
+  });
 });
 
 describe("horizon bracket", () => {

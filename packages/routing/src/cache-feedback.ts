@@ -19,7 +19,8 @@
 //                         re-learned by later requests still yields the ages it had for this one.
 //                         A report only counts as age evidence when its lost block is OLDER than its
 //                         last held one: a cut inside one learn (an engine's page rounding, a flush)
-//                         says nothing about time.
+//                         says nothing about time. A report within the rounding slack (as-predicted)
+//                         brackets at the predicted depth: it does not say the predicted blocks were lost.
 //   a lost cache          an LRU cache under load does not start evicting blocks four times younger
 //                         than it kept a moment ago: a report whose lost block is younger than a
 //                         quarter of what the index believed the replica keeps (its horizon, or
@@ -194,7 +195,9 @@ export function applyCacheReport(index: PrefixIndex, snap: DispatchSnapshot, rep
     index.learn(prefix, snap.replicaId, "LOCAL", now);
     learned = reportedBlocks;
   }
-  const bracket = horizonBracket(snap, reportedBlocks);
+  // Within the rounding slack the report is consistent with the prediction: it brackets the horizon as
+  // the prediction would (one block short by an engine's page alignment is no sign that block aged out).
+  const bracket = horizonBracket(snap, verdict === "as-predicted" ? predicted : reportedBlocks);
   const horizon = nextHorizon(view.horizonMs, bracket);
   if (horizon !== view.horizonMs) index.setReplicaHorizon(snap.replicaId, horizon);
   const cacheLost = verdict === "lower" && bracket !== null && snap.keepMs !== null && bracket.lostAge < snap.keepMs * CACHE_LOSS_RATIO;

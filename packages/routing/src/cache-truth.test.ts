@@ -58,6 +58,28 @@ describe("CacheTruth", () => {
     assert.equal(truth.state("a", 3_000).lastClearReason, "cache-lost");
   });
 
+  it("zero-cached reports within the rounding slack (one predicted block, page alignment) do not clear the replica", () => {
+    const { index, truth } = setup();
+    const tpb = 16; // chat blocks of ~16 estimated tokens: the engine's counts differ, one block of slack
+    const convo = traceBlockKeys([11, ...Array.from({ length: 30 }, (_, i) => 1_000 + i)]);
+    index.learn(convo, "a", "LOCAL", 1_000); // a long conversation the engine still holds
+    let cleared = false;
+    for (let i = 0; i < 4; i++) {
+      const keys = traceBlockKeys([11, 2_000 + i * 10, 2_001 + i * 10]); // shares only the system prompt's block
+      const v: RequestView = { keys, inputTokens: 40, tokensPerBlock: tpb, sessionKey: `s${i}`, clientRegion: "us" };
+      const now = 10_000 + i * 1_000;
+      const decision: Decision = { choice: "a", scores: [{ id: "a", score: 0, matchedBlocks: 1 }], predictedCachedTokens: tpb };
+      const snap = truth.dispatch(v, decision, now);
+      index.learn(keys, "a", "LOCAL", now + 50);
+      const out = truth.report(snap, { cachedTokens: 0, promptTokens: 52 }, now + 500);
+      assert.equal(out.feedback.verdict, "as-predicted");
+      cleared ||= out.cleared;
+    }
+    assert.equal(cleared, false, "cleared as cache-lost");
+    assert.equal(truth.state("a", 14_000).clears, 0);
+    assert.equal(index.match(convo, 14_000, ["a"]).depthByReplica.get("a"), convo.length);
+  });
+
   it("sizes a replica's part of the index from its KV capacity, the operator's override first", () => {
     const { index, truth } = setup();
     truth.engineMetrics("a", { capacityTokens: 10 * TPB, epoch: null }, TPB, 0);
@@ -73,6 +95,24 @@ describe("CacheTruth", () => {
     index.learn(chain(5, 30), "a", "LOCAL", 2);
     assert.equal(index.replicaView("a").routes, 20);
     assert.throws(() => truth.setCapacityOverride("a", -1, TPB), /capacityTokens/);
+  });
+
+  it("an estimated capacity never shrinks within one engine process; a restart or a stated pool replaces it", () => {
+    const { index, truth } = setup();
+    const epoch = (prompt: number) => ({ startTimeSec: null, counters: { prompt_tokens_total: prompt } });
+    const estimate = (tokens: number | null, prompt: number) => ({ capacityTokens: tokens, capacityEstimated: true, epoch: epoch(prompt) });
+    truth.engineMetrics("a", estimate(100 * TPB, 10), TPB, 0);
+    index.learn(chain(7, 100), "a", "LOCAL", 1);
+    truth.engineMetrics("a", estimate(96 * TPB, 20), TPB, 2); // the rounded usage read high: a lower estimate
+    truth.engineMetrics("a", estimate(null, 30), TPB, 3); // usage too low to estimate
+    assert.equal(index.replicaView("a").budget, 100);
+    assert.equal(index.replicaView("a").routes, 100, "routes the engine holds were evicted by a noisy reading");
+    truth.engineMetrics("a", estimate(104 * TPB, 40), TPB, 4);
+    assert.equal(index.replicaView("a").budget, 104, "a larger estimate raises it");
+    truth.engineMetrics("a", estimate(90 * TPB, 5), TPB, 5); // the counter went back: a new process
+    assert.equal(index.replicaView("a").budget, 90);
+    truth.engineMetrics("a", { capacityTokens: 80 * TPB, epoch: epoch(50) }, TPB, 6); // the engine states its pool
+    assert.equal(index.replicaView("a").budget, 80);
   });
 
   it("tracks accuracy over its window and says when a replica reports no cached tokens at all", () => {

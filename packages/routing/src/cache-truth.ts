@@ -6,7 +6,8 @@
 //   report    when a response's usage arrives: apply the cached-token feedback, record the prediction
 //             in the replica's rolling accuracy window, and clear the replica's routes when its cache
 //             was emptied: a report that lost blocks far younger than the replica keeps
-//             (cache-feedback.ts), or a run of zero-cached reports on predicted hits (engine-restart.ts).
+//             (cache-feedback.ts), or a run of zero-cached reports on predicted hits beyond the
+//             feedback's rounding slack (engine-restart.ts).
 //   metrics   on each engine scrape: clear the replica's routes when the engine restarted, and size
 //             its part of the index to the engine's KV capacity (the operator's override wins).
 //
@@ -28,6 +29,10 @@ type ClearReason = IndexClearReason;
 export interface EngineCacheScrape {
   /** KV pool size in tokens, or null when the metrics do not say. */
   capacityTokens: number | null;
+  /** True when the capacity is (or, null, could not be) estimated from a rounded usage gauge (SGLang
+   * without max_total_num_tokens) rather than stated by the engine: the largest estimate stands until
+   * the engine restarts (engineMetrics). */
+  capacityEstimated?: boolean;
   epoch: EngineEpoch | null;
 }
 
@@ -60,6 +65,8 @@ interface ReplicaTruth {
   window: PredictionWindow;
   epoch: EngineEpoch | null;
   scrapedCapacity: number | null;
+  /** Whether scrapedCapacity is an estimate (EngineCacheScrape.capacityEstimated). */
+  capacityEstimated: boolean;
   overrideCapacity: number | null;
   clears: number;
   lastClearAt: number | null;
@@ -105,7 +112,10 @@ export class CacheTruth {
     const cached = feedback.verdict === "unreported" ? null : usageNumber(usage?.cachedTokens);
     truth.window.add(now, snap.predictedTokens, cached === null ? null : (feedback.reportedTokens ?? cached));
     if (stale) return { feedback, cleared: false };
-    const zeroRun = this.zeroRuns.observe(snap.replicaId, snap.predictedTokens, cached);
+    // Only a zero on a prediction beyond the rounding slack ("lower") says the engine lost what the index
+    // holds; a zero within it (one block predicted, none served after the engine's page alignment) neither
+    // extends nor breaks the run.
+    const zeroRun = this.zeroRuns.observe(snap.replicaId, feedback.verdict === "lower" ? snap.predictedTokens : 0, cached);
     const cleared = feedback.cacheLost || zeroRun;
     if (cleared) this.clear(snap.replicaId, now, "cache-lost");
     return { feedback, cleared };
@@ -120,7 +130,15 @@ export class CacheTruth {
       truth.epoch = scrape.epoch;
       if (restarted) this.clear(replicaId, now, "engine-restart");
     }
-    truth.scrapedCapacity = checkCapacity("capacityTokens", scrape.capacityTokens ?? null);
+    const capacity = checkCapacity("capacityTokens", scrape.capacityTokens ?? null);
+    // An estimated capacity moves with the rounding of the gauge it comes from while the engine's pool
+    // does not: within one engine process the largest estimate stands (a missing one keeps it), so a
+    // low reading never shrinks the budget and evicts routes the engine still holds. A restart, or the
+    // engine stating its pool, replaces it.
+    const estimated = scrape.capacityEstimated === true;
+    const keep = estimated && truth.capacityEstimated && !restarted && truth.scrapedCapacity !== null;
+    truth.scrapedCapacity = keep ? Math.max(truth.scrapedCapacity ?? 0, capacity ?? 0) : capacity;
+    truth.capacityEstimated = estimated;
     this.applyBudget(replicaId, truth, tokensPerBlock);
     return { restarted };
   }
@@ -188,6 +206,7 @@ export class CacheTruth {
         window: new PredictionWindow(this.windowMs),
         epoch: null,
         scrapedCapacity: null,
+        capacityEstimated: false,
         overrideCapacity: null,
         clears: 0,
         lastClearAt: null,

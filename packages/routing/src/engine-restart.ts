@@ -7,7 +7,8 @@
 //                         ever grow within one process, so a drop means a restart even when the
 //                         engine exports no start time (SGLang in multiprocess mode does not).
 //   its cache reports     a run of requests on which the index predicted cached tokens and the
-//                         engine reported none. This also catches what metrics cannot show: SGLang's
+//                         engine reported none (CacheTruth feeds only predictions beyond the
+//                         feedback's one-block rounding slack: a one-block miss is page alignment). This also catches what metrics cannot show: SGLang's
 //                         /flush_cache, a cache reset, an engine swapped behind the same address.
 //                         One zero report is ordinary (a conversation evicted in the meantime; the
 //                         horizon feedback handles it); several in a row where the index expected

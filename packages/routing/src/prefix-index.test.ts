@@ -179,6 +179,27 @@ describe("PrefixIndex bounds", () => {
       ],
     );
   });
+
+  it("the per-block cap leaves no hole in a replica's chain: match() counts no block past the evicted one", () => {
+    const index = new PrefixIndex({ capacityBlocks: 1000, maxReplicasPerBlock: 2 });
+    const [a, b, c] = [11, 22, 33];
+    index.learn([a, b, c], "r1", "LOCAL", 1);
+    index.learn([a, b], "r2", "LOCAL", 2);
+    index.learn([a], "r1", "LOCAL", 3); // r1 served a prompt sharing only the first block
+    index.learn([a, b], "r3", "LOCAL", 4); // block b is full: r1's b (t=1) goes; then block a: r2's a (t=2)
+    assert.equal(
+      index.routesOf(b).some((x) => x.replicaId === "r1"),
+      false,
+    );
+    assert.equal(index.match([a, b, c], 5, ["r1"]).depthByReplica.get("r1"), 1, "r1 credited with blocks past the missing block b");
+    assert.deepEqual(index.holdingProfile([a, b, c], "r1", 5), { depth: 1, runs: [{ end: 1, learnedAt: 3 }] });
+    assert.deepEqual(
+      [c, b].map((k) => index.routesOf(k).map((x) => x.replicaId)),
+      [[], ["r3"]],
+      "r1's c and r2's b (past their evicted blocks) are gone",
+    );
+    assert.equal(index.match([a, b], 5).depthByReplica.get("r3"), 2);
+  });
 });
 
 describe("PrefixIndex maintenance", () => {

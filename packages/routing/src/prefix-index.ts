@@ -60,11 +60,7 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
   /** Drops every route and resets the counters. Budgets and horizons stay. */
   clear(): void {
     this.reset();
-    this.evictions = 0;
-    this.expirations = 0;
-    this.hits = 0;
-    this.lookups = 0;
-    this.matchedBlockSum = 0;
+    this.evictions = this.expirations = this.hits = this.lookups = this.matchedBlockSum = 0;
   }
 
   private reset(): void {
@@ -420,8 +416,9 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
   }
 
   /** Enforces maxReplicasPerBlock before a new route joins `key`'s chain: the route learned longest
-   * ago goes. That is not always the chain's last: a re-learned route keeps its place in the chain
-   * and only its time moves. */
+   * ago goes (not always the chain's last: a re-learned route keeps its place, only its time moves),
+   * and with it its replica's routes learned no later (its list's tail): a suffix of each of its
+   * chains, so none keeps deeper blocks past the hole for match() and holdingProfile() to count. */
   private makeRoomOnBlock(key: number): void {
     const t = this.findTable(key);
     if (t < 0) return;
@@ -431,7 +428,11 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
       length++;
       if (oldest === NIL || (this.slotLearnedAt[s] as number) <= (this.slotLearnedAt[oldest] as number)) oldest = s;
     }
-    if (length >= this.maxReplicasPerBlock) this.evict(oldest);
+    if (length < this.maxReplicasPerBlock) return;
+    const r = this.slotReplica[oldest] as number;
+    const at = this.slotLearnedAt[oldest] as number;
+    this.evict(oldest);
+    for (let s = this.replicaTail[r] ?? NIL; s !== NIL && (this.slotLearnedAt[s] as number) <= at; s = this.replicaTail[r] ?? NIL) this.evict(s);
   }
 
   private allocateSlot(): number {
@@ -484,9 +485,8 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
   /** Reclaims expired routes from the LRU tails. Routes deeper in a list may also be expired; they
    * are ignored by match() and reclaimed when they reach a tail. */
   private sweepExpired(now: number): void {
-    const expiredBefore = now - this.ttlMs;
-    this.sweepList(REMOTE, expiredBefore);
-    this.sweepList(LOCAL, expiredBefore);
+    this.sweepList(REMOTE, now - this.ttlMs);
+    this.sweepList(LOCAL, now - this.ttlMs);
   }
 
   private sweepList(trust: number, expiredBefore: number): void {
