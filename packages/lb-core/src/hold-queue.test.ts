@@ -37,6 +37,18 @@ describe("HoldQueue", () => {
     assert.equal(q.length, 0);
   });
 
+  it("expires the head at exactly the time nextExpiryAt() names, fractional times included", () => {
+    // (5699.95 + 30000) - 5699.95 is 29999.999999999996 in floating point: a wake-up armed for the
+    // named time used to expire nothing and re-arm itself there for ever.
+    for (let i = 0; i < 2_000; i++) {
+      const q = new HoldQueue<number>();
+      const enqueuedAt = i * 0.05 + 0.01 * (i % 7);
+      q.push(i, enqueuedAt, 10);
+      const at = q.nextExpiryAt(30_000) as number;
+      assert.deepEqual(q.expire(at, 30_000), [i], `enqueued at ${enqueuedAt}, expired at ${at}`);
+    }
+  });
+
   it("removes a cancelled request, clears on shutdown, and keeps memory bounded over long use", () => {
     const q = new HoldQueue<number>();
     q.push(1, 0, 5);

@@ -79,7 +79,10 @@ export class HoldQueue<T> {
     const out: T[] = [];
     for (;;) {
       const waiting = this.items[this.head];
-      if (waiting === undefined || now - waiting.enqueuedAt < maxWaitMs) break;
+      // The same sum nextExpiryAt() names: in floating point `now - enqueuedAt < maxWaitMs` can hold at
+      // `now = enqueuedAt + maxWaitMs` ((5699.95 + 30000) - 5699.95 = 29999.999999999996), and a
+      // wake-up armed for that time expired nothing and re-armed itself for ever (the simulator hung).
+      if (waiting === undefined || now < waiting.enqueuedAt + maxWaitMs) break;
       out.push(waiting.item);
       this.items[this.head++] = undefined;
     }

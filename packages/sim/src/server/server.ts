@@ -338,6 +338,12 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
         throw new OpenAIError(404, `Invalid URL (${method} ${path})`);
       }
     } catch (error) {
+      // A client that hung up mid-upload ("aborted") is no engine fault: nobody is left to answer,
+      // and logging it as an internal error made every client timeout look like an engine crash.
+      if (req.destroyed && !(error instanceof OpenAIError)) {
+        res.destroy();
+        return;
+      }
       const failure =
         error instanceof OpenAIError
           ? error

@@ -59,6 +59,26 @@ describe("trace reader", () => {
     assert.throws(() => parseTraceText(GOOD(0, [0, -1]), { source: "t.jsonl" }), /t\.jsonl:1: hash_ids\.1: /);
   });
 
+  it("reads a file that starts with a UTF-8 byte-order mark like the same file without it", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "meridian-bom-"));
+    try {
+      const path = join(dir, "trace.jsonl");
+      await writeFile(path, `\uFEFF${GOOD(0, [0, 1])}\n${GOOD(5, [0, 2])}\n`);
+      assert.deepEqual(
+        (await loadTrace(path)).map((r) => r.hashIds),
+        [
+          [0, 1],
+          [0, 2],
+        ],
+      );
+      assert.equal(parseTraceText(`\uFEFF${GOOD(0, [7])}`, { source: "t.jsonl" }).length, 1);
+      // Only a file's first character is a byte-order mark; elsewhere U+FEFF is a bad row.
+      assert.throws(() => parseTraceText(`${GOOD(0, [7])}\n\uFEFF${GOOD(1, [8])}`, { source: "t.jsonl" }), /t\.jsonl:2: invalid JSON/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("fails clearly on a missing file", async () => {
     await assert.rejects(loadTrace("/nonexistent/dir/trace.jsonl"), { message: "trace file not found: /nonexistent/dir/trace.jsonl" });
   });

@@ -67,7 +67,10 @@ class RowParser {
   }
 
   /** The requests a line releases: none for a blank, skipped, held or out-of-window line. */
-  parseLine(text: string, line: number): readonly TraceRequest[] {
+  parseLine(lineText: string, line: number): readonly TraceRequest[] {
+    // A file saved with a UTF-8 byte-order mark (Windows tools) starts with an invisible U+FEFF,
+    // which JSON.parse refuses as an "unexpected token" nobody can see.
+    const text = line === 1 && lineText.startsWith("\uFEFF") ? lineText.slice(1) : lineText;
     if (text.trim() === "") return NONE;
     let raw: unknown;
     try {
