@@ -1,7 +1,7 @@
 import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { CacheTruth, PrefixIndex, traceBlockKeys } from "@meridian/routing";
+import { CacheTruth, engineRestarted, PrefixIndex, traceBlockKeys } from "@meridian/routing";
 import { readEngineCache } from "./engine-cache";
 import { parsePrometheusText } from "./prometheus-text";
 
@@ -13,7 +13,10 @@ test("SGLang (docs-example release, no max_total_num_tokens): capacity is num_us
   assert.equal(info.usedTokens, 123_859);
   assert.deepEqual(info.epoch, {
     startTimeSec: null,
-    counters: { prompt_tokens_total: 8_128_902, generation_tokens_total: 7_557_572 },
+    counters: {
+      'prompt_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct"}': 8_128_902,
+      'generation_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct"}': 7_557_572,
+    },
   });
 });
 
@@ -32,7 +35,13 @@ test("vLLM: capacity is num_gpu_blocks x block_size from cache_config_info, 0 wi
   const off = readEngineCache(parsePrometheusText(text), "vllm");
   assert.equal(off.capacityTokens, 0, "the fixture's engine ran with enable_prefix_caching=False");
   assert.equal(off.blockTokens, 16);
-  assert.deepEqual(off.epoch, { startTimeSec: null, counters: { prompt_tokens_total: 148, generation_tokens_total: 955 } });
+  assert.deepEqual(off.epoch, {
+    startTimeSec: null,
+    counters: {
+      'prompt_tokens_total{model_name="Qwen/Qwen2.5-Coder-1.5B-Instruct"}': 148,
+      'generation_tokens_total{model_name="Qwen/Qwen2.5-Coder-1.5B-Instruct"}': 955,
+    },
+  });
   const on = readEngineCache(parsePrometheusText(text.replace('enable_prefix_caching="False"', 'enable_prefix_caching="True"')), "vllm");
   assert.equal(on.capacityTokens, 81_767 * 16);
   assert.equal(on.usedTokens, 0);
@@ -71,7 +80,7 @@ test("the simulated engine exports the same capacity and process identity in bot
     const text = new EngineMetrics(engine, dialect, "m").render(0);
     const info = readEngineCache(parsePrometheusText(text), dialect);
     assert.equal(info.capacityTokens, DEMO_ENGINE_PARAMS.kvCapacityTokens, dialect);
-    assert.deepEqual(info.epoch?.counters, { prompt_tokens_total: 0, generation_tokens_total: 0 }, dialect);
+    assert.deepEqual(info.epoch?.counters, { 'prompt_tokens_total{model_name="m"}': 0, 'generation_tokens_total{model_name="m"}': 0 }, dialect);
   }
 });
 
@@ -123,4 +132,14 @@ test("a low SGLang reading of the same engine does not shrink the replica's budg
   // The engine restarted (its prompt-token counter went back): its own estimate replaces the old one.
   truth.engineMetrics("a", sglangScrape(124_000, 10), TPB, 4);
   assert.equal(index.replicaView("a").budget, Math.floor(496_000 / TPB));
+});
+
+test("a counter series missing from one scrape is no restart; one that goes back is", () => {
+  const series = (dp: number, value: number) => `sglang:prompt_tokens_total{model_name="m",dp_rank="${dp}"} ${value}`;
+  const epochOf = (text: string) => readEngineCache(parsePrometheusText(text), "sglang").epoch!;
+  const both = epochOf([series(0, 5_000), series(1, 7_000)].join("\n"));
+  const rankLate = epochOf(series(0, 5_100)); // rank 1 answered after the scrape: the sum fell by 6,900
+  assert.equal(engineRestarted(both, rankLate), false);
+  assert.equal(engineRestarted(rankLate, epochOf([series(0, 5_200), series(1, 7_100)].join("\n"))), false);
+  assert.equal(engineRestarted(both, epochOf([series(0, 10), series(1, 7_100)].join("\n"))), true, "rank 0's counter went back");
 });

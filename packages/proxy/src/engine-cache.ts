@@ -89,14 +89,31 @@ function vllmConfig(parsed: ParsedMetrics): { kvTokens: number | null; caching: 
   return { kvTokens, caching: info.labels["enable_prefix_caching"]?.toLowerCase() !== "false", blockTokens: size };
 }
 
+/**
+ * The cumulative token counters that identify an engine process, one entry per series (name and
+ * labels): a counter that goes back is a restart (routing's engineRestarted). Per series, not summed:
+ * a series missing from one scrape (a DP rank that answered late) lowered the sum, which read as a
+ * restart and cleared the replica's routes.
+ */
+function processCounters(parsed: ParsedMetrics, dialect: EngineKind): Record<string, number> {
+  const counters: Record<string, number> = {};
+  for (const name of ["prompt_tokens_total", "generation_tokens_total"]) {
+    for (const sample of parsed.samples) {
+      if (sample.name !== `${dialect}:${name}` || !Number.isFinite(sample.value)) continue;
+      const labels = Object.keys(sample.labels)
+        .sort()
+        .map((key) => `${key}=${JSON.stringify(sample.labels[key])}`)
+        .join(",");
+      counters[`${name}{${labels}}`] = sample.value;
+    }
+  }
+  return counters;
+}
+
 /** Capacity, usage and process identity from parsed /metrics of the given dialect. Never throws:
  * what the metrics do not say is null. */
 export function readEngineCache(parsed: ParsedMetrics, dialect: EngineKind): EngineCacheInfo {
-  const counters: Record<string, number> = {};
-  for (const name of ["prompt_tokens_total", "generation_tokens_total"]) {
-    const value = finite(sumOf(parsed, `${dialect}:${name}`));
-    if (value !== null) counters[name] = value;
-  }
+  const counters = processCounters(parsed, dialect);
   const startTimeSec = finite(firstOf(parsed, "process_start_time_seconds")?.value);
   const epoch = startTimeSec === null && Object.keys(counters).length === 0 ? null : { startTimeSec, counters };
   if (dialect === "sglang") {

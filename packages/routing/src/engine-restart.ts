@@ -8,8 +8,9 @@
 //                         engine exports no start time (SGLang in multiprocess mode does not).
 //   its cache reports     a run of requests on which the index predicted cached tokens and the
 //                         engine reported none (CacheTruth feeds only predictions beyond the
-//                         feedback's one-block rounding slack: a one-block miss is page alignment). This also catches what metrics cannot show: SGLang's
-//                         /flush_cache, a cache reset, an engine swapped behind the same address.
+//                         feedback's one-block rounding slack: a one-block miss is page alignment).
+//                         This also catches what metrics cannot show: SGLang's /flush_cache, a
+//                         cache reset, an engine swapped behind the same address.
 //                         One zero report is ordinary (a conversation evicted in the meantime; the
 //                         horizon feedback handles it); several in a row where the index expected
 //                         hits are not.
@@ -18,7 +19,8 @@
 export interface EngineEpoch {
   /** process_start_time_seconds, or null when the engine does not export it. */
   startTimeSec: number | null;
-  /** Cumulative counters by name (prompt_tokens_total, generation_tokens_total, ...). */
+  /** Cumulative counters by series (name and labels, as the proxy keys them): a series missing
+   * from one scrape says nothing; one present in both that went back is a restart. */
   counters: Readonly<Record<string, number>>;
 }
 
