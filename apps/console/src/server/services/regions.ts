@@ -118,11 +118,18 @@ export async function deleteRegion(rt: ServiceRuntime, actor: Actor, input: { id
     if (lbCount > 0 || replicaCount > 0) {
       throw precondition(`region "${before.name}" still has ${lbCount} load balancer(s) and ${replicaCount} replica(s); delete or move them first`);
     }
+    // Its client keys go with it (a foreign-key cascade): the audit names them, so that a key that
+    // stops working is traced to this delete rather than to no revocation at all.
+    const { clientKeys } = tx.tables;
+    const keys = await tx.db
+      .select({ id: clientKeys.id, name: clientKeys.name, revokedAt: clientKeys.revokedAt })
+      .from(clientKeys)
+      .where(eq(clientKeys.regionId, input.id));
     await tx.db.delete(regions).where(eq(regions.id, input.id));
     // Its RTTs, keyed by its name, would otherwise pass to a region created or renamed to that name.
     const { observedRtts } = tx.tables;
     await tx.db.delete(observedRtts).where(or(eq(observedRtts.fromRegion, before.name), eq(observedRtts.toRegion, before.name)));
-    await recordAudit(tx, actor, "region.delete", `region:${input.id}`, before, null);
+    await recordAudit(tx, actor, "region.delete", `region:${input.id}`, { ...before, clientKeys: keys }, null);
   });
 }
 

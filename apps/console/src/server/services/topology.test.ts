@@ -4,6 +4,7 @@ import { DomainError } from "../errors";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
 import { listAudit } from "./audit";
+import { createClientKey } from "./client-keys";
 import { createLb, deleteLb, entrypointMap, listLbs, setPolicy, updateLb } from "./lbs";
 import { createRegion, deleteRegion, listRegions, rttMatrix, updateRegion } from "./regions";
 import { createReplica, deleteReplica, listReplicas, setReplicaState, updateReplica } from "./replicas";
@@ -192,5 +193,13 @@ describe("observed RTTs follow their region", () => {
     await updateRegion(h.rt, OPERATOR, { id: "ap", name: "us" });
     const rows = (await h.rt.store.db.select().from(observedRtts)).map((r) => `${r.fromRegion}->${r.toRegion}:${r.rttMs}`).sort();
     assert.deepEqual(rows, ["us->eu:200"], "only the renamed region's own RTT, under its new name");
+  });
+
+  test("a deleted region's client keys go with it, and its audit entry names them", async () => {
+    await createRegion(h.rt, OPERATOR, { name: "sa" });
+    const key = await createClientKey(h.rt, OPERATOR, { region: "sa", name: "mobile" });
+    await deleteRegion(h.rt, OPERATOR, { id: "sa" });
+    const [entry] = await listAudit(h.rt, { action: "region.delete", target: "region:sa" });
+    assert.deepEqual((entry?.before as { clientKeys?: unknown }).clientKeys, [{ id: key.id, name: "mobile", revokedAt: null }]);
   });
 });
