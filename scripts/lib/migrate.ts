@@ -13,7 +13,8 @@ const root = resolve(fileURLToPath(import.meta.url), "..", "..", "..");
 const env = z.object({ DATABASE_URL: z.string().optional(), MERIDIAN_DB_PATH: z.string().min(1).default("data/meridian.db") }).parse(process.env);
 const path = isAbsolute(env.MERIDIAN_DB_PATH) ? env.MERIDIAN_DB_PATH : resolve(root, env.MERIDIAN_DB_PATH);
 try {
-  const database = createDatabase({ DATABASE_URL: env.DATABASE_URL || undefined, sqlitePath: path });
+  // Trimmed, and blank = unset, as the console reads it (apps/console/src/env.ts): both must open the same store.
+  const database = createDatabase({ DATABASE_URL: env.DATABASE_URL?.trim() || undefined, sqlitePath: path });
   try {
     await database.migrate();
   } finally {
