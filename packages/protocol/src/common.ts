@@ -13,6 +13,15 @@ import {
 // Field builders shared by the wire schemas. zod 4's z.number() already rejects NaN and ±Infinity.
 
 export const nonEmptyString = z.string().min(1, { error: "must not be empty" });
+/** An LB's, replica's or peer's id, or a region's name: the proxy sends them in HTTP headers
+ * (x-meridian-lb, x-meridian-replica, x-meridian-src-region), which carry only visible ASCII. A
+ * config with "レプリカ-1" validated and then answered every request 502. */
+export const headerSafeId = z
+  .string()
+  .min(1, { error: "must not be empty", abort: true })
+  .regex(/^[\x21-\x7e]+$/, {
+    error: "must be visible ASCII without spaces (it is sent in HTTP headers), e.g. us-ashburn-1",
+  });
 export const count = z.int().nonnegative();
 export const positiveInt = z.int().positive();
 /** The longest delay a Node timer holds (2^31 - 1 ms, about 24.8 days). setTimeout and setInterval

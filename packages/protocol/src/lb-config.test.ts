@@ -232,3 +232,15 @@ test("a tuner trial travels in the config; a bad one names its field, and an LB 
   assert.match(messageOf({ ...minimal, trial: { ...trial, candidate: { rtt: 20 } } }), /lbConfig\.trial\.candidate\.queue/);
   assert.match(messageOf({ ...minimal, trial: { ...trial, arms: 3 } }), /lbConfig\.trial/, "strict: an unknown key is an error");
 });
+
+test("ids and regions travel in HTTP headers: only visible ASCII, named when not", () => {
+  const replica = { id: "us-1", url: "http://127.0.0.1:8001", region: "us-ashburn", model: "m" };
+  assert.equal(parseLbConfig({ ...minimal, replicas: [replica] }).replicas[0]?.id, "us-1");
+  assert.match(messageOf({ ...minimal, lbId: "lb-東京" }), /lbConfig\.lbId: must be visible ASCII without spaces/);
+  assert.match(messageOf({ ...minimal, region: "us ashburn" }), /lbConfig\.region: must be visible ASCII/);
+  assert.match(messageOf({ ...minimal, replicas: [{ ...replica, id: "レプリカ-1" }] }), /lbConfig\.replicas\[0\]\.id: must be visible ASCII/);
+  assert.match(
+    messageOf({ ...minimal, peers: [{ id: "lb-eu", url: "http://127.0.0.1:9", region: "eu\tfra" }] }),
+    /lbConfig\.peers\[0\]\.region: must be visible ASCII/,
+  );
+});

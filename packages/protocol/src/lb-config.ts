@@ -6,6 +6,7 @@ import {
   durationMsOrZero,
   engineKind,
   httpUrl,
+  headerSafeId,
   nonEmptyString,
   policyName,
   positiveInt,
@@ -100,9 +101,9 @@ export const IndexSettingsSchema = z.strictObject({
 });
 
 export const ReplicaConfigSchema = z.strictObject({
-  id: nonEmptyString,
+  id: headerSafeId,
   url: httpUrl,
-  region: nonEmptyString,
+  region: headerSafeId,
   model: nonEmptyString,
   engine: engineKind.default("sglang"),
   state: replicaState.default("enabled"),
@@ -115,9 +116,9 @@ export const ReplicaConfigSchema = z.strictObject({
 });
 
 export const PeerConfigSchema = z.strictObject({
-  id: nonEmptyString,
+  id: headerSafeId,
   url: httpUrl,
-  region: nonEmptyString,
+  region: headerSafeId,
   /** SHA-256 (hex) of the peer's read-only credentials: the only bearer this LB accepts from it, and
    * only on GET /admin/peer and on requests it forwards (docs/ARCHITECTURE.md, "LB credentials"). */
   credentialHashes: PeerCredentialHashesSchema.default(() => []),
@@ -138,8 +139,8 @@ export const LbConfigSchema = z
     schema: schemaTag(LB_CONFIG_SCHEMA, [LB_CONFIG_SCHEMA_V1]),
     /** Config version, assigned by the console, monotonic per LB. Telemetry events carry it back. */
     version: z.int().nonnegative(),
-    lbId: nonEmptyString,
-    region: nonEmptyString,
+    lbId: headerSafeId,
+    region: headerSafeId,
     policy: policyName.default("gorgo"),
     weights: weights.default(() => ({ ...DEFAULT_WEIGHTS })),
     /** A tuner trial: a share of sessions routed with the candidate's weights. Absent: none. */

@@ -3,7 +3,8 @@
 // audited, and accepted by /api/entrypoints while active.
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
-import { eq } from "drizzle-orm";
+import { eq, isNull } from "drizzle-orm";
+import { MAX_CLIENT_KEYS_PER_CONFIG } from "@meridian/protocol";
 import { sha256Hex } from "@meridian/protocol/credentials";
 import { requireTokenOrSession } from "../auth/api-access";
 import { DomainError } from "../errors";
@@ -98,5 +99,25 @@ describe("client API keys", () => {
     assert.ok(audit.includes(`client-key.create client-key:${created.id}`));
     assert.ok(audit.includes(`client-key.revoke client-key:${created.id}`));
     assert.ok(!JSON.stringify(await listAudit(h.rt, { limit: 100 })).includes(created.key), "no key in the audit log");
+  });
+
+  test("the fleet's active keys stay within what one LB's config carries (an LB standing in for every region)", async () => {
+    const { clientKeys } = h.rt.store.tables;
+    const existing = (await h.rt.store.db.select({ id: clientKeys.id }).from(clientKeys).where(isNull(clientKeys.revokedAt))).length;
+    const regions = Math.ceil((MAX_CLIENT_KEYS_PER_CONFIG - existing) / 200);
+    for (let r = 0; r < regions; r++) {
+      await createRegion(h.rt, OPERATOR, { name: `bulk-${r}` });
+      const rows = Array.from({ length: Math.min(200, MAX_CLIENT_KEYS_PER_CONFIG - existing - r * 200) }, (_, i) => ({
+        id: `b${r}k${String(i).padStart(4, "0")}`.padEnd(12, "0"),
+        regionId: `bulk-${r}`,
+        name: `k${i}`,
+        sha256: sha256Hex(`bulk-${r}-${i}`),
+        createdAt: 1,
+        createdBy: "test",
+      }));
+      await h.rt.store.db.insert(clientKeys).values(rows);
+    }
+    await createRegion(h.rt, OPERATOR, { name: "one-more" });
+    await expectDomainError(() => createClientKey(h.rt, OPERATOR, { region: "one-more", name: "k" }), "busy", /the most one LB's config can carry/);
   });
 });

@@ -4,14 +4,15 @@
 // carry the hashes to the LBs that serve the region.
 import "server-only";
 import { and, eq, isNull } from "drizzle-orm";
+import { MAX_CLIENT_KEYS_PER_CONFIG } from "@meridian/protocol";
 import { generateClientKey, newClientKeyId, sha256Hex } from "@meridian/protocol/credentials";
 import { type Actor, recordAudit } from "../audit-trail";
 import { busy, conflict, notFound, precondition } from "../errors";
 import type { ServiceRuntime } from "./context";
 import { requireRegion } from "./regions";
 
-/** Active keys per region: the configs of the LBs serving several regions stay well under the
- * protocol's per-config bound, and so do the per-key metric series. */
+/** Active keys per region: the per-key metric series stay bounded. The fleet as a whole stays within
+ * the protocol's per-config bound (createClientKey). */
 const MAX_ACTIVE_KEYS_PER_REGION = 200;
 
 export interface ClientKeyView {
@@ -72,6 +73,14 @@ export async function createClientKey(
     if (active.some((k) => k.name === input.name)) throw conflict(`region "${region.name}" already has an active key named "${input.name}"`);
     if (active.length >= MAX_ACTIVE_KEYS_PER_REGION)
       throw busy(`region "${region.name}" has ${active.length} active keys, the most it may have; revoke one first`);
+    // After failovers one LB may stand in for every region and carry all their keys in its config,
+    // which holds at most MAX_CLIENT_KEYS_PER_CONFIG: past it that LB would get no config at all.
+    const fleetActive = (await tx.db.select({ id: clientKeys.id }).from(clientKeys).where(isNull(clientKeys.revokedAt))).length;
+    if (fleetActive >= MAX_CLIENT_KEYS_PER_CONFIG) {
+      throw busy(
+        `the fleet has ${fleetActive} active keys, the most one LB's config can carry (an LB standing in for every region after failovers carries them all); revoke one first`,
+      );
+    }
     let id = newClientKeyId();
     while ((await tx.db.select({ id: clientKeys.id }).from(clientKeys).where(eq(clientKeys.id, id)).limit(1)).length > 0) id = newClientKeyId();
     const key = generateClientKey(id);
