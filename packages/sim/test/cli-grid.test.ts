@@ -75,3 +75,29 @@ test("regime flags reject bad input with exit 2 and one line", async () => {
     assert.match(result.stderr, cases[i]![1]);
   });
 });
+
+test("grid reports small weights as run (significant digits), never rounded to 0", async () => {
+  const r = await runCli(["grid", ...SMALL_WINDOW, "--rtt-bounds", "1e-7,9e-7", "--queue-bounds", "0.1,0.2", "--points", "3", "--json", "--quiet"]);
+  assert.equal(r.code, 0, r.stderr);
+  const rtts = new Set((JSON.parse(r.stdout) as { points: { rtt: number }[] }).points.map((p) => p.rtt));
+  assert.deepEqual([...rtts].sort(), [1e-7, 3e-7, 9e-7].map((w) => Number(w.toPrecision(6))).sort());
+});
+
+test("grid with a default weight of 0 (the reward hack) reports no distance rather than 0", async () => {
+  const r = await runCli([
+    "grid",
+    ...SMALL_WINDOW,
+    "--rtt-bounds",
+    "0.5,1",
+    "--queue-bounds",
+    "0.1,0.2",
+    "--points",
+    "2",
+    "--weights",
+    "rtt=0.5,queue=0",
+    "--json",
+    "--quiet",
+  ]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal((JSON.parse(r.stdout) as { defaults: { log_distance_to_optimum: number | null } }).defaults.log_distance_to_optimum, null);
+});

@@ -70,8 +70,8 @@ export function LandscapeView({ result }: { result: GridResult }) {
           </table>
           <p className="muted small">
             The defaults give {defaults.p95_ratio_to_optimum?.toFixed(2) ?? "–"}× the optimum's p95 TTFT on this workload,{" "}
-            {defaults.log_distance_to_optimum.toFixed(2)} away in log-weight space. The landscape is simulated with the same weights on every LB; the live tuner
-            tunes one LB on live traffic.
+            {defaults.log_distance_to_optimum === null ? "an unbounded distance" : defaults.log_distance_to_optimum.toFixed(2)} away in log-weight space. The
+            landscape is simulated with the same weights on every LB; the live tuner tunes one LB on live traffic.
           </p>
         </div>
       </div>

@@ -115,6 +115,8 @@ export function parseWeights(raw: string, fallback: { rtt: number; queue: number
     if (seen.has(key)) throw new UsageError(`--weights: ${key} given twice`);
     seen.add(key);
     const n = Number(value);
+    // 0 stays allowed: it reproduces GORGO's reward hack (W_queue = 0, packages/sim/README.md), which
+    // no LB would accept.
     if (!Number.isFinite(n) || n < 0) throw new UsageError(`--weights: ${key} must be a number ≥ 0, got "${value}"`);
     weights[key] = n;
   }

@@ -2,7 +2,7 @@
 // workload (window, time scale, prompt length, client-mix shift), progress lines and JSON output.
 
 import { DEFAULT_WEIGHTS, WEIGHT_BOUNDS, type Weights } from "@meridian/routing";
-import type { WeightBounds } from "@meridian/tuner";
+import { DEFAULT_TUNER_CONFIG, type WeightBounds } from "@meridian/tuner";
 import { bundledTracePath, loadTrace, TraceRowError, type TraceRequest } from "@meridian/workload";
 import {
   buildSimRequests,
@@ -147,6 +147,11 @@ export function readTuner(flags: FlagReader, initial: Weights, tunerRuns: boolea
   }
   const window = flags.number("window", { min: 1, integer: true });
   const hop = flags.number("hop", { min: 1, integer: true });
+  // Said here as a usage error (exit 2, one line) rather than by the tuner mid-run (a stack trace).
+  if (mode !== "paper" && (window !== undefined || hop !== undefined)) throw new UsageError("--window and --hop apply to --mode paper only");
+  if (hop !== undefined && hop > (window ?? DEFAULT_TUNER_CONFIG.window)) {
+    throw new UsageError(`--hop ${hop} must not exceed --window ${window ?? DEFAULT_TUNER_CONFIG.window}`);
+  }
   return {
     evaluation: mode,
     guardrails,

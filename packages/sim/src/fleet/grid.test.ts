@@ -29,7 +29,7 @@ test("grid maps every point, picks the lowest p95 TTFT as the optimum and places
   assert.ok(json.defaults.p95_ratio_to_optimum! >= 1);
   assert.equal(json.defaults.rtt, 0.5);
   const expected = Math.hypot(Math.log(0.5 / json.optimum.rtt), Math.log(0.1 / json.optimum.queue));
-  assert.ok(Math.abs(json.defaults.log_distance_to_optimum - expected) < 1e-3);
+  assert.ok(Math.abs(json.defaults.log_distance_to_optimum! - expected) < 1e-3);
 });
 
 test("a grid over several seeds judges each point on every seed's requests pooled; one seed is simulateFleet's summary", async () => {

@@ -18,11 +18,17 @@ export function logSpaced(lo: number, hi: number, points: number): number[] {
   return Array.from({ length: points }, (_, i) => Math.exp(Math.log(lo) + (i / (points - 1)) * Math.log(hi / lo)));
 }
 
+/** A weight as the JSON reports it: six decimals, or six significant digits below 0.001, where six
+ * decimals would merge nearby points and report a weight of 0 (bounds such as [1e-7, 9e-7]). */
+function reported(weight: number): number {
+  return weight >= 1e-3 ? (roundOrNull(weight, 6) ?? weight) : Number(weight.toPrecision(6));
+}
+
 function point(spec: FleetSpec, requests: readonly SimRequest[], seeds: readonly number[], weights: Weights, index: IndexMode | undefined): GridPoint {
   const s = simulateFleetOverSeeds(spec, requests, { policy: "gorgo", weights, ...(index ? { index } : {}) }, seeds);
   return {
-    rtt: roundOrNull(weights.rtt, 6) ?? weights.rtt,
-    queue: roundOrNull(weights.queue, 6) ?? weights.queue,
+    rtt: reported(weights.rtt),
+    queue: reported(weights.queue),
     // A refused request counts as slower than any served one: no point wins by refusing.
     ttft_ms: { p50: roundOrNull(s.ttft_ms.p50, 1), p95: roundOrNull(s.ttft_p95_offered_ms, 1) },
     e2e_p95_ms: roundOrNull(s.e2e_ms.p95, 1),
@@ -76,7 +82,8 @@ export function grid(spec: FleetSpec, requests: readonly SimRequest[], seed: num
     defaults: {
       ...defaults,
       p95_ratio_to_optimum: roundOrNull(ratio ?? NaN, 4),
-      log_distance_to_optimum: roundOrNull(Math.hypot(Math.log(defaults.rtt / optimum.rtt), Math.log(defaults.queue / optimum.queue)), 4) ?? 0,
+      // null, not 0, when a weight of 0 (the reward hack) puts the defaults at no finite distance.
+      log_distance_to_optimum: roundOrNull(Math.hypot(Math.log(defaults.rtt / optimum.rtt), Math.log(defaults.queue / optimum.queue)), 4),
     },
   };
 }

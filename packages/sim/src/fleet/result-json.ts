@@ -189,6 +189,7 @@ export interface GridJson {
     /** Defaults' p95 TTFT / the optimum's. */
     p95_ratio_to_optimum: number | null;
     /** Euclidean distance to the optimum in (ln W_rtt, ln W_queue). */
-    log_distance_to_optimum: number;
+    /** null when a default weight of 0 (the reward hack) leaves no finite log distance. */
+    log_distance_to_optimum: number | null;
   };
 }

@@ -1,7 +1,7 @@
 // meridian-sim grid: the (W_rtt, W_queue) landscape on one workload, its optimum and the defaults' distance.
 
 import { grid } from "../../fleet";
-import type { FlagReader } from "../args";
+import { type FlagReader, UsageError } from "../args";
 import { describeRun, loadWorkload, progressReporter, readBounds, readCommon, readWeights, resolveTimeScale, writeJson } from "../common";
 import { gridTable } from "../tables";
 
@@ -9,6 +9,11 @@ export async function runGrid(flags: FlagReader): Promise<void> {
   const common = readCommon(flags);
   const defaults = readWeights(flags);
   const bounds = readBounds(flags);
+  // A landscape needs a range on each axis: with lo = hi the grid would be one row, reported as n × n.
+  for (const name of ["rtt", "queue"] as const) {
+    const [lo, hi] = bounds[name];
+    if (!(lo < hi)) throw new UsageError(`--${name}-bounds: a grid needs lo < hi, got ${lo},${hi}`);
+  }
   const points = flags.number("points", { min: 2, integer: true }) ?? 9;
   flags.rejectUnknown();
   const workload = await loadWorkload(common);
