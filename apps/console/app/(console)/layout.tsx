@@ -8,7 +8,9 @@ import { getRuntime } from "../../src/server/runtime/global";
 export default async function ConsoleLayout({ children }: { children: ReactNode }) {
   const user = await getSessionUser();
   if (!user) redirect("/login");
-  // Who leads the background duties (read per request: it changes when a console dies).
+  // Who leads the background duties, as of this render: the badge shows it until its own poll of
+  // /api/health answers (the layout does not re-render on navigation, and leadership changes when a
+  // console dies).
   const { isLeader, leaderUrl, term } = (await getRuntime({ start: true })).leadership.view();
   return (
     <AppShell user={{ username: user.username, role: user.role }} leadership={{ isLeader, leaderUrl, term }}>

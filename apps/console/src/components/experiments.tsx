@@ -15,6 +15,15 @@ import { useInvalidateAll } from "./use-action";
 
 const DEFAULT_POLICIES: ExperimentPolicy[] = ["gorgo", "least-request", "prefix-cache", "round-robin"];
 
+/** A field's name with the values it accepts beside it, so an out-of-range value is no surprise. */
+function RangeLabel({ name, range }: { name: string; range: string }) {
+  return (
+    <>
+      {name} <span className="muted small">{range}</span>
+    </>
+  );
+}
+
 function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
   const trpc = useTRPC();
   const traces = useQuery(trpc.experiments.traces.queryOptions());
@@ -78,8 +87,15 @@ function RunForm({ onStarted }: { onStarted: (id: string) => void }) {
               <option value="global">global (an LB and clients in every region)</option>
             </select>
           </label>
-          <NumberField label="Prompt length factor" fractional value={promptFactor} onChange={setPromptFactor} testId="experiment-grid-prompt" />
-          <NumberField label="Points per axis" value={points} onChange={setPoints} testId="experiment-grid-points" />
+          {/* The ranges the server accepts (routers/experiments.ts), beside the fields as the tuner's bounds are. */}
+          <NumberField
+            label={<RangeLabel name="Prompt length factor" range="(0, 1]" />}
+            fractional
+            value={promptFactor}
+            onChange={setPromptFactor}
+            testId="experiment-grid-prompt"
+          />
+          <NumberField label={<RangeLabel name="Points per axis" range="2–12" />} value={points} onChange={setPoints} testId="experiment-grid-points" />
         </fieldset>
       ) : null}
       <fieldset className="wide" hidden={kind === "grid"}>

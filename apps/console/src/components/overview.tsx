@@ -5,6 +5,7 @@ import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { fmtAgo, fmtClock, fmtMs, fmtNum, fmtPct, fmtWeight } from "../lib/format";
+import { hasRequests, hasTtft } from "../lib/series";
 import { LATEST_TTFT_MAX_AGE_MS, REPLICA_STATS_WINDOW_MS, windowLabel } from "../lib/stats-windows";
 import { RequestsChart, TtftChart } from "./charts";
 import { EntrypointAlarms } from "./entrypoints";
@@ -145,10 +146,10 @@ export function OverviewPage() {
               </div>
               <div className="grid-2">
                 <Panel title="Global TTFT (rolling)">
-                  {d.ttftSeries.length === 0 ? <div className="state state-empty">No traffic measured yet.</div> : <TtftChart series={d.ttftSeries} />}
+                  {!hasTtft(d.ttftSeries) ? <div className="state state-empty">No traffic measured yet.</div> : <TtftChart series={d.ttftSeries} />}
                 </Panel>
                 <Panel title="Requests and errors per second">
-                  {d.requestSeries.length === 0 ? (
+                  {!hasRequests(d.requestSeries) ? (
                     <div className="state state-empty">No traffic measured yet.</div>
                   ) : (
                     <RequestsChart series={d.requestSeries} />

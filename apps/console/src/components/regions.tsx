@@ -65,7 +65,8 @@ function RegionRowView({ region, canMutate }: { region: RegionRow; canMutate: bo
             className="inline-form"
             onSubmit={(e) => {
               e.preventDefault();
-              update.mutate({ id: region.id, displayName });
+              // A cleared name is "no display name" (null, shown as the dash), not an empty string.
+              update.mutate({ id: region.id, displayName: displayName.trim() || null });
             }}
           >
             <input value={displayName} onChange={(e) => setDisplayName(e.target.value)} data-testid={`region-edit-display-${region.name}`} />

@@ -6,6 +6,7 @@ import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { ENGINE_KINDS } from "@meridian/routing/types";
 import { fmtNum, fmtPct } from "../lib/format";
+import { hasCacheReports, hasShares } from "../lib/series";
 import { REPLICA_STATS_WINDOW_MS, STATS_BUCKET_MS, windowLabel } from "../lib/stats-windows";
 import { CacheTruthCharts, ShareHistoryChart } from "./charts";
 import { useCanMutate } from "./session";
@@ -281,12 +282,12 @@ export function ReplicasPage() {
         <p className="muted small">
           Each band is one replica&apos;s share of the requests routed in each {windowLabel(STATS_BUCKET_MS)} bucket; the bands stack to 100%.
         </p>
-        <QueryView query={history} isEmpty={(d) => d.length === 0} empty="No traffic recorded yet.">
+        <QueryView query={history} isEmpty={(d) => !hasShares(d)} empty="No traffic recorded yet.">
           {(h) => <ShareHistoryChart history={h} replicas={(replicas.data ?? []).map((r) => ({ id: r.id, name: r.name }))} />}
         </QueryView>
       </Panel>
       <Panel title="Cached tokens: predicted by the LB vs reported by the engine">
-        <QueryView query={cacheHistory} isEmpty={(d) => d.every((p) => Object.keys(p.replicas).length === 0)} empty="No cached-token reports yet.">
+        <QueryView query={cacheHistory} isEmpty={(d) => !hasCacheReports(d)} empty="No cached-token reports yet.">
           {(h) => <CacheTruthCharts history={h} replicas={(replicas.data ?? []).map((r) => ({ id: r.id, name: r.name }))} />}
         </QueryView>
       </Panel>

@@ -2,6 +2,8 @@
 import Link from "next/link";
 import { usePathname, useRouter } from "next/navigation";
 import { useState, type ReactNode } from "react";
+import type { LeadershipView } from "../lib/leadership";
+import { LeaderBadge } from "./leader-badge";
 import { SessionProvider, type SessionUser } from "./session";
 
 const NAV_ITEMS = [
@@ -17,28 +19,6 @@ const NAV_ITEMS = [
 
 function isActive(pathname: string, href: string): boolean {
   return href === "/" ? pathname === "/" : pathname === href || pathname.startsWith(`${href}/`);
-}
-
-/** Who leads the background duties (tuner, health, failover, config pushes) among the consoles. */
-export interface LeadershipView {
-  isLeader: boolean;
-  leaderUrl: string | null;
-  term: number;
-}
-
-function LeaderBadge({ leadership }: { leadership: LeadershipView }) {
-  if (leadership.isLeader) {
-    return (
-      <div className="leader-badge leader-self" data-testid="leadership" title={`Leadership term ${leadership.term}`}>
-        Leader: this console
-      </div>
-    );
-  }
-  return (
-    <div className="leader-badge leader-other" data-testid="leadership" title={`Leadership term ${leadership.term}`}>
-      {leadership.term === 0 ? "Leader: electing…" : `Follower · leader ${leadership.leaderUrl ?? "(address not set)"}`}
-    </div>
-  );
 }
 
 export function AppShell({ user, leadership, children }: { user: SessionUser; leadership: LeadershipView; children: ReactNode }) {
@@ -83,7 +63,7 @@ export function AppShell({ user, leadership, children }: { user: SessionUser; le
             <div className={`role role-${user.role}`} data-testid="current-role">
               {user.role}
             </div>
-            <LeaderBadge leadership={leadership} />
+            <LeaderBadge initial={leadership} />
             <button type="button" className="btn btn-small" onClick={logout} disabled={loggingOut} data-testid="logout">
               {loggingOut ? "Logging out…" : "Log out"}
             </button>

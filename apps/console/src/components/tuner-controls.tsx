@@ -6,6 +6,7 @@ import { useMutation } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { EVALUATION_MODES, type EvaluationMode } from "@meridian/tuner";
 import type { RouterOutputs } from "../trpc/app-router";
+import { fmtFactor, weightFieldText } from "../lib/format";
 import { useTRPC } from "../trpc/client";
 import { ConfirmButton, ErrorText, NumberField } from "./ui";
 import { useInvalidateAll } from "./use-action";
@@ -85,11 +86,12 @@ export function ManualWeightsForm({ target, state }: { target: TunerTarget; stat
   const invalidateAll = useInvalidateAll();
   // What the operator typed, per field; null shows the live weight. The form is not re-keyed on the
   // weights (the tuner moves them every step): a step must not wipe what is being typed, nor the
-  // server's error or "Pushed.". Tuner weights carry full float precision; three decimals is what an
-  // operator reads and types.
+  // server's error or "Pushed.". Tuner weights carry full float precision: a field shows significant
+  // digits (fixed decimals showed a live 0.0003 as 0), and an untouched field submits the live value
+  // itself, so changing one weight never pushes the other rounded (or refused as 0).
   const [typed, setTyped] = useState<{ rtt: string | null; queue: string | null }>({ rtt: null, queue: null });
-  const rtt = typed.rtt ?? String(Number(state.weights.rtt.toFixed(3)));
-  const queue = typed.queue ?? String(Number(state.weights.queue.toFixed(3)));
+  const rtt = typed.rtt ?? weightFieldText(state.weights.rtt);
+  const queue = typed.queue ?? weightFieldText(state.weights.queue);
   const setManual = useMutation(
     trpc.tuner.setManual.mutationOptions({
       onSuccess: async () => {
@@ -104,8 +106,8 @@ export function ManualWeightsForm({ target, state }: { target: TunerTarget; stat
     // A new edit: the last push's outcome no longer describes what the form holds.
     if (setManual.isSuccess) setManual.reset();
   };
-  const rttValue = Number(rtt);
-  const queueValue = Number(queue);
+  const rttValue = typed.rtt === null ? state.weights.rtt : Number(typed.rtt);
+  const queueValue = typed.queue === null ? state.weights.queue : Number(typed.queue);
   const rttBad = outOfBounds(rttValue, state.bounds.rtt);
   const queueBad = outOfBounds(queueValue, state.bounds.queue);
 
@@ -363,7 +365,7 @@ export function ReadOnlySettings({ state }: { state: TunerState }) {
       <dt>Guardrails</dt>
       <dd>
         {state.guardrails.enabled
-          ? `on — E2E ≤ ${1 + state.guardrails.e2eRatio}×, share ≤ ${state.guardrails.maxShare}, errors ≤ ${state.guardrails.maxErrorRate}`
+          ? `on — E2E ≤ ${fmtFactor(1 + state.guardrails.e2eRatio)}, share ≤ ${state.guardrails.maxShare}, errors ≤ ${state.guardrails.maxErrorRate}`
           : "off"}
       </dd>
     </dl>

@@ -4,7 +4,7 @@ import { useState } from "react";
 import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
-import { fmtClock, fmtMs, fmtPct, fmtWeight } from "../lib/format";
+import { fmtClock, fmtMs, fmtPctVersus, fmtWeight } from "../lib/format";
 import { FitnessChart, SigmaChart, WeightTrajectoryChart } from "./charts";
 import { LiveTrialPanel } from "./tuner-trial";
 import { useCanMutate } from "./session";
@@ -21,10 +21,11 @@ type TunerState = RouterOutputs["tuner"]["byLb"];
  */
 function IncumbentGuardrailWarning({ state }: { state: TunerState }) {
   if (state.incumbentGuardrail === "pass") return null;
+  // Enough decimals that a value just over its cap does not print equal to it ("5.0% > 5.0%").
   const what =
     state.incumbentGuardrail === "share"
-      ? `breaks the share cap (max replica share ${fmtPct(state.incumbentMaxShare)} > ${fmtPct(state.guardrails.maxShare)})`
-      : `breaks the error-rate cap (${fmtPct(state.incumbentErrorRate)} > ${fmtPct(state.guardrails.maxErrorRate)})`;
+      ? `breaks the share cap (max replica share ${fmtPctVersus(state.incumbentMaxShare, state.guardrails.maxShare).join(" > ")})`
+      : `breaks the error-rate cap (${fmtPctVersus(state.incumbentErrorRate, state.guardrails.maxErrorRate).join(" > ")})`;
   const action = state.running ? "the tuner is climbing out" : "start the tuner to climb out, or set weights by hand";
   return (
     <div className="stale-banner" role="alert" data-testid="tuner-incumbent-guardrail">

@@ -14,14 +14,48 @@ export function fmtPct(fraction: number | null | undefined, digits = 1): string 
   return `${(fraction * 100).toFixed(digits)}%`;
 }
 
+/**
+ * A measured fraction and the cap it is compared with, as percentages with the fewest decimals (at
+ * least `digits`) that tell them apart: 0.0504 against 0.05 is "5.04%" and "5.00%", never "5.0% > 5.0%".
+ */
+export function fmtPctVersus(value: number | null | undefined, cap: number | null | undefined, digits = 1): [string, string] {
+  if (value == null || cap == null || !Number.isFinite(value) || !Number.isFinite(cap) || value === cap) return [fmtPct(value, digits), fmtPct(cap, digits)];
+  // Bounded: toFixed takes at most 100, and beyond ~15 significant digits doubles differ only in noise.
+  for (let d = digits; d < digits + 12; d += 1) {
+    const pair: [string, string] = [fmtPct(value, d), fmtPct(cap, d)];
+    if (pair[0] !== pair[1]) return pair;
+  }
+  return [fmtPct(value, digits + 12), fmtPct(cap, digits + 12)];
+}
+
+/** A multiplier such as a guardrail's 1 + g: "1.57×". Float noise (1 + 0.57 = 1.5699999999999998) is
+ * dropped, the digits an operator set are kept. */
+export function fmtFactor(x: number | null | undefined): string {
+  if (x == null || !Number.isFinite(x)) return DASH;
+  return `${Number(x.toPrecision(12))}×`;
+}
+
 export function fmtNum(n: number | null | undefined, digits = 0): string {
   if (n == null || !Number.isFinite(n)) return DASH;
   return n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
 
+/**
+ * A routing weight to three significant digits ("0.800", "12.5", "0.000300"): weights span decades
+ * and every one an LB accepts is positive, so fixed decimals would show a live 0.0003 as "0.000".
+ */
 export function fmtWeight(w: number | null | undefined): string {
   if (w == null || !Number.isFinite(w)) return DASH;
-  return w.toFixed(3);
+  if (w === 0) return "0";
+  // toPrecision switches to exponents at 1e3 and above; whole numbers read better there.
+  if (Math.abs(w) >= 1000) return w.toFixed(0);
+  return w.toPrecision(3);
+}
+
+/** The manual weights form's text for a live weight: six significant digits, trailing zeros dropped
+ * ("0.8", "0.0003"). What is submitted for an untouched field is the live value itself, not this. */
+export function weightFieldText(w: number): string {
+  return Number.isFinite(w) ? String(Number(w.toPrecision(6))) : "";
 }
 
 /** Accepts epoch ms, ISO strings and Dates, since timestamps cross the wire in whichever form the row has. */

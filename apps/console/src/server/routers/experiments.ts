@@ -25,7 +25,8 @@ export const experimentsRouter = {
           grid: z
             .object({
               preset: z.enum(["paper", "global"]),
-              promptFactor: z.number().positive({ error: "prompt factor must be > 0" }).max(1),
+              // Worded like the other fields (the form shows it): zod's default names no field.
+              promptFactor: z.number().positive({ error: "prompt factor must be > 0" }).max(1, { error: "prompt factor must be at most 1" }),
               points: z.int().min(2, { error: "a grid needs at least 2 points per axis" }).max(12, { error: "at most 12 points per axis (144 simulations)" }),
             })
             .optional(),

@@ -56,6 +56,12 @@ export async function requireRegion(q: Queryable, nameOrId: string): Promise<Reg
   return region;
 }
 
+/** A blank display name is none: stored as null, which every page shows as the dash ("" showed a blank). */
+function blankToNull(displayName: string | null | undefined): string | null {
+  const trimmed = displayName?.trim();
+  return trimmed ? trimmed : null;
+}
+
 export async function createRegion(rt: ServiceRuntime, actor: Actor, input: { name: string; displayName?: string | undefined }): Promise<{ id: string }> {
   return await rt.store.transaction(async (tx) => {
     const { regions } = tx.tables;
@@ -66,7 +72,7 @@ export async function createRegion(rt: ServiceRuntime, actor: Actor, input: { na
       input.name,
       async (candidate) => (await tx.db.select({ id: regions.id }).from(regions).where(eq(regions.id, candidate)).limit(1)).length > 0,
     );
-    const row = { id, name: input.name, displayName: input.displayName ?? null, createdAt: Date.now() };
+    const row = { id, name: input.name, displayName: blankToNull(input.displayName), createdAt: Date.now() };
     await tx.db.insert(regions).values(row);
     await recordAudit(tx, actor, "region.create", `region:${id}`, null, row);
     return { id };
@@ -90,7 +96,7 @@ export async function updateRegion(
     const after = {
       ...before,
       name: input.name ?? before.name,
-      displayName: input.displayName === undefined ? before.displayName : input.displayName,
+      displayName: input.displayName === undefined ? before.displayName : blankToNull(input.displayName),
     };
     await tx.db.update(regions).set({ name: after.name, displayName: after.displayName }).where(eq(regions.id, input.id));
     if (after.name !== before.name) {

@@ -200,6 +200,7 @@ describe("observed RTTs follow their region", () => {
     const key = await createClientKey(h.rt, OPERATOR, { region: "sa", name: "mobile" });
     await deleteRegion(h.rt, OPERATOR, { id: "sa" });
     const [entry] = await listAudit(h.rt, { action: "region.delete", target: "region:sa" });
-    assert.deepEqual((entry?.before as { clientKeys?: unknown }).clientKeys, [{ id: key.id, name: "mobile", revokedAt: null }]);
+    assert.ok(entry, "the delete is audited");
+    assert.deepEqual((entry.before as { clientKeys?: unknown }).clientKeys, [{ id: key.id, name: "mobile", revokedAt: null }]);
   });
 });
