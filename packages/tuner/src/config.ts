@@ -103,7 +103,7 @@ export interface TunerConfig {
  * Measured on the short-prompt regime: σ0 = 0.6, 1.0 and 1.5 left the tuner 1.2–2.2× the optimum
  * after half the trace, where σ0 ≈ 2.3–3.2 reached it (packages/tuner/README.md).
  */
-function sigmaForBounds(bounds: WeightBounds): { sigma0: number; sigmaMax: number } {
+export function sigmaForBounds(bounds: WeightBounds): { sigma0: number; sigmaMax: number } {
   const width = Math.max(...WEIGHT_NAMES.map((name) => Math.log(bounds[name][1] / bounds[name][0])));
   const sigma0 = Math.max(0.25 * width, 0.1);
   return { sigma0, sigmaMax: Math.max(0.5 * width, sigma0) };

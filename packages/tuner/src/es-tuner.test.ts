@@ -274,6 +274,18 @@ test("setBounds clips the incumbent and drops a candidate under measurement; res
   assert.deepEqual(EsTuner.restore(JSON.parse(JSON.stringify(state))).state(), state);
 });
 
+test("setBounds: σ0 and σmax derived from the box follow a new box; ones set by hand stay", () => {
+  const derived = new EsTuner({ seed: 3 });
+  assert.ok(derived.sigma > 1.5, `σ0 of the default box: ${derived.sigma}`);
+  derived.setBounds({ rtt: [0.5, 0.55], queue: [0.09, 0.1] });
+  const narrow = derived.state();
+  assert.ok(narrow.config.sigmaMax <= 0.1 && narrow.sigma <= narrow.config.sigmaMax, `σ ${narrow.sigma}, σmax ${narrow.config.sigmaMax}`);
+  assert.equal(narrow.config.sigma0, 0.1, "σ0 keeps its floor");
+  const byHand = new EsTuner({ seed: 3, sigma0: 0.7, sigmaMax: 0.9 });
+  byHand.setBounds({ rtt: [0.5, 0.55], queue: [0.09, 0.1] });
+  assert.deepEqual([byHand.state().config.sigma0, byHand.state().config.sigmaMax, byHand.sigma], [0.7, 0.9, 0.7]);
+});
+
 test("trajectory is bounded", () => {
   const tuner = new EsTuner(windowed({ seed: 1, window: 1, maxTrajectory: 5, sigmaMin: 1e-9 }));
   tuner.bind(1);

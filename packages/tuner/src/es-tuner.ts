@@ -3,6 +3,7 @@ import {
   requireInteger,
   requireWithinBounds,
   resolveConfig,
+  sigmaForBounds,
   TunerInputError,
   validateBounds,
   validateMode,
@@ -232,6 +233,13 @@ export class EsTuner {
   setBounds(bounds: WeightBounds): void {
     const checked = validateBounds("bounds", bounds);
     const s = this.#s;
+    // σ0 and σmax that came from the old box follow the new one (set by hand, they stay): narrowed
+    // to a hundredth of its width, a σ of 1.9 sent nearly every candidate to a corner.
+    const fromOldBox = sigmaForBounds(s.config.bounds);
+    if (s.config.sigma0 === fromOldBox.sigma0 && s.config.sigmaMax === fromOldBox.sigmaMax) {
+      Object.assign(s.config, sigmaForBounds(checked));
+      s.sigma = Math.min(s.sigma, s.config.sigmaMax);
+    }
     s.config.bounds = checked;
     const clipped = clipToBounds(s.incumbent.weights, checked);
     const moved = WEIGHT_NAMES.some((name) => clipped[name] !== s.incumbent.weights[name]);
