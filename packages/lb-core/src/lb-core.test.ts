@@ -365,6 +365,23 @@ describe("peer report", () => {
     assert.equal(peerDepth(other, 3_000), other.length);
   });
 
+  it("a request goes only to a peer with an available replica of its model (the peer would answer 404)", () => {
+    const peer = { id: "lb-eu", url: "http://eu.test/", region: "eu" };
+    const lb = core({ crossRegion: "via-peer", replicas: [replica("a")], peers: [peer] });
+    lb.scrapeSucceeded("a", { running: 1, waiting: 1, usedTokens: 0 }, 0);
+    lb.peerReported("lb-eu", euReport({ availableReplicas: 1, availableByModel: { other: 1, m: 0 } }), 5, 0);
+    assert.equal(lb.route(lb.admit("r1", admitInput("s1", "m"), 0), 0).kind, "hold", "the peer's free replica serves another model");
+    lb.peerReported("lb-eu", euReport({ availableReplicas: 1, availableByModel: { other: 0, m: 1 } }), 5, 0);
+    assert.equal(lb.route(lb.admit("r2", admitInput("s2", "m"), 0), 0).kind, "peer");
+    // An older peer reports no breakdown: its count stands for every model, as before.
+    lb.peerReported("lb-eu", euReport({ availableReplicas: 1 }), 5, 0);
+    assert.equal(lb.route(lb.admit("r3", admitInput("s3", "m"), 0), 0).kind, "peer");
+    // This LB reports its own availability by model, every local model listed.
+    const mixed = core({ replicas: [replica("a"), replica("b", "us", { model: "other" })] });
+    mixed.scrapeSucceeded("b", { running: 1, waiting: 1, usedTokens: 0 }, 0);
+    assert.deepEqual(mixed.peerReport(0, 0).availableByModel, { m: 1, other: 0 });
+  });
+
   it("carries in-flight tokens, availability, the queue and a snapshot of recent keys", () => {
     const lb = core();
     const ticket = lb.admit("r", admitInput("s"), 0);

@@ -23,10 +23,15 @@ export function buildPeerReport(src: ReportSources, now: number, snapshotKeys: n
   const { config } = src;
   const replicas = [];
   let availableReplicas = 0;
+  const availableByModel: Record<string, number> = {};
   for (const r of src.replicas.values()) {
     const full = r.full(now, config.probes);
     replicas.push({ id: r.id, inFlight: r.inFlight, inFlightTokens: r.queuedTokens, pendingPrefillTokens: r.pendingPrefillTokens, full });
-    if (r.config.region === config.region && r.routable() && !full) availableReplicas++;
+    if (r.config.region !== config.region) continue;
+    const available = r.routable() && !full ? 1 : 0;
+    availableReplicas += available;
+    // Per model, so a peer forwards only requests this LB has a replica for (a 404 otherwise).
+    availableByModel[r.config.model] = (availableByModel[r.config.model] ?? 0) + available;
   }
   const report: PeerReportBody = {
     lbId: config.lbId,
@@ -36,6 +41,7 @@ export function buildPeerReport(src: ReportSources, now: number, snapshotKeys: n
     replicas,
     queueLength: src.queue.length,
     availableReplicas,
+    availableByModel,
   };
   if (snapshotKeys > 0) {
     const keys = src.index.snapshot(snapshotKeys, now);

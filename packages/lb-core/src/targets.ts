@@ -225,11 +225,14 @@ export class PeerRecord {
     return now - this.reportAt > STALE_AFTER_INTERVALS * pollIntervalMs ? null : this.report;
   }
 
-  /** What availability sees of the peer: its report and the RTT this LB measured polling it. */
-  peerView(now: number, pollIntervalMs: number): PeerView | null {
+  /** What availability sees of the peer for a request for `model`: its report (the replicas
+   * available for that model, when the peer reports them by model) and the RTT this LB measured. */
+  peerView(now: number, pollIntervalMs: number, model: string | null): PeerView | null {
     const report = this.freshReport(now, pollIntervalMs);
     if (!report) return null;
-    return { id: this.id, region: this.config.region, rttMs: this.rtt.ms ?? 0, availableReplicas: report.availableReplicas, queueLength: report.queueLength };
+    const byModel = report.availableByModel;
+    const availableReplicas = model !== null && byModel !== undefined ? (byModel[model] ?? 0) : report.availableReplicas;
+    return { id: this.id, region: this.config.region, rttMs: this.rtt.ms ?? 0, availableReplicas, queueLength: report.queueLength };
   }
 
   reported(report: PeerReportBody, rttSampleMs: number, now: number): void {

@@ -93,8 +93,23 @@ test("a peer report from an LB that predates pendingPrefillTokens reads it as 0"
   assert.throws(() => parsePeerReport({ ...report, replicas: [{ ...older, pendingPrefillTokens: -1 }] }), /peerReport\.replicas\[0\]\.pendingPrefillTokens/);
 });
 
+test("a peer report's availability by model is optional (older LBs send none) and counted", () => {
+  const byModel = { ...report, availableByModel: { "model-a": 1, "model-b": 0 } };
+  assert.deepEqual(parsePeerReport(JSON.parse(JSON.stringify(byModel))), byModel);
+  assert.equal(parsePeerReport(report).availableByModel, undefined);
+  assert.throws(() => parsePeerReport({ ...report, availableByModel: { "model-a": -1 } }), /peerReport\.availableByModel\.model-a/);
+});
+
 test("peer report rejects keys that are not exact block keys and names them", () => {
   assert.throws(() => parsePeerReport({ ...report, snapshot: { keys: [1, 0.5], truncated: false } }), /peerReport\.snapshot\.keys\[1\]/);
   assert.throws(() => parsePeerReport({ ...report, snapshot: { keys: [2 ** 53], truncated: false } }), /peerReport\.snapshot\.keys\[0\]/);
   assert.throws(() => parsePeerReport({ ...report, queueLength: -1 }), /peerReport\.queueLength/);
+});
+
+test("an LB state whose trial carries a field this console does not know is read, the field dropped", () => {
+  const trial = { id: "7-abc", salt: "abc", share: 0.5, candidate: { rtt: 1, queue: 0.1 } };
+  const parsed = safeParseLbState({ ...state, trial: { ...trial, phase: "warm" } });
+  assert.equal(parsed.success, true);
+  assert.deepEqual(parsed.success ? parsed.data.trial : null, trial);
+  assert.equal(safeParseLbState({ ...state, trial: { ...trial, share: 2 } }).success, false, "a known field is still checked");
 });

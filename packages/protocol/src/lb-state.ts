@@ -123,8 +123,10 @@ export const LbStateSchema = z.object({
   configVersion: z.int().nonnegative(),
   policy: policyName,
   weights,
-  /** The tuner trial the LB is splitting its sessions by, if any. */
-  trial: trial.optional(),
+  /** The tuner trial the LB is splitting its sessions by, if any. Read leniently, as the rest of the
+   * state is (a field a newer LB adds is dropped): strict, it made the console refuse that LB's whole
+   * state. The config's trial stays strict, so an LB refuses a trial field it does not know. */
+  trial: z.object(trial.shape).optional(),
   crossRegion: crossRegionMode,
   startedAt: timeMs,
   replicas: z.array(ReplicaRuntimeStateSchema),

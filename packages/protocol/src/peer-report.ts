@@ -39,6 +39,11 @@ export const PeerReportSchema = z.object({
   queueLength: count,
   /** Local replicas of the reporting LB that are healthy, enabled and not full. */
   availableReplicas: count,
+  /** availableReplicas by the model they serve, every model of its local replicas listed (0 when all
+   * of them are full or down): a request goes to a peer only if a replica there serves its model (a
+   * peer serving only another model would answer 404 model_not_found). Absent from older LBs: then
+   * availableReplicas stands for every model. */
+  availableByModel: z.record(nonEmptyString, count).optional(),
   snapshot: PrefixSnapshotSchema.optional(),
 });
 

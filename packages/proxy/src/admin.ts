@@ -31,7 +31,7 @@ import type { AuthRefusals } from "./auth-refusals";
 import type { Balancer } from "./balancer";
 import type { ConfigStore } from "./config-store";
 import { badRequest, HttpError, notFound, sendError, sendJson } from "./errors";
-import type { LbCredentials } from "./lb-credentials";
+import { CredentialsNotSaved, type LbCredentials } from "./lb-credentials";
 import { parseJsonBody, readBody } from "./request";
 import { coreNow } from "./core-clock";
 
@@ -200,6 +200,9 @@ async function updateCredentials(req: IncomingMessage, res: ServerResponse, deps
     try {
       outcome = credentials.install(install, Date.now());
     } catch (error) {
+      // Only a bad token is the console's fault; a disk that failed is ours, and a 5xx makes the
+      // console retry (nothing was held, so the retry installs and saves it).
+      if (error instanceof CredentialsNotSaved) throw credentialsNotSaved(error, deps);
       throw badRequest((error as Error).message, "install", "invalid_credentials");
     }
     if (outcome === "retired") throw new HttpError(409, "that token was retired on this LB", "invalid_request_error", "token_retired", "install");
@@ -211,8 +214,20 @@ async function updateCredentials(req: IncomingMessage, res: ServerResponse, deps
     if (credentials.keyIds().every((keyId) => retire.includes(keyId))) {
       throw new HttpError(409, "retiring these would leave this LB no token", "invalid_request_error", "last_token", "retire");
     }
-    if (credentials.retire(retire) > 0) logger.info({ retired: retire, keyIds: credentials.keyIds() }, "LB token retired");
+    let retired: number;
+    try {
+      retired = credentials.retire(retire);
+    } catch (error) {
+      if (error instanceof CredentialsNotSaved) throw credentialsNotSaved(error, deps);
+      throw error;
+    }
+    if (retired > 0) logger.info({ retired: retire, keyIds: credentials.keyIds() }, "LB token retired");
   }
   const status: LbCredentialsStatus = { schema: LB_CREDENTIALS_STATUS_SCHEMA, lbId: deps.balancer.config.lbId, keyIds: credentials.keyIds() };
   sendJson(res, 200, status);
+}
+
+function credentialsNotSaved(error: CredentialsNotSaved, deps: AdminDeps): HttpError {
+  deps.logger.error({ err: error }, "LB credentials change refused: the credentials file could not be written");
+  return new HttpError(500, `${error.message}; send the request again to retry`, "server_error", "credentials_not_saved");
 }

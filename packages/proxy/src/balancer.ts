@@ -10,7 +10,7 @@ import { LB_STATE_SCHEMA, PEER_REPORT_SCHEMA, type LbConfig, type LbState, type 
 import type { InferenceClient } from "./client-entrance";
 import { onSocketClose } from "./client-socket";
 import { coreNow } from "./core-clock";
-import { recordCompletion, responseFacts, type CompletionSinks, type ResponseFacts } from "./completion";
+import { endedStatus, recordCompletion, responseFacts, type CompletionSinks, type ResponseFacts } from "./completion";
 import { endStreamWithError, HttpError, httpErrorOf, sendError } from "./errors";
 import { ProxyMetrics } from "./metrics";
 import { ModelCatalog, type ModelCounts, modelsOf } from "./models";
@@ -191,7 +191,7 @@ export class Balancer implements ExchangeHost<Job> {
       if (this.core.probeSucceeded(id, observation.sampleMs) === "recovered") this.logger.info({ replica: id }, "replica healthy again");
     } else if (this.core.probeFailed(id) === "unhealthy") {
       this.logger.warn({ replica: id, error: observation.error }, "replica failed its health probes");
-      this.inFlight.replicaUnhealthy(id);
+      this.inFlight.targetUnhealthy("replica", id);
     }
     this.drain();
   }
@@ -199,6 +199,7 @@ export class Balancer implements ExchangeHost<Job> {
   private onPeerObservation(id: string, observation: PeerObservation): void {
     if (!observation.ok) {
       if (this.core.peerPollFailed(id, observation.error)) this.logger.warn({ peer: id, error: observation.error }, "peer poll failed");
+      this.inFlight.peerPollFailed(id);
       return;
     }
     if (this.core.peers.get(id)?.lastError) this.logger.info({ peer: id }, "peer reachable again");
@@ -394,10 +395,11 @@ export class Balancer implements ExchangeHost<Job> {
 
   onEnd(job: Job, exchange: UpstreamExchange<Job>): void {
     const facts = responseFacts(exchange);
-    if (exchange.ok && exchange.streaming && exchange.firstByteAt !== null) {
+    const { status, error } = endedStatus(exchange);
+    if (error === null && exchange.streaming && exchange.firstByteAt !== null) {
       this.core.decodeObserved(job.ticket, facts.usage?.completionTokens ?? facts.outputEvents, performance.now() - exchange.firstByteAt);
     }
-    this.finish(job, exchange.status, facts, exchange.ok ? null : `upstream status ${exchange.status}`);
+    this.finish(job, status, facts, error);
   }
 
   onFailure(job: Job, exchange: UpstreamExchange<Job>, error: unknown, clientSawBytes: boolean): void {
@@ -412,7 +414,7 @@ export class Balancer implements ExchangeHost<Job> {
       // While this LB shuts down, its engines may be stopping too (a fleet stopped as one): no alarm.
       if (this.draining) this.logger.info({ replica: target.id, reason: message }, "replica unreachable while this LB shuts down");
       else this.logger.warn({ replica: target.id, reason: message }, "replica unreachable; excluded until its probe recovers");
-      this.inFlight.replicaUnhealthy(target.id);
+      this.inFlight.targetUnhealthy("replica", target.id);
     }
     const stalled = isStall(error);
     // A stalled target is left only for one that can take the request: now, after a late first byte;

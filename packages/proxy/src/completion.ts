@@ -34,6 +34,17 @@ export function responseFacts(exchange: UpstreamExchange<ExchangeJob>): Response
   return { usage: parsed.usage, reply: parsed.content, outputEvents: 0, firstContentAt };
 }
 
+/** The status and error an ended exchange is recorded with. A stream the upstream ended with its error
+ * event (a peer whose replica died mid-stream) failed, though its head said 200: the client saw the
+ * error, so it is not counted, timed or learned from as a success. */
+export function endedStatus(exchange: UpstreamExchange<ExchangeJob>): { status: number; error: string | null } {
+  const streamError = exchange.observer?.streamError ?? null;
+  if (streamError !== null) {
+    return { status: 502, error: `upstream ${exchange.target.kind} ${exchange.target.id} ended the stream with an error: ${streamError}` };
+  }
+  return { status: exchange.status, error: exchange.ok ? null : `upstream status ${exchange.status}` };
+}
+
 export interface CompletionSinks {
   core: LbCore<unknown>;
   metrics: ProxyMetrics;

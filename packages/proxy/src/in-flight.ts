@@ -2,8 +2,9 @@
 // waiting for their target's first byte:
 //   - a graceful drain waits for the set to empty (whenIdle);
 //   - a request whose first-byte deadline passes (lb-core's deadline.ts), or whose replica turns
-//     unhealthy, while no byte has reached its client, moves to another target when the LB core says
-//     one can take it now (redispatch.ts); otherwise it keeps waiting, up to limits.headersTimeoutMs.
+//     unhealthy (a peer: its polls fail and its report went stale), while no byte has reached its
+//     client, moves to another target when the LB core says one can take it now (redispatch.ts);
+//     otherwise it keeps waiting, up to limits.headersTimeoutMs.
 // The decisions are the core's; this file holds the timers and the set.
 import type { FirstBytePlan, LbCore, Ticket } from "@meridian/lb-core";
 import type { Logger } from "pino";
@@ -92,17 +93,26 @@ export class InFlight<J extends WatchedJob<J>> {
     exchange.abort(new UpstreamStallError(`no first byte from ${target.id} within ${capMs} ms`, "timeout"));
   }
 
-  /** A replica turned unhealthy: requests waiting on it with no byte sent to their clients move. */
-  replicaUnhealthy(replicaId: string): void {
+  /** A poll of the peer failed: once no fresh report of it is left, it is down or frozen, and will
+   * not answer what waits on it either. */
+  peerPollFailed(peerId: string): void {
+    const { core } = this.host;
+    if (!core.peers.get(peerId)?.freshReport(coreNow(), core.peerPollIntervalMs)) this.targetUnhealthy("peer", peerId);
+  }
+
+  /** A replica turned unhealthy, or a peer stopped answering its polls: requests waiting on it with
+   * no byte sent to their clients move (a frozen target would otherwise hold them to the cap). */
+  targetUnhealthy(kind: "replica" | "peer", targetId: string): void {
     const { host } = this;
     const now = coreNow();
+    const reason = kind === "replica" ? "replica_unhealthy" : "peer_unhealthy";
     for (const job of this.list()) {
       const exchange = job.exchange;
-      if (!exchange?.waiting || exchange.target.kind !== "replica" || exchange.target.id !== replicaId) continue;
+      if (!exchange?.waiting || exchange.target.kind !== kind || exchange.target.id !== targetId) continue;
       if (!host.canRetry(job) || !host.core.canRedispatch(job.ticket, now, "unhealthy")) continue;
-      host.metrics.redispatched.inc({ replica: replicaId, reason: "replica_unhealthy" });
-      host.logger.warn({ target: replicaId, waitedMs: Math.round(performance.now() - exchange.dispatchedAt) }, "replica turned unhealthy; re-dispatching");
-      exchange.abort(new UpstreamStallError(`replica ${replicaId} turned unhealthy before answering`, "replica_unhealthy"));
+      host.metrics.redispatched.inc({ replica: targetId, reason });
+      host.logger.warn({ target: targetId, waitedMs: Math.round(performance.now() - exchange.dispatchedAt) }, `${kind} turned unhealthy; re-dispatching`);
+      exchange.abort(new UpstreamStallError(`${kind} ${targetId} turned unhealthy before answering`, reason));
     }
   }
 }

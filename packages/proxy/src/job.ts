@@ -15,7 +15,7 @@ export interface Job {
   /** Who sent it (client key or peer) and what of its Authorization goes upstream. */
   client: InferenceClient;
   ticket: Ticket<Job>;
-  /** Body for replicas (usage requested on streams). */
+  /** Body for replicas and peers (usage requested on streams). */
   body: Buffer | Buffer[];
   /** performance.now() at arrival, for TTFT and E2E. */
   arrival: number;

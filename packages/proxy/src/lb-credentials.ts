@@ -40,6 +40,14 @@ interface HeldKey extends LbKeyMaterial {
 
 export type InstallResult = "installed" | "already-held" | "retired" | "full";
 
+/** The credentials file could not be written; the held set is as it was before the call. */
+export class CredentialsNotSaved extends Error {
+  constructor(cause: unknown) {
+    super(`the credentials file could not be written (${cause instanceof Error ? cause.message : String(cause)})`, { cause });
+    this.name = "CredentialsNotSaved";
+  }
+}
+
 export class LbCredentials {
   /** Newest first. */
   private held: HeldKey[] = [];
@@ -88,25 +96,34 @@ export class LbCredentials {
     return this.held.map((key) => key.peerCredential);
   }
 
-  /** Accepts a new token beside the held ones. Throws on a malformed token. */
+  /**
+   * Accepts a new token beside the held ones. Throws on a malformed token, and CredentialsNotSaved
+   * when the file cannot be written. The file is written before the token is held: a token held but
+   * unsaved would be answered "already-held" on the console's retry and lost at the next restart.
+   */
   install(token: string, now: number): InstallResult {
     const material = deriveLbKey(token);
     if (this.held.some((key) => key.keyId === material.keyId)) return "already-held";
     if (this.retired.includes(material.keyId)) return "retired";
     if (this.held.length >= MAX_HELD_KEYS) return "full";
-    this.held.unshift({ ...material, addedAt: now });
-    this.writeFile();
+    const held = [{ ...material, addedAt: now }, ...this.held];
+    this.writeFile(held, this.retired);
+    this.held = held;
     return "installed";
   }
 
-  /** Stops accepting these key ids; returns how many were held. */
+  /** Stops accepting these key ids; returns how many were held. Throws CredentialsNotSaved (and
+   * changes nothing) when the file cannot be written, so a retry retires them for good. */
   retire(keyIds: readonly string[]): number {
-    const before = this.held.length;
-    this.held = this.held.filter((key) => !keyIds.includes(key.keyId));
-    for (const keyId of keyIds) if (!this.retired.includes(keyId)) this.retired.push(keyId);
-    this.retired = this.retired.slice(-MAX_RETIRED_REMEMBERED);
-    this.writeFile();
-    return before - this.held.length;
+    const held = this.held.filter((key) => !keyIds.includes(key.keyId));
+    const retired = [...this.retired, ...keyIds.filter((keyId, i) => !this.retired.includes(keyId) && keyIds.indexOf(keyId) === i)].slice(
+      -MAX_RETIRED_REMEMBERED,
+    );
+    this.writeFile(held, retired);
+    const removed = this.held.length - held.length;
+    this.held = held;
+    this.retired = retired;
+    return removed;
   }
 
   private readFile(): void {
@@ -130,22 +147,26 @@ export class LbCredentials {
     this.retired = parsed.data.retired;
   }
 
-  private writeFile(): void {
+  private writeFile(held: readonly HeldKey[], retired: readonly string[]): void {
     if (!this.file) return;
     const document = {
       schema: FILE_SCHEMA,
-      keys: this.held.map((key) => ({
+      keys: held.map((key) => ({
         keyId: key.keyId,
         proofKey: key.proofKey.toString("base64url"),
         adminVerifier: key.adminVerifier.toString("hex"),
         peerCredential: key.peerCredential,
         addedAt: key.addedAt,
       })),
-      retired: this.retired,
+      retired,
     };
-    mkdirSync(dirname(this.file), { recursive: true });
-    const temporary = `${this.file}.${process.pid}.tmp`;
-    writeFileSync(temporary, `${JSON.stringify(document, null, 2)}\n`, { mode: 0o600 });
-    renameSync(temporary, this.file);
+    try {
+      mkdirSync(dirname(this.file), { recursive: true });
+      const temporary = `${this.file}.${process.pid}.tmp`;
+      writeFileSync(temporary, `${JSON.stringify(document, null, 2)}\n`, { mode: 0o600 });
+      renameSync(temporary, this.file);
+    } catch (cause) {
+      throw new CredentialsNotSaved(cause);
+    }
   }
 }

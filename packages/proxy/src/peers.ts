@@ -1,16 +1,28 @@
 // The I/O of one peer LB: GET /admin/peer (a PeerReport) polled on an interval with this LB's
 // read-only peer credential, timed so the LB core keeps an RTT estimate of the peer, and a keep-alive
-// pool for requests forwarded to it. During a token rotation this LB holds two credentials and the
-// peer may know either: a 401 moves to the next one, which is then used until it fails in turn. What a report means (in-flight tokens, availability, the prefix snapshot) is the
-// LB core's business: this file only fetches, validates and reports.
+// pool for requests forwarded to it. Polls have a connection of their own: on the forwards' pool they
+// queued behind long streams holding every connection, and the peer looked down while it had room.
+// One poll at a time: a timer tick while the last poll is still out is skipped, so a slow peer is
+// not sent a pile of them. During a token rotation this LB holds two credentials and the peer may
+// know either: a 401 moves to the next one, which is then used until it fails in turn. What a report
+// means (in-flight tokens, availability, the prefix snapshot) is the LB core's business: this file
+// only fetches, validates and reports.
 import type { Pool } from "undici";
 import { safeParsePeerReport, type Limits, type PeerConfig, type PeerReport } from "@meridian/protocol";
 import { RequestPool } from "./request-pool";
+
+/** The polls' pool: one connection (one poll is out at a time), kept apart from the forwards'. */
+function pollPoolOptions(limits: Limits): Pool.Options {
+  return { connections: 1, connectTimeout: limits.connectTimeoutMs, pipelining: 1 };
+}
 
 export type PeerObservation = { ok: true; report: PeerReport; rttMs: number } | { ok: false; error: string };
 
 export class PeerRuntime {
   private readonly requests: RequestPool;
+  private readonly polls: RequestPool;
+  /** The poll out now, if any. */
+  private polling: Promise<void> | null = null;
   readonly basePath: string;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -32,13 +44,14 @@ export class PeerRuntime {
     // The limits of a replica's pool: a forward is a request like any other (without them, undici's
     // 300 s defaults would apply to a peer that stops answering).
     this.requests = new RequestPool(url.origin, limits);
+    this.polls = new RequestPool(url.origin, limits, pollPoolOptions);
   }
 
   get id(): string {
     return this.config.id;
   }
 
-  /** The pool forwarded requests and polls go to. */
+  /** The pool forwarded requests go to. */
   get pool(): Pool {
     return this.requests.pool;
   }
@@ -46,6 +59,7 @@ export class PeerRuntime {
   /** Applies new connection limits to the requests that follow (request-pool.ts). */
   updateLimits(limits: Limits): void {
     this.requests.applyLimits(limits);
+    this.polls.applyLimits(limits);
   }
 
   /**
@@ -56,7 +70,9 @@ export class PeerRuntime {
    * at warn on both sides (measured in 3 of 6 fresh demo starts).
    */
   start(firstPoll: "now" | "next-interval"): Promise<void> {
-    this.timer = setInterval(() => void this.poll(), this.pollIntervalMs);
+    this.timer = setInterval(() => {
+      if (this.polling === null) void this.poll();
+    }, this.pollIntervalMs);
     this.timer.unref();
     return firstPoll === "now" ? this.poll() : Promise.resolve();
   }
@@ -71,8 +87,18 @@ export class PeerRuntime {
     return credentials.length === 0 ? null : (credentials[index % credentials.length] as string);
   }
 
+  /** Polls now, after the poll already out (if any) has ended, so the answer is at least this fresh. */
   async poll(): Promise<void> {
+    while (this.polling !== null) await this.polling;
     if (this.closed) return;
+    const polling = this.pollOnce().finally(() => {
+      this.polling = null;
+    });
+    this.polling = polling;
+    return polling;
+  }
+
+  private async pollOnce(): Promise<void> {
     let observation: PeerObservation;
     try {
       const used = this.preferred;
@@ -97,7 +123,7 @@ export class PeerRuntime {
   private async fetchReport(credentialIndex: number): Promise<{ statusCode: number; text: string; started: number }> {
     const started = performance.now();
     const credential = this.credentialAt(credentialIndex);
-    const { statusCode, body } = await this.pool.request({
+    const { statusCode, body } = await this.polls.pool.request({
       method: "GET",
       path: `${this.basePath}/admin/peer?snapshot=${this.snapshotKeys()}`,
       headers: credential ? { authorization: `Bearer ${credential}` } : {},
@@ -111,6 +137,7 @@ export class PeerRuntime {
   retire(): Promise<void> {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
+    void this.polls.destroy();
     return this.requests.close();
   }
 
@@ -118,6 +145,6 @@ export class PeerRuntime {
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
-    await this.requests.destroy();
+    await Promise.all([this.requests.destroy(), this.polls.destroy()]);
   }
 }

@@ -117,6 +117,22 @@ test("with n > 1 the reply is the first choice's", () => {
   assert.equal(observer.content, "0:0 0:2 ");
 });
 
+test("an upstream's error event marks the stream failed and goes through; a whole stream is not marked", () => {
+  const cut = Buffer.from(
+    `data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n${sseErrorEvent("replica eu-1 failed mid-stream", "server_error", "upstream_error").toString()}`,
+  );
+  for (const stripUsage of [false, true]) {
+    for (const size of [1, 5, cut.length]) {
+      const { out, observer } = run(cut, stripUsage, size);
+      assert.equal(out, cut.toString("utf8"), "the client gets the error event as sent");
+      assert.equal(observer.streamError, "replica eu-1 failed mid-stream");
+      assert.equal(observer.content, "hi");
+    }
+    assert.equal(run(recorded, stripUsage, 64).observer.streamError, null);
+  }
+  assert.equal(run(Buffer.from('data: {"error":"overloaded"}\n\n'), false, 64).observer.streamError, "overloaded");
+});
+
 test("the error event carries an OpenAI-shaped error", () => {
   const text = sseErrorEvent("upstream replica failed mid-stream", "server_error", "upstream_error").toString();
   assert.ok(text.startsWith("data: ") && text.endsWith("\n\n"));

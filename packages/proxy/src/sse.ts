@@ -4,9 +4,10 @@
 // upstream dies mid-stream the LB can still end the client's stream with an error event of its own
 // (sseErrorEvent) rather than glue it onto half an event. A partial event is held up to
 // MAX_PARTIAL_EVENT_BYTES: past it the observer gives up and the exchange fails the stream. When the
-// client asked for usage itself, or the target is a peer LB, an upstream chunk that ends on an event
-// boundary (the usual case: engines write event by event) is forwarded as is, with no copy; otherwise
-// the LB asked for usage on the client's behalf and drops that extra usage event.
+// client asked for usage itself, an upstream chunk that ends on an event boundary (the usual case:
+// engines write event by event) is forwarded as is, with no copy; otherwise the LB asked for usage on
+// the client's behalf (of a replica or a peer LB alike) and drops that extra usage event. A top-level
+// error event (a peer LB that cut the stream, or an engine) marks the stream failed (streamError).
 
 import { usageNumber } from "@meridian/routing";
 
@@ -38,6 +39,9 @@ export class SseObserver {
   /** The upstream sent a partial event past MAX_PARTIAL_EVENT_BYTES: what was held is dropped and
    * nothing more is read; the exchange fails the stream. */
   tooLarge = false;
+  /** The message of a top-level `error` event: the upstream (a peer LB, or an engine) cut the stream
+   * short and said so, then ended it cleanly. The stream failed, though its status was 200. */
+  streamError: string | null = null;
   /** The text after the last complete event, as decoded piece by piece: joined once, when its
    * event ends, rather than copied on every chunk. */
   private pending: string[] = [];
@@ -172,6 +176,10 @@ export class SseObserver {
       return true;
     }
     if (!isRecord(parsed)) return true;
+    if (parsed["error"] !== undefined && parsed["error"] !== null) {
+      this.streamError = errorMessage(parsed["error"]);
+      return true;
+    }
     const choices = Array.isArray(parsed["choices"]) ? (parsed["choices"] as unknown[]) : [];
     for (const choice of choices) {
       // With n > 1 the choices interleave; the reply the next turn will carry is the first one's.
@@ -235,6 +243,13 @@ function findEventEnd(text: string, from: number): { bodyEnd: number; end: numbe
   if (lf === -1 && crlf === -1) return null;
   if (crlf !== -1 && (lf === -1 || crlf < lf)) return { bodyEnd: crlf, end: crlf + 4 };
   return { bodyEnd: lf, end: lf + 2 };
+}
+
+/** The message of an SSE error event's `error` field (OpenAI's object, or a bare string). */
+function errorMessage(error: unknown): string {
+  if (typeof error === "string" && error !== "") return error;
+  if (isRecord(error) && typeof error["message"] === "string" && error["message"] !== "") return error["message"];
+  return "the stream ended with an error event";
 }
 
 export function isRecord(value: unknown): value is Record<string, unknown> {

@@ -52,7 +52,7 @@ export class UpstreamStallError extends Error {
   override name = "UpstreamStallError";
   constructor(
     message: string,
-    readonly reason: "first_byte_deadline" | "replica_unhealthy" | "timeout",
+    readonly reason: "first_byte_deadline" | "replica_unhealthy" | "peer_unhealthy" | "timeout",
   ) {
     super(message);
   }
@@ -218,8 +218,9 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
     }
     if (this.streaming) {
       this.observer = new SseObserver({
-        // A peer LB already stripped (or kept) usage for the client; only strip what we asked for.
-        stripUsage: this.target.kind === "replica" && this.job.request.stream && !this.job.request.clientWantsUsage,
+        // Usage was asked for on the client's behalf (of a peer LB too, which then passes it on, so
+        // that this LB counts the client key's tokens): the client gets it only if it asked.
+        stripUsage: this.job.request.stream && !this.job.request.clientWantsUsage,
         onFirstContent: () => {
           this.firstContentAt = performance.now();
         },
@@ -443,8 +444,7 @@ export function clientResponseHeaders<J extends ExchangeJob>(exchange: UpstreamE
  * requested on streams; a peer LB gets the client's original body (it makes its own usage decision). */
 export function dispatchExchange<J extends ExchangeJob>(exchange: UpstreamExchange<J>, body: Buffer | Buffer[], headers: Record<string, string>): void {
   const { job, target } = exchange;
-  const sent = target.kind === "replica" ? body : job.request.raw;
-  const parts = Array.isArray(sent) ? sent : [sent];
+  const parts = Array.isArray(body) ? body : [body];
   const out: Record<string, string> = { "content-type": "application/json", ...headers };
   // Parts are written back to back; undici needs the total length up front to avoid chunking.
   out["content-length"] = String(bodyLength(parts));
@@ -471,7 +471,7 @@ export function isConnectionFailure(error: unknown): boolean {
 /** Why a stalled request would leave its target (lb-core redispatch.ts): its replica turned
  * unhealthy (it will not answer), or its first byte is late (it may still). */
 export function redispatchCause(error: unknown): "deadline" | "unhealthy" {
-  return error instanceof UpstreamStallError && error.reason === "replica_unhealthy" ? "unhealthy" : "deadline";
+  return error instanceof UpstreamStallError && (error.reason === "replica_unhealthy" || error.reason === "peer_unhealthy") ? "unhealthy" : "deadline";
 }
 
 /** The target took the request but sent no response head in time: the LB's first-byte watch gave

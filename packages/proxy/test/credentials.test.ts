@@ -3,7 +3,7 @@
 // and a token rotation — install the next token, move the peers over, retire the old one — keeps
 // client traffic and peer polls going, and survives a restart with the old token in the environment.
 import { strict as assert } from "node:assert";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -213,5 +213,42 @@ test("a token rotation keeps client traffic and peer polls going, and a restart 
   } finally {
     await us.close();
     await eu.close();
+  }
+});
+
+test("a token install or retirement the LB could not save answers 500 credentials_not_saved, and the retry saves it", async () => {
+  const token = generateLbToken();
+  const next = generateLbToken();
+  const file = join(dir, "unsaved.credentials.json");
+  const { logger } = capturingLogger();
+  let lb = await startLb(lbConfig("lb-us", "us-ashburn", []), { token, logger, settings: { credentialsFile: file } });
+  try {
+    // The write fails: its temporary file's path is taken by a directory (a full or read-only disk alike).
+    const blocker = `${file}.${process.pid}.tmp`;
+    mkdirSync(blocker);
+    const install = () => call(lb, "POST", "/admin/credentials", token, { schema: LB_CREDENTIALS_UPDATE_SCHEMA, install: next });
+    const first = await install();
+    assert.equal(first.status, 500, "the disk failed, not the token: the console retries a 5xx");
+    assert.equal((first.json?.error as { code?: string })?.code, "credentials_not_saved");
+    assert.equal((await call(lb, "GET", "/admin/state", next)).status, 401, "an unsaved token is not held");
+    assert.equal((await install()).status, 500, "the retry is not acknowledged while the save still fails");
+    const retire = () => call(lb, "POST", "/admin/credentials", next, { schema: LB_CREDENTIALS_UPDATE_SCHEMA, retire: [lbKeyId(token)] });
+    rmSync(blocker, { recursive: true });
+    assert.equal((await install()).status, 200);
+    mkdirSync(blocker);
+    assert.equal((await retire()).status, 500);
+    assert.equal((await call(lb, "GET", "/admin/state", token)).status, 200, "an unsaved retirement leaves the token working");
+    rmSync(blocker, { recursive: true });
+    assert.equal((await retire()).status, 200);
+
+    // A restart (the old token still in the environment) holds exactly what the console was told.
+    await lb.close();
+    lb = await startLb(lbConfig("lb-us", "us-ashburn", []), { token, logger, settings: { credentialsFile: file } });
+    assert.equal((await call(lb, "GET", "/admin/state", next)).status, 200, "the installed token survived the restart");
+    assert.equal((await call(lb, "GET", "/admin/state", token)).status, 401, "the retired token stayed retired");
+    const badToken = await call(lb, "POST", "/admin/credentials", next, { schema: LB_CREDENTIALS_UPDATE_SCHEMA, install: "mlt_short" });
+    assert.equal(badToken.status, 400, "a malformed token is still the caller's error");
+  } finally {
+    await lb.close();
   }
 });

@@ -6,7 +6,20 @@ import { after, before, test } from "node:test";
 import { request } from "undici";
 import type { LbState, PeerReport } from "@meridian/protocol";
 import { parsePrometheusText, type RunningProxy } from "../src/index";
-import { adminGet, adminPutConfig, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, startEngine, startLb, waitFor, peerEntry, type Engine } from "./helpers";
+import {
+  adminGet,
+  adminPutConfig,
+  chatBody,
+  DEMO_ENGINE_PARAMS,
+  lbConfig,
+  MODEL,
+  post,
+  startEngine,
+  startLb,
+  waitFor,
+  peerEntry,
+  type Engine,
+} from "./helpers";
 
 // One request at a time, ~1.6 s each, so "full" lasts long enough to observe on a loaded machine.
 const SLOW = { ...DEMO_ENGINE_PARAMS, maxRunning: 1, itlBaseMs: 20, maxOutputTokens: 80 };
@@ -54,6 +67,7 @@ test("the peer report carries in-flight tokens, availability and the queue lengt
   const report = await adminGet<PeerReport>(lbUs, "/admin/peer?snapshot=100");
   assert.equal(report.lbId, "lb-us");
   assert.equal(report.availableReplicas, 1);
+  assert.deepEqual(report.availableByModel, { [MODEL]: 1 }, "a peer forwards only requests for a model this LB serves");
   assert.equal(report.queueLength, 0);
   assert.deepEqual(
     report.replicas.map((r) => r.id),
