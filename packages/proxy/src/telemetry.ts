@@ -86,6 +86,10 @@ class TelemetrySubscriber {
       if (!this.waitingForDrain) this.write({ type: "heartbeat", seq: this.log.latestSeq, time: Date.now() });
     }, heartbeatMs);
     this.heartbeat.unref();
+    // Said at once, before any event: the subscriber learns the sequence began again before events
+    // whose numbers it already holds arrive (it would drop them as duplicates until the first timed
+    // heartbeat, and lose them for good if the new sequence passed its own meanwhile).
+    if (since > log.latestSeq) this.write({ type: "heartbeat", seq: log.latestSeq, time: Date.now() });
   }
 
   pump(): void {

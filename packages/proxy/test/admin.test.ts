@@ -220,6 +220,22 @@ test("live tail and heartbeats", async () => {
   }
 });
 
+test("a subscriber ahead of the log (the LB restarted) hears where the log stands before any event", async () => {
+  const lastSeq = (await adminGet<LbState>(lb, "/admin/state")).telemetry.lastSeq;
+  const tail = await tailTelemetry(lastSeq + 1_000);
+  try {
+    assert.equal((await chat("after a restart")).status, 200);
+    await tail.until("the next event", (lines) => lines.some((l) => l.type === "event"));
+    assert.deepEqual(
+      { type: tail.lines[0]?.type, seq: tail.lines[0]?.type === "heartbeat" ? tail.lines[0].seq : null },
+      { type: "heartbeat", seq: lastSeq },
+      "the first line restarts the subscriber's sequence",
+    );
+  } finally {
+    tail.close();
+  }
+});
+
 test("GET /metrics exposes the LB's series in valid Prometheus text", async () => {
   const response = await request(`${lb.url}/metrics`);
   const text = await response.body.text();
