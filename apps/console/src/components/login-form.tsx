@@ -19,10 +19,11 @@ async function loginFailureMessage(res: Response): Promise<string> {
   return serverMessage || `Login failed (HTTP ${res.status}).`;
 }
 
-export function LoginForm({ next }: { next: string }) {
+/** `initialError`: what the page was sent back with after a form post that failed (no script ran). */
+export function LoginForm({ next, initialError = null }: { next: string; initialError?: string | null }) {
   const [username, setUsername] = useState("");
   const [password, setPassword] = useState("");
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(initialError);
   const [pending, setPending] = useState(false);
 
   async function onSubmit(e: FormEvent) {
@@ -51,7 +52,11 @@ export function LoginForm({ next }: { next: string }) {
   }
 
   return (
-    <form className="login-form" onSubmit={onSubmit} data-testid="login-form">
+    // method and action for a submit before the script has loaded (a fast Enter): without them the
+    // browser sent a GET to this page with the password in the query string (history, access logs).
+    // The endpoint takes the form post and redirects back, here with ?error=invalid on a refusal.
+    <form className="login-form" method="post" action="/api/auth/login" onSubmit={onSubmit} data-testid="login-form">
+      <input type="hidden" name="next" value={next} />
       <label>
         Username
         <input
