@@ -82,6 +82,14 @@ function basePortFlag(text: string): number {
   }
 }
 
+/** --rate, checked as MERIDIAN_DEMO_RATE is: unchecked, "3/s" started the whole fleet and then
+ * crashed it from inside the load generator (exit 1, which start.mjs retries). */
+function rateFlag(text: string): number {
+  const rate = Number(text);
+  if (text.trim() === "" || !Number.isFinite(rate) || !(rate > 0)) throw new SetupError(`--rate: expected requests per second > 0, got "${text}"`);
+  return rate;
+}
+
 /** Runs `check` every intervalMs until it holds (true), the fleet stops, or timeoutMs passed (false). */
 async function pollUntil(check: () => Promise<boolean>, timeoutMs: number, intervalMs: number, stopped: () => boolean): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
@@ -145,7 +153,7 @@ async function main(): Promise<void> {
   const env = parsedEnv.data;
   const basePort = values["base-port"] ? basePortFlag(values["base-port"]) : env.MERIDIAN_DEMO_BASE_PORT;
   const consoleUrl = (values.console ?? env.MERIDIAN_CONSOLE_URL).replace(/\/+$/, "");
-  const rate = values.rate ? Number(values.rate) : env.MERIDIAN_DEMO_RATE;
+  const rate = values.rate !== undefined ? rateFlag(values.rate) : env.MERIDIAN_DEMO_RATE;
   const withLoad = !values["no-load"] && env.MERIDIAN_DEMO_LOAD === "1";
   // The console writes the LBs' tokens here (apps/console/src/lib/demo-files.ts).
   const stateDir = demoStateDir(resolve(root, env.MERIDIAN_DB_PATH), basePort);

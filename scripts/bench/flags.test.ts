@@ -23,6 +23,9 @@ test("numeric bench flags take only values that keep their rule, and say what th
   for (const [name, raw, rule, message] of cases) assert.throws(() => parseNumberFlag(name, raw, rule), message, `--${name} ${raw}`);
   assert.equal(flag("seed", ["node", "x.ts", "--seed", "3"]), "3");
   assert.equal(flag("seed", ["node", "x.ts"]), undefined);
+  assert.equal(flag("time-scale", ["node", "x.ts", "--time-scale=2"]), "2", "--name=value is read, not ignored");
+  assert.equal(flag("trace", ["node", "x.ts", "--trace=/a=b.jsonl"]), "/a=b.jsonl");
+  assert.equal(flag("seed", ["node", "x.ts", "--seeds=4"]), undefined, "a longer flag is another flag");
 });
 
 test("a bench script given a bad number exits 2 with one line before it runs anything", async () => {

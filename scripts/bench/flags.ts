@@ -4,10 +4,18 @@
 
 import { basename } from "node:path";
 
-/** The value after `--name`, or undefined when the flag is absent. */
+/** The value of `--name value` or `--name=value`, or undefined when the flag is absent. (Only the
+ * first form was read: `--time-scale=2` ran at the default and printed time_scale 1.) */
 export function flag(name: string, argv: readonly string[] = process.argv): string | undefined {
   const i = argv.indexOf(`--${name}`);
-  return i >= 0 ? argv[i + 1] : undefined;
+  if (i >= 0) return argv[i + 1];
+  const joined = argv.find((arg) => arg.startsWith(`--${name}=`));
+  return joined === undefined ? undefined : joined.slice(name.length + 3);
+}
+
+/** Whether `--name` is given, in either form. */
+export function hasFlag(name: string, argv: readonly string[] = process.argv): boolean {
+  return argv.includes(`--${name}`) || argv.some((arg) => arg.startsWith(`--${name}=`));
 }
 
 export interface NumberRule {
@@ -44,7 +52,7 @@ export function parseNumberFlag(name: string, raw: string | undefined, rule: Num
 
 /** `--name N`, or `fallback` when the flag is absent; a bad value exits 2 with one line on stderr. */
 export function numberFlag(name: string, fallback: number, rule: NumberRule = {}): number {
-  if (!process.argv.includes(`--${name}`)) return fallback;
+  if (!hasFlag(name)) return fallback;
   try {
     return parseNumberFlag(name, flag(name), rule);
   } catch (error) {

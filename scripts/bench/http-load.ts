@@ -118,7 +118,13 @@ export async function ttftPairs(
       for await (const chunk of response.body) {
         if (first === null && (chunk as Buffer).includes('"content"')) first = performance.now() - started;
       }
-      if (i >= 50 && first !== null) (out[side] as number[]).push(first);
+      // A failed request has no TTFT, and leaving it out would report the LB's added TTFT over the
+      // requests that went well, with nothing saying how many did not: stop the benchmark instead.
+      if (response.statusCode !== 200 || first === null) {
+        await Promise.all(pools.map((pool) => pool.close()));
+        throw new Error(`ttft pair ${i}: ${side === 0 ? "the engine" : "the LB"} answered ${response.statusCode} without a first content chunk`);
+      }
+      if (i >= 50) (out[side] as number[]).push(first);
     }
   }
   await Promise.all(pools.map((pool) => pool.close()));

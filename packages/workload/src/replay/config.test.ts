@@ -42,5 +42,9 @@ describe("meridian-replay config", () => {
     assert.throws(() => loadReplayConfig(["--trace", "t", "--entrypoints", "{}", "--time-scale", "0"], {}), /timeScale/);
     assert.throws(() => loadReplayConfig(["--trace", "t", "--entrypoints", "{}", "--bogus"], {}), /bogus/);
     assert.throws(() => loadReplayConfig(["--help"], {}), UsageRequested);
+    // An empty weight is an error, not 0 (the region silently got no traffic), and so is an empty name.
+    const regions = (text: string) => loadReplayConfig(["--generator", "multi-turn", "--entrypoints", "{}", "--regions", text], {}).regions;
+    assert.throws(() => regions("us=,eu=1"), /bad region weight "us="/);
+    assert.throws(() => regions(" =1"), /bad region weight/);
   });
 });

@@ -37,9 +37,10 @@ const nonNegative = z.coerce.number().nonnegative();
 const RegionWeightsFlag = z.string().transform((text, ctx) => {
   const weights: Record<string, number> = {};
   for (const part of text.split(",").filter(Boolean)) {
-    const [name, weight = "1"] = part.split("=");
-    const value = Number(weight);
-    if (!name || !(value >= 0)) {
+    const [name = "", weight = "1"] = part.split("=");
+    // An empty weight ("us=") is an error, not Number("") = 0, which silently sent the region nothing.
+    const value = weight.trim() === "" ? Number.NaN : Number(weight);
+    if (name.trim() === "" || !(value >= 0)) {
       ctx.addIssue({ code: "custom", message: `bad region weight "${part}" (expected name=weight)` });
       return z.NEVER;
     }

@@ -328,4 +328,14 @@ describe("replay client", () => {
     assert.equal(percentile([], 50), null);
     assert.equal(percentile([7], 99), 7);
   });
+
+  it("a signal already aborted when the run starts sends nothing, and a load generator given one ends by itself", async () => {
+    const s = await stub();
+    const summary = await runReplay({ trace: rows([0, 200, 400, 600, 800]), entrypoints: { r: s.url }, signal: AbortSignal.abort() });
+    assert.equal(s.received.length, 0, "requests were sent although the caller had already aborted");
+    assert.equal(summary.ok, 0);
+    const generator = startLoadGenerator({ entrypoints: { r: s.url }, generator: { ratePerS: 50 }, signal: AbortSignal.abort() });
+    await generator.done; // ends without stop(): before the fix it ran until stopped
+    assert.equal(s.received.length, 0);
+  });
 });

@@ -342,7 +342,9 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplaySummar
   const resolver = resolverFor(options);
   const controller = new AbortController();
   const onAbort = (): void => controller.abort();
-  options.signal?.addEventListener("abort", onAbort, { once: true });
+  // A signal already aborted fires no "abort" event: without the check the whole trace was sent.
+  if (options.signal?.aborted) controller.abort();
+  else options.signal?.addEventListener("abort", onAbort, { once: true });
   const out = options.outPath ? createWriteStream(options.outPath) : undefined;
   const records: ReplayRecord[] = [];
   const skipped: Skipped = { tooLong: 0, invalid: 0 };
@@ -441,7 +443,8 @@ export function startLoadGenerator(options: LoadGeneratorOptions): LoadGenerator
       resolver.close();
     }
   })();
-  options.signal?.addEventListener("abort", () => controller.abort(), { once: true });
+  if (options.signal?.aborted) controller.abort();
+  else options.signal?.addEventListener("abort", () => controller.abort(), { once: true });
 
   return {
     summary,
