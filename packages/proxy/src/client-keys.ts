@@ -8,9 +8,12 @@
 // presented key is compared with the entry's digest by timingSafeEqual; an unknown id is compared
 // against a dummy digest, so a guess costs the same whether or not its id exists.
 import type { ClientKeyEntry, LbConfig } from "@meridian/protocol";
-import { bearerOf, clientKeyIdOf, digestsEqual, PEER_CREDENTIAL_PREFIX, sha256 } from "@meridian/protocol/credentials";
+import { bearerOf, CLIENT_KEY_PREFIX, clientKeyIdOf, digestsEqual, LB_TOKEN_PREFIX, PEER_CREDENTIAL_PREFIX, sha256 } from "@meridian/protocol/credentials";
 import { peerWithCredential } from "./admin-auth";
 import { HttpError } from "./errors";
+
+/** Bearers of Meridian's own shapes: client keys, LB tokens, peer credentials. */
+const MERIDIAN_CREDENTIAL_PREFIXES = [CLIENT_KEY_PREFIX, LB_TOKEN_PREFIX, PEER_CREDENTIAL_PREFIX];
 import type { DigestCompare } from "./lb-credentials";
 
 /** Who a request is counted for in the per-key metrics: a key, a peer LB, or nobody. */
@@ -69,6 +72,9 @@ export function checkClient(authorization: string | undefined, hop: number, conf
   const peerId = peerWithCredential(digest, config, compare);
   if (peerId !== null && hop >= 1) return { ok: true, identity: { keyId: "peer", keyName: peerId }, forwardAuthorization: null };
   if (required) return { ok: false, reason: "invalid", error: refusal(INVALID), keyId: null };
-  // Not ours: an engine's own key, passed through as before keys existed. A peer credential is ours.
-  return { ok: true, identity: ANONYMOUS, forwardAuthorization: bearer.startsWith(PEER_CREDENTIAL_PREFIX) ? null : (authorization ?? null) };
+  // Not ours: an engine's own key, passed through as before keys existed. Anything shaped like a
+  // Meridian credential (a client key with a typo, an LB token, a peer credential) is never passed
+  // on: an LB token sent here by mistake reached the engine verbatim, and it opens the LB's admin API.
+  const meridianShaped = MERIDIAN_CREDENTIAL_PREFIXES.some((prefix) => bearer.startsWith(prefix));
+  return { ok: true, identity: ANONYMOUS, forwardAuthorization: meridianShaped ? null : (authorization ?? null) };
 }

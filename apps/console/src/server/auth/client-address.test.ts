@@ -26,7 +26,7 @@ test("trusted proxy lists: addresses, CIDR blocks, loopback; bad entries are nam
 test("without trusted proxies the socket peer is the client, whatever the headers say", () => {
   const h = headers("203.0.113.7", { "x-forwarded-for": "1.2.3.4", "x-forwarded-host": "evil.example", "x-forwarded-proto": "https" });
   const client = identifyClient(h, DEFAULT_REQUEST_SECURITY);
-  assert.deepEqual(client, { address: "203.0.113.7", peer: "203.0.113.7", viaTrustedProxy: false });
+  assert.deepEqual(client, { address: "203.0.113.7", peer: "203.0.113.7", viaTrustedProxy: false, named: true });
   assert.equal(forwardedHeader(h, client, "x-forwarded-host"), null);
   assert.equal(servedOverHttps(h, client, DEFAULT_REQUEST_SECURITY), false);
   // An IPv4 peer on a dual-stack socket is reported IPv4-mapped; it is the same address.
@@ -34,7 +34,12 @@ test("without trusted proxies the socket peer is the client, whatever the header
 });
 
 test("an unstamped or forged peer header is an unknown peer, trusted with nothing", () => {
-  assert.deepEqual(identifyClient(headers(null, { "x-forwarded-for": "1.2.3.4" }), behindProxy), { address: "unknown", peer: null, viaTrustedProxy: false });
+  assert.deepEqual(identifyClient(headers(null, { "x-forwarded-for": "1.2.3.4" }), behindProxy), {
+    address: "unknown",
+    peer: null,
+    viaTrustedProxy: false,
+    named: false,
+  });
   const forged = new Headers({ "x-meridian-peer": "0123 10.0.0.5", "x-forwarded-for": "1.2.3.4" });
   assert.equal(identifyClient(forged, behindProxy).address, "unknown");
 });
@@ -42,7 +47,7 @@ test("an unstamped or forged peer header is an unknown peer, trusted with nothin
 test("behind trusted proxies the client is the nearest X-Forwarded-For hop they do not vouch for", () => {
   // The client wrote "6.6.6.6" itself; the proxies appended what they saw.
   const chain = headers("10.0.0.5", { "x-forwarded-for": "6.6.6.6, 198.51.100.9, 10.9.1.1" });
-  assert.deepEqual(identifyClient(chain, behindProxy), { address: "198.51.100.9", peer: "10.0.0.5", viaTrustedProxy: true });
+  assert.deepEqual(identifyClient(chain, behindProxy), { address: "198.51.100.9", peer: "10.0.0.5", viaTrustedProxy: true, named: true });
   assert.equal(identifyClient(headers("10.0.0.5", { "x-forwarded-for": "[2001:db8::1]:443" }), behindProxy).address, "2001:db8::1");
   assert.equal(identifyClient(headers("10.0.0.5", { "x-forwarded-for": "198.51.100.9:5555" }), behindProxy).address, "198.51.100.9");
   // Garbage where an address should be: the last address a trusted proxy vouched for stands.

@@ -15,6 +15,10 @@ export interface Client {
   peer: string | null;
   /** The peer is a trusted proxy, so its X-Forwarded-* headers are believed. */
   viaTrustedProxy: boolean;
+  /** Whether `address` names the client: the peer itself, or an X-Forwarded-For hop a trusted proxy
+   * wrote. False when a trusted proxy named no client (no header, or no address in its last hop):
+   * `address` is then the proxy's own. */
+  named: boolean;
 }
 
 /** "1.2.3.4" from "1.2.3.4:5678", "::1" from "[::1]:5678"; null for anything that is not an IP. */
@@ -38,20 +42,22 @@ function headerList(headers: Headers, name: string): string[] {
 
 export function identifyClient(headers: Headers, security: RequestSecurity): Client {
   const peer = peerAddress(headers);
-  if (!peer) return { address: "unknown", peer: null, viaTrustedProxy: false };
+  if (!peer) return { address: "unknown", peer: null, viaTrustedProxy: false, named: false };
   const proxies = security.trustedProxies;
-  if (!proxies.has(peer)) return { address: peer, peer, viaTrustedProxy: false };
+  if (!proxies.has(peer)) return { address: peer, peer, viaTrustedProxy: false, named: true };
   // Each proxy appends the address it received the request from, so walking right to left past
   // the trusted proxies reaches the first hop none of them vouches for: the client. Entries left of
   // it were written by the client and are ignored.
   let address = peer;
+  let named = false;
   for (const entry of headerList(headers, "x-forwarded-for").reverse()) {
     const ip = forwardedIp(entry);
     if (!ip) break;
     address = ip;
+    named = true;
     if (!proxies.has(ip)) break;
   }
-  return { address, peer, viaTrustedProxy: true };
+  return { address, peer, viaTrustedProxy: true, named };
 }
 
 /** The value the nearest trusted proxy set for an X-Forwarded-* header (its last entry), or null when

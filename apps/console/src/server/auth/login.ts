@@ -78,10 +78,29 @@ export async function handleLogin(rt: AuthRuntime, req: Request, options: AuthRo
     const event = { action: "auth.throttled", actor: "anonymous", target, address: client.address, status: 429, reason: `retry after ${wait} s` } as const;
     return await refuse(rt, event, `too many failed login attempts; try again in ${wait} s`, { headers: { "retry-after": String(wait) }, auditor });
   }
-  const user = await checkCredentials(rt.store, username, password);
+  if (!throttle.begin(username)) {
+    const event = {
+      action: "auth.throttled",
+      actor: "anonymous",
+      target,
+      address: client.address,
+      status: 429,
+      reason: "a login check for this account is in progress",
+    } as const;
+    return await refuse(rt, event, "another login attempt for this account is being checked; try again in a moment", {
+      headers: { "retry-after": "1" },
+      auditor,
+    });
+  }
+  let user: Awaited<ReturnType<typeof checkCredentials>>;
+  try {
+    user = await checkCredentials(rt.store, username, password);
+    if (!user) throttle.fail(client.address, username);
+  } finally {
+    throttle.end(username);
+  }
   const secure = servedOverHttps(req.headers, client, security);
   if (!user) {
-    throttle.fail(client.address, username);
     const event = {
       action: "auth.login.failed",
       actor: "anonymous",

@@ -30,7 +30,10 @@ export async function requireMetricsAccess(
   const bearer = bearerOf(req.headers.get("authorization"));
   if (options.token !== undefined && bearer !== null && digestsEqual(sha256(bearer), sha256(options.token))) return null;
   const client = identifyClient(req.headers, options.security);
-  if (isLoopback(client.address)) return null;
+  // A trusted proxy that named no client (nginx without an X-Forwarded-For line, or a hop that is not
+  // an address) leaves the proxy's own address: on this host that is loopback for every remote
+  // client it relays, so it does not count. Such a setup reads the metrics with the token.
+  if (isLoopback(client.address) && client.named) return null;
   const reason = req.headers.has("authorization") ? "wrong metrics token" : "not loopback and no metrics token";
   const event = { action: "auth.denied", actor: "anonymous", target: "api:/metrics", address: client.address, status: 401, reason } as const;
   return await refuse(sink, event, "the metrics are readable from the console's host or with MERIDIAN_METRICS_TOKEN", { auditor: options.auditor });

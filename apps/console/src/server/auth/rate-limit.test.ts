@@ -54,3 +54,23 @@ test("a quiet key is forgotten, and memory stays bounded", () => {
   for (let i = 0; i < 1_000; i += 1) throttle.fail(`10.2.${i >> 8}.${i & 255}`, `u${i}`, later);
   assert.equal(throttle.retryAfter("10.2.3.231", "u999", later), 0);
 });
+
+test("a blocked account stays blocked when a flood of throwaway usernames fills the key bound", () => {
+  const throttle = new LoginThrottle({ ...DEFAULT_LOGIN_RULES, maxKeys: 100 });
+  const addr = (i: number) => `2001:db8::${i.toString(16)}`;
+  // Ten guesses at admin from ten addresses: the per-user rule blocks admin.
+  for (let i = 0; i < 10; i++) throttle.fail(addr(i), "admin", 1_000 + i);
+  assert.ok(throttle.retryAfter(addr(99), "admin", 2_000) > 0);
+  // 500 throwaway usernames, each failing once, would evict the stalest key: admin's, before.
+  for (let u = 0; u < 500; u++) throttle.fail(addr(1_000 + u), `x${u}`, 2_000);
+  assert.ok(throttle.retryAfter(addr(5_000), "admin", 2_000) > 0, "admin's block was forgotten");
+});
+
+test("one password check per account at a time: a parallel burst gets one", () => {
+  const throttle = new LoginThrottle();
+  assert.equal(throttle.begin("admin"), true);
+  assert.equal(throttle.begin("ADMIN"), false, "the same account, another case");
+  assert.equal(throttle.begin("viewer"), true, "another account is not held up");
+  throttle.end("admin");
+  assert.equal(throttle.begin("admin"), true);
+});

@@ -73,13 +73,25 @@ class BackoffCounters {
     counter.lastFailureAt = now;
     const over = counter.failures - this.rule.free;
     if (over >= 0) counter.blockedUntil = now + Math.min(this.rule.maxBlockMs, this.rule.baseBlockMs * 2 ** Math.min(over, 30));
-    // Re-inserting keeps the map in last-failure order, so the eviction below drops the stalest key.
+    // Re-inserting keeps the map in last-failure order, so the eviction below finds the stalest key.
     this.counters.delete(key);
     this.counters.set(key, counter);
-    if (this.counters.size > this.maxKeys) {
-      const oldest = this.counters.keys().next().value;
-      if (oldest !== undefined) this.counters.delete(oldest);
+    if (this.counters.size > this.maxKeys) this.evictOne();
+  }
+
+  /** The stalest key that has not used up its free failures; the stalest of all only when every key
+   * has. A key past its free failures is what the throttle exists for: evicted first, it was reset
+   * by failing with 10,000 throwaway usernames, and the blocked account's guesses came back. */
+  private evictOne(): void {
+    let victim: string | undefined;
+    for (const [key, counter] of this.counters) {
+      if (counter.failures < this.rule.free) {
+        victim = key;
+        break;
+      }
     }
+    victim ??= this.counters.keys().next().value;
+    if (victim !== undefined) this.counters.delete(victim);
   }
 
   clear(key: string): void {
@@ -91,6 +103,8 @@ export class LoginThrottle {
   private readonly byAddressAndUser: BackoffCounters;
   private readonly byUser: BackoffCounters;
   private readonly byAddress: BackoffCounters;
+  /** Accounts with a password check in progress (begin/end). */
+  private readonly checking = new Set<string>();
 
   constructor(rules: LoginThrottleRules = DEFAULT_LOGIN_RULES) {
     this.byAddressAndUser = new BackoffCounters(rules.addressAndUser, rules.forgetAfterMs, rules.maxKeys);
@@ -108,6 +122,23 @@ export class LoginThrottle {
     const k = LoginThrottle.keys(address, username);
     const ms = Math.max(this.byAddressAndUser.blockedForMs(k.pair, now), this.byUser.blockedForMs(k.user, now), this.byAddress.blockedForMs(k.address, now));
     return ms > 0 ? Math.max(1, Math.ceil(ms / 1000)) : 0;
+  }
+
+  /**
+   * Starts a password check of this account, or returns false while another check of it is still
+   * running. Failures are counted when a check ends, so checks started together all passed
+   * retryAfter: 50 parallel guesses at one account were all checked. One at a time, a burst gets one
+   * check and 429s (retry after 1 s); a person logging in is not racing their own login. Pair with end().
+   */
+  begin(username: string): boolean {
+    const key = LoginThrottle.keys("", username).user;
+    if (this.checking.has(key)) return false;
+    this.checking.add(key);
+    return true;
+  }
+
+  end(username: string): void {
+    this.checking.delete(LoginThrottle.keys("", username).user);
   }
 
   fail(address: string, username: string, now: number = Date.now()): void {

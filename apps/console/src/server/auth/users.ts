@@ -1,6 +1,6 @@
 // Console users come from env: "admin" (operator) with MERIDIAN_ADMIN_PASSWORD and "viewer"
 // (read-only) with MERIDIAN_VIEWER_PASSWORD. At startup each is created or, when the password
-// changed, re-hashed. An unset password leaves the stored user as it was.
+// changed, re-hashed, and its sessions are ended. An unset password leaves the stored user as it was.
 import "server-only";
 import { eq } from "drizzle-orm";
 import type { Queryable, UserRole, UserRow } from "@meridian/db";
@@ -29,6 +29,9 @@ async function ensureUser({ db, tables }: Queryable, username: string, role: Use
       .update(users)
       .set({ role, passwordHash: hashPassword(password), updatedAt: now })
       .where(eq(users.id, existing.id));
+    // A new password ends the sessions the old one opened: changing it is how an operator contains
+    // a stolen password, and a session taken with it kept operator rights for its whole TTL.
+    await db.delete(tables.sessions).where(eq(tables.sessions.userId, existing.id));
   }
 }
 
