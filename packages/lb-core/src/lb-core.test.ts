@@ -394,3 +394,11 @@ describe("peer report", () => {
     assert.deepEqual([...report.snapshot!.keys].sort(), [...keys].sort());
   });
 });
+
+describe("request view", () => {
+  it("tells chat keys (64 characters each) from trace keys (tokens only): RequestView.keyChars", () => {
+    const lb = core();
+    assert.equal(lb.admit("r", admitInput("s"), 0).view.keyChars, 64);
+    assert.equal(lb.admit("t", { keys, sessionKey: "s", model: null, hop: 0, inputTokens: 1024, tokensPerBlock: 512 }, 0).view.keyChars, undefined);
+  });
+});

@@ -218,7 +218,7 @@ export class LbCore<J> {
     this.keyTokens = tokensPerBlock;
     const { config } = this;
     const { weights, trial } = admitToTrial(config, input.sessionKey);
-    return new Ticket(
+    const ticket = new Ticket(
       owner,
       input.keys,
       inputTokens,
@@ -235,6 +235,8 @@ export class LbCore<J> {
       weights,
       trial,
     );
+    if (input.tokensPerBlock === undefined) ticket.keyChars = DEFAULT_BLOCK_CHARS; // chat keys
+    return ticket;
   }
 
   /** Places a new (or retried) request now, or holds it. A hold that finds the queue full is a

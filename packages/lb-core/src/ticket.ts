@@ -109,6 +109,8 @@ export class Ticket<J> implements RequestView {
   target: Target | null = null;
   held = false;
   done = false;
+  /** Characters one key stands for: 64 for chat keys (lb-core's admit), undefined for trace keys. */
+  keyChars: number | undefined = undefined;
 
   constructor(
     /** The driver's own object for this request (a proxy job, a simulated flight). */

@@ -168,7 +168,7 @@ describe("prefix-cache", () => {
     assert.match(d.reason ?? "", /no prefix match/);
   });
 
-  it("among equally long matches takes the fewest running, skipping any above mean + 2σ", () => {
+  it("among equally long matches takes the fewest running, skipping any above mean + 1σ", () => {
     const ctx = context();
     for (const id of ["w1", "w2", "w3"]) ctx.index.learn(prompt.slice(0, 30), id, "LOCAL", 0);
     const candidates = [
@@ -178,7 +178,7 @@ describe("prefix-cache", () => {
       candidate("cold", { scraped: running(0) }),
     ];
     assert.equal(createPolicy("prefix-cache").select(request(prompt), candidates, ctx).choice, "w2");
-    // One warm replica far above the others (mean + 2σ excludes it): the policy drops to least-request.
+    // One warm replica far above the others (mean + 1σ excludes it): the policy drops to least-request.
     const ctx2 = context();
     ctx2.index.learn(prompt.slice(0, 30), "hot", "LOCAL", 0);
     const many = [candidate("hot", { scraped: running(8) }), ...Array.from({ length: 9 }, (_, i) => candidate(`c${i}`, { scraped: running(0) }))];

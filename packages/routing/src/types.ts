@@ -107,6 +107,9 @@ export interface RequestView {
   inputTokens: number;
   /** Tokens one block key stands for (chat ≈ 16, Mooncake 512, ART-Chat 256). */
   tokensPerBlock: number;
+  /** Characters of prompt text one key stands for: chat keys (64); absent for trace keys (hash_ids),
+   * whose size is known only in tokens. Peer policies that block by bytes (llm-d) read it. */
+  keyChars?: number;
   /** Session key: explicit user / x-session-id, else a hash of the first blocks. */
   sessionKey: string;
   /** Region the client request entered from. */

@@ -49,6 +49,9 @@ export interface PolicyOptions {
   virtualNodes?: number;
   /** prefix-cache: running-request spread above which it falls back to least-request. Default 8. */
   spreadThreshold?: number;
+  /** prefix-cache: matched replicas with more running requests than mean + factor·σ are skipped.
+   * AIBrix's default, 1. */
+  standardDeviationFactor?: number;
   /** learned-prefix: divert when the target's in-flight > factor × median. Default 2. */
   overloadFactor?: number;
   /** Peer routers' parameters; each defaults to its project's default (see the policy's file). */

@@ -5,7 +5,8 @@ import { createPolicy } from "../select";
 import type { CandidateView } from "../types";
 import { candidate, context, dispatch, request } from "./test-support";
 
-// Chat keys: 64 characters = 16 tokens per key, so one llm-d block (64 tokens) is 4 keys.
+// Keys of 16 tokens without keyChars (trace-style): one llm-d block (64 tokens) is round(64 / 16) = 4
+// keys, as for chat keys (keyChars 64) in any calibration; the chat path is tested below.
 const prompt = request(40); // 40 keys = 10 llm-d blocks, 640 tokens
 
 function scraped(waiting: number, usedTokens = 0, kvCapacityTokens?: number): Partial<CandidateView> {
@@ -115,6 +116,54 @@ describe("llm-d: the approximate prefix index", () => {
       policy.select(prompt, cs, context()).scores.map((s) => s.matchedBlocks),
       [0, 0],
     );
+  });
+});
+
+describe("llm-d: chat keys are grouped by characters (256-byte blocks), not by calibrated tokens", () => {
+  // llm-d's default estimate producer packs 4 bytes per pseudo-token into 64-token blocks: 256 bytes,
+  // 4 chat keys of 64 characters, whatever the LB's chars-per-token calibration says.
+  function chat(keys: number[], charsPerToken: number) {
+    // As the LB core builds it (lb-core admit): tokensPerBlock = 64 / chars-per-token, keyChars 64.
+    return request(0, { keys, inputTokens: Math.ceil((keys.length * 64) / charsPerToken), tokensPerBlock: 64 / charsPerToken, keyChars: 64 });
+  }
+  const shared = [11, 12, 13, 14]; // the first 256 characters
+  for (const cpt of [3, 4, 5]) {
+    it(`credits a server holding the first 256-byte block at ${cpt} chars/token`, () => {
+      const policy = createPolicy("llm-d");
+      dispatch(policy, "earlier", chat([...shared, 901, 902, 903, 904, 905, 906], cpt), "a"); // diverges at character 256
+      const d = policy.select(
+        chat([...shared, 15, 16, 17, 18, 19, 20], cpt),
+        [candidate("a", scraped(0, 500, 1000)), candidate("b", scraped(0, 300, 1000))],
+        context(),
+      );
+      // 640 characters: 2 full blocks + a partial one = 3; a matches block 0.
+      // a = 3·(1/3) + 2·0.5 + 2 = 4.0, b = 0 + 2·0.7 + 2 = 3.4.
+      assert.equal(d.scores[0]!.matchedBlocks, 4);
+      assert.ok(Math.abs(d.scores[0]!.score + 4) < 1e-9, `a scored ${d.scores[0]!.score}`);
+      assert.equal(d.choice, "a");
+    });
+  }
+
+  it("sizes a chat LRU to num_gpu_blocks entries whatever the calibration", () => {
+    // 1024 tokens / 16 = 64 gpu blocks = 64 llm-d blocks. A 65-block prompt (260 keys) evicts its first
+    // block, so nothing matches; a 64-block one (256 keys) fits and matches whole. (Grouping 5 keys at
+    // 5 chars/token, as before, made 52 blocks of the first and kept them all.)
+    const keys = (n: number) => Array.from({ length: n }, (_, i) => 5000 + i);
+    for (const [n, matched] of [
+      [260, 0],
+      [256, 256],
+    ] as const) {
+      const policy = createPolicy("llm-d");
+      const cs = [candidate("a", { kvCapacityTokens: 1024 }), candidate("b")];
+      policy.select(chat(keys(n), 5), cs, context());
+      dispatch(policy, "earlier", chat(keys(n), 5), "a");
+      assert.equal(policy.select(chat(keys(n), 5), cs, context()).scores[0]!.matchedBlocks, matched, `${n} keys`);
+    }
+  });
+
+  it("rejects a keyChars that is not a positive number", () => {
+    const bad = request(8, { keyChars: 0 });
+    assert.throws(() => createPolicy("llm-d").select(bad, [candidate("a")], context()), /keyChars/);
   });
 });
 

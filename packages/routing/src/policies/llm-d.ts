@@ -33,14 +33,18 @@
 //     capacity into num_gpu_blocks (vLLM's default block size, the one llm-d's comments assume).
 //
 // Approximated, and why:
-//  - Hashing. llm-d hashes 64 pseudo-tokens (256 bytes) per block; our chat keys are chained per 64
-//    characters, so one llm-d block is every 4th key (keys are chained: key 4j+3 identifies the prompt
-//    through byte 256(j+1), for ASCII text exactly). Trace keys (512-token blocks) are coarser than
-//    llm-d's blocks and are used one for one. llm-d also hashes the trailing partial block, which can
-//    only match an identical prompt; we have no key for it but count it in the prompt's blocks.
+//  - Hashing. llm-d hashes 64 pseudo-tokens of 4 bytes (256 bytes) per block, whatever the model's
+//    tokenizer. Chat keys (RequestView.keyChars = 64) are chained per 64 characters, so one llm-d block
+//    is every 4th key, fixed in characters and independent of the LB's calibrated chars-per-token (key
+//    4j+3 identifies the prompt through byte 256(j+1), for ASCII text exactly). Trace keys (no keyChars:
+//    blocks of tokens, e.g. 512 per hash_id) are grouped round(64 / tokensPerBlock) at a time, at
+//    least one, so 512-token blocks are used one for one. llm-d also hashes the trailing partial
+//    block, which can only match an identical prompt; we have no key for it but count it in the
+//    prompt's blocks (the prompt's estimated tokens over the tokens of one block).
 //  - LRU size. llm-d sizes each LRU to num_gpu_blocks entries of 64-token blocks, covering 4× the
-//    engine's tokens; we keep that coverage in tokens when our blocks are larger. num_gpu_blocks comes
-//    from CandidateView.kvCapacityTokens; without it, the default 31250, as llm-d without the metric.
+//    engine's tokens. Chat blocks are llm-d's, so the LRU holds num_gpu_blocks of them; for trace
+//    blocks larger than llm-d's we keep that coverage in tokens. num_gpu_blocks comes from
+//    CandidateView.kvCapacityTokens; without it, the default 31250, as llm-d without the metric.
 //  - KV utilization is usedTokens / kvCapacityTokens from the last scrape (vLLM kv_cache_usage_perc,
 //    SGLang token_usage); without a capacity it reads 0, as llm-d reads a pod with no metrics, so the
 //    KV scorer then gives every candidate 1 and decides nothing. Waiting is the scraped queue length.
@@ -64,6 +68,9 @@ import {
 } from "./common";
 import type { LlmdOptions } from "./peer-options";
 
+/** llm-d's estimate token producer: bytes of prompt text per pseudo-token. */
+const BYTES_PER_PSEUDO_TOKEN = 4;
+
 /** Replica ids whose KV capacity this policy remembers for sizing LRUs; beyond it the memo restarts. */
 const MAX_REMEMBERED_REPLICAS = 4096;
 
@@ -84,22 +91,38 @@ export function createLlmdPolicy(options: LlmdOptions = {}): Policy {
   const capacityOf = new Map<string, number>();
   const counts = new Map<string, number>();
 
-  /** Our keys per llm-d block, and the llm-d blocks to hash for this request. */
-  function blocksOf(request: RequestView): { group: number; hashes: BlockKey[]; total: number } {
-    const group = Math.max(1, Math.round(blockSizeTokens / request.tokensPerBlock));
-    const blockTokens = group * request.tokensPerBlock;
+  /** Our keys per llm-d block, the block's size in llm-d's tokens (pseudo-tokens for chat keys), and
+   * the llm-d blocks to hash for this request. */
+  function blocksOf(request: RequestView): { group: number; blockTokens: number; hashes: BlockKey[]; total: number } {
+    const keyChars = request.keyChars;
+    let group: number;
+    let blockTokens: number;
+    if (keyChars === undefined) {
+      // Trace keys: blocks of tokens.
+      group = Math.max(1, Math.round(blockSizeTokens / request.tokensPerBlock));
+      blockTokens = group * request.tokensPerBlock;
+    } else {
+      if (typeof keyChars !== "number" || !Number.isFinite(keyChars) || keyChars <= 0) {
+        throw new RoutingInputError("request.keyChars", `must be a positive number, got ${String(keyChars)}`);
+      }
+      // Chat keys: llm-d's blocks are blockSizeTokens pseudo-tokens of 4 bytes (256 bytes = 4 keys).
+      group = Math.max(1, Math.round((blockSizeTokens * BYTES_PER_PSEUDO_TOKEN) / keyChars));
+      blockTokens = (group * keyChars) / BYTES_PER_PSEUDO_TOKEN;
+    }
     const maxBlocks = Math.max(1, Math.floor(maxPrefixTokens / blockTokens));
     const hashes: BlockKey[] = [];
     for (let k = group - 1; k < request.keys.length && hashes.length < maxBlocks; k += group) hashes.push(request.keys[k] as BlockKey);
-    const total = Math.min(maxBlocks, Math.max(hashes.length, Math.ceil(request.inputTokens / blockTokens)));
-    return { group, hashes, total };
+    // The prompt's blocks, the trailing partial one included: its estimated tokens over one block's
+    // (group keys of tokensPerBlock tokens, the same ratio as characters for chat keys).
+    const total = Math.min(maxBlocks, Math.max(hashes.length, Math.ceil(request.inputTokens / (group * request.tokensPerBlock))));
+    return { group, blockTokens, hashes, total };
   }
 
-  function lruEntries(replicaId: string, request: RequestView, group: number): number {
+  function lruEntries(replicaId: string, blockTokens: number): number {
     const capacity = capacityOf.get(replicaId);
     const gpuBlocks = capacity === undefined ? defaultLru : Math.max(1, Math.floor(capacity / engineBlockTokens));
     // llm-d's LRU holds gpuBlocks entries of blockSizeTokens tokens; keep that coverage in tokens.
-    return Math.max(1, Math.floor((gpuBlocks * blockSizeTokens) / (group * request.tokensPerBlock)));
+    return Math.max(1, Math.floor((gpuBlocks * blockSizeTokens) / blockTokens));
   }
 
   return {
@@ -111,7 +134,7 @@ export function createLlmdPolicy(options: LlmdOptions = {}): Policy {
       if (capacityOf.size > MAX_REMEMBERED_REPLICAS) capacityOf.clear();
       for (const c of candidates) if (c.kvCapacityTokens !== undefined) capacityOf.set(c.id, c.kvCapacityTokens);
 
-      const { group, hashes, total } = blocksOf(request);
+      const { group, blockTokens, hashes, total } = blocksOf(request);
       indexer.matchCounts(hashes, counts);
       let minWaiting = Infinity;
       let maxWaiting = -Infinity;
@@ -130,7 +153,7 @@ export function createLlmdPolicy(options: LlmdOptions = {}): Policy {
         depths[i] = Math.min(request.keys.length, matched * group);
         let prefix = total > 0 ? matched / total : 0;
         if (lengthWeight > 0 && total > 0) {
-          const length = Math.min(1, (matched * group * request.tokensPerBlock) / lengthScale);
+          const length = Math.min(1, (matched * blockTokens) / lengthScale);
           prefix = lengthWeight * length * length + (1 - lengthWeight) * prefix;
         }
         const queue = maxWaiting === minWaiting ? 1 : (maxWaiting - waitingOf(c)) / (maxWaiting - minWaiting);
@@ -144,8 +167,8 @@ export function createLlmdPolicy(options: LlmdOptions = {}): Policy {
       checkPolicyEvent(event);
       if (event.kind !== "dispatch") return; // llm-d reads load from the engines' metrics only
       validateBlockKeys("event.request.keys", event.request.keys);
-      const { group, hashes } = blocksOf(event.request);
-      if (hashes.length > 0) indexer.add(hashes, event.replicaId, lruEntries(event.replicaId, event.request, group));
+      const { blockTokens, hashes } = blocksOf(event.request);
+      if (hashes.length > 0) indexer.add(hashes, event.replicaId, lruEntries(event.replicaId, blockTokens));
     },
   };
 }
