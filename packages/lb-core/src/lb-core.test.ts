@@ -382,6 +382,17 @@ describe("peer report", () => {
     assert.deepEqual(mixed.peerReport(0, 0).availableByModel, { m: 1, other: 0 });
   });
 
+  it("a keyless request never goes to a peer whose region requires client keys; a keyed one may", () => {
+    const peer = { id: "lb-eu", url: "http://eu.test/", region: "eu" };
+    const lb = core({ crossRegion: "via-peer", replicas: [replica("a")], peers: [peer] });
+    lb.scrapeSucceeded("a", { running: 1, waiting: 1, usedTokens: 0 }, 0);
+    lb.peerReported("lb-eu", euReport({ availableReplicas: 1, clientKeysRequired: true }), 5, 0);
+    assert.equal(lb.route(lb.admit("r1", admitInput("s1"), 0), 0).kind, "hold");
+    assert.equal(lb.route(lb.admit("r2", { ...admitInput("s2"), clientKeyed: true }, 0), 0).kind, "peer");
+    // This LB says so in its own report.
+    assert.equal(core({ clientAuth: { required: true, keys: [] } }).peerReport(0, 0).clientKeysRequired, true);
+  });
+
   it("carries in-flight tokens, availability, the queue and a snapshot of recent keys", () => {
     const lb = core();
     const ticket = lb.admit("r", admitInput("s"), 0);

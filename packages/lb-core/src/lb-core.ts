@@ -236,6 +236,7 @@ export class LbCore<J> {
       trial,
     );
     if (input.tokensPerBlock === undefined) ticket.keyChars = DEFAULT_BLOCK_CHARS; // chat keys
+    ticket.clientKeyed = input.clientKeyed === true;
     return ticket;
   }
 

@@ -93,7 +93,7 @@ export function planPlacement(ctx: PlacementContext, ticket: Ticket<unknown>, no
   if (peersConsidered(ticket, config)) {
     for (const peer of ctx.peers.values()) {
       if (ticket.isExcluded(peer.id)) continue;
-      const view = peer.peerView(now, ctx.peerPollIntervalMs, ticket.model);
+      const view = peer.peerView(now, ctx.peerPollIntervalMs, ticket);
       if (view) peers.push(view);
     }
   }

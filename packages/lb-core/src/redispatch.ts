@@ -54,7 +54,7 @@ export function hasAlternative(
   if (peersConsidered(ticket, config)) {
     for (const peer of peers.values()) {
       if (peer.id === current || ticket.isExcluded(peer.id)) continue;
-      const view = peer.peerView(now, peerPollIntervalMs, ticket.model);
+      const view = peer.peerView(now, peerPollIntervalMs, ticket);
       if (view) others.push(view);
     }
   }

@@ -42,6 +42,7 @@ export function buildPeerReport(src: ReportSources, now: number, snapshotKeys: n
     queueLength: src.queue.length,
     availableReplicas,
     availableByModel,
+    clientKeysRequired: config.clientAuth.required,
   };
   if (snapshotKeys > 0) {
     const keys = src.index.snapshot(snapshotKeys, now);

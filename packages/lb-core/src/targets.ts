@@ -225,11 +225,13 @@ export class PeerRecord {
     return now - this.reportAt > STALE_AFTER_INTERVALS * pollIntervalMs ? null : this.report;
   }
 
-  /** What availability sees of the peer for a request for `model`: its report (the replicas
-   * available for that model, when the peer reports them by model) and the RTT this LB measured. */
-  peerView(now: number, pollIntervalMs: number, model: string | null): PeerView | null {
+  /** What availability sees of the peer for a request: its report (the replicas available for the
+   * request's model, when the peer reports them by model) and the RTT this LB measured. None for a
+   * keyless request when the peer's region requires client keys. */
+  peerView(now: number, pollIntervalMs: number, request: { model: string | null; clientKeyed: boolean }): PeerView | null {
     const report = this.freshReport(now, pollIntervalMs);
-    if (!report) return null;
+    if (!report || (report.clientKeysRequired === true && !request.clientKeyed)) return null;
+    const { model } = request;
     const byModel = report.availableByModel;
     const availableReplicas = model !== null && byModel !== undefined ? (byModel[model] ?? 0) : report.availableReplicas;
     return { id: this.id, region: this.config.region, rttMs: this.rtt.ms ?? 0, availableReplicas, queueLength: report.queueLength };

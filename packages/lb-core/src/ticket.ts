@@ -22,6 +22,9 @@ export interface AdmitInput {
   inputTokens?: number;
   /** Tokens one key stands for when `inputTokens` is given (trace: the block size). */
   tokensPerBlock?: number;
+  /** The client presented a valid client key. Only such requests go to a peer whose region requires
+   * keys (PeerReport.clientKeysRequired). Default false. */
+  clientKeyed?: boolean;
   /** Keys of prompt + reply as the next turn will present them, or null when the reply adds no full
    * block. Absent when the reply is unknown (a trace): completion then re-learns the prompt. */
   nextTurnKeys?: (reply: string) => readonly BlockKey[] | null;
@@ -111,6 +114,8 @@ export class Ticket<J> implements RequestView {
   done = false;
   /** Characters one key stands for: 64 for chat keys (lb-core's admit), undefined for trace keys. */
   keyChars: number | undefined = undefined;
+  /** AdmitInput.clientKeyed. */
+  clientKeyed = false;
 
   constructor(
     /** The driver's own object for this request (a proxy job, a simulated flight). */

@@ -44,6 +44,10 @@ export const PeerReportSchema = z.object({
    * peer serving only another model would answer 404 model_not_found). Absent from older LBs: then
    * availableReplicas stands for every model. */
   availableByModel: z.record(nonEmptyString, count).optional(),
+  /** The reporting LB's region requires client keys: a peer forwards it only requests whose client
+   * presented a valid key (forwarded keyless, they would run there past the region's rule). Absent
+   * from older LBs: false. */
+  clientKeysRequired: z.boolean().optional(),
   snapshot: PrefixSnapshotSchema.optional(),
 });
 

@@ -8,13 +8,14 @@ import type { Logger } from "pino";
 import { failures, LbCore, type LearnInstruction, type Placement, type PlacementLogEntry } from "@meridian/lb-core";
 import { LB_STATE_SCHEMA, PEER_REPORT_SCHEMA, type LbConfig, type LbState, type PeerReport } from "@meridian/protocol";
 import type { InferenceClient } from "./client-entrance";
+import { presentedClientKey } from "./client-keys";
 import { onSocketClose } from "./client-socket";
 import { coreNow } from "./core-clock";
 import { endedStatus, recordCompletion, responseFacts, type CompletionSinks, type ResponseFacts } from "./completion";
 import { endStreamWithError, HttpError, httpErrorOf, sendError } from "./errors";
 import { ProxyMetrics } from "./metrics";
 import { ModelCatalog, type ModelCounts, modelsOf } from "./models";
-import type { PeerObservation } from "./peers";
+import { forwardHeaders, type PeerObservation } from "./peers";
 import type { ReplicaObservation } from "./replicas";
 import { nextTurnKeys, readInference, type InferenceKind, type ParsedInference } from "./request";
 import type { ProcessSettings } from "./settings";
@@ -232,7 +233,6 @@ export class Balancer implements ExchangeHost<Job> {
       this.reject(res, httpErrorOf(unknownModel), unknownModel.reason);
       return;
     }
-    const hopHeader = req.headers["x-meridian-hop"];
     const job = newJob({ kind, path, req, res, request, client, arrival });
     job.ticket = this.core.admit(
       job,
@@ -240,8 +240,9 @@ export class Balancer implements ExchangeHost<Job> {
         keys: request.keys,
         sessionKey: request.sessionKey,
         model: request.model,
-        hop: typeof hopHeader === "string" && Number(hopHeader) >= 1 ? 1 : 0,
+        hop: Number(req.headers["x-meridian-hop"]) >= 1 ? 1 : 0,
         promptChars: request.promptChars,
+        clientKeyed: presentedClientKey(client.identity),
         nextTurnKeys: (reply) => nextTurnKeys(request, reply),
       },
       coreNow(),
@@ -321,12 +322,8 @@ export class Balancer implements ExchangeHost<Job> {
         const peer = this.targets.peers.get(placement.peerId);
         if (!peer) return this.failJob(job, new HttpError(502, `peer ${placement.peerId} is gone`, "server_error", "upstream_error"), "upstream_error");
         this.metrics.forwarded.inc({ peer: peer.id });
-        const credential = peer.credential();
-        return this.dispatch(
-          job,
-          { kind: "peer", id: peer.id, pool: peer.pool, path: peer.basePath + job.path },
-          { "x-meridian-hop": String(job.ticket.hop + 1), ...(credential ? { authorization: `Bearer ${credential}` } : {}) },
-        );
+        const headers = forwardHeaders(job.ticket.hop + 1, job.ticket.clientKeyed, peer.credential());
+        return this.dispatch(job, { kind: "peer", id: peer.id, pool: peer.pool, path: peer.basePath + job.path }, headers);
       }
       case "replica": {
         const replica = this.targets.replicas.get(placement.replicaId);

@@ -35,7 +35,7 @@ function hopOf(req: IncomingMessage): number {
 
 /** The admitted client, or null after answering the refusal. */
 export function admitClient(req: IncomingMessage, res: ServerResponse, path: string, deps: EntranceDeps): InferenceClient | null {
-  const check = checkClient(req.headers["authorization"], hopOf(req), deps.config);
+  const check = checkClient(req.headers["authorization"], hopOf(req), deps.config, undefined, req.headers["x-meridian-client-keyed"] === "1");
   if (!check.ok) {
     // Drain the body so the connection stays usable for the client's next (corrected) request.
     req.resume();

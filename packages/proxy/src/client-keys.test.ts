@@ -47,13 +47,17 @@ test("with keys required: missing, wrong, revoked-shaped and foreign bearers are
   }
 });
 
-test("a peer LB's credential admits only a forwarded request (hop 1)", () => {
+test("a peer LB's credential admits only a forwarded request (hop 1); where keys are required, only one whose client had a key", () => {
   const peer = deriveLbKey(PEER_TOKEN).peerCredential;
-  const forwarded = checkClient(`Bearer ${peer}`, 1, config(true));
+  const forwarded = checkClient(`Bearer ${peer}`, 1, config(true), undefined, true);
   assert.ok(forwarded.ok);
   assert.deepEqual(forwarded.identity, { keyId: "peer", keyName: "lb-eu" });
   assert.equal(forwarded.forwardAuthorization, null);
-  assert.equal(checkClient(`Bearer ${peer}`, 0, config(true)).ok, false);
+  assert.equal(checkClient(`Bearer ${peer}`, 0, config(true), undefined, true).ok, false);
+  // A peer in a region without the rule forwarding its keyless client: refused here, as the client would be.
+  const keyless = checkClient(`Bearer ${peer}`, 1, config(true));
+  assert.equal(keyless.ok, false);
+  assert.equal(checkClient(`Bearer ${peer}`, 1, config(false)).ok, true, "without the rule, any forward is admitted");
 });
 
 test("without keys required: anonymous requests pass, an engine's own key goes through, Meridian credentials do not", () => {

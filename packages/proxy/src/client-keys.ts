@@ -24,6 +24,12 @@ export interface ClientIdentity {
 
 const ANONYMOUS: ClientIdentity = Object.freeze({ keyId: "anonymous", keyName: "" });
 
+/** Whether the request's client presented one of the fleet's client keys (not anonymous, not a peer
+ * LB vouching for its own client). */
+export function presentedClientKey(identity: ClientIdentity): boolean {
+  return identity.keyId !== ANONYMOUS.keyId && identity.keyId !== "peer";
+}
+
 export type ClientCheck =
   | { ok: true; identity: ClientIdentity; forwardAuthorization: string | null }
   | { ok: false; reason: "missing" | "invalid"; error: HttpError; keyId: string | null };
@@ -53,7 +59,18 @@ const INVALID = "Incorrect API key provided. Ask the operator of this Meridian f
 const refusal = (message: string) =>
   new HttpError(401, message, "invalid_request_error", "invalid_api_key", null, { "www-authenticate": 'Bearer realm="meridian"' });
 
-export function checkClient(authorization: string | undefined, hop: number, config: LbConfig, compare: DigestCompare = digestsEqual): ClientCheck {
+/**
+ * `forwardedKeyed`: on a request a peer LB forwarded, that LB says its client presented a valid key
+ * (x-meridian-client-keyed). Where keys are required, a peer's forward is admitted only then: a
+ * region without the rule could otherwise forward keyless clients onto this region's replicas.
+ */
+export function checkClient(
+  authorization: string | undefined,
+  hop: number,
+  config: LbConfig,
+  compare: DigestCompare = digestsEqual,
+  forwardedKeyed = false,
+): ClientCheck {
   const { required } = config.clientAuth;
   const bearer = bearerOf(authorization);
   if (bearer === null) {
@@ -70,7 +87,10 @@ export function checkClient(authorization: string | undefined, hop: number, conf
     return { ok: true, identity: ANONYMOUS, forwardAuthorization: null };
   }
   const peerId = peerWithCredential(digest, config, compare);
-  if (peerId !== null && hop >= 1) return { ok: true, identity: { keyId: "peer", keyName: peerId }, forwardAuthorization: null };
+  if (peerId !== null && hop >= 1) {
+    if (required && !forwardedKeyed) return { ok: false, reason: "missing", error: refusal(MISSING), keyId: null };
+    return { ok: true, identity: { keyId: "peer", keyName: peerId }, forwardAuthorization: null };
+  }
   if (required) return { ok: false, reason: "invalid", error: refusal(INVALID), keyId: null };
   // Not ours: an engine's own key, passed through as before keys existed. Anything shaped like a
   // Meridian credential (a client key with a typo, an LB token, a peer credential) is never passed

@@ -16,6 +16,16 @@ function pollPoolOptions(limits: Limits): Pool.Options {
   return { connections: 1, connectTimeout: limits.connectTimeoutMs, pipelining: 1 };
 }
 
+/** The headers of a request forwarded to a peer: its hop, whether its client presented a client key
+ * (a region that requires keys admits only such forwards: client-keys.ts) and this LB's peer credential. */
+export function forwardHeaders(hop: number, clientKeyed: boolean, credential: string | null): Record<string, string> {
+  return {
+    "x-meridian-hop": String(hop),
+    ...(clientKeyed ? { "x-meridian-client-keyed": "1" } : {}),
+    ...(credential ? { authorization: `Bearer ${credential}` } : {}),
+  };
+}
+
 export type PeerObservation = { ok: true; report: PeerReport; rttMs: number } | { ok: false; error: string };
 
 export class PeerRuntime {

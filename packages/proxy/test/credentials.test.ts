@@ -98,16 +98,23 @@ test("a peer credential reads GET /admin/peer and cannot change anything; refusa
     assert.equal((await call(lb, "GET", "/admin/state", null)).status, 401);
     assert.equal((await call(lb, "GET", "/admin/state", generateLbToken())).status, 401);
     assert.equal((await call(lb, "GET", "/admin/peer", deriveLbKey(generateLbToken()).peerCredential)).status, 401, "an unknown LB's credential");
-    // With client keys required, the peer's credential admits a request it forwards (hop 1), no other.
+    // With client keys required, the peer's credential admits a request it forwards (hop 1) for a
+    // client that presented a key there, no other.
     await call(lb, "PUT", "/admin/config", token, { ...config, version: 2, clientAuth: { required: true } });
-    const forwarded = await post(`${lb.url}/v1/chat/completions`, chatBody("forwarded"), { authorization: `Bearer ${peerCredential}`, "x-meridian-hop": "1" });
+    const forwarded = await post(`${lb.url}/v1/chat/completions`, chatBody("forwarded"), {
+      authorization: `Bearer ${peerCredential}`,
+      "x-meridian-hop": "1",
+      "x-meridian-client-keyed": "1",
+    });
     assert.equal(forwarded.status, 200, forwarded.text);
+    const keyless = { authorization: `Bearer ${peerCredential}`, "x-meridian-hop": "1" };
+    assert.equal((await post(`${lb.url}/v1/chat/completions`, chatBody("forwarded, keyless"), keyless)).status, 401);
     assert.equal((await post(`${lb.url}/v1/chat/completions`, chatBody("not forwarded"), { authorization: `Bearer ${peerCredential}` })).status, 401);
     // The console's token still does everything, and nothing the peer tried took effect.
     const config2 = (await call(lb, "GET", "/admin/config", token)).json as { version: number; weights: { rtt: number } };
     assert.equal(config2.version, 2);
     assert.notEqual(config2.weights.rtt, 9);
-    assert.deepEqual(await refusals(lb), { "peer/forbidden": attempts.length, "admin/missing": 1, "admin/invalid": 2, "client/invalid": 1 });
+    assert.deepEqual(await refusals(lb), { "peer/forbidden": attempts.length, "admin/missing": 1, "admin/invalid": 2, "client/invalid": 1, "client/missing": 1 });
     const logged = lines.filter((line) => line.msg === "refused a request's credential");
     assert.ok(logged.some((line) => line.surface === "peer" && line.peer === "lb-eu" && line.address === "127.0.0.1"));
     // Six peer refusals from one address in one window are one log line, not six.
