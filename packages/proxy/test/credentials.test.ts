@@ -114,7 +114,13 @@ test("a peer credential reads GET /admin/peer and cannot change anything; refusa
     const config2 = (await call(lb, "GET", "/admin/config", token)).json as { version: number; weights: { rtt: number } };
     assert.equal(config2.version, 2);
     assert.notEqual(config2.weights.rtt, 9);
-    assert.deepEqual(await refusals(lb), { "peer/forbidden": attempts.length, "admin/missing": 1, "admin/invalid": 2, "client/invalid": 1, "client/missing": 1 });
+    assert.deepEqual(await refusals(lb), {
+      "peer/forbidden": attempts.length,
+      "admin/missing": 1,
+      "admin/invalid": 2,
+      "client/invalid": 1,
+      "client/missing": 1,
+    });
     const logged = lines.filter((line) => line.msg === "refused a request's credential");
     assert.ok(logged.some((line) => line.surface === "peer" && line.peer === "lb-eu" && line.address === "127.0.0.1"));
     // Six peer refusals from one address in one window are one log line, not six.

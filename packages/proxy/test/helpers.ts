@@ -120,6 +120,25 @@ export async function post(url: string, body: unknown, headers: Record<string, s
   return { status: response.statusCode, headers: response.headers, text: await response.body.text() };
 }
 
+/**
+ * Two LBs that are each other's peer, both polled healthy. LB URLs exist only once both listen, so
+ * the peers arrive with config version 2. `us` and `eu` are each LB's first config (lbId and region
+ * are read from them).
+ */
+export async function startPeeredPair(us: LbConfigInput, eu: LbConfigInput): Promise<[RunningProxy, RunningProxy]> {
+  const lbUs = await startLb(us);
+  const lbEu = await startLb(eu);
+  await adminPutConfig(lbUs, { ...us, version: 2, peers: [peerEntry(lbEu, eu.lbId, eu.region)] });
+  await adminPutConfig(lbEu, { ...eu, version: 2, peers: [peerEntry(lbUs, us.lbId, us.region)] });
+  await waitFor("peers polled", async () => {
+    const [a, b] = await Promise.all([adminGet<LbStateLike>(lbUs, "/admin/state"), adminGet<LbStateLike>(lbEu, "/admin/state")]);
+    return a.peers[0]?.healthy && b.peers[0]?.healthy ? true : undefined;
+  });
+  return [lbUs, lbEu];
+}
+
+type LbStateLike = { peers: { healthy: boolean }[] };
+
 export async function adminGet<T>(lb: RunningProxy, path: string): Promise<T> {
   const response = await request(`${lb.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
   const text = await response.body.text();

@@ -8,7 +8,7 @@ import { after, before, test } from "node:test";
 import type { LbState } from "@meridian/protocol";
 import { generateClientKey, sha256Hex } from "@meridian/protocol/credentials";
 import type { RunningProxy } from "../src/index";
-import { adminGet, adminPutConfig, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, peerEntry, startEngine, startLb, waitFor, type Engine } from "./helpers";
+import { adminGet, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, startEngine, startPeeredPair, waitFor, type Engine } from "./helpers";
 
 const SLOW = { ...DEMO_ENGINE_PARAMS, maxRunning: 1, itlBaseMs: 20, maxOutputTokens: 80 };
 const EU_KEY = generateClientKey("0123456789ab");
@@ -28,14 +28,7 @@ before(async () => {
     policy: "skylb",
     clientAuth: { required: true, keys: [{ id: "0123456789ab", name: "eu-team", region: "eu-frankfurt", sha256: sha256Hex(EU_KEY) }] },
   });
-  lbUs = await startLb(usConfig);
-  lbEu = await startLb(euConfig);
-  await adminPutConfig(lbUs, { ...usConfig, version: 2, peers: [peerEntry(lbEu, "lb-eu", "eu-frankfurt")] });
-  await adminPutConfig(lbEu, { ...euConfig, version: 2, peers: [peerEntry(lbUs, "lb-us", "us-ashburn")] });
-  await waitFor("peers polled", async () => {
-    const [us, eu] = await Promise.all([adminGet<LbState>(lbUs, "/admin/state"), adminGet<LbState>(lbEu, "/admin/state")]);
-    return us.peers[0]?.healthy && eu.peers[0]?.healthy ? true : undefined;
-  });
+  [lbUs, lbEu] = await startPeeredPair(usConfig, euConfig);
 });
 after(async () => {
   await lbUs?.close();

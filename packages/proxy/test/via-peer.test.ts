@@ -6,20 +6,7 @@ import { after, before, test } from "node:test";
 import { request } from "undici";
 import type { LbState, PeerReport } from "@meridian/protocol";
 import { parsePrometheusText, type RunningProxy } from "../src/index";
-import {
-  adminGet,
-  adminPutConfig,
-  chatBody,
-  DEMO_ENGINE_PARAMS,
-  lbConfig,
-  MODEL,
-  post,
-  startEngine,
-  startLb,
-  waitFor,
-  peerEntry,
-  type Engine,
-} from "./helpers";
+import { adminGet, chatBody, DEMO_ENGINE_PARAMS, lbConfig, MODEL, post, startEngine, startPeeredPair, waitFor, type Engine } from "./helpers";
 
 // One request at a time, ~1.6 s each, so "full" lasts long enough to observe on a loaded machine.
 const SLOW = { ...DEMO_ENGINE_PARAMS, maxRunning: 1, itlBaseMs: 20, maxOutputTokens: 80 };
@@ -34,15 +21,7 @@ before(async () => {
   euEngine = await startEngine("eu-1", "eu-frankfurt", { params: SLOW });
   const usConfig = lbConfig("lb-us", "us-ashburn", [usEngine], { crossRegion: "via-peer", policy: "skylb" });
   const euConfig = lbConfig("lb-eu", "eu-frankfurt", [euEngine], { crossRegion: "via-peer", policy: "skylb" });
-  lbUs = await startLb(usConfig);
-  lbEu = await startLb(euConfig);
-  // LB URLs exist only once both listen: peers arrive with config version 2.
-  await adminPutConfig(lbUs, { ...usConfig, version: 2, peers: [peerEntry(lbEu, "lb-eu", "eu-frankfurt")] });
-  await adminPutConfig(lbEu, { ...euConfig, version: 2, peers: [peerEntry(lbUs, "lb-us", "us-ashburn")] });
-  await waitFor("peers polled", async () => {
-    const [us, eu] = await Promise.all([adminGet<LbState>(lbUs, "/admin/state"), adminGet<LbState>(lbEu, "/admin/state")]);
-    return us.peers[0]?.healthy && eu.peers[0]?.healthy ? true : undefined;
-  });
+  [lbUs, lbEu] = await startPeeredPair(usConfig, euConfig);
 });
 after(async () => {
   await lbUs?.close();
