@@ -77,3 +77,32 @@ test("writes outside transactions keep their order and their results (returning,
   assert.equal((await store.db.select().from(regions)).length, 0);
   db.$client.close();
 });
+
+test("background work a transaction started writes in a turn of its own later, not inside the next transaction", async () => {
+  const { db, store } = freshStore("background");
+  let fire!: () => void;
+  const fired = new Promise<void>((resolve) => (fire = resolve));
+  let later!: Promise<unknown>;
+  await store.transaction(async () => {
+    // Started in A's work, run after A committed (a timer, a kick, a retry).
+    later = fired.then(() =>
+      store.db.insert(store.tables.auditLog).values({ at: 1, actor: "op", action: "background", target: "fleet", before: null, after: null }),
+    );
+  });
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let started!: () => void;
+  const open = new Promise<void>((resolve) => (started = resolve));
+  const doomed = failingTransaction(store, released, started);
+  await open;
+  fire(); // the background write starts while B is open...
+  await new Promise((resolve) => setImmediate(resolve)); // (every microtask it queued has run)
+  release(); // ...and B then fails
+  await assert.rejects(doomed, /conflict/);
+  await later;
+  assert.deepEqual(
+    (await store.db.select().from(store.tables.auditLog)).map((r) => r.action),
+    ["background"],
+  );
+  db.$client.close();
+});

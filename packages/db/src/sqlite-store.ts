@@ -5,7 +5,8 @@
 // (a 409 or 412): the caller saw it succeed. So this store's own `db` takes its turn: an insert,
 // update or delete made outside a transaction waits in the same queue as transactions and runs
 // between them. Inside a transaction (the work's async context) it runs at once, as `tx.db` does:
-// waiting there would wait for itself.
+// waiting there would wait for itself. So a transaction's work must not await a write that was
+// started outside it: that write waits for the transaction, and the transaction for the write.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { sql } from "drizzle-orm";
 import type { Db } from "./client";
@@ -16,17 +17,29 @@ import type * as pgTables from "./schema/pg";
 /** Queue of one connection: transactions and lone writes, one at a time, in the order they came. */
 class Turns {
   private tail: Promise<unknown> = Promise.resolve();
-  private readonly inside = new AsyncLocalStorage<true>();
+  private readonly inside = new AsyncLocalStorage<number>();
+  private turns = 0;
+  /** The turn running now; 0 between turns. */
+  private current = 0;
 
   take<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.tail.then(() => this.inside.run(true, work));
+    const run = this.tail.then(() => {
+      const turn = ++this.turns;
+      this.current = turn;
+      return this.inside.run(turn, work).finally(() => {
+        this.current = 0;
+      });
+    });
     this.tail = run.catch(() => undefined);
     return run;
   }
 
-  /** Whether the caller runs inside a turn (a transaction's work). */
+  /** Whether the caller runs inside the turn running now (a transaction's work). Background work a
+   * turn started (a timer, a promise not awaited) keeps that turn's number after the turn ended, so
+   * it takes a turn of its own like any other write instead of joining the next transaction. */
   get held(): boolean {
-    return this.inside.getStore() === true;
+    const turn = this.inside.getStore();
+    return turn !== undefined && turn === this.current;
   }
 }
 

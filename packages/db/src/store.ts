@@ -25,6 +25,7 @@ export interface Queryable {
 export interface Store extends Queryable {
   /** Runs `work` in one transaction (rolled back when it throws); `tx` queries inside it. On SQLite,
    * transactions on the one connection are serialised, and a write through this store's own `db`
-   * waits for the transaction in progress rather than joining it (sqlite-store.ts). */
+   * waits for the transaction in progress rather than joining it (sqlite-store.ts), so `work` must
+   * not await a write of this store's `db` that was started outside it (each would wait for the other). */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
 }
