@@ -16,24 +16,25 @@ function freshStore(name: string) {
   return { db, store: sqliteStore(db) };
 }
 
-/** A transaction that writes, waits until `release` resolves, then fails (a 409 mid-transaction). */
-function failingTransaction(store: ReturnType<typeof sqliteStore>, release: Promise<void>, started: () => void) {
-  return store.transaction(async (tx) => {
-    await tx.db.insert(tx.tables.regions).values({ id: "doomed", name: "doomed", createdAt: 1 });
-    started();
-    await release;
-    throw new Error("conflict");
-  });
-}
-
-test("a write outside any transaction survives another transaction's rollback (it waits for its turn)", async () => {
-  const { db, store } = freshStore("rollback");
+/** A transaction that has written and stays open until `release()`, then fails (a 409 mid-transaction). */
+async function openDoomedTransaction(store: ReturnType<typeof sqliteStore>): Promise<{ doomed: Promise<unknown>; release: () => void }> {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let started!: () => void;
   const open = new Promise<void>((resolve) => (started = resolve));
-  const doomed = failingTransaction(store, released, started);
+  const doomed = store.transaction(async (tx) => {
+    await tx.db.insert(tx.tables.regions).values({ id: "doomed", name: "doomed", createdAt: 1 });
+    started();
+    await released;
+    throw new Error("conflict");
+  });
   await open;
+  return { doomed, release };
+}
+
+test("a write outside any transaction survives another transaction's rollback (it waits for its turn)", async () => {
+  const { db, store } = freshStore("rollback");
+  const { doomed, release } = await openDoomedTransaction(store);
   // The transaction is open on the one connection: an audit row written now used to join it.
   // (Awaiting starts the statement at once, as a caller's `await` does.)
   const audit = (async () => {
@@ -89,12 +90,7 @@ test("background work a transaction started writes in a turn of its own later, n
       store.db.insert(store.tables.auditLog).values({ at: 1, actor: "op", action: "background", target: "fleet", before: null, after: null }),
     );
   });
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let started!: () => void;
-  const open = new Promise<void>((resolve) => (started = resolve));
-  const doomed = failingTransaction(store, released, started);
-  await open;
+  const { doomed, release } = await openDoomedTransaction(store);
   fire(); // the background write starts while B is open...
   await new Promise((resolve) => setImmediate(resolve)); // (every microtask it queued has run)
   release(); // ...and B then fails

@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { failures, LbCore, type LearnInstruction, type Placement, type PlacementLogEntry } from "@meridian/lb-core";
 import { LB_STATE_SCHEMA, PEER_REPORT_SCHEMA, type LbConfig, type LbState, type PeerReport } from "@meridian/protocol";
-import type { InferenceClient } from "./client-entrance";
+import { hopOf, type InferenceClient } from "./client-entrance";
 import { presentedClientKey } from "./client-keys";
 import { onSocketClose } from "./client-socket";
 import { coreNow } from "./core-clock";
@@ -240,7 +240,7 @@ export class Balancer implements ExchangeHost<Job> {
         keys: request.keys,
         sessionKey: request.sessionKey,
         model: request.model,
-        hop: Number(req.headers["x-meridian-hop"]) >= 1 ? 1 : 0,
+        hop: hopOf(req),
         promptChars: request.promptChars,
         clientKeyed: presentedClientKey(client.identity),
         nextTurnKeys: (reply) => nextTurnKeys(request, reply),

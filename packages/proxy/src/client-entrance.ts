@@ -28,7 +28,8 @@ export interface EntranceDeps {
   clientMetrics: ClientMetrics;
 }
 
-function hopOf(req: IncomingMessage): number {
+/** 1 when a peer LB forwarded the request here (x-meridian-hop), else 0. */
+export function hopOf(req: IncomingMessage): number {
   const header = req.headers["x-meridian-hop"];
   return typeof header === "string" && Number(header) >= 1 ? 1 : 0;
 }
