@@ -4,6 +4,9 @@ import { makeParsers, ProtocolError, schemaTag } from "./errors";
 
 export const TELEMETRY_EVENT_SCHEMA = "meridian.telemetry-event/1";
 
+/** An LB process's telemetry boot id: URL-safe, so it travels in a query string as is. */
+export const telemetryBoot = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "expected 1-64 characters of A-Z a-z 0-9 _ -");
+
 // Machine-written objects strip unknown keys (unlike LbConfig) so an LB with an extra field never
 // costs the tuner its samples; incompatible changes bump the schema tag instead.
 /** One finished (or failed) request as measured at the LB. The tuner scores weights on these. */
@@ -59,11 +62,17 @@ export const TelemetryDroppedLineSchema = z
   })
   .refine((line) => line.fromSeq <= line.toSeq, { path: ["toSeq"], message: "must be >= fromSeq" });
 
-/** Keeps idle streams alive and tells the subscriber the latest seq (0 before the first event). */
+/**
+ * Keeps idle streams alive and tells the subscriber the latest seq (0 before the first event). Every
+ * subscription opens with one, before any event. `boot` names the LB process whose sequence this is
+ * (absent from LBs older than it): seqs begin again at 1 in a new process, so a subscriber resumes
+ * with `?since=N&boot=B`, and an LB whose boot is not B serves its own sequence from the start.
+ */
 export const TelemetryHeartbeatLineSchema = z.object({
   type: z.literal("heartbeat"),
   seq: count,
   time: timeMs,
+  boot: telemetryBoot.optional(),
 });
 
 /** One line of the NDJSON stream served at GET /admin/telemetry. */

@@ -7,7 +7,8 @@
 //   GET  /admin/config           the LbConfig in use
 //   PUT  /admin/config           a newer LbConfig (stale version → 409), persisted for restarts once applied
 //                                (a failed save → 500; pushing the same version again retries the save)
-//   GET  /admin/telemetry?since= NDJSON TelemetryStreamLine stream, resumable from the ring buffer
+//   GET  /admin/telemetry?since=&boot=  NDJSON TelemetryStreamLine stream, resumable from the ring buffer
+//                                (a boot id of another LB process serves this one's sequence from the start)
 //   POST /admin/flush            clears the prefix index
 //   POST /admin/credentials      installs a rotated LB token / retires old ones
 // A refusal (401 without a valid credential, 403 for a peer credential elsewhere) is counted and
@@ -21,6 +22,7 @@ import {
   NONCE_PATTERN,
   safeParseLbConfig,
   safeParseLbCredentialsUpdate,
+  telemetryBoot,
   type LbConfig,
   type LbCredentialsStatus,
   type LbProof,
@@ -85,9 +87,10 @@ export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url
       return;
     case "GET /admin/telemetry": {
       const since = parseSince(url.searchParams.get("since"));
+      const boot = parseBoot(url.searchParams.get("boot"));
       res.writeHead(200, { "content-type": "application/x-ndjson", "cache-control": "no-store", "x-accel-buffering": "no" });
       res.flushHeaders();
-      balancer.telemetry.subscribe(res, since, deps.heartbeatMs);
+      balancer.telemetry.subscribe(res, since, deps.heartbeatMs, boot);
       return;
     }
     case "POST /admin/flush":
@@ -112,6 +115,13 @@ function parseSince(value: string | null): number {
   const since = Number(value);
   if (!Number.isInteger(since) || since < 0) throw badRequest("'since' must be a non-negative integer", "since");
   return since;
+}
+
+/** The boot id of the sequence `since` counts in (absent: this process's). */
+function parseBoot(value: string | null): string | undefined {
+  if (value === null || value === "") return undefined;
+  if (!telemetryBoot.safeParse(value).success) throw badRequest("'boot' must be 1-64 characters of A-Z a-z 0-9 _ -", "boot");
+  return value;
 }
 
 async function putConfig(req: IncomingMessage, res: ServerResponse, deps: AdminDeps): Promise<void> {

@@ -5,3 +5,4 @@ export { loadSettings, parseConfigDocument, parseProcessSettings, ProcessSetting
 export { parsePrometheusText, parseSampleLine, type ParsedMetrics, type PromSample } from "./prometheus-text";
 export { readEngineLoad, detectDialect, type EngineDialect } from "./engine-metrics";
 export { SseObserver } from "./sse";
+export { TelemetryLog } from "./telemetry";

@@ -54,13 +54,43 @@ test("ring keeps the newest events with gap-free seqs; a late resume gets an exp
   log.subscribe(res, 0, 60_000);
   log.append(sample(7));
   await new Promise((r) => setImmediate(r));
-  assert.deepEqual(lines[0], { type: "dropped", fromSeq: 1, toSeq: 2, count: 2 });
+  // Every subscription opens with where the log stands and whose sequence it is.
+  assert.deepEqual(lines[0], { type: "heartbeat", seq: 6, time: (lines[0] as { time: number }).time, boot: log.boot });
+  assert.deepEqual(lines[1], { type: "dropped", fromSeq: 1, toSeq: 2, count: 2 });
   assert.deepEqual(
-    lines.slice(1).map((l) => (l.type === "event" ? l.event.seq : -1)),
+    lines.slice(2).map((l) => (l.type === "event" ? l.event.seq : -1)),
     [3, 4, 5, 6, 7],
   );
   end();
   log.close();
+});
+
+test("a subscriber resuming in another process's sequence (the LB restarted) gets this one's from its start", async () => {
+  const before = new TelemetryLog(100);
+  const restarted = new TelemetryLog(100);
+  assert.notEqual(restarted.boot, before.boot);
+  // The console had seen 20 events of the old process; the new one has finished 30 by the time it resumes.
+  for (let i = 1; i <= 30; i++) restarted.append(sample(i));
+  const { res, lines, end } = sink();
+  restarted.subscribe(res, 20, 60_000, before.boot);
+  await new Promise((r) => setImmediate(r));
+  assert.ok(lines[0]?.type === "heartbeat" && lines[0].boot === restarted.boot && lines[0].seq === 30);
+  assert.deepEqual(
+    lines.flatMap((l) => (l.type === "event" ? [l.event.seq] : [])),
+    Array.from({ length: 30 }, (_, i) => i + 1),
+  );
+  end();
+  // Naming this process's own boot resumes after `since`, as without one.
+  const same = sink();
+  restarted.subscribe(same.res, 20, 60_000, restarted.boot);
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(
+    same.lines.flatMap((l) => (l.type === "event" ? [l.event.seq] : [])),
+    Array.from({ length: 10 }, (_, i) => i + 21),
+  );
+  same.end();
+  restarted.close();
+  before.close();
 });
 
 test("resume from the last seen seq delivers each event exactly once", async () => {

@@ -1,7 +1,10 @@
 // The LB's telemetry log: a bounded ring of TelemetryEvents with gap-free sequence numbers, served as
 // a resumable NDJSON stream. Each subscriber owns a cursor into the ring rather than a private queue,
 // so a slow subscriber costs no memory: it reads from the ring when its socket drains, and if the ring
-// has moved past its cursor it is told exactly which events were dropped.
+// has moved past its cursor it is told exactly which events were dropped. Sequence numbers begin at 1
+// in every process, so the log has a boot id: a subscriber that resumes with another process's boot
+// is served this process's sequence from its start, not the events after a number it never saw here.
+import { randomUUID } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import type { TelemetryEventBody } from "@meridian/lb-core";
 import { formatTelemetryNdjsonLine, TELEMETRY_EVENT_SCHEMA, type TelemetryEvent, type TelemetryStreamLine } from "@meridian/protocol";
@@ -10,6 +13,8 @@ export class TelemetryLog {
   private readonly ring: (TelemetryEvent | undefined)[];
   private lastSeq = 0;
   private readonly subscribers = new Set<TelemetrySubscriber>();
+  /** This process's sequence: a subscriber that names another resumes from the start. */
+  readonly boot = randomUUID().replaceAll("-", "");
 
   constructor(readonly capacity: number) {
     this.ring = new Array<TelemetryEvent | undefined>(capacity);
@@ -47,9 +52,13 @@ export class TelemetryLog {
     return out;
   }
 
-  /** Streams NDJSON lines to `res` starting after `since` until the client goes away or close(). */
-  subscribe(res: ServerResponse, since: number, heartbeatMs: number): TelemetrySubscriber {
-    const subscriber = new TelemetrySubscriber(this, res, since, heartbeatMs, () => this.subscribers.delete(subscriber));
+  /**
+   * Streams NDJSON lines to `res` until the client goes away or close(): a heartbeat, then the events
+   * after `since`, or every event held when `boot` names another process's sequence than this one.
+   */
+  subscribe(res: ServerResponse, since: number, heartbeatMs: number, boot?: string): TelemetrySubscriber {
+    const from = boot !== undefined && boot !== this.boot ? 0 : since;
+    const subscriber = new TelemetrySubscriber(this, res, from, heartbeatMs, () => this.subscribers.delete(subscriber));
     this.subscribers.add(subscriber);
     subscriber.pump();
     return subscriber;
@@ -83,13 +92,17 @@ class TelemetrySubscriber {
     });
     res.on("close", () => this.close());
     this.heartbeat = setInterval(() => {
-      if (!this.waitingForDrain) this.write({ type: "heartbeat", seq: this.log.latestSeq, time: Date.now() });
+      if (!this.waitingForDrain) this.writeHeartbeat();
     }, heartbeatMs);
     this.heartbeat.unref();
-    // Said at once, before any event: the subscriber learns the sequence began again before events
-    // whose numbers it already holds arrive (it would drop them as duplicates until the first timed
-    // heartbeat, and lose them for good if the new sequence passed its own meanwhile).
-    if (since > log.latestSeq) this.write({ type: "heartbeat", seq: log.latestSeq, time: Date.now() });
+    // Said at once, before any event: the subscriber learns which process's sequence follows (and,
+    // from an LB older than boot ids, that the sequence began again) before events whose numbers it
+    // already holds arrive; it would drop them as duplicates.
+    this.writeHeartbeat();
+  }
+
+  private writeHeartbeat(): void {
+    this.write({ type: "heartbeat", seq: this.log.latestSeq, time: Date.now(), boot: this.log.boot });
   }
 
   pump(): void {

@@ -50,14 +50,19 @@ async function lastEvent(): Promise<TelemetryEvent> {
   const state = await adminGet<LbState>(lb, "/admin/state");
   const seq = state.telemetry.lastSeq;
   const response = await request(`${lb.url}/admin/telemetry?since=${seq - 1}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  // The stream opens with a heartbeat; the event follows it.
   let text = "";
   for await (const chunk of response.body) {
     text += (chunk as Buffer).toString();
-    if (text.includes("\n")) break;
+    if (text.includes('"type":"event"') && text.endsWith("\n")) break;
   }
   response.body.destroy();
-  const line = JSON.parse(text.slice(0, text.indexOf("\n"))) as { type: string; event: TelemetryEvent };
-  assert.equal(line.type, "event");
+  const lines = text
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { type: string; event: TelemetryEvent });
+  const line = lines.find((l) => l.type === "event");
+  assert.ok(line);
   return line.event;
 }
 

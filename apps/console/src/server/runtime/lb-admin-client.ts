@@ -200,11 +200,13 @@ export class LbAdminClient {
     }
   }
 
-  /** Opens the NDJSON telemetry stream after `since`. The caller reads and closes the body. Throws
-   * UnprovenLbError when the LB did not prove itself. */
-  async telemetry(lb: LbEndpoint, since: number, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+  /** Opens the NDJSON telemetry stream after `since` in the sequence of LB process `boot` (null:
+   * not known yet). The caller reads and closes the body. Throws UnprovenLbError when the LB did not
+   * prove itself. */
+  async telemetry(lb: LbEndpoint, resume: TelemetryResume, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
     const headers = await this.auth(lb);
-    const res = await request(joinUrl(lb.adminBase, `/admin/telemetry?since=${since}`), {
+    const query = `since=${resume.since}${resume.boot === null ? "" : `&boot=${encodeURIComponent(resume.boot)}`}`;
+    const res = await request(joinUrl(lb.adminBase, `/admin/telemetry?${query}`), {
       dispatcher: this.dispatcher,
       headers: { ...headers, accept: "application/x-ndjson" },
       headersTimeout: 5_000,
@@ -215,6 +217,12 @@ export class LbAdminClient {
     this.after(lb, res.statusCode);
     return res;
   }
+}
+
+/** Where a telemetry subscription resumes: after seq `since` of LB process `boot`. */
+export interface TelemetryResume {
+  since: number;
+  boot: string | null;
 }
 
 function errorMessage(text: string): string | null {

@@ -51,8 +51,9 @@ test("series, rates, shares and accuracy over time buckets", () => {
   assert.equal(ttft[0]!.p50, null, "gaps are filled");
 
   assert.equal(stats.errorRate(now), 1 / 12);
-  // 11 requests in the bucket that began 4.5 s ago.
-  assert.ok(Math.abs(stats.rps(now, 10_000) - 11 / 4.5) < 1e-9);
+  // 11 requests in the bucket that began 4.5 s ago, none in the one before it (which began inside the
+  // 10 s window, 9.5 s ago): traffic was seen 20 s ago, so the quiet 5 s count too.
+  assert.ok(Math.abs(stats.rps(now, 10_000) - 11 / 9.5) < 1e-9);
   const shares = stats.replicaStats(now, 10_000);
   assert.equal(shares.get("a")?.share, 0.7);
   assert.equal(shares.get("b")?.share, 0.3);
@@ -128,4 +129,20 @@ test("the latest TTFT is the newest complete bucket that measured one, with its 
   assert.equal(old?.ageMs, 60_001);
   assert.equal(old?.recent, false);
   assert.equal(stats.latestTtft(160_000)?.recent, true, "exactly a minute is still recent");
+});
+
+test("steady traffic reads its rate wherever the window's edge falls in a bucket", () => {
+  // 10 requests a second for a minute; the overview asks for the last 10 s at every point of a bucket.
+  for (const into of [100, 2_500, 4_900]) {
+    const stats = new RollingStats(5_000, 120);
+    const now = 1_000_000 + into;
+    let seq = 0;
+    for (let t = now - 60_000; t < now; t += 100) stats.add(event(t, { seq: ++seq }), now);
+    const rps = stats.rps(now, 10_000);
+    assert.ok(Math.abs(rps - 10) < 0.5, `${into} ms into a bucket: rps ${rps}, expected 10`);
+  }
+  // Traffic that began 3 s ago is counted over those 3 s, not over the whole window.
+  const fresh = new RollingStats(5_000, 120);
+  for (let i = 0; i < 30; i += 1) fresh.add(event(1_000_000 + i * 100, { seq: i + 1 }), 1_003_000);
+  assert.ok(Math.abs(fresh.rps(1_003_000, 10_000) - 10) < 1e-9);
 });

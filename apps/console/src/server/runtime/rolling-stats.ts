@@ -80,11 +80,19 @@ function isError(event: Pick<TelemetryEvent, "status" | "error">): boolean {
 
 export class RollingStats {
   private readonly buckets: Bucket[] = [];
+  /** The earliest event time seen: before it there was no traffic to count, only no stats. */
+  private firstEventAt = Infinity;
 
   constructor(
     readonly bucketMs = STATS_BUCKET_MS,
     readonly bucketCount = 120,
   ) {}
+
+  /** Forgets everything (a hub that starts again is sent every LB's buffer anew). */
+  clear(): void {
+    this.buckets.length = 0;
+    this.firstEventAt = Infinity;
+  }
 
   add(event: TelemetryEvent, now: number = Date.now()): void {
     // LB clocks may run slightly ahead; an event is never in the future of the console.
@@ -92,6 +100,7 @@ export class RollingStats {
     const start = Math.floor(time / this.bucketMs) * this.bucketMs;
     const bucket = this.bucketAt(start, now);
     if (!bucket) return;
+    this.firstEventAt = Math.min(this.firstEventAt, time);
     bucket.requests += 1;
     if (isError(event)) bucket.errors += 1;
     if (event.ttftMs !== null && !isError(event)) bucket.ttfts.push(event.ttftMs);
@@ -140,12 +149,18 @@ export class RollingStats {
     return this.buckets.filter((b) => b.start + this.bucketMs > now - windowMs);
   }
 
-  /** Requests per second over the last `windowMs`. */
+  /**
+   * Requests per second over the last `windowMs`, to a bucket: the buckets that begin inside the
+   * window, over the time from the first of them (or from the first event ever seen) to now. A bucket
+   * that began before the window holds requests from before it, and counted whole over the window's
+   * length it read steady traffic up to half again too high.
+   */
   rps(now: number = Date.now(), windowMs = 10_000): number {
-    const buckets = this.recent(now, windowMs);
-    const requests = buckets.reduce((sum, b) => sum + b.requests, 0);
+    this.prune(now);
+    const from = Math.ceil((now - windowMs) / this.bucketMs) * this.bucketMs;
+    const requests = this.buckets.reduce((sum, b) => (b.start >= from ? sum + b.requests : sum), 0);
     if (requests === 0) return 0;
-    const span = Math.max(1_000, now - Math.max(buckets[0]!.start, now - windowMs));
+    const span = Math.max(1_000, now - Math.max(from, this.firstEventAt));
     return requests / (span / 1000);
   }
 

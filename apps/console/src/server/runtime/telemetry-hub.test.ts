@@ -7,7 +7,8 @@ import { after, before, test } from "node:test";
 import { pino } from "pino";
 import { createLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
-import { createHarness, OPERATOR, waitFor, type Harness } from "../testing/harness";
+import { startFakeLb } from "../testing/fake-lb";
+import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
 import { telemetryEvent } from "../testing/telemetry-event";
 import { MAX_LINE_CHARS, TelemetryHub } from "./telemetry-hub";
 import type { LbAdminClient } from "./lb-admin-client";
@@ -29,8 +30,8 @@ test("a line longer than MAX_LINE_CHARS without a newline ends the stream with a
   const event = JSON.stringify({ type: "event", event: telemetryEvent({ seq: 1, time: Date.now(), lbId: "lb-us", region: "us" }) });
   const endless = "x".repeat(64 * 1024);
   const lbClient: Pick<LbAdminClient, "telemetry"> = {
-    telemetry: async (_lb, since) => {
-      sinces.push(since);
+    telemetry: async (_lb, resume) => {
+      sinces.push(resume.since);
       function* body(): Generator<Buffer> {
         yield Buffer.from(`${event}\n`);
         for (let i = 0; i * endless.length <= MAX_LINE_CHARS + endless.length; i += 1) yield Buffer.from(endless);
@@ -47,4 +48,26 @@ test("a line longer than MAX_LINE_CHARS without a newline ends the stream with a
   assert.match(status?.lastError ?? "", /without a newline/);
   assert.equal(status?.events, 1, "the event before the endless line counted, once");
   assert.deepEqual(sinces.slice(0, 2), [0, 1], "the reconnect resumes after the last event seen");
+});
+
+test("a hub stopped and started again (a console deposed and re-elected) counts each event once in the overview's stats", async () => {
+  const lb = await startFakeLb({ id: "lb-a", region: "us", token: TEST_TOKEN });
+  const h2 = await createHarness();
+  try {
+    await createRegion(h2.rt, OPERATOR, { name: "us" });
+    await createLb(h2.rt, OPERATOR, { name: "lb-a", url: lb.url, region: "us" });
+    await h2.rt.telemetry.start();
+    for (let i = 0; i < 5; i += 1) lb.emit({ time: Date.now() });
+    await waitFor(() => h2.rt.telemetry.status()[0]?.lastSeq === 5, 5_000, "5 events");
+    assert.equal(h2.rt.telemetry.stats.summary().requests, 5);
+    h2.rt.telemetry.stop();
+    await h2.rt.telemetry.start();
+    // The LB sends its buffer again from the start.
+    await waitFor(() => h2.rt.telemetry.status()[0]?.lastSeq === 5, 5_000, "the buffer sent again");
+    assert.equal(h2.rt.telemetry.stats.summary().requests, 5);
+  } finally {
+    h2.rt.telemetry.stop();
+    await h2.close();
+    await lb.close();
+  }
 });

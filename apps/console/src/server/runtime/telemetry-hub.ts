@@ -1,13 +1,16 @@
 // TelemetryHub: one resumable NDJSON subscription per LB (GET /admin/telemetry?since=lastSeq).
 // - Reconnects with backoff and resumes after the last seq it saw.
 // - Never counts an event twice: an event whose seq is not above the last one seen is dropped.
-//   A heartbeat announcing a seq below ours means the LB restarted and its sequence began again.
+// - Never loses a restarted LB's events: seqs begin again at 1 in a new LB process, so the hub resumes
+//   with the boot id of the process its last seq counts in. A restarted LB serves its own sequence from
+//   the start, and says so in the heartbeat that opens every subscription (another boot id). From an LB
+//   older than boot ids, a heartbeat announcing a seq below ours is the only sign of a restart.
 // - Feeds the rolling windows of the overview and fans every event out to the TunerService.
 import "server-only";
 import type { Logger } from "pino";
 import type { Store } from "@meridian/db";
 import { parseTelemetryNdjsonLine, type TelemetryEvent, type TelemetryStreamLine } from "@meridian/protocol";
-import type { LbAdminClient } from "./lb-admin-client";
+import type { LbAdminClient, TelemetryResume } from "./lb-admin-client";
 import { RollingStats } from "./rolling-stats";
 import { backoffMs, WakeSignal } from "./wake-signal";
 
@@ -31,12 +34,15 @@ export interface SubscriptionStatus {
   dropped: number;
   reconnects: number;
   lastError: string | null;
-  /** How late the last event arrived: receipt time minus the event's own time (null before one). */
+  /** How late the last event arrived: receipt time minus the time the LB finished its request (null
+   * before one). An event's `time` is the request's arrival, so its E2E time is added back. */
   lastEventLagMs: number | null;
 }
 
 interface Subscription {
   status: SubscriptionStatus;
+  /** The LB process whose sequence `status.lastSeq` counts in (null: not heard yet, or an older LB). */
+  boot: string | null;
   controller: AbortController;
   signal: WakeSignal;
   adminBase: string;
@@ -58,6 +64,9 @@ export class TelemetryHub {
   }
 
   async start(): Promise<void> {
+    // Started again (a console deposed and re-elected), the hub subscribes from every LB's start and
+    // is sent its buffer anew; the stats of the last term would count those events twice.
+    if (!this.running) this.stats.clear();
     this.running = true;
     await this.sync();
   }
@@ -82,14 +91,14 @@ export class TelemetryHub {
     // An LB whose admin URL changed is most likely the same process: its new subscription resumes
     // after the last seq seen instead of replaying the LB's buffer into the tuner. Were it another
     // LB, its first heartbeat (a seq below ours) starts the sequence again (handleLine).
-    const resumeAfter = new Map<string, number>();
+    const resumeAfter = new Map<string, TelemetryResume>();
     for (const [id, sub] of this.subs) {
       if (wanted.get(id) === sub.adminBase) continue;
-      if (wanted.has(id)) resumeAfter.set(id, sub.status.lastSeq);
+      if (wanted.has(id)) resumeAfter.set(id, { since: sub.status.lastSeq, boot: sub.boot });
       this.unsubscribe(id);
     }
     for (const [id, adminBase] of wanted) {
-      if (!this.subs.has(id)) this.subscribe(id, adminBase, resumeAfter.get(id) ?? 0);
+      if (!this.subs.has(id)) this.subscribe(id, adminBase, resumeAfter.get(id) ?? { since: 0, boot: null });
     }
   }
 
@@ -103,7 +112,7 @@ export class TelemetryHub {
       }
       sub.status.lastSeq = event.seq;
       sub.status.events += 1;
-      sub.status.lastEventLagMs = Math.max(0, Date.now() - event.time);
+      sub.status.lastEventLagMs = Math.max(0, Date.now() - (event.time + event.e2eMs));
     }
     this.stats.add(event);
     for (const listener of this.listeners) {
@@ -116,9 +125,10 @@ export class TelemetryHub {
     return true;
   }
 
-  private subscribe(lbId: string, adminBase: string, lastSeq: number): void {
+  private subscribe(lbId: string, adminBase: string, resume: TelemetryResume): void {
     const sub: Subscription = {
-      status: { lbId, connected: false, lastSeq, events: 0, duplicates: 0, dropped: 0, reconnects: 0, lastError: null, lastEventLagMs: null },
+      status: { lbId, connected: false, lastSeq: resume.since, events: 0, duplicates: 0, dropped: 0, reconnects: 0, lastError: null, lastEventLagMs: null },
+      boot: resume.boot,
       controller: new AbortController(),
       signal: new WakeSignal(),
       adminBase,
@@ -155,7 +165,8 @@ export class TelemetryHub {
 
   /** Reads the stream until it ends; true when at least one line arrived (resets the backoff). */
   private async readOnce(lbId: string, sub: Subscription): Promise<boolean> {
-    const response = await this.deps.lbClient.telemetry({ id: lbId, adminBase: sub.adminBase }, sub.status.lastSeq, sub.controller.signal);
+    const resume = { since: sub.status.lastSeq, boot: sub.boot };
+    const response = await this.deps.lbClient.telemetry({ id: lbId, adminBase: sub.adminBase }, resume, sub.controller.signal);
     if (response.statusCode !== 200) {
       await response.body.dump();
       throw new Error(`GET /admin/telemetry answered ${response.statusCode}`);
@@ -165,7 +176,7 @@ export class TelemetryHub {
     let gotData = false;
     let pending = "";
     const decoder = new TextDecoder();
-    for await (const chunk of response.body) {
+    reading: for await (const chunk of response.body) {
       if (sub.stopped) break;
       // Only the new text can hold the next newline: rescanning the whole partial line on every
       // chunk made a long one quadratic.
@@ -177,7 +188,9 @@ export class TelemetryHub {
         pending = pending.slice(newline + 1);
         if (line.length > 0) {
           gotData = true;
-          this.handleLine(lbId, sub, line);
+          // The rest of this read belongs to the sequence being left: an event in it would move the
+          // resume point past the new sequence's first events.
+          if (this.handleLine(lbId, sub, line) === "resubscribe") break reading;
         }
         newline = pending.indexOf("\n");
       }
@@ -188,32 +201,49 @@ export class TelemetryHub {
     return gotData;
   }
 
-  private handleLine(lbId: string, sub: Subscription, text: string): void {
+  /** Handles one line; "resubscribe" when the stream must be left and opened again from seq 0. */
+  private handleLine(lbId: string, sub: Subscription, text: string): "continue" | "resubscribe" {
     let line: TelemetryStreamLine;
     try {
       line = parseTelemetryNdjsonLine(text);
     } catch (error) {
       sub.status.lastError = error instanceof Error ? error.message : String(error);
       this.deps.log.warn({ lbId, error: sub.status.lastError }, "bad telemetry line skipped");
-      return;
+      return "continue";
     }
     switch (line.type) {
       case "event":
         this.ingest(lbId, line.event);
-        break;
+        return "continue";
       case "dropped":
         sub.status.dropped += line.count;
         sub.status.lastSeq = Math.max(sub.status.lastSeq, line.toSeq);
-        break;
+        return "continue";
       case "heartbeat":
-        if (line.seq < sub.status.lastSeq) {
-          // The LB restarted and its sequence began again: resubscribe from the start of the new
-          // sequence rather than skip its events as duplicates.
-          this.deps.log.info({ lbId, lastSeq: sub.status.lastSeq, lbSeq: line.seq }, "LB telemetry sequence restarted");
-          sub.status.lastSeq = 0;
-          sub.controller.abort();
-        }
-        break;
+        return this.heartbeat(lbId, sub, line.seq, line.boot);
     }
+  }
+
+  private heartbeat(lbId: string, sub: Subscription, seq: number, boot: string | undefined): "continue" | "resubscribe" {
+    if (boot !== undefined && sub.boot !== null && boot !== sub.boot) {
+      // Another process: asked with our boot id, it serves its own sequence from the start, which
+      // follows this heartbeat.
+      this.deps.log.info({ lbId, lastSeq: sub.status.lastSeq, lbSeq: seq }, "LB telemetry sequence restarted");
+      sub.status.lastSeq = 0;
+      sub.boot = boot;
+      return "continue";
+    }
+    if (seq < sub.status.lastSeq) {
+      // No boot id to go by (an older LB, or the first contact after our last seq was counted): a seq
+      // below ours means the sequence began again. Resubscribe from its start rather than skip its
+      // events as duplicates.
+      this.deps.log.info({ lbId, lastSeq: sub.status.lastSeq, lbSeq: seq }, "LB telemetry sequence restarted");
+      sub.status.lastSeq = 0;
+      sub.boot = boot ?? null;
+      sub.controller.abort();
+      return "resubscribe";
+    }
+    if (boot !== undefined) sub.boot = boot;
+    return "continue";
   }
 }
