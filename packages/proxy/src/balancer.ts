@@ -456,7 +456,7 @@ export class Balancer implements ExchangeHost<Job> {
     job.done = true;
     this.inFlight.delete(job);
     recordCompletion(this.completionSinks, job.ticket, job.arrival, status, facts, error);
-    job.client.onUsage(facts?.usage ?? null);
+    job.client.onFinished(status, facts?.usage ?? null);
     // A slot may have freed: the head of the hold queue may fit now. At once, as the simulator does,
     // so no peer report can show the freed slot before the queue head has taken it.
     this.drain();

@@ -17,8 +17,10 @@ export interface InferenceClient {
   identity: ClientIdentity;
   /** The client's Authorization, passed to replicas; null when it was a Meridian credential. */
   forwardAuthorization: string | null;
-  /** Called once when the request finished, with the usage the engine reported (if any). */
-  onUsage(usage: UsageReport | null): void;
+  /** Called once when the request finished, with the status the LB recorded for it (a stream cut
+   * after its 200 head is a 502, as in the LB's counters and telemetry) and the usage the engine
+   * reported (if any). */
+  onFinished(status: number, usage: UsageReport | null): void;
 }
 
 export interface EntranceDeps {
@@ -48,10 +50,21 @@ export function admitClient(req: IncomingMessage, res: ServerResponse, path: str
     return null;
   }
   const { identity, forwardAuthorization } = check;
-  res.once("close", () => deps.clientMetrics.request(identity, res.writableFinished ? res.statusCode : 499));
+  let counted = false;
+  const count = (status: number): void => {
+    if (counted) return;
+    counted = true;
+    deps.clientMetrics.request(identity, status);
+  };
+  // A request refused before the balancer took it (a bad body, an unknown model) ends with the
+  // response alone: its status is the one sent.
+  res.once("close", () => count(res.writableFinished ? res.statusCode : 499));
   return {
     identity,
     forwardAuthorization,
-    onUsage: (usage) => deps.clientMetrics.usage(identity, usage?.promptTokens ?? null, usage?.completionTokens ?? null),
+    onFinished: (status, usage) => {
+      count(status);
+      deps.clientMetrics.usage(identity, usage?.promptTokens ?? null, usage?.completionTokens ?? null);
+    },
   };
 }

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { CacheTruth, engineRestarted, PrefixIndex, traceBlockKeys } from "@meridian/routing";
 import { readEngineCache } from "./engine-cache";
+import { readEngineLoad } from "./engine-metrics";
 import { parsePrometheusText } from "./prometheus-text";
 
 const fixture = (name: string): string => readFileSync(new URL(`../test/fixtures/${name}`, import.meta.url), "utf8");
@@ -28,6 +29,24 @@ test("SGLang (current release): max_total_num_tokens, once per DP rank however m
   assert.equal(readEngineCache(parsePrometheusText(text), "sglang").capacityTokens, 2 * 262_144);
   const idle = 'sglang:token_usage{model_name="m"} 0\nsglang:num_used_tokens{model_name="m"} 0\n';
   assert.equal(readEngineCache(parsePrometheusText(idle), "sglang").capacityTokens, null, "an idle old release says nothing");
+});
+
+test("SGLang load with every scheduler exporting: a DP group's running and queued requests count once per group, not per TP rank", () => {
+  const line = (name: string, dp: number, tp: number, value: number) =>
+    `sglang:${name}{engine_type="unified",model_name="m",moe_ep_rank="0",pp_rank="0",tp_rank="${tp}",dp_rank="${dp}"} ${value}`;
+  // Two DP groups of two TP ranks each; every rank repeats its group's gauges.
+  const groups = [
+    { dp: 0, running: 3, queued: 2 },
+    { dp: 1, running: 5, queued: 0 },
+  ];
+  const text = groups
+    .flatMap(({ dp, running, queued }) => [0, 1].flatMap((tp) => [line("num_running_reqs", dp, tp, running), line("num_queue_reqs", dp, tp, queued)]))
+    .join("\n");
+  const { load } = readEngineLoad(text, "sglang");
+  assert.deepEqual([load.running, load.waiting], [8, 2]);
+  // An engine without rank labels (one scheduler) reads as before.
+  const plain = readEngineLoad("sglang:num_running_reqs 4\nsglang:num_queue_reqs 1\n", "sglang");
+  assert.deepEqual([plain.load.running, plain.load.waiting], [4, 1]);
 });
 
 test("vLLM: capacity is num_gpu_blocks x block_size from cache_config_info, 0 without prefix caching", () => {

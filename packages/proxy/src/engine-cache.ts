@@ -53,8 +53,9 @@ function perDpRank(samples: readonly PromSample[], name: string): Map<string, nu
   return byRank;
 }
 
-/** Largest value per dp_rank, summed over dp_ranks. */
-function perDpRankTotal(samples: readonly PromSample[], name: string): number | null {
+/** Largest value per dp_rank, summed over dp_ranks: an SGLang gauge of a DP group counted once,
+ * however many of its TP ranks export it (`--enable-metrics-for-all-schedulers`). */
+export function perDpRankTotal(samples: readonly PromSample[], name: string): number | null {
   const byRank = perDpRank(samples, name);
   if (byRank.size === 0) return null;
   let total = 0;

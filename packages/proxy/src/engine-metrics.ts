@@ -3,7 +3,7 @@
 // the replica's config when given, else detected from the metric names, so a replica can be swapped
 // for the other engine without a config change.
 import type { EngineKind, ScrapedLoad } from "@meridian/routing";
-import { readEngineCache, type EngineCacheInfo } from "./engine-cache";
+import { perDpRankTotal, readEngineCache, type EngineCacheInfo } from "./engine-cache";
 import { parsePrometheusText, sumOf, type ParsedMetrics } from "./prometheus-text";
 
 /** The /metrics naming an engine uses: its kind (routing's ENGINE_KINDS). */
@@ -29,8 +29,9 @@ export function readEngineLoad(text: string, dialect?: EngineDialect): EngineScr
   const parsed = parsePrometheusText(text);
   const resolved = dialect ?? detectDialect(parsed);
   if (resolved === "sglang") {
-    const running = sumOf(parsed, "sglang:num_running_reqs");
-    const waiting = sumOf(parsed, "sglang:num_queue_reqs");
+    // Per DP group, as the KV figures: every TP rank of a group may export the group's gauges.
+    const running = perDpRankTotal(parsed.samples, "sglang:num_running_reqs") ?? undefined;
+    const waiting = perDpRankTotal(parsed.samples, "sglang:num_queue_reqs") ?? undefined;
     if (running === undefined || waiting === undefined) {
       throw new Error("sglang metrics lack a finite sglang:num_running_reqs or sglang:num_queue_reqs");
     }

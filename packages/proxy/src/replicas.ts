@@ -31,6 +31,11 @@ export class ReplicaRuntime {
   private rttTimer: NodeJS.Timeout | null = null;
   private scrapeTimer: NodeJS.Timeout | null = null;
   private closed = false;
+  /** The scrape in flight: one at a time. A scrape's timeout (at least 1 s) can outlast a shorter
+   * interval, and a slow answer to an older scrape applied after a newer one would read as counters
+   * going back: an engine restart, which clears the replica's part of the index. (Probes may overlap:
+   * each RTT sample stands on its own.) */
+  private scraping: Promise<void> | null = null;
 
   constructor(
     public config: ReplicaConfig,
@@ -103,6 +108,16 @@ export class ReplicaRuntime {
     return Math.min(5_000, Math.max(1_000, intervalMs));
   }
 
+  /** Scrapes the engine's metrics; while a scrape is in flight, resolves with it instead of starting
+   * another, so observations reach the balancer in the order the engine produced them. */
+  scrapeMetrics(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.scraping ??= this.scrapeOnce().finally(() => {
+      this.scraping = null;
+    });
+    return this.scraping;
+  }
+
   async probeRtt(): Promise<void> {
     if (this.closed) return;
     const started = performance.now();
@@ -123,8 +138,7 @@ export class ReplicaRuntime {
     this.report(observation);
   }
 
-  async scrapeMetrics(): Promise<void> {
-    if (this.closed) return;
+  private async scrapeOnce(): Promise<void> {
     let observation: ReplicaObservation;
     try {
       const { statusCode, body } = await this.control.pool.request({

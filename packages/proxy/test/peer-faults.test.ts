@@ -140,6 +140,9 @@ test("a forwarded stream the peer cut with its error event is recorded as failed
   assert.equal(events[1]?.error, null);
   assert.equal(await metric(lb, "meridian_lb_requests_total", { replica: "peer:lb-eu", status: "502" }), 1);
   assert.equal(await metric(lb, "meridian_lb_requests_total", { replica: "peer:lb-eu", status: "200" }), 1);
+  // The client's key counts it as the LB does: a 502, though its 200 head had gone out.
+  assert.equal(await metric(lb, "meridian_lb_client_requests_total", { key_id: "anonymous", status: "502" }), 1);
+  assert.equal(await metric(lb, "meridian_lb_client_requests_total", { key_id: "anonymous", status: "200" }), 1);
   usX.held[0]?.res.end(completionJson("ok"));
   await fill;
 });
