@@ -11,6 +11,10 @@
 //   2. Playwright e2e (e2e/*.spec.ts) against the production console build, when e2e/ has specs.
 // When something failed, a digest of the failures (name, location, first lines of the error; see
 // lib/test-failures.mjs) is printed just above the last line.
+// Counted as failed: every failing test, and every test that hit its time limit (node:test calls
+// those, and a file stopped at the file limit, "cancelled"). The counts are node:test's own summary at
+// the end of its TAP and Playwright's report stats; Playwright's errors outside any test (a spec file
+// that throws on load, a webServer that does not start: then no test runs) are in the digest.
 // Usage: npm test [-- --unit-only]   (MERIDIAN_TEST_FILTER=substr narrows the node:test files)
 // Exit code: 0 when nothing failed, 1 otherwise; 130/143 when stopped by SIGINT/SIGTERM.
 //
@@ -33,7 +37,7 @@ import { fileURLToPath } from "node:url";
 import { ensureInstalled } from "./lib/ensure-install.mjs";
 import { runUnderNpm, whenParentGone } from "./lib/parent-watch.mjs";
 import { forwardSignals, formatDuration, interrupt, interrupted, runStep, signalExitCode, startStep } from "./lib/run-step.mjs";
-import { formatFailures, playwrightFailures, tapFailures } from "./lib/test-failures.mjs";
+import { formatFailures, playwrightFailures, playwrightSummary, tapFailures, tapSummary } from "./lib/test-failures.mjs";
 
 // Read first thing: killing npm ends npm and its shell and passes no signal on (lib/parent-watch.mjs).
 const startedUnder = process.ppid;
@@ -134,10 +138,12 @@ async function runNodeTests(files, tapName, extraEnv = {}) {
   const abnormal = abnormalEnd(r, LIMIT.nodeTests);
   if (abnormal) return stepFailed(label, abnormal);
   const text = existsSync(tap) ? readFileSync(tap, "utf8") : "";
-  const p = Number(/^# pass (\d+)/m.exec(text)?.[1] ?? NaN);
-  const f = Number(/^# fail (\d+)/m.exec(text)?.[1] ?? NaN);
-  if (Number.isNaN(p) || Number.isNaN(f)) return stepFailed(label, `produced no summary (${exitOf(r)})`);
-  passed += p;
+  // The run's own summary (its last lines), not a "# pass N" that a test printed earlier.
+  const summary = tapSummary(text);
+  if (!summary) return stepFailed(label, `produced no summary (${exitOf(r)})`);
+  // A test past its time limit is "cancelled" to node:test, and failed here; the digest lists it too.
+  const f = summary.fail + summary.cancelled;
+  passed += summary.pass;
   failed += f;
   failures.push(...tapFailures(text));
   if (f === 0 && r.code !== 0) stepFailed(label, `${exitOf(r)} with no failed test`);
@@ -222,12 +228,13 @@ async function runPlaywright(dataDir) {
   } catch {
     report = null;
   }
-  const stats = report?.stats ?? null;
+  // Failing tests, then the errors outside any test (their cause when no test ran).
   if (report) failures.push(...playwrightFailures(report));
-  if (!stats) return stepFailed(label, `produced no report (${exitOf(r)})`);
-  passed += (stats.expected ?? 0) + (stats.flaky ?? 0);
-  failed += stats.unexpected ?? 0;
-  if ((stats.unexpected ?? 0) === 0 && r.code !== 0) stepFailed(label, `${exitOf(r)} with no failed test`);
+  const summary = playwrightSummary(report);
+  if (!summary) return stepFailed(label, `produced no report (${exitOf(r)})`);
+  passed += summary.passed;
+  failed += summary.failed;
+  if (summary.failed === 0 && r.code !== 0) stepFailed(label, `${exitOf(r)} with no failed test${summary.tests === 0 ? "; no test ran" : ""}`);
 }
 
 // --- the run --------------------------------------------------------------------------------

@@ -1,7 +1,10 @@
 // What npm test prints above its last line when something failed: each failing test's name, where
-// it is and the first lines of its error, read from node:test's TAP and Playwright's JSON report.
-// A CI log is often kept only from its tail, and the spec output that names the assertion is far
-// above it; this digest puts the cause next to the count.
+// it is and the first lines of its error, read from node:test's TAP and Playwright's JSON report,
+// with Playwright's errors that belong to no test (a spec file that throws on load, a webServer that
+// does not start). A CI log is often kept only from its tail, and the spec output that names the
+// assertion is far above it; this digest puts the cause next to the count.
+// Also the counts that last line adds up: node:test's own summary at the end of its TAP (tapSummary)
+// and a Playwright report's stats (playwrightSummary).
 // Plain ESM (no dependencies), imported by scripts/test.mjs.
 
 const ERROR_LINES = 6;
@@ -23,8 +26,30 @@ export function tapFailures(text) {
   return failures;
 }
 
+/**
+ * node:test's summary of a run, from the end of its TAP: pass, fail and cancelled counts, or null
+ * when the TAP has none (cut short). Node 20 counts a test that hit its timeout, and a test file
+ * stopped at the file limit, as cancelled, not failed. Only the lines after the last top-level plan
+ * ("1..N") are read: node:test writes each line a test file prints as a "# <line>" comment, so a test
+ * that prints "pass 500" puts a "# pass 500" line earlier in the TAP, never a plan line.
+ */
+export function tapSummary(text) {
+  const lines = text.split("\n");
+  const plan = lines.findLastIndex((line) => /^1\.\.\d+$/.test(line));
+  if (plan < 0) return null;
+  const tail = lines.slice(plan + 1);
+  const count = (name) => {
+    const line = tail.findLast((l) => new RegExp(`^# ${name} \\d+$`).test(l));
+    return line === undefined ? Number.NaN : Number(line.slice(name.length + 3));
+  };
+  const [pass, fail, cancelled] = [count("pass"), count("fail"), count("cancelled")];
+  if (Number.isNaN(pass) || Number.isNaN(fail)) return null;
+  return { pass, fail, cancelled: Number.isNaN(cancelled) ? 0 : cancelled };
+}
+
 /** Failing tests in a Playwright JSON report (its suites nest; a test fails when its last result did
- * not pass and it was not expected to fail). */
+ * not pass and it was not expected to fail), then the report's errors that belong to no test: a spec
+ * file that throws on load, a webServer or globalSetup that fails (Playwright then runs no test). */
 export function playwrightFailures(report) {
   const failures = [];
   const visit = (suite) => {
@@ -34,12 +59,25 @@ export function playwrightFailures(report) {
         if (test.status !== "unexpected") continue;
         const last = test.results?.at(-1);
         const message = last?.error?.message ?? last?.errors?.[0]?.message ?? "";
-        failures.push({ name: spec.title, location: `${spec.file}:${spec.line}`, error: stripAnsi(message).split("\n").slice(0, ERROR_LINES).join("\n") });
+        failures.push({ name: spec.title, location: `${spec.file}:${spec.line}`, error: firstLines(message) });
       }
     }
   };
   for (const suite of report.suites ?? []) visit(suite);
+  for (const error of report.errors ?? []) {
+    const location = error.location ? `${error.location.file}:${error.location.line}` : "";
+    failures.push({ name: "playwright, outside any test", location, error: firstLines(error.message ?? error.value ?? "") });
+  }
   return failures;
+}
+
+/** A Playwright JSON report's counts: passed (expected + flaky), failed (unexpected) and tests, how
+ * many it ran or skipped (0 when it stopped before any test); null when it has no stats. */
+export function playwrightSummary(report) {
+  const stats = report?.stats;
+  if (!stats) return null;
+  const n = (key) => stats[key] ?? 0;
+  return { passed: n("expected") + n("flaky"), failed: n("unexpected"), tests: n("expected") + n("unexpected") + n("flaky") + n("skipped") };
 }
 
 /** The digest: one paragraph per failure. */
@@ -77,6 +115,10 @@ function errorOf(block) {
 
 function unquote(value) {
   return value.startsWith("'") && value.endsWith("'") ? value.slice(1, -1).replaceAll("''", "'") : value;
+}
+
+function firstLines(message) {
+  return stripAnsi(message).split("\n").slice(0, ERROR_LINES).join("\n");
 }
 
 function stripAnsi(text) {
