@@ -32,7 +32,9 @@ describe("meridian-replay config", () => {
     assert.deepEqual(config.regions, { a: 2, b: 1 });
     assert.equal(config.skipInvalid, true);
     assert.equal(config.entrypointsToken, "tok");
-    assert.equal(config.model, "default");
+    // The demo's model (DEMO_MODEL in @meridian/sim/demo-network): the demo LBs 404 any other.
+    assert.equal(config.model, "meridian-demo");
+    assert.equal(loadReplayConfig(["--generator", "multi-turn", "--entrypoints", "{}", "--model", "m"], {}).model, "m");
   });
 
   it("rejects bad or conflicting flags with a clear message", () => {

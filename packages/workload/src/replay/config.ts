@@ -21,7 +21,8 @@ export const USAGE = `usage: meridian-replay (--trace FILE | --generator multi-t
   --duration-s N            stop scheduling after N seconds (generator default 60)
   --max-requests N          stop after N requests
   --concurrency N           max requests in flight (default 64)
-  --model NAME              model field of each request (default "default")
+  --model NAME              model field of each request (default "meridian-demo", the model the
+                            demo fleet and meridian-engine serve; give your engines' model otherwise)
   --max-output-tokens N     cap max_tokens (e.g. 128 as in the paper)
   --max-input-tokens N      skip trace rows with longer prompts (the paper dropped > 24000)
   --ignore-eos              ask engines to generate exactly max_tokens
@@ -29,6 +30,11 @@ export const USAGE = `usage: meridian-replay (--trace FILE | --generator multi-t
   --out FILE                per-request JSONL
   --summary FILE            summary JSON (also printed to stdout)
 env: MERIDIAN_ENTRYPOINTS_TOKEN (bearer for the map URL), MERIDIAN_API_KEY (bearer for the LBs)`;
+
+/** The model the demo fleet's LBs route and meridian-engine serves by default (DEMO_MODEL in
+ * @meridian/sim/demo-network; not imported, since sim depends on this package). An LB answers a
+ * model none of its replicas serve with 404 model_not_found, so a default of its own would fail. */
+const DEFAULT_REPLAY_MODEL = "meridian-demo";
 
 const positiveNumber = z.coerce.number().positive();
 const positiveInt = z.coerce.number().int().positive();
@@ -67,7 +73,7 @@ export const ReplayConfigSchema = z
     durationS: positiveNumber.optional(),
     maxRequests: positiveInt.optional(),
     concurrency: positiveInt.default(64),
-    model: z.string().min(1).default("default"),
+    model: z.string().min(1).default(DEFAULT_REPLAY_MODEL),
     maxOutputTokens: positiveInt.optional(),
     maxInputTokens: positiveInt.optional(),
     ignoreEos: z.boolean().default(false),
