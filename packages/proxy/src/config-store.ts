@@ -1,9 +1,9 @@
 // Persists the last LbConfig accepted over PUT /admin/config, so a restarted LB keeps routing with
-// the console's latest config even while the console is down. Written to a temp file and renamed,
-// so a crash mid-write leaves the previous config intact.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+// the console's latest config even while the console is down. Written durably (durable-file.ts), so a
+// crash or a power loss mid-write leaves the previous config intact.
+import { readFileSync, renameSync } from "node:fs";
 import { parseLbConfig, type LbConfig } from "@meridian/protocol";
+import { writeFileDurably } from "./durable-file";
 
 export class ConfigStore {
   /** Why the last load set the persisted config aside, or null. */
@@ -46,9 +46,6 @@ export class ConfigStore {
 
   save(config: LbConfig): void {
     if (!this.path) return;
-    mkdirSync(dirname(this.path), { recursive: true });
-    const temporary = `${this.path}.${process.pid}.tmp`;
-    writeFileSync(temporary, JSON.stringify(config, null, 2) + "\n");
-    renameSync(temporary, this.path);
+    writeFileDurably(this.path, JSON.stringify(config, null, 2) + "\n");
   }
 }

@@ -1,7 +1,7 @@
 // The LB's token set: derived material only on disk, rotation (install, retire), a retired token
 // that comes back through the environment stays retired, and the admin check compares every key.
 import { strict as assert } from "node:assert";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -76,4 +76,37 @@ test("a malformed token is refused before anything is stored", () => {
   const { credentials } = LbCredentials.load({ file: null, bootstrapToken: null, now: 1 });
   assert.throws(() => credentials.install("mlt_short", 1), /not an LB token/);
   assert.equal(credentials.empty, true);
+});
+
+test("a credentials file cut short stops the LB with the file named and the way out", () => {
+  const file = join(dir, "cut.credentials.json");
+  LbCredentials.load({ file, bootstrapToken: generateLbToken(), now: 1 });
+  writeFileSync(file, readFileSync(file, "utf8").slice(0, 60));
+  assert.throws(
+    () => LbCredentials.load({ file, bootstrapToken: null, now: 2 }),
+    (error: Error) => error.message.includes(file) && /not valid JSON/.test(error.message) && /MERIDIAN_LB_TOKEN/.test(error.message),
+  );
+});
+
+test("a boot token that finds the set full is reported as not held, not as retired", () => {
+  const file = join(dir, "full.credentials.json");
+  const { credentials } = LbCredentials.load({ file, bootstrapToken: generateLbToken(), now: 1 });
+  for (let i = 0; i < 7; i++) assert.equal(credentials.install(generateLbToken(), 2 + i), "installed");
+  const operators = generateLbToken();
+  const again = LbCredentials.load({ file, bootstrapToken: operators, now: 20 });
+  assert.equal(again.bootstrap, "full");
+  assert.equal(again.credentials.isAdmin(sha256(operators)), false);
+  assert.equal(again.credentials.keyIds().length, 8, "no held token was dropped for it");
+});
+
+test("a rewrite leaves mode 0600 even over a temporary file an earlier crash left, and no temporary file behind", () => {
+  const sub = mkdtempSync(join(dir, "crash-"));
+  const file = join(sub, "c.credentials.json");
+  // What a crash between the write and the rename leaves: the temporary file, world-readable.
+  writeFileSync(`${file}.${process.pid}.tmp`, "partial", { mode: 0o644 });
+  const token = generateLbToken();
+  LbCredentials.load({ file, bootstrapToken: token, now: 1 });
+  assert.equal(statSync(file).mode & 0o777, 0o600);
+  assert.deepEqual(readdirSync(sub), ["c.credentials.json"]);
+  assert.ok(LbCredentials.load({ file, bootstrapToken: null, now: 2 }).credentials.isAdmin(sha256(token)));
 });

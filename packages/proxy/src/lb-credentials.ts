@@ -5,10 +5,10 @@
 // startup, or from the console over POST /admin/credentials during a rotation; the console retires
 // old ones the same way. The set is persisted (mode 0600) so a restarted LB keeps a rotated token
 // without the console, and a retired token given again through the environment stays retired.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { deriveLbKey, digestsEqual, proofMac, type LbKeyMaterial } from "@meridian/protocol/credentials";
+import { writeFileDurably } from "./durable-file";
 
 /** Tokens held at once: a rotation needs two; the rest is slack for an operator's reset. */
 const MAX_HELD_KEYS = 8;
@@ -61,13 +61,13 @@ export class LbCredentials {
    */
   static load(options: { file: string | null; bootstrapToken: string | null; now: number }): {
     credentials: LbCredentials;
-    bootstrap: "none" | "added" | "held" | "retired";
+    bootstrap: "none" | "added" | "held" | "retired" | "full";
   } {
     const credentials = new LbCredentials(options.file);
     credentials.readFile();
     if (!options.bootstrapToken) return { credentials, bootstrap: "none" };
     const outcome = credentials.install(options.bootstrapToken, options.now);
-    return { credentials, bootstrap: outcome === "installed" ? "added" : outcome === "already-held" ? "held" : "retired" };
+    return { credentials, bootstrap: outcome === "installed" ? "added" : outcome === "already-held" ? "held" : outcome };
   }
 
   keyIds(): string[] {
@@ -135,7 +135,16 @@ export class LbCredentials {
       if ((cause as NodeJS.ErrnoException).code === "ENOENT") return;
       throw cause;
     }
-    const parsed = FileSchema.safeParse(JSON.parse(text));
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (cause) {
+      // A file cut short (a disk that filled, an editor) must say which file, and the way out.
+      throw new Error(
+        `credentials file ${this.file}: not valid JSON (${cause instanceof Error ? cause.message : String(cause)}); restore it, or delete it and start the LB with its current token in MERIDIAN_LB_TOKEN`,
+      );
+    }
+    const parsed = FileSchema.safeParse(json);
     if (!parsed.success) throw new Error(`credentials file ${this.file}: ${parsed.error.issues[0]?.message ?? "invalid"}`);
     this.held = parsed.data.keys.map((key) => ({
       keyId: key.keyId,
@@ -161,10 +170,7 @@ export class LbCredentials {
       retired,
     };
     try {
-      mkdirSync(dirname(this.file), { recursive: true });
-      const temporary = `${this.file}.${process.pid}.tmp`;
-      writeFileSync(temporary, `${JSON.stringify(document, null, 2)}\n`, { mode: 0o600 });
-      renameSync(temporary, this.file);
+      writeFileDurably(this.file, `${JSON.stringify(document, null, 2)}\n`, 0o600);
     } catch (cause) {
       throw new CredentialsNotSaved(cause);
     }

@@ -69,6 +69,13 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
   const credentialsFile = credentialsFileFor(settings);
   const { credentials, bootstrap } = LbCredentials.load({ file: credentialsFile, bootstrapToken: options.token ?? null, now: Date.now() });
   if (bootstrap === "retired") logger.warn("MERIDIAN_LB_TOKEN was retired by a token rotation; the LB uses the rotated token from its credentials file");
+  if (bootstrap === "full") {
+    // Not evicted to make room: a held token may be the one the console uses now.
+    logger.error(
+      { credentialsFile },
+      "MERIDIAN_LB_TOKEN is not held: the credentials file already holds the most tokens an LB keeps (8); retire old ones from the console, or delete the file and start with the console's current token",
+    );
+  }
   if (credentials.empty) logger.warn("this LB holds no LB token: the admin API refuses every call until one is configured (MERIDIAN_LB_TOKEN)");
   const balancer = new Balancer({
     config,
