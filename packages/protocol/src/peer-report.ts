@@ -4,15 +4,21 @@ import { makeParsers, schemaTag } from "./errors";
 
 export const PEER_REPORT_SCHEMA = "meridian.peer-report/1";
 
+/** The most prompt tokens a peer may claim in flight on one replica (2^40, some 10^12): far above any
+ * real queue, and low enough that sums over peers stay finite (a peer's 1e308 made a replica's queue
+ * Infinity, which the policies refuse: every request routed there answered 500). */
+export const MAX_PEER_TOKENS = 2 ** 40;
+const peerTokens = nonNegativeNumber.max(MAX_PEER_TOKENS);
+
 export const PeerReplicaLoadSchema = z.object({
   id: nonEmptyString,
   /** Requests the reporting LB has in flight on the replica. */
   inFlight: count,
   /** Prompt tokens the reporting LB has in flight on the replica: added to queued_tokens so LBs don't herd. */
-  inFlightTokens: nonNegativeNumber,
+  inFlightTokens: peerTokens,
   /** Uncached prompt tokens of those requests still before their first response byte (the prefill
    * queued ahead on the replica). Absent from older LBs: read as 0. */
-  pendingPrefillTokens: nonNegativeNumber.default(0),
+  pendingPrefillTokens: peerTokens.default(0),
   /** SkyLB "full" as the reporting LB sees it. */
   full: z.boolean(),
 });
@@ -34,7 +40,10 @@ export const PeerReportSchema = z.object({
   region: nonEmptyString,
   time: timeMs,
   configVersion: z.int().nonnegative(),
-  replicas: z.array(PeerReplicaLoadSchema),
+  /** One entry per replica: a replica listed twice would count its tokens twice. */
+  replicas: z.array(PeerReplicaLoadSchema).refine((replicas) => new Set(replicas.map((r) => r.id)).size === replicas.length, {
+    message: "lists a replica more than once",
+  }),
   /** Requests waiting in the reporting LB's FIFO queue (compared with τ). */
   queueLength: count,
   /** Local replicas of the reporting LB that are healthy, enabled and not full. */

@@ -9,7 +9,11 @@
 // only fetches, validates and reports.
 import type { Pool } from "undici";
 import { safeParsePeerReport, type Limits, type PeerConfig, type PeerReport } from "@meridian/protocol";
+import { readCapped } from "./capped-body";
 import { RequestPool } from "./request-pool";
+
+/** A report without its snapshot: a few KB of replica loads; this leaves room for hundreds of replicas. */
+const MAX_REPORT_BASE_BYTES = 1024 * 1024;
 
 /** The polls' pool: one connection (one poll is out at a time), kept apart from the forwards'. */
 function pollPoolOptions(limits: Limits): Pool.Options {
@@ -112,17 +116,20 @@ export class PeerRuntime {
     let observation: PeerObservation;
     try {
       const used = this.preferred;
-      let answer = await this.fetchReport(used);
+      const asked = this.snapshotKeys();
+      let answer = await this.fetchReport(used, asked);
       const held = this.peerCredentials().length;
       if (answer.statusCode === 401 && held > 1) {
         const next = (used + 1) % held;
-        answer = await this.fetchReport(next);
+        answer = await this.fetchReport(next, asked);
         if (answer.statusCode === 200) this.preferred = next;
       }
       const { statusCode, text, started } = answer;
       if (statusCode !== 200) throw new Error(`peer report returned ${statusCode}`);
       const parsed = safeParsePeerReport(JSON.parse(text));
       if (!parsed.success) throw parsed.error;
+      const keys = parsed.data.snapshot?.keys.length ?? 0;
+      if (keys > asked) throw new Error(`peer report holds ${keys} snapshot keys; ${asked} were asked for`);
       observation = { ok: true, report: parsed.data, rttMs: performance.now() - started };
     } catch (error) {
       observation = { ok: false, error: error instanceof Error ? error.message : String(error) };
@@ -130,16 +137,18 @@ export class PeerRuntime {
     if (!this.closed) this.observe(this.id, observation);
   }
 
-  private async fetchReport(credentialIndex: number): Promise<{ statusCode: number; text: string; started: number }> {
+  private async fetchReport(credentialIndex: number, asked: number): Promise<{ statusCode: number; text: string; started: number }> {
     const started = performance.now();
     const credential = this.credentialAt(credentialIndex);
     const { statusCode, body } = await this.polls.pool.request({
       method: "GET",
-      path: `${this.basePath}/admin/peer?snapshot=${this.snapshotKeys()}`,
+      path: `${this.basePath}/admin/peer?snapshot=${asked}`,
       headers: credential ? { authorization: `Bearer ${credential}` } : {},
       signal: AbortSignal.timeout(Math.max(1_000, this.pollIntervalMs)),
     });
-    return { statusCode, text: await body.text(), started };
+    // A report is its replicas' loads (a few KB) and the snapshot asked for (a key is at most 17 digits
+    // and a comma): anything far larger is not a report this LB can afford to parse (capped-body.ts).
+    return { statusCode, text: await readCapped(body, MAX_REPORT_BASE_BYTES + 20 * asked, "peer report"), started };
   }
 
   /** The peer left the config (or its URL changed): polls stop, and requests forwarded to it finish

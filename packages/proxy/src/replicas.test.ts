@@ -150,3 +150,35 @@ test("a scrape asked for while one is in flight waits for it: a slow answer neve
     server.close();
   }
 });
+
+test("a /metrics far larger than any engine's is not parsed: the scrape fails naming the size", async () => {
+  // Some 6 MB of series: an exporter gone wrong, which would stall the LB's event loop to parse.
+  const huge = `sglang:num_running_reqs 1\nsglang:num_queue_reqs 0\n${"x_series_total 1\n".repeat(400_000)}`;
+  const server = createServer((_req, res) => void res.end(huge));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const config = parseLbConfig(
+    lbConfig("lb-us", "us-ashburn", [{ id: "us-1", url, region: "us-ashburn" }], {
+      probes: { rttIntervalMs: 60_000, scrapeIntervalMs: 60_000, unhealthyAfter: 2 },
+    }),
+  );
+  const observations: ReplicaObservation[] = [];
+  const runtime = new ReplicaRuntime(
+    config.replicas[0]!,
+    () => "us-ashburn",
+    config.probes,
+    config.limits,
+    (_id, observation) => {
+      observations.push(observation);
+    },
+  );
+  try {
+    await runtime.scrapeMetrics();
+    const scrape = observations.find((o) => o.kind === "scrape");
+    assert.ok(scrape && !scrape.ok && /metrics over 4194304 bytes/.test(scrape.error), JSON.stringify(scrape));
+  } finally {
+    await runtime.close();
+    server.closeAllConnections();
+    server.close();
+  }
+});

@@ -5,6 +5,7 @@
 import type { Pool } from "undici";
 import type { Limits, Probes, ReplicaConfig } from "@meridian/protocol";
 import type { EngineCacheScrape, ScrapedLoad } from "@meridian/routing";
+import { readCapped } from "./capped-body";
 import { readEngineLoad } from "./engine-metrics";
 import { RequestPool } from "./request-pool";
 
@@ -13,6 +14,10 @@ import { RequestPool } from "./request-pool";
 function controlPoolOptions(limits: Limits): Pool.Options {
   return { connections: 2, connectTimeout: limits.connectTimeoutMs, pipelining: 1 };
 }
+
+/** An engine's /metrics is some 10–500 KB (SGLang, vLLM with histograms); a far larger one is an
+ * exporter gone wrong, and parsing it would stall every request (capped-body.ts). */
+export const MAX_METRICS_BYTES = 4 * 1024 * 1024;
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -147,8 +152,11 @@ export class ReplicaRuntime {
         headers: { "x-meridian-src-region": this.lbRegion() },
         signal: AbortSignal.timeout(this.probeTimeoutMs(this.probes.scrapeIntervalMs)),
       });
-      const text = await body.text();
-      if (statusCode !== 200) throw new Error(`metrics returned ${statusCode}`);
+      if (statusCode !== 200) {
+        await body.dump();
+        throw new Error(`metrics returned ${statusCode}`);
+      }
+      const text = await readCapped(body, MAX_METRICS_BYTES, "metrics");
       const { load, cache } = readEngineLoad(text, this.config.engine);
       observation = { kind: "scrape", ok: true, load, cache };
     } catch (error) {

@@ -22,6 +22,7 @@ import { sha256Hex } from "@meridian/protocol/credentials";
 import { embeddingInput } from "./embedding-input";
 import { badRequest, HttpError } from "./errors";
 import { PRESCAN_MIN_BYTES, rawNestsDeeperThan, valueNestsDeeperThan } from "./json-depth";
+import { rawTooWide } from "./json-width";
 import { checkRequestShape } from "./openai-shape";
 import { isRecord } from "./sse";
 
@@ -180,6 +181,9 @@ export function parseInference(
   // A nesting bomb large enough to be costly to parse is refused unparsed (json-depth.ts).
   const prescanned = rawLength >= PRESCAN_MIN_BYTES;
   if (prescanned && rawNestsDeeperThan(raw, limits.maxJsonDepth)) throw tooDeep(limits.maxJsonDepth);
+  // Below PRESCAN_MIN_BYTES a body holds too few values to cost much (json-width.ts).
+  const tooWide = prescanned ? rawTooWide(raw) : null;
+  if (tooWide !== null) throw badRequest(`request body holds ${tooWide}: not an inference request the LB parses`, null, "body_too_wide");
   const body = parseJsonBody(raw);
   if (!prescanned && valueNestsDeeperThan(body, limits.maxJsonDepth)) throw tooDeep(limits.maxJsonDepth);
   checkRequestShape(kind, body);

@@ -42,11 +42,13 @@ interface FakePeer {
   polls: number;
   maxOpenPolls: number;
   answerPolls: boolean;
+  /** Snapshot keys sent with every report, whatever the poll asked for (null: none). */
+  snapshot: number[] | null;
 }
 
 async function startFakePeer(): Promise<FakePeer> {
   let openPolls = 0;
-  const peer: FakePeer = { url: "", forwards: [], polls: 0, maxOpenPolls: 0, answerPolls: true };
+  const peer: FakePeer = { url: "", forwards: [], polls: 0, maxOpenPolls: 0, answerPolls: true, snapshot: null };
   const server = createServer((req, res) => {
     if (req.url?.startsWith("/admin/peer")) {
       peer.polls++;
@@ -63,6 +65,7 @@ async function startFakePeer(): Promise<FakePeer> {
         replicas: [],
         queueLength: 0,
         availableReplicas: 1,
+        ...(peer.snapshot ? { snapshot: { keys: peer.snapshot, truncated: false } } : {}),
       };
       res.writeHead(200, { "content-type": "application/json" });
       return void res.end(JSON.stringify(report));
@@ -253,4 +256,19 @@ test("a forwarded stream's token usage is counted for the client's key, and the 
   assert.equal(counted, 75);
   usX.held[0]?.res.end(completionJson("ok"));
   await fill;
+});
+
+test("a peer report far larger than asked for is not parsed: the poll fails, and the LB goes on serving", async () => {
+  const peer = await startFakePeer();
+  const { lb, usX } = await usWithFakePeer(peer, { crossRegion: "direct" });
+  // This LB routes directly and asks for no snapshot; the peer sends a million keys (some 8 MB).
+  peer.snapshot = Array.from({ length: 1_000_000 }, (_, i) => 1_000_000_000 + i);
+  const polled = peer.polls;
+  await waitFor("a poll refused for its size", () => {
+    const error = lb.balancer.core.peers.get("lb-eu")?.lastError ?? "";
+    return peer.polls > polled && /peer report over \d+ bytes/.test(error) ? true : undefined;
+  });
+  const served = post(`${lb.url}/v1/chat/completions`, chatBody("still served"));
+  (await waitFor("held at us-x", () => usX.held[0])).res.end(completionJson("ok"));
+  assert.equal((await served).status, 200);
 });
