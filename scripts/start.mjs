@@ -3,15 +3,19 @@
 // Run:    npm start            (MERIDIAN_DEMO=0 npm start: the console only, for a real fleet)
 // Prints: each step, each child's PID as it starts, the console URL and the demo credentials; the
 //         children's logs, prefixed.
-// Exits:  2 at once, touching nothing, on a bad setting (MERIDIAN_PORT, MERIDIAN_DEMO_BASE_PORT), a
-//         console port in use, or a demo fleet that already uses this run's state directory (a second
-//         `npm start` on the same data); 1 when a step fails or a child never stays up.
+// Exits:  2 at once, touching nothing, on a bad setting (MERIDIAN_PORT, MERIDIAN_DEMO_BASE_PORT),
+//         another `npm start` in this checkout that is still starting up (installing, building,
+//         migrating), a console port in use, or a demo fleet that already uses this run's state
+//         directory (a second `npm start` on the same data); 1 when a step fails or a child never
+//         stays up.
 //
 // Decisions
 // - Plain Node ESM with no dependencies until the install step has run (a fresh clone has none).
 // - Build: `npm run build` (turbo: packages typecheck + next build), skipped when the last build
-//   that finished is newer than every source file (apps/console/.next/.meridian-build-ok, written
-//   only after the build exited 0: scripts/lib/build-marker.mjs); MERIDIAN_SKIP_BUILD=1 skips it always.
+//   that finished was built from the source files as they are now (apps/console/.next/.meridian-build-ok,
+//   written only after the build exited 0, holds a fingerprint of the sources' paths, sizes and
+//   mtimes taken when it started; no clock is trusted: scripts/lib/build-marker.mjs);
+//   MERIDIAN_SKIP_BUILD=1 skips it always.
 // - The steps (install, build, migrate) run as child processes that can be stopped
 //   (scripts/lib/steps.mjs): Ctrl-C, SIGTERM or npm's death during a step stops it and everything it
 //   started, and start.mjs exits. (A step outlives a SIGKILL of start.mjs: it runs to its end; an
@@ -32,6 +36,13 @@
 //   printed once. Each LB has its own token, issued by the console (the demo's are written to the
 //   demo state directory for the fleet); MERIDIAN_ENTRYPOINTS_TOKEN, the machine token the demo's
 //   clients read the entrypoint map with, is generated per run when unset.
+// - One start-up at a time per checkout: the run takes `<checkout>/.meridian-start.lock` first thing
+//   and holds it until its console answers (or it exits), so a second run started meanwhile exits 2
+//   before it installs or builds: it would otherwise build into the same .next directory while the
+//   first one builds or is about to serve it, and it passes the port and fleet checks below because
+//   the first run holds neither yet. The lock names this process and its start time; one left by a
+//   run killed outright (a dead PID, a reused one, or our own PID given again after a container
+//   restart) is replaced (scripts/lib/fleet-lock.core.mjs, as for the demo fleet's lock).
 // - One run per console port and per demo state directory: the console's port must be free before
 //   the install, and no live demo fleet may hold the state directory's lock before the build
 //   (scripts/lib/fleet-lock.ts; the fleet takes it itself, this only looks first so that a second
@@ -51,8 +62,9 @@
 import { randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildIsCurrent, clearBuildMarker, writeBuildMarker } from "./lib/build-marker.mjs";
+import { buildIsCurrent, clearBuildMarker, sourceFingerprint, writeBuildMarker } from "./lib/build-marker.mjs";
 import { installStep } from "./lib/ensure-install.mjs";
+import { acquirePidLock } from "./lib/fleet-lock.core.mjs";
 import { runUnderNpm, whenParentGone } from "./lib/parent-watch.mjs";
 import { portIsFree, readPortEnv } from "./lib/ports.mjs";
 import { StepRunner } from "./lib/steps.mjs";
@@ -85,6 +97,26 @@ try {
   say(error.message);
   process.exit(2);
 }
+
+// --- one start-up at a time in this checkout -----------------------------------------------------
+const runLockPath = join(root, ".meridian-start.lock");
+let runLock = null;
+try {
+  // The marker is what this script's command line contains (`node scripts/start.mjs`).
+  const attempt = acquirePidLock(runLockPath, { marker: "start.mjs" });
+  if (!attempt.ok) {
+    say(
+      `another npm start (pid ${attempt.holder}) is starting up in this checkout (installing, building or migrating; ${runLockPath}); wait until its console answers, or stop it`,
+    );
+    process.exit(2);
+  }
+  runLock = attempt.lock;
+} catch (error) {
+  say(`cannot take ${runLockPath}: ${error.message}`);
+  process.exit(1);
+}
+// Every way out (process.exit, an uncaught error) releases it; SIGKILL leaves a lock the next run replaces.
+process.on("exit", () => runLock?.release());
 
 // --- stopping, from the first step on ------------------------------------------------------------
 const steps = new StepRunner();
@@ -132,8 +164,9 @@ async function main() {
   const demo = flag("MERIDIAN_DEMO", true);
   // Loopback unless told otherwise: the demo's passwords are printed and fixed.
   const host = process.env.MERIDIAN_HOST || "127.0.0.1";
-  // A second `npm start` stops here, before it installs or builds anything: a build would rewrite
-  // the .next directory that the first console serves from. (Checked again before the console starts.)
+  // A second `npm start` stops here (or at the run lock, while the first is starting up), before it
+  // installs or builds anything: a build would rewrite the .next directory that the first console
+  // serves from. (Checked again before the console starts.)
   if (!(await portIsFree(host, port))) fail(`port ${port} is in use; set MERIDIAN_PORT`, 2);
 
   // --- 1. install ------------------------------------------------------------------------------
@@ -171,17 +204,20 @@ async function main() {
   const sources = [join(root, "packages"), consoleDir, join(root, "package-lock.json"), join(root, "turbo.json")];
   if (flag("MERIDIAN_SKIP_BUILD", false)) {
     say("build skipped (MERIDIAN_SKIP_BUILD=1)");
-  } else if (buildIsCurrent(nextDir, sources)) {
-    say("build is up to date");
   } else {
-    say("building (npm run build) ...");
-    // From here until the build exits 0, the output in .next is not a build to run.
-    clearBuildMarker(nextDir);
-    const startedAt = Date.now();
-    const built = await steps.run("npm", ["run", "build"], { cwd: root });
-    if (built.stopped) return;
-    if (built.code !== 0) fail(`build failed (${outcome(built)})`, 1);
-    writeBuildMarker(nextDir, startedAt);
+    // Taken before the build starts: a file saved while it runs may not be in it.
+    const fingerprint = sourceFingerprint(sources);
+    if (buildIsCurrent(nextDir, fingerprint)) {
+      say("build is up to date");
+    } else {
+      say("building (npm run build) ...");
+      // From here until the build exits 0, the output in .next is not a build to run.
+      clearBuildMarker(nextDir);
+      const built = await steps.run("npm", ["run", "build"], { cwd: root });
+      if (built.stopped) return;
+      if (built.code !== 0) fail(`build failed (${outcome(built)})`, 1);
+      writeBuildMarker(nextDir, fingerprint);
+    }
   }
 
   // --- 3. environment --------------------------------------------------------------------------
@@ -293,6 +329,8 @@ async function main() {
     await stop(1, `the console did not answer /api/health within 60 s${why}`);
     return;
   }
+  // Started up: another run in this checkout may now get as far as the port and fleet checks.
+  runLock.release();
   say("");
   say(`Meridian console: ${consoleUrl}`);
   say(

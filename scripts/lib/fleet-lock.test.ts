@@ -1,6 +1,8 @@
-// One demo fleet per state directory (scripts/lib/fleet-lock.ts): a live fleet's lock is refused with
-// its PID; a lock whose PID is dead, or alive but not a fleet, is replaced; of several fleets racing
-// for one stale lock exactly one gets it.
+// One demo fleet per state directory (scripts/lib/fleet-lock.ts, on fleet-lock.core.mjs): a live
+// fleet's lock is refused with its PID; a lock whose PID is dead, alive but not a fleet, alive but
+// started after the lock was written (reused by another fleet), or this very process's own (a PID
+// given again after a container restart) is replaced; of several fleets racing for one stale lock
+// exactly one gets it.
 import { strict as assert } from "node:assert";
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -11,6 +13,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { after, test } from "node:test";
 import { acquireFleetLock, fleetLockPath, lockHolder } from "./fleet-lock";
+import { processStartTime } from "./fleet-lock.core.mjs";
 
 const lockModule = fileURLToPath(new URL("./fleet-lock.ts", import.meta.url));
 const dirs: string[] = [];
@@ -43,17 +46,23 @@ async function deadPid(): Promise<number> {
 
 const hasProc = existsSync("/proc/self/cmdline");
 
+/** What a lock taken by `pid` holds: its PID, marker and (where /proc has it) start time. */
+function lockText(pid: number, marker: string): string {
+  const start = processStartTime(pid);
+  return `${pid}\n${marker}\n${start === null ? "" : `${start}\n`}`;
+}
+
 test("a live fleet's lock is refused with its PID; once released, the next fleet takes it", async () => {
   const dir = stateDir();
   const fleet = await sleeper("demo-fleet");
   const first = acquireFleetLock(dir, { pid: fleet.pid });
   assert.ok(first.ok);
   assert.equal(first.replaced, null);
-  assert.equal(readFileSync(fleetLockPath(dir), "utf8"), `${fleet.pid}\ndemo-fleet\n`);
+  assert.equal(readFileSync(fleetLockPath(dir), "utf8"), lockText(fleet.pid, "demo-fleet"));
   assert.equal(lockHolder(dir), fleet.pid);
 
   assert.deepEqual(acquireFleetLock(dir, { marker: "fleet-lock" }), { ok: false, holder: fleet.pid });
-  assert.equal(readFileSync(fleetLockPath(dir), "utf8"), `${fleet.pid}\ndemo-fleet\n`, "the refused fleet left the lock as it was");
+  assert.equal(readFileSync(fleetLockPath(dir), "utf8"), lockText(fleet.pid, "demo-fleet"), "the refused fleet left the lock as it was");
 
   first.lock.release();
   assert.equal(lockHolder(dir), null);
@@ -72,8 +81,59 @@ test("a lock whose PID is dead is stale and replaced", async () => {
   const attempt = acquireFleetLock(dir, { marker: "fleet-lock" });
   assert.ok(attempt.ok);
   assert.equal(attempt.replaced, dead);
-  assert.equal(readFileSync(fleetLockPath(dir), "utf8"), `${process.pid}\nfleet-lock\n`);
+  assert.equal(readFileSync(fleetLockPath(dir), "utf8"), lockText(process.pid, "fleet-lock"));
   attempt.lock.release();
+});
+
+// The container case: a fleet killed outright left its lock, and the next fleet was given the same
+// PID (the PID namespace restarted). Its command line carries the marker too; it must not refuse itself.
+test("a leftover lock naming this process's own PID is stale: replaced, and no holder", () => {
+  const dir = stateDir();
+  for (const leftover of [`${process.pid}\nfleet-lock\n`, `${process.pid}\nfleet-lock\n1\n`]) {
+    writeFileSync(fleetLockPath(dir), leftover);
+    assert.equal(lockHolder(dir), null, `lockHolder took ${JSON.stringify(leftover)} for a live fleet`);
+    const attempt = acquireFleetLock(dir, { marker: "fleet-lock" });
+    assert.ok(attempt.ok, `refused itself: ${JSON.stringify(attempt)} (our pid is ${process.pid})`);
+    assert.equal(attempt.replaced, process.pid);
+    // Taken now: this process holds it, and a second attempt from here is told so.
+    assert.equal(lockHolder(dir), process.pid);
+    assert.deepEqual(acquireFleetLock(dir, { marker: "fleet-lock" }), { ok: false, holder: process.pid });
+    attempt.lock.release();
+    assert.deepEqual(readdirSync(dir), []);
+  }
+});
+
+test("a lock whose PID was reused by another fleet (it started after the lock was written) is stale", { skip: !hasProc }, async () => {
+  const dir = stateDir();
+  const fleet = await sleeper("demo-fleet");
+  const start = processStartTime(fleet.pid);
+  assert.match(String(start), /^\d+$/);
+  // Its own lock (the right start time) is live ...
+  writeFileSync(fleetLockPath(dir), `${fleet.pid}\ndemo-fleet\n${start}\n`);
+  assert.equal(lockHolder(dir), fleet.pid);
+  // ... a lock written by an earlier process with that PID is not, though this one is a fleet too.
+  writeFileSync(fleetLockPath(dir), `${fleet.pid}\ndemo-fleet\n${Number(start) - 1}\n`);
+  assert.equal(lockHolder(dir), null);
+  const attempt = acquireFleetLock(dir, { marker: "fleet-lock" });
+  assert.ok(attempt.ok, JSON.stringify(attempt));
+  assert.equal(attempt.replaced, fleet.pid);
+  assert.equal(fleet.exitCode, null, "the process the stale lock named is left alone");
+  attempt.lock.release();
+});
+
+test("processStartTime reads field 22 past a command name with spaces and parentheses", { skip: !hasProc }, async () => {
+  const code = "process.stdin.once('data', () => { process.title = 'x) (y z 1 2'; console.log('titled') }); console.log('up')";
+  const child = spawn(process.execPath, ["-e", code], { stdio: ["pipe", "pipe", "inherit"] });
+  children.push(child);
+  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  assert.equal((await lines.next()).value, "up");
+  const before = processStartTime(child.pid!);
+  child.stdin!.write("go\n");
+  assert.equal((await lines.next()).value, "titled");
+  assert.match(readFileSync(`/proc/${child.pid}/stat`, "utf8"), /\(x\) \(y z 1 2\)/);
+  assert.match(String(before), /^\d+$/);
+  assert.equal(processStartTime(child.pid!), before);
+  assert.equal(processStartTime(await deadPid()), null);
 });
 
 test("a lock whose PID now belongs to something that is not a fleet is stale and replaced", { skip: !hasProc }, async () => {

@@ -8,15 +8,25 @@
 // killed one. A leftover is stopped only when /proc/<pid>/cmdline still contains the marker the
 // fleet started it with (its config path or engine id), so a recycled PID that now belongs to
 // something else is never touched.
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+// A pid file is written to a temporary file beside it and renamed into place: a fleet killed
+// mid-write leaves the previous file or the new one, never a half-written one that readPidFile
+// rejects (its process then was never stopped, and the next fleet exited 2 on the port it held).
+// stopLeftovers removes the temporary files such a fleet left.
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 export function pidFilePath(dir: string, name: string): string {
   return join(dir, `${name}.pid`);
 }
 
+/** A temporary pid file (`<name>.pid.<writer pid>.tmp`), renamed into place once written. */
+const TEMPORARY = /\.pid\.\d+\.tmp$/;
+
 export function writePidFile(dir: string, name: string, pid: number, marker: string): void {
-  writeFileSync(pidFilePath(dir, name), `${pid}\n${marker}\n`);
+  const path = pidFilePath(dir, name);
+  const temporary = `${path}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${pid}\n${marker}\n`);
+  renameSync(temporary, path);
 }
 
 export function readPidFile(dir: string, name: string): { pid: number; marker: string } | null {
@@ -42,7 +52,7 @@ export function isAlive(pid: number): boolean {
 }
 
 /** The process's command line, or null where /proc is not available or the process is gone. */
-export function processCommandLine(pid: number): string | null {
+function processCommandLine(pid: number): string | null {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
   } catch {
@@ -52,11 +62,12 @@ export function processCommandLine(pid: number): string | null {
 
 /**
  * Stops the processes an earlier fleet left behind (SIGTERM, SIGKILL after graceMs) and removes
- * every pid file in `dir`. Returns what it stopped. Only for a fleet that holds the directory's
+ * every pid file in `dir` (and every temporary one a fleet killed mid-write left). Returns what it stopped. Only for a fleet that holds the directory's
  * lock (fleet-lock.ts): the pid files of a fleet that still runs name its live children.
  */
 export async function stopLeftovers(dir: string, graceMs = 3_000): Promise<{ name: string; pid: number }[]> {
   if (!existsSync(dir)) return [];
+  for (const file of readdirSync(dir).filter((f) => TEMPORARY.test(f))) rmSync(join(dir, file), { force: true });
   const stopped: { name: string; pid: number }[] = [];
   for (const file of readdirSync(dir).filter((f) => f.endsWith(".pid"))) {
     const name = file.slice(0, -".pid".length);

@@ -85,6 +85,39 @@ describe("Supervisor", () => {
     assert.ok(of(events, "restart-scheduled").every((e) => e.delayMs === 20 && e.failures === 1));
   });
 
+  test("uptime does not follow the wall clock: stepped forward, a child that exits at once is still a quick exit; stepped back, a stable one is stable", async () => {
+    const realNow = Date.now;
+    try {
+      for (const step of [3_600_000, -3_600_000]) {
+        // The wall clock is stepped by `step` while each child runs (as NTP or an operator would).
+        let offset = 0;
+        Date.now = () => realNow() + offset;
+        const policy = { ...FAST, stableAfterMs: step > 0 ? 60_000 : 0, giveUpAfter: 1 };
+        const events: SupervisorEvent[] = [];
+        // Waited for through the events, not waitFor: its deadline is read from the stepped clock.
+        const decided = new Promise<void>((resolve) => {
+          const sup = new Supervisor(policy, (event) => {
+            events.push(event);
+            if (event.kind === "started") offset += step;
+            if (event.kind === "gave-up" || event.kind === "restart-scheduled") {
+              void sup.stop(1_000);
+              resolve();
+            }
+          });
+          supervisors.push(sup);
+          sup.add({ name: "child", command: process.execPath, args: EXIT_AT_ONCE });
+        });
+        await decided;
+        const exited = of(events, "exited")[0]!;
+        assert.ok(exited.uptimeMs >= 0 && exited.uptimeMs < 60_000, `uptime ${exited.uptimeMs} ms after a ${step} ms clock step`);
+        if (step > 0) assert.equal(of(events, "gave-up").length, 1, "a child that exits at once, clock stepped forward, is still given up on");
+        else assert.equal(of(events, "restart-scheduled").length, 1, "a child that was stable, clock stepped back, is restarted");
+      }
+    } finally {
+      Date.now = realNow;
+    }
+  });
+
   test("killing the console child restarts it and leaves the fleet children running; stop() ends them all by PID", async () => {
     const { sup, events, pids } = await runningForever("fleet", "console");
     const fleetPid = pids.fleet!;

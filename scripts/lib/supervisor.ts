@@ -12,6 +12,9 @@
 // - A child that never stayed up is given up on after giveUpAfter quick exits in a row: that is a
 //   setup error (a port in use, a bad environment) and the caller should say so and stop. An exit
 //   code listed in the child's fatalExitCodes gives up on such a child at once.
+// - Uptime is measured on the monotonic clock (performance.now()), not the wall clock: a clock
+//   stepped forward would make a crash-looping child look stable (never given up on), one stepped
+//   back a stable child look like a quick exit.
 // - stop() cancels pending restarts, sends SIGTERM to each running child by PID, SIGKILL after
 //   graceMs, and resolves when every child has exited. Children it did not start are never touched.
 // - No child outlives the supervisor, even one killed outright (SIGKILL, the OOM killer): on Linux
@@ -170,7 +173,7 @@ export class Supervisor {
       return;
     }
     entry.child = child;
-    entry.startedAt = Date.now();
+    entry.startedAt = performance.now();
     let ended = false;
     // An executable that cannot be spawned emits "error" and no "exit"; count it as a quick exit.
     child.once("error", (error) => {
@@ -182,7 +185,7 @@ export class Supervisor {
     child.once("exit", (code, signal) => {
       if (ended) return;
       ended = true;
-      const uptimeMs = Date.now() - entry.startedAt;
+      const uptimeMs = performance.now() - entry.startedAt;
       this.onEvent({ kind: "exited", name: spec.name, pid: child.pid ?? -1, code, signal, uptimeMs });
       this.afterExit(entry, uptimeMs, code !== null && (spec.fatalExitCodes ?? []).includes(code));
     });
