@@ -46,8 +46,24 @@ export function valueNestsDeeperThan(value: unknown, maxDepth: number): boolean 
 /** Whether raw JSON bytes (in parts, as read from the socket) open more than `maxDepth` arrays or
  * objects at once, without parsing them. Only worth calling on large bodies (PRESCAN_MIN_BYTES). */
 export function rawNestsDeeperThan(parts: readonly Buffer[], maxDepth: number): boolean {
-  if (countOpenings(parts, maxDepth) <= maxDepth) return false;
+  // "[" and "{" bytes bound the depth from above.
+  if (countBytesUpTo(parts, [OPEN_ARRAY, OPEN_OBJECT], maxDepth) <= maxDepth) return false;
   let depth = 0;
+  let deeper = false;
+  forEachByteOutsideStrings(parts, (byte) => {
+    if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) deeper = ++depth > maxDepth;
+    else if (byte === CLOSE_ARRAY || byte === CLOSE_OBJECT) depth--;
+    return deeper;
+  });
+  return deeper;
+}
+
+/**
+ * Calls `visit` with every byte of raw JSON that is outside a string (quotes included, escapes
+ * handled across part boundaries), until it returns true. The one scanner of the raw prescans (this
+ * file's depth, json-width.ts's width).
+ */
+export function forEachByteOutsideStrings(parts: readonly Buffer[], visit: (byte: number) => boolean): void {
   let inString = false;
   let escaped = false;
   for (const part of parts) {
@@ -60,19 +76,17 @@ export function rawNestsDeeperThan(parts: readonly Buffer[], maxDepth: number): 
         continue;
       }
       if (byte === QUOTE) inString = true;
-      else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
-        if (++depth > maxDepth) return true;
-      } else if (byte === CLOSE_ARRAY || byte === CLOSE_OBJECT) depth--;
+      if (visit(byte)) return;
     }
   }
-  return false;
 }
 
-/** "[" and "{" bytes, in strings or not, counted up to just past `cap` (an upper bound on depth). */
-function countOpenings(parts: readonly Buffer[], cap: number): number {
+/** Bytes equal to any of `bytes`, in strings or not, counted with Buffer.indexOf up to just past
+ * `cap`: a cheap upper bound that spares most bodies the scan above. */
+export function countBytesUpTo(parts: readonly Buffer[], bytes: readonly number[], cap: number): number {
   let count = 0;
   for (const part of parts) {
-    for (const byte of [OPEN_ARRAY, OPEN_OBJECT]) {
+    for (const byte of bytes) {
       for (let at = part.indexOf(byte); at !== -1; at = part.indexOf(byte, at + 1)) {
         if (++count > cap) return count;
       }

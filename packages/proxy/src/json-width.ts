@@ -5,7 +5,8 @@
 //
 // The check runs on the bodies json-depth.ts prescans (PRESCAN_MIN_BYTES and up): first a native count
 // of ":" and "," bytes, in strings or not (an upper bound, enough for most bodies); only when that
-// bound is over a limit, a byte-by-byte scan that skips strings, as long as the parse it guards.
+// bound is over a limit, the byte-by-byte scan of json-depth.ts that skips strings.
+import { countBytesUpTo, forEachByteOutsideStrings } from "./json-depth";
 
 /** Object members a body may hold (":" outside strings): a parse of this many costs some 70 ms. */
 export const MAX_JSON_MEMBERS = 50_000;
@@ -14,40 +15,17 @@ export const MAX_JSON_VALUES = 1_000_000;
 
 const COLON = 0x3a;
 const COMMA = 0x2c;
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 
 /** What makes raw JSON too wide to parse, or null. Only worth calling on large bodies. */
 export function rawTooWide(parts: readonly Buffer[]): string | null {
-  if (countUpTo(parts, COLON, MAX_JSON_MEMBERS) <= MAX_JSON_MEMBERS && countUpTo(parts, COMMA, MAX_JSON_VALUES) <= MAX_JSON_VALUES) return null;
+  if (countBytesUpTo(parts, [COLON], MAX_JSON_MEMBERS) <= MAX_JSON_MEMBERS && countBytesUpTo(parts, [COMMA], MAX_JSON_VALUES) <= MAX_JSON_VALUES) return null;
   let members = 0;
   let values = 0;
-  let inString = false;
-  let escaped = false;
-  for (const part of parts) {
-    for (let i = 0; i < part.length; i++) {
-      const byte = part[i] as number;
-      if (inString) {
-        if (escaped) escaped = false;
-        else if (byte === BACKSLASH) escaped = true;
-        else if (byte === QUOTE) inString = false;
-        continue;
-      }
-      if (byte === QUOTE) inString = true;
-      else if (byte === COLON && ++members > MAX_JSON_MEMBERS) return `more than ${MAX_JSON_MEMBERS} object members`;
-      else if (byte === COMMA && ++values > MAX_JSON_VALUES) return `more than ${MAX_JSON_VALUES} values`;
-    }
-  }
-  return null;
-}
-
-/** Bytes equal to `byte`, in strings or not, counted up to just past `cap`. */
-function countUpTo(parts: readonly Buffer[], byte: number, cap: number): number {
-  let count = 0;
-  for (const part of parts) {
-    for (let at = part.indexOf(byte); at !== -1; at = part.indexOf(byte, at + 1)) {
-      if (++count > cap) return count;
-    }
-  }
-  return count;
+  let found: string | null = null;
+  forEachByteOutsideStrings(parts, (byte) => {
+    if (byte === COLON && ++members > MAX_JSON_MEMBERS) found = `more than ${MAX_JSON_MEMBERS} object members`;
+    else if (byte === COMMA && ++values > MAX_JSON_VALUES) found = `more than ${MAX_JSON_VALUES} values`;
+    return found !== null;
+  });
+  return found;
 }

@@ -106,55 +106,10 @@ test("limits that leave the connect timeout as it was keep the replica's probe c
   }
 });
 
-test("a scrape asked for while one is in flight waits for it: a slow answer never lands after a newer one", async () => {
-  // An engine busy enough to hold the first /metrics; its counters grow meanwhile.
-  const held: ServerResponse[] = [];
-  let scrapes = 0;
-  const metrics = (promptTokens: number) => `sglang:num_running_reqs 1\nsglang:num_queue_reqs 0\nsglang:prompt_tokens_total ${promptTokens}\n`;
-  const server = createServer((req, res) => {
-    if (req.url !== "/metrics") return void res.end("{}");
-    scrapes += 1;
-    if (scrapes === 1) return void held.push(res);
-    res.end(metrics(2_000));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const config = parseLbConfig(
-    lbConfig("lb-us", "us-ashburn", [{ id: "us-1", url, region: "us-ashburn" }], {
-      probes: { rttIntervalMs: 60_000, scrapeIntervalMs: 60_000, unhealthyAfter: 2 },
-    }),
-  );
-  const seen: number[] = [];
-  const runtime = new ReplicaRuntime(
-    config.replicas[0]!,
-    () => "us-ashburn",
-    config.probes,
-    config.limits,
-    (_id, observation) => {
-      if (observation.kind === "scrape" && observation.ok) seen.push(Object.values(observation.cache.epoch?.counters ?? {})[0] ?? -1);
-    },
-  );
-  try {
-    const first = runtime.scrapeMetrics();
-    await waitFor("the first scrape at the engine", () => held.length === 1);
-    // The next tick of a short interval: it must not overtake the scrape the engine still holds.
-    const second = runtime.scrapeMetrics();
-    held[0]?.end(metrics(1_000));
-    await Promise.all([first, second]);
-    await runtime.scrapeMetrics();
-    assert.equal(scrapes, 2);
-    assert.deepEqual(seen, [1_000, 2_000], "observations in the order the engine produced them");
-  } finally {
-    await runtime.close();
-    server.closeAllConnections();
-    server.close();
-  }
-});
-
-test("a /metrics far larger than any engine's is not parsed: the scrape fails naming the size", async () => {
-  // Some 6 MB of series: an exporter gone wrong, which would stall the LB's event loop to parse.
-  const huge = `sglang:num_running_reqs 1\nsglang:num_queue_reqs 0\n${"x_series_total 1\n".repeat(400_000)}`;
-  const server = createServer((_req, res) => void res.end(huge));
+/** A replica runtime against an engine served by `handler` on loopback, probes and scrapes only when
+ * the test asks; its observations in `observations`. */
+async function runtimeOver(handler: Parameters<typeof createServer>[1]) {
+  const server = createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const config = parseLbConfig(
@@ -172,13 +127,53 @@ test("a /metrics far larger than any engine's is not parsed: the scrape fails na
       observations.push(observation);
     },
   );
+  return {
+    runtime,
+    observations,
+    close: async () => {
+      await runtime.close();
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+test("a scrape asked for while one is in flight waits for it: a slow answer never lands after a newer one", async () => {
+  // An engine busy enough to hold the first /metrics; its counters grow meanwhile.
+  const held: ServerResponse[] = [];
+  let scrapes = 0;
+  const metrics = (promptTokens: number) => `sglang:num_running_reqs 1\nsglang:num_queue_reqs 0\nsglang:prompt_tokens_total ${promptTokens}\n`;
+  const { runtime, observations, close } = await runtimeOver((req, res) => {
+    if (req.url !== "/metrics") return void res.end("{}");
+    scrapes += 1;
+    if (scrapes === 1) return void held.push(res);
+    res.end(metrics(2_000));
+  });
+  try {
+    const first = runtime.scrapeMetrics();
+    await waitFor("the first scrape at the engine", () => held.length === 1);
+    // The next tick of a short interval: it must not overtake the scrape the engine still holds.
+    const second = runtime.scrapeMetrics();
+    held[0]?.end(metrics(1_000));
+    await Promise.all([first, second]);
+    await runtime.scrapeMetrics();
+    assert.equal(scrapes, 2);
+    const seen = observations.flatMap((o) => (o.kind === "scrape" && o.ok ? Object.values(o.cache.epoch?.counters ?? {}) : []));
+    assert.deepEqual(seen, [1_000, 2_000], "observations in the order the engine produced them");
+  } finally {
+    await close();
+  }
+});
+
+test("a /metrics far larger than any engine's is not parsed: the scrape fails naming the size", async () => {
+  // Some 6 MB of series: an exporter gone wrong, which would stall the LB's event loop to parse.
+  const huge = `sglang:num_running_reqs 1\nsglang:num_queue_reqs 0\n${"x_series_total 1\n".repeat(400_000)}`;
+  const { runtime, observations, close } = await runtimeOver((_req, res) => void res.end(huge));
   try {
     await runtime.scrapeMetrics();
     const scrape = observations.find((o) => o.kind === "scrape");
     assert.ok(scrape && !scrape.ok && /metrics over 4194304 bytes/.test(scrape.error), JSON.stringify(scrape));
   } finally {
-    await runtime.close();
-    server.closeAllConnections();
-    server.close();
+    await close();
   }
 });

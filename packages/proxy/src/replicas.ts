@@ -17,7 +17,7 @@ function controlPoolOptions(limits: Limits): Pool.Options {
 
 /** An engine's /metrics is some 10–500 KB (SGLang, vLLM with histograms); a far larger one is an
  * exporter gone wrong, and parsing it would stall every request (capped-body.ts). */
-export const MAX_METRICS_BYTES = 4 * 1024 * 1024;
+const MAX_METRICS_BYTES = 4 * 1024 * 1024;
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
