@@ -171,6 +171,28 @@ describe("TunerService, fleet scope", () => {
     assert.equal((await latestConfig(h.rt, "lb-d")).trial?.id, trialId);
     await rejects(updateTuner(h.rt, OPERATOR, { ...FLEET, evaluation: "paper" }), "invalid", /A\/B trials only/);
   });
+
+  test("an LB that leaves the members (its policy no longer reads the weights) has the fleet's trial taken off at once", async () => {
+    await setTunerScope(h.rt, OPERATOR, { scope: "fleet" });
+    await updateTuner(h.rt, OPERATOR, { ...FLEET, ...SMALL_TRIALS });
+    await startTuner(h.rt, OPERATOR, FLEET);
+    const trialId = (await fleetTuner(h.rt)).trial!.id;
+    assert.equal((await latestConfig(h.rt, "lb-b")).trial?.id, trialId);
+    await setPolicy(h.rt, OPERATOR, { id: "lb-b", policy: "least-load", crossRegion: "direct" });
+    const left = await latestConfig(h.rt, "lb-b");
+    assert.equal(left.policy, "least-load");
+    assert.equal(left.trial, undefined, "no trial on an LB that is not a member");
+    assert.equal((await lbRow(h.rt, "lb-b")).trialJson, null);
+    assert.equal((await latestConfig(h.rt, "lb-a")).trial?.id, trialId, "the member runs the trial on");
+    assert.equal((await fleetTuner(h.rt)).trial?.id, trialId);
+  });
+
+  test("switched back to per LB, the fresh tuner of an LB whose policy ignores the weights is paused from the first", async () => {
+    await setTunerScope(h.rt, OPERATOR, { scope: "fleet" });
+    await setTunerScope(h.rt, OPERATOR, { scope: "lb" });
+    assert.match((await tunerByLb(h.rt, { lbId: "lb-c" })).paused ?? "", /least-load.*does not use W_rtt\/W_queue/);
+    assert.equal((await tunerByLb(h.rt, { lbId: "lb-a" })).paused, null);
+  });
 });
 
 test("the fleet tuner resumes after a console restart, on the same run and trial", async () => {

@@ -1,9 +1,12 @@
-// A tuner as TunerService holds it in memory (its run's revision and push rate limit beside the
-// EsTuner), and what the service does to one outside its queue: a restored state without replayed
-// samples, a settings change, the run's random seed.
+// A tuner as TunerService holds it in memory (its run's revision, its trial's start and push rate
+// limit beside the EsTuner), and what the service does to one outside its queue: an LB's event fed
+// to it, its stored state restored (without replayed samples after a start, with what it measured on
+// a reload), an operator's change, the run's random seed.
 import "server-only";
-import { EsTuner, resolveConfig, type TunerConfigInput, type TunerState } from "@meridian/tuner";
+import { EsTuner, resolveConfig, sampleFromEvent, type TunerConfigInput, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
+import type { TelemetryEvent } from "@meridian/protocol";
 import type { TunerRunRow } from "@meridian/db";
+import { invalid } from "../errors";
 import { configPatch, guard, mergeSettings, settingsOf, type TunerSettings, type TunerSettingsPatch } from "./tuner-settings";
 
 export interface LiveTuner {
@@ -18,6 +21,14 @@ export interface LiveTuner {
   lastTrialPushAt: number;
   /** Cancels a push waiting for the rate limit. */
   pendingPush: (() => void) | null;
+  /** When the running trial started (stampTrial), stored with the run's state. */
+  trialStart: TrialStart | null;
+}
+
+/** When a trial started, on this console's clock, and which trial. */
+export interface TrialStart {
+  id: string;
+  at: number;
 }
 
 /** Drops a push that waits for the rate limit (the tuner is going, or an operator's push goes now). */
@@ -27,9 +38,11 @@ export function cancelPendingPush(live: LiveTuner | undefined): void {
   live.pendingPush = null;
 }
 
-/** The live tuner of `run` as just read or written: no trial pushed from this console yet. */
-export function liveTuner(run: TunerRunRow, tuner: EsTuner): LiveTuner {
-  return {
+/** The live tuner of `run` as just read or written: no trial pushed from this console yet. Its
+ * trial started at `trialStart` (as stored), or now: a trial the restore started. */
+export function liveTuner(run: TunerRunRow, restored: { tuner: EsTuner; trialStart: TrialStart | null }, now: number): LiveTuner {
+  const { tuner, trialStart } = restored;
+  const live: LiveTuner = {
     runId: run.id,
     tuner,
     running: run.running,
@@ -37,7 +50,56 @@ export function liveTuner(run: TunerRunRow, tuner: EsTuner): LiveTuner {
     lastTrialPushAt: -Infinity,
     pendingPush: null,
     writtenAt: run.updatedAt,
+    trialStart,
   };
+  stampTrial(live, now);
+  return live;
+}
+
+/** When the running trial started: the first time this console saw it, which is `now` the first
+ * time it is asked (persistRun asks at every write, and every operation that starts a trial writes
+ * the run). */
+export function stampTrial(live: { tuner: EsTuner; trialStart?: TrialStart | null }, now: number): number {
+  const id = live.tuner.current().trial?.id;
+  if (id === undefined) {
+    live.trialStart = null;
+    return now;
+  }
+  if (live.trialStart?.id !== id) live.trialStart = { id, at: now };
+  return live.trialStart.at;
+}
+
+/**
+ * Whether a peer LB's request is one of the running trial's: it finished after the trial started.
+ * After a restart the TelemetryHub replays each LB's whole buffer (hours of requests, most of them
+ * before the trial); counted, they would swamp the fleet-share guardrail. Compared on the LB's clock
+ * against this console's: a skew between them moves the edge by as much.
+ */
+function peerDuringTrial(live: LiveTuner, event: Pick<TelemetryEvent, "time" | "e2eMs">, now: number): boolean {
+  return event.time + event.e2eMs >= stampTrial(live, now);
+}
+
+/** Looks the running trial has had (0 without one). */
+function looksOf(live: LiveTuner): number {
+  return live.tuner.trial()?.looks ?? 0;
+}
+
+/**
+ * One LB's event to a live tuner: a sample when it is of the tuner's own LB (`own`; the tuner's
+ * rule, sampleFromEvent: client errors and aborts are not), else a peer request of its running
+ * trial. The step when a look decided the trial; `looked` when a look decided nothing (it still
+ * spent α, which the run must record).
+ */
+export function feed(live: LiveTuner, event: TelemetryEvent, own: boolean, now: number): { step: TunerStep | null; looked: boolean } {
+  if (!own) {
+    if (peerDuringTrial(live, event, now)) live.tuner.observePeer({ replicaId: event.replicaId });
+    return { step: null, looked: false };
+  }
+  const sample = sampleFromEvent(event);
+  if (sample === null) return { step: null, looked: false };
+  const looks = looksOf(live);
+  const step = live.tuner.observe(sample);
+  return { step, looked: step === null && looksOf(live) !== looks };
 }
 
 export function seedFor(lbId: string, runId: number): number {
@@ -46,27 +108,88 @@ export function seedFor(lbId: string, runId: number): number {
   return hash;
 }
 
-/** A real timer that does not keep the process alive. */
-export function defaultTimer(fn: () => void, ms: number): () => void {
-  const timer = setTimeout(fn, ms);
-  timer.unref();
-  return () => clearTimeout(timer);
+/** A run's state_json: the tuner's state, and when its trial started (absent in older states). */
+type StoredState = TunerState & { trialStart?: TrialStart };
+
+/** What a run stores of its tuner: the tuner's state, and its trial's start. */
+export function storedStateJson(tunerState: TunerState, trialStart: TrialStart | null | undefined): string {
+  const { trialStart: _stale, ...state } = tunerState as StoredState;
+  return JSON.stringify(trialStart && trialStart.id === state.trial?.id ? { ...state, trialStart } : state);
+}
+
+function parseStored(stateJson: string): { state: TunerState; trialStart: TrialStart | undefined } {
+  const { trialStart, ...state } = JSON.parse(stateJson) as StoredState;
+  return { state, trialStart };
+}
+
+/** The tuner a run stored, as stored (throws on a state it cannot read). */
+export function restoredTuner(stateJson: string): EsTuner {
+  return EsTuner.restore(parseStored(stateJson).state);
 }
 
 /**
- * The persisted trial's samples and peer counts may include events the TelemetryHub replays after a
- * restart (it resubscribes from seq 0 and the LB resends its buffer), so keeping them would count
- * those events twice. The trial restarts its count, and the replay refills it from the LB's record.
+ * After a start, the persisted trial's samples and peer counts may include events the TelemetryHub
+ * replays (it resubscribes from seq 0 and the LB resends its buffer), so keeping them would count
+ * those events twice. The trial restarts its count, and the replay refills it from the LB's record;
+ * it keeps the α its looks spent (alphaSpent, recorded at every look), so no look spends it again.
  */
 function withoutReplayedSamples(state: TunerState): TunerState {
   const trial = state.trial ? { ...state.trial, samples: [], peerCounts: {}, looks: 0, latest: null, latestAlpha: null } : state.trial;
   return { ...state, window: [], samplesSinceEvaluation: 0, ...(trial !== undefined ? { trial } : {}) };
 }
 
-/** The tuner a run stored (throws on a state it cannot read), without its trial's samples: the
- * telemetry replay brings them again. */
-export function restoredTuner(stateJson: string): EsTuner {
-  return EsTuner.restore(withoutReplayedSamples(JSON.parse(stateJson) as TunerState));
+/** The stored state with what the copy in memory measured of the same trial since the run was
+ * written (nothing replays it): its samples, peer counts, looks, the α they spent and the PRNG
+ * they drew from, as if the change that moved the run had been made on that copy. */
+function withMeasurement(stored: TunerState, live: TunerState): TunerState {
+  const trial = stored.trial;
+  const measured = live.trial;
+  if (!trial || !measured || trial.id !== measured.id || measured.samples.length < trial.samples.length) return stored;
+  const { samples, peerCounts, looks, latest, latestAlpha } = measured;
+  const alphaSpent = Math.max(trial.alphaSpent, measured.alphaSpent);
+  return { ...stored, prng: live.prng, trial: { ...trial, samples, peerCounts, looks, alphaSpent, latest, latestAlpha } };
+}
+
+/**
+ * The live tuner of a run as stored (throws on a state it cannot read). `replayed`: after a start,
+ * whose telemetry replay refills the trial (withoutReplayedSamples). Otherwise (a reload while the
+ * subscriptions go on, a follower's read) nothing replays: the trial keeps what the run stored, or
+ * what `previous`, the copy in memory of the same run, measured since. Restored once as stored
+ * first, so a state older than alphaSpent rebuilds it from its looks before they are dropped.
+ */
+export function restoreRun(
+  run: Pick<TunerRunRow, "id" | "updatedAt"> & { stateJson: string },
+  how: { replayed?: boolean; previous?: LiveTuner | undefined },
+): { tuner: EsTuner; trialStart: TrialStart | null } {
+  const stored = parseStored(run.stateJson);
+  const asStored = EsTuner.restore(stored.state);
+  const previous = how.previous?.runId === run.id ? how.previous : undefined;
+  const tuner = how.replayed
+    ? EsTuner.restore(withoutReplayedSamples(asStored.state()))
+    : previous
+      ? EsTuner.restore(withMeasurement(asStored.state(), previous.tuner.state()))
+      : asStored;
+  const id = tuner.current().trial?.id;
+  // A state stored before trial starts were: its trial ran at least since the run's last write.
+  const older = stored.state.trial?.id === id && id !== undefined ? { id, at: run.updatedAt } : null;
+  const trialStart = [stored.trialStart, previous?.trialStart, older].find((start) => start != null && start.id === id) ?? null;
+  return { tuner, trialStart };
+}
+
+/** The operator starts the tuner (online). */
+export function startOnline(live: LiveTuner): void {
+  guard(() => live.tuner.setMode("online"));
+  live.running = true;
+}
+
+/** The operator's weights, within the tuner's bounds: manual mode, the tuner stopped. */
+export function setManual(live: LiveTuner, weights: Weights): void {
+  const [rlo, rhi] = live.settings.bounds.rtt;
+  const [qlo, qhi] = live.settings.bounds.queue;
+  if (weights.rtt < rlo || weights.rtt > rhi) throw invalid(`W_rtt ${weights.rtt} is outside the bounds [${rlo}, ${rhi}]`);
+  if (weights.queue < qlo || weights.queue > qhi) throw invalid(`W_queue ${weights.queue} is outside the bounds [${qlo}, ${qhi}]`);
+  guard(() => live.tuner.setManualWeights(weights));
+  live.running = false;
 }
 
 /** Stops the tuner and freezes its incumbent: a candidate or trial under measurement must not stay live. */

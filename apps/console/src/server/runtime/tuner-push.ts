@@ -69,6 +69,13 @@ export async function pushRows(
   return version;
 }
 
+/** A real timer (for the rate limit's retry) that does not keep the process alive. */
+export function defaultTimer(fn: () => void, ms: number): () => void {
+  const timer = setTimeout(fn, ms);
+  timer.unref();
+  return () => clearTimeout(timer);
+}
+
 /**
  * Whether the tuner's trial may be pushed now. Trial pushes to one LB come at most every
  * `minIntervalMs`: a trial decided early would otherwise push a config every few requests. Too

@@ -8,7 +8,7 @@ import { WEIGHT_BOUNDS } from "@meridian/routing/types";
 import { EsTuner, type TunerStep, type Weights } from "@meridian/tuner";
 import { largerOf, type Queryable, type Store, type TunerRunRow } from "@meridian/db";
 import { whileLeading } from "../leadership/fence";
-import { restoredTuner } from "./tuner-live";
+import { restoredTuner, stampTrial, storedStateJson, type TrialStart } from "./tuner-live";
 import { configPatch, guard, settingsOf, type TunerSettings } from "./tuner-settings";
 
 /** The step's run changed underneath (or the lease moved on): the step's transaction is rolled back. */
@@ -21,6 +21,8 @@ export interface PersistedTuner {
   running: boolean;
   settings: TunerSettings;
   writtenAt: number;
+  /** When its trial started (stored beside the state; stampTrial). */
+  trialStart?: TrialStart | null;
 }
 
 /** Whether `run` (the LB's open run as the database holds it now) is still the run, at the revision,
@@ -77,12 +79,13 @@ export async function endFleetRun(store: Store, now: number): Promise<void> {
 }
 
 /** Ends the LB's current run (the fleet's, for `lbId` null) and starts a fresh one (new tuner, empty
- * trajectory). `seed` gives the tuner's random seed from the new run's id. */
+ * trajectory). `seed` gives the tuner's random seed from the new run's id; `pause`, why it starts
+ * paused (its LB's policy ignores the weights): then it runs no trial from the first. */
 export function newRun(
   store: Store,
-  run: { lbId: string | null; weights: Weights; settings: TunerSettings | null; running: boolean; seed: (runId: number) => number },
+  run: { lbId: string | null; weights: Weights; settings: TunerSettings | null; running: boolean; seed: (runId: number) => number; pause?: string | null },
   now: number,
-): Promise<{ run: TunerRunRow; tuner: EsTuner }> {
+): Promise<{ run: TunerRunRow; tuner: EsTuner; trialStart: TrialStart | null }> {
   const { lbId, weights, settings, running } = run;
   return store.transaction(async (tx) => {
     const { dialect, db, tables } = tx;
@@ -112,13 +115,16 @@ export function newRun(
       queue: Math.min(Math.max(weights.queue, bounds.queue[0]), bounds.queue[1]),
     };
     const tuner = guard(() => new EsTuner({ ...patch, seed: run.seed(inserted.id), mode: running ? "online" : "static" }, initial));
+    if (run.pause) tuner.pause(run.pause);
+    const trial = tuner.current().trial;
+    const trialStart = trial ? { id: trial.id, at: now } : null;
     const state = tuner.state();
     const [row] = await db
       .update(tunerRuns)
-      .set({ settingsJson: JSON.stringify(settingsOf(state.config)), stateJson: JSON.stringify(state) })
+      .set({ settingsJson: JSON.stringify(settingsOf(state.config)), stateJson: storedStateJson(state, trialStart) })
       .where(eq(tunerRuns.id, inserted.id))
       .returning();
-    return { run: row ?? inserted, tuner };
+    return { run: row ?? inserted, tuner, trialStart };
   });
 }
 
@@ -128,6 +134,8 @@ export function newRun(
  * unseen. With a `term` (the leader's writes) it is fenced by the lease as well: a console that lost
  * the lease records nothing. Term 0 is a follower's write of an operator's change, or a lone console's. */
 export function persistRun(store: Store, live: PersistedTuner, step: TunerStep | null, term: number, now: number): Promise<number> {
+  // A trial not stamped yet started now: every operation that starts one writes the run.
+  stampTrial(live, now);
   const state = live.tuner.state();
   return store.transaction(async ({ db, tables }) => {
     const { consoleLeases, tunerRuns, tunerSteps } = tables;
@@ -154,7 +162,7 @@ export function persistRun(store: Store, live: PersistedTuner, step: TunerStep |
         running: live.running,
         converged: state.converged,
         settingsJson: JSON.stringify(live.settings),
-        stateJson: JSON.stringify(state),
+        stateJson: storedStateJson(state, live.trialStart),
         // The revision moves forward on every write, even within one millisecond or against a
         // clock behind the last writer's.
         updatedAt: largerOf(sql`${tunerRuns.updatedAt} + 1`, now),

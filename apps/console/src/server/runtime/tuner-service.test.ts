@@ -308,6 +308,24 @@ describe("TunerService (in-process)", () => {
     assert.equal((await latestConfig(h.rt)).trial?.id, after.trial?.id);
   });
 
+  test("a reset of a tuner that its LB's policy pauses publishes no trial: the new run is paused from the first", async () => {
+    await updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
+    await startTuner(h.rt, OPERATOR, { lbId: LB });
+    await setPolicy(h.rt, OPERATOR, { id: LB, policy: "round-robin", crossRegion: "direct" });
+    const before = await tunerByLb(h.rt, { lbId: LB });
+    assert.match(before.paused ?? "", /round-robin/);
+    const withTrial = async () =>
+      (await h.rt.store.db.select().from(h.rt.store.tables.lbConfigs)).filter((row) => (JSON.parse(row.json) as LbConfig).trial !== undefined).length;
+    const trialVersions = await withTrial();
+    await resetTuner(h.rt, OPERATOR, { lbId: LB });
+    assert.equal(await withTrial(), trialVersions, "no version carrying a trial was published to the round-robin LB");
+    const after = await tunerByLb(h.rt, { lbId: LB });
+    assert.notEqual(after.runId, before.runId);
+    assert.match(after.paused ?? "", /round-robin/);
+    assert.equal(after.running, true, "still switched on: it resumes by itself");
+    assert.equal(after.trial, null);
+  });
+
   test("other LBs' requests count toward the fleet-share guardrail, not as samples", async () => {
     await updateTuner(h.rt, OPERATOR, { lbId: LB, ...SMALL_TRIALS });
     await startTuner(h.rt, OPERATOR, { lbId: LB });

@@ -3,15 +3,16 @@
 //   reads the weights, while the LBs' own tuners stand aside.
 // - Samples: every LB's telemetry event goes to every tuner: its own LB's events (a member's, for the
 //   fleet) are samples (the tuner's rule, sampleFromEvent: client errors and aborts are not), other
-//   LBs' events count toward the fleet-share guardrail (observePeer).
+//   LBs' events that finished after the trial started count toward its fleet-share guardrail (observePeer).
 // - A/B trials (the default): the tuner's current weights and trial are written to the LB row
 //   (weight_*, trial_json) and published, so every config version — whatever triggered it — carries
 //   the running trial; samples are matched to the trial by its id, not by config version. Trial pushes
 //   to one LB are rate-limited (minTrialPushIntervalMs): a new trial due sooner waits.
-// - The tuner's state is persisted to tuner_runs after every step and operator change, each step to
-//   tuner_steps, and every new config version that carries the tuner's weights and trial rebinds and
-//   persists it, so a console restart resumes where it stopped. A restored tuner starts its trial's
-//   samples afresh: the TelemetryHub's replay of the LB's buffer refills them, so no event counts twice.
+// - The tuner's state is persisted to tuner_runs after every step, look (the α it spent) and operator
+//   change, each step to tuner_steps, and every new config version that carries the tuner's weights
+//   and trial rebinds and persists it, so a console restart resumes where it stopped. A tuner restored
+//   by start() starts its trial's samples afresh: the TelemetryHub's replay of the LB's buffer refills
+//   them, so no event counts twice. A reload (nothing replays) keeps them (tuner-live.ts, restoreRun).
 // - Paused while the LB's policy ignores the weights (routing's Policy.usesCostWeights): no trial, the
 //   incumbent live. Every new config version re-checks the policy.
 // "running" = the tuner is stepping (mode online and started). stop() freezes the incumbent (static).
@@ -27,16 +28,16 @@
 //   interleaving on one tuner would step from, or persist, each other's half-done state.
 import "server-only";
 import type { Logger } from "pino";
-import { type EsTuner, sameWeights, sampleFromEvent, type TunerStep, type Weights } from "@meridian/tuner";
+import { sameWeights, type TunerStep, type Weights } from "@meridian/tuner";
 import type { LbConfig, TelemetryEvent } from "@meridian/protocol";
 import type { Store, TunerRunRow } from "@meridian/db";
 import { conflict, invalid } from "../errors";
 import type { ConfigPublisher, PublishSource } from "./config-publisher";
 import type { TelemetryHub } from "./telemetry-hub";
-import { applySettings, cancelPendingPush, defaultTimer, freeze, type LiveTuner, liveTuner, restoredTuner, seedFor } from "./tuner-live";
+import { applySettings, cancelPendingPush, feed, freeze, type LiveTuner, liveTuner, restoreRun, seedFor, setManual, startOnline } from "./tuner-live";
 import { SerialQueue } from "./serial-queue";
-import { paceTrialPush, pushRows, staleRows } from "./tuner-push";
-import { guard, type TunerSettings, type TunerSettingsPatch } from "./tuner-settings";
+import { defaultTimer, paceTrialPush, pushRows, staleRows } from "./tuner-push";
+import type { TunerSettings, TunerSettingsPatch } from "./tuner-settings";
 import { currentRun, endFleetRun, lastSettings, newRun, persistRun, RunMoved, sameRevision } from "./tuner-runs";
 import {
   agreedWeights,
@@ -114,8 +115,10 @@ export class TunerService {
       // Copies read while following may be stale: lead from what the database holds.
       this.stop();
       const { db, tables } = this.deps.store;
-      for (const lb of await db.select({ id: tables.loadBalancers.id }).from(tables.loadBalancers)) await this.load(lb.id);
-      if (await this.currentRun(FLEET)) await this.load(FLEET);
+      // The TelemetryHub subscribes from every LB's start again: the replay refills the trials.
+      const replayed = { replayed: true };
+      for (const lb of await db.select({ id: tables.loadBalancers.id }).from(tables.loadBalancers)) await this.load(lb.id, replayed);
+      if (await this.currentRun(FLEET)) await this.load(FLEET, replayed);
       // Publish whatever the tuners want live (a restored trial whose version the LB never took).
       for (const key of [...this.tuners.keys()]) await this.applyCurrent(key);
     });
@@ -136,36 +139,38 @@ export class TunerService {
     return this.exclusive(() => this.load(lbId));
   }
 
-  private async load(key: TunerKey): Promise<LiveTuner> {
+  /** The tuner as its run stores it (restoreRun: whether a replay refills its trial, or a copy in memory measured it). */
+  private async load(key: TunerKey, how: Parameters<typeof restoreRun>[1] = {}): Promise<LiveTuner> {
     const existing = this.tuners.get(key);
     // A follower's copy would go stale as the leader steps: it reads the run again every time.
     if (existing && this.deps.leadership.currentTerm() !== null) return existing;
     const { start, pause } = await startOf(this.deps.store, key);
     let run = await this.currentRun(key);
-    let tuner: EsTuner | null = null;
+    let restored: ReturnType<typeof restoreRun> | null = null;
     if (run?.stateJson) {
       try {
-        tuner = restoredTuner(run.stateJson);
+        restored = restoreRun({ ...run, stateJson: run.stateJson }, how);
       } catch (error) {
         this.deps.log.error({ lbId: key, err: error }, "stored tuner state unreadable; starting a new run");
         run = undefined;
       }
     }
-    if (!run || !tuner) {
+    if (!run || !restored) {
       const created = await this.newRun(key, start, null, false);
-      run = created.run;
-      tuner = created.tuner;
+      [run, restored] = [created.run, created];
     }
-    const live = liveTuner(run, tuner);
+    const live = liveTuner(run, restored, this.now());
     this.tuners.set(key, live);
     if (this.syncPause(key, live, pause)) {
       try {
+        // Fenced by the revision alone (term 0): the run just read plus the pause its LB's policy
+        // dictates, as any leader writes it; fenced by the lease, a deposed leader would retry forever.
         await this.persist(live, null, 0);
       } catch (error) {
         if (!(error instanceof RunMoved)) throw error;
         // Another console wrote the run between the read above and this write: read it again.
         this.tuners.delete(key);
-        return this.load(key);
+        return this.load(key, how);
       }
     }
     return live;
@@ -185,8 +190,8 @@ export class TunerService {
     return currentRun(this.deps.store, lbIdOf(key));
   }
 
-  private newRun(key: TunerKey, weights: Weights, settings: TunerSettings | null, running: boolean): Promise<{ run: TunerRunRow; tuner: EsTuner }> {
-    return newRun(this.deps.store, { lbId: lbIdOf(key), weights, settings, running, seed: (runId) => seedFor(key, runId) }, this.now());
+  private newRun(key: TunerKey, weights: Weights, settings: TunerSettings | null, running: boolean, pause: string | null = null) {
+    return newRun(this.deps.store, { lbId: lbIdOf(key), weights, settings, running, pause, seed: (runId) => seedFor(key, runId) }, this.now());
   }
 
   /** Records the state (and the step); see persistRun for the fencing. While this console leads,
@@ -220,11 +225,10 @@ export class TunerService {
    * may have changed it since this console last read it). */
   private async fresh(key: TunerKey): Promise<LiveTuner> {
     const live = this.tuners.get(key);
-    if (live && this.deps.leadership.currentTerm() !== null) {
-      const run = await this.currentRun(key);
-      if (!sameRevision(run, live)) this.tuners.delete(key);
-    }
-    return this.load(key);
+    const leading = this.deps.leadership.currentTerm() !== null;
+    if (live && leading && !sameRevision(await this.currentRun(key), live)) this.tuners.delete(key);
+    // The leader's copy measured its trial since the run was written: a reload keeps that.
+    return this.load(key, leading ? { previous: live } : {});
   }
 
   /**
@@ -281,11 +285,12 @@ export class TunerService {
   }
 
   private async reload(key: TunerKey): Promise<void> {
-    cancelPendingPush(this.tuners.get(key));
+    const previous = this.tuners.get(key);
+    cancelPendingPush(previous);
     this.tuners.delete(key);
     if (this.deps.leadership.currentTerm() === null) return;
     try {
-      await this.load(key);
+      await this.load(key, { previous });
     } catch (error) {
       // An LB deleted meanwhile, or the fleet's run ended: nothing to reload.
       this.deps.log.warn({ lbId: key, err: error }, "tuner not reloaded");
@@ -346,6 +351,11 @@ export class TunerService {
       if (this.tuners.get(key) === live) await this.applyCurrent(key, true);
       return;
     }
+    // A non-member's version (its policy ignores the weights) binds nothing; a trial it carries comes off now.
+    if (key === FLEET && policyPause(config.policy) !== null) {
+      if (config.trial !== undefined) await this.applyCurrent(FLEET, true);
+      return;
+    }
     const current = live.tuner.current();
     if (!sameWeights(current.weights, config.weights) || config.trial?.id !== current.trial?.id) {
       if (key === FLEET) await this.applyCurrent(FLEET);
@@ -372,44 +382,42 @@ export class TunerService {
     let step: TunerStep | null = null;
     for (const [key, live] of tuners) {
       if (!live.running) continue;
-      const own = key === FLEET ? policyPause(event.policy) === null : key === event.lbId;
-      if (!own) {
-        live.tuner.observePeer({ replicaId: event.replicaId });
-        continue;
-      }
-      const sample = sampleFromEvent(event);
-      if (sample === null) continue;
-      step = live.tuner.observe(sample);
-      if (!step) continue;
+      const fed = feed(live, event, key === FLEET ? policyPause(event.policy) === null : key === event.lbId, this.now());
+      // A look that decided nothing still spent α: recorded, so a restart's replay cannot spend it again.
+      if (fed.looked) await this.record(key, live, null, term);
+      if (!fed.step) continue;
+      step = fed.step;
       if (step.converged && live.settings.evaluation === "paper") live.running = false;
-      try {
-        await this.persist(live, step, term);
-      } catch (error) {
-        if (error instanceof RunMoved) {
-          // The lease moved on, or another console changed this run: the step is not recorded.
-          this.deps.log.warn({ lbId: key, term, step: step.step }, "tuner run changed elsewhere or leadership lost; step not recorded");
-        } else {
-          // The database refused the write (locked, connection lost). The copy here has moved on to
-          // a trial that the database does not hold and no LB runs, whose samples would never come:
-          // it is dropped, and the run as stored (its trial still live on the LBs) goes on.
-          this.deps.log.error({ lbId: key, err: error, step: step.step }, "tuner step not recorded; the run is read again from the database");
-        }
-        // Reloaded now when this console still leads; a reload that fails too is made by reconcile.
-        await this.reload(key);
-        return null;
-      }
+      if (!(await this.record(key, live, step, term))) return null;
       await this.applyCurrent(key);
     }
     return step;
   }
 
+  /** Records a step, or an undecided look (`step` null); false when it was not recorded. */
+  private async record(key: TunerKey, live: LiveTuner, step: TunerStep | null, term: number): Promise<boolean> {
+    try {
+      await this.persist(live, step, term);
+      return true;
+    } catch (error) {
+      const moved = error instanceof RunMoved;
+      // The lease moved on, or another console changed this run: nothing is recorded. Or the
+      // database refused the write (locked, connection lost): after a step, the copy here has moved
+      // on to a trial that the database does not hold and no LB runs, whose samples would never
+      // come: it is dropped, and the run as stored (its trial still live on the LBs) goes on. After
+      // a look it is still that trial: the next look records what this one spent.
+      this.deps.log[moved ? "warn" : "error"]({ lbId: key, term, step: step?.step ?? null, err: error }, `tuner ${step ? "step" : "look"} not recorded`);
+      if (!moved && step === null) return false;
+      // Reloaded now when this console still leads; a reload that fails too is made by reconcile.
+      await this.reload(key);
+      return false;
+    }
+  }
+
   // --- operator actions (audited by the service layer) ---------------------------------------
 
   startTuning(key: TunerKey): Promise<void> {
-    return this.operatorAction(key, (live) => {
-      guard(() => live.tuner.setMode("online"));
-      live.running = true;
-    });
+    return this.operatorAction(key, startOnline);
   }
 
   stopTuning(key: TunerKey): Promise<void> {
@@ -424,23 +432,17 @@ export class TunerService {
     });
   }
 
-  /** Ends the run `live` holds and starts a fresh one from `start`, with its settings; publishes it. */
+  /** Ends the run `live` holds and starts a fresh one from `start`, with its settings (paused, as
+   * load() would pause it, while the policy ignores the weights); publishes it. */
   private async restart(key: TunerKey, live: LiveTuner, start: Weights, running: boolean): Promise<void> {
     cancelPendingPush(live);
-    const created = await this.newRun(key, start, live.settings, running);
-    this.tuners.set(key, liveTuner(created.run, created.tuner));
+    const created = await this.newRun(key, start, live.settings, running, (await startOf(this.deps.store, key)).pause);
+    this.tuners.set(key, liveTuner(created.run, created, this.now()));
     await this.applyCurrent(key, true);
   }
 
   setManual(key: TunerKey, weights: Weights): Promise<void> {
-    return this.operatorAction(key, (live) => {
-      const [rlo, rhi] = live.settings.bounds.rtt;
-      const [qlo, qhi] = live.settings.bounds.queue;
-      if (weights.rtt < rlo || weights.rtt > rhi) throw invalid(`W_rtt ${weights.rtt} is outside the bounds [${rlo}, ${rhi}]`);
-      if (weights.queue < qlo || weights.queue > qhi) throw invalid(`W_queue ${weights.queue} is outside the bounds [${qlo}, ${qhi}]`);
-      guard(() => live.tuner.setManualWeights(weights));
-      live.running = false;
-    });
+    return this.operatorAction(key, (live) => setManual(live, weights));
   }
 
   updateSettings(key: TunerKey, patch: TunerSettingsPatch): Promise<TunerSettings> {
