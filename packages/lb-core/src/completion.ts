@@ -162,8 +162,11 @@ export function completeTicket(ctx: CompletionContext, ticket: Ticket<unknown>, 
   const ok = isSuccess(outcome.status);
   const usage = outcome.usage;
   if (replica && ok) replica.requests++;
-  if (replica && usage?.promptTokens != null) replica.promptTokensSum += usage.promptTokens;
   const actual = usage?.cachedTokens ?? null;
+  if (replica && usage?.promptTokens != null && actual !== null) {
+    replica.cacheReports.promptTokens += usage.promptTokens;
+    replica.cacheReports.cachedTokens += actual;
+  }
   let prediction: Completion["prediction"] = null;
   if (replica && actual !== null) {
     const predicted = target?.predictedCachedTokens ?? 0;

@@ -135,6 +135,33 @@ describe("the core's first-byte deadline and re-dispatch", () => {
     for (const cause of ["deadline", "unhealthy"] as const) assert.equal(lb.canRedispatch(ticket, 0, cause), false);
   });
 
+  it("past its deadline a request leaves its replica only for a target that can take it now: a slow answer never becomes a 503", () => {
+    const lb = core({ limits: { firstByteMinMs: 500, headersTimeoutMs: 60_000, queueMaxWaitMs: 30_000 } });
+    lb.scrapeSucceeded("b", { running: 8, waiting: 2, usedTokens: 0 }, 0); // b is full, and stays so
+    const ticket = lb.admit("r", admitInput(400), 0);
+    const placed = lb.route(ticket, 0);
+    assert.ok(placed.kind === "replica" && placed.replicaId === "a");
+    // Moved into the hold queue, a excluded, it could only wait for b, and be refused at the wait bound
+    // (503 queue_timeout) with a idle: it stays on a, whose answer is late but comes.
+    assert.equal(lb.canRedispatch(ticket, 2_000, "deadline"), false, "moved off a to wait for a full replica");
+    lb.scrapeSucceeded("b", { running: 8, waiting: 2, usedTokens: 0 }, 2_000 + 30_000);
+    assert.equal(lb.canRedispatch(ticket, 2_000 + 30_000, "deadline"), false);
+    assert.equal(lb.headersReceived(ticket, 200, 40_000)?.targetId, "a");
+    assert.equal(
+      lb.complete(ticket, { status: 200, error: null, usage: null, reply: "", outputEvents: 1, ttftMs: 40_000, e2eMs: 40_001 }, 40_001).telemetry().status,
+      200,
+    );
+    assert.equal(lb.queue.totalHeld, 0);
+    // Once b can take it now, a late request moves there.
+    lb.scrapeSucceeded("b", { running: 8, waiting: 2, usedTokens: 0 }, 41_000);
+    const late = lb.admit("r2", admitInput(400), 41_000);
+    assert.ok(lb.route(late, 41_000).kind === "replica" && late.target?.id === "a");
+    lb.scrapeSucceeded("b", { running: 0, waiting: 0, usedTokens: 0 }, 42_000);
+    assert.equal(lb.canRedispatch(late, 42_000, "deadline"), true);
+    const moved = lb.retry(late, 42_000);
+    assert.ok(moved.kind === "replica" && moved.replicaId === "b");
+  });
+
   it("502, 503 and 504 move a request; a 500 is the engine's answer to its body", () => {
     assert.deepEqual(
       [500, 501, 502, 503, 504, 505, 429, 400].filter((status) => isRetryableStatus(status)),

@@ -5,8 +5,8 @@
 // already waiting, and deadlines stay in FIFO order (only the head can be the next to expire).
 // FIFO among requests that wait for the same places: the LB core retries them oldest first, and a
 // request that still cannot go holds back only later ones that could go nowhere else either (same
-// model, hop and excluded targets; placement.ts, holdClass). A request for another model is not
-// stuck behind it.
+// model, hop, client key status and excluded targets; placement.ts, holdClass). A request for another
+// model, or a keyed one a key-requiring peer may take, is not stuck behind it.
 
 interface Waiting<T> {
   item: T;

@@ -174,21 +174,23 @@ describe("placement", () => {
     assert.equal(lb.replicas.get("a")!.inFlight, 0);
   });
 
-  it("a late request moves to a full replica only if the hold queue has room for it; off an unhealthy replica it moves anyway", () => {
+  it("a late request moves only to a target that can take it now; at the header timeout into the hold queue if it has room; off an unhealthy replica anyway", () => {
     const lb = core({ limits: { queueMaxLength: 1 } });
     lb.scrapeSucceeded("b", { running: 8, waiting: 5, usedTokens: 0 }, 0);
     const stuck = lb.admit("slow", admitInput("s"), 0);
     const placed = lb.route(stuck, 0);
     assert.ok(placed.kind === "replica" && placed.replicaId === "a");
-    // b is full, but the hold queue can keep the request until b has room.
-    assert.equal(lb.canRedispatch(stuck, 1_000, "deadline"), true);
+    // b is full: held with a excluded, the request could only wait for b, and be refused while a idles.
+    assert.equal(lb.canRedispatch(stuck, 1_000, "deadline"), false, "a may still answer");
+    // At the header timeout the LB stops waiting for a: the hold queue can keep it until b has room.
+    assert.equal(lb.canRedispatch(stuck, 1_000, "timeout"), true);
     // a fills up too: a new request is held, and the queue (length 1) is full.
     lb.scrapeSucceeded("a", { running: 8, waiting: 5, usedTokens: 0 }, 1_000);
     assert.equal(lb.route(lb.admit("held", admitInput("s2"), 1_000), 1_000).kind, "hold");
-    assert.equal(lb.canRedispatch(stuck, 1_000, "deadline"), false, "moving would refuse a request that a may still answer");
+    assert.equal(lb.canRedispatch(stuck, 1_000, "timeout"), false, "nowhere to go: moving would only refuse it");
     assert.equal(lb.canRedispatch(stuck, 1_000, "unhealthy"), true, "a will not answer: a refusal now beats a timeout later");
     lb.scrapeSucceeded("b", { running: 0, waiting: 0, usedTokens: 0 }, 1_000);
-    assert.equal(lb.canRedispatch(stuck, 1_000, "deadline"), true, "b can take it now");
+    for (const cause of ["deadline", "timeout"] as const) assert.equal(lb.canRedispatch(stuck, 1_000, cause), true, `b can take it now (${cause})`);
   });
 
   it("via-peer forwards to an available peer only for client requests, preferring the snapshot match", () => {
@@ -260,6 +262,22 @@ describe("completion", () => {
       lb.state(10, { startedAt: 0, telemetry: { lastSeq: 0, bufferSize: 0 } }).replicas.every((r) => r.cacheHitRate === null || r.cacheHitRate >= 0),
       true,
     );
+  });
+
+  it("a replica's cache hit rate is unknown (null), not 0, while its engine reports no cached tokens", () => {
+    const lb = core({ replicas: [replica("a")] });
+    const state = () => lb.state(10, { startedAt: 0, telemetry: { lastSeq: 0, bufferSize: 0 } }).replicas[0]!;
+    const serve = (session: string, cachedTokens: number | null) => {
+      const ticket = lb.admit(session, admitInput(session), 0);
+      lb.route(ticket, 0);
+      lb.complete(ticket, { ...served(), usage: { promptTokens: 100, completionTokens: 3, cachedTokens } }, 10);
+    };
+    for (const session of ["s1", "s2", "s3"]) serve(session, null);
+    assert.equal(state().cache.cachedTokensReported, false);
+    assert.equal(state().cacheHitRate, null, "an engine that reports prompt tokens only read as a 0% hit rate");
+    // Once it reports cached tokens, the rate is over the answers that reported them.
+    serve("s4", 40);
+    assert.equal(state().cacheHitRate, 0.4);
   });
 
   it("calibrates the token estimate from the engine's usage", () => {
@@ -391,6 +409,24 @@ describe("peer report", () => {
     assert.equal(lb.route(lb.admit("r2", { ...admitInput("s2"), clientKeyed: true }, 0), 0).kind, "peer");
     // This LB says so in its own report.
     assert.equal(core({ clientAuth: { required: true, keys: [] } }).peerReport(0, 0).clientKeysRequired, true);
+  });
+
+  it("a held keyed request goes to a key-requiring peer that frees up, past a keyless request held before it", () => {
+    const peer = { id: "lb-eu", url: "http://eu.test/", region: "eu" };
+    const lb = core({ crossRegion: "via-peer", replicas: [replica("a")], peers: [peer] });
+    lb.scrapeSucceeded("a", { running: 1, waiting: 1, usedTokens: 0 }, 0);
+    lb.peerReported("lb-eu", euReport({ availableReplicas: 0, clientKeysRequired: true }), 5, 0);
+    const keyless = lb.admit("keyless", admitInput("s1"), 0);
+    const keyed = lb.admit("keyed", { ...admitInput("s2"), clientKeyed: true }, 0);
+    assert.equal(lb.route(keyless, 0).kind, "hold");
+    assert.equal(lb.route(keyed, 0).kind, "hold");
+    lb.peerReported("lb-eu", euReport({ time: 10, availableReplicas: 1, clientKeysRequired: true }), 5, 10);
+    assert.deepEqual(
+      lb.drain(10).map((s) => [s.ticket.owner, s.placement.kind]),
+      [["keyed", "peer"]],
+      "the keyed request waited behind a keyless one that the peer may not take",
+    );
+    assert.equal(lb.queue.peek(), keyless);
   });
 
   it("carries in-flight tokens, availability, the queue and a snapshot of recent keys", () => {

@@ -307,8 +307,8 @@ export class LbCore<J> {
     return isRetryableStatus(status) && this.mayRetry(ticket);
   }
 
-  /** Whether a request stuck on its target (its first-byte deadline passed, or its replica turned
-   * unhealthy) should move now: it may be retried, and another target serves it (redispatch.ts). */
+  /** Whether a request stuck on its target (its first-byte deadline or the header timeout passed, or its
+   * replica turned unhealthy) should move now: it may be retried, and another target takes it (redispatch.ts). */
   canRedispatch(ticket: Ticket<J>, now: number, cause: RedispatchCause): boolean {
     if (!this.mayRetry(ticket)) return false;
     const queueHasRoom = this.queue.length < this.config.limits.queueMaxLength;

@@ -146,12 +146,14 @@ export function isLocalCandidate(r: ReplicaRecord, ticket: Ticket<unknown>, conf
 
 /**
  * What planPlacement's hold-or-go answer depends on besides the fleet's state: the request's model,
- * its hop and the targets it has excluded. Two held requests with the same class are held for the
- * same reason, so once one of them cannot go, the later one need not be planned (LbCore.drain).
+ * its hop, whether its client presented a key (a peer whose region requires client keys takes keyed
+ * requests only: PeerRecord.peerView) and the targets it has excluded. Any other ticket field that
+ * isLocalCandidate or peerView reads belongs here too. Two held requests with the same class are held
+ * for the same reason, so once one of them cannot go, the later one need not be planned (LbCore.drain).
  */
 export function holdClass(ticket: Ticket<unknown>): string {
   const excluded = ticket.excluded === null || ticket.excluded.size === 0 ? "" : [...ticket.excluded].sort().join("\u0000");
-  return `${ticket.model ?? ""}\u0001${ticket.hop}\u0001${excluded}`;
+  return `${ticket.model ?? ""}\u0001${ticket.hop}\u0001${ticket.clientKeyed ? 1 : 0}\u0001${excluded}`;
 }
 
 /** Peer LBs are candidates in `via-peer` mode, for client requests (hop 0) only. */

@@ -9,13 +9,15 @@
 // second. A refused or reset connection is a dead target, not an answer: it moves (the LB cannot tell
 // an engine that a body killed from one that was killed, and at most one more replica is tried).
 //
-// A request that outlived its first-byte deadline (deadline.ts), or whose replica turned unhealthy,
-// moves when another target serves it: a routable replica, or a peer with a fresh report. If none can
-// take it at once it waits in the hold queue, which beats waiting on a replica that is far slower
-// than expected or will not answer at all. A late request moves only if it will get a place: when the
-// hold queue is full and no target can take it now, moving would turn a slow answer into a refusal,
-// so it keeps waiting (up to limits.headersTimeoutMs). Off an unhealthy replica it moves regardless:
-// there it would get no answer, and a refusal now is better than a timeout later.
+// A request that outlived its first-byte deadline (deadline.ts) moves only to a target that can take
+// it now: a routable replica that is not full, or an available peer. Moved into the hold queue it
+// would leave its first replica excluded for good and could only wait for the others: when they stay
+// full it is refused (503 queue_timeout) although its first replica, freed by the move itself, might
+// have answered. So it keeps waiting there instead, up to limits.headersTimeoutMs. At that cap
+// (cause "timeout") the LB gives up on that replica's answer anyway: the request then moves to a
+// target that can take it now, or into the hold queue while it has room. Off an unhealthy replica it
+// moves to any target that serves it, held if need be, or refused: there it would get no answer, and
+// a refusal now is better than a timeout later.
 import type { LbConfig } from "@meridian/protocol";
 import { decideAvailability, type CandidateView, type PeerView } from "@meridian/routing";
 import { isLocalCandidate, peersConsidered } from "./placement";
@@ -30,12 +32,13 @@ export function isRetryableStatus(status: number): boolean {
 }
 
 /** Why a request that has not answered would leave its target: its first-byte deadline passed (the
- * target may still answer), or the target turned unhealthy (it will not). */
-export type RedispatchCause = "deadline" | "unhealthy";
+ * target may still answer), limits.headersTimeoutMs passed (the LB stops waiting for that answer), or
+ * the target turned unhealthy (it will not answer). */
+export type RedispatchCause = "deadline" | "timeout" | "unhealthy";
 
 /**
  * Whether the ticket should leave its current target for another (redispatch rule above).
- * `queueHasRoom`: whether the hold queue could take it if no target can at once.
+ * `queueHasRoom`: whether the hold queue could take it if no target can at once (read for "timeout").
  */
 export function hasAlternative(
   ticket: Ticket<unknown>,
@@ -59,7 +62,7 @@ export function hasAlternative(
     }
   }
   if (local.length === 0 && others.length === 0) return false;
-  if (cause === "unhealthy" || queueHasRoom) return true;
+  if (cause === "unhealthy" || (cause === "timeout" && queueHasRoom)) return true;
   try {
     // The availability rule that places a request, with the current target left out.
     const availability = decideAvailability({ mode: config.crossRegion, local, peers: others, hop: ticket.hop, tau: config.limits.peerQueueTau, now });

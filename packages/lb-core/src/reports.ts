@@ -114,7 +114,7 @@ export function buildLbState(src: ReportSources, now: number, extras: StateExtra
         full: r.full(now, config.probes),
         share: totalRequests === 0 ? 0 : r.requests / totalRequests,
         requests: r.requests,
-        cacheHitRate: r.promptTokensSum > 0 ? Math.min(1, r.prediction.actual / r.promptTokensSum) : null,
+        cacheHitRate: r.cacheReports.promptTokens > 0 ? Math.min(1, r.cacheReports.cachedTokens / r.cacheReports.promptTokens) : null,
         predictionAccuracy: r.prediction.accuracy(),
         scrape: {
           ok: r.scrape.ok && fresh !== null,

@@ -85,7 +85,10 @@ export class ReplicaRecord {
   engineCapacityTokens: number | null = null;
   /** 2xx responses served. */
   requests = 0;
-  promptTokensSum = 0;
+  /** Σ prompt tokens and Σ cached tokens of the answers whose usage reported both: the cache hit
+   * rate (LbState) divides them. An engine that reports no cached tokens (vLLM without
+   * --enable-prompt-tokens-details) adds nothing, so its hit rate stays unknown, not 0. */
+  readonly cacheReports = { promptTokens: 0, cachedTokens: 0 };
   readonly prediction = new PredictionSums();
   /** The view handed to policies, refreshed in place (no allocation per decision). */
   private readonly view: CandidateView;

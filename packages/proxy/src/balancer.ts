@@ -23,16 +23,8 @@ import { TargetRuntimes } from "./target-runtimes";
 import { TelemetryLog } from "./telemetry";
 import { InFlight } from "./in-flight";
 import { newJob, type Job } from "./job";
-import {
-  clientResponseHeaders,
-  dispatchExchange,
-  isConnectionFailure,
-  isStall,
-  redispatchCause,
-  UpstreamExchange,
-  type ExchangeHost,
-  type UpstreamTarget,
-} from "./upstream";
+import { clientResponseHeaders } from "./response-headers";
+import { dispatchExchange, isConnectionFailure, isStall, redispatchCause, UpstreamExchange, type ExchangeHost, type UpstreamTarget } from "./upstream";
 
 export interface BalancerOptions {
   config: LbConfig;

@@ -15,11 +15,11 @@ export interface ResponseFacts {
   usage: UsageReport | null;
   reply: string;
   outputEvents: number;
-  /** performance.now() of the first content token. */
+  /** performance.now() of the first generated token (text, reasoning or a tool call). */
   firstContentAt: number | null;
 }
 
-/** Usage, reply and first-content time of a finished exchange: from the SSE observer on a stream,
+/** Usage, reply and first-token time of a finished exchange: from the SSE observer on a stream,
  * from the JSON body otherwise (whose first byte is its first content, also for an embedding). A body
  * too large to hold was passed through unread: it reports no usage and no reply, and is accounted as
  * the answer of an engine that reports none. */
@@ -27,9 +27,12 @@ export function responseFacts(exchange: UpstreamExchange<ExchangeJob>): Response
   const observer = exchange.observer;
   if (observer) return { usage: observer.usage, reply: observer.content, outputEvents: observer.contentEvents, firstContentAt: exchange.firstContentAt };
   const parsed =
-    exchange.ok && !exchange.bodyPassedThrough ? readCompletionBody(Buffer.concat(exchange.buffered).toString("utf8")) : { content: "", usage: null };
-  // An embedding is a prefill whose whole answer is its first output: its TTFT is the first byte.
-  const answered = parsed.content.length > 0 || (exchange.ok && exchange.job.request.kind === "embedding");
+    exchange.ok && !exchange.bodyPassedThrough
+      ? readCompletionBody(Buffer.concat(exchange.buffered).toString("utf8"))
+      : { content: "", usage: null, output: false };
+  // Any generated output (text, reasoning, a tool call) came with the first byte. An embedding is a
+  // prefill whose whole answer is its first output: its TTFT is the first byte too.
+  const answered = parsed.output || (exchange.ok && exchange.job.request.kind === "embedding");
   const firstContentAt = answered && exchange.firstByteAt !== null ? exchange.firstByteAt : exchange.firstContentAt;
   return { usage: parsed.usage, reply: parsed.content, outputEvents: 0, firstContentAt };
 }

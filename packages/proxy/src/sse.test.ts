@@ -68,7 +68,61 @@ test("reads a recorded non-streaming completion", () => {
   const parsed = readCompletionBody(body);
   assert.ok(parsed.content.startsWith("Hi there!"));
   assert.deepEqual(parsed.usage, { promptTokens: 8, completionTokens: 377, cachedTokens: 0 });
-  assert.deepEqual(readCompletionBody("not json"), { content: "", usage: null });
+  assert.equal(parsed.output, true);
+  assert.deepEqual(readCompletionBody("not json"), { content: "", usage: null, output: false });
+});
+
+test("the first generated token of any kind starts the time to first token: a tool call, reasoning, text", () => {
+  const event = (delta: unknown) => `data: ${JSON.stringify({ choices: [{ index: 0, delta }] })}\n\n`;
+  const role = { role: "assistant", content: "" };
+  // Each stream's deltas, and which of them holds its first generated token.
+  const streams: Record<string, { deltas: unknown[]; first: number }> = {
+    "tool call": {
+      deltas: [
+        role,
+        { content: null, tool_calls: [{ index: 0, id: "c1", type: "function", function: { name: "get_weather", arguments: "" } }] },
+        { tool_calls: [{ index: 0, function: { arguments: '{"city":"Paris"}' } }] },
+      ],
+      first: 1,
+    },
+    "legacy function call": { deltas: [{ role: "assistant", content: null, function_call: { name: "f", arguments: "" } }], first: 0 },
+    "reasoning_content (vLLM, SGLang)": {
+      deltas: [role, { reasoning_content: "Let me think" }, { reasoning_content: "..." }, { content: "Paris." }],
+      first: 1,
+    },
+    reasoning: { deltas: [{ role: "assistant", content: "", reasoning: "Hmm" }, { content: "ok" }], first: 0 },
+    content: { deltas: [role, { content: null, tool_calls: [] }, {}, { content: "Hi" }], first: 3 },
+  };
+  for (const [name, { deltas, first }] of Object.entries(streams)) {
+    let signalledAt: number | null = null;
+    let pushed = 0;
+    let firsts = 0;
+    const observer = new SseObserver({
+      stripUsage: false,
+      onFirstContent: () => {
+        firsts++;
+        signalledAt ??= pushed;
+      },
+    });
+    for (const delta of deltas) {
+      observer.push(Buffer.from(event(delta)));
+      pushed++;
+    }
+    observer.push(Buffer.from("data: [DONE]\n\n"));
+    observer.end();
+    assert.equal(firsts, 1, name);
+    assert.equal(signalledAt, first, `${name}: the clock started at event ${signalledAt}, its first token is in event ${first}`);
+  }
+});
+
+test("a non-streamed answer holding only a tool call or reasoning holds generated output; the reply text stays the content", () => {
+  const body = (message: unknown) => JSON.stringify({ choices: [{ index: 0, message, finish_reason: "stop" }] });
+  const toolCall = { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }] };
+  assert.deepEqual(readCompletionBody(body(toolCall)), { content: "", usage: null, output: true });
+  assert.deepEqual(readCompletionBody(body({ role: "assistant", content: "", reasoning_content: "thinking" })), { content: "", usage: null, output: true });
+  assert.deepEqual(readCompletionBody(body({ role: "assistant", content: "ok" })), { content: "ok", usage: null, output: true });
+  assert.equal(readCompletionBody(body({ role: "assistant", content: "" })).output, false);
+  assert.equal(readCompletionBody(JSON.stringify({ choices: [{ index: 0, text: "abc" }] })).output, true);
 });
 
 test("a usage count no engine could send (negative, a string, 1e400) is read as unreported", () => {

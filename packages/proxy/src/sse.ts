@@ -1,13 +1,14 @@
-// Watches an OpenAI server-sent-event stream as it passes through the LB. It measures (first content
-// delta, output text, usage) without holding the stream back. It forwards whole events only: a partial
-// event is held until its terminating blank line arrives (never the whole response), so that if the
-// upstream dies mid-stream the LB can still end the client's stream with an error event of its own
-// (sseErrorEvent) rather than glue it onto half an event. A partial event is held up to
-// MAX_PARTIAL_EVENT_BYTES: past it the observer gives up and the exchange fails the stream. When the
-// client asked for usage itself, an upstream chunk that ends on an event boundary (the usual case:
-// engines write event by event) is forwarded as is, with no copy; otherwise the LB asked for usage on
-// the client's behalf (of a replica or a peer LB alike) and drops that extra usage event. A top-level
-// error event (a peer LB that cut the stream, or an engine) marks the stream failed (streamError).
+// Watches an OpenAI server-sent-event stream as it passes through the LB. It measures (the first
+// generated token, be it content, reasoning or a tool call; output text; usage) without holding the
+// stream back. It forwards whole events only: a partial event is held until its terminating blank line
+// arrives (never the whole response), so that if the upstream dies mid-stream the LB can still end the
+// client's stream with an error event of its own (sseErrorEvent) rather than glue it onto half an
+// event. A partial event is held up to MAX_PARTIAL_EVENT_BYTES: past it the observer gives up and the
+// exchange fails the stream. When the client asked for usage itself, an upstream chunk that ends on an
+// event boundary (the usual case: engines write event by event) is forwarded as is, with no copy;
+// otherwise the LB asked for usage on the client's behalf (of a replica or a peer LB alike) and drops
+// that extra usage event. A top-level error event (a peer LB that cut the stream, or an engine) marks
+// the stream failed (streamError).
 
 import { usageNumber } from "@meridian/routing";
 
@@ -20,7 +21,8 @@ export interface UsageReport {
 export interface SseObserverOptions {
   /** Drop usage-only events (and the usage field on content events) before they reach the client. */
   stripUsage: boolean;
-  /** Called once, when the first non-empty content (chat delta or completion text) goes by. */
+  /** Called once, when the first generated token goes by: content, reasoning or a tool call in a chat
+   * delta, or completion text. */
   onFirstContent: () => void;
 }
 
@@ -182,15 +184,17 @@ export class SseObserver {
     }
     const choices = Array.isArray(parsed["choices"]) ? (parsed["choices"] as unknown[]) : [];
     for (const choice of choices) {
-      // With n > 1 the choices interleave; the reply the next turn will carry is the first one's.
-      if (!isRecord(choice) || (choice["index"] !== undefined && choice["index"] !== 0)) continue;
+      if (!isRecord(choice)) continue;
       const delta = isRecord(choice["delta"]) ? choice["delta"] : null;
+      // The first generated token of any kind starts the time to first token: text, reasoning, a tool call.
+      if (!this.sawContent && (delta ? hasOutput(delta) : nonEmptyString(choice["text"]))) {
+        this.sawContent = true;
+        this.options.onFirstContent();
+      }
+      // With n > 1 the choices interleave; the reply the next turn will carry is the first one's text.
+      if (choice["index"] !== undefined && choice["index"] !== 0) continue;
       const piece = delta ? delta["content"] : choice["text"];
-      if (typeof piece === "string" && piece.length > 0) {
-        if (!this.sawContent) {
-          this.sawContent = true;
-          this.options.onFirstContent();
-        }
+      if (nonEmptyString(piece)) {
         this.content += piece;
         this.contentEvents++;
       }
@@ -252,6 +256,18 @@ function errorMessage(error: unknown): string {
   return "the stream ended with an error event";
 }
 
+function nonEmptyString(value: unknown): value is string {
+  return typeof value === "string" && value.length > 0;
+}
+
+/** Whether a chat delta (streamed) or message (not) carries generated output: content, reasoning
+ * (vLLM and SGLang reasoning parsers: `reasoning_content`, or `reasoning`), or a tool or function call. */
+function hasOutput(message: Record<string, unknown>): boolean {
+  if (nonEmptyString(message["content"]) || nonEmptyString(message["reasoning_content"]) || nonEmptyString(message["reasoning"])) return true;
+  const toolCalls = message["tool_calls"];
+  return (Array.isArray(toolCalls) && toolCalls.length > 0) || isRecord(message["function_call"]);
+}
+
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -266,23 +282,27 @@ function readUsage(usage: Record<string, unknown>): UsageReport {
   };
 }
 
-/** Reads content and usage out of a buffered non-streaming completion body. */
-export function readCompletionBody(body: string): { content: string; usage: UsageReport | null } {
+/** Reads content and usage out of a buffered non-streaming completion body, and whether it holds any
+ * generated output (text, reasoning, a tool call: `output`), as a stream's first token would show. */
+export function readCompletionBody(body: string): { content: string; usage: UsageReport | null; output: boolean } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
   } catch {
-    return { content: "", usage: null };
+    return { content: "", usage: null, output: false };
   }
-  if (!isRecord(parsed)) return { content: "", usage: null };
+  if (!isRecord(parsed)) return { content: "", usage: null, output: false };
   let content = "";
+  let output = false;
   const choices = Array.isArray(parsed["choices"]) ? (parsed["choices"] as unknown[]) : [];
-  const first = choices[0];
-  if (isRecord(first)) {
-    const message = first["message"];
-    if (isRecord(message) && typeof message["content"] === "string") content = message["content"];
-    else if (typeof first["text"] === "string") content = first["text"];
+  for (const [i, choice] of choices.entries()) {
+    if (!isRecord(choice)) continue;
+    const message = isRecord(choice["message"]) ? choice["message"] : null;
+    output ||= message ? hasOutput(message) : nonEmptyString(choice["text"]);
+    if (i !== 0) continue;
+    if (message && typeof message["content"] === "string") content = message["content"];
+    else if (typeof choice["text"] === "string") content = choice["text"];
   }
   const usage = isRecord(parsed["usage"]) ? readUsage(parsed["usage"]) : null;
-  return { content, usage };
+  return { content, usage, output };
 }

@@ -13,7 +13,7 @@ import { pino } from "pino";
 import { request } from "undici";
 import type { LbState } from "@meridian/protocol";
 import type { RunningProxy } from "./server";
-import { MAX_BUFFERED_BODY_BYTES } from "./upstream";
+import { MAX_BUFFERED_BODY_BYTES, redispatchCause, UpstreamStallError } from "./upstream";
 import { adminGet, chatBody, completionJson, lbConfig, post, sseChunk, startHoldingEngine, startLb, waitFor } from "../test/helpers";
 
 // Whether a body is still held is a question for the garbage collector.
@@ -263,4 +263,11 @@ test("a fault in the LB's own handling of an upstream answer is logged and still
     await lb.close();
     await engine.close();
   }
+});
+
+test("a stall tells the core why: a late first byte may still come, the header timeout gives up on it, an unhealthy target never answers", () => {
+  assert.equal(redispatchCause(new UpstreamStallError("late", "first_byte_deadline")), "deadline");
+  assert.equal(redispatchCause(new UpstreamStallError("cap", "timeout")), "timeout");
+  assert.equal(redispatchCause(Object.assign(new Error("Headers Timeout Error"), { code: "UND_ERR_HEADERS_TIMEOUT" })), "timeout");
+  for (const reason of ["replica_unhealthy", "peer_unhealthy"] as const) assert.equal(redispatchCause(new UpstreamStallError("gone", reason)), "unhealthy");
 });

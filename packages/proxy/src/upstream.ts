@@ -1,12 +1,14 @@
 // The upstream exchange: one request/response with a replica or a peer LB, as an undici dispatch
 // handler. SSE events pass through to the client as they arrive (with backpressure, and a client that
 // stops reading is dropped), a non-stream body is held to go out whole up to a cap, response headers
-// reach the client only with the first body bytes (so a failure before that can still be retried
-// elsewhere without the client noticing), and the host is told how it ended, even when the host's own
-// handling of it throws. It decides nothing.
+// reach the client only with the first body bytes forwarded, a stream's first whole event (so a failure
+// before that can still be retried elsewhere without the client noticing), and the host is told how it
+// ended, even when the host's own handling of it throws. It decides nothing. The head's headers:
+// response-headers.ts.
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { Dispatcher } from "undici";
+import type { RedispatchCause } from "@meridian/lb-core";
 import type { Limits } from "@meridian/protocol";
 import { bodyLength, type ParsedInference } from "./request";
 import { MAX_PARTIAL_EVENT_BYTES, SseObserver } from "./sse";
@@ -236,8 +238,12 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
     }
     if (!this.observer) return this.receiveBody(controller, chunk);
     const out = this.observer.push(chunk);
-    this.writeHead();
-    if (out.length > 0) this.forward(controller, out);
+    // The head goes out with the first whole event, not the first byte: a stream that fails while
+    // its first event is still partial has sent the client nothing, and can be retried elsewhere.
+    if (out.length > 0) {
+      this.writeHead();
+      this.forward(controller, out);
+    }
     if (this.observer.tooLarge) {
       // Not SSE, or an event without end: the stream is cut (with the LB's error event) rather than
       // held without bound.
@@ -421,25 +427,6 @@ class PoolQueueEntry implements Dispatcher.DispatchHandler {
   }
 }
 
-/** Response headers copied from upstream; hop-by-hop and length headers are the LB's own business. */
-const PASSED_RESPONSE_HEADERS = ["content-type", "cache-control", "x-request-id", "openai-processing-ms", "x-meridian-replica"];
-
-/** The head the client gets: the upstream's passable headers, where the answer came from, and the
- * exact length of a non-stream body held whole (complete by now: it goes out in one write). */
-export function clientResponseHeaders<J extends ExchangeJob>(exchange: UpstreamExchange<J>, lbId: string, closeConnection: boolean): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of PASSED_RESPONSE_HEADERS) {
-    const value = exchange.headers[name];
-    if (typeof value === "string") out[name] = value;
-  }
-  if (exchange.target.kind === "replica") out["x-meridian-replica"] = exchange.target.id;
-  out["x-meridian-lb"] = lbId;
-  if (exchange.target.kind === "peer") out["x-meridian-forwarded-to"] = exchange.target.id;
-  if (closeConnection) out["connection"] = "close";
-  if (!exchange.streaming && !exchange.bodyPassedThrough) out["content-length"] = String(exchange.buffered.reduce((total, chunk) => total + chunk.length, 0));
-  return out;
-}
-
 /** Sends the job's body to the target through the exchange. A replica gets the body with usage
  * requested on streams; a peer LB gets the client's original body (it makes its own usage decision). */
 export function dispatchExchange<J extends ExchangeJob>(exchange: UpstreamExchange<J>, body: Buffer | Buffer[], headers: Record<string, string>): void {
@@ -469,9 +456,14 @@ export function isConnectionFailure(error: unknown): boolean {
 }
 
 /** Why a stalled request would leave its target (lb-core redispatch.ts): its replica turned
- * unhealthy (it will not answer), or its first byte is late (it may still). */
-export function redispatchCause(error: unknown): "deadline" | "unhealthy" {
-  return error instanceof UpstreamStallError && (error.reason === "replica_unhealthy" || error.reason === "peer_unhealthy") ? "unhealthy" : "deadline";
+ * unhealthy (it will not answer), limits.headersTimeoutMs passed (the LB's watch or the pool stopped
+ * waiting), or its first byte is late (it may still answer). */
+export function redispatchCause(error: unknown): RedispatchCause {
+  if (error instanceof UpstreamStallError) {
+    if (error.reason === "replica_unhealthy" || error.reason === "peer_unhealthy") return "unhealthy";
+    return error.reason === "timeout" ? "timeout" : "deadline";
+  }
+  return codeOf(error) === "UND_ERR_HEADERS_TIMEOUT" ? "timeout" : "deadline";
 }
 
 /** The target took the request but sent no response head in time: the LB's first-byte watch gave

@@ -1,16 +1,32 @@
 // Upstream failures: a replica killed mid-run loses no request that had not started streaming (retry
 // once elsewhere), a hung replica neither blocks requests bound elsewhere nor keeps its own (header
-// timeout, retry), a 4xx never marks a replica unhealthy, a client disconnect releases the counters,
-// a dead replica leaves routing once its probes fail and returns when it recovers, and a 503 moves a
-// request to another replica. The fault suite (test/faults/) covers frozen and SIGKILLed engine
-// processes, drains, cut streams, slow bodies and invalid requests.
+// timeout, retry), a late request leaves its replica only for one that can take it now, a 4xx never
+// marks a replica unhealthy, a client disconnect releases the counters, a dead replica leaves routing
+// once its probes fail and returns when it recovers, and a 503 moves a request to another replica. The
+// fault suite (test/faults/) covers frozen and SIGKILLed engine processes, drains, cut streams, slow
+// bodies and invalid requests.
 import { strict as assert } from "node:assert";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { request } from "undici";
 import type { LbState } from "@meridian/protocol";
-import { adminGet, chatBody, completionJson, DEMO_ENGINE_PARAMS, lbConfig, MODEL, post, servedBy, startEngine, startLb, waitFor, type Engine } from "./helpers";
+import {
+  adminGet,
+  chatBody,
+  completionJson,
+  DEMO_ENGINE_PARAMS,
+  lbConfig,
+  MODEL,
+  post,
+  servedBy,
+  sseChunk,
+  startEngine,
+  startHoldingEngine,
+  startLb,
+  waitFor,
+  type Engine,
+} from "./helpers";
 
 // Two running at a time, ~1.5 s each: the rest wait in the engine, not yet streaming.
 const SLOW = { ...DEMO_ENGINE_PARAMS, maxRunning: 2, itlBaseMs: 25, maxOutputTokens: 60 };
@@ -115,6 +131,49 @@ test("a hung replica does not block requests bound elsewhere, and its own are re
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     }
+  }
+});
+
+test("past its first-byte deadline a request stays on its replica while no other can take it, and gets its late answer", async () => {
+  const slow = await startHoldingEngine("us-slow", "us-ashburn");
+  const busy = await startHoldingEngine("us-busy", "us-ashburn");
+  const config = lbConfig("lb-us", "us-ashburn", [slow, busy], { policy: "round-robin", limits: { firstByteMinMs: 200, headersTimeoutMs: 60_000 } });
+  // One request at a time each: with a request on it, a replica is full.
+  config.replicas = config.replicas?.map((r) => ({ ...r, maxConcurrency: 1 }));
+  const lb = await startLb(config);
+  const core = lb.balancer.core;
+  const verdicts: { cause: string; moves: boolean }[] = [];
+  const canRedispatch = core.canRedispatch.bind(core);
+  core.canRedispatch = (ticket, now, cause) => {
+    const moves = canRedispatch(ticket, now, cause);
+    verdicts.push({ cause, moves });
+    return moves;
+  };
+  try {
+    await waitFor("both replicas healthy", () => [...core.replicas.values()].every((r) => r.healthy));
+    const late = post(`${lb.url}/v1/chat/completions`, chatBody("late", { stream: true }));
+    const lateHeld = await waitFor("the late request on its replica", () => slow.held[0] ?? busy.held[0]);
+    const [first, other] = slow.held.length === 1 ? [slow, busy] : [busy, slow];
+    const filler = post(`${lb.url}/v1/chat/completions`, chatBody("keeps the other replica full"));
+    const fillerHeld = await waitFor("the other replica full", () => other.held[0]);
+    // Its deadline passes: moved into the hold queue, its replica excluded, it could only wait for the
+    // full one (and be refused at the wait bound) while its own replica sat idle.
+    await waitFor("the first-byte deadline passed", () => verdicts.some((v) => v.cause === "deadline"));
+    assert.deepEqual(verdicts, [{ cause: "deadline", moves: false }]);
+    assert.equal(lb.balancer.core.queue.length, 0);
+    lateHeld.res.writeHead(200, { "content-type": "text/event-stream" });
+    lateHeld.res.end(`${sseChunk("late but here")}data: [DONE]\n\n`);
+    const result = await late;
+    assert.equal(result.status, 200);
+    assert.equal(servedBy(result), first.id);
+    assert.equal(result.text, `${sseChunk("late but here")}data: [DONE]\n\n`);
+    fillerHeld.res.writeHead(200, { "content-type": "application/json" }).end(completionJson("filler"));
+    assert.equal((await filler).status, 200);
+    assert.equal(first.held.length + other.held.length, 2, "no request was sent twice");
+  } finally {
+    await lb.close();
+    await slow.close();
+    await busy.close();
   }
 });
 
