@@ -25,7 +25,11 @@ export interface ResponseFacts {
  * the answer of an engine that reports none. */
 export function responseFacts(exchange: UpstreamExchange<ExchangeJob>): ResponseFacts {
   const observer = exchange.observer;
-  if (observer) return { usage: observer.usage, reply: observer.content, outputEvents: observer.contentEvents, firstContentAt: exchange.firstContentAt };
+  if (observer) {
+    // A reply cut at the observer's bound is unknown: learning its start as the next turn would be wrong.
+    const reply = observer.replyTruncated ? "" : observer.content;
+    return { usage: observer.usage, reply, outputEvents: observer.contentEvents, firstContentAt: exchange.firstContentAt };
+  }
   const parsed =
     exchange.ok && !exchange.bodyPassedThrough
       ? readCompletionBody(Buffer.concat(exchange.buffered).toString("utf8"))

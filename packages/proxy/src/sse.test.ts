@@ -171,6 +171,27 @@ test("with n > 1 the reply is the first choice's", () => {
   assert.equal(observer.content, "0:0 0:2 ");
 });
 
+test("an endless reply is kept only up to the bound and is then unknown; every event still goes through", () => {
+  // 100 deltas of 1,000 characters against a bound of 10,000: an engine that never stops.
+  const delta = (i: number) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: String(i % 10).repeat(1_000) } }] })}\n\n`;
+  const observer = new SseObserver({ stripUsage: false, onFirstContent: () => undefined, maxReplyChars: 10_000 });
+  let forwarded = 0;
+  for (let i = 0; i < 100; i++) forwarded += observer.push(Buffer.from(delta(i))).length;
+  forwarded += observer.end().length;
+  assert.equal(
+    forwarded,
+    Array.from({ length: 100 }, (_, i) => Buffer.byteLength(delta(i))).reduce((a, b) => a + b),
+  );
+  assert.equal(observer.contentEvents, 100);
+  assert.equal(observer.replyTruncated, true);
+  assert.ok(observer.content.length <= 10_000, `kept ${observer.content.length} characters`);
+  // A reply within the bound is kept whole.
+  const short = new SseObserver({ stripUsage: false, onFirstContent: () => undefined, maxReplyChars: 10_000 });
+  short.push(Buffer.from(delta(1)));
+  assert.equal(short.replyTruncated, false);
+  assert.equal(short.content.length, 1_000);
+});
+
 test("an upstream's error event marks the stream failed and goes through; a whole stream is not marked", () => {
   const cut = Buffer.from(
     `data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n${sseErrorEvent("replica eu-1 failed mid-stream", "server_error", "upstream_error").toString()}`,

@@ -10,6 +10,7 @@
 // that extra usage event. A top-level error event (a peer LB that cut the stream, or an engine) marks
 // the stream failed (streamError).
 
+import { DEFAULT_LIMITS } from "@meridian/protocol";
 import { usageNumber } from "@meridian/routing";
 
 export interface UsageReport {
@@ -24,7 +25,20 @@ export interface SseObserverOptions {
   /** Called once, when the first generated token goes by: content, reasoning or a tool call in a chat
    * delta, or completion text. */
   onFirstContent: () => void;
+  /** The most reply text kept for next-turn learning. A longer reply could not be part of a next
+   * prompt the LB admits, and an engine that never stops would otherwise grow the LB's memory by its
+   * whole stream. Past it the reply is unknown (`replyTruncated`). Default: maxReplyChars of the
+   * default maxPromptTokens. */
+  maxReplyChars?: number;
 }
+
+/** The longest reply that can still be part of a next prompt the LB admits, at the token estimate's
+ * most characters per token (10: routing's TokenEstimator). */
+export function maxReplyChars(maxPromptTokens: number): number {
+  return maxPromptTokens * 10;
+}
+
+const DEFAULT_MAX_REPLY_CHARS = maxReplyChars(DEFAULT_LIMITS.maxPromptTokens);
 
 /** The largest partial event the observer holds while waiting for its terminating blank line. An
  * event is one delta (a few tokens; a few KB with logprobs or a tool call's arguments), and even a
@@ -35,6 +49,8 @@ export const MAX_PARTIAL_EVENT_BYTES = 4 * 1024 * 1024;
 
 export class SseObserver {
   content = "";
+  /** The reply outgrew `maxReplyChars`: `content` holds its start only, and no next turn is learned. */
+  replyTruncated = false;
   usage: UsageReport | null = null;
   contentEvents = 0;
   done = false;
@@ -195,7 +211,8 @@ export class SseObserver {
       if (choice["index"] !== undefined && choice["index"] !== 0) continue;
       const piece = delta ? delta["content"] : choice["text"];
       if (nonEmptyString(piece)) {
-        this.content += piece;
+        if (!this.replyTruncated && this.content.length + piece.length > (this.options.maxReplyChars ?? DEFAULT_MAX_REPLY_CHARS)) this.replyTruncated = true;
+        if (!this.replyTruncated) this.content += piece;
         this.contentEvents++;
       }
     }

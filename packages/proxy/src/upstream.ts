@@ -11,7 +11,7 @@ import type { Dispatcher } from "undici";
 import type { RedispatchCause } from "@meridian/lb-core";
 import type { Limits } from "@meridian/protocol";
 import { bodyLength, type ParsedInference } from "./request";
-import { MAX_PARTIAL_EVENT_BYTES, SseObserver } from "./sse";
+import { MAX_PARTIAL_EVENT_BYTES, maxReplyChars, SseObserver } from "./sse";
 
 /** What the exchange needs of the request it carries. */
 export interface ExchangeJob {
@@ -34,7 +34,7 @@ export interface UpstreamTarget {
 /** The balancer's side of an exchange. */
 export interface ExchangeHost<J extends ExchangeJob> {
   /** The limits in force: a client's write stall is held to the upstream's body timeout. */
-  readonly config: { readonly limits: Pick<Limits, "bodyTimeoutMs"> };
+  readonly config: { readonly limits: Pick<Limits, "bodyTimeoutMs" | "maxPromptTokens"> };
   /** Where a fault of the LB's own while handling a response is logged. */
   readonly logger: Pick<Logger, "error">;
   /** Headers arrived (status ≥ 200). False when the exchange was abandoned (retried elsewhere). */
@@ -215,7 +215,11 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
       return;
     }
     if (!this.host.onHeaders(this.job, this)) {
+      // The answer is not used (the request moves on, after a 502, 503 or 504): its body is not read
+      // either. Left open, an engine that never ends it holds the connection for bodyTimeoutMs while
+      // the LB counts the replica's slot free.
       this.settle();
+      controller.abort(new Error("answer not used: the request moved to another target"));
       return;
     }
     if (this.streaming) {
@@ -226,6 +230,7 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
         onFirstContent: () => {
           this.firstContentAt = performance.now();
         },
+        maxReplyChars: maxReplyChars(this.host.config.limits.maxPromptTokens),
       });
     }
   }

@@ -242,20 +242,47 @@ test("a replica failing its health probes is excluded and re-admitted when it re
   }
 });
 
-/** Answers probes like an idle SGLang and every completion with a 503 (an overloaded engine). */
-async function startBrokenReplica(): Promise<{ url: string; server: Server; completions: () => number }> {
+/** Answers probes like an idle SGLang and every completion with a 503 (an overloaded engine); with
+ * `endless`, a 503 whose body never ends. Counts the completions and the ones whose connection closed. */
+async function startBrokenReplica(
+  options: { endless?: boolean } = {},
+): Promise<{ url: string; server: Server; completions: () => number; closed: () => number }> {
   let completions = 0;
+  let closed = 0;
   const server = createServer((req, res) => {
     if (req.url === "/health") return void res.end("{}");
     if (req.url === "/metrics") return void res.end("sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\n");
     req.resume();
     completions++;
+    res.on("close", () => closed++);
     res.writeHead(503, { "content-type": "application/json" });
+    if (options.endless) return void res.write('{"error":{"message":"engine overloaded",');
     res.end('{"error":{"message":"engine overloaded","type":"server_error","code":null}}');
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, completions: () => completions };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, completions: () => completions, closed: () => closed };
 }
+
+test("a 503 the LB retried elsewhere is not read on: its connection is closed, whatever its body does", async () => {
+  const broken = await startBrokenReplica({ endless: true });
+  const engine = await startEngine("us-ok", "us-ashburn");
+  const config = lbConfig("lb-us", "us-ashburn", [engine], { policy: "round-robin" });
+  config.replicas = [...(config.replicas ?? []), { id: "us-broken", url: broken.url, region: "us-ashburn", model: MODEL, engine: "sglang" }];
+  const lb = await startLb(config);
+  try {
+    await waitFor("both healthy", async () => ((await adminGet<LbState>(lb, "/admin/state")).replicas.every((r) => r.healthy) ? true : undefined));
+    for (let i = 0; i < 4; i++) assert.equal((await post(`${lb.url}/v1/chat/completions`, chatBody(`r ${i}`))).status, 200);
+    assert.ok(broken.completions() >= 1);
+    // Left open, each would hold a connection to the replica for limits.bodyTimeoutMs (300 s) while
+    // the LB counts its slot free.
+    await waitFor("every retried 503's connection closed", () => (broken.closed() === broken.completions() ? true : undefined));
+  } finally {
+    await lb.close();
+    await engine.close();
+    broken.server.closeAllConnections();
+    await new Promise((resolve) => broken.server.close(resolve));
+  }
+});
 
 // A 500 is the engine's answer to the body and is never retried: test/faults/invalid-requests.test.ts.
 test("a 503 before any byte is retried once on another replica; with none left the client gets 502 at once", async () => {
