@@ -110,6 +110,28 @@ for (const { name, open } of stores) {
       await Promise.all([dbA.close(), dbB.close()]);
     });
 
+    test("a stopped elector started again takes no lease: the other takes over, and it never leads without onElected", async () => {
+      const [dbA, dbB] = await open(`${name}_restart`);
+      await dbA.migrate();
+      const clock = { now: 7_000_000 };
+      const events: string[] = [];
+      const a = elector(dbA, "a", clock, events);
+      const b = elector(dbB, "b", clock, events);
+      await a.tick();
+      await a.stop();
+      // A shutting-down console's next request (getRuntime({ start: true })) starts it again.
+      a.start();
+      clock.now += 1;
+      await a.tick();
+      await b.tick();
+      assert.equal(a.currentTerm(), null, "the stopped elector does not lead");
+      assert.equal(b.currentTerm(), 2, "the other console takes over at once");
+      assert.deepEqual(events, ["a elected 1", "a deposed 1", "b elected 2"]);
+      await a.stop();
+      await b.stop();
+      await Promise.all([dbA.close(), dbB.close()]);
+    });
+
     test("on the database's clock, a console an hour ahead does not take a live lease, nor one an hour behind wait out a dead one", async () => {
       const [dbA, dbB] = await open(`${name}_skew`);
       await dbA.migrate();

@@ -35,7 +35,9 @@ export interface LeaderElectorDeps {
   /** This console's instance id (unique per process) and where operators reach it. */
   self: { id: string; url: string | null };
   timing: LeaseTiming;
-  /** This console's clock: how long it may still act as leader. */
+  /** This console's clock for how long it may still act as leader: a duration, so a monotonic one
+   * (performance.now). On the wall clock, a step back while the lease could not be renewed kept a
+   * deposed leader acting after another console took the lease. */
   now: () => number;
   /** The clock the lease's expiry is written and judged on. By default the database server's;
    * tests that play out expiries round by round pass their own. */
@@ -52,7 +54,10 @@ export class LeaderElector {
   private leading: { term: number; until: number } | null = null;
   private timer: NodeJS.Timeout | null = null;
   private running = false;
+  /** Set by stop(), for good: a stopped elector takes no lease (see start()). */
   private stopped = false;
+  /** A term a round took or renewed while stop() ran; stop() releases it once the round ended. */
+  private takenWhileStopping: number | null = null;
   private ticking: Promise<void> | null = null;
 
   constructor(private readonly deps: LeaderElectorDeps) {
@@ -72,8 +77,11 @@ export class LeaderElector {
     return this.leading?.term ?? null;
   }
 
+  /** Joins the election. Not after stop(): the runtime's duties are stopped for good then, and a
+   * restarted loop took the lease it had just released without running onElected, leading with
+   * no duties and keeping every other console from taking over. */
   start(): void {
-    if (this.running) return;
+    if (this.running || this.stopped) return;
     this.running = true;
     const loop = async () => {
       await this.tick().catch((error: unknown) => this.deps.log.warn({ err: error }, "leadership check failed; retrying"));
@@ -93,8 +101,8 @@ export class LeaderElector {
     this.depose();
     await this.ticking?.catch(() => undefined);
     // A round in flight may have renewed or taken the lease meanwhile; release whichever term we hold.
-    const term = this.leading?.term ?? held;
-    this.depose();
+    const term = this.takenWhileStopping ?? held;
+    this.takenWhileStopping = null;
     if (term === undefined) return;
     const { db, tables } = this.deps.store;
     const lease = tables.consoleLeases;
@@ -117,6 +125,8 @@ export class LeaderElector {
   }
 
   private async round(): Promise<void> {
+    // A stopped elector never leads (a tick() after stop() took the lease without onElected).
+    if (this.stopped) return;
     const { db, tables } = this.deps.store;
     const lease = tables.consoleLeases;
     const sentAt = this.deps.now();
@@ -145,11 +155,17 @@ export class LeaderElector {
       if (now) this.observe(now);
       return;
     }
+    if (this.stopped) {
+      // stop() ran during this round and already deposed us: leading now would be leading without
+      // onElected. stop() releases the term once this round ends.
+      this.takenWhileStopping = mine.term;
+      return;
+    }
     if (this.leading && this.leading.term !== mine.term) this.depose();
     const wasLeading = this.leading !== null;
     this.leading = { term: mine.term, until: leadsUntil(sentAt, this.deps.timing) };
     this.status = { self: this.deps.self.id, isLeader: true, leader: mine.holder, leaderUrl: mine.holderUrl, term: mine.term, expiresAt: mine.expiresAt };
-    if (!wasLeading && !this.stopped) {
+    if (!wasLeading) {
       this.deps.log.info({ term: mine.term }, "this console is now the leader");
       this.deps.onElected(mine.term);
     }

@@ -34,6 +34,11 @@ describe("automatic failback", () => {
   const REGIONS = ["us-ashburn", "eu-frankfurt"] as const;
   const row = async (id: string) =>
     (await h.rt.store.db.select().from(h.rt.store.tables.loadBalancers).where(eq(h.rt.store.tables.loadBalancers.id, id)).limit(1))[0]!;
+  /** What the leader does after a probe of lb-us-ashburn at `now` (the test's clock): observe, then act. */
+  const probe = async (healthy: boolean, now: number) => {
+    h.rt.autoFailback.observe("lb-us-ashburn", healthy, now);
+    await h.rt.autoFailback.failBackIfDue(await row("lb-us-ashburn"), now);
+  };
 
   before(async () => {
     h = await createHarness({ failoverAfter: 2, autoFailover: true, autoFailbackAfterMs: PERIOD });
@@ -68,12 +73,12 @@ describe("automatic failback", () => {
     assert.equal((await row("lb-us-ashburn")).state, "failed-over", "one healthy probe is not a healthy period");
     assert.ok((await listLbs(h.rt)).find((lb) => lb.id === "lb-us-ashburn")!.autoFailbackAt! > Date.now(), "the page shows when it fails back");
     const t0 = Date.now() + 1_000;
-    await h.rt.autoFailback.afterProbe(await row("lb-us-ashburn"), false, t0);
-    await h.rt.autoFailback.afterProbe(await row("lb-us-ashburn"), true, t0);
+    await probe(false, t0);
+    await probe(true, t0);
     assert.equal(h.rt.autoFailback.dueAt(await row("lb-us-ashburn")), t0 + PERIOD, "a failed probe restarts the count");
-    await h.rt.autoFailback.afterProbe(await row("lb-us-ashburn"), true, t0 + PERIOD - 1);
+    await probe(true, t0 + PERIOD - 1);
     assert.equal((await row("lb-us-ashburn")).state, "failed-over");
-    await h.rt.autoFailback.afterProbe(await row("lb-us-ashburn"), true, t0 + PERIOD);
+    await probe(true, t0 + PERIOD);
 
     const back = await row("lb-us-ashburn");
     assert.deepEqual(
@@ -94,8 +99,8 @@ describe("automatic failback", () => {
   test("an operator's failover stays until an operator fails it back", async () => {
     await failoverLb(h.rt, OPERATOR, { id: "lb-us-ashburn" });
     assert.equal((await row("lb-us-ashburn")).failedOverAutomatically, false);
-    await h.rt.autoFailback.afterProbe(await row("lb-us-ashburn"), true, 0);
-    await h.rt.autoFailback.afterProbe(await row("lb-us-ashburn"), true, 100 * PERIOD);
+    await probe(true, 0);
+    await probe(true, 100 * PERIOD);
     assert.equal((await row("lb-us-ashburn")).state, "failed-over");
     assert.equal((await listLbs(h.rt)).find((lb) => lb.id === "lb-us-ashburn")?.autoFailbackAt, null);
     assert.equal((await listAudit(h.rt, { action: "lb.failback" })).length, 1, "no second failback");

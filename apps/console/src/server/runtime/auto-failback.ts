@@ -9,7 +9,9 @@
 // - the period counts from the first healthy probe after the last failed one, so an LB that flaps
 //   never qualifies; a console restart starts the count again (the probes are the evidence). An
 //   LB must fail probes before it is failed over automatically, which clears its run, so a deleted
-//   LB's leftover entry can never shorten the period of a later one with the same id.
+//   LB's leftover entry can never shorten the period of a later one with the same id;
+// - every console tracks the runs from its own probes (its LBs page shows when the LB fails back),
+//   and only the leader fails back.
 import "server-only";
 import type { Logger } from "pino";
 import type { LoadBalancerRow } from "@meridian/db";
@@ -42,15 +44,18 @@ export class AutoFailback {
 
   constructor(private readonly deps: AutoFailbackDeps) {}
 
-  /** After every probe of an LB: tracks its healthy run and fails it back when due. */
-  async afterProbe(lb: LoadBalancerRow, healthy: boolean, now: number): Promise<void> {
-    if (!healthy) {
-      this.healthySince.delete(lb.id);
-      return;
-    }
-    const since = this.healthySince.get(lb.id) ?? now;
-    this.healthySince.set(lb.id, since);
-    if (!failbackDue({ lb, healthySince: since, now, healthyForMs: this.deps.healthyForMs })) return;
+  /** After every probe of an LB, on every console (following or leading): tracks its healthy run.
+   * Fed only while leading, a console deposed while the LB died never saw it fail, and once elected
+   * again it counted the run from before the failure (a failback after a single healthy probe). */
+  observe(lbId: string, healthy: boolean, now: number): void {
+    if (!healthy) this.healthySince.delete(lbId);
+    else if (!this.healthySince.has(lbId)) this.healthySince.set(lbId, now);
+  }
+
+  /** While leading, after the probe was observed: fails the LB back when its run is long enough. */
+  async failBackIfDue(lb: LoadBalancerRow, now: number): Promise<void> {
+    const since = this.healthySince.get(lb.id) ?? null;
+    if (since === null || !failbackDue({ lb, healthySince: since, now, healthyForMs: this.deps.healthyForMs })) return;
     try {
       await this.deps.failover.failback(lb.id, SYSTEM_HEALTH, { automatic: true, healthyForMs: now - since });
     } catch (error) {

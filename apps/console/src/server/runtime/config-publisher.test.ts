@@ -114,6 +114,50 @@ describe("publishing every LB", () => {
   });
 });
 
+describe("starting the publisher", () => {
+  let h: Harness;
+  let lb: FakeLb | null = null;
+  const lines: LogLine[] = [];
+  const sink = logSink(lines);
+  after(async () => {
+    await h?.close();
+    await lb?.close();
+  });
+
+  test("an LB whose first config cannot be built is logged and skipped; the other LBs are pushed", async () => {
+    h = await createHarness({}, pino({ level: "info" }, sink));
+    await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+    // A replica URL the LB config schema refuses, stored before the services checked URLs by that
+    // schema; lb-a (direct: every replica in its config), created after it, stays at version 0.
+    const [region] = await h.rt.store.db.select().from(h.rt.store.tables.regions);
+    await h.rt.store.db.insert(h.rt.store.tables.replicas).values({
+      id: "r-old",
+      name: "r-old",
+      url: "http:/10.0.0.5:8000",
+      regionId: region!.id,
+      engine: "sglang",
+      model: "m",
+      state: "enabled",
+      homeLbId: null,
+      createdAt: Date.now(),
+    });
+    await createLb(h.rt, OPERATOR, { name: "lb-a", url: "http://127.0.0.1:9", region: "us-ashburn", crossRegion: "direct" }, "lb-a");
+    const { loadBalancers } = h.rt.store.tables;
+    assert.equal((await h.rt.store.db.select().from(loadBalancers).where(eq(loadBalancers.id, "lb-a")))[0]?.configVersion, 0, "lb-a has no version");
+    // via-peer: lb-b's config lists only its own replicas, so it can be built.
+    lb = await startFakeLb({ id: "lb-b", region: "us-ashburn", token: TEST_TOKEN });
+    await createLb(h.rt, OPERATOR, { name: "lb-b", url: lb.url, region: "us-ashburn", crossRegion: "via-peer" }, "lb-b");
+
+    const logged = lines.length;
+    await h.rt.publisher.start();
+    await waitFor(() => lb!.version > 0, 5_000, "lb-b's config pushed");
+    assert.ok(
+      lines.slice(logged).some((l) => l.level === 50 && l.lbId === "lb-a"),
+      "lb-a's failure is logged",
+    );
+  });
+});
+
 describe("a push loop whose LB was deleted on another console", () => {
   let h: Harness;
   let lb: FakeLb | null = null;

@@ -71,13 +71,23 @@ export class ConfigPublisher {
     this.listeners.push(listener);
   }
 
+  /** Records a first version for LBs that have none and starts every LB's push loop. Like
+   * publishAll, an LB whose config cannot be built (e.g. a row an older console stored) is logged
+   * and skipped: thrown from here, it stopped the leader's other duties from starting. */
   async start(): Promise<void> {
     this.running = true;
     const { db, tables } = this.deps.store;
     for (const lb of await db.select().from(tables.loadBalancers)) {
       if (!this.running) return;
-      if (lb.configVersion === 0) await this.publish(lb.id);
-      else this.kick(lb.id);
+      if (lb.configVersion !== 0) {
+        this.kick(lb.id);
+        continue;
+      }
+      try {
+        await this.publish(lb.id);
+      } catch (error) {
+        this.deps.log.error({ lbId: lb.id, err: error }, "first config version not recorded; the other LBs are published");
+      }
     }
   }
 

@@ -162,7 +162,6 @@ export class CredentialKeeper {
     if (unknown.length === 0) return;
     const answer = await this.attempt(lb.id, generation, () => this.deps.lbClient.updateCredentials(endpoint, { retire: unknown }));
     if (!answer) return;
-    proof.held = answer;
     await this.deps.store.transaction((tx) =>
       recordAudit(tx, SYSTEM_CREDENTIALS, "lb.token.retire", `lb:${lb.id}`, { keyIds: unknown }, { keyIds: answer, reason: "not issued by this console" }),
     );
@@ -181,6 +180,11 @@ export class CredentialKeeper {
       if (before !== result.error) this.deps.log.warn({ lbId, error: result.error }, "LB credential update failed; retrying");
       return null;
     }
+    // The LB's answer is what it holds now. Step 4 reads `held` from the last challenge, which after
+    // a retirement still lists the retired token: it took the console's own token for a foreign one
+    // and retired it again ("not issued by this console") after every rotation.
+    const proof = this.deps.proofs.get(lbId);
+    if (proof) proof.held = result.keyIds;
     return result.keyIds;
   }
 

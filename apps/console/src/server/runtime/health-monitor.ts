@@ -40,7 +40,7 @@ export interface HealthMonitorDeps {
   publisher: Pick<ConfigPublisher, "onReportedVersion" | "publishAll">;
   telemetry: Pick<TelemetryHub, "sync">;
   failover: Pick<FailoverService, "failover">;
-  autoFailback: Pick<AutoFailback, "afterProbe">;
+  autoFailback: Pick<AutoFailback, "observe" | "failBackIfDue">;
   /** Resolved after every round, so an entrypoint that falls back (or has nowhere to go) is logged
    * when it happens, not when a client next asks. */
   entrypoints: Pick<EntrypointResolver, "resolve">;
@@ -135,6 +135,9 @@ export class HealthMonitor {
       entry.error = health.error;
     }
     this.deps.book.record(lb.id, entry);
+    // Before the leadership check: the healthy run a re-elected console acts on must include the
+    // failures it saw while following.
+    this.deps.autoFailback.observe(lb.id, entry.healthy === true, now);
     if (!this.deps.acting()) return;
     try {
       await this.afterProbe(lb, entry);
@@ -185,7 +188,7 @@ export class HealthMonitor {
   }
 
   private async afterProbe(lb: LoadBalancerRow, entry: LbHealth): Promise<void> {
-    await this.deps.autoFailback.afterProbe(lb, entry.healthy === true, entry.lastProbeAt ?? Date.now());
+    await this.deps.autoFailback.failBackIfDue(lb, entry.lastProbeAt ?? Date.now());
     const inGrace = this.deps.book.starting(lb.id, Date.now());
     const down = entry.healthy === false && entry.consecutiveFailures >= this.deps.failoverAfter && !inGrace;
     if (down && lb.state === "healthy") {

@@ -30,6 +30,7 @@ import { presentableToken } from "./lb-token-rows";
 import { ReplicaWarningLog } from "./replica-warnings";
 import { TelemetryHub } from "./telemetry-hub";
 import { TunerService } from "./tuner-service";
+import { backoffMs, WakeSignal } from "./wake-signal";
 
 export interface RuntimeOptions {
   /** Hex SHA-256 of the machine token /api/entrypoints accepts (MERIDIAN_ENTRYPOINTS_TOKEN); the
@@ -78,7 +79,10 @@ export class ConsoleRuntime {
   readonly experiments: ExperimentRunner;
   readonly store: Store;
   readonly leadership: LeaderElector;
-  private started = false;
+  /** "stopped" is final: a console shutting down still serves requests on kept-alive connections,
+   * and each asks getRuntime({ start: true }); restarted, it took the lease back with no duties and,
+   * its LB client closed, failed every LB over. */
+  private phase: "idle" | "started" | "stopped" = "idle";
   /** While this console leads: the timer that turns edits made on any console into config versions. */
   private reconcileTimer: NodeJS.Timeout | null = null;
   /** Whether the duties should be running (between onElected and onDeposed). */
@@ -87,6 +91,8 @@ export class ConsoleRuntime {
   private dutiesStarting: Promise<void> | null = null;
   /** Counts startDuties calls: a start that is no longer the latest stops at its next step. */
   private dutiesGeneration = 0;
+  /** Wakes the latest duties start from its wait before retrying a failed step (on stepping down). */
+  private dutiesRetry: WakeSignal | null = null;
   private reconciling = false;
 
   constructor(
@@ -106,14 +112,14 @@ export class ConsoleRuntime {
       log,
       self: { id: consoleId, url: options.leadership?.url ?? null },
       timing,
-      now: Date.now,
+      now: () => performance.now(),
       onElected: () => this.startDuties(timing.renewEveryMs),
       onDeposed: () => this.stopDuties(),
     });
     // Before start() this runtime has no duties and no lease (a script, a test, the demo seed): it
     // records config versions unfenced (term 0), as a lone console always did. Once started, only
-    // the leader records them, under its term.
-    const leadership = { currentTerm: () => (this.started ? this.leadership.currentTerm() : 0) };
+    // the leader records them, under its term; once stopped, nobody here (another console leads).
+    const leadership = { currentTerm: () => (this.phase === "idle" ? 0 : this.leadership.currentTerm()) };
     const metrics = new ConsoleMetrics(options.version ?? "0.0.0");
     const lbClient = new LbAdminClient({
       tokens: (lbId) => presentableToken(store, lbId),
@@ -179,13 +185,22 @@ export class ConsoleRuntime {
     await this.database.migrate();
   }
 
-  /** Joins the leadership election; the background duties run while this console leads. Idempotent. */
+  /** Joins the leadership election; the background duties run while this console leads. Idempotent,
+   * and a no-op after stop(). */
   async start(): Promise<void> {
-    if (this.started) return;
-    this.started = true;
-    // Replicas an older console created without a home LB get their region's default now.
-    await assignDefaultHomes(this.store, SYSTEM_CONSOLE);
-    await this.experiments.recoverInterrupted();
+    if (this.phase !== "idle") return;
+    this.phase = "started";
+    try {
+      // Replicas an older console created without a home LB get their region's default now.
+      await assignDefaultHomes(this.store, SYSTEM_CONSOLE);
+      await this.experiments.recoverInterrupted();
+    } catch (error) {
+      // Not started: the next getRuntime({ start: true }) tries again.
+      if (this.phase === "started") this.phase = "idle";
+      throw error;
+    }
+    // Stopped while reading: start nothing.
+    if (this.phase !== "started") return;
     this.experiments.startSweeping();
     // Every console probes the LBs for its own pages; the monitor acts only while this one leads.
     this.health.start();
@@ -195,8 +210,9 @@ export class ConsoleRuntime {
   /** Stops the duties and leaves the election (a leader releases its lease, so another console
    * takes over at once). */
   async stop(): Promise<void> {
-    if (!this.started) return;
-    this.started = false;
+    const started = this.phase === "started";
+    this.phase = "stopped";
+    if (!started) return;
     this.stopDuties();
     this.health.stop();
     await this.experiments.stop().catch((error: unknown) => this.log.error({ err: error }, "experiments not marked interrupted"));
@@ -214,22 +230,44 @@ export class ConsoleRuntime {
     // Only the latest start goes on: one begun before a deposed-and-elected-again would otherwise run
     // to the end as well (leading is true again) and start a second reconcile timer that no stop clears.
     const current = () => this.leading && generation === this.dutiesGeneration;
+    // A previous start waiting to retry a step ends now (no longer current) instead of holding this one up.
+    this.dutiesRetry?.wake();
+    const retry = new WakeSignal();
+    this.dutiesRetry = retry;
+    const steps: (() => void | Promise<void>)[] = [
+      () => this.telemetry.start(),
+      // Tuners first: they register for new config versions before the publisher's first pushes.
+      () => this.tuners.start(),
+      () => this.publisher.start(),
+      () => {
+        this.credentials.start();
+        // A follower that changes the topology or a tuner records no config version (it does not
+        // lead): the leader reloads tuners changed elsewhere, and records and pushes a version when
+        // the built config differs (publish() compares contents).
+        this.reconcileTimer = setInterval(() => this.reconcile(), reconcileEveryMs);
+        this.reconcileTimer.unref();
+      },
+    ];
     const previous = this.dutiesStarting ?? Promise.resolve();
     // After a previous start finished (a quick deposed-and-elected-again); each step reads the
-    // database, and a console deposed meanwhile stops at the next step.
+    // database, and a console deposed meanwhile stops at the next step. A step that fails (a dropped
+    // PostgreSQL connection, SQLITE_BUSY) is tried again with backoff while this console leads: the
+    // lease it keeps renewing keeps any other console from running the duties it lacks.
     const starting = previous.then(async () => {
-      if (!current()) return;
-      await this.telemetry.start();
-      // Tuners first: they register for new config versions before the publisher's first pushes.
-      if (current()) await this.tuners.start();
-      if (current()) await this.publisher.start();
-      if (!current()) return;
-      this.credentials.start();
-      // A follower that changes the topology or a tuner records no config version (it does not lead):
-      // the leader reloads tuners changed elsewhere, and records and pushes a version when the built
-      // config differs (publish() compares contents).
-      this.reconcileTimer = setInterval(() => this.reconcile(), reconcileEveryMs);
-      this.reconcileTimer.unref();
+      let failures = 0;
+      for (let step = 0; step < steps.length; ) {
+        if (!current()) return;
+        try {
+          await steps[step]?.();
+          step += 1;
+        } catch (error) {
+          if (!current()) return;
+          const retryInMs = backoffMs(failures, 500, 30_000);
+          failures += 1;
+          this.log.error({ err: error, failures, retryInMs }, "console duties failed to start; retrying");
+          await retry.wait(retryInMs);
+        }
+      }
       this.log.info("console duties started (leader)");
     });
     this.dutiesStarting = starting.catch((error: unknown) => {
@@ -259,6 +297,8 @@ export class ConsoleRuntime {
 
   private stopDuties(): void {
     this.leading = false;
+    // A start waiting to retry a failed step gives up now (stop() awaits it).
+    this.dutiesRetry?.wake();
     if (this.reconcileTimer) clearInterval(this.reconcileTimer);
     this.reconcileTimer = null;
     this.telemetry.stop();

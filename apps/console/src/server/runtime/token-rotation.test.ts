@@ -225,3 +225,70 @@ describe("an operator who issues a new token while a rotation's install is in fl
     assert.equal((await listAudit(h.rt, { action: "lb.token.activate" })).length, 0, "no activation audited");
   });
 });
+
+describe("the pass after a rotation's retirement", () => {
+  let h: Harness;
+  let keeper: CredentialKeeper | null = null;
+  after(async () => {
+    keeper?.stop();
+    await h?.close();
+  });
+
+  test("the previous token is retired once, and never audited as a token this console did not issue", async () => {
+    h = await createHarness({ newLbToken: generateLbToken });
+    const { first, next } = await lbWithPendingRotation(h);
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const proofs = new LbProofBook();
+    const calls: string[] = [];
+    let challenged = false;
+    keeper = new CredentialKeeper({
+      store: h.rt.store,
+      log: pino({ level: "info" }, sink),
+      proofs,
+      publisher: { publishAll: async () => undefined },
+      graceMs: 0,
+      intervalMs: 60_000,
+      lbClient: {
+        updateCredentials: async (_lb, update) => {
+          calls.push(update.install ? "install" : `retire ${update.retire?.join(",")}`);
+          if (update.install) return { keyIds: [next, first] };
+          // Before the retirement a health probe challenged the LB, which then proved the new token
+          // and held both (with the defaults, a probe re-challenges well within the grace period).
+          if (!challenged) {
+            challenged = true;
+            const now = Date.now();
+            proofs.record("lb-us", {
+              adminBase: "http://127.0.0.1:9",
+              provenKeyId: next,
+              provenAt: now,
+              held: [next, first],
+              refused: false,
+              error: null,
+              checkedAt: now,
+            });
+          }
+          return { keyIds: [next] };
+        },
+      },
+    });
+    keeper.start();
+    await waitFor(async () => (await listAudit(h.rt, { action: "lb.token.retire" })).length > 0, 5_000, "the old token retired");
+    // One more full pass, as the next tick would run it.
+    await keeper.tick();
+
+    assert.deepEqual(calls, ["install", `retire ${first}`], "the LB is asked to retire the old token once");
+    const retires = await listAudit(h.rt, { action: "lb.token.retire" });
+    assert.deepEqual(
+      retires.map((row) => row.after),
+      [null],
+      "one retirement audited, as the end of the rotation",
+    );
+    assert.equal(lines.filter((line) => line.includes("did not issue")).length, 0, "nothing logged as a foreign token");
+  });
+});
