@@ -34,7 +34,7 @@ env: MERIDIAN_ENTRYPOINTS_TOKEN (bearer for the map URL), MERIDIAN_API_KEY (bear
 /** The model the demo fleet's LBs route and meridian-engine serves by default (DEMO_MODEL in
  * @meridian/sim/demo-network; not imported, since sim depends on this package). An LB answers a
  * model none of its replicas serve with 404 model_not_found, so a default of its own would fail. */
-const DEFAULT_REPLAY_MODEL = "meridian-demo";
+export const DEFAULT_REPLAY_MODEL = "meridian-demo";
 
 const positiveNumber = z.coerce.number().positive();
 const positiveInt = z.coerce.number().int().positive();

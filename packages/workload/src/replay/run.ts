@@ -14,6 +14,7 @@ import { traceMessages, type ChatMessage } from "../prompt/synth";
 import { assignRegion, createTraceTransform, equalWeights, sessionKeyOf, type RegionWeights, type TraceControls } from "../trace/controls";
 import { readTrace, type TraceReadOptions } from "../trace/reader";
 import type { TraceRequest } from "../trace/types";
+import { DEFAULT_REPLAY_MODEL } from "./config";
 import { chatCompletionsUrl, createEntrypointResolver, type EntrypointMap, type EntrypointResolver } from "./entrypoints";
 import { summarise, type ReplayRecord, type ReplaySummary } from "./stats";
 import { streamChat } from "./stream-chat";
@@ -40,7 +41,7 @@ export interface ReplayCommonOptions {
   refreshMs?: number;
   /** Maximum requests in flight (default 64). */
   concurrency?: number;
-  /** `model` in the request body (default "default"). */
+  /** `model` in the request body (default DEFAULT_REPLAY_MODEL, the demo's). */
   model?: string;
   /** Per-request timeout (default 300 000 ms). */
   requestTimeoutMs?: number;
@@ -195,7 +196,7 @@ function runSchedule(
       if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
       const result = await streamChat({
         url: chatCompletionsUrl(entrypoint),
-        model: options.model ?? "default",
+        model: options.model ?? DEFAULT_REPLAY_MODEL,
         messages: item.messages,
         maxTokens: item.maxTokens,
         headers,
