@@ -24,6 +24,7 @@ import { type FirstBytePlan, ticketFirstBytePlan } from "./deadline";
 import { HoldQueue } from "./hold-queue";
 import { holdClass, knownModel, placementLogEntry, planPlacement, type Placement, type PlacementContext } from "./placement";
 import { hasAlternative, isRetryableStatus, type RedispatchCause } from "./redispatch";
+import { forgetRemovedReplicas } from "./replica-removal";
 import { buildLbState, buildPeerReport, modelCounts, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
 import { type PeerRecord, PredictionSums, type ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
 import { failures, peerTarget, replicaTarget, Ticket, type AdmitInput, type Failure } from "./ticket";
@@ -117,7 +118,7 @@ export class LbCore<J> {
     const changes = syncTargets(next, this.replicas, this.peers, this.index, this.peerIndex);
     // Peers or replicas may have come or gone: the peers' load is summed again at the next placement.
     this.peerLoadValidUntil = Number.NEGATIVE_INFINITY;
-    for (const removed of changes.removedReplicas) this.truth.removeReplica(removed.id);
+    forgetRemovedReplicas(changes.removedReplicas, this.truth, this.policy);
     this.applyCapacityOverrides();
     this.placementContext.replicaList = [...this.replicas.values()];
     return changes;
@@ -147,10 +148,15 @@ export class LbCore<J> {
   probeFailed(replicaId: string): HealthChange {
     return this.replicas.get(replicaId)?.probeFailed(this.config.probes) ?? null;
   }
-
   /** A refused or reset connection on a request: excluded until its probe recovers. */
   markUnreachable(replicaId: string): boolean {
     return this.replicas.get(replicaId)?.markUnreachable(this.config.probes) ?? false;
+  }
+
+  /** False when the ticket's replica was re-pointed to a new URL (or removed) since it was booked. */
+  onCurrentTarget(ticket: Ticket<J>): boolean {
+    const target = ticket.target;
+    return target?.kind !== "replica" || target.record === null || this.replicas.get(target.id) === target.record;
   }
 
   /** A scrape of the replica's metrics: its load, and what the cache model reads (KV capacity, the
@@ -243,7 +249,8 @@ export class LbCore<J> {
   /** Places a new (or retried) request now, or holds it. A hold that finds the queue full is a
    * refusal. After "replica" or "peer" the driver sends it; after "fail" it answers the failure. */
   route(ticket: Ticket<J>, now: number): Placement {
-    const tooLong = this.promptTokensFailure(ticket.view.inputTokens);
+    // At admission only: a retry is not refused for a limit lowered since (an upstream failure would read as "prompt too long").
+    const tooLong = ticket.attempts === 0 ? this.promptTokensFailure(ticket.view.inputTokens) : null;
     if (tooLong) return this.commit(ticket, { kind: "fail", failure: tooLong }, now);
     const placement = this.plan(ticket, now);
     if (placement.kind !== "hold") return this.commit(ticket, placement, now);
@@ -340,8 +347,9 @@ export class LbCore<J> {
   /** The current target failed before any byte reached the client: release it, exclude it, place again. */
   retry(ticket: Ticket<J>, now: number): Placement {
     const target = ticket.target;
+    const current = this.onCurrentTarget(ticket);
     this.release(ticket, now);
-    if (target) (ticket.excluded ??= new Set()).add(target.id);
+    if (target && current) (ticket.excluded ??= new Set()).add(target.id);
     ticket.target = null;
     return this.route(ticket, now);
   }
@@ -414,8 +422,7 @@ export class LbCore<J> {
     return buildLbState(this.sources(), now, { ...extras, totals: { ...this.totals } });
   }
 
-  /** Models served, for GET /v1/models. Per model: its replicas, how many pass their probes whatever their state, and how many take new
-   * requests (healthy and enabled: a draining replica is healthy but takes none). */
+  /** Models served (GET /v1/models): per model its replicas, those passing probes, those taking requests (healthy, enabled). */
   models(): ReturnType<typeof modelCounts> {
     return modelCounts(this.replicas.values());
   }
@@ -436,15 +443,8 @@ export class LbCore<J> {
   }
 
   private sources(): ReportSources {
-    return {
-      config: this.config,
-      replicas: this.replicas,
-      peers: this.peers,
-      peerPollIntervalMs: this.peerPollIntervalMs,
-      index: this.index,
-      truth: this.truth,
-      queue: this.queue,
-    };
+    const { config, replicas, peers, peerPollIntervalMs, index, truth, queue } = this;
+    return { config, replicas, peers, peerPollIntervalMs, index, truth, queue };
   }
 
   private plan(ticket: Ticket<J>, now: number): Placement {
@@ -466,6 +466,7 @@ export class LbCore<J> {
   /** Records a placement's effect on this LB's counters, tells an observing policy of a dispatch,
    * and logs it. */
   private commit(ticket: Ticket<J>, placement: Placement, now: number): Placement {
+    if (placement.kind === "replica" || placement.kind === "peer") ticket.policy = this.config.policy;
     if (placement.kind === "replica") {
       const { decision, replicaId } = placement;
       const replica = this.replicas.get(replicaId);

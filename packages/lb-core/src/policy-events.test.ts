@@ -38,7 +38,10 @@ function recordEvents(lb: LbCore<string>): PolicyEvent[] {
   return events;
 }
 
-const summary = (events: readonly PolicyEvent[]) => events.map((e) => `${e.kind}:${e.requestId}${e.kind === "dispatch" ? `@${e.replicaId}` : ""}@${e.now}`);
+const summary = (events: readonly PolicyEvent[]) =>
+  events.map((e) =>
+    e.kind === "replica-removed" ? `${e.kind}:${e.replicaId}` : `${e.kind}:${e.requestId}${e.kind === "dispatch" ? `@${e.replicaId}` : ""}@${e.now}`,
+  );
 
 // 300 characters: 75 estimated tokens (4 characters a token), a chat block of 64 characters is 16.
 const keys = chatBlockKeys([{ role: "user", content: "x".repeat(300) }]);

@@ -132,7 +132,9 @@ export class Ticket<J> implements RequestView {
     /** Arrival on the core's clock (telemetry `time`). */
     readonly arrivalMs: number,
     readonly configVersion: number,
-    readonly policy: PolicyName,
+    /** The policy that placed it: the arrival's, or the one a config push switched to while it was
+     * held or before a retry (LbCore.commit), so its telemetry names what routed it. */
+    public policy: PolicyName,
     /** The weights of the request's trial arm (the config's weights outside a trial). */
     readonly weights: Weights,
     /** Its part in the config's tuner trial; null outside one. */

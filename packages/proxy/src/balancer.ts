@@ -399,7 +399,8 @@ export class Balancer implements ExchangeHost<Job> {
       this.finish(job, 499, null, "client closed the request");
       return;
     }
-    if (target.kind === "replica" && isConnectionFailure(error) && this.core.markUnreachable(target.id)) {
+    // A failure on the URL a re-pointed replica had says nothing of the engine configured there now.
+    if (target.kind === "replica" && isConnectionFailure(error) && this.core.onCurrentTarget(job.ticket) && this.core.markUnreachable(target.id)) {
       // While this LB shuts down, its engines may be stopping too (a fleet stopped as one): no alarm.
       if (this.draining) this.logger.info({ replica: target.id, reason: message }, "replica unreachable while this LB shuts down");
       else this.logger.warn({ replica: target.id, reason: message }, "replica unreachable; excluded until its probe recovers");

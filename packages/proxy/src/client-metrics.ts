@@ -13,6 +13,10 @@ export class ClientMetrics {
   private readonly tokens: Counter<"key_id" | "key_name" | "kind">;
   /** Label sets written, by key id, so a removed key's series can be dropped exactly. */
   private readonly written = new Map<string, { statuses: Set<string>; names: Set<string> }>();
+  /** The keys and peers of the config in force (null: every identity, before the first config change
+   * is seen). A request of a key revoked while it ran is not counted: it would bring the key's series
+   * back until the next config change. */
+  private configured: { keys: Map<string, string>; peers: Set<string> } | null = null;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -31,6 +35,7 @@ export class ClientMetrics {
   }
 
   request(identity: ClientIdentity, status: number): void {
+    if (!this.isConfigured(identity.keyId, identity.keyName)) return;
     const labels = this.labels(identity);
     const statusLabel = String(status);
     this.track(identity).statuses.add(statusLabel);
@@ -38,6 +43,7 @@ export class ClientMetrics {
   }
 
   usage(identity: ClientIdentity, promptTokens: number | null, completionTokens: number | null): void {
+    if (!this.isConfigured(identity.keyId, identity.keyName)) return;
     const labels = this.labels(identity);
     this.track(identity);
     if (promptTokens !== null && promptTokens > 0) this.tokens.inc({ ...labels, kind: "prompt" }, promptTokens);
@@ -46,18 +52,22 @@ export class ClientMetrics {
 
   /** Drops the series of keys (and peers) the new config no longer has. */
   retainConfigured(config: LbConfig): void {
-    const keys = new Map(config.clientAuth.keys.map((key) => [key.id, key.name]));
-    const peers = new Set(config.peers.map((peer) => peer.id));
+    this.configured = { keys: new Map(config.clientAuth.keys.map((key) => [key.id, key.name])), peers: new Set(config.peers.map((peer) => peer.id)) };
     for (const [keyId, written] of this.written) {
       for (const name of [...written.names]) {
-        const stillThere = keyId === "anonymous" || (keyId === "peer" ? peers.has(name) : keys.get(keyId) === name);
-        if (stillThere) continue;
+        if (this.isConfigured(keyId, name)) continue;
         for (const status of written.statuses) this.requests.remove({ key_id: keyId, key_name: name, status });
         for (const kind of ["prompt", "completion"]) this.tokens.remove({ key_id: keyId, key_name: name, kind });
         written.names.delete(name);
       }
       if (written.names.size === 0) this.written.delete(keyId);
     }
+  }
+
+  private isConfigured(keyId: string, name: string): boolean {
+    const configured = this.configured;
+    if (configured === null || keyId === "anonymous") return true;
+    return keyId === "peer" ? configured.peers.has(name) : configured.keys.get(keyId) === name;
   }
 
   private labels(identity: ClientIdentity): Labels {

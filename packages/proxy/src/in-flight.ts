@@ -109,6 +109,8 @@ export class InFlight<J extends WatchedJob<J>> {
     for (const job of this.list()) {
       const exchange = job.exchange;
       if (!exchange?.waiting || exchange.target.kind !== kind || exchange.target.id !== targetId) continue;
+      // Booked on the URL a re-pointed replica had: the health of the engine there now is not its own.
+      if (!host.core.onCurrentTarget(job.ticket)) continue;
       if (!host.canRetry(job) || !host.core.canRedispatch(job.ticket, now, "unhealthy")) continue;
       host.metrics.redispatched.inc({ replica: targetId, reason });
       host.logger.warn({ target: targetId, waitedMs: Math.round(performance.now() - exchange.dispatchedAt) }, `${kind} turned unhealthy; re-dispatching`);

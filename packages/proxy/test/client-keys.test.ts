@@ -11,7 +11,7 @@ import { request } from "undici";
 import { parseOpenAiError, type LbConfigInput } from "@meridian/protocol";
 import { generateClientKey, sha256Hex } from "@meridian/protocol/credentials";
 import { parsePrometheusText, type RunningProxy } from "../src/index";
-import { adminPutConfig, chatBody, lbConfig, MODEL, post, startEngine, startLb, type Engine } from "./helpers";
+import { adminPutConfig, chatBody, completionJson, lbConfig, MODEL, post, startEngine, startHoldingEngine, startLb, waitFor, type Engine } from "./helpers";
 
 const KEY_ID = "a1b2c3d4e5f6";
 const KEY = generateClientKey(KEY_ID);
@@ -120,4 +120,25 @@ test("without keys required, anonymous clients pass and an engine's own key stil
   assert.deepEqual(tap.authorizations.slice(before), [undefined, "Bearer sk-engine", undefined]);
   const models = await client(KEY).models.list();
   assert.ok(models.data.some((m) => m.id === MODEL));
+});
+
+test("a key revoked while one of its requests runs stays out of /metrics when that request ends", async () => {
+  const held = await startHoldingEngine("us-held", "us-ashburn");
+  const v1 = lbConfig("lb-held", "us-ashburn", [held], { clientAuth: { required: true, keys: [keyEntry] } });
+  const keyed = await startLb(v1);
+  try {
+    const pending = post(`${keyed.url}/v1/chat/completions`, chatBody("hello"), { authorization: `Bearer ${KEY}` });
+    await waitFor("the request at the engine", () => held.held.length === 1);
+    await adminPutConfig(keyed, { ...v1, version: 2, clientAuth: { required: true, keys: [] } });
+    held.held[0]?.res.writeHead(200, { "content-type": "application/json" }).end(completionJson("ok"));
+    assert.equal((await pending).status, 200);
+    const text = await (await request(`${keyed.url}/metrics`)).body.text();
+    assert.deepEqual(
+      text.split("\n").filter((line) => line.includes(KEY_ID)),
+      [],
+    );
+  } finally {
+    await keyed.close();
+    await held.close();
+  }
 });

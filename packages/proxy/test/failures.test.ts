@@ -13,6 +13,7 @@ import { request } from "undici";
 import type { LbState } from "@meridian/protocol";
 import {
   adminGet,
+  adminPutConfig,
   chatBody,
   completionJson,
   DEMO_ENGINE_PARAMS,
@@ -314,5 +315,28 @@ test("a 503 before any byte is retried once on another replica; with none left t
     await engine.close();
     broken.server.closeAllConnections();
     await new Promise((resolve) => broken.server.close(resolve));
+  }
+});
+
+test("a replica re-pointed to a new URL: a reset on the old URL keeps the new engine in rotation and moves the request there", async () => {
+  const oldEngine = await startHoldingEngine("us-1", "us-ashburn");
+  const newEngine = await startHoldingEngine("us-1", "us-ashburn");
+  // Probes far apart: a wrong "unreachable" would stay visible.
+  const v1 = lbConfig("lb-us", "us-ashburn", [oldEngine], { probes: { rttIntervalMs: 60_000, scrapeIntervalMs: 60_000, unhealthyAfter: 2 } });
+  const lb = await startLb(v1);
+  try {
+    const pending = post(`${lb.url}/v1/chat/completions`, chatBody("on the old url"));
+    await waitFor("the request at the old engine", () => oldEngine.held.length === 1);
+    await adminPutConfig(lb, { ...v1, version: 2, replicas: [{ ...v1.replicas![0]!, url: newEngine.url }] });
+    await waitFor("the new URL healthy", async () => ((await adminGet<LbState>(lb, "/admin/state")).replicas[0]?.healthy ? true : undefined));
+    // The old engine goes away (why it was re-pointed): the connection resets before any byte.
+    await oldEngine.close();
+    (await waitFor("the request retried on the new engine", () => newEngine.held[0])).res.end(completionJson("ok"));
+    assert.equal((await pending).status, 200);
+    assert.equal((await adminGet<LbState>(lb, "/admin/state")).replicas[0]?.healthy, true);
+  } finally {
+    await lb.close();
+    await oldEngine.close().catch(() => undefined);
+    await newEngine.close();
   }
 });

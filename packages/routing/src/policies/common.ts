@@ -24,12 +24,15 @@ export interface PolicyContext {
  *  - "dispatch": the request was sent to `replicaId`; `decision` is what select() returned for it.
  *  - "first-token": the first response bytes for the request reached the LB (its prefill is over).
  *  - "complete": the request ended for any reason (success, upstream error, client gone).
+ *  - "replica-removed": the replica left the config, or now names another engine (a new URL): what
+ *    the policy learned of its cache is gone, as the peer routers drop a worker that leaves.
  * Events for unknown request ids are ignored; "complete" without "first-token" is valid.
  */
 export type PolicyEvent =
   | { kind: "dispatch"; requestId: string; replicaId: string; request: RequestView; decision: Decision; now: number }
   | { kind: "first-token"; requestId: string; now: number }
-  | { kind: "complete"; requestId: string; now: number };
+  | { kind: "complete"; requestId: string; now: number }
+  | { kind: "replica-removed"; replicaId: string };
 
 export interface Policy {
   readonly name: PolicyName;
@@ -228,6 +231,12 @@ export function numberOption(
 /** Checks a PolicyEvent before a policy changes its state from it; bad events raise, never half-apply. */
 export function checkPolicyEvent(event: PolicyEvent): void {
   if (event === null || typeof event !== "object") throw new RoutingInputError("event", `must be an object, got ${describe(event)}`);
+  if (event.kind === "replica-removed") {
+    if (typeof event.replicaId !== "string" || event.replicaId.length === 0) {
+      throw new RoutingInputError("event.replicaId", `must be a non-empty string, got ${describe(event.replicaId)}`);
+    }
+    return;
+  }
   if (typeof event.requestId !== "string" || event.requestId.length === 0) {
     throw new RoutingInputError("event.requestId", `must be a non-empty string, got ${describe(event.requestId)}`);
   }
@@ -241,7 +250,10 @@ export function checkPolicyEvent(event: PolicyEvent): void {
       throw new RoutingInputError("event.decision", "must be the Decision select() returned");
     }
   } else if (event.kind !== "first-token" && event.kind !== "complete") {
-    throw new RoutingInputError("event.kind", `must be "dispatch", "first-token" or "complete", got ${describe((event as { kind: unknown }).kind)}`);
+    throw new RoutingInputError(
+      "event.kind",
+      `must be "dispatch", "first-token", "complete" or "replica-removed", got ${describe((event as { kind: unknown }).kind)}`,
+    );
   }
 }
 

@@ -108,6 +108,8 @@ export function createDynamoKvPolicy(options: DynamoKvOptions = {}): Policy {
     },
     observe(event: PolicyEvent) {
       checkPolicyEvent(event);
+      // Its requests still in flight end as usual (their "complete" frees their load).
+      if (event.kind === "replica-removed") return void index?.removeReplica(event.replicaId);
       if (event.kind === "first-token") return active.markPrefillCompleted(event.requestId);
       if (event.kind === "complete") return active.free(event.requestId);
       const { request, replicaId } = event;

@@ -52,6 +52,15 @@ export class LlmdPrefixIndexer {
     }
   }
 
+  /** Forgets every hash `serverId` holds (the pod left the pool). */
+  removeServer(serverId: string): void {
+    const s = this.servers.get(serverId);
+    if (s === undefined) return;
+    const lru = this.lrus[s] as Map<BlockKey, true>;
+    for (const h of lru.keys()) this.dropHolder(h, s);
+    lru.clear();
+  }
+
   /** Per server number, the hashes it holds on the greedy walk; `counts` is reset and filled. */
   matchCounts(hashes: readonly BlockKey[], counts: Map<string, number>): void {
     counts.clear();
@@ -68,10 +77,14 @@ export class LlmdPrefixIndexer {
   private evictOldest(s: number, lru: Map<BlockKey, true>): void {
     const oldest = lru.keys().next().value as BlockKey;
     lru.delete(oldest);
-    const list = this.holders.get(oldest);
+    this.dropHolder(oldest, s);
+  }
+
+  private dropHolder(h: BlockKey, s: number): void {
+    const list = this.holders.get(h);
     if (list === undefined) return;
     const at = list.indexOf(s);
     if (at >= 0) list.splice(at, 1);
-    if (list.length === 0) this.holders.delete(oldest);
+    if (list.length === 0) this.holders.delete(h);
   }
 }

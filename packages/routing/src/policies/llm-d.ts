@@ -165,6 +165,7 @@ export function createLlmdPolicy(options: LlmdOptions = {}): Policy {
     },
     observe(event: PolicyEvent) {
       checkPolicyEvent(event);
+      if (event.kind === "replica-removed") return indexer.removeServer(event.replicaId);
       if (event.kind !== "dispatch") return; // llm-d reads load from the engines' metrics only
       validateBlockKeys("event.request.keys", event.request.keys);
       const { blockTokens, hashes } = blocksOf(event.request);

@@ -160,6 +160,12 @@ export function createSglangCacheAwarePolicy(options: SglangCacheAwareOptions = 
     },
     observe(event: PolicyEvent) {
       checkPolicyEvent(event);
+      if (event.kind === "replica-removed") {
+        // SGLang's router removes a worker's tenant from the tree when the worker leaves.
+        tree?.removeReplica(event.replicaId);
+        processed.delete(event.replicaId);
+        return;
+      }
       if (event.kind !== "dispatch") return; // SGLang's load is the LB's own in-flight count
       const { request, replicaId } = event;
       if (tree === null && request.keys.length > 0) {
