@@ -14,7 +14,10 @@ export function writeFileDurably(path: string, data: string, mode = 0o644): void
   try {
     // A temporary file left by an earlier crash keeps its old mode: `mode` applies to new files only.
     fchmodSync(fd, mode);
-    writeSync(fd, data);
+    // writeSync may write less than asked (a disk filling up): the rest follows, or the error throws
+    // before the rename, and the old file stays.
+    const bytes = Buffer.from(data, "utf8");
+    for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written, bytes.length - written);
     fsyncSync(fd);
   } catch (cause) {
     closeSync(fd);

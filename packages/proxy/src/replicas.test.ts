@@ -138,7 +138,7 @@ async function runtimeOver(handler: Parameters<typeof createServer>[1]) {
   };
 }
 
-test("a scrape asked for while one is in flight waits for it: a slow answer never lands after a newer one", async () => {
+test("a scrape asked for while one is in flight follows it: never overlapping, never older than the asking", async () => {
   // An engine busy enough to hold the first /metrics; its counters grow meanwhile.
   const held: ServerResponse[] = [];
   let scrapes = 0;
@@ -152,14 +152,16 @@ test("a scrape asked for while one is in flight waits for it: a slow answer neve
   try {
     const first = runtime.scrapeMetrics();
     await waitFor("the first scrape at the engine", () => held.length === 1);
-    // The next tick of a short interval: it must not overtake the scrape the engine still holds.
+    // The next tick of a short interval, and a caller that changed the load (scrapeNow): neither may
+    // overtake the scrape the engine still holds, and both want metrics read after they asked.
     const second = runtime.scrapeMetrics();
+    const third = runtime.scrapeMetrics();
+    assert.equal(scrapes, 1, "no second scrape while the first is out");
     held[0]?.end(metrics(1_000));
-    await Promise.all([first, second]);
-    await runtime.scrapeMetrics();
-    assert.equal(scrapes, 2);
+    await Promise.all([first, second, third]);
+    assert.equal(scrapes, 2, "one scrape followed, shared by both callers");
     const seen = observations.flatMap((o) => (o.kind === "scrape" && o.ok ? Object.values(o.cache.epoch?.counters ?? {}) : []));
-    assert.deepEqual(seen, [1_000, 2_000], "observations in the order the engine produced them");
+    assert.deepEqual(seen, [1_000, 2_000], "observations in the order the engine produced them, the last read after asking");
   } finally {
     await close();
   }

@@ -41,6 +41,8 @@ export class ReplicaRuntime {
    * going back: an engine restart, which clears the replica's part of the index. (Probes may overlap:
    * each RTT sample stands on its own.) */
   private scraping: Promise<void> | null = null;
+  /** The one scrape queued behind it: whoever asks meanwhile wants metrics read after asking. */
+  private nextScrape: Promise<void> | null = null;
 
   constructor(
     public config: ReplicaConfig,
@@ -113,14 +115,23 @@ export class ReplicaRuntime {
     return Math.min(5_000, Math.max(1_000, intervalMs));
   }
 
-  /** Scrapes the engine's metrics; while a scrape is in flight, resolves with it instead of starting
-   * another, so observations reach the balancer in the order the engine produced them. */
+  /** Scrapes the engine's metrics, one scrape at a time, so observations reach the balancer in the
+   * order the engine produced them. Asked while one is in flight, it resolves after a scrape that
+   * starts once that one ends (its answer may predate what the caller knows), shared by every caller
+   * meanwhile. */
   scrapeMetrics(): Promise<void> {
     if (this.closed) return Promise.resolve();
-    this.scraping ??= this.scrapeOnce().finally(() => {
-      this.scraping = null;
+    if (this.scraping === null) {
+      this.scraping = this.scrapeOnce().finally(() => {
+        this.scraping = null;
+      });
+      return this.scraping;
+    }
+    this.nextScrape ??= this.scraping.then(() => {
+      this.nextScrape = null;
+      return this.scrapeMetrics();
     });
-    return this.scraping;
+    return this.nextScrape;
   }
 
   async probeRtt(): Promise<void> {

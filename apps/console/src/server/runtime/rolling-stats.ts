@@ -95,8 +95,11 @@ export class RollingStats {
   }
 
   add(event: TelemetryEvent, now: number = Date.now()): void {
-    // LB clocks may run slightly ahead; an event is never in the future of the console.
-    const time = Math.min(event.time, now);
+    // A request counts when it ended (its arrival plus its E2E time): that is when the LB reports it,
+    // so the newest buckets are complete up to the delivery lag alone. Counted at arrival, the last
+    // seconds of every window waited for the requests still running (steady 10 req/s of 3 s requests
+    // read 4–7). LB clocks may run slightly ahead; an event is never in the future of the console.
+    const time = Math.min(event.time + event.e2eMs, now);
     const start = Math.floor(time / this.bucketMs) * this.bucketMs;
     const bucket = this.bucketAt(start, now);
     if (!bucket) return;

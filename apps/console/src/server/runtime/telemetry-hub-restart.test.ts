@@ -109,6 +109,37 @@ test("an LB older than boot ids: the restart heartbeat and an event in one read,
   assert.deepEqual(asked, [0, 100, 0]);
 });
 
+test("an LB upgraded from one without boot ids: the new process's events count from its first", async () => {
+  const asked: TelemetryResume[] = [];
+  const upgraded = new TelemetryLog(1_024);
+  const line = (value: unknown) => `${JSON.stringify(value)}\n`;
+  const hub = startHub({
+    telemetry: async (_lb, resume, signal) => {
+      asked.push(resume);
+      const stream = new PassThrough();
+      if (asked.length === 1) {
+        // The older LB: 20 events and heartbeats without a boot id, then it goes down for the upgrade.
+        for (let seq = 1; seq <= 20; seq++)
+          stream.write(line({ type: "event", event: telemetryEvent({ seq, time: Date.now(), lbId: "lb-us", region: "us" }) }));
+        stream.end(line({ type: "heartbeat", seq: 20, time: Date.now() }));
+      } else {
+        // The upgraded process has finished 30 requests by the time the console is back.
+        if (upgraded.latestSeq === 0) for (let i = 1; i <= 30; i++) upgraded.append(body(i));
+        const sub = upgraded.subscribe(stream as unknown as ServerResponse, resume.since, 60_000, resume.boot ?? undefined);
+        signal.addEventListener("abort", () => {
+          sub.close();
+          stream.destroy(new Error("aborted"));
+        });
+      }
+      return { statusCode: 200, body: Object.assign(stream, { dump: async () => undefined }) } as unknown as TelemetryResponse;
+    },
+  });
+  await hub.start();
+  await waitFor(() => hub.status()[0]?.events === 50, 5_000, "20 events of the old LB and 30 of the upgraded one");
+  hub.stop();
+  assert.deepEqual(asked.at(-1), { since: 0, boot: upgraded.boot });
+});
+
 test("telemetry lag counts from when the LB finished the request, not from its arrival", async () => {
   const stream = new Readable({ read() {} });
   const hub = startHub({

@@ -233,10 +233,12 @@ export class TelemetryHub {
       sub.boot = boot;
       return "continue";
     }
-    if (seq < sub.status.lastSeq) {
-      // No boot id to go by (an older LB, or the first contact after our last seq was counted): a seq
-      // below ours means the sequence began again. Resubscribe from its start rather than skip its
-      // events as duplicates.
+    // A boot id where the last seq counted had none: that seq is an older LB's, and this is another
+    // process (the LB was upgraded), which served its own sequence from `since`, past its first events.
+    const upgraded = boot !== undefined && sub.boot === null && sub.status.lastSeq > 0;
+    if (upgraded || seq < sub.status.lastSeq) {
+      // Or no boot id to go by (an older LB): a seq below ours means the sequence began again.
+      // Resubscribe from its start rather than skip its events as duplicates.
       this.deps.log.info({ lbId, lastSeq: sub.status.lastSeq, lbSeq: seq }, "LB telemetry sequence restarted");
       sub.status.lastSeq = 0;
       sub.boot = boot ?? null;
