@@ -1,40 +1,22 @@
 // Issue 15 item 10: config pushes to an LB that is still starting are retried quietly (debug), and
 // only an LB that had answered and then stopped answering is worth a warning.
 import { strict as assert } from "node:assert";
-import { Writable } from "node:stream";
 import { after, describe, test } from "node:test";
 import { desc, eq } from "drizzle-orm";
-import pino from "pino";
 import type { LbConfig } from "@meridian/protocol";
 import { freePort } from "../testing/free-port";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
+import { loggedLines } from "../testing/log-lines";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
 import { createLb, deleteLb, setPolicy } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
 import { ConsoleRuntime } from "./runtime";
 
-interface LogLine {
-  level: number;
-  msg: string;
-  lbId?: string;
-}
-
-/** A pino destination that keeps each line, parsed, in `lines`. */
-function logSink(lines: LogLine[]): Writable {
-  return new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split("\n")) if (line.trim()) lines.push(JSON.parse(line) as LogLine);
-      done();
-    },
-  });
-}
-
 describe("config pushes while an LB starts", () => {
   let h: Harness;
   let lb: FakeLb | null = null;
-  const lines: LogLine[] = [];
-  const sink = logSink(lines);
+  const { log, lines } = loggedLines("debug");
   after(async () => {
     await h.close();
     await lb?.close();
@@ -42,7 +24,7 @@ describe("config pushes while an LB starts", () => {
 
   test("retries at debug until the LB first answers, warns once an LB that answered goes away", async () => {
     const port = await freePort();
-    h = await createHarness({}, pino({ level: "debug" }, sink));
+    h = await createHarness({}, log);
     await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
     await createLb(h.rt, OPERATOR, { name: "lb-us", url: `http://127.0.0.1:${port}`, region: "us-ashburn" }, "lb-us");
     await h.rt.publisher.start();
@@ -71,14 +53,13 @@ describe("config pushes while an LB starts", () => {
 
 describe("publishing every LB", () => {
   let h: Harness;
-  const lines: LogLine[] = [];
-  const sink = logSink(lines);
+  const { log, lines } = loggedLines("info");
   after(async () => {
     await h?.close();
   });
 
   test("an LB whose config cannot be built is logged and skipped; the other LBs still get their changes", async () => {
-    h = await createHarness({}, pino({ level: "info" }, sink));
+    h = await createHarness({}, log);
     await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
     // via-peer: each LB's config lists only its own replicas.
     await createLb(h.rt, OPERATOR, { name: "lb-a", url: "http://127.0.0.1:9", region: "us-ashburn", crossRegion: "via-peer" }, "lb-a");
@@ -117,15 +98,14 @@ describe("publishing every LB", () => {
 describe("starting the publisher", () => {
   let h: Harness;
   let lb: FakeLb | null = null;
-  const lines: LogLine[] = [];
-  const sink = logSink(lines);
+  const { log, lines } = loggedLines("info");
   after(async () => {
     await h?.close();
     await lb?.close();
   });
 
   test("an LB whose first config cannot be built is logged and skipped; the other LBs are pushed", async () => {
-    h = await createHarness({}, pino({ level: "info" }, sink));
+    h = await createHarness({}, log);
     await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
     // A replica URL the LB config schema refuses, stored before the services checked URLs by that
     // schema; lb-a (direct: every replica in its config), created after it, stays at version 0.

@@ -2,10 +2,9 @@
 // the start begun first stops at its next step. Both used to run to the end, and the first one's
 // reconcile timer, overwritten by the second's, kept running after the console stepped down.
 import { strict as assert } from "node:assert";
-import { Writable } from "node:stream";
 import { after, test } from "node:test";
-import { pino } from "pino";
 import { createHarness, type Harness } from "../testing/harness";
+import { loggedLines } from "../testing/log-lines";
 
 let h: Harness;
 after(async () => {
@@ -13,14 +12,8 @@ after(async () => {
 });
 
 test("elected, deposed while starting, elected again: the duties start once", async () => {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
-  h = await createHarness({}, pino({ level: "info" }, sink));
+  const { log, lines } = loggedLines();
+  h = await createHarness({}, log);
   const rt = h.rt as unknown as {
     startDuties(reconcileEveryMs: number): void;
     stopDuties(): void;
@@ -39,7 +32,7 @@ test("elected, deposed while starting, elected again: the duties start once", as
   rt.startDuties(60_000);
   await rt.dutiesStarting;
   assert.equal(tunerStarts, 1, "the tuners started once");
-  assert.equal(lines.filter((line) => line.includes("console duties started")).length, 1, "one set of duties");
+  assert.equal(lines.filter((line) => line.msg.includes("console duties started")).length, 1, "one set of duties");
   rt.stopDuties();
   assert.equal(rt.reconcileTimer, null, "stepping down leaves no reconcile timer");
 });

@@ -3,14 +3,13 @@
 // half its duties: no reconcile (edits made on other consoles never became config versions), no
 // credential keeper, and no other console could take over.
 import { strict as assert } from "node:assert";
-import { Writable } from "node:stream";
 import { after, test } from "node:test";
 import { desc, eq } from "drizzle-orm";
-import pino from "pino";
 import type { LbConfig } from "@meridian/protocol";
 import { createLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createHarness, type Harness, OPERATOR, waitFor } from "../testing/harness";
+import { loggedLines } from "../testing/log-lines";
 
 let h: Harness;
 after(async () => {
@@ -18,14 +17,8 @@ after(async () => {
 });
 
 test("a leader whose duties failed to start once retries them: a change made on another console is published", async () => {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
-  h = await createHarness({}, pino({ level: "info" }, sink));
+  const { log, lines } = loggedLines();
+  h = await createHarness({}, log);
   await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
   await createLb(h.rt, OPERATOR, { name: "lb-a", url: "http://127.0.0.1:9", region: "us-ashburn" }, "lb-a");
   // The first step of the duties' start meets one transient database error.
@@ -38,7 +31,7 @@ test("a leader whose duties failed to start once retries them: a change made on 
   };
   await h.rt.start();
   await waitFor(() => h.rt.leadership.view().isLeader, 10_000, "the console leads");
-  const messages = () => lines.map((line) => (JSON.parse(line) as { msg: string }).msg).filter((msg) => msg.startsWith("console duties"));
+  const messages = () => lines.map((line) => line.msg).filter((msg) => msg.startsWith("console duties"));
   await waitFor(() => messages().includes("console duties started (leader)"), 10_000, "the duties started on a retry");
   assert.deepEqual(messages(), ["console duties failed to start; retrying", "console duties started (leader)"]);
 

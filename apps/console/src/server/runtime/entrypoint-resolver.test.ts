@@ -3,9 +3,8 @@
 // alarm in the log, and back to its own LB once that answers again.
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
-import { Writable } from "node:stream";
-import pino from "pino";
 import { createHarness, OPERATOR, TEST_TOKEN, type Harness } from "../testing/harness";
+import { loggedLines } from "../testing/log-lines";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
 import { STARTUP_GRACE_MS } from "./lb-health";
 import { createLb, entrypointMap, listLbs } from "../services/lbs";
@@ -20,17 +19,11 @@ const RTT: [string, string, number][] = [
 describe("entrypoint resolution", () => {
   let h: Harness;
   const lbs: Record<string, FakeLb> = {};
-  const lines: { level: number; msg: string; region?: string; lbId?: string | null }[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split("\n")) if (line.trim()) lines.push(JSON.parse(line) as (typeof lines)[number]);
-      done();
-    },
-  });
+  const { log, lines } = loggedLines("info");
   const logged = (region: string) => lines.filter((l) => l.region === region && l.msg.startsWith("entrypoint"));
 
   before(async () => {
-    h = await createHarness({ failoverAfter: 2, autoFailover: false }, pino({ level: "info" }, sink));
+    h = await createHarness({ failoverAfter: 2, autoFailover: false }, log);
     for (const region of ["us-ashburn", "eu-frankfurt", "ap-seoul"]) {
       lbs[region] = await startFakeLb({ id: `lb-${region}`, region, token: TEST_TOKEN });
       await createRegion(h.rt, OPERATOR, { name: region });

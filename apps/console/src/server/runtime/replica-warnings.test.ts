@@ -1,10 +1,9 @@
 // Issue 15 item 11: an engine that joins without RTT emulation, or with a model its LB's clients do
 // not ask for, is flagged on the replicas page and in the log.
 import { strict as assert } from "node:assert";
-import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
-import pino from "pino";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
+import { loggedLines } from "../testing/log-lines";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
 import { createLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
@@ -104,16 +103,10 @@ describe("replicaWarnings", () => {
 describe("replica warnings in the console", () => {
   let h: Harness;
   const lbs: FakeLb[] = [];
-  const lines: { level: number; msg: string; replicaId?: string; kind?: string }[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split("\n")) if (line.trim()) lines.push(JSON.parse(line) as (typeof lines)[number]);
-      done();
-    },
-  });
+  const { log, lines } = loggedLines("info");
 
   before(async () => {
-    h = await createHarness({}, pino({ level: "info" }, sink));
+    h = await createHarness({}, log);
     for (const region of ["us-ashburn", "eu-frankfurt"]) {
       const rttMs = (replica: { id: string; region: string }) => (replica.id === NO_EMULATION ? 1 : RTT[region]![replica.region]!);
       const fake = await startFakeLb({ id: `lb-${region}`, region, token: TEST_TOKEN, rttMs });

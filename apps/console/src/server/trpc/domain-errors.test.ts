@@ -1,9 +1,7 @@
 // Issue 15 item 2 and issue 13 item 12: every kind of domain error reaches the operator as its 4xx
 // through the real tRPC handler, and is logged at info without a stack, never at error.
 import { strict as assert } from "node:assert";
-import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
-import pino from "pino";
 import { TRPCError } from "@trpc/server";
 import { join } from "node:path";
 import { openDb } from "@meridian/db";
@@ -13,35 +11,19 @@ import { handleLogin } from "../auth/login";
 import { LoginThrottle } from "../auth/rate-limit";
 import type * as ErrorsModule from "../errors";
 import { createHarness, type Harness } from "../testing/harness";
+import { loggedLines } from "../testing/log-lines";
 import { cookieOf, loginRequest, trpcCall } from "../testing/console-requests";
 import { call } from "./errors";
-
-interface LogLine {
-  level: number;
-  msg: string;
-  path?: string;
-  status?: number;
-  err?: { stack?: string };
-}
 
 describe("domain errors through tRPC", () => {
   let h: Harness;
   let cookie = "";
-  const lines: LogLine[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split("\n")) if (line.trim()) lines.push(JSON.parse(line) as LogLine);
-      done();
-    },
-  });
+  const { log, lines } = loggedLines("info");
   const mutate = (path: string, input: unknown) => trpcCall(h.rt, path, input, { cookie, mutation: true });
 
   before(async () => {
     // A simulator that never finishes on its own, so two runs fill the runner (ExperimentRunner stops it).
-    h = await createHarness(
-      { simCommand: () => ({ command: process.execPath, args: ["-e", "setInterval(() => {}, 1000)"], cwd: process.cwd() }) },
-      pino({ level: "info" }, sink),
-    );
+    h = await createHarness({ simCommand: () => ({ command: process.execPath, args: ["-e", "setInterval(() => {}, 1000)"], cwd: process.cwd() }) }, log);
     await ensureUsers(h.rt.store, { adminPassword: "admin-pass" });
     cookie = cookieOf(await handleLogin(h.rt, loginRequest({ username: "admin", password: "admin-pass" }), { throttle: new LoginThrottle() }));
     assert.equal((await mutate("regions.create", { name: "us-ashburn" })).status, 200);
@@ -218,7 +200,7 @@ describe("domain errors through tRPC", () => {
     }
     const errors = lines.filter((line) => line.level === 50);
     assert.equal(errors.length, 1);
-    assert.match(errors[0]!.err!.stack!, /TypeError: cannot read properties of undefined/);
+    assert.match((errors[0]?.err as { stack?: string } | undefined)?.stack ?? "", /TypeError: cannot read properties of undefined/);
   });
 
   test("PostgreSQL: a unique violation (another console won a race) is a 409, a deadlock a 503; both as drizzle wraps them", async () => {
