@@ -7,5 +7,6 @@ export interface PidLock {
 /** Taken (`replaced`: the PID of a stale lock it replaced, if any), or held by the live process `holder`. */
 export type LockAttempt = { ok: true; lock: PidLock; replaced: number | null } | { ok: false; holder: number };
 export function processStartTime(pid: number): string | null;
+export function processCommandLine(pid: number): string | null;
 export function pidLockHolder(path: string): number | null;
 export function acquirePidLock(path: string, options: { pid?: number | undefined; marker: string }): LockAttempt;

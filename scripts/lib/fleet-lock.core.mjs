@@ -39,7 +39,7 @@ function exists(pid) {
 }
 
 /** The process's command line, or null where /proc is not available or the process is gone. */
-function commandLine(pid) {
+export function processCommandLine(pid) {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
   } catch {
@@ -79,7 +79,7 @@ function holds(path, entry, self) {
     const start = processStartTime(entry.pid);
     if (start !== null) return start === entry.start;
   }
-  const command = commandLine(entry.pid);
+  const command = processCommandLine(entry.pid);
   return command === null || command.includes(entry.marker);
 }
 

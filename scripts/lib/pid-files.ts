@@ -14,6 +14,7 @@
 // stopLeftovers removes the temporary files such a fleet left.
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { processCommandLine } from "./fleet-lock.core.mjs";
 
 export function pidFilePath(dir: string, name: string): string {
   return join(dir, `${name}.pid`);
@@ -48,15 +49,6 @@ export function isAlive(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-/** The process's command line, or null where /proc is not available or the process is gone. */
-function processCommandLine(pid: number): string | null {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
-  } catch {
-    return null;
   }
 }
 
