@@ -64,6 +64,10 @@ export const weights = z.strictObject({
   queue: costWeight,
 });
 
+/** Cost weights as an LB reports them (state, telemetry): unknown keys are dropped, as in every
+ * object an LB writes, so a newer LB's extra field never costs an older console the whole object. */
+export const reportedWeights = z.object(weights.shape);
+
 /**
  * A tuner trial as an LB applies it (packages/tuner/README.md): sessions whose salted hash puts them in
  * the candidate arm (share of them) are routed with `candidate`, the rest with the config's weights.

@@ -21,13 +21,15 @@ export const NONCE_PATTERN = /^[A-Za-z0-9_-]{22,128}$/;
 
 const keyId = z.string().regex(LB_KEY_ID_PATTERN, { error: "expected 16 lowercase hex characters" });
 
-export const LbProofSchema = z.strictObject({
+// The proof and the status are LB-written: unknown keys are dropped (a newer LB's extra field must
+// not make an older console take it for an impostor). The update is console-written and strict.
+export const LbProofSchema = z.object({
   schema: schemaTag(LB_PROOF_SCHEMA),
   lbId: nonEmptyString,
   nonce: z.string().regex(NONCE_PATTERN),
   /** One entry per token the LB holds, newest first. */
   proofs: z
-    .array(z.strictObject({ keyId, mac: z.string().regex(/^[A-Za-z0-9_-]{43}$/) }))
+    .array(z.object({ keyId, mac: z.string().regex(/^[A-Za-z0-9_-]{43}$/) }))
     .max(8)
     .default(() => []),
 });
@@ -43,7 +45,7 @@ export const LbCredentialsUpdateSchema = z.strictObject({
     .default(() => []),
 });
 
-export const LbCredentialsStatusSchema = z.strictObject({
+export const LbCredentialsStatusSchema = z.object({
   schema: schemaTag(LB_CREDENTIALS_STATUS_SCHEMA),
   lbId: nonEmptyString,
   /** Key ids the LB accepts now, newest first. */

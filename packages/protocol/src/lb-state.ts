@@ -11,7 +11,7 @@ import {
   replicaState,
   timeMs,
   trial,
-  weights,
+  reportedWeights,
 } from "./common";
 import { makeParsers, schemaTag } from "./errors";
 
@@ -44,7 +44,8 @@ export const ReplicaCacheStateSchema = z.object({
   actualTokens: nonNegativeNumber,
   /** KV capacity in tokens in force, and where it came from. */
   capacityTokens: nonNegativeNumber.nullable(),
-  capacitySource: capacitySource.nullable(),
+  /** Unknown to this reader (a value a newer LB added): null, as unknown, rather than a refused state. */
+  capacitySource: capacitySource.nullable().catch(null),
   /** The replica's route budget and horizon in the index, and its routes now. */
   budgetBlocks: count.nullable(),
   horizonMs: nonNegativeNumber.nullable(),
@@ -52,7 +53,7 @@ export const ReplicaCacheStateSchema = z.object({
   /** Times this LB cleared the replica's routes, and the last time and why. */
   clears: count,
   lastClearAt: timeMs.nullable(),
-  lastClearReason: indexClearReason.nullable(),
+  lastClearReason: indexClearReason.nullable().catch(null),
 });
 
 export const ReplicaRuntimeStateSchema = z.object({
@@ -122,11 +123,12 @@ export const LbStateSchema = z.object({
   region: nonEmptyString,
   configVersion: z.int().nonnegative(),
   policy: policyName,
-  weights,
+  weights: reportedWeights,
   /** The tuner trial the LB is splitting its sessions by, if any. Read leniently, as the rest of the
-   * state is (a field a newer LB adds is dropped): strict, it made the console refuse that LB's whole
-   * state. The config's trial stays strict, so an LB refuses a trial field it does not know. */
-  trial: z.object(trial.shape).optional(),
+   * state is (a field a newer LB adds is dropped, its weights' too): strict, it made the console
+   * refuse that LB's whole state. The config's trial stays strict, so an LB refuses a trial field it
+   * does not know. */
+  trial: z.object({ ...trial.shape, candidate: reportedWeights }).optional(),
   crossRegion: crossRegionMode,
   startedAt: timeMs,
   replicas: z.array(ReplicaRuntimeStateSchema),

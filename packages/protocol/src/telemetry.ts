@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { count, nonEmptyString, nonNegativeNumber, policyName, timeMs, trialArm, weights } from "./common";
+import { count, nonEmptyString, nonNegativeNumber, policyName, reportedWeights, timeMs, trialArm } from "./common";
 import { makeParsers, ProtocolError, schemaTag } from "./errors";
 
 export const TELEMETRY_EVENT_SCHEMA = "meridian.telemetry-event/1";
@@ -21,7 +21,7 @@ export const TelemetryEventSchema = z.object({
   replicaId: nonEmptyString.nullable(),
   configVersion: z.int().nonnegative(),
   policy: policyName,
-  weights: weights.optional(),
+  weights: reportedWeights.optional(),
   inputTokens: count,
   predictedCachedTokens: count,
   /** From usage.prompt_tokens_details.cached_tokens; null when the replica did not report it. */
@@ -54,7 +54,7 @@ export const TelemetryEventLineSchema = z.object({
 
 /** The ring buffer no longer holds events a resuming client asked for; they are gone, say so. */
 export const TelemetryDroppedLineSchema = z
-  .strictObject({
+  .object({
     type: z.literal("dropped"),
     fromSeq: z.int().min(1),
     toSeq: z.int().min(1),

@@ -54,9 +54,13 @@ test("a peer LB's credential admits only a forwarded request (hop 1); where keys
   assert.deepEqual(forwarded.identity, { keyId: "peer", keyName: "lb-eu" });
   assert.equal(forwarded.forwardAuthorization, null);
   assert.equal(checkClient(`Bearer ${peer}`, 0, config(true), undefined, true).ok, false);
-  // A peer in a region without the rule forwarding its keyless client: refused here, as the client would be.
+  // A peer in a region without the rule forwarding its keyless client (on a report from before this
+  // LB required keys, or too old to send x-meridian-client-keyed): refused here, as the client would
+  // be, with a 503 the forwarding LB moves on (lb-core redispatch.ts), never a 401 its client
+  // (who needs no key at home) would get.
   const keyless = checkClient(`Bearer ${peer}`, 1, config(true));
   assert.equal(keyless.ok, false);
+  assert.ok(!keyless.ok && keyless.error.status === 503 && keyless.error.code === "client_key_required_here");
   assert.equal(checkClient(`Bearer ${peer}`, 1, config(false)).ok, true, "without the rule, any forward is admitted");
 });
 

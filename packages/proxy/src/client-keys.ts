@@ -59,6 +59,13 @@ const INVALID = "Incorrect API key provided. Ask the operator of this Meridian f
 const refusal = (message: string) =>
   new HttpError(401, message, "invalid_request_error", "invalid_api_key", null, { "www-authenticate": 'Bearer realm="meridian"' });
 
+const KEYLESS_FORWARD_REFUSED = new HttpError(
+  503,
+  "this region requires client API keys, and the forwarding LB's client presented none: try another target",
+  "server_error",
+  "client_key_required_here",
+);
+
 /**
  * `forwardedKeyed`: on a request a peer LB forwarded, that LB says its client presented a valid key
  * (x-meridian-client-keyed). Where keys are required, a peer's forward is admitted only then: a
@@ -88,7 +95,10 @@ export function checkClient(
   }
   const peerId = peerWithCredential(digest, config, compare);
   if (peerId !== null && hop >= 1) {
-    if (required && !forwardedKeyed) return { ok: false, reason: "missing", error: refusal(MISSING), keyId: null };
+    // A 503, not a 401: the forwarding LB moves a request on a 503 (to another target, or its own
+    // replicas), where a 401 would reach a client that needed no key in its own region. It forwarded on
+    // a report from before this LB required keys, or is older than the x-meridian-client-keyed header.
+    if (required && !forwardedKeyed) return { ok: false, reason: "missing", error: KEYLESS_FORWARD_REFUSED, keyId: null };
     return { ok: true, identity: { keyId: "peer", keyName: peerId }, forwardAuthorization: null };
   }
   if (required) return { ok: false, reason: "invalid", error: refusal(INVALID), keyId: null };

@@ -11,6 +11,7 @@ import { startFakeLb, type FakeLb } from "../testing/fake-lb";
 import { createLb, deleteLb, setPolicy } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
+import { ConfigPublisher } from "./config-publisher";
 import { ConsoleRuntime } from "./runtime";
 
 describe("config pushes while an LB starts", () => {
@@ -164,5 +165,48 @@ describe("a push loop whose LB was deleted on another console", () => {
     assert.equal(id, "lb-x", "the same id again");
     await waitFor(() => lb!.version > 0, 5_000, "the new LB's config pushed");
     assert.equal(lb.configs.at(-1)?.lbId, "lb-x");
+  });
+});
+
+describe("an LB that refuses every push", () => {
+  let h: Harness;
+  after(async () => {
+    await h?.close();
+  });
+
+  test("is pushed at the backoff's pace, not at every health round that reports its older version", async () => {
+    h = await createHarness();
+    await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+    await createLb(h.rt, OPERATOR, { name: "lb-old", url: "http://127.0.0.1:9", region: "us-ashburn" }, "lb-old");
+    let puts = 0;
+    const { log } = loggedLines("silent");
+    const publisher = new ConfigPublisher({
+      store: h.rt.store,
+      log,
+      lbClient: {
+        // An LB older than the config's schema: every push is refused (400).
+        putConfig: async () => {
+          puts += 1;
+          return { kind: "rejected", status: 400, message: 'lbConfig.schema: unknown version "meridian.lb-config/3"' };
+        },
+        state: async () => ({ state: null, error: null }),
+      },
+      leadership: { currentTerm: () => 0 },
+      metrics: { countConfigPush: () => undefined },
+    });
+    try {
+      await publisher.start();
+      await waitFor(() => puts === 1, 5_000, "the first, refused push");
+      const { loadBalancers } = h.rt.store.tables;
+      // Ten health rounds, each reading that the LB still runs version 0: none wakes the loop out of
+      // the backoff (at least 200 ms after a first refusal), so no push follows meanwhile.
+      for (let round = 0; round < 10; round += 1) {
+        const [row] = await h.rt.store.db.select().from(loadBalancers).where(eq(loadBalancers.id, "lb-old"));
+        await publisher.onReportedVersion(row!, 0);
+      }
+      assert.equal(puts, 1);
+    } finally {
+      publisher.stop();
+    }
   });
 });

@@ -56,6 +56,9 @@ interface PushLoop {
   status: PushStatus;
   /** The LB answered a push at least once (any HTTP answer). */
   answered: boolean;
+  /** The config version the LB last refused (400): its backoff is not cut short by the health
+   * monitor's version reports (an LB refusing every push got one every round, 2 s apart). */
+  refusedVersion: number | null;
 }
 
 export class ConfigPublisher {
@@ -179,7 +182,7 @@ export class ConfigPublisher {
       existing.signal.wake();
       return;
     }
-    const loop: PushLoop = { signal: new WakeSignal(), status: { lastAttemptAt: null, lastError: null }, answered: false };
+    const loop: PushLoop = { signal: new WakeSignal(), status: { lastAttemptAt: null, lastError: null }, answered: false, refusedVersion: null };
     this.loops.set(lbId, loop);
     void this.runLoop(lbId, loop).catch((error: unknown) => {
       this.deps.log.error({ lbId, err: error }, "config push loop crashed");
@@ -201,7 +204,7 @@ export class ConfigPublisher {
     if (version < lb.ackedVersion && previous !== undefined && lb.state !== "failed-over") {
       this.deps.log.warn({ lbId: lb.id, reported: version, acked: lb.ackedVersion }, "LB lost its config; re-pushing");
       await this.publish(lb.id, { force: true });
-    } else if (version < lb.configVersion) {
+    } else if (version < lb.configVersion && this.loops.get(lb.id)?.refusedVersion !== lb.configVersion) {
       this.kick(lb.id);
     }
   }
@@ -253,6 +256,7 @@ export class ConfigPublisher {
       const result = await this.deps.lbClient.putConfig({ id: lb.id, adminBase: lb.adminUrl ?? lb.url }, JSON.parse(row.json) as LbConfig);
       this.deps.metrics.countConfigPush(lbId, result.kind);
       if (result.kind !== "unreachable") loop.answered = true;
+      loop.refusedVersion = result.kind === "rejected" ? row.version : null;
       if (result.kind === "acked") {
         loop.status.lastError = null;
         attempt = 0;
