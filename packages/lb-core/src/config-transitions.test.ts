@@ -92,4 +92,21 @@ describe("a config pushed under load", () => {
       assert.equal(credited, 0, `${chosen}, now a new engine, is believed to hold ${credited} blocks`);
     });
   }
+
+  it("dynamo-kv: a re-pointed replica, a new idle engine, is not charged the old engine's requests still in flight", () => {
+    const lb = core({ policy: "dynamo-kv" });
+    // A long request in flight on whichever replica takes it; it does not end during the test.
+    const long = { ...input("s1"), keys: chatBlockKeys([{ role: "user", content: "long prompt ".repeat(2_000) }]), promptChars: 24_000 };
+    const busy = lb.route(lb.admit("busy", long, 0), 0);
+    assert.equal(busy.kind, "replica");
+    const chosen = busy.kind === "replica" ? busy.replicaId : "";
+    const other = chosen === "a" ? "b" : "a";
+    const repointed = (base.replicas ?? []).map((r) => (r.id === chosen ? { ...r, url: `http://${chosen}-new.test/` } : r));
+    lb.applyConfig(parseLbConfig({ ...base, policy: "dynamo-kv", version: 2, replicas: repointed }));
+    lb.probeSucceeded(chosen, 1);
+    const next = lb.route(lb.admit("n", input("s2"), 10), 10);
+    assert.ok(next.kind === "replica");
+    const cost = (id: string) => next.decision.scores.find((score) => score.id === id)?.score;
+    assert.equal(cost(chosen), cost(other), `the new idle engine ${chosen} costs ${cost(chosen)}, the idle ${other} ${cost(other)}`);
+  });
 });

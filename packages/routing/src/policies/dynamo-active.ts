@@ -79,6 +79,13 @@ export class ActiveSequences {
     if (this.requests.size > this.maxRequests) this.free(this.requests.keys().next().value as string);
   }
 
+  /** The worker left (or now names another engine): its book goes, and its live requests with it, so
+   * their later events change nothing (a new book under the same id starts empty). */
+  removeWorker(workerId: string): void {
+    this.workers.delete(workerId);
+    for (const [requestId, r] of this.requests) if (r.workerId === workerId) this.requests.delete(requestId);
+  }
+
   markPrefillCompleted(requestId: string): void {
     const r = this.requests.get(requestId);
     if (r === undefined || r.prefillTokens === 0) return;

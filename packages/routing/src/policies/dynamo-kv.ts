@@ -108,8 +108,11 @@ export function createDynamoKvPolicy(options: DynamoKvOptions = {}): Policy {
     },
     observe(event: PolicyEvent) {
       checkPolicyEvent(event);
-      // Its requests still in flight end as usual (their "complete" frees their load).
-      if (event.kind === "replica-removed") return void index?.removeReplica(event.replicaId);
+      if (event.kind === "replica-removed") {
+        // Dynamo drops a worker that leaves: what it held and the load booked on it.
+        index?.removeReplica(event.replicaId);
+        return active.removeWorker(event.replicaId);
+      }
       if (event.kind === "first-token") return active.markPrefillCompleted(event.requestId);
       if (event.kind === "complete") return active.free(event.requestId);
       const { request, replicaId } = event;

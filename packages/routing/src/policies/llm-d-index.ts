@@ -8,8 +8,8 @@
 //
 // Bounded: each server's LRU holds at most its capacity (fixed when the server is first added, as
 // llm-d sizes it at that moment), and the hash map holds only hashes some LRU holds. llm-d also drops
-// the LRU of a pod that left the pool (checked every 2 minutes); a policy does not see the pool, so a
-// removed replica's LRU stays, which bounds memory by the replica ids ever seen × their capacity.
+// the LRU of a pod that left the pool (checked every 2 minutes): removeServer, when the LB core says
+// a replica left or now names another engine; its next add sizes its LRU afresh, for that engine.
 
 import type { BlockKey } from "../types";
 
@@ -35,8 +35,10 @@ export class LlmdPrefixIndexer {
       this.servers.set(serverId, s);
       this.serverIds.push(serverId);
       this.lrus.push(new Map());
-      this.capacities.push(Math.max(1, Math.floor(capacity)));
+      this.capacities.push(0);
     }
+    // 0: not sized yet (a new server, or one removed since: another engine, maybe another size).
+    if (this.capacities[s] === 0) this.capacities[s] = Math.max(1, Math.floor(capacity));
     const lru = this.lrus[s] as Map<BlockKey, true>;
     const cap = this.capacities[s] as number;
     for (const h of hashes) {
@@ -59,6 +61,7 @@ export class LlmdPrefixIndexer {
     const lru = this.lrus[s] as Map<BlockKey, true>;
     for (const h of lru.keys()) this.dropHolder(h, s);
     lru.clear();
+    this.capacities[s] = 0;
   }
 
   /** Per server number, the hashes it holds on the greedy walk; `counts` is reset and filled. */

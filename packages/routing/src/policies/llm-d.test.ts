@@ -108,6 +108,26 @@ describe("llm-d: the approximate prefix index", () => {
     );
   });
 
+  it("forgets a replica that left or was re-pointed, and sizes its next LRU for the engine there now", () => {
+    const policy = createPolicy("llm-d");
+    const req = request(64); // 64 keys of 16 tokens: 16 llm-d blocks
+    // The old engine at `a`: a KV cache of one llm-d block.
+    policy.select(req, [candidate("a", { kvCapacityTokens: 64 }), candidate("b")], context());
+    dispatch(policy, "1", req, "a");
+    assert.equal(policy.select(req, [candidate("a"), candidate("b")], context()).scores[0]?.matchedBlocks, 0, "one block held, the prompt's last");
+    policy.observe?.({ kind: "replica-removed", replicaId: "a" });
+    // The new engine at `a`: a large cache, as `b` has.
+    const big = [candidate("a", { kvCapacityTokens: 1_000_000 }), candidate("b", { kvCapacityTokens: 1_000_000 })];
+    policy.select(req, big, context());
+    dispatch(policy, "2", req, "a");
+    dispatch(policy, "3", req, "b");
+    const d = policy.select(req, big, context());
+    assert.deepEqual(
+      d.scores.map((s) => s.matchedBlocks),
+      [64, 64],
+    );
+  });
+
   it("learns only from dispatch events", () => {
     const policy = createPolicy("llm-d");
     const cs = [candidate("a"), candidate("b")];

@@ -1,5 +1,9 @@
 // Rolling windows over the telemetry stream for the overview: time buckets of `bucketMs`, the last
-// `bucketCount` of them kept. Pure (time comes from the events and the `now` arguments).
+// `bucketCount` of them kept. Pure (time comes from the events and the `now` arguments). A bucket
+// holds the requests that ended in it, every figure of them (rate, errors, TTFT, shares): that is
+// when an LB reports a request, and what the tuner scores. So a long stream's TTFT shows when the
+// stream ends, not when its first token came; a chart by first-token time would keep changing
+// buckets that look complete.
 import "server-only";
 import type { TelemetryEvent } from "@meridian/protocol";
 // The tuner's nearest-rank percentile, so the overview's p95 is the same statistic the tuner scores.
