@@ -1,5 +1,5 @@
 import { strict as assert } from "node:assert";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -7,6 +7,7 @@ import { databaseNowMs } from "@meridian/db";
 import { eq, sql } from "drizzle-orm";
 import pino from "pino";
 import { createHarness, OPERATOR, waitFor, type Harness } from "../testing/harness";
+import { loggedLines } from "../testing/log-lines";
 import { experimentStatus, listExperiments, listTraces, runExperiment, saveExperiment } from "../services/experiments";
 import { ExperimentRunner, parseProgress, simArgs } from "./experiment-runner";
 
@@ -176,6 +177,50 @@ describe("experiments", () => {
     const row = await stateOf();
     assert.equal(row?.state, "failed");
     assert.equal(row?.error, "interrupted: its console stopped");
+  });
+
+  test("a run that ends while the database refuses writes keeps its outcome and records it once the database takes writes again", async () => {
+    const { store } = h.rt;
+    const { experiments } = store.tables;
+    // The database refuses every UPDATE while `refusing` (another process holds SQLite's write
+    // lock, PostgreSQL restarts): the store as the runner sees it, everything else as is.
+    let refusing = false;
+    const refused = () => ({ set: () => ({ where: () => Promise.reject(new Error("SQLITE_BUSY: database is locked")) }) });
+    const db = new Proxy(store.db, {
+      get: (target, key) => (key === "update" && refusing ? refused : Reflect.get(target, key, target)),
+    });
+    const { log, lines } = loggedLines("info");
+    const cwd = join(scratch, "refused");
+    mkdirSync(cwd);
+    const runner = new ExperimentRunner({
+      store: { ...store, db },
+      log,
+      runnerId: "console-refused",
+      repoRoot: h.rt.options.repoRoot,
+      simCommand: (a) => ({ command: process.execPath, args: [join(scratch, "fake-sim.mjs"), ...a], cwd }),
+      traceDirs: [],
+    });
+    const stateOf = async () => (await store.db.select().from(experiments).where(eq(experiments.id, id)))[0];
+    const id = await runner.start({ traceId: "bundled", timeScale: 1, policies: ["gorgo"] }, "admin");
+    try {
+      refusing = true;
+      writeFileSync(join(cwd, "go"), "");
+      // The simulation ended, and its outcome was refused twice: it is being written again.
+      await waitFor(() => lines.filter((line) => line.msg.startsWith("experiment outcome not recorded")).length >= 2, 15_000, "two refused writes");
+      assert.equal((await stateOf())?.state, "running");
+      refusing = false;
+      const row = await waitFor(async () => {
+        const current = await stateOf();
+        return current?.state === "done" ? current : null;
+      });
+      assert.equal(row.error, null);
+      assert.equal(row.progress, 1);
+      assert.equal((JSON.parse(row.resultJson ?? "null") as { policies: { name: string }[] }).policies[0]?.name, "gorgo");
+      assert.equal(row.runnerExpiresAt, null);
+    } finally {
+      await runner.stop();
+    }
+    assert.equal((await stateOf())?.state, "done", "stopping the console afterwards leaves the recorded outcome alone");
   });
 
   test("a console restarted with the same id (a fixed MERIDIAN_CONSOLE_ID) marks the run its killed process left running interrupted", async () => {

@@ -7,7 +7,9 @@
 // while the child runs. Rows still "running" whose runner stopped vouching (its console crashed or was
 // killed) are marked interrupted by whichever console sweeps first; a live console's runs are left
 // alone. The expiry is written and judged on the database's clock (databaseNowMs), not the consoles':
-// a console whose clock runs ahead does not mark a live console's runs interrupted.
+// a console whose clock runs ahead does not mark a live console's runs interrupted. A run that ended
+// while the database refused writes (locked by another process, unreachable) keeps its outcome in
+// memory, written again with backoff and vouched for meanwhile, until the database takes it.
 import "server-only";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -23,6 +25,9 @@ const MAX_CONCURRENT = 2;
 /** How long a runner's word lasts, and how often it is renewed (and other consoles' leftovers swept). */
 const RUNNER_TTL_MS = 30_000;
 const RUNNER_RENEW_MS = 10_000;
+/** A finished run's outcome the database refused is written again after this, doubling up to the max. */
+const OUTCOME_RETRY_FIRST_MS = 250;
+const OUTCOME_RETRY_MAX_MS = 5_000;
 
 export interface TraceInfo {
   id: string;
@@ -108,8 +113,21 @@ interface Running {
   progress: number;
 }
 
+/** How a run ended, as its row records it. */
+interface Outcome {
+  state: "done" | "failed";
+  progress: number | undefined;
+  resultJson: string | null;
+  error: string | null;
+  finishedAt: number;
+}
+
 export class ExperimentRunner {
   private readonly running = new Map<string, Running>();
+  /** Runs that ended and whose outcome the database has not taken yet (it refused the write): kept
+   * here, written again with backoff until it does, and vouched for meanwhile as running ones are. */
+  private readonly finished = new Map<string, Outcome>();
+  private readonly outcomeRetries = new Map<string, NodeJS.Timeout>();
   private sweeper: NodeJS.Timeout | null = null;
   private readonly now: () => number;
 
@@ -128,13 +146,23 @@ export class ExperimentRunner {
     this.sweeper.unref();
   }
 
-  /** Kills this console's simulations and marks their rows interrupted (nobody will finish them). */
+  /** Kills this console's simulations and marks their rows interrupted (nobody will finish them).
+   * Outcomes still waiting for the database get one last write; one it refuses is lost (logged). */
   async stop(): Promise<void> {
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = null;
     const ids = [...this.running.keys()];
     for (const { child } of this.running.values()) child.kill("SIGTERM");
     this.running.clear();
+    for (const timer of this.outcomeRetries.values()) clearTimeout(timer);
+    this.outcomeRetries.clear();
+    const unrecorded = [...this.finished];
+    this.finished.clear();
+    for (const [id, outcome] of unrecorded) {
+      await this.writeOutcome(id, outcome).catch((error: unknown) =>
+        this.deps.log.error({ experimentId: id, err: error }, "experiment outcome lost: the console stopped before the database took it"),
+      );
+    }
     if (ids.length === 0) return;
     const { db, tables } = this.deps.store;
     const { experiments } = tables;
@@ -145,7 +173,8 @@ export class ExperimentRunner {
   }
 
   private async sweep(): Promise<void> {
-    if (this.running.size > 0) {
+    // A finished run whose outcome is not written yet is vouched for too: it is not interrupted.
+    if (this.running.size > 0 || this.finished.size > 0) {
       const { db, tables } = this.deps.store;
       const { experiments } = tables;
       await db
@@ -246,23 +275,49 @@ export class ExperimentRunner {
     return id;
   }
 
-  /** Records how the child ended (called from its events: failures are logged, not thrown). */
+  /** Records how the child ended (called from its events: failures are logged, not thrown). The
+   * outcome stays in memory until the database took it: a refused write is made again with backoff. */
   private finish(id: string, outcome: { result?: unknown; error?: string }): void {
     if (!this.running.has(id)) return;
+    this.finished.set(id, {
+      state: outcome.error ? "failed" : "done",
+      progress: outcome.error ? undefined : 1,
+      resultJson: outcome.result === undefined ? null : JSON.stringify(outcome.result),
+      error: outcome.error ?? null,
+      finishedAt: this.now(),
+    });
     this.running.delete(id);
+    this.recordOutcome(id, 1);
+  }
+
+  private writeOutcome(id: string, outcome: Outcome): Promise<unknown> {
     const { db, tables } = this.deps.store;
     const { experiments } = tables;
-    db.update(experiments)
-      .set({
-        state: outcome.error ? "failed" : "done",
-        progress: outcome.error ? undefined : 1,
-        resultJson: outcome.result === undefined ? null : JSON.stringify(outcome.result),
-        error: outcome.error ?? null,
-        finishedAt: this.now(),
-        runnerExpiresAt: null,
-      })
-      .where(eq(experiments.id, id))
-      .catch((error: unknown) => this.deps.log.error({ experimentId: id, err: error }, "experiment outcome not recorded"));
+    return db
+      .update(experiments)
+      .set({ ...outcome, runnerExpiresAt: null })
+      .where(eq(experiments.id, id));
+  }
+
+  /** Writes the finished run's outcome; until that succeeds, again after a backoff (stop() ends it). */
+  private recordOutcome(id: string, attempt: number): void {
+    this.outcomeRetries.delete(id);
+    const outcome = this.finished.get(id);
+    if (!outcome) return;
+    this.writeOutcome(id, outcome).then(
+      () => {
+        if (this.finished.get(id) === outcome) this.finished.delete(id);
+      },
+      (error: unknown) => {
+        // Stopped meanwhile: stop() made the last attempt.
+        if (this.finished.get(id) !== outcome) return;
+        const retryInMs = Math.min(OUTCOME_RETRY_FIRST_MS * 2 ** (attempt - 1), OUTCOME_RETRY_MAX_MS);
+        this.deps.log.error({ experimentId: id, err: error, attempt, retryInMs }, "experiment outcome not recorded; retrying");
+        const timer = setTimeout(() => this.recordOutcome(id, attempt + 1), retryInMs);
+        timer.unref();
+        this.outcomeRetries.set(id, timer);
+      },
+    );
   }
 
   /** Rows left "running" whose runner no longer vouches for them (its console died, or a console
@@ -273,7 +328,7 @@ export class ExperimentRunner {
   async recoverInterrupted(): Promise<void> {
     const { db, tables } = this.deps.store;
     const { experiments } = tables;
-    const ours = [...this.running.keys()];
+    const ours = [...this.running.keys(), ...this.finished.keys()];
     await db
       .update(experiments)
       .set({ state: "failed", error: "interrupted: its console stopped", finishedAt: this.now(), runnerExpiresAt: null })

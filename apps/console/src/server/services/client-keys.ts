@@ -8,6 +8,7 @@ import { MAX_CLIENT_KEYS_PER_CONFIG } from "@meridian/protocol";
 import { generateClientKey, newClientKeyId, sha256Hex } from "@meridian/protocol/credentials";
 import { type Actor, recordAudit } from "../audit-trail";
 import { busy, conflict, notFound, precondition } from "../errors";
+import { afterCommit } from "./after-commit";
 import type { ServiceRuntime } from "./context";
 import { requireRegion } from "./regions";
 
@@ -89,7 +90,7 @@ export async function createClientKey(
     await recordAudit(tx, actor, "client-key.create", `client-key:${id}`, null, { id, name: input.name, region: region.name });
     return { id, name: input.name, region: region.name, key };
   });
-  await rt.publisher.publishAll();
+  await afterCommit(rt, "client-key.create", { publish: () => rt.publisher.publishAll() });
   return created;
 }
 
@@ -104,7 +105,7 @@ export async function revokeClientKey(rt: ServiceRuntime, actor: Actor, input: {
     await tx.db.update(clientKeys).set({ revokedAt, revokedBy: actor.username }).where(eq(clientKeys.id, input.id));
     await recordAudit(tx, actor, "client-key.revoke", `client-key:${input.id}`, { id: before.id, name: before.name }, { revokedAt });
   });
-  await rt.publisher.publishAll();
+  await afterCommit(rt, "client-key.revoke", { publish: () => rt.publisher.publishAll() });
 }
 
 /** Turns "keys required" on or off for a region's LBs. Turning it on needs an active key, so an
@@ -124,5 +125,5 @@ export async function setClientKeysRequired(rt: ServiceRuntime, actor: Actor, in
     await tx.db.update(regions).set({ clientKeysRequired: input.required }).where(eq(regions.id, region.id));
     await recordAudit(tx, actor, "region.client-keys-required", `region:${region.id}`, { required: region.clientKeysRequired }, { required: input.required });
   });
-  await rt.publisher.publishAll();
+  await afterCommit(rt, "region.client-keys-required", { publish: () => rt.publisher.publishAll() });
 }

@@ -2,6 +2,7 @@
 // services call, nothing more. ConsoleRuntime (runtime/runtime.ts, the composition root) satisfies
 // it; services never import the root, so the root can import them without a cycle.
 import "server-only";
+import type { Logger } from "pino";
 import type { Store } from "@meridian/db";
 import type { AutoFailback } from "../runtime/auto-failback";
 import type { ConfigPublisher } from "../runtime/config-publisher";
@@ -18,6 +19,8 @@ export interface ServiceRuntime {
   /** The console's database (SQLite or PostgreSQL): services query `store.db` with `store.tables`,
    * and write through `store.transaction` when a change spans rows. */
   readonly store: Store;
+  /** Where a follow-up that failed after an operator's change committed is reported (after-commit.ts). */
+  readonly log: Logger;
   readonly lbHealth: Pick<LbHealthBook, "lb" | "replica" | "forget">;
   readonly publisher: Pick<ConfigPublisher, "publish" | "publishAll" | "forget" | "status">;
   readonly telemetry: Pick<TelemetryHub, "sync" | "stats" | "status">;

@@ -8,6 +8,7 @@ import type { LoadBalancerRow, Queryable } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
 import { notFound, precondition } from "../errors";
 import { insertToken, lbTokenRows } from "../runtime/lb-token-rows";
+import { afterCommit } from "./after-commit";
 import type { ServiceRuntime } from "./context";
 
 export interface LbCredentialView {
@@ -82,9 +83,12 @@ export async function issueLbToken(rt: ServiceRuntime, actor: Actor, input: { id
     await recordAudit(tx, actor, "lb.token.issue", `lb:${input.id}`, before.length > 0 ? { keyIds: before } : null, { keyId: issued.keyId });
     return issued;
   });
-  await rt.lbProofs.forget(input.id);
-  await rt.publisher.publishAll();
-  await rt.credentials.wake();
+  // Saved: the answer carries the token whatever its follow-ups do.
+  await afterCommit(rt, "lb.token.issue", {
+    proofs: () => rt.lbProofs.forget(input.id),
+    publish: () => rt.publisher.publishAll(),
+    credentials: () => rt.credentials.wake(),
+  });
   return { id: input.id, keyId, token };
 }
 
@@ -111,7 +115,6 @@ export async function rotateLbToken(rt: ServiceRuntime, actor: Actor, input: { i
     await recordAudit(tx, actor, "lb.token.rotate", `lb:${input.id}`, { current: current.keyId }, { pending: next.keyId });
     return next;
   });
-  await rt.publisher.publishAll();
-  await rt.credentials.wake();
+  await afterCommit(rt, "lb.token.rotate", { publish: () => rt.publisher.publishAll(), credentials: () => rt.credentials.wake() });
   return { id: input.id, keyId };
 }

@@ -9,6 +9,7 @@ import { conflict, invalid, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
 import type { EntrypointResolution } from "../runtime/entrypoint-resolver";
 import type { FailoverResult } from "../runtime/failover";
+import { afterCommit } from "./after-commit";
 import type { ServiceRuntime } from "./context";
 import { assignDefaultHomes } from "./home-lb";
 import { newId } from "./ids";
@@ -160,9 +161,12 @@ export async function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput,
     await assignDefaultHomes(tx, actor, region.id);
     return { id, ...(await issueFirstToken(rt, tx, actor, id)) };
   });
-  await rt.tuners.ensure(id);
-  await rt.publisher.publishAll();
-  await rt.telemetry.sync();
+  // The LB and its token are saved: the answer carries the token whatever its follow-ups do.
+  await afterCommit(rt, "lb.create", {
+    tuner: () => rt.tuners.ensure(id),
+    publish: () => rt.publisher.publishAll(),
+    telemetry: () => rt.telemetry.sync(),
+  });
   return { id, keyId, token };
 }
 
@@ -217,8 +221,7 @@ export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: st
     await recordAudit(tx, actor, "lb.update", `lb:${input.id}`, before, after);
     if (moved) await assignDefaultHomes(tx, actor, after.regionId);
   });
-  await rt.publisher.publishAll();
-  await rt.telemetry.sync();
+  await afterCommit(rt, "lb.update", { publish: () => rt.publisher.publishAll(), telemetry: () => rt.telemetry.sync() });
 }
 
 /** An LB that leaves its region (deleted, or moved to another) may not leave anything of it behind:
@@ -285,12 +288,14 @@ export async function deleteLb(rt: ServiceRuntime, actor: Actor, input: { id: st
     await handOverEntrypoints(tx, heldAway, { keepUnlessReplaced: true });
     await recordAudit(tx, actor, "lb.delete", `lb:${input.id}`, before, null);
   });
-  await rt.tuners.forget(input.id);
-  await rt.publisher.forget(input.id);
-  await rt.lbHealth.forget(input.id);
-  await rt.lbProofs.forget(input.id);
-  await rt.telemetry.sync();
-  await rt.publisher.publishAll();
+  await afterCommit(rt, "lb.delete", {
+    tuner: () => rt.tuners.forget(input.id),
+    pushes: () => rt.publisher.forget(input.id),
+    health: () => rt.lbHealth.forget(input.id),
+    proofs: () => rt.lbProofs.forget(input.id),
+    telemetry: () => rt.telemetry.sync(),
+    publish: () => rt.publisher.publishAll(),
+  });
 }
 
 export async function setPolicy(rt: ServiceRuntime, actor: Actor, input: { id: string; policy: string; crossRegion: CrossRegion }): Promise<void> {
@@ -309,7 +314,7 @@ export async function setPolicy(rt: ServiceRuntime, actor: Actor, input: { id: s
       { policy, crossRegion: input.crossRegion },
     );
   });
-  await rt.publisher.publish(input.id);
+  await afterCommit(rt, "lb.set-policy", { publish: () => rt.publisher.publish(input.id) });
 }
 
 export async function failoverLb(rt: ServiceRuntime, actor: Actor, input: { id: string }): Promise<FailoverResult> {

@@ -4,6 +4,7 @@ import { eq, or } from "drizzle-orm";
 import type { Queryable, RegionRow } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, notFound, precondition } from "../errors";
+import { afterCommit } from "./after-commit";
 import type { ServiceRuntime } from "./context";
 import { defaultHomeLb } from "./home-lb";
 import { newId } from "./ids";
@@ -111,7 +112,7 @@ export async function updateRegion(
     return after.name !== before.name;
   });
   // LB configs carry region names.
-  if (renamed) await rt.publisher.publishAll();
+  if (renamed) await afterCommit(rt, "region.update", { publish: () => rt.publisher.publishAll() });
 }
 
 export async function deleteRegion(rt: ServiceRuntime, actor: Actor, input: { id: string }): Promise<void> {

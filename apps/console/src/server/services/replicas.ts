@@ -10,6 +10,7 @@ import { effectiveHome } from "../runtime/config-builder";
 import { indexStatus, type IndexStatus } from "../runtime/index-status";
 import { replicaWarningsFrom, type ReplicaWarning } from "../runtime/replica-warnings";
 import type { CachePoint, SharePoint } from "../runtime/rolling-stats";
+import { afterCommit } from "./after-commit";
 import type { ServiceRuntime } from "./context";
 import { defaultHomeLb, rehomedTarget } from "./home-lb";
 import { newId } from "./ids";
@@ -160,7 +161,7 @@ export async function createReplica(rt: ServiceRuntime, actor: Actor, input: Rep
     await recordAudit(tx, actor, "replica.create", `replica:${id}`, null, row);
     return id;
   });
-  await rt.publisher.publishAll();
+  await afterCommit(rt, "replica.create", { publish: () => rt.publisher.publishAll() });
   return { id };
 }
 
@@ -213,7 +214,7 @@ export async function updateReplica(rt: ServiceRuntime, actor: Actor, input: { i
       .where(eq(replicas.id, input.id));
     await recordAudit(tx, actor, "replica.update", `replica:${input.id}`, before, after);
   });
-  await rt.publisher.publishAll();
+  await afterCommit(rt, "replica.update", { publish: () => rt.publisher.publishAll() });
 }
 
 export async function setReplicaState(rt: ServiceRuntime, actor: Actor, input: { id: string; state: ReplicaState }): Promise<void> {
@@ -231,7 +232,7 @@ export async function setReplicaState(rt: ServiceRuntime, actor: Actor, input: {
       { state: input.state },
     );
   });
-  await rt.publisher.publishAll();
+  await afterCommit(rt, "replica.set-state", { publish: () => rt.publisher.publishAll() });
 }
 
 export async function deleteReplica(rt: ServiceRuntime, actor: Actor, input: { id: string }): Promise<void> {
@@ -242,5 +243,5 @@ export async function deleteReplica(rt: ServiceRuntime, actor: Actor, input: { i
     await tx.db.delete(replicas).where(eq(replicas.id, input.id));
     await recordAudit(tx, actor, "replica.delete", `replica:${input.id}`, before, null);
   });
-  await rt.publisher.publishAll();
+  await afterCommit(rt, "replica.delete", { publish: () => rt.publisher.publishAll() });
 }

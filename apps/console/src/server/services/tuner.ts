@@ -3,9 +3,11 @@
 import "server-only";
 import { eq } from "drizzle-orm";
 import { type Actor, recordAudit } from "../audit-trail";
-import { notFound } from "../errors";
+import { DomainError, notFound } from "../errors";
+import { currentRun } from "../runtime/tuner-runs";
 import { FLEET, type TunerScope } from "../runtime/tuner-scope";
 import type { TunerSettingsPatch } from "../runtime/tuner-service";
+import { afterCommit, ChangeMaybeSavedError } from "./after-commit";
 import type { ServiceRuntime } from "./context";
 
 export { TUNER_SCOPES } from "../runtime/tuner-scope";
@@ -41,13 +43,39 @@ async function snapshot(rt: ServiceRuntime, key: string) {
   };
 }
 
+/** The tuner's run as the database holds it: which run, at which revision (every write moves it). */
+async function revisionOf(rt: ServiceRuntime, target: TunerTarget): Promise<string> {
+  const run = await currentRun(rt.store, target.lbId ?? null);
+  return run ? `${run.id}@${run.updatedAt}` : "none";
+}
+
+/** The answer to a change that failed: as is when nothing was written (a refusal, or a database error
+ * before the run was written); "may have been saved" once the run was written (the tuner service
+ * writes the run, then pushes it: a failed push leaves the change saved) or when that is unknown. */
+async function failedChange(rt: ServiceRuntime, target: TunerTarget, revision: string, error: unknown): Promise<unknown> {
+  if (error instanceof DomainError) return error;
+  const now = await revisionOf(rt, target).catch(() => undefined);
+  if (now === revision) return error;
+  rt.log.error({ lbId: target.lbId ?? null, err: error }, "tuner change failed after its run may have been written");
+  return new ChangeMaybeSavedError(
+    "the console's database failed while the tuner's change was being applied, after its run was written: the change may be saved, reload to check before retrying",
+    { cause: error },
+  );
+}
+
 async function audited(rt: ServiceRuntime, actor: Actor, action: string, target: TunerTarget, change: () => unknown): Promise<void> {
   if (target.lbId !== undefined) await requireLb(rt, target.lbId);
   const key = keyOf(target);
   const before = await snapshot(rt, key);
-  await change();
-  const after = await snapshot(rt, key);
-  await recordAudit(rt.store, actor, action, target.lbId !== undefined ? `lb:${target.lbId}` : "fleet", before, after);
+  const revision = await revisionOf(rt, target);
+  try {
+    await change();
+  } catch (error) {
+    throw await failedChange(rt, target, revision, error);
+  }
+  // The change is saved: a failed audit row is logged (with the change), not answered as a failure.
+  const where = target.lbId !== undefined ? `lb:${target.lbId}` : "fleet";
+  await afterCommit(rt, action, { audit: async () => await recordAudit(rt.store, actor, action, where, before, await snapshot(rt, key)) });
 }
 
 export async function tunerByLb(rt: ServiceRuntime, input: { lbId: string }) {
@@ -67,7 +95,9 @@ export async function tunerScope(rt: ServiceRuntime): Promise<{ scope: TunerScop
 export async function setTunerScope(rt: ServiceRuntime, actor: Actor, input: { scope: TunerScope }): Promise<void> {
   const before = await rt.tuners.scope();
   await rt.tuners.setScope(input.scope);
-  await recordAudit(rt.store, actor, "tuner.scope", "fleet", { scope: before }, { scope: await rt.tuners.scope() });
+  await afterCommit(rt, "tuner.scope", {
+    audit: async () => await recordAudit(rt.store, actor, "tuner.scope", "fleet", { scope: before }, { scope: await rt.tuners.scope() }),
+  });
 }
 
 export async function startTuner(rt: ServiceRuntime, actor: Actor, input: TunerTarget): Promise<void> {

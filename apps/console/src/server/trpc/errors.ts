@@ -2,6 +2,7 @@
 import "server-only";
 import { TRPCError, type TRPC_ERROR_CODE_KEY } from "@trpc/server";
 import { DomainError, type DomainErrorKind } from "../errors";
+import { isChangeMaybeSaved } from "../services/after-commit";
 
 const CODES: Record<DomainErrorKind, TRPC_ERROR_CODE_KEY> = {
   "not-found": "NOT_FOUND",
@@ -23,7 +24,8 @@ function driverCode(error: unknown): string | undefined {
 }
 
 /** SQLite's "another connection holds the write lock" (SQLITE_BUSY and its extended codes): the
- * operator's change was not made and can be retried. */
+ * operator's change was not made and can be retried. Services make sure of "not made": an error after
+ * their transaction committed never reaches here as a database error (services/after-commit.ts). */
 function isDatabaseBusy(error: unknown): boolean {
   return driverCode(error)?.startsWith("SQLITE_BUSY") === true;
 }
@@ -36,6 +38,8 @@ const PG_UNIQUE_VIOLATION = "23505";
 
 function toTRPCError(error: unknown): unknown {
   if (error instanceof DomainError) return new TRPCError({ code: CODES[error.kind], message: error.message, cause: error });
+  // Before the database's codes: its cause is one, but the change may be saved (never "nothing was changed").
+  if (isChangeMaybeSaved(error)) return new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: error.message, cause: error });
   const code = driverCode(error);
   if (isDatabaseBusy(error)) {
     return new TRPCError({
