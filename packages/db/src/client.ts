@@ -8,6 +8,15 @@ import * as schema from "./schema/index";
 
 export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
 
+/** How long one statement waits, inside SQLite's busy handler, for a lock another process (the
+ * migrate step, a second console, an operator's sqlite3 shell) holds. better-sqlite3 is synchronous:
+ * the whole process, its event loop included, waits this long. So it is short, and the store
+ * (sqlite-store.ts) retries a write refused with SQLITE_BUSY asynchronously, with backoff, instead. */
+const SQLITE_BUSY_TIMEOUT_MS = 20;
+/** The migration's own wait for a lock: it runs at start-up (or in the migrate step), before any
+ * request is served, and failing it fails the start. */
+const MIGRATE_BUSY_TIMEOUT_MS = 5_000;
+
 /** Opens (creating when missing) the SQLite file at `path` (":memory:" for tests), in WAL mode with
  * foreign keys enforced. */
 export function openDb(path: string): Db {
@@ -15,8 +24,9 @@ export function openDb(path: string): Db {
   const sqlite = new Database(path);
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("foreign_keys = ON");
-  // Several processes (console, migrate step) may touch the file; wait instead of failing on a lock.
-  sqlite.pragma("busy_timeout = 5000");
+  // Several processes (console, migrate step) may touch the file: a statement waits a moment for a
+  // lock, and no longer (the wait blocks the event loop); the store retries asynchronously.
+  sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   return drizzle(sqlite, { schema }) as Db;
 }
 
@@ -42,9 +52,16 @@ export function migrationsFolder(name: "drizzle" | "drizzle-pg" = "drizzle"): st
   return found;
 }
 
-/** Applies every pending migration from drizzle/ (idempotent). */
+/** Applies every pending migration from drizzle/ (idempotent). Waits up to 5 s for a lock another
+ * process holds (synchronously: it runs before the console serves anything). */
 export function migrate(db: Db, folder: string = migrationsFolder()): void {
-  drizzleMigrate(db, { migrationsFolder: folder });
+  const busyTimeout = db.$client.pragma("busy_timeout", { simple: true }) as number;
+  db.$client.pragma(`busy_timeout = ${MIGRATE_BUSY_TIMEOUT_MS}`);
+  try {
+    drizzleMigrate(db, { migrationsFolder: folder });
+  } finally {
+    db.$client.pragma(`busy_timeout = ${busyTimeout}`);
+  }
 }
 
 export { schema };

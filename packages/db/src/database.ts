@@ -37,6 +37,10 @@ export interface DatabaseSettings {
   sqlitePath: string;
   /** Called with errors of idle PostgreSQL connections (a restarted server), which would otherwise crash the process. */
   onPoolError?: (error: Error) => void;
+  /** PostgreSQL: how long one statement may wait for its answer (default PG_QUERY_TIMEOUT_MS). Keep
+   * it below the leader lease's TTL (apps/console leadership): a lease round waits for at most one
+   * statement that gets no answer. */
+  queryTimeoutMs?: number;
 }
 
 export function isPostgresUrl(url: string | undefined): url is string {
@@ -44,7 +48,7 @@ export function isPostgresUrl(url: string | undefined): url is string {
 }
 
 export function createDatabase(settings: DatabaseSettings): Database {
-  if (isPostgresUrl(settings.DATABASE_URL)) return openPostgres(settings.DATABASE_URL, settings.onPoolError);
+  if (isPostgresUrl(settings.DATABASE_URL)) return openPostgres(settings.DATABASE_URL, settings.onPoolError, settings.queryTimeoutMs);
   if (settings.DATABASE_URL) throw new Error("DATABASE_URL must be a postgres:// or postgresql:// URL (unset it to use SQLite)");
   return openSqlite(settings.sqlitePath);
 }
@@ -64,23 +68,68 @@ function openSqlite(path: string): SqliteDatabase {
   };
 }
 
-/** How long opening a PostgreSQL connection may take. */
-const PG_CONNECT_TIMEOUT_MS = 10_000;
+/** How long opening a PostgreSQL connection (or waiting for a free one of the pool) may take. */
+const PG_CONNECT_TIMEOUT_MS = 5_000;
+/** How long a statement may go unanswered. A connection whose peer vanished without a reset (its
+ * host died, a firewall or NAT dropped the connection's state) stays open and silent until the
+ * kernel gives up, ~15 min; a query on it used to wait that long, and with it the leader's lease
+ * round, so the elector never ran another round. With this, the query fails and the pool discards
+ * the connection. Both this and PG_CONNECT_TIMEOUT_MS are below the default lease TTL (6 s): a
+ * lease round fails at its first statement without an answer, it cannot hang for longer. */
+const PG_QUERY_TIMEOUT_MS = 4_000;
+/** Idle time after which TCP keepalive probes a pooled connection, so that one whose peer vanished
+ * is found dead (and dropped from the pool) without a query. */
+const PG_KEEPALIVE_DELAY_MS = 5_000;
 
 /** Advisory-lock key that serialises migrations of concurrent consoles ("meridian" in ASCII, truncated). */
 const MIGRATION_LOCK_KEY = 0x6d657269;
 
-function openPostgres(url: string, onPoolError?: (error: Error) => void): PostgresDatabase {
-  // A server that accepts the connection and never answers (a wrong port, a hung server) fails a
-  // query after this long instead of holding it, and `npm start`, forever.
-  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS });
+function openPostgres(url: string, onPoolError?: (error: Error) => void, queryTimeoutMs: number = PG_QUERY_TIMEOUT_MS): PostgresDatabase {
+  const connection = {
+    connectionString: url,
+    // A server that accepts the connection and never answers (a wrong port, a hung server) fails a
+    // query after this long instead of holding it, and `npm start`, forever.
+    connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: PG_KEEPALIVE_DELAY_MS,
+  };
+  const pool = new pg.Pool({ ...connection, max: 10, query_timeout: queryTimeoutMs });
   pool.on("error", (error) => onPoolError?.(error));
   const db = drizzlePg(pool, { schema: pgTables }) as PgDb;
   const store: Store = {
     dialect: "pg",
     db,
     tables: pgTables,
-    transaction: (work) => db.transaction((tx) => work({ dialect: "pg", db: tx, tables: pgTables })),
+    // BEGIN … COMMIT on one client of the pool, by hand rather than drizzle's db.transaction(): that
+    // one returns a client whose statement timed out to the pool (every later query on it waits
+    // behind the unanswered one), keeps the client for good when BEGIN fails, and lets a failed
+    // ROLLBACK replace the error that failed the transaction. Here a client goes back to the pool
+    // only after its COMMIT or ROLLBACK was answered; otherwise the pool closes it.
+    async transaction(work) {
+      const client = await pool.connect();
+      let answered = false;
+      try {
+        await client.query("BEGIN");
+        const tx = drizzlePg(client) as unknown as PgDb;
+        let result: Awaited<ReturnType<typeof work>>;
+        try {
+          result = await work({ dialect: "pg", db: tx, tables: pgTables });
+        } catch (error) {
+          await client.query("ROLLBACK").then(
+            () => {
+              answered = true;
+            },
+            () => undefined, // the error that failed the transaction is the one to report
+          );
+          throw error;
+        }
+        await client.query("COMMIT");
+        answered = true;
+        return result;
+      } finally {
+        client.release(answered ? undefined : new Error("the transaction's connection did not answer; closed"));
+      }
+    },
   };
   return {
     dialect: "pg",
@@ -88,13 +137,17 @@ function openPostgres(url: string, onPoolError?: (error: Error) => void): Postgr
     store,
     location: redactPassword(url),
     async migrate() {
-      const client = await pool.connect();
+      // A client of its own, without the query timeout: a migration's statement, or the wait for
+      // another console's migration (the advisory lock), may take longer than a query of the console.
+      const client = new pg.Client(connection);
+      client.on("error", (error) => onPoolError?.(error));
+      await client.connect();
       try {
         await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
         await migratePg(drizzlePg(client), { migrationsFolder: migrationsFolder("drizzle-pg") });
       } finally {
         await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).catch(() => undefined);
-        client.release();
+        await client.end().catch(() => undefined);
       }
     },
     close: () => pool.end(),

@@ -102,3 +102,113 @@ test("background work a transaction started writes in a turn of its own later, n
   );
   db.$client.close();
 });
+
+/** Another process's connection holding the file's write lock until `release()`. */
+function lockedByAnotherProcess(name: string): { release: () => void } {
+  const other = openDb(join(dir, `${name}.db`)).$client;
+  other.pragma("busy_timeout = 0");
+  other.exec("BEGIN EXCLUSIVE");
+  return {
+    release: () => {
+      other.exec("ROLLBACK");
+      other.close();
+    },
+  };
+}
+
+test("a write and a transaction wait for another process's lock without stopping the event loop, then go through in order", async () => {
+  const { db, store } = freshStore("locked");
+  const { regions, auditLog } = store.tables;
+  const lock = lockedByAnotherProcess("locked");
+  const settled: string[] = [];
+  const lone = store.db
+    .insert(regions)
+    .values({ id: "lone", name: "lone", createdAt: 1 })
+    .then(
+      () => settled.push("lone"),
+      (error: unknown) => settled.push(`lone failed: ${String(error)}`),
+    );
+  const transaction = store
+    .transaction(async (tx) => {
+      await tx.db.insert(tx.tables.auditLog).values({ at: 1, actor: "op", action: "in-tx", target: "fleet", before: null, after: null });
+    })
+    .then(
+      () => settled.push("transaction"),
+      (error: unknown) => settled.push(`transaction failed: ${String(error)}`),
+    );
+  // Timers keep firing while both wait (better-sqlite3 used to sit in SQLite's busy handler,
+  // synchronously, for busy_timeout = 5 s: no timer, request or lease renewal ran meanwhile).
+  let longestGapMs = 0;
+  for (let turn = 0, last = performance.now(); turn < 20; turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    longestGapMs = Math.max(longestGapMs, performance.now() - last);
+    last = performance.now();
+  }
+  assert.deepEqual(settled, [], "both still wait for the lock");
+  assert.ok(longestGapMs < 1_000, `the event loop stood still for ${Math.round(longestGapMs)} ms`);
+  lock.release();
+  await Promise.all([lone, transaction]);
+  assert.deepEqual(settled, ["lone", "transaction"]);
+  assert.deepEqual(
+    (await store.db.select().from(regions)).map((r) => r.id),
+    ["lone"],
+  );
+  assert.deepEqual(
+    (await store.db.select().from(auditLog)).map((r) => r.action),
+    ["in-tx"],
+  );
+  db.$client.close();
+});
+
+test("a lock held past the store's wait fails the write and the transaction with SQLITE_BUSY, saying so; the transaction's work never ran", async () => {
+  const db = openDb(join(dir, "held.db"));
+  migrate(db);
+  const store = sqliteStore(db, { busyWaitMs: 150 });
+  const lock = lockedByAnotherProcess("held");
+  const refused = (error: unknown) =>
+    (error as { code?: unknown }).code === "SQLITE_BUSY" && /stayed locked by another process for \d+ ms/.test((error as Error).message);
+  try {
+    await assert.rejects(store.db.insert(store.tables.regions).values({ id: "r", name: "r", createdAt: 1 }), refused);
+    let ran = false;
+    await assert.rejects(
+      store.transaction(async () => {
+        ran = true;
+      }),
+      refused,
+    );
+    assert.equal(ran, false);
+  } finally {
+    lock.release();
+  }
+  await store.db.insert(store.tables.regions).values({ id: "r", name: "r", createdAt: 1 });
+  assert.equal((await store.db.select().from(store.tables.regions)).length, 1, "the store works once the lock is free");
+  db.$client.close();
+});
+
+test("a transaction that SQLite rolled back itself (disk full) fails with SQLite's error, not the ROLLBACK's", async () => {
+  const { db, store } = freshStore("full");
+  const pages = db.$client.pragma("page_count", { simple: true }) as number;
+  db.$client.pragma(`max_page_count = ${pages}`); // as full a disk would be
+  const { regions } = store.tables;
+  const error = await store
+    .transaction(async (tx) => {
+      await tx.db.select().from(tx.tables.regions);
+      await tx.db.insert(tx.tables.regions).values({ id: "big", name: "x".repeat(200_000), createdAt: 1 });
+    })
+    .then(
+      () => assert.fail("the insert fit"),
+      (caught: unknown) => caught as Error & { code?: string; cause?: { code?: string } },
+    );
+  assert.equal(error.code ?? error.cause?.code, "SQLITE_FULL", String(error));
+  assert.doesNotMatch(error.message, /ROLLBACK/);
+  assert.equal(db.$client.inTransaction, false);
+  db.$client.pragma(`max_page_count = ${pages * 100}`);
+  await store.transaction(async (tx) => {
+    await tx.db.insert(tx.tables.regions).values({ id: "small", name: "small", createdAt: 1 });
+  });
+  assert.deepEqual(
+    (await store.db.select().from(regions)).map((r) => r.id),
+    ["small"],
+  );
+  db.$client.close();
+});

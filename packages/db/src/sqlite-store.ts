@@ -7,6 +7,12 @@
 // between them. Inside a transaction (the work's async context) it runs at once, as `tx.db` does:
 // waiting there would wait for itself. So a transaction's work must not await a write that was
 // started outside it: that write waits for the transaction, and the transaction for the write.
+//
+// Another process holding the file's write lock: better-sqlite3 waits for it synchronously, event
+// loop included, for the connection's busy_timeout, so that is only a moment (client.ts). A lone
+// write or a transaction's BEGIN that SQLite refused with SQLITE_BUSY is made again after a
+// growing pause (timers: requests, reads and the leader's own rounds go on meanwhile), in its
+// turn, until the lock is free or `busyWaitMs` passed; then it fails with SQLITE_BUSY, saying so.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { sql } from "drizzle-orm";
 import type { Db } from "./client";
@@ -43,31 +49,80 @@ class Turns {
   }
 }
 
+/** How long a write or a transaction waits, in total, for a lock another process holds. */
+const SQLITE_BUSY_WAIT_MS = 5_000;
+const FIRST_PAUSE_MS = 5;
+const LONGEST_PAUSE_MS = 100;
+
+/** SQLITE_BUSY (and its extended codes), also as the cause of drizzle's DrizzleQueryError. */
+function isBusy(error: unknown): boolean {
+  for (let current = error, depth = 0; current && typeof current === "object" && depth < 4; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string") return code.startsWith("SQLITE_BUSY");
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/** The lock stayed taken for the whole wait. Its `code` is SQLITE_BUSY, as the driver's error (its cause). */
+class SqliteBusyError extends Error {
+  readonly code = "SQLITE_BUSY";
+  constructor(what: string, waitedMs: number, cause: unknown) {
+    super(`the SQLite database stayed locked by another process for ${waitedMs} ms; ${what} was not made`, { cause });
+    this.name = "SqliteBusyError";
+  }
+}
+
+/** Runs `attempt`, again after a growing pause while SQLite answers SQLITE_BUSY, for at most `waitMs`.
+ * Only for work that SQLite refused as a whole (a lone statement, a BEGIN): nothing of it was done. */
+async function untilNotBusy<T>(attempt: () => T | Promise<T>, what: string, waitMs: number): Promise<T> {
+  const started = performance.now();
+  for (let pause = FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_PAUSE_MS)) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!isBusy(error)) throw error;
+      const waited = performance.now() - started;
+      if (waited + pause > waitMs) throw new SqliteBusyError(what, Math.round(waited), error);
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
 const WRITES = new Set<PropertyKey>(["insert", "update", "delete"]);
 const SETTLE = new Set<PropertyKey>(["then", "catch", "finally"]);
 
 /** A write builder whose execution (awaiting it) takes a turn unless the caller already holds one. */
-function queued<T extends object>(builder: T, turns: Turns): T {
+function queued<T extends object>(builder: T, turns: Turns, busyWaitMs: number): T {
   return new Proxy(builder, {
     get(target, prop) {
       const value: unknown = Reflect.get(target, prop, target);
       if (typeof value !== "function") return value;
       if (SETTLE.has(prop)) {
         // The builder itself is the thenable that runs the statement: resolve with it in our turn.
-        const ran = () => (turns.held ? Promise.resolve(target) : turns.take(async () => await (target as PromiseLike<unknown>)));
+        // Outside a transaction a refused statement is made again (awaiting the builder runs it anew);
+        // inside one it fails the transaction, as any error does.
+        const ran = () =>
+          turns.held ? Promise.resolve(target) : turns.take(() => untilNotBusy(async () => await (target as PromiseLike<unknown>), "a write", busyWaitMs));
         return (...args: unknown[]) => (ran() as unknown as Record<PropertyKey, (...a: unknown[]) => unknown>)[prop as string]!(...args);
       }
       return (...args: unknown[]) => {
         const next: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
-        return typeof next === "object" && next !== null ? queued(next, turns) : next;
+        return typeof next === "object" && next !== null ? queued(next, turns, busyWaitMs) : next;
       };
     },
   });
 }
 
+export interface SqliteStoreOptions {
+  /** How long a write or a transaction waits, in total, for a lock another process holds (default 5 s). */
+  busyWaitMs?: number;
+}
+
 /** The Store of an open SQLite database (createDatabase builds it; exported for code that opened
  * the file itself with openDb). */
-export function sqliteStore(db: Db): Store {
+export function sqliteStore(db: Db, options: SqliteStoreOptions = {}): Store {
+  const busyWaitMs = options.busyWaitMs ?? SQLITE_BUSY_WAIT_MS;
   const turns = new Turns();
   const tables = sqliteTables as unknown as typeof pgTables;
   const inTurn = db as unknown as StoreDb;
@@ -75,7 +130,7 @@ export function sqliteStore(db: Db): Store {
     get(target, prop) {
       const value: unknown = Reflect.get(target, prop, target);
       if (!WRITES.has(prop) || typeof value !== "function") return value;
-      return (...args: unknown[]) => queued((value as (...a: unknown[]) => object).apply(target, args), turns);
+      return (...args: unknown[]) => queued((value as (...a: unknown[]) => object).apply(target, args), turns, busyWaitMs);
     },
   });
   return {
@@ -85,18 +140,28 @@ export function sqliteStore(db: Db): Store {
     transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
       const tx: Queryable = { dialect: "sqlite", db: inTurn, tables };
       // better-sqlite3's own transaction() refuses async work, so BEGIN/COMMIT by hand, one at a time.
-      // A deferred BEGIN, as better-sqlite3's transaction() uses: while another process holds the
-      // write lock, the first write fails at once with SQLITE_BUSY (the console answers 503, retry),
-      // whereas BEGIN IMMEDIATE would sit in the busy handler for busy_timeout, and better-sqlite3
-      // waits synchronously: the whole console, reads included, would stall meanwhile.
+      // BEGIN IMMEDIATE takes the write lock before any of `work` runs: while another process holds
+      // it, the BEGIN alone is refused (SQLITE_BUSY after the short busy_timeout) and made again
+      // after a pause, without running `work` twice, and once it succeeded no statement of `work`
+      // meets the lock. (A deferred BEGIN let the first write wait in the busy handler, which
+      // better-sqlite3 does synchronously: the whole console stalled meanwhile.)
       return turns.take(async () => {
-        db.run(sql`BEGIN`);
+        await untilNotBusy(() => db.run(sql`BEGIN IMMEDIATE`), "the transaction", busyWaitMs);
         try {
           const result = await work(tx);
           db.run(sql`COMMIT`);
           return result;
         } catch (error) {
-          db.run(sql`ROLLBACK`);
+          // SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM… roll the transaction back by themselves: a
+          // ROLLBACK then fails ("no transaction is active"), and must not replace the error that
+          // says what happened.
+          if (db.$client.inTransaction) {
+            try {
+              db.run(sql`ROLLBACK`);
+            } catch {
+              // The original error is the one to report.
+            }
+          }
           throw error;
         }
       });
