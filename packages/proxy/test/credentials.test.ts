@@ -108,7 +108,10 @@ test("a peer credential reads GET /admin/peer and cannot change anything; refusa
     });
     assert.equal(forwarded.status, 200, forwarded.text);
     const keyless = { authorization: `Bearer ${peerCredential}`, "x-meridian-hop": "1" };
-    assert.equal((await post(`${lb.url}/v1/chat/completions`, chatBody("forwarded, keyless"), keyless)).status, 401);
+    // Refused with a 503 the forwarding LB moves on (a 401 would reach a client needing no key at home).
+    const keylessForward = await post(`${lb.url}/v1/chat/completions`, chatBody("forwarded, keyless"), keyless);
+    assert.equal(keylessForward.status, 503);
+    assert.equal(JSON.parse(keylessForward.text).error.code, "client_key_required_here");
     assert.equal((await post(`${lb.url}/v1/chat/completions`, chatBody("not forwarded"), { authorization: `Bearer ${peerCredential}` })).status, 401);
     // The console's token still does everything, and nothing the peer tried took effect.
     const config2 = (await call(lb, "GET", "/admin/config", token)).json as { version: number; weights: { rtt: number } };
