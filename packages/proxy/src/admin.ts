@@ -33,7 +33,7 @@ import type { AuthRefusals } from "./auth-refusals";
 import type { Balancer } from "./balancer";
 import type { ConfigStore } from "./config-store";
 import { badRequest, HttpError, notFound, sendError, sendJson } from "./errors";
-import { CredentialsNotSaved, type LbCredentials } from "./lb-credentials";
+import { CredentialsNotSaved, type LbCredentials, type UpdateResult } from "./lb-credentials";
 import { parseJsonBody, readBody } from "./request";
 import { coreNow } from "./core-clock";
 
@@ -205,37 +205,28 @@ async function updateCredentials(req: IncomingMessage, res: ServerResponse, deps
   if (!parsed.success) throw badRequest(parsed.error.message, null, "invalid_credentials");
   const { install, retire } = parsed.data;
   const { credentials, logger } = deps;
-  if (install !== undefined) {
-    let outcome: ReturnType<LbCredentials["install"]>;
-    try {
-      outcome = credentials.install(install, Date.now());
-    } catch (error) {
-      // Only a bad token is the console's fault; a disk that failed is ours, and a 5xx makes the
-      // console retry (nothing was held, so the retry installs and saves it).
-      if (error instanceof CredentialsNotSaved) throw credentialsNotSaved(error, deps);
-      throw badRequest((error as Error).message, "install", "invalid_credentials");
-    }
-    if (outcome === "retired") throw new HttpError(409, "that token was retired on this LB", "invalid_request_error", "token_retired", "install");
-    if (outcome === "full")
-      throw new HttpError(409, "this LB holds as many tokens as it may; retire one first", "invalid_request_error", "too_many_tokens", "install");
-    if (outcome === "installed") logger.info({ keyIds: credentials.keyIds() }, "LB token installed");
+  let result: UpdateResult;
+  try {
+    result = credentials.update(install, retire, Date.now());
+  } catch (error) {
+    // Only a bad token is the console's fault; a disk that failed is ours, and a 5xx makes the
+    // console retry (nothing changed, so the retry makes the whole change and saves it).
+    if (error instanceof CredentialsNotSaved) throw credentialsNotSaved(error, deps);
+    throw badRequest((error as Error).message, "install", "invalid_credentials");
   }
-  if (retire.length > 0) {
-    if (credentials.keyIds().every((keyId) => retire.includes(keyId))) {
-      throw new HttpError(409, "retiring these would leave this LB no token", "invalid_request_error", "last_token", "retire");
-    }
-    let retired: number;
-    try {
-      retired = credentials.retire(retire);
-    } catch (error) {
-      if (error instanceof CredentialsNotSaved) throw credentialsNotSaved(error, deps);
-      throw error;
-    }
-    if (retired > 0) logger.info({ retired: retire, keyIds: credentials.keyIds() }, "LB token retired");
-  }
+  if (!result.ok) throw CREDENTIALS_REFUSALS[result.refused];
+  if (result.installed) logger.info({ keyIds: credentials.keyIds() }, "LB token installed");
+  if (result.retired > 0) logger.info({ retired: retire, keyIds: credentials.keyIds() }, "LB token retired");
   const status: LbCredentialsStatus = { schema: LB_CREDENTIALS_STATUS_SCHEMA, lbId: deps.balancer.config.lbId, keyIds: credentials.keyIds() };
   sendJson(res, 200, status);
 }
+
+/** Why a credentials update changed nothing (LbCredentials.update judges the whole request first). */
+const CREDENTIALS_REFUSALS = {
+  token_retired: new HttpError(409, "that token was retired on this LB", "invalid_request_error", "token_retired", "install"),
+  too_many_tokens: new HttpError(409, "this LB holds as many tokens as it may; retire one first", "invalid_request_error", "too_many_tokens", "install"),
+  last_token: new HttpError(409, "retiring these would leave this LB no token", "invalid_request_error", "last_token", "retire"),
+} as const;
 
 function credentialsNotSaved(error: CredentialsNotSaved, deps: AdminDeps): HttpError {
   deps.logger.error({ err: error }, "LB credentials change refused: the credentials file could not be written");

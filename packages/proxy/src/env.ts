@@ -3,7 +3,14 @@
 import { z } from "zod";
 import { DurationMsOrZeroSchema } from "@meridian/protocol";
 
-const port = z.coerce.number().int().min(0).max(65_535);
+/** A port as an operator writes one: decimal digits only (Number() also read "", " ", "0x1F99" and
+ * "1e4" as ports), 0 for a free one. */
+export const PORT_PATTERN = /^\d{1,5}$/;
+const port = z
+  .string()
+  .regex(PORT_PATTERN, { error: "expected a port: decimal digits, 0 to 65535" })
+  .transform(Number)
+  .pipe(z.number().max(65_535, { error: "expected a port: 0 to 65535" }));
 
 export const ProxyEnvSchema = z.object({
   /** This LB's token, as the console showed it once (mlt_…); the console's admin bearer and the

@@ -36,7 +36,7 @@ test("rotation: both tokens work until the old one is retired; a retired token i
   assert.deepEqual(credentials.keyIds(), [lbKeyId(next), lbKeyId(old)], "newest first");
   assert.ok(credentials.isAdmin(sha256(old)) && credentials.isAdmin(sha256(next)));
   assert.equal(credentials.peerCredentials()[0], deriveLbKey(next).peerCredential);
-  assert.equal(credentials.retire([lbKeyId(old)]), 1);
+  assert.deepEqual(credentials.update(undefined, [lbKeyId(old)], 4), { ok: true, installed: false, retired: 1 });
   assert.equal(credentials.isAdmin(sha256(old)), false);
   assert.equal(credentials.install(old, 4), "retired");
 
@@ -109,4 +109,34 @@ test("a rewrite leaves mode 0600 even over a temporary file an earlier crash lef
   assert.equal(statSync(file).mode & 0o777, 0o600);
   assert.deepEqual(readdirSync(sub), ["c.credentials.json"]);
   assert.ok(LbCredentials.load({ file, bootstrapToken: null, now: 2 }).credentials.isAdmin(sha256(token)));
+});
+
+test("an update is judged whole: a refused one changes nothing, in memory or on disk", () => {
+  const file = join(dir, "whole.credentials.json");
+  const a = generateLbToken();
+  const b = generateLbToken();
+  const { credentials } = LbCredentials.load({ file, bootstrapToken: a, now: 1 });
+  const before = readFileSync(file, "utf8");
+  // Installing B while retiring A and B would leave no token: refused, and B is not held either.
+  assert.deepEqual(credentials.update(b, [lbKeyId(a), lbKeyId(b)], 2), { ok: false, refused: "last_token" });
+  assert.deepEqual(credentials.keyIds(), [lbKeyId(a)]);
+  assert.equal(readFileSync(file, "utf8"), before);
+  // Installing B while retiring A: one change, one write.
+  assert.deepEqual(credentials.update(b, [lbKeyId(a)], 3), { ok: true, installed: true, retired: 1 });
+  assert.deepEqual(LbCredentials.load({ file, bootstrapToken: null, now: 4 }).credentials.keyIds(), [lbKeyId(b)]);
+  // A retired token cannot come back.
+  assert.deepEqual(credentials.update(a, [], 5), { ok: false, refused: "token_retired" });
+});
+
+test("a full set takes a new token when the same update retires one", () => {
+  const file = join(dir, "swap.credentials.json");
+  const first = generateLbToken();
+  const { credentials } = LbCredentials.load({ file, bootstrapToken: first, now: 1 });
+  for (let i = 0; i < 7; i++) credentials.update(generateLbToken(), [], 2 + i);
+  assert.equal(credentials.keyIds().length, 8);
+  assert.deepEqual(credentials.update(generateLbToken(), [], 20), { ok: false, refused: "too_many_tokens" });
+  const next = generateLbToken();
+  assert.deepEqual(credentials.update(next, [lbKeyId(first)], 21), { ok: true, installed: true, retired: 1 });
+  assert.equal(credentials.keyIds().length, 8);
+  assert.ok(credentials.isAdmin(sha256(next)));
 });

@@ -39,6 +39,8 @@ interface HeldKey extends LbKeyMaterial {
 }
 
 export type InstallResult = "installed" | "already-held" | "retired" | "full";
+/** What update() did, or why it changed nothing. */
+export type UpdateResult = { ok: true; installed: boolean; retired: number } | { ok: false; refused: "token_retired" | "too_many_tokens" | "last_token" };
 
 /** The credentials file could not be written; the held set is as it was before the call. */
 export class CredentialsNotSaved extends Error {
@@ -112,18 +114,30 @@ export class LbCredentials {
     return "installed";
   }
 
-  /** Stops accepting these key ids; returns how many were held. Throws CredentialsNotSaved (and
-   * changes nothing) when the file cannot be written, so a retry retires them for good. */
-  retire(keyIds: readonly string[]): number {
-    const held = this.held.filter((key) => !keyIds.includes(key.keyId));
-    const retired = [...this.retired, ...keyIds.filter((keyId, i) => !this.retired.includes(keyId) && keyIds.indexOf(keyId) === i)].slice(
+  /**
+   * One POST /admin/credentials: installs `install` (if any) and retires `retire`, as one change with
+   * one file write, or changes nothing. The result is judged whole first: a request whose retire
+   * list would leave no token is refused before its install is held (the refused install used to
+   * stay held, and saved), and a full set takes a new token when the same request retires one.
+   * Throws on a malformed token and CredentialsNotSaved (nothing changed) when the file cannot be
+   * written.
+   */
+  update(install: string | undefined, retire: readonly string[], now: number): UpdateResult {
+    const material = install === undefined ? null : deriveLbKey(install);
+    if (material && this.retired.includes(material.keyId)) return { ok: false, refused: "token_retired" };
+    let held = this.held.filter((key) => !retire.includes(key.keyId));
+    const installing = material !== null && !retire.includes(material.keyId) && !held.some((key) => key.keyId === material.keyId);
+    if (installing && held.length >= MAX_HELD_KEYS) return { ok: false, refused: "too_many_tokens" };
+    if (installing) held = [{ ...material, addedAt: now }, ...held];
+    if (held.length === 0) return { ok: false, refused: "last_token" };
+    const retiredNow = this.held.length - held.length + (installing ? 1 : 0);
+    const retired = [...this.retired, ...retire.filter((keyId, i) => !this.retired.includes(keyId) && retire.indexOf(keyId) === i)].slice(
       -MAX_RETIRED_REMEMBERED,
     );
-    this.writeFile(held, retired);
-    const removed = this.held.length - held.length;
+    if (installing || retiredNow > 0 || retired.length !== this.retired.length) this.writeFile(held, retired);
     this.held = held;
     this.retired = retired;
-    return removed;
+    return { ok: true, installed: installing, retired: retiredNow };
   }
 
   private readFile(): void {

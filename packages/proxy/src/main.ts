@@ -3,7 +3,7 @@
 // config exits with status 2 and a message naming the offending field.
 import { parseArgs } from "node:util";
 import { pino } from "pino";
-import { readProxyEnv } from "./env";
+import { PORT_PATTERN, readProxyEnv } from "./env";
 import { startProxy } from "./server";
 import { loadSettings } from "./settings";
 
@@ -22,8 +22,9 @@ async function main(): Promise<void> {
   }
   let portFlag: number | undefined;
   if (values.port !== undefined) {
-    portFlag = Number(values.port);
-    if (!Number.isInteger(portFlag) || portFlag < 0 || portFlag > 65_535) throw new Error(`--port: expected 0..65535, got ${values.port}`);
+    // Digits only: Number("") is 0, so `--port "$UNSET"` listened on a random port over the config's.
+    portFlag = PORT_PATTERN.test(values.port) ? Number(values.port) : Number.NaN;
+    if (!(portFlag <= 65_535)) throw new Error(`--port: expected a port (decimal digits, 0 to 65535), got ${JSON.stringify(values.port)}`);
   }
   const env = readProxyEnv();
   const logger = pino({ level: env.LOG_LEVEL, name: "meridian-proxy" });

@@ -32,4 +32,6 @@ test("an empty variable is an unset one: the config file's port and the default 
   assert.equal(env.MERIDIAN_LB_DRAIN_TIMEOUT_MS, undefined);
   assert.equal(env.MERIDIAN_LB_HOST, undefined);
   assert.equal(readProxyEnv({ MERIDIAN_LB_PORT: "4791" }).MERIDIAN_LB_PORT, 4791);
+  // Only decimal digits are a port: Number() read hex and exponents as ports too.
+  for (const odd of ["0x1F99", "1e4", "80.5", "+80", "65536"]) assert.throws(() => readProxyEnv({ MERIDIAN_LB_PORT: odd }), /MERIDIAN_LB_PORT/, odd);
 });
