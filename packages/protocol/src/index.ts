@@ -13,5 +13,6 @@ export {
   httpUrl as HttpUrlSchema,
   durationMs as DurationMsSchema,
   durationMsOrZero as DurationMsOrZeroSchema,
+  headerSafeId as HeaderSafeIdSchema,
   MAX_TIMER_MS,
 } from "./common";

@@ -374,6 +374,15 @@ describe("simulated engine server", () => {
       assert.equal(body.error.param, expected.param, expected.body);
       assert.equal(typeof body.error.message, "string");
     }
+    // A content part without its text: a 400, not a reset connection (the handler took every
+    // non-OpenAI error for a client gone mid-upload).
+    const badPart = await post(url, { messages: [{ role: "user", content: [{ type: "text" }] }] });
+    assert.equal(badPart.status, 400);
+    await badPart.text();
+    // Longer than the model's context (max_model_len, /v1/models): refused as vLLM and SGLang do.
+    const tooLong = await post(url, { messages: [{ role: "user", content: "word ".repeat(220_000) }] });
+    assert.equal(tooLong.status, 400);
+    assert.equal(((await tooLong.json()) as { error: { code: string } }).error.code, "context_length_exceeded");
     const badCompletion = await post(`${sglang.url}/v1/completions`, { prompt: 42 });
     assert.equal(badCompletion.status, 400);
     await badCompletion.text();

@@ -42,6 +42,10 @@ describe("meridian-engine config", () => {
     assert.throws(() => loadConfig(["--rtt-matrix", "{nope"], {}), /--rtt-matrix/);
     assert.throws(() => loadConfig(["--params", '{"unknownKnob":1}'], {}), /--params/);
     assert.throws(() => loadConfig(["--bogus", "1"], {}), /bogus/);
+    // The id and region go out in every response's headers: visible ASCII only (東京-1 crashed the
+    // engine at its first answer).
+    assert.throws(() => loadConfig(["--id", "東京-1"], {}), /--id/);
+    assert.throws(() => loadConfig(["--region", "ap seoul"], {}), /--region/);
   });
 
   it("defaults to the demo fleet's model and network, so a hand-started engine joins the demo as one of its own", () => {

@@ -8,6 +8,7 @@
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { DEMO_ENGINE_PARAMS, PAPER_ENGINE_PARAMS, type EngineParams } from "../engine";
+import { HeaderSafeIdSchema } from "@meridian/protocol";
 import { DEMO_MODEL, DEMO_RTT_MS } from "./demo-network";
 import { DIALECTS } from "./metrics";
 import type { EngineServerOptions } from "./server";
@@ -45,8 +46,9 @@ const ParamsOverrideSchema = z
 const ConfigSchema = z.object({
   host: z.string().min(1).default("127.0.0.1"),
   port: z.coerce.number().int().min(0).max(65535).default(0),
-  id: z.string().min(1).default("engine-1"),
-  region: z.string().min(1).default("local"),
+  // Sent in every response's headers: visible ASCII only (東京-1 was accepted, then every answer threw).
+  id: HeaderSafeIdSchema.default("engine-1"),
+  region: HeaderSafeIdSchema.default("local"),
   model: z.string().min(1).default(DEMO_MODEL),
   dialect: z.enum(DIALECTS).default("sglang"),
   preset: z.enum(["demo", "paper"]).default("demo"),

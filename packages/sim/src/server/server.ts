@@ -15,7 +15,7 @@ import {
   type BlockKey,
   type ChatMessageLike,
 } from "@meridian/routing";
-import { DEMO_ENGINE_PARAMS, EngineModel, type EngineParams } from "../engine";
+import { DEMO_ENGINE_PARAMS, EngineModel, withBlockTokens, type EngineParams } from "../engine";
 import { EmbeddingsBody, embeddingPrompts, embeddingsResponse, type EmbeddingResult } from "./embeddings";
 import { EngineDriver } from "./engine-driver";
 import { ReplyText } from "./filler";
@@ -153,12 +153,26 @@ function requestId(prefix: string): string {
   return `${prefix}-${randomBytes(12).toString("hex")}`;
 }
 
+/** vLLM and SGLang refuse a prompt longer than the model's context (max_model_len) with a 400; an
+ * engine that took it would run it alone for minutes, every other request waiting. */
+function checkContextLength(promptTokens: number, maxModelLen: number): void {
+  if (promptTokens <= maxModelLen) return;
+  throw new OpenAIError(
+    400,
+    `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${promptTokens} tokens in the messages. Please reduce the length of the messages.`,
+    "messages",
+    "context_length_exceeded",
+  );
+}
+
 export async function startEngineServer(options: EngineServerOptions): Promise<EngineServer> {
   const host = options.host ?? "127.0.0.1";
   const model = options.model ?? "meridian-sim-8b";
   const dialect = options.dialect ?? "sglang";
   const cacheReport = options.cacheReport ?? true;
-  const params: EngineParams = { ...(options.params ?? DEMO_ENGINE_PARAMS), blockTokens: CHAT_BLOCK_TOKENS, emitTokenEvents: true };
+  // Chat keys stand for CHAT_BLOCK_TOKENS tokens: the prefix cache keeps its size in tokens (the
+  // paper preset's 2,000 blocks of 512 tokens would otherwise cache 32× less than /metrics reports).
+  const params: EngineParams = { ...withBlockTokens(options.params ?? DEMO_ENGINE_PARAMS, CHAT_BLOCK_TOKENS), emitTokenEvents: true };
   const engine = new EngineModel(options.id, params);
   const driver = new EngineDriver(engine);
   const metrics = new EngineMetrics(engine, dialect, model);
@@ -187,6 +201,7 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
       // SGLang and vLLM both default max_tokens to 16 on /v1/completions, as OpenAI did.
       maxRequested = body.max_tokens ?? body.max_completion_tokens ?? DEFAULT_COMPLETION_MAX_TOKENS;
     }
+    checkContextLength(prompt.promptTokens, params.kvCapacityTokens);
     // The engine stops at its own output cap (standing in for EOS); max_tokens can only cut it shorter.
     const outputTokens = Math.min(forced ?? params.maxOutputTokens, maxRequested ?? Number.POSITIVE_INFINITY, params.maxOutputTokens);
     const finishReason: FinishReason = maxRequested !== undefined && outputTokens >= maxRequested ? "length" : "stop";
@@ -261,6 +276,7 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
     const startedAt = performance.now();
     const body = parseBody(EmbeddingsBody, await readBody(req, res));
     const prompts = embeddingPrompts(body, CHARS_PER_TOKEN);
+    for (const prompt of prompts) checkContextLength(prompt.promptTokens, params.kvCapacityTokens);
     await sleep(inboundMs);
     if (res.destroyed) return;
     const id = requestId("embd");
@@ -340,7 +356,9 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
     } catch (error) {
       // A client that hung up mid-upload ("aborted") is no engine fault: nobody is left to answer,
       // and logging it as an internal error made every client timeout look like an engine crash.
-      if (req.destroyed && !(error instanceof OpenAIError)) {
+      // `req.complete`, not `req.destroyed`: Node 20 marks a request destroyed once its body is
+      // read, which turned every internal error (and the 400 for bad content) into a reset.
+      if (!req.complete && !(error instanceof OpenAIError)) {
         res.destroy();
         return;
       }
