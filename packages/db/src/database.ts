@@ -70,7 +70,8 @@ function openSqlite(path: string): SqliteDatabase {
 
 /** How long opening a PostgreSQL connection (or waiting for a free one of the pool) may take. */
 const PG_CONNECT_TIMEOUT_MS = 5_000;
-/** How long a statement may go unanswered. A connection whose peer vanished without a reset (its
+/** How long a statement may run (the server's statement_timeout; the client waits a second more). A
+ * connection whose peer vanished without a reset (its
  * host died, a firewall or NAT dropped the connection's state) stays open and silent until the
  * kernel gives up, ~15 min; a query on it used to wait that long, and with it the leader's lease
  * round, so the elector never ran another round. With this, the query fails and the pool discards
@@ -80,6 +81,15 @@ const PG_QUERY_TIMEOUT_MS = 4_000;
 /** Idle time after which TCP keepalive probes a pooled connection, so that one whose peer vanished
  * is found dead (and dropped from the pool) without a query. */
 const PG_KEEPALIVE_DELAY_MS = 5_000;
+
+/** node-postgres's own timeout (query_timeout): the server did not answer, the statement may still run. */
+function isClientTimeout(error: unknown): boolean {
+  // drizzle wraps the driver's error ("Failed query: …") with it as the cause.
+  for (let current: unknown = error; current instanceof Error; current = current.cause) {
+    if (/Query read timeout/.test(current.message)) return true;
+  }
+  return false;
+}
 
 /** Advisory-lock key that serialises migrations of concurrent consoles ("meridian" in ASCII, truncated). */
 const MIGRATION_LOCK_KEY = 0x6d657269;
@@ -93,7 +103,11 @@ function openPostgres(url: string, onPoolError?: (error: Error) => void, queryTi
     keepAlive: true,
     keepAliveInitialDelayMillis: PG_KEEPALIVE_DELAY_MS,
   };
-  const pool = new pg.Pool({ ...connection, max: 10, query_timeout: queryTimeoutMs });
+  // The server ends a statement that runs past the timeout (statement_timeout, lock waits included):
+  // a client that only stopped waiting left the statement running, its transaction's row locks held
+  // and a lone write applied after its caller was told it failed. The client's own timeout, a second
+  // later, is the backstop for a connection whose server no longer answers at all.
+  const pool = new pg.Pool({ ...connection, max: 10, statement_timeout: queryTimeoutMs, query_timeout: queryTimeoutMs + 1_000 });
   pool.on("error", (error) => onPoolError?.(error));
   const db = drizzlePg(pool, { schema: pgTables }) as PgDb;
   const store: Store = {
@@ -115,6 +129,9 @@ function openPostgres(url: string, onPoolError?: (error: Error) => void, queryTi
         try {
           result = await work({ dialect: "pg", db: tx, tables: pgTables });
         } catch (error) {
+          // A connection whose statement got no answer gets none for the ROLLBACK either: it would
+          // wait a second timeout behind the first. The pool closes that connection (below).
+          if (isClientTimeout(error)) throw error;
           await client.query("ROLLBACK").then(
             () => {
               answered = true;

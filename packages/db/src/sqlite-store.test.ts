@@ -212,3 +212,29 @@ test("a transaction that SQLite rolled back itself (disk full) fails with SQLite
   );
   db.$client.close();
 });
+
+test("writes queued behind each other during another process's lock each fail within one wait of being made", async () => {
+  const path = join(dir, "queued-busy.db");
+  const db = openDb(path);
+  migrate(db);
+  const store = sqliteStore(db, { busyWaitMs: 300 });
+  const other = openDb(path);
+  other.$client.exec("BEGIN IMMEDIATE"); // another process holds the write lock throughout
+  const started = performance.now();
+  const failedAfter = await Promise.all(
+    [1, 2, 3, 4].map((i) =>
+      store.db
+        .insert(store.tables.regions)
+        .values({ id: `q${i}`, name: `q${i}`, createdAt: i })
+        .then(
+          () => Number.NaN,
+          () => performance.now() - started,
+        ),
+    ),
+  );
+  other.$client.exec("ROLLBACK");
+  other.$client.close();
+  db.$client.close();
+  // Each wait counted from its own start: the fourth used to fail after four waits (1,159 ms).
+  for (const ms of failedAfter) assert.ok(ms < 600, `failed after ${failedAfter.map(Math.round).join(", ")} ms with a wait of 300 ms`);
+});

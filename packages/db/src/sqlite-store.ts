@@ -73,10 +73,12 @@ class SqliteBusyError extends Error {
   }
 }
 
-/** Runs `attempt`, again after a growing pause while SQLite answers SQLITE_BUSY, for at most `waitMs`.
- * Only for work that SQLite refused as a whole (a lone statement, a BEGIN): nothing of it was done. */
-async function untilNotBusy<T>(attempt: () => T | Promise<T>, what: string, waitMs: number): Promise<T> {
-  const started = performance.now();
+/** Runs `attempt`, again after a growing pause while SQLite answers SQLITE_BUSY, until `waitMs` after
+ * `asked` (when the caller asked: a write queued behind others during a long lock gets no fresh
+ * budget when its turn comes, or the k-th would fail only after k budgets). Only for work that
+ * SQLite refused as a whole (a lone statement, a BEGIN): nothing of it was done. */
+async function untilNotBusy<T>(attempt: () => T | Promise<T>, what: string, waitMs: number, asked: number): Promise<T> {
+  const started = asked;
   for (let pause = FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, LONGEST_PAUSE_MS)) {
     try {
       return await attempt();
@@ -102,8 +104,11 @@ function queued<T extends object>(builder: T, turns: Turns, busyWaitMs: number):
         // The builder itself is the thenable that runs the statement: resolve with it in our turn.
         // Outside a transaction a refused statement is made again (awaiting the builder runs it anew);
         // inside one it fails the transaction, as any error does.
-        const ran = () =>
-          turns.held ? Promise.resolve(target) : turns.take(() => untilNotBusy(async () => await (target as PromiseLike<unknown>), "a write", busyWaitMs));
+        const ran = () => {
+          if (turns.held) return Promise.resolve(target);
+          const asked = performance.now();
+          return turns.take(() => untilNotBusy(async () => await (target as PromiseLike<unknown>), "a write", busyWaitMs, asked));
+        };
         return (...args: unknown[]) => (ran() as unknown as Record<PropertyKey, (...a: unknown[]) => unknown>)[prop as string]!(...args);
       }
       return (...args: unknown[]) => {
@@ -145,8 +150,9 @@ export function sqliteStore(db: Db, options: SqliteStoreOptions = {}): Store {
       // after a pause, without running `work` twice, and once it succeeded no statement of `work`
       // meets the lock. (A deferred BEGIN let the first write wait in the busy handler, which
       // better-sqlite3 does synchronously: the whole console stalled meanwhile.)
+      const asked = performance.now();
       return turns.take(async () => {
-        await untilNotBusy(() => db.run(sql`BEGIN IMMEDIATE`), "the transaction", busyWaitMs);
+        await untilNotBusy(() => db.run(sql`BEGIN IMMEDIATE`), "the transaction", busyWaitMs, asked);
         try {
           const result = await work(tx);
           db.run(sql`COMMIT`);

@@ -223,6 +223,38 @@ describe("experiments", () => {
     assert.equal((await stateOf())?.state, "done", "stopping the console afterwards leaves the recorded outcome alone");
   });
 
+  test("a result write the database refuses for good is given up after its attempts, not retried for as long as the console runs", async () => {
+    const { store } = h.rt;
+    const { experiments } = store.tables;
+    // A refusal that does not clear (a value the database will never take).
+    const refused = () => ({ set: () => ({ where: () => Promise.reject(new Error("invalid byte sequence for encoding UTF8: 0x00")) }) });
+    let refusing = false;
+    const db = new Proxy(store.db, { get: (target, key) => (key === "update" && refusing ? refused : Reflect.get(target, key, target)) });
+    const { log, lines } = loggedLines("info");
+    const cwd = join(scratch, "refused-for-good");
+    mkdirSync(cwd);
+    const runner = new ExperimentRunner({
+      store: { ...store, db },
+      log,
+      runnerId: "console-refused-for-good",
+      repoRoot: h.rt.options.repoRoot,
+      simCommand: (a) => ({ command: process.execPath, args: [join(scratch, "fake-sim.mjs"), ...a], cwd }),
+      traceDirs: [],
+      outcomeAttempts: 3,
+    });
+    const id = await runner.start({ traceId: "bundled", timeScale: 1, policies: ["gorgo"] }, "admin");
+    try {
+      refusing = true;
+      writeFileSync(join(cwd, "go"), "");
+      await waitFor(() => lines.some((line) => line.msg.includes("given up")), 15_000, "the write given up");
+      assert.equal(lines.filter((line) => line.msg.startsWith("experiment outcome not recorded")).length, 3);
+      const [row] = await store.db.select().from(experiments).where(eq(experiments.id, id));
+      assert.equal(row?.state, "running", "left for the sweep to mark interrupted, as a run whose console died");
+    } finally {
+      await runner.stop();
+    }
+  });
+
   test("a console restarted with the same id (a fixed MERIDIAN_CONSOLE_ID) marks the run its killed process left running interrupted", async () => {
     const { store } = h.rt;
     const { experiments } = store.tables;

@@ -28,6 +28,10 @@ const RUNNER_RENEW_MS = 10_000;
 /** A finished run's outcome the database refused is written again after this, doubling up to the max. */
 const OUTCOME_RETRY_FIRST_MS = 250;
 const OUTCOME_RETRY_MAX_MS = 5_000;
+/** Attempts before a result write is given up (some 90 s): an error that does not clear (a value the
+ * database refuses) would otherwise be retried, and logged, for as long as the console runs. The row
+ * is then swept as interrupted, as a run whose console died. */
+const OUTCOME_MAX_ATTEMPTS = 20;
 
 export interface TraceInfo {
   id: string;
@@ -105,6 +109,8 @@ export interface ExperimentRunnerDeps {
   simCommand: SimCommand;
   /** Extra folders whose *.jsonl traces are offered. */
   traceDirs: string[];
+  /** How many times a refused result write is made before it is given up (tests lower it). */
+  outcomeAttempts?: number;
 }
 
 interface Running {
@@ -311,6 +317,11 @@ export class ExperimentRunner {
       (error: unknown) => {
         // Stopped meanwhile: stop() made the last attempt.
         if (this.finished.get(id) !== outcome) return;
+        if (attempt >= (this.deps.outcomeAttempts ?? OUTCOME_MAX_ATTEMPTS)) {
+          this.finished.delete(id);
+          this.deps.log.error({ experimentId: id, err: error, attempt }, "experiment outcome not recorded; given up, the run will be swept as interrupted");
+          return;
+        }
         const retryInMs = Math.min(OUTCOME_RETRY_FIRST_MS * 2 ** (attempt - 1), OUTCOME_RETRY_MAX_MS);
         this.deps.log.error({ experimentId: id, err: error, attempt, retryInMs }, "experiment outcome not recorded; retrying");
         const timer = setTimeout(() => this.recordOutcome(id, attempt + 1), retryInMs);

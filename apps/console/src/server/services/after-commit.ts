@@ -4,9 +4,10 @@
 // write a moment after the commit, another process took SQLite's lock, a PostgreSQL connection was
 // lost) must not turn the operator's answer into an error: trpc/errors.ts answers a database error
 // "nothing was changed, retry", and the retry would fail ("already exists") or repeat the change,
-// and a token shown only in the answer would be lost. It is logged at error instead, and made again
-// by the leader's rounds: the reconcile reloads missing tuners and republishes every round, the
-// health monitor resubscribes telemetry every round.
+// and a token shown only in the answer would be lost. It is logged at error instead. The leader's
+// rounds make most follow-ups again (the reconcile reloads missing tuners and republishes every round,
+// the health monitor resubscribes telemetry every round); an audit row that failed is not written
+// again, and the error line is its only record.
 import "server-only";
 import type { ServiceRuntime } from "./context";
 
@@ -16,7 +17,7 @@ export async function afterCommit(rt: Pick<ServiceRuntime, "log">, change: strin
     try {
       await run();
     } catch (error) {
-      rt.log.error({ change, step, err: error }, "operator change saved, but a follow-up failed; the console's next rounds make it again");
+      rt.log.error({ change, step, err: error }, "operator change saved, but a follow-up failed");
     }
   }
 }
