@@ -3,41 +3,36 @@
 // probe already waiting on the old connections still gets its answer. A fake engine on loopback,
 // port 0; closed by handle.
 import { strict as assert } from "node:assert";
-import { createServer, type ServerResponse } from "node:http";
+import { createServer, type RequestListener, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { mock, test } from "node:test";
 import { Pool } from "undici";
-import { parseLbConfig } from "@meridian/protocol";
+import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
 import { lbConfig, waitFor } from "../test/helpers";
 import { ReplicaRuntime, type ReplicaObservation } from "./replicas";
 
 /** An idle SGLang engine that holds its first /health until the test answers it. */
-async function startEngineHoldingFirstProbe(): Promise<{ url: string; heldProbe: ServerResponse[]; close(): Promise<void> }> {
+function holdingFirstProbe(): { handler: RequestListener; heldProbe: ServerResponse[] } {
   const heldProbe: ServerResponse[] = [];
   let probes = 0;
-  const server = createServer((req, res) => {
+  const handler: RequestListener = (req, res) => {
     if (req.url === "/health" && probes++ === 0) return void heldProbe.push(res);
     if (req.url === "/health") return void res.end("{}");
     res.end("sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\n");
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    heldProbe,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
   };
+  return { handler, heldProbe };
 }
 
-test("a pushed connectTimeoutMs reaches the replica's probe and scrape connections; a probe waiting on the old ones still gets its answer", async () => {
-  const engine = await startEngineHoldingFirstProbe();
-  // Probes far apart: every probe and scrape here is one the test sends.
+/** A replica runtime against an engine served by `handler` on loopback (port 0), probes and scrapes
+ * only when the test asks; its observations in `observations`. Closed by `close`. */
+async function runtimeOver(handler: RequestListener, extra: Partial<LbConfigInput> = {}) {
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const config = parseLbConfig(
-    lbConfig("lb-us", "us-ashburn", [{ id: "us-1", url: engine.url, region: "us-ashburn" }], {
-      limits: { connectTimeoutMs: 5_000 },
+    lbConfig("lb-us", "us-ashburn", [{ id: "us-1", url, region: "us-ashburn" }], {
       probes: { rttIntervalMs: 60_000, scrapeIntervalMs: 60_000, unhealthyAfter: 2 },
+      ...extra,
     }),
   );
   const observations: ReplicaObservation[] = [];
@@ -50,6 +45,22 @@ test("a pushed connectTimeoutMs reaches the replica's probe and scrape connectio
       observations.push(observation);
     },
   );
+  return {
+    runtime,
+    config,
+    observations,
+    close: async () => {
+      await runtime.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+test("a pushed connectTimeoutMs reaches the replica's probe and scrape connections; a probe waiting on the old ones still gets its answer", async () => {
+  const engine = holdingFirstProbe();
+  // Probes far apart (runtimeOver): every probe and scrape here is one the test sends.
+  const { runtime, config, observations, close } = await runtimeOver(engine.handler, { limits: { connectTimeoutMs: 5_000 } });
   // Which pool each probe and scrape went out on.
   const sent = mock.method(Pool.prototype, "request");
   try {
@@ -80,63 +91,21 @@ test("a pushed connectTimeoutMs reaches the replica's probe and scrape connectio
     );
   } finally {
     sent.mock.restore();
-    await runtime.close();
-    await engine.close();
+    await close();
   }
 });
 
 test("limits that leave the connect timeout as it was keep the replica's probe connections", async () => {
-  const engine = await startEngineHoldingFirstProbe();
-  const config = parseLbConfig(lbConfig("lb-us", "us-ashburn", [{ id: "us-1", url: engine.url, region: "us-ashburn" }]));
-  const runtime = new ReplicaRuntime(
-    config.replicas[0]!,
-    () => "us-ashburn",
-    config.probes,
-    config.limits,
-    () => {},
-  );
+  const { runtime, config, close } = await runtimeOver(holdingFirstProbe().handler);
   try {
     const pool = runtime.controlPool;
     runtime.updateLimits({ ...config.limits, headersTimeoutMs: config.limits.headersTimeoutMs + 1, maxConnectionsPerReplica: 1 });
     assert.equal(runtime.controlPool, pool);
     assert.equal(pool.closed, false);
   } finally {
-    await runtime.close();
-    await engine.close();
+    await close();
   }
 });
-
-/** A replica runtime against an engine served by `handler` on loopback, probes and scrapes only when
- * the test asks; its observations in `observations`. */
-async function runtimeOver(handler: Parameters<typeof createServer>[1]) {
-  const server = createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const config = parseLbConfig(
-    lbConfig("lb-us", "us-ashburn", [{ id: "us-1", url, region: "us-ashburn" }], {
-      probes: { rttIntervalMs: 60_000, scrapeIntervalMs: 60_000, unhealthyAfter: 2 },
-    }),
-  );
-  const observations: ReplicaObservation[] = [];
-  const runtime = new ReplicaRuntime(
-    config.replicas[0]!,
-    () => "us-ashburn",
-    config.probes,
-    config.limits,
-    (_id, observation) => {
-      observations.push(observation);
-    },
-  );
-  return {
-    runtime,
-    observations,
-    close: async () => {
-      await runtime.close();
-      server.closeAllConnections();
-      server.close();
-    },
-  };
-}
 
 test("a scrape asked for while one is in flight follows it: never overlapping, never older than the asking", async () => {
   // An engine busy enough to hold the first /metrics; its counters grow meanwhile.

@@ -11,7 +11,7 @@
 // the stream failed (streamError).
 
 import { DEFAULT_LIMITS } from "@meridian/protocol";
-import { usageNumber } from "@meridian/routing";
+import { MAX_CHARS_PER_TOKEN, usageNumber } from "@meridian/routing";
 
 export interface UsageReport {
   promptTokens: number | null;
@@ -33,9 +33,9 @@ export interface SseObserverOptions {
 }
 
 /** The longest reply that can still be part of a next prompt the LB admits, at the token estimate's
- * most characters per token (10: routing's TokenEstimator). */
+ * most characters per token. */
 export function maxReplyChars(maxPromptTokens: number): number {
-  return maxPromptTokens * 10;
+  return maxPromptTokens * MAX_CHARS_PER_TOKEN;
 }
 
 const DEFAULT_MAX_REPLY_CHARS = maxReplyChars(DEFAULT_LIMITS.maxPromptTokens);

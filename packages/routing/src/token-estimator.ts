@@ -15,6 +15,10 @@ export interface TokenEstimatorOptions {
   minSampleChars?: number;
 }
 
+/** The most characters one token may stand for by default (real tokenizers: about 2–6). A prompt of
+ * N tokens, as the LB estimates it, holds at most N × this many characters. */
+export const MAX_CHARS_PER_TOKEN = 10;
+
 export class TokenEstimator {
   private ratio: number;
   private samples = 0;
@@ -26,7 +30,7 @@ export class TokenEstimator {
   constructor(options: TokenEstimatorOptions = {}) {
     this.alpha = options.alpha ?? 0.1;
     this.minRatio = options.minCharsPerToken ?? 1;
-    this.maxRatio = options.maxCharsPerToken ?? 10;
+    this.maxRatio = options.maxCharsPerToken ?? MAX_CHARS_PER_TOKEN;
     this.minSampleChars = options.minSampleChars ?? 64;
     this.ratio = options.initialCharsPerToken ?? 4;
     if (!(this.alpha > 0 && this.alpha <= 1)) throw new RoutingInputError("alpha", `must be in (0, 1], got ${describe(this.alpha)}`);
