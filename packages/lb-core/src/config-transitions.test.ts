@@ -6,7 +6,7 @@ import { describe, it } from "node:test";
 import { chatBlockKeys } from "@meridian/routing";
 import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
 import type { Outcome } from "./completion";
-import { LbCore } from "./lb-core";
+import { testCore } from "./test-core";
 
 const replica = (id: string, extra: Record<string, unknown> = {}) => ({ id, url: `http://${id}.test/`, region: "us", model: "m", ...extra });
 const base: LbConfigInput = {
@@ -22,11 +22,7 @@ const keys = chatBlockKeys([{ role: "user", content: "x".repeat(4_000) }]);
 const input = (session: string) => ({ keys, sessionKey: session, model: null, hop: 0, promptChars: 4_000 });
 const served: Outcome = { status: 200, error: null, usage: null, reply: "", outputEvents: 1, ttftMs: 1, e2eMs: 2 };
 
-function core(extra: Partial<LbConfigInput> = {}) {
-  const lb = new LbCore<string>({ config: parseLbConfig({ ...base, ...extra }), seed: 1, peerPollIntervalMs: 1_000 });
-  for (const id of lb.replicas.keys()) lb.probeSucceeded(id, 1);
-  return lb;
-}
+const core = (extra: Partial<LbConfigInput> = {}) => testCore({ ...base, ...extra });
 
 describe("a config pushed under load", () => {
   it("a request admitted under the old prompt limit that fails over is retried, not refused as too long", () => {

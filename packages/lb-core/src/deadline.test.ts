@@ -3,7 +3,7 @@
 import { strict as assert } from "node:assert";
 import { describe, it } from "node:test";
 import { chatBlockKeys } from "@meridian/routing";
-import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
+import type { LbConfigInput } from "@meridian/protocol";
 import {
   FIRST_BYTE_SLACK,
   FirstByteHistory,
@@ -12,7 +12,8 @@ import {
   PRIOR_PREFILL_MS_PER_TOKEN,
   RATE_SAMPLE_MIN_TOKENS,
 } from "./deadline";
-import { LbCore } from "./lb-core";
+import type { LbCore } from "./lb-core";
+import { testCore } from "./test-core";
 import { isRetryableStatus } from "./redispatch";
 
 const base = { rttMs: 2, stream: true, maxOutputTokens: null, floorMs: 1_000, capMs: 120_000 };
@@ -72,23 +73,10 @@ describe("first-byte deadline", () => {
   });
 });
 
-const replica = (id: string, region = "us") => ({ id, url: `http://${id}.test/`, region, model: "m" });
+const _replica = (id: string, region = "us") => ({ id, url: `http://${id}.test/`, region, model: "m" });
 
-function core(extra: Partial<LbConfigInput> = {}): LbCore<string> {
-  const config = parseLbConfig({
-    schema: "meridian.lb-config/2",
-    version: 1,
-    lbId: "lb-us",
-    region: "us",
-    policy: "round-robin",
-    replicas: [replica("a"), replica("b")],
-    limits: { firstByteMinMs: 500, headersTimeoutMs: 60_000 },
-    ...extra,
-  });
-  const lb = new LbCore<string>({ config, seed: 1, peerPollIntervalMs: 1_000 });
-  for (const id of lb.replicas.keys()) lb.probeSucceeded(id, 1);
-  return lb;
-}
+const core = (extra: Partial<LbConfigInput> = {}): LbCore<string> =>
+  testCore({ schema: "meridian.lb-config/2", policy: "round-robin", limits: { firstByteMinMs: 500, headersTimeoutMs: 60_000 }, ...extra });
 
 const keys = chatBlockKeys([{ role: "user", content: "x".repeat(400) }]);
 const admitInput = (promptChars: number) => ({ keys, sessionKey: "s", model: null, hop: 0, promptChars });

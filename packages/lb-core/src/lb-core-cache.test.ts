@@ -4,28 +4,17 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { traceBlockKeys } from "@meridian/routing";
-import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
+import type { LbConfigInput } from "@meridian/protocol";
 import type { Outcome } from "./completion";
-import { LbCore, type CacheModel } from "./lb-core";
+import type { LbCore, CacheModel } from "./lb-core";
+import { testCore } from "./test-core";
 
 const TPB = 512;
 const keys = traceBlockKeys(Array.from({ length: 10 }, (_, i) => 7_000 + i));
 const replica = (id: string, extra: Record<string, unknown> = {}) => ({ id, url: `http://${id}.test/`, region: "us", model: "m", ...extra });
 
-function core(extra: Partial<LbConfigInput> = {}, cacheModel: CacheModel = "learned") {
-  const config = parseLbConfig({
-    schema: "meridian.lb-config/1",
-    version: 1,
-    lbId: "lb-us",
-    region: "us",
-    policy: "prefix-cache",
-    replicas: [replica("a")],
-    ...extra,
-  });
-  const lb = new LbCore<string>({ config, seed: 1, peerPollIntervalMs: 1_000, cacheModel });
-  for (const id of lb.replicas.keys()) lb.probeSucceeded(id, 1);
-  return lb;
-}
+const core = (extra: Partial<LbConfigInput> = {}, cacheModel: CacheModel = "learned") =>
+  testCore({ policy: "prefix-cache", replicas: [replica("a")], ...extra }, { cacheModel });
 
 const served = (cachedTokens: unknown): Outcome => ({
   status: 200,

@@ -2,28 +2,15 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { chatBlockKeys } from "@meridian/routing";
 import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
-import { LbCore } from "./lb-core";
 import type { PlacementLogEntry } from "./placement";
 import { nextRttEwma, RTT_EWMA_ALPHA } from "./rtt";
+import { testCore } from "./test-core";
 import type { Outcome } from "./completion";
 import type { PeerReportBody } from "./targets";
 
 const replica = (id: string, region = "us", extra: Record<string, unknown> = {}) => ({ id, url: `http://${id}.test/`, region, model: "m", ...extra });
 
-function core(extra: Partial<LbConfigInput> = {}, log: PlacementLogEntry[] = []) {
-  const config = parseLbConfig({
-    schema: "meridian.lb-config/1",
-    version: 1,
-    lbId: "lb-us",
-    region: "us",
-    policy: "least-request",
-    replicas: [replica("a"), replica("b")],
-    ...extra,
-  });
-  const lb = new LbCore<string>({ config, seed: 1, peerPollIntervalMs: 1_000, onPlacement: (e) => log.push(e) });
-  for (const id of lb.replicas.keys()) lb.probeSucceeded(id, 1);
-  return lb;
-}
+const core = (extra: Partial<LbConfigInput> = {}, log: PlacementLogEntry[] = []) => testCore(extra, { onPlacement: (e) => log.push(e) });
 
 const keys = chatBlockKeys([{ role: "user", content: "x".repeat(300) }]);
 const admitInput = (session: string, model: string | null = null) => ({ keys, sessionKey: session, model, hop: 0, promptChars: 300 });

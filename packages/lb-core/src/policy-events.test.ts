@@ -5,26 +5,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { chatBlockKeys, type PolicyEvent } from "@meridian/routing";
-import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
+import type { LbConfigInput } from "@meridian/protocol";
 import type { Outcome } from "./completion";
-import { LbCore } from "./lb-core";
+import type { LbCore } from "./lb-core";
+import { testCore } from "./test-core";
 
 const replica = (id: string, extra: Record<string, unknown> = {}) => ({ id, url: `http://${id}.test/`, region: "us", model: "m", ...extra });
 
-function core(extra: Partial<LbConfigInput> = {}): LbCore<string> {
-  const config = parseLbConfig({
-    schema: "meridian.lb-config/1",
-    version: 1,
-    lbId: "lb-us",
-    region: "us",
-    policy: "dynamo-kv",
-    replicas: [replica("a"), replica("b")],
-    ...extra,
-  });
-  const lb = new LbCore<string>({ config, seed: 1, peerPollIntervalMs: 1_000 });
-  for (const id of lb.replicas.keys()) lb.probeSucceeded(id, 1);
-  return lb;
-}
+const core = (extra: Partial<LbConfigInput> = {}): LbCore<string> => testCore({ policy: "dynamo-kv", ...extra });
 
 /** Records the events the core sends to its current policy (they still reach the policy). */
 function recordEvents(lb: LbCore<string>): PolicyEvent[] {

@@ -4,26 +4,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { chatBlockKeys, type ScrapedLoad } from "@meridian/routing";
-import { parseLbConfig } from "@meridian/protocol";
-import { LbCore } from "./lb-core";
+import type { LbCore } from "./lb-core";
+import { testCore } from "./test-core";
 
-const replica = (id: string) => ({ id, url: `http://${id}.test/`, region: "us", model: "m" });
+const _replica = (id: string) => ({ id, url: `http://${id}.test/`, region: "us", model: "m" });
 const keys = chatBlockKeys([{ role: "user", content: "x".repeat(300) }]);
 const idle: ScrapedLoad = { running: 0, waiting: 0, usedTokens: 0 };
 
-function core(): LbCore<string> {
-  const config = parseLbConfig({
-    schema: "meridian.lb-config/2",
-    version: 1,
-    lbId: "lb-us",
-    region: "us",
-    policy: "gorgo",
-    replicas: [replica("a"), replica("b")],
-  });
-  const lb = new LbCore<string>({ config, seed: 1, peerPollIntervalMs: 1_000 });
-  for (const id of lb.replicas.keys()) lb.probeSucceeded(id, 1);
-  return lb;
-}
+const core = (): LbCore<string> => testCore({ schema: "meridian.lb-config/2", policy: "gorgo" });
 
 const badLoads: [string, ScrapedLoad][] = [
   ["running +Inf", { running: Number.POSITIVE_INFINITY, waiting: 0, usedTokens: 0 }],
