@@ -6,7 +6,7 @@ import { describe, it } from "node:test";
 import { chatBlockKeys } from "@meridian/routing";
 import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
 import type { Outcome } from "./completion";
-import { testCore } from "./test-core";
+import { testCore } from "./test-helpers";
 
 const replica = (id: string, extra: Record<string, unknown> = {}) => ({ id, url: `http://${id}.test/`, region: "us", model: "m", ...extra });
 const base: LbConfigInput = {

@@ -13,7 +13,7 @@ import {
   RATE_SAMPLE_MIN_TOKENS,
 } from "./deadline";
 import type { LbCore } from "./lb-core";
-import { testCore } from "./test-core";
+import { testCore } from "./test-helpers";
 import { isRetryableStatus } from "./redispatch";
 
 const base = { rttMs: 2, stream: true, maxOutputTokens: null, floorMs: 1_000, capMs: 120_000 };

@@ -7,7 +7,7 @@ import { traceBlockKeys } from "@meridian/routing";
 import type { LbConfigInput } from "@meridian/protocol";
 import type { Outcome } from "./completion";
 import type { LbCore, CacheModel } from "./lb-core";
-import { testCore } from "./test-core";
+import { testCore } from "./test-helpers";
 
 const TPB = 512;
 const keys = traceBlockKeys(Array.from({ length: 10 }, (_, i) => 7_000 + i));

@@ -4,7 +4,7 @@ import { chatBlockKeys } from "@meridian/routing";
 import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
 import type { PlacementLogEntry } from "./placement";
 import { nextRttEwma, RTT_EWMA_ALPHA } from "./rtt";
-import { testCore } from "./test-core";
+import { testCore } from "./test-helpers";
 import type { Outcome } from "./completion";
 import type { PeerReportBody } from "./targets";
 

@@ -8,7 +8,7 @@ import { chatBlockKeys, type PolicyEvent } from "@meridian/routing";
 import type { LbConfigInput } from "@meridian/protocol";
 import type { Outcome } from "./completion";
 import type { LbCore } from "./lb-core";
-import { testCore } from "./test-core";
+import { testCore } from "./test-helpers";
 
 const replica = (id: string, extra: Record<string, unknown> = {}) => ({ id, url: `http://${id}.test/`, region: "us", model: "m", ...extra });
 

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { chatBlockKeys, type ScrapedLoad } from "@meridian/routing";
 import type { LbCore } from "./lb-core";
-import { testCore } from "./test-core";
+import { testCore } from "./test-helpers";
 
 const _replica = (id: string) => ({ id, url: `http://${id}.test/`, region: "us", model: "m" });
 const keys = chatBlockKeys([{ role: "user", content: "x".repeat(300) }]);

@@ -1,5 +1,6 @@
-// For tests: an LB core as most of them want it, built and probed in one place. Not part of the
-// package's API (index.ts does not export it).
+// For tests (named test-helpers.ts, as the boundary rules expect of test code): an LB core as most
+// of them want it, built and probed in one place. Not part of the package's API (index.ts does not
+// export it).
 import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
 import { LbCore } from "./lb-core";
 import type { LbCoreOptions } from "./lb-core-options";
