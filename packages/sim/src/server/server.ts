@@ -179,9 +179,11 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
   const replies = new ReplyText(options.tokenText);
   const identity = { "x-meridian-engine-id": options.id, "x-meridian-engine-region": options.region };
 
-  async function generate(kind: "chat" | "text", req: IncomingMessage, res: ServerResponse, out: DelayedResponse, inboundMs: number): Promise<void> {
+  async function generate(kind: "chat" | "text", req: IncomingMessage, res: ServerResponse, out: DelayedResponse, arrive: () => Promise<void>): Promise<void> {
     const startedAt = performance.now();
     const raw = await readBody(req, res);
+    await arrive();
+    if (res.destroyed) return;
     const forced = forcedOutputTokens(req);
     let prompt: PromptView;
     let stream: boolean;
@@ -206,9 +208,6 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
     const outputTokens = Math.min(forced ?? params.maxOutputTokens, maxRequested ?? Number.POSITIVE_INFINITY, params.maxOutputTokens);
     const finishReason: FinishReason = maxRequested !== undefined && outputTokens >= maxRequested ? "length" : "stop";
     const reply = replies.reply(prompt.seed, outputTokens);
-
-    await sleep(inboundMs);
-    if (res.destroyed) return;
 
     const id = requestId(kind === "chat" ? "chatcmpl" : "cmpl");
     const header: ResponseHeader = { id, created: Math.floor(Date.now() / 1000), model };
@@ -272,13 +271,14 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
   }
 
   /** One engine request per input, each a prefill with a single output step; answered when all are done. */
-  async function embed(req: IncomingMessage, res: ServerResponse, out: DelayedResponse, inboundMs: number): Promise<void> {
+  async function embed(req: IncomingMessage, res: ServerResponse, out: DelayedResponse, arrive: () => Promise<void>): Promise<void> {
     const startedAt = performance.now();
-    const body = parseBody(EmbeddingsBody, await readBody(req, res));
+    const raw = await readBody(req, res);
+    await arrive();
+    if (res.destroyed) return;
+    const body = parseBody(EmbeddingsBody, raw);
     const prompts = embeddingPrompts(body, CHARS_PER_TOKEN);
     for (const prompt of prompts) checkContextLength(prompt.promptTokens, params.kvCapacityTokens);
-    await sleep(inboundMs);
-    if (res.destroyed) return;
     const id = requestId("embd");
     const results: EmbeddingResult[] = [];
     let pending = prompts.length;
@@ -319,13 +319,18 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
     const method = req.method ?? "GET";
     const rtt = emulatedRttMs(options.rttMatrix, sourceRegion(req), options.region);
     const out = new DelayedResponse(res, rtt / 2);
+    // The inbound half of the RTT, slept once per request: nothing is answered before the request
+    // has "arrived", errors included (a 400 or 413 thrown while the body was read or parsed came
+    // back after half the RTT, while /health and completions took all of it).
+    let arrival: Promise<void> | null = null;
+    const arrive = (): Promise<void> => (arrival ??= sleep(rtt / 2));
     try {
-      if (method === "POST" && path === "/v1/chat/completions") return await generate("chat", req, res, out, rtt / 2);
-      if (method === "POST" && path === "/v1/completions") return await generate("text", req, res, out, rtt / 2);
-      if (method === "POST" && path === "/v1/embeddings") return await embed(req, res, out, rtt / 2);
+      if (method === "POST" && path === "/v1/chat/completions") return await generate("chat", req, res, out, arrive);
+      if (method === "POST" && path === "/v1/completions") return await generate("text", req, res, out, arrive);
+      if (method === "POST" && path === "/v1/embeddings") return await embed(req, res, out, arrive);
       // Everything else is small: drain any body, then answer after the inbound half of the RTT.
       req.resume();
-      await sleep(rtt / 2);
+      await arrive();
       if (method === "GET" && (path === "/health" || path === "/health_generate")) {
         out.json(200, { status: "ok" }, identity);
       } else if (method === "GET" && path === "/metrics") {
@@ -373,6 +378,7 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
         res.destroy();
         return;
       }
+      await arrive();
       out.json(failure.status, failure.toBody(), failure.status === 413 ? { connection: "close" } : {});
     }
   }

@@ -242,6 +242,36 @@ describe("replay client", () => {
     }
   });
 
+  it("sends a generator session's next turn only after the previous reply has ended, and records the hold", async () => {
+    // Replies take a while (40 ms to the first token) and turns are due every few ms: open-loop, a
+    // session's turn 2 went out while reply 1 was still streaming, which no chat client does.
+    const s = await stub({ firstContentDelayMs: 40, gapMs: 10, deltas: 3 });
+    const records: ReplayRecord[] = [];
+    const summary = await runReplay({
+      entrypoints: { a: s.url },
+      generator: { seed: 2, ratePerS: 100, sessions: 3, turns: { min: 4, max: 4 }, maxRequests: 24 },
+      onRecord: (r) => records.push(r),
+    });
+    assert.equal(summary.ok, 24);
+    const bySession = new Map<string, ReplayRecord[]>();
+    for (const r of records) bySession.set(r.sessionId, [...(bySession.get(r.sessionId) ?? []), r]);
+    const early: string[] = [];
+    for (const [session, turns] of bySession) {
+      turns.sort((x, y) => x.turn! - y.turn!);
+      for (let k = 1; k < turns.length; k++) {
+        const replyEnded = turns[k - 1]!.startMs + turns[k - 1]!.e2eMs!;
+        if (turns[k]!.startMs < replyEnded)
+          early.push(`${session} turn ${turns[k]!.turn} sent at ${turns[k]!.startMs.toFixed(0)} ms, reply ended ${replyEnded.toFixed(0)}`);
+      }
+    }
+    assert.deepEqual(early, []);
+    assert.ok(
+      records.every((r) => (r.turn === 1) === (r.turnWaitMs === undefined)),
+      "every later turn records its hold",
+    );
+    assert.ok(summary.turnWaitMs.max > 0, "turns were held");
+  });
+
   it("runs the multi-turn load generator until stop()", async () => {
     const s = await stub({ gapMs: 5, deltas: 3 });
     const records: ReplayRecord[] = [];

@@ -1,7 +1,9 @@
 // The open-loop replay runner: sends each request at its (scaled) timestamp whether or not earlier
 // ones have finished, as the paper's trace replay did, with a cap on concurrent requests. A request
 // that is due while the cap is reached waits for a slot, and that wait is recorded, so client-side
-// overload is visible instead of silently stretching the schedule.
+// overload is visible instead of silently stretching the schedule. One exception to open-loop: a
+// generator turn is a chat user's next message, sent only once the reply to the previous turn has
+// ended (a real client cannot send turn n+1 earlier); that hold is recorded as turnWaitMs.
 //
 // runReplay() is bounded (trace end, duration or max requests); startLoadGenerator() runs the
 // multi-turn generator until stop(), for the demo fleet.
@@ -153,8 +155,12 @@ function runSchedule(
   let started = false;
   let endedAt: number | undefined;
   const inFlight = new Set<Promise<void>>();
+  /** Each session's latest generator turn, until it has finished: the next turn waits for it. */
+  const lastTurn = new Map<string, Promise<void>>();
+  /** Turns waiting for their session's previous reply; they count against maxPending. */
+  let holding = 0;
 
-  const send = async (item: ReplayItem): Promise<void> => {
+  const send = async (item: ReplayItem, previousTurn: Promise<void> | undefined): Promise<void> => {
     const due = start + item.atMs;
     const calledAt = performance.now();
     const base = {
@@ -166,10 +172,11 @@ function runSchedule(
       inputTokens: item.inputTokens,
       maxTokens: item.maxTokens,
     };
-    if (slots.waiting >= maxPending) {
+    if (slots.waiting + holding >= maxPending) {
       record({
         ...base,
         scheduleLagMs: Math.max(0, calledAt - due),
+        ...(previousTurn !== undefined ? { turnWaitMs: 0 } : {}),
         queueWaitMs: 0,
         startMs: calledAt - start,
         status: 0,
@@ -180,10 +187,18 @@ function runSchedule(
       });
       return;
     }
+    let turnWaitMs: { turnWaitMs: number } | undefined;
+    if (previousTurn !== undefined) {
+      holding++;
+      await previousTurn;
+      holding--;
+      turnWaitMs = { turnWaitMs: performance.now() - calledAt };
+    }
+    const readyAt = performance.now();
     await slots.acquire();
     const sentAt = performance.now();
     try {
-      const timing = { scheduleLagMs: Math.max(0, calledAt - due), queueWaitMs: sentAt - calledAt, startMs: sentAt - start };
+      const timing = { scheduleLagMs: Math.max(0, calledAt - due), ...turnWaitMs, queueWaitMs: sentAt - readyAt, startMs: sentAt - start };
       const entrypoint = resolver.get(item.region);
       if (signal.aborted || entrypoint === undefined) {
         if (!signal.aborted) resolver.invalidate();
@@ -230,11 +245,16 @@ function runSchedule(
         scheduled++;
         // send() records every request outcome itself; anything thrown here is a bug or a
         // throwing onRecord, which must not be lost: the run fails with it at the end.
-        const task = send(item).catch((error: unknown) => {
+        const previousTurn = item.turn !== undefined && item.turn > 1 ? (lastTurn.get(item.sessionId) ?? Promise.resolve()) : undefined;
+        const task = send(item, previousTurn).catch((error: unknown) => {
           unexpected ??= error;
         });
         inFlight.add(task);
-        void task.finally(() => inFlight.delete(task));
+        if (item.turn !== undefined) lastTurn.set(item.sessionId, task);
+        void task.finally(() => {
+          inFlight.delete(task);
+          if (lastTurn.get(item.sessionId) === task) lastTurn.delete(item.sessionId);
+        });
       }
     } finally {
       await Promise.all(inFlight);

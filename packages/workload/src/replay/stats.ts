@@ -16,6 +16,9 @@ export interface ReplayRecord extends ChatStreamResult {
   scheduledMs: number;
   /** How late the client's scheduler got to the request (event-loop lag, trace read, synthesis). */
   scheduleLagMs: number;
+  /** Generator turns only: time held until the session's previous reply had ended (a chat user
+   * sends the next message after reading the reply). */
+  turnWaitMs?: number;
   /** Time spent waiting for a concurrency slot (the cap was reached). */
   queueWaitMs: number;
   /** When it was actually sent, relative to the run's start. */
@@ -62,6 +65,8 @@ export interface ReplaySummary {
   delayedRequests: number;
   /** Client scheduling lag; a large p95 means the client itself could not keep the schedule. */
   scheduleLagMs: { p95: number | null; max: number };
+  /** Generator turns held for their session's previous reply; null p95 when there were none. */
+  turnWaitMs: { p95: number | null; max: number };
   tokens: { prompt: number; cached: number; output: number; cacheHitRate: number | null };
   /** Error counts by kind: "http-<status>", "network", "timeout", "no-entrypoint", "stream". */
   errorsByKind: Record<string, number>;
@@ -107,6 +112,7 @@ export function summarise(records: readonly ReplayRecord[], durationMs: number, 
   const cached = ok.reduce((s, r) => s + (r.cachedTokens ?? 0), 0);
   const waits = records.map((r) => r.queueWaitMs).sort((a, b) => a - b);
   const lags = records.map((r) => r.scheduleLagMs).sort((a, b) => a - b);
+  const turnWaits = records.flatMap((r) => (r.turnWaitMs === undefined ? [] : [r.turnWaitMs])).sort((a, b) => a - b);
   const durationS = Math.max(durationMs, 1) / 1000;
 
   const byRegion: Record<string, RegionSummary> = {};
@@ -141,6 +147,7 @@ export function summarise(records: readonly ReplayRecord[], durationMs: number, 
     queueWaitMs: { p50: round(percentile(waits, 50)), p95: round(percentile(waits, 95)), max: round(waits.at(-1) ?? 0) ?? 0 },
     delayedRequests: records.filter((r) => r.queueWaitMs > 1).length,
     scheduleLagMs: { p95: round(percentile(lags, 95)), max: round(lags.at(-1) ?? 0) ?? 0 },
+    turnWaitMs: { p95: round(percentile(turnWaits, 95)), max: round(turnWaits.at(-1) ?? 0) ?? 0 },
     tokens: { prompt, cached, output, cacheHitRate: prompt > 0 ? Math.round((cached / prompt) * 10000) / 10000 : null },
     errorsByKind,
     byRegion,
