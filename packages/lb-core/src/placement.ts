@@ -116,6 +116,9 @@ export function planPlacement(ctx: PlacementContext, ticket: Ticket<unknown>, no
   if (availability.action === "queue") return { kind: "hold", reason: availability.reason };
   if (availability.action === "forward") {
     if (!ctx.peers.has(availability.peerId)) return { kind: "hold", reason: `peer ${availability.peerId} is gone` };
+    // The peer's policy picks its replica, under its own weights: no counterfactual is known here
+    // (TicketTrial). A retry that ends here forgets what its first, abandoned replica decided.
+    if (ticket.trial !== null) ticket.trial.triggered = null;
     return { kind: "peer", peerId: availability.peerId, reason: availability.reason };
   }
   const decision = ctx.policy.select(ticket.view, availability.candidates, { index: ctx.index, weights: ticket.weights, rng: ctx.rng, now });

@@ -13,7 +13,8 @@ export interface AdmitInput {
   model: string | null;
   /** 0 from a client; 1 when a peer LB forwarded it here (never forwarded again). */
   hop: number;
-  /** Where the client is; defaults to the LB's region (a live LB cannot tell). */
+  /** Where the client is; defaults to the LB's region. A live LB knows it only for a peer's forward
+   * (the forwarding LB's region); the simulator knows it for every request. */
   clientRegion?: string;
   /** Characters of the canonical prompt: the core estimates tokens from them and calibrates the
    * estimate from the engine's usage.prompt_tokens. Give either this or `inputTokens`. */

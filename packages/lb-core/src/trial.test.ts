@@ -126,4 +126,20 @@ describe("trial split", () => {
     }
     assert.deepEqual(placed, ["near", "far", "near", "far", "near", "far"]);
   });
+
+  it("a retry that ends at a peer says nothing of triggering: the abandoned replica's counterfactual is dropped", () => {
+    const lb = core({ trial, crossRegion: "via-peer", replicas: [{ id: "near", url: "http://near.test/", region: "us", model: "m" }] });
+    lb.applyConfig({ ...lb.config, version: 4, peers: [{ id: "lb-eu", url: "http://eu.test/", region: "eu", credentialHashes: [] }] });
+    lb.peerReported("lb-eu", { lbId: "lb-eu", region: "eu", time: 0, configVersion: 1, replicas: [], queueLength: 0, availableReplicas: 1 }, 80, 0);
+    const ticket = lb.admit("r", input("s-retry"), 0);
+    assert.equal(lb.route(ticket, 0).kind, "replica");
+    assert.equal(ticket.trial!.triggered, false, "one replica: both arms pick it");
+    // The replica fails before any byte: the retry finds no other replica and forwards.
+    const retried = lb.retry(ticket, 1);
+    assert.ok(retried.kind === "peer" && retried.peerId === "lb-eu", JSON.stringify(retried));
+    const event = lb.complete(ticket, served, 2).telemetry();
+    assert.equal(event.forwarded, true);
+    assert.equal(event.arm, ticket.trial!.arm);
+    assert.equal("triggered" in event, false, `a forwarded request carries no triggered, got ${String(event.triggered)}`);
+  });
 });

@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { failures, LbCore, type LearnInstruction, type Placement, type PlacementLogEntry } from "@meridian/lb-core";
 import { LB_STATE_SCHEMA, PEER_REPORT_SCHEMA, type LbConfig, type LbState, type PeerReport } from "@meridian/protocol";
-import { hopOf, type InferenceClient } from "./client-entrance";
+import type { InferenceClient } from "./client-entrance";
 import { presentedClientKey } from "./client-keys";
 import { onSocketClose } from "./client-socket";
 import { coreNow } from "./core-clock";
@@ -24,6 +24,7 @@ import { TelemetryLog } from "./telemetry";
 import { InFlight } from "./in-flight";
 import { newJob, type Job } from "./job";
 import { clientResponseHeaders } from "./response-headers";
+import { takeRevokedHeld } from "./revoked-keys";
 import { dispatchExchange, isConnectionFailure, isStall, redispatchCause, UpstreamExchange, type ExchangeHost, type UpstreamTarget } from "./upstream";
 
 export interface BalancerOptions {
@@ -131,6 +132,9 @@ export class Balancer implements ExchangeHost<Job> {
     const changes = this.core.applyConfig(next);
     this.modelCatalog.observe(modelsOf(next), Date.now());
     const started = this.targets.apply(next, changes, { initial: false });
+    // Before the drain may place them (with the targets of this config started): held requests of a
+    // client key this config revoked are refused; requests in flight finish.
+    for (const { job, refusal } of takeRevokedHeld(this.core, next)) this.failJob(job, refusal, "invalid_api_key");
     this.drain();
     return started;
   }
@@ -225,6 +229,9 @@ export class Balancer implements ExchangeHost<Job> {
       this.reject(res, httpErrorOf(unknownModel), unknownModel.reason);
       return;
     }
+    // A config pushed while the body was read may have revoked the client's key.
+    const revoked = client.recheck(this.config);
+    if (revoked) return this.reject(res, revoked, "invalid_api_key");
     const job = newJob({ kind, path, req, res, request, client, arrival });
     job.ticket = this.core.admit(
       job,
@@ -232,7 +239,8 @@ export class Balancer implements ExchangeHost<Job> {
         keys: request.keys,
         sessionKey: request.sessionKey,
         model: request.model,
-        hop: hopOf(req),
+        hop: client.hop,
+        ...(client.clientRegion !== null ? { clientRegion: client.clientRegion } : {}),
         promptChars: request.promptChars,
         clientKeyed: presentedClientKey(client.identity),
         nextTurnKeys: (reply) => nextTurnKeys(request, reply),

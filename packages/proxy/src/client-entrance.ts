@@ -1,22 +1,36 @@
 // The entrance of the inference routes: the client key check (client-keys.ts) before the body is
 // read. A refusal is answered here (401, OpenAI's shape), counted and logged; an admitted request
-// leaves with what the balancer needs: the Authorization to pass to an engine (if any) and where to
-// count its tokens.
+// leaves with what the balancer needs: the Authorization to pass to an engine (if any), where to
+// count its tokens, and, for a peer LB's forward, its hop and its client's region. Those two headers
+// are a peer's word: from anyone else they are ignored, as an ordinary client could otherwise keep
+// its request from ever being forwarded (hop 1) or record itself in any region.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { LbConfig } from "@meridian/protocol";
+import { HeaderSafeIdSchema, type LbConfig } from "@meridian/protocol";
 import type { AuthRefusals } from "./auth-refusals";
-import { checkClient, type ClientIdentity } from "./client-keys";
+import { checkClient, forwardedByPeer, presentedClientKey, type ClientCheck, type ClientIdentity } from "./client-keys";
 import type { ClientMetrics } from "./client-metrics";
-import { sendError } from "./errors";
+import { sendError, type HttpError } from "./errors";
 import type { ProxyMetrics } from "./metrics";
 import type { UsageReport } from "./sse";
 import { coreNow } from "./core-clock";
 
 /** What the balancer carries with an admitted request. */
 export interface InferenceClient {
-  identity: ClientIdentity;
+  /** Who is counted for the request (recheck() may turn a key the config dropped into anonymous). */
+  readonly identity: ClientIdentity;
   /** The client's Authorization, passed to replicas; null when it was a Meridian credential. */
   forwardAuthorization: string | null;
+  /** 1 when a peer LB forwarded the request here (its peer credential and x-meridian-hop), else 0. */
+  hop: number;
+  /** The region of the client a peer LB forwarded the request for (x-meridian-src-region, the
+   * forwarding LB's region); null for a client's own request (its region is this LB's). */
+  clientRegion: string | null;
+  /**
+   * A request admitted with a client key, checked again under a config pushed since: the refusal a
+   * new request with that key gets now (recorded as the entrance records one), or null while the key
+   * still admits it. A key the config dropped where keys are not required admits it as anonymous.
+   */
+  recheck(config: LbConfig): HttpError | null;
   /** Called once when the request finished, with the status the LB recorded for it (a stream cut
    * after its 200 head is a 502, as in the LB's counters and telemetry) and the usage the engine
    * reported (if any). */
@@ -30,26 +44,39 @@ export interface EntranceDeps {
   clientMetrics: ClientMetrics;
 }
 
-/** 1 when a peer LB forwarded the request here (x-meridian-hop), else 0. */
-export function hopOf(req: IncomingMessage): number {
+/** 1 when the request says a peer LB forwarded it (x-meridian-hop), else 0: checkClient identifies
+ * the peer by its credential on such a request only. */
+function claimedHop(req: IncomingMessage): number {
   const header = req.headers["x-meridian-hop"];
   return typeof header === "string" && Number(header) >= 1 ? 1 : 0;
 }
 
+/** The forwarding LB's region (x-meridian-src-region), when it is a header-safe id; else null. */
+function sourceRegionOf(req: IncomingMessage): string | null {
+  const parsed = HeaderSafeIdSchema.safeParse(req.headers["x-meridian-src-region"]);
+  return parsed.success ? parsed.data : null;
+}
+
 /** The admitted client, or null after answering the refusal. */
 export function admitClient(req: IncomingMessage, res: ServerResponse, path: string, deps: EntranceDeps): InferenceClient | null {
-  const check = checkClient(req.headers["authorization"], hopOf(req), deps.config, undefined, req.headers["x-meridian-client-keyed"] === "1");
+  const authorization = req.headers["authorization"];
+  const check = checkClient(authorization, claimedHop(req), deps.config, undefined, req.headers["x-meridian-client-keyed"] === "1");
+  const address = req.socket.remoteAddress ?? "unknown";
+  const recordRefusal = (refused: Extract<ClientCheck, { ok: false }>): void =>
+    deps.refusals.record("client", refused.reason, { address, path, ...(refused.keyId ? { keyId: refused.keyId } : {}) }, coreNow());
   if (!check.ok) {
     // Drain the body so the connection stays usable for the client's next (corrected) request.
     req.resume();
-    const address = req.socket.remoteAddress ?? "unknown";
-    deps.refusals.record("client", check.reason, { address, path, ...(check.keyId ? { keyId: check.keyId } : {}) }, coreNow());
+    recordRefusal(check);
     deps.metrics.rejected.inc({ reason: "invalid_api_key" });
     deps.metrics.requests.inc({ policy: deps.config.policy, replica: "none", status: String(check.error.status) });
     sendError(res, check.error);
     return null;
   }
-  const { identity, forwardAuthorization } = check;
+  const { forwardAuthorization } = check;
+  let identity = check.identity;
+  let checkedUnder = deps.config;
+  const fromPeer = forwardedByPeer(identity);
   let counted = false;
   const count = (status: number): void => {
     if (counted) return;
@@ -60,8 +87,23 @@ export function admitClient(req: IncomingMessage, res: ServerResponse, path: str
   // response alone: its status is the one sent.
   res.once("close", () => count(res.writableFinished ? res.statusCode : 499));
   return {
-    identity,
+    get identity() {
+      return identity;
+    },
     forwardAuthorization,
+    hop: fromPeer ? 1 : 0,
+    clientRegion: fromPeer ? sourceRegionOf(req) : null,
+    recheck: (config) => {
+      if (config === checkedUnder || !presentedClientKey(identity)) return null;
+      checkedUnder = config;
+      const again = checkClient(authorization, 0, config);
+      if (!again.ok) {
+        recordRefusal(again);
+        return again.error;
+      }
+      identity = again.identity;
+      return null;
+    },
     onFinished: (status, usage) => {
       count(status);
       deps.clientMetrics.usage(identity, usage?.promptTokens ?? null, usage?.completionTokens ?? null);

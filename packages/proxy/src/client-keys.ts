@@ -23,11 +23,19 @@ export interface ClientIdentity {
 }
 
 const ANONYMOUS: ClientIdentity = Object.freeze({ keyId: "anonymous", keyName: "" });
+/** The key id a peer LB's forwards are counted under (its id is the key name). */
+const PEER_IDENTITY = "peer";
 
 /** Whether the request's client presented one of the fleet's client keys (not anonymous, not a peer
  * LB vouching for its own client). */
 export function presentedClientKey(identity: ClientIdentity): boolean {
-  return identity.keyId !== ANONYMOUS.keyId && identity.keyId !== "peer";
+  return identity.keyId !== ANONYMOUS.keyId && identity.keyId !== PEER_IDENTITY;
+}
+
+/** Whether a peer LB forwarded the request: its peer credential, on a request marked as forwarded
+ * (x-meridian-hop), identified it (checkClient). */
+export function forwardedByPeer(identity: ClientIdentity): boolean {
+  return identity.keyId === PEER_IDENTITY;
 }
 
 export type ClientCheck =
@@ -99,7 +107,7 @@ export function checkClient(
     // replicas), where a 401 would reach a client that needed no key in its own region. It forwarded on
     // a report from before this LB required keys, or is older than the x-meridian-client-keyed header.
     if (required && !forwardedKeyed) return { ok: false, reason: "missing", error: KEYLESS_FORWARD_REFUSED, keyId: null };
-    return { ok: true, identity: { keyId: "peer", keyName: peerId }, forwardAuthorization: null };
+    return { ok: true, identity: { keyId: PEER_IDENTITY, keyName: peerId }, forwardAuthorization: null };
   }
   if (required) return { ok: false, reason: "invalid", error: refusal(INVALID), keyId: null };
   // Not ours: an engine's own key, passed through as before keys existed. Anything shaped like a

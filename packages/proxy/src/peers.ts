@@ -6,7 +6,8 @@
 // not sent a pile of them. During a token rotation this LB holds two credentials and the peer may
 // know either: a 401 moves to the next one, which is then used until it fails in turn. What a report
 // means (in-flight tokens, availability, the prefix snapshot) is the LB core's business: this file
-// only fetches, validates and reports.
+// only fetches, validates (a report from another LB than the configured one is a failed poll) and
+// reports.
 import type { Pool } from "undici";
 import { safeParsePeerReport, type Limits, type PeerConfig, type PeerReport } from "@meridian/protocol";
 import { readCapped } from "./capped-body";
@@ -128,6 +129,7 @@ export class PeerRuntime {
       if (statusCode !== 200) throw new Error(`peer report returned ${statusCode}`);
       const parsed = safeParsePeerReport(JSON.parse(text));
       if (!parsed.success) throw parsed.error;
+      this.checkIdentity(parsed.data);
       const keys = parsed.data.snapshot?.keys.length ?? 0;
       if (keys > asked) throw new Error(`peer report holds ${keys} snapshot keys; ${asked} were asked for`);
       observation = { ok: true, report: parsed.data, rttMs: performance.now() - started };
@@ -135,6 +137,14 @@ export class PeerRuntime {
       observation = { ok: false, error: error instanceof Error ? error.message : String(error) };
     }
     if (!this.closed) this.observe(this.id, observation);
+  }
+
+  /** The URL may reach another LB than the one configured (an ingress in front of several, a stale
+   * URL after a move): its load and prefix snapshot would be taken for this peer's. A failed poll. */
+  private checkIdentity(report: PeerReport): void {
+    const { id, url, region } = this.config;
+    if (report.lbId !== id) throw new Error(`peer ${id} at ${url} answered as ${report.lbId}`);
+    if (report.region !== region) throw new Error(`peer ${id} at ${url} answered from region ${report.region}; it is configured in ${region}`);
   }
 
   private async fetchReport(credentialIndex: number, asked: number): Promise<{ statusCode: number; text: string; started: number }> {

@@ -1,0 +1,24 @@
+// A config push that revokes a client key (removes it, or replaces its digest) reaches requests of
+// that key still waiting in the hold queue: they have not started, and a new request with the key is
+// refused now, so they are too, with the same 401 (client-entrance.ts, recheck). Left alone, they were
+// dispatched for up to queueMaxWaitMs after the revocation, and forwarded to key-requiring peers as
+// keyed. Requests already dispatched finish. Where keys are not required, a dropped key's held
+// request goes on as anonymous: it no longer counts as keyed for a peer that requires keys.
+import type { LbCore } from "@meridian/lb-core";
+import type { LbConfig } from "@meridian/protocol";
+import { presentedClientKey } from "./client-keys";
+import type { HttpError } from "./errors";
+import type { Job } from "./job";
+
+/** Takes the held requests `config` no longer admits out of the hold queue, with their refusals.
+ * All are taken before any is answered: answering one drains the queue, which would place the next. */
+export function takeRevokedHeld(core: LbCore<Job>, config: LbConfig): { job: Job; refusal: HttpError }[] {
+  const revoked: { job: Job; refusal: HttpError }[] = [];
+  for (const ticket of core.queue.waiting()) {
+    const job = ticket.owner;
+    const refusal = job.client.recheck(config);
+    if (refusal === null) ticket.clientKeyed = presentedClientKey(job.client.identity);
+    else if (core.cancel(ticket)) revoked.push({ job, refusal });
+  }
+  return revoked;
+}

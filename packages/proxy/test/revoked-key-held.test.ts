@@ -1,0 +1,82 @@
+// A client key revoked by a config push reaches the requests of that key still held in the LB's
+// queue: they are refused with the 401 a new request with the key gets, and never reach a replica.
+// Before, they were dispatched once a slot freed (for up to queueMaxWaitMs after the revocation). A
+// request already dispatched finishes.
+import { strict as assert } from "node:assert";
+import { after, test } from "node:test";
+import type { LbConfigInput, LbState } from "@meridian/protocol";
+import { generateClientKey, sha256Hex } from "@meridian/protocol/credentials";
+import { adminGet, adminPutConfig, chatBody, completionJson, lbConfig, MODEL, post, startHoldingEngine, startLb, waitFor } from "./helpers";
+
+const REVOKED = generateClientKey("0123456789ab");
+const KEPT = generateClientKey("ba9876543210");
+const entry = (id: string, key: string, name: string) => ({ id, name, region: "us-ashburn", sha256: sha256Hex(key) });
+
+const cleanups: (() => Promise<unknown>)[] = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+test("held requests of a key a config push revokes get its 401; the one in flight finishes", async () => {
+  const engine = await startHoldingEngine("us-x", "us-ashburn");
+  cleanups.push(() => engine.close());
+  const config: LbConfigInput = lbConfig("lb-us", "us-ashburn", [], {
+    replicas: [{ id: "us-x", url: engine.url, region: "us-ashburn", model: MODEL, engine: "sglang", maxConcurrency: 1 }],
+    clientAuth: { required: true, keys: [entry("0123456789ab", REVOKED, "leaver"), entry("ba9876543210", KEPT, "stayer")] },
+  });
+  const lb = await startLb(config);
+  cleanups.push(() => lb.close());
+  await waitFor("replica healthy", async () => ((await adminGet<LbState>(lb, "/admin/state")).replicas[0]?.healthy ? true : undefined));
+  const send = (key: string, text: string) => post(`${lb.url}/v1/chat/completions`, chatBody(text), { authorization: `Bearer ${key}` });
+
+  const inFlight = send(REVOKED, "dispatched before the revocation");
+  const running = await waitFor("at the replica", () => engine.held[0]);
+  const heldLength = async (length: number) => ((await adminGet<LbState>(lb, "/admin/state")).queue.length === length ? true : undefined);
+  const held = send(REVOKED, "held when the key is revoked");
+  await waitFor("held first", () => heldLength(1));
+  const heldKept = send(KEPT, "held, its key stays");
+  await waitFor("held second", () => heldLength(2));
+
+  await adminPutConfig(lb, { ...config, version: 2, clientAuth: { required: true, keys: [entry("ba9876543210", KEPT, "stayer")] } });
+  const fresh = await send(REVOKED, "sent after the revocation");
+  assert.equal(fresh.status, 401);
+  // A slot frees: the request in flight finishes, and the next held one goes to the replica. The
+  // revoked key's was held first; it must not be the one.
+  running.res.writeHead(200, { "content-type": "application/json" }).end(completionJson("done"));
+  assert.equal((await inFlight).status, 200);
+  const next = await waitFor("the next held request at the replica", () => engine.held[1]);
+  assert.doesNotMatch(next.body, /held when the key is revoked/, "the revoked key's held request was dispatched after the revocation");
+  assert.match(next.body, /held, its key stays/);
+  next.res.writeHead(200, { "content-type": "application/json" }).end(completionJson("kept"));
+  assert.equal((await heldKept).status, 200);
+  const refused = await held;
+  assert.equal(refused.status, 401, refused.text);
+  assert.deepEqual(JSON.parse(refused.text), JSON.parse(fresh.text), "the same refusal as a new request with the key");
+  assert.equal(refused.headers["www-authenticate"], fresh.headers["www-authenticate"]);
+  assert.equal(engine.held.length, 2);
+});
+
+test("where keys are not required, a dropped key's held request goes on, no longer keyed", async () => {
+  const engine = await startHoldingEngine("us-x", "us-ashburn");
+  cleanups.push(() => engine.close());
+  const config: LbConfigInput = lbConfig("lb-us", "us-ashburn", [], {
+    replicas: [{ id: "us-x", url: engine.url, region: "us-ashburn", model: MODEL, engine: "sglang", maxConcurrency: 1 }],
+    clientAuth: { required: false, keys: [entry("0123456789ab", REVOKED, "leaver")] },
+  });
+  const lb = await startLb(config);
+  cleanups.push(() => lb.close());
+  await waitFor("replica healthy", async () => ((await adminGet<LbState>(lb, "/admin/state")).replicas[0]?.healthy ? true : undefined));
+  const send = (text: string) => post(`${lb.url}/v1/chat/completions`, chatBody(text), { authorization: `Bearer ${REVOKED}` });
+  const first = send("first");
+  const running = await waitFor("at the replica", () => engine.held[0]);
+  const held = send("held");
+  await waitFor("one held", async () => ((await adminGet<LbState>(lb, "/admin/state")).queue.length === 1 ? true : undefined));
+  await adminPutConfig(lb, { ...config, version: 2, clientAuth: { required: false, keys: [] } });
+  const ticket = lb.balancer.core.queue.peek();
+  assert.equal(ticket?.clientKeyed, false, "a key-requiring peer would have taken it as keyed");
+  running.res.writeHead(200, { "content-type": "application/json" }).end(completionJson("done"));
+  const next = await waitFor("the held request at the replica", () => engine.held[1]);
+  next.res.writeHead(200, { "content-type": "application/json" }).end(completionJson("served"));
+  assert.equal((await first).status, 200);
+  assert.equal((await held).status, 200);
+});
