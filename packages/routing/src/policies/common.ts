@@ -2,7 +2,8 @@
 // tie-breaking and the Decision record.
 
 import { EXCLUDED_SCORE, RoutingInputError, describe, requireFiniteNumber } from "../errors";
-import type { PrefixIndex, PrefixMatcher } from "../prefix-index";
+import { PrefixIndex, type PrefixMatcher } from "../prefix-index";
+import type { PrefixIndexOptions } from "../prefix-index-types";
 import type { CandidateView, Decision, PolicyName, RequestView, Rng, Weights } from "../types";
 import { validateBlockKeys, validateCandidates, validateRequest, validateWeights } from "../validate";
 import type { DynamoKvOptions, LlmdOptions, SglangCacheAwareOptions } from "./peer-options";
@@ -194,6 +195,23 @@ export function decide(p: Prepared, scores: readonly number[], choice: number, r
   return decision;
 }
 
+/** The Decision of a policy that picks without a cost (a turn, chance, a hash): its choice scores 0
+ * and every other candidate 1. */
+export function decidePicked(p: Prepared, choice: number): Decision {
+  return decide(
+    p,
+    p.candidates.map((_, i) => (i === choice ? 0 : 1)),
+    choice,
+  );
+}
+
+/** The eligible candidates' indices, in candidate order. */
+export function eligibleIndices(p: Prepared): number[] {
+  const indices: number[] = [];
+  for (let i = 0; i < p.candidates.length; i++) if (p.eligible[i]) indices.push(i);
+  return indices;
+}
+
 /** least-request over the allowed set: fewest requests, ties at random. */
 export function leastRequestIndex(p: Prepared, rng: Rng, allowed: readonly boolean[] = p.eligible): { index: number; scores: number[] } {
   const scores = p.candidates.map(requestLoad);
@@ -282,4 +300,19 @@ export function ownIndexDepths(index: PrefixIndex | null, request: RequestView, 
   const { depthByReplica } = index.match(request.keys, now, ids);
   for (let i = 0; i < n; i++) depths[i] = depthByReplica.get(ids[i] as string) ?? 0;
   return depths;
+}
+
+/** A peer router's own index after a dispatch: built at the first dispatch of a prompt with keys
+ * (only then is the block size known, which `size` may read), then taught every dispatched prompt
+ * as the chosen replica's own route, as the peer routers learn their own decisions. Null until a
+ * prompt with keys was dispatched. */
+export function learnDispatched(
+  index: PrefixIndex | null,
+  event: Extract<PolicyEvent, { kind: "dispatch" }>,
+  size: () => PrefixIndexOptions,
+): PrefixIndex | null {
+  if (event.request.keys.length === 0) return index;
+  const own = index ?? new PrefixIndex(size());
+  own.learn(event.request.keys, event.replicaId, "LOCAL", event.now);
+  return own;
 }

@@ -40,7 +40,7 @@
 //  - Our bound, not Dynamo's: at most maxTrackedRequests live requests are booked (see
 //    dynamo-active.ts) so lost "complete" events cannot grow memory without limit.
 
-import { PrefixIndex } from "../prefix-index";
+import type { PrefixIndex } from "../prefix-index";
 import type { CandidateView, RequestView, Rng } from "../types";
 import { ActiveSequences } from "./dynamo-active";
 import {
@@ -50,6 +50,7 @@ import {
   checkDecisionInput,
   checkPolicyEvent,
   decide,
+  learnDispatched,
   matchedBlocksOf,
   numberOption,
   ownIndexDepths,
@@ -116,11 +117,10 @@ export function createDynamoKvPolicy(options: DynamoKvOptions = {}): Policy {
       if (event.kind === "first-token") return active.markPrefillCompleted(event.requestId);
       if (event.kind === "complete") return active.free(event.requestId);
       const { request, replicaId } = event;
-      if (index === null && request.keys.length > 0) {
+      index = learnDispatched(index, event, () => {
         const routes = Math.ceil((maxTreeBlocks * kvBlockTokens) / request.tokensPerBlock);
-        index = new PrefixIndex({ capacityBlocks: Math.max(1, Math.min(PEER_INDEX_MAX_ROUTES, routes)), ttlMs });
-      }
-      if (index !== null && request.keys.length > 0) index.learn(request.keys, replicaId, "LOCAL", event.now);
+        return { capacityBlocks: Math.max(1, Math.min(PEER_INDEX_MAX_ROUTES, routes)), ttlMs };
+      });
       const cached = Math.min(matchedBlocksOf(event.decision, replicaId) * request.tokensPerBlock, request.inputTokens);
       active.add(event.requestId, replicaId, request.keys, request.inputTokens - cached);
     },

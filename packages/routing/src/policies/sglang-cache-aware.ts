@@ -47,7 +47,7 @@
 //  - KV-usage triggers need a KV utilization, which needs CandidateView.kvCapacityTokens; without it
 //    they do not fire, as in the source when no backend load snapshot is wired.
 
-import { PrefixIndex } from "../prefix-index";
+import type { PrefixIndex } from "../prefix-index";
 import type { CandidateView, RequestView } from "../types";
 import {
   type Policy,
@@ -56,6 +56,7 @@ import {
   checkPolicyEvent,
   decide,
   kvUtilization,
+  learnDispatched,
   numberOption,
   ownIndexDepths,
   PEER_INDEX_MAX_ROUTES,
@@ -168,12 +169,11 @@ export function createSglangCacheAwarePolicy(options: SglangCacheAwareOptions = 
       }
       if (event.kind !== "dispatch") return; // SGLang's load is the LB's own in-flight count
       const { request, replicaId } = event;
-      if (tree === null && request.keys.length > 0) {
+      tree = learnDispatched(tree, event, () => {
         const perWorker = Math.max(1, Math.floor(maxTreeChars / (request.tokensPerBlock * CHARS_PER_TOKEN)));
         const workers = Math.max(1, event.decision.scores.length);
-        tree = new PrefixIndex({ capacityBlocks: Math.min(PEER_INDEX_MAX_ROUTES, perWorker * workers), ttlMs: Number.POSITIVE_INFINITY });
-      }
-      if (tree !== null && request.keys.length > 0) tree.learn(request.keys, replicaId, "LOCAL", event.now);
+        return { capacityBlocks: Math.min(PEER_INDEX_MAX_ROUTES, perWorker * workers), ttlMs: Number.POSITIVE_INFINITY };
+      });
       // Bounded by the replica ids seen; a fleet that churns through more starts the counts afresh.
       if (processed.size >= MAX_COUNTED_REPLICAS && !processed.has(replicaId)) processed.clear();
       processed.set(replicaId, (processed.get(replicaId) ?? 0) + 1);
