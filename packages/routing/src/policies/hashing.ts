@@ -3,7 +3,7 @@
 import { RoutingInputError } from "../errors";
 import { hashString, hashString32 } from "../hash";
 import type { CandidateView } from "../types";
-import { type Policy, type PolicyOptions, type Prepared, decide, prepare } from "./common";
+import { type Policy, type PolicyOptions, type Prepared, decidePicked, eligibleIndices, prepare } from "./common";
 
 /** A ring of `virtualNodes` points per target. Owners are indices into the id list it was built from. */
 export class HashRing {
@@ -96,8 +96,7 @@ export function createSessionAffinityPolicy(): Policy {
     usesCostWeights: false,
     select(request, candidates, ctx) {
       const p = prepare(request, candidates, ctx);
-      const order: number[] = [];
-      for (let i = 0; i < candidates.length; i++) if (p.eligible[i]) order.push(i);
+      const order = eligibleIndices(p);
       // Sorting by id makes the mapping independent of the order candidates arrive in.
       order.sort((a, b) => {
         const x = (candidates[a] as CandidateView).id;
@@ -105,9 +104,7 @@ export function createSessionAffinityPolicy(): Policy {
         return x < y ? -1 : x > y ? 1 : 0;
       });
       const slot = hashString(request.sessionKey) % order.length;
-      const choice = order[slot] as number;
-      const scores = candidates.map((_, i) => (i === choice ? 0 : 1));
-      return decide(p, scores, choice);
+      return decidePicked(p, order[slot] as number);
     },
   };
 }
@@ -119,9 +116,7 @@ export function createConsistentHashPolicy(options: PolicyOptions = {}): Policy 
     usesCostWeights: false,
     select(request, candidates, ctx) {
       const p = prepare(request, candidates, ctx);
-      const choice = ringPick(p, cache);
-      const scores = candidates.map((_, i) => (i === choice ? 0 : 1));
-      return decide(p, scores, choice);
+      return decidePicked(p, ringPick(p, cache));
     },
   };
 }

@@ -1,7 +1,7 @@
 // Stateless-ish baselines: round-robin (counter kept in the policy instance) and random.
 
 import { randomInt } from "../rng";
-import { type Policy, decide, prepare } from "./common";
+import { type Policy, decidePicked, eligibleIndices, prepare } from "./common";
 
 export function createRoundRobinPolicy(): Policy {
   let turn = 0;
@@ -10,15 +10,10 @@ export function createRoundRobinPolicy(): Policy {
     usesCostWeights: false,
     select(request, candidates, ctx) {
       const p = prepare(request, candidates, ctx);
-      const eligible: number[] = [];
-      for (let i = 0; i < candidates.length; i++) if (p.eligible[i]) eligible.push(i);
+      const eligible = eligibleIndices(p);
       const choice = eligible[turn % eligible.length] as number;
       turn = (turn + 1) % 0x40000000;
-      return decide(
-        p,
-        candidates.map((_, i) => (i === choice ? 0 : 1)),
-        choice,
-      );
+      return decidePicked(p, choice);
     },
   };
 }
@@ -29,14 +24,9 @@ export function createRandomPolicy(): Policy {
     usesCostWeights: false,
     select(request, candidates, ctx) {
       const p = prepare(request, candidates, ctx);
-      const eligible: number[] = [];
-      for (let i = 0; i < candidates.length; i++) if (p.eligible[i]) eligible.push(i);
+      const eligible = eligibleIndices(p);
       const choice = eligible[randomInt(ctx.rng, eligible.length)] as number;
-      return decide(
-        p,
-        candidates.map((_, i) => (i === choice ? 0 : 1)),
-        choice,
-      );
+      return decidePicked(p, choice);
     },
   };
 }
