@@ -3,8 +3,6 @@
 // AuthenticationError), a revoked key (gone from the next config) is 401 again, the key never reaches
 // the engine, and its requests and tokens are counted under its id and name.
 import { strict as assert } from "node:assert";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { request } from "undici";
@@ -12,45 +10,26 @@ import { parseOpenAiError, type LbConfigInput } from "@meridian/protocol";
 import { generateClientKey, sha256Hex } from "@meridian/protocol/credentials";
 import { parsePrometheusText, type RunningProxy } from "../src/index";
 import { adminPutConfig, chatBody, completionJson, lbConfig, MODEL, post, startEngine, startHoldingEngine, startLb, waitFor, type Engine } from "./helpers";
+import { type AuthorizationTap, startAuthorizationTap } from "./authorization-tap";
 
 const KEY_ID = "a1b2c3d4e5f6";
 const KEY = generateClientKey(KEY_ID);
 const keyEntry = { id: KEY_ID, name: "team-a", region: "us-ashburn", sha256: sha256Hex(KEY) };
 
 let engine: Engine;
-let tap: { server: Server; url: string; authorizations: (string | undefined)[] };
+let tap: AuthorizationTap;
 let lb: RunningProxy;
 let config: LbConfigInput;
 
-/** A pass-through in front of the engine that records the Authorization of each completion request. */
-async function startTap(target: string): Promise<typeof tap> {
-  const authorizations: (string | undefined)[] = [];
-  const server = createServer((req, res) => {
-    if (req.method === "POST") authorizations.push(req.headers.authorization);
-    const headers = { ...req.headers };
-    delete headers.host;
-    delete headers.authorization;
-    void request(`${target}${req.url}`, { method: req.method as "GET", headers, body: req.method === "POST" ? req : null }).then(
-      (upstream) => {
-        res.writeHead(upstream.statusCode, upstream.headers as Record<string, string>);
-        upstream.body.pipe(res);
-      },
-      () => res.writeHead(502).end(),
-    );
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, authorizations };
-}
-
 before(async () => {
   engine = await startEngine("us-1", "us-ashburn");
-  tap = await startTap(engine.url);
-  config = lbConfig("lb-us", "us-ashburn", [{ ...engine, url: tap.url } as Engine], { clientAuth: { required: true, keys: [keyEntry] } });
+  tap = await startAuthorizationTap(engine);
+  config = lbConfig("lb-us", "us-ashburn", [tap.replica], { clientAuth: { required: true, keys: [keyEntry] } });
   lb = await startLb(config);
 });
 after(async () => {
   await lb?.close();
-  tap?.server.close();
+  tap?.close();
   await engine?.close();
 });
 

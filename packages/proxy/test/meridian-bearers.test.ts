@@ -2,41 +2,24 @@
 // key with a typo, presented as a client's bearer while keys are not required, used to reach the
 // replica verbatim (and an LB token opens the LB's admin API). An engine's own key still passes.
 import { strict as assert } from "node:assert";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
-import { request } from "undici";
 import type { RunningProxy } from "../src/index";
 import { generateClientKey } from "@meridian/protocol/credentials";
 import { chatBody, lbConfig, post, startEngine, startLb, TOKEN, type Engine } from "./helpers";
+import { type AuthorizationTap, startAuthorizationTap } from "./authorization-tap";
 
 let engine: Engine;
-let tap: { server: Server; url: string; authorizations: (string | undefined)[] };
+let tap: AuthorizationTap;
 let lb: RunningProxy;
 
 before(async () => {
   engine = await startEngine("us-1", "us-ashburn");
-  const authorizations: (string | undefined)[] = [];
-  const server = createServer((req, res) => {
-    if (req.method === "POST") authorizations.push(req.headers.authorization);
-    const headers = { ...req.headers };
-    delete headers.host;
-    delete headers.authorization;
-    void request(`${engine.url}${req.url}`, { method: req.method as "GET", headers, body: req.method === "POST" ? req : null }).then(
-      (up) => {
-        res.writeHead(up.statusCode, up.headers as Record<string, string>);
-        up.body.pipe(res);
-      },
-      () => res.writeHead(502).end(),
-    );
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  tap = { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, authorizations };
-  lb = await startLb(lbConfig("lb-us", "us-ashburn", [{ ...engine, url: tap.url } as Engine]));
+  tap = await startAuthorizationTap(engine);
+  lb = await startLb(lbConfig("lb-us", "us-ashburn", [tap.replica]));
 });
 after(async () => {
   await lb?.close();
-  tap?.server.close();
+  tap?.close();
   await engine?.close();
 });
 
