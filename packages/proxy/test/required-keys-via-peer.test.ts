@@ -5,36 +5,26 @@
 // lb-eu, which admitted anything a peer vouched for.
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
-import type { LbState } from "@meridian/protocol";
 import { generateClientKey, sha256Hex } from "@meridian/protocol/credentials";
 import type { RunningProxy } from "../src/index";
-import { adminGet, chatBody, DEMO_ENGINE_PARAMS, lbConfig, post, startEngine, startPeeredPair, waitFor, type Engine } from "./helpers";
+import { chatBody, post } from "./helpers";
+import { fillReplicas, startViaPeerRegions, type ViaPeerRegions } from "./via-peer-regions";
 
-const SLOW = { ...DEMO_ENGINE_PARAMS, maxRunning: 1, itlBaseMs: 20, maxOutputTokens: 80 };
 const EU_KEY = generateClientKey("0123456789ab");
 
-let usEngine: Engine;
-let euEngine: Engine;
+let regions: ViaPeerRegions;
 let lbUs: RunningProxy;
 let lbEu: RunningProxy;
 
 before(async () => {
-  usEngine = await startEngine("us-1", "us-ashburn", { params: SLOW });
-  euEngine = await startEngine("eu-1", "eu-frankfurt", { params: SLOW });
   // us-ashburn: keys not required. eu-frankfurt: keys required (one key, for eu's own clients).
-  const usConfig = lbConfig("lb-us", "us-ashburn", [usEngine], { crossRegion: "via-peer", policy: "skylb" });
-  const euConfig = lbConfig("lb-eu", "eu-frankfurt", [euEngine], {
-    crossRegion: "via-peer",
-    policy: "skylb",
+  regions = await startViaPeerRegions({
     clientAuth: { required: true, keys: [{ id: "0123456789ab", name: "eu-team", region: "eu-frankfurt", sha256: sha256Hex(EU_KEY) }] },
   });
-  [lbUs, lbEu] = await startPeeredPair(usConfig, euConfig);
+  ({ lbUs, lbEu } = regions);
 });
 after(async () => {
-  await lbUs?.close();
-  await lbEu?.close();
-  await usEngine?.close();
-  await euEngine?.close();
+  await regions?.close();
 });
 
 test("a keyless client never gets served by the keys-required region's replicas", async () => {
@@ -42,11 +32,7 @@ test("a keyless client never gets served by the keys-required region's replicas"
   const direct = await post(`${lbEu.url}/v1/chat/completions`, chatBody("no key, direct"));
   assert.equal(direct.status, 401);
   // Through the open region's LB, once its own replica is busy: keyless requests.
-  const pending = [
-    post(`${lbUs.url}/v1/chat/completions`, chatBody("keyless 1", { max_tokens: 80 })),
-    post(`${lbUs.url}/v1/chat/completions`, chatBody("keyless 2", { max_tokens: 80 })),
-  ];
-  await waitFor("us replica full", async () => ((await adminGet<LbState>(lbUs, "/admin/state")).replicas.every((r) => r.full) ? true : undefined));
+  const pending = await fillReplicas(lbUs, "keyless");
   const viaPeer = await post(`${lbUs.url}/v1/chat/completions`, chatBody("keyless, lands in eu"));
   await Promise.all(pending);
   const servedBy = `status ${viaPeer.status}, x-meridian-forwarded-to=${String(viaPeer.headers["x-meridian-forwarded-to"])}, x-meridian-replica=${String(viaPeer.headers["x-meridian-replica"])}`;

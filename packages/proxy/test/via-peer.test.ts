@@ -6,41 +6,21 @@ import { after, before, test } from "node:test";
 import { request } from "undici";
 import type { LbState, PeerReport } from "@meridian/protocol";
 import { parsePrometheusText, type RunningProxy } from "../src/index";
-import { adminGet, chatBody, DEMO_ENGINE_PARAMS, lbConfig, MODEL, post, startEngine, startPeeredPair, waitFor, type Engine } from "./helpers";
+import { deriveLbKey } from "@meridian/protocol/credentials";
+import { adminGet, chatBody, MODEL, post, TOKEN, waitFor } from "./helpers";
+import { fillReplicas, startViaPeerRegions, type ViaPeerRegions } from "./via-peer-regions";
 
-// One request at a time, ~1.6 s each, so "full" lasts long enough to observe on a loaded machine.
-const SLOW = { ...DEMO_ENGINE_PARAMS, maxRunning: 1, itlBaseMs: 20, maxOutputTokens: 80 };
-
-let usEngine: Engine;
-let euEngine: Engine;
+let regions: ViaPeerRegions;
 let lbUs: RunningProxy;
 let lbEu: RunningProxy;
 
 before(async () => {
-  usEngine = await startEngine("us-1", "us-ashburn", { params: SLOW });
-  euEngine = await startEngine("eu-1", "eu-frankfurt", { params: SLOW });
-  const usConfig = lbConfig("lb-us", "us-ashburn", [usEngine], { crossRegion: "via-peer", policy: "skylb" });
-  const euConfig = lbConfig("lb-eu", "eu-frankfurt", [euEngine], { crossRegion: "via-peer", policy: "skylb" });
-  [lbUs, lbEu] = await startPeeredPair(usConfig, euConfig);
+  regions = await startViaPeerRegions();
+  ({ lbUs, lbEu } = regions);
 });
 after(async () => {
-  await lbUs?.close();
-  await lbEu?.close();
-  await usEngine?.close();
-  await euEngine?.close();
+  await regions?.close();
 });
-
-async function fill(lb: RunningProxy, tag: string): Promise<Promise<unknown>[]> {
-  const pending = [
-    post(`${lb.url}/v1/chat/completions`, chatBody(`${tag} running`, { max_tokens: 80 })),
-    post(`${lb.url}/v1/chat/completions`, chatBody(`${tag} waiting`, { max_tokens: 80 })),
-  ];
-  await waitFor(`${tag} replica full`, async () => {
-    const state = await adminGet<LbState>(lb, "/admin/state");
-    return state.replicas.every((r) => r.full) ? true : undefined;
-  });
-  return pending;
-}
 
 test("the peer report carries in-flight tokens, availability and the queue length", async () => {
   const report = await adminGet<PeerReport>(lbUs, "/admin/peer?snapshot=100");
@@ -58,7 +38,7 @@ test("the peer report carries in-flight tokens, availability and the queue lengt
 });
 
 test("forwards to a peer LB when every local replica is full", async () => {
-  const filling = await fill(lbUs, "us");
+  const filling = await fillReplicas(lbUs, "us");
   // lb-us's in-flight tokens on us-1 reach lb-eu (no herding) ...
   const report = await adminGet<PeerReport>(lbUs, "/admin/peer");
   assert.ok((report.replicas[0]?.inFlightTokens ?? 0) > 0);
@@ -82,14 +62,16 @@ test("forwards to a peer LB when every local replica is full", async () => {
 });
 
 test("a forwarded request (hop 1) is never forwarded again: it waits in the receiving LB's queue", async () => {
-  const filling = await fill(lbEu, "eu");
+  const filling = await fillReplicas(lbEu, "eu");
   // lb-us has a free replica and reports it, yet lb-eu must not send a hop-1 request back.
   await waitFor("lb-us idle", async () => {
     const state = await adminGet<LbState>(lbUs, "/admin/state");
     return state.replicas.every((r) => !r.full) ? true : undefined;
   });
   const usBefore = await adminGet<LbState>(lbUs, "/admin/state");
-  const result = await post(`${lbEu.url}/v1/chat/completions`, chatBody("already forwarded once"), { "x-meridian-hop": "1" });
+  // As lb-us forwards it: hop 1 counts only from a peer its credential identifies.
+  const asLbUs = { authorization: `Bearer ${deriveLbKey(TOKEN).peerCredential}`, "x-meridian-hop": "1" };
+  const result = await post(`${lbEu.url}/v1/chat/completions`, chatBody("already forwarded once"), asLbUs);
   assert.equal(result.status, 200, result.text);
   assert.equal(result.headers["x-meridian-replica"], "eu-1");
   assert.equal(result.headers["x-meridian-forwarded-to"], undefined);
