@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { runCli, SMALL_WINDOW } from "./cli-helpers";
+import { assertCompareContractFields } from "./compare-contract";
 
 test("compare --json prints exactly one JSON object with the contract fields, and progress on stderr; without --json a table", async () => {
   const [r, readable] = await Promise.all([
@@ -23,22 +24,7 @@ test("compare --json prints exactly one JSON object with the contract fields, an
     json.policies.map((p) => p.name),
     ["gorgo", "least-request", "session-affinity"],
   );
-  for (const p of json.policies) {
-    for (const field of [
-      "name",
-      "requests",
-      "completed",
-      "ttft_ms",
-      "e2e_ms",
-      "itl_ms_p50",
-      "throughput_rps",
-      "cache_hit_rate",
-      "replica_share",
-      "max_share",
-    ]) {
-      assert.ok(field in p, `missing ${field}`);
-    }
-  }
+  for (const p of json.policies) assertCompareContractFields(p);
   assert.match(r.stderr, /^progress \d+\/\d+ \S+$/m);
   const last = r.stderr
     .trim()

@@ -4,6 +4,7 @@ import { test } from "node:test";
 import { armOf } from "@meridian/tuner";
 import { bundledTracePath, loadTrace, type TraceRequest } from "@meridian/workload";
 import { buildSimRequests, compare, globalFleet, paperFleet, simulateFleet, spreadTicks, type DecisionTrace, type FleetSpec, type SimRequest } from "./index";
+import { assertCompareContractFields } from "../../test/compare-contract";
 
 const rowsPromise = loadTrace(bundledTracePath(), { toMs: 60_000 });
 
@@ -64,20 +65,7 @@ test("compare produces the JSON contract fields for each policy", async () => {
   const { json } = compare({ spec, requests, seed: 3 }, ["gorgo", "least-request", "prefix-cache"], { evaluation: "ab", guardrails: true });
   assert.equal(json.policies.length, 3);
   for (const p of json.policies) {
-    for (const field of [
-      "name",
-      "requests",
-      "completed",
-      "ttft_ms",
-      "e2e_ms",
-      "itl_ms_p50",
-      "throughput_rps",
-      "cache_hit_rate",
-      "replica_share",
-      "max_share",
-    ]) {
-      assert.ok(field in p, `missing ${field}`);
-    }
+    assertCompareContractFields(p);
     for (const q of ["p50", "p95", "p99"] as const) {
       assert.equal(typeof p.ttft_ms[q], "number");
       assert.equal(typeof p.e2e_ms[q], "number");
