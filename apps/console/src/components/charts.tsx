@@ -260,6 +260,14 @@ export function SigmaChart({ steps, sigmaMin = 0.05 }: { steps: readonly StepPoi
   );
 }
 
+// Weight axes are logarithmic: the bounds span three decades and the tuner steps multiplicatively.
+const weightTick = (v: number) => (v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : String(Number(v.toPrecision(2))));
+
+/** A weight's axis over its search bounds, padded so that points on a bound are drawn inside. */
+function weightAxis(bounds: readonly [number, number]) {
+  return { type: "number", scale: "log", domain: [bounds[0] / 1.2, bounds[1] * 1.2], allowDataOverflow: true, tickFormatter: weightTick } as const;
+}
+
 /** The ES path in (W_rtt, W_queue) space, drawn inside the search bounds. */
 export function WeightTrajectoryChart({
   steps,
@@ -270,36 +278,21 @@ export function WeightTrajectoryChart({
   bounds: { rtt: readonly [number, number]; queue: readonly [number, number] };
   current: { rtt: number; queue: number };
 }) {
-  const accepted = steps.filter((s) => s.accepted).map((s) => ({ rtt: s.weights.rtt, queue: s.weights.queue, step: s.step }));
-  const rejected = steps.filter((s) => !s.accepted).map((s) => ({ rtt: s.weights.rtt, queue: s.weights.queue, step: s.step }));
-  // Log axes: the bounds span three decades and the tuner steps multiplicatively.
-  const weightTick = (v: number) => (v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : String(Number(v.toPrecision(2))));
+  const point = (s: StepPoint) => ({ rtt: s.weights.rtt, queue: s.weights.queue, step: s.step });
+  const accepted = steps.filter((s) => s.accepted).map(point);
+  const rejected = steps.filter((s) => !s.accepted).map(point);
   return (
     <ChartFrame testId="chart-trajectory" height={260}>
       <ScatterChart margin={{ top: 8, right: 16, bottom: 16, left: 0 }}>
         <CartesianGrid stroke={GRID} strokeDasharray="3 3" />
         <XAxis
           dataKey="rtt"
-          type="number"
           name="W_rtt"
-          scale="log"
-          domain={[bounds.rtt[0] / 1.2, bounds.rtt[1] * 1.2]}
-          allowDataOverflow
-          tickFormatter={weightTick}
+          {...weightAxis(bounds.rtt)}
           label={{ value: "W_rtt", position: "insideBottom", offset: -8, fill: "#8a94a6", fontSize: 11 }}
           {...AXIS}
         />
-        <YAxis
-          dataKey="queue"
-          type="number"
-          name="W_queue"
-          scale="log"
-          domain={[bounds.queue[0] / 1.2, bounds.queue[1] * 1.2]}
-          allowDataOverflow
-          tickFormatter={weightTick}
-          width={48}
-          {...AXIS}
-        />
+        <YAxis dataKey="queue" name="W_queue" {...weightAxis(bounds.queue)} width={48} {...AXIS} />
         <ZAxis range={[30, 30]} />
         <Tooltip contentStyle={TOOLTIP_STYLE} formatter={(v) => Number(v).toFixed(3)} />
         <Legend wrapperStyle={{ fontSize: 12 }} verticalAlign="top" />
