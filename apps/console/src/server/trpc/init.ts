@@ -9,6 +9,7 @@ import { ZodError } from "zod";
 import type { Actor } from "../audit-trail";
 import type { SessionUser } from "../auth/users";
 import type { ServiceRuntime } from "../services/context";
+import { isUnexpected, unexpectedMessage } from "./internal-errors";
 
 export interface TrpcContext {
   rt: ServiceRuntime;
@@ -23,6 +24,11 @@ function describeZodError(error: ZodError): string {
 const t = initTRPC.context<TrpcContext>().create({
   transformer: superjson,
   errorFormatter({ shape, error }) {
+    // A 500 nothing mapped: its message (and its stack, which repeats it) stays in the log.
+    if (isUnexpected(error)) {
+      const { stack: _stack, ...data } = shape.data;
+      return { ...shape, message: unexpectedMessage(error), data: { ...data, zodIssues: null } };
+    }
     const zodError = error.cause instanceof ZodError ? error.cause : null;
     return {
       ...shape,
