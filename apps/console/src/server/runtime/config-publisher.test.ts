@@ -3,6 +3,7 @@
 import { strict as assert } from "node:assert";
 import { after, describe, test } from "node:test";
 import { desc, eq } from "drizzle-orm";
+import { DrizzleQueryError } from "drizzle-orm/errors";
 import type { LbConfig } from "@meridian/protocol";
 import { freePort } from "../testing/free-port";
 import { createHarness, OPERATOR, TEST_TOKEN, waitFor, type Harness } from "../testing/harness";
@@ -12,6 +13,9 @@ import { createLb, deleteLb, setPolicy } from "../services/lbs";
 import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
 import { ConfigPublisher } from "./config-publisher";
+import { LbAdminClient } from "./lb-admin-client";
+import { LbProofBook } from "./lb-proofs";
+import { presentableToken } from "./lb-token-rows";
 import { ConsoleRuntime } from "./runtime";
 
 describe("config pushes while an LB starts", () => {
@@ -205,6 +209,66 @@ describe("an LB that refuses every push", () => {
         await publisher.onReportedVersion(row!, 0);
       }
       assert.equal(puts, 1);
+    } finally {
+      publisher.stop();
+    }
+  });
+});
+
+describe("a database error while the console reads the LB's token", () => {
+  let h: Harness;
+  let lb: FakeLb | null = null;
+  const { log, lines } = loggedLines("info");
+  after(async () => {
+    await h?.close();
+    await lb?.close();
+  });
+
+  test("is the console's failure, not the LB refusing (401): logged, shown as such, retried, and the push lands once the database answers", async () => {
+    h = await createHarness({}, log);
+    lb = await startFakeLb({ id: "lb-us", region: "us-ashburn", token: TEST_TOKEN });
+    await createRegion(h.rt, OPERATOR, { name: "us-ashburn" });
+    await createLb(h.rt, OPERATOR, { name: "lb-us", url: lb.url, region: "us-ashburn" }, "lb-us");
+    const counted: string[] = [];
+    const shownAtRetry: (string | null)[] = [];
+    let failures = 2;
+    let publisher: ConfigPublisher | null = null;
+    const lbClient = new LbAdminClient({
+      // The first two reads fail as drizzle reports a lost PostgreSQL connection.
+      tokens: async (lbId) => {
+        if (failures < 2) shownAtRetry.push(publisher!.status(lbId).lastError);
+        if (failures > 0) {
+          failures -= 1;
+          throw new DrizzleQueryError('select "token" from "lb_tokens" where "lb_id" = $1', [lbId], new Error("Connection terminated unexpectedly"));
+        }
+        return await presentableToken(h.rt.store, lbId);
+      },
+      proofs: new LbProofBook(),
+      timeoutMs: 2_000,
+    });
+    publisher = new ConfigPublisher({
+      store: h.rt.store,
+      log,
+      lbClient,
+      leadership: { currentTerm: () => 0 },
+      metrics: { countConfigPush: (_lbId, result) => counted.push(result) },
+    });
+    try {
+      await publisher.start();
+      await waitFor(() => lb!.version > 0, 10_000, "the push once the token is read");
+      assert.deepEqual(counted, ["acked"], "no push was counted as the LB's refusal: none was sent");
+      assert.equal(shownAtRetry.length, 2);
+      for (const shown of shownAtRetry) {
+        assert.match(shown ?? "", /^not pushed: the console could not read the LB's token from its database; retrying$/);
+      }
+      const failed = lines.filter((l) => l.lbId === "lb-us" && l.level >= 40);
+      assert.deepEqual(
+        failed.map((l) => [l.level, l.msg]),
+        [[50, "config push not sent: the console failed before sending it"]],
+        "one error line (the first failure), nothing about the LB refusing",
+      );
+      assert.match(JSON.stringify(failed[0]!.err), /Connection terminated unexpectedly/, "the log keeps the database's error");
+      assert.equal(publisher.status("lb-us").lastError, null);
     } finally {
       publisher.stop();
     }

@@ -22,7 +22,7 @@ import type { LbConfig } from "@meridian/protocol";
 import { largerOf, type LoadBalancerRow, type Queryable, type Store } from "@meridian/db";
 import { whileLeading } from "../leadership/fence";
 import { buildLbConfig, configContent } from "./config-builder";
-import type { LbAdminClient, PutConfigResult } from "./lb-admin-client";
+import { type LbAdminClient, type PutConfigResult, TokenReadError } from "./lb-admin-client";
 import { backoffMs, WakeSignal } from "./wake-signal";
 
 /** Who asked for a version: the TunerService (from inside its own serialised work, so it handles
@@ -253,7 +253,23 @@ export class ConfigPublisher {
         continue;
       }
       loop.status.lastAttemptAt = Date.now();
-      const result = await this.deps.lbClient.putConfig({ id: lb.id, adminBase: lb.adminUrl ?? lb.url }, JSON.parse(row.json) as LbConfig);
+      let result: PutConfigResult;
+      try {
+        result = await this.deps.lbClient.putConfig({ id: lb.id, adminBase: lb.adminUrl ?? lb.url }, JSON.parse(row.json) as LbConfig);
+      } catch (error) {
+        // Nothing was sent (the console's database failed reading the LB's token): the console's
+        // failure, not the LB's answer. Not counted as a push, not a refusal (whose backoff is long
+        // and which the health rounds leave alone): retried as an unreachable LB is.
+        const what = error instanceof TokenReadError ? "the console could not read the LB's token from its database" : "the console failed";
+        loop.status.lastError = `not pushed: ${what}; retrying`;
+        loop.refusedVersion = null;
+        if (attempt % 10 === 0) {
+          this.deps.log.error({ lbId, version: row.version, attempt, err: error }, "config push not sent: the console failed before sending it");
+        }
+        await loop.signal.wait(backoffMs(attempt, 250, 10_000));
+        attempt += 1;
+        continue;
+      }
       this.deps.metrics.countConfigPush(lbId, result.kind);
       if (result.kind !== "unreachable") loop.answered = true;
       loop.refusedVersion = result.kind === "rejected" ? row.version : null;

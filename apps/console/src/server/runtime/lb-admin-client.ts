@@ -67,6 +67,16 @@ class UnprovenLbError extends Error {
   }
 }
 
+/** The console could not read the LB's token (its database failed): nothing was sent, the LB refused
+ * nothing. putConfig throws it, for the publisher to report and retry as its own failure (a 401
+ * would say the LB refused the token); the other calls report its message, which names no SQL. */
+export class TokenReadError extends Error {
+  override name = "TokenReadError";
+  constructor(lbId: string, cause: unknown) {
+    super(`the console could not read LB "${lbId}"'s token from its database`, { cause });
+  }
+}
+
 export class LbAdminClient {
   private readonly dispatcher = new Agent({ connect: { timeout: 2_000 }, keepAliveTimeout: 10_000 });
   private readonly timeoutMs: number;
@@ -85,7 +95,9 @@ export class LbAdminClient {
    * the token; otherwise it is challenged first, and on failure no credential is sent at all.
    */
   async auth(lb: LbEndpoint): Promise<Record<string, string>> {
-    const token = await this.options.tokens(lb.id);
+    const token = await this.options.tokens(lb.id).catch((error: unknown) => {
+      throw new TokenReadError(lb.id, error);
+    });
     if (!token) throw new UnprovenLbError(`no token was issued for LB "${lb.id}": issue one on the LBs page and configure the LB with it`, true);
     const known = this.options.proofs.get(lb.id);
     const fresh =
@@ -170,11 +182,13 @@ export class LbAdminClient {
     }
   }
 
+  /** Throws TokenReadError when the console could not read the LB's token (nothing was sent). */
   async putConfig(lb: LbEndpoint, config: LbConfig): Promise<PutConfigResult> {
     let headers: Record<string, string>;
     try {
       headers = await this.auth(lb);
     } catch (error) {
+      if (error instanceof TokenReadError) throw error;
       if (error instanceof UnprovenLbError && !error.answered) return { kind: "unreachable", message: error.message };
       return { kind: "rejected", status: 401, message: describe(error) };
     }
