@@ -17,7 +17,7 @@ export {
 } from "./config";
 export type { EvaluationMode, GuardrailConfig, TrialConfig, TunerConfig, TunerConfigInput, TunerMode, WeightBounds, WeightName, Weights } from "./config";
 export { summarizeWindow } from "./window";
-export { isClientSide, sampleFromEvent } from "./samples-from-events";
+export { eventRole, isClientSide, sampleFromEvent } from "./samples-from-events";
 export type { TunerTelemetry } from "./samples-from-events";
 export type { TunerSample, WindowSummary } from "./window";
 export { percentile, percentileOfSorted, quantileInterval } from "./stats/quantile";

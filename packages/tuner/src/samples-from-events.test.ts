@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { EsTuner, sampleFromEvent, type TunerTelemetry } from "./index";
+import { EsTuner, eventRole, sampleFromEvent, type TunerTelemetry } from "./index";
 
 const ok: TunerTelemetry = {
   configVersion: 3,
@@ -47,4 +47,16 @@ test("a flood of 400s cannot veto candidates: the trial only sees the valid requ
   }
   assert.deepEqual(tuner.trial()!.samples, { incumbent: 0, candidate: 0 });
   assert.equal(tuner.trajectory().length, 0, "no trial was decided, so no config push follows");
+});
+
+test("a forwarded request is one sample of a tuner of several LBs (the entry LB's event); the serving peer's event is a peer request", () => {
+  const entry = { ...ok, replicaId: null, hop: 0 };
+  const served = { ...ok, hop: 1 };
+  const fleet = { member: true, spansLbs: true };
+  assert.equal(eventRole(entry, fleet), "sample", "what the client experienced");
+  assert.equal(eventRole(served, fleet), "peer", "the same request again");
+  // A tuner of one LB: each LB's event is its own tuner's sample, and another LB's is a peer request.
+  assert.equal(eventRole(served, { member: true, spansLbs: false }), "sample");
+  assert.equal(eventRole(entry, { member: false, spansLbs: false }), "peer");
+  assert.equal(eventRole({}, fleet), "sample", "an event without hop came from a client");
 });

@@ -6,6 +6,14 @@
 // unauthenticated client veto every candidate with requests the engine rejects with 400. They are
 // not samples at all. 429 is the exception: an overloaded replica refusing work is the routing's
 // business, so it counts as a failure like a 5xx or a transport error.
+//
+// A forwarded request yields two events: the entry LB's (the LB the client sent it to: forwarded,
+// its latency what the client saw, including the hop) and the serving peer's (hop 1, naming the
+// replica). To a tuner of one LB they belong to two tuners, or one is a peer's. A tuner of several
+// LBs (the fleet's) holds both as its own, and counted twice the request would weigh double in the
+// trial's arm and its p95. Its sample is the entry LB's event, what the client experienced; the
+// peer's tells which replica served it, a peer request for the share guardrail, as the entry LB's own
+// tuner counts it.
 
 import type { Arm } from "./trial/arm";
 import type { TunerSample } from "./window";
@@ -24,6 +32,8 @@ export interface TunerTelemetry {
   trialId?: string | undefined;
   arm?: Arm | undefined;
   triggered?: boolean | undefined;
+  /** 0 when a client sent the request to this LB, 1 when a peer LB forwarded it here. */
+  hop?: number;
 }
 
 /** True for statuses that say nothing about the weights: client errors and aborts, not 429. */
@@ -47,4 +57,12 @@ export function sampleFromEvent(event: TunerTelemetry): TunerSample | null {
   if (event.sessionKey !== undefined) sample.sessionKey = event.sessionKey;
   if (event.inputTokens !== undefined) sample.inputTokens = event.inputTokens;
   return sample;
+}
+
+/** What one LB's event is to a tuner: its sample (when sampleFromEvent takes it), or a peer request.
+ * `member`: the event's LB is one whose weights the tuner sets; `spansLbs`: the tuner sets several
+ * LBs' weights, so it also holds the entry LB's event of a request forwarded to this one. */
+export function eventRole(event: Pick<TunerTelemetry, "hop">, tuner: { member: boolean; spansLbs: boolean }): "sample" | "peer" {
+  if (!tuner.member) return "peer";
+  return tuner.spansLbs && (event.hop ?? 0) > 0 ? "peer" : "sample";
 }

@@ -11,6 +11,7 @@ import type { LbConfig } from "@meridian/protocol";
 import type { Weights } from "@meridian/routing";
 import {
   EsTuner,
+  eventRole,
   sameWeights,
   sampleFromEvent,
   type EvaluationMode,
@@ -136,7 +137,8 @@ export class TunerDriver {
   /** One LB's finished request. Returns true when the tuner's current weights or trial changed (push them). */
   observe(event: TelemetryEventBody, now: number): boolean {
     if (this.stopped) return false;
-    if (!this.lbIds.includes(event.lbId)) {
+    // The live console's rule (tuner's eventRole): a fleet tuner samples a forwarded request once, at its entry LB.
+    if (eventRole(event, { member: this.lbIds.includes(event.lbId), spansLbs: this.lbIds.length > 1 }) === "peer") {
       this.tuner.observePeer({ replicaId: event.replicaId });
       return false;
     }

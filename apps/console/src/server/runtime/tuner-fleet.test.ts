@@ -130,6 +130,18 @@ describe("TunerService, fleet scope", () => {
     assert.equal(own.running, false);
   });
 
+  test("a request lb-a forwarded to lb-b is one sample, the client's (lb-a's event), not two", async () => {
+    await setTunerScope(h.rt, OPERATOR, { scope: "fleet" });
+    await updateTuner(h.rt, OPERATOR, { ...FLEET, ...SMALL_TRIALS });
+    await startTuner(h.rt, OPERATOR, FLEET);
+    // lb-a's events of five requests it forwarded, and lb-b's of the same requests (same session, trial and arm).
+    const entries = (await trialEvents(h.rt, "lb-a", 5, () => 300)).map((e) => ({ ...e, forwarded: true, replicaId: null }));
+    const served = entries.map((e) => ({ ...e, seq: (seq += 1), lbId: "lb-b", replicaId: "r-lb-b", forwarded: false, hop: 1, ttftMs: 250 }));
+    await ingest(h.rt, [...entries, ...served]);
+    const { trial } = await fleetTuner(h.rt);
+    assert.equal(trial!.samples.incumbent + trial!.samples.candidate, 5);
+  });
+
   test("switching back ends the fleet's run; each LB's tuner starts afresh, stopped, from the weights the fleet left", async () => {
     await setTunerScope(h.rt, OPERATOR, { scope: "fleet" });
     await setManualWeights(h.rt, OPERATOR, { ...FLEET, weights: { rtt: 2, queue: 0.2 } });

@@ -3,7 +3,7 @@
 // to it, its stored state restored (without replayed samples after a start, with what it measured on
 // a reload), an operator's change, the run's random seed.
 import "server-only";
-import { EsTuner, resolveConfig, sampleFromEvent, type TunerConfigInput, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
+import { EsTuner, eventRole, resolveConfig, sampleFromEvent, type TunerConfigInput, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
 import type { TelemetryEvent } from "@meridian/protocol";
 import type { TunerRunRow } from "@meridian/db";
 import { invalid } from "../errors";
@@ -12,6 +12,9 @@ import { configPatch, guard, mergeSettings, settingsOf, type TunerSettings, type
 export interface LiveTuner {
   runId: number;
   tuner: EsTuner;
+  /** The fleet's tuner (its run has no LB): it sets several LBs' weights, and holds both events of a
+   * forwarded request (eventRole). */
+  spansLbs: boolean;
   running: boolean;
   settings: TunerSettings;
   /** tuner_runs.updated_at (the run's revision: every write moves it forward) as this console last
@@ -45,6 +48,7 @@ export function liveTuner(run: TunerRunRow, restored: { tuner: EsTuner; trialSta
   const live: LiveTuner = {
     runId: run.id,
     tuner,
+    spansLbs: run.lbId === null,
     running: run.running,
     settings: settingsOf(tuner.state().config),
     lastTrialPushAt: -Infinity,
@@ -85,13 +89,14 @@ function looksOf(live: LiveTuner): number {
 }
 
 /**
- * One LB's event to a live tuner: a sample when it is of the tuner's own LB (`own`; the tuner's
- * rule, sampleFromEvent: client errors and aborts are not), else a peer request of its running
- * trial. The step when a look decided the trial; `looked` when a look decided nothing (it still
- * spent α, which the run must record).
+ * One LB's event to a live tuner: a sample when it is of the tuner's own LB (`own`: for the fleet's,
+ * a member's) and the tuner's rules take it (eventRole: of a forwarded request, the fleet's tuner
+ * samples the entry LB's event only; sampleFromEvent: client errors and aborts are not samples),
+ * else a peer request of its running trial. The step when a look decided the trial; `looked` when a
+ * look decided nothing (it still spent α, which the run must record).
  */
 export function feed(live: LiveTuner, event: TelemetryEvent, own: boolean, now: number): { step: TunerStep | null; looked: boolean } {
-  if (!own) {
+  if (eventRole(event, { member: own, spansLbs: live.spansLbs }) === "peer") {
     if (peerDuringTrial(live, event, now)) live.tuner.observePeer({ replicaId: event.replicaId });
     return { step: null, looked: false };
   }
