@@ -8,25 +8,36 @@ import type { IndexClearReason } from "@meridian/routing";
 
 export type CacheStates = () => { id: string; cache: ReplicaCacheState }[];
 
+/** A gauge with one series per replica, read at scrape time from `rows`. Reset first, so a replica
+ * that left the config leaves no stale series; a null value has no series (unknown is not 0). */
+export function replicaGauge<Row extends { id: string }>(
+  registry: Registry,
+  name: string,
+  help: string,
+  rows: () => readonly Row[],
+  value: (row: Row) => number | null,
+): Gauge<"replica"> {
+  return new Gauge({
+    name,
+    help,
+    labelNames: ["replica"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const row of rows()) {
+        const v = value(row);
+        if (v !== null) this.set({ replica: row.id }, v);
+      }
+    },
+  });
+}
+
 export class CacheMetrics {
   private readonly clears: Counter<"replica" | "reason">;
 
   constructor(registry: Registry, states: CacheStates) {
-    const registers = [registry];
     const perReplica = (name: string, help: string, value: (cache: ReplicaCacheState) => number | null) =>
-      new Gauge({
-        name,
-        help,
-        labelNames: ["replica"],
-        registers,
-        collect() {
-          this.reset();
-          for (const { id, cache } of states()) {
-            const v = value(cache);
-            if (v !== null) this.set({ replica: id }, v);
-          }
-        },
-      });
+      replicaGauge(registry, name, help, states, ({ cache }) => value(cache));
     perReplica(
       "meridian_lb_replica_prediction_accuracy_ratio",
       "Sum of min(predicted, reported) over sum of max(predicted, reported) cached tokens, per replica, over the last minute (1 = exact; absent without reports).",
@@ -52,7 +63,7 @@ export class CacheMetrics {
       name: "meridian_lb_replica_index_clears_total",
       help: "Times the LB cleared a replica's part of its prefix index, by reason (engine-restart, cache-lost, operator).",
       labelNames: ["replica", "reason"],
-      registers,
+      registers: [registry],
     });
   }
 

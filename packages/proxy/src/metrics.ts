@@ -8,8 +8,8 @@
 import { createRequire } from "node:module";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { REPLICA_STATES, type ReplicaStateName } from "@meridian/routing/types";
-import { processMetricsRegistry } from "./process-metrics";
-import { CacheMetrics, type CacheStates } from "./cache-metrics";
+import { renderWithProcessMetrics } from "./process-metrics";
+import { CacheMetrics, type CacheStates, replicaGauge } from "./cache-metrics";
 
 export interface MetricsSources {
   replicaGauges(): { id: string; inFlight: number; queuedTokens: number; rttMs: number | null; healthy: boolean; state: ReplicaStateName }[];
@@ -125,36 +125,16 @@ export class ProxyMetrics {
         this.set(sources.predictionAccuracy());
       },
     });
-    new Gauge({
-      name: "meridian_lb_in_flight_requests",
-      help: "Requests this LB has in flight, by replica.",
-      labelNames: ["replica"],
-      registers,
-      collect() {
-        this.reset();
-        for (const replica of sources.replicaGauges()) this.set({ replica: replica.id }, replica.inFlight);
-      },
-    });
-    new Gauge({
-      name: "meridian_lb_queued_tokens",
-      help: "Prompt tokens in flight on each replica: this LB's plus what peer LBs report.",
-      labelNames: ["replica"],
-      registers,
-      collect() {
-        this.reset();
-        for (const replica of sources.replicaGauges()) this.set({ replica: replica.id }, replica.queuedTokens);
-      },
-    });
-    new Gauge({
-      name: "meridian_lb_replica_healthy",
-      help: "1 when the replica passes its health probes, else 0.",
-      labelNames: ["replica"],
-      registers,
-      collect() {
-        this.reset();
-        for (const replica of sources.replicaGauges()) this.set({ replica: replica.id }, replica.healthy ? 1 : 0);
-      },
-    });
+    const replicas = () => sources.replicaGauges();
+    replicaGauge(this.registry, "meridian_lb_in_flight_requests", "Requests this LB has in flight, by replica.", replicas, (r) => r.inFlight);
+    replicaGauge(
+      this.registry,
+      "meridian_lb_queued_tokens",
+      "Prompt tokens in flight on each replica: this LB's plus what peer LBs report.",
+      replicas,
+      (r) => r.queuedTokens,
+    );
+    replicaGauge(this.registry, "meridian_lb_replica_healthy", "1 when the replica passes its health probes, else 0.", replicas, (r) => (r.healthy ? 1 : 0));
     new Gauge({
       name: "meridian_lb_replica_state",
       help: "The replica's state in the LB's config, one series per state: 1 for the current one (enabled takes new requests, draining finishes what it has, disabled takes nothing).",
@@ -207,18 +187,13 @@ export class ProxyMetrics {
         this.set({ term: "queue" }, weights.queue);
       },
     });
-    new Gauge({
-      name: "meridian_lb_probe_rtt_seconds",
-      help: "EWMA (alpha 0.3) of the GET /health round trip from this LB to each replica.",
-      labelNames: ["replica"],
-      registers,
-      collect() {
-        this.reset();
-        for (const replica of sources.replicaGauges()) {
-          if (replica.rttMs !== null) this.set({ replica: replica.id }, replica.rttMs / 1000);
-        }
-      },
-    });
+    replicaGauge(
+      this.registry,
+      "meridian_lb_probe_rtt_seconds",
+      "EWMA (alpha 0.3) of the GET /health round trip from this LB to each replica.",
+      replicas,
+      (r) => (r.rttMs === null ? null : r.rttMs / 1000),
+    );
     new Gauge({
       name: "meridian_lb_queue_length",
       help: "Requests held in the LB's FIFO queue waiting for an available replica.",
@@ -238,9 +213,8 @@ export class ProxyMetrics {
   }
 
   /** The exposition text of this LB plus the process metrics, and its content type. */
-  async render(): Promise<{ text: string; contentType: string }> {
-    const merged = Registry.merge([this.registry, processMetricsRegistry()]);
-    return { text: await merged.metrics(), contentType: merged.contentType };
+  render(): Promise<{ text: string; contentType: string }> {
+    return renderWithProcessMetrics(this.registry);
   }
 
   observePrediction(predicted: number, actual: number): void {

@@ -13,7 +13,7 @@ const KEY = Symbol.for("meridian.process-metrics");
  * and so on) carry the same numbers. */
 const NOT_PROMTOOL_CLEAN = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"];
 
-export function processMetricsRegistry(): Registry {
+function processMetricsRegistry(): Registry {
   const holder = globalThis as { [KEY]?: Registry };
   if (!holder[KEY]) {
     const registry = new Registry();
@@ -22,4 +22,11 @@ export function processMetricsRegistry(): Registry {
     holder[KEY] = registry;
   }
   return holder[KEY];
+}
+
+/** The exposition text of `registry` with the process metrics merged in, and its content type: what
+ * every Meridian process answers GET /metrics with. */
+export async function renderWithProcessMetrics(registry: Registry): Promise<{ text: string; contentType: string }> {
+  const merged = Registry.merge([registry, processMetricsRegistry()]);
+  return { text: await merged.metrics(), contentType: merged.contentType };
 }

@@ -11,7 +11,7 @@
 import "server-only";
 import { eq, sql } from "drizzle-orm";
 import { Counter, Gauge, Registry } from "prom-client";
-import { processMetricsRegistry } from "@meridian/proxy/process-metrics";
+import { renderWithProcessMetrics } from "@meridian/proxy/process-metrics";
 import { LB_STATES, type Store } from "@meridian/db";
 import type { ConfigPublisher } from "../runtime/config-publisher";
 import type { EntrypointResolver, EntrypointStatus } from "../runtime/entrypoint-resolver";
@@ -85,9 +85,8 @@ export class ConsoleMetrics {
   }
 
   /** The exposition text with the process metrics, and its content type. */
-  async render(): Promise<{ text: string; contentType: string }> {
-    const merged = Registry.merge([this.registry, processMetricsRegistry()]);
-    return { text: await merged.metrics(), contentType: merged.contentType };
+  render(): Promise<{ text: string; contentType: string }> {
+    return renderWithProcessMetrics(this.registry);
   }
 
   /** Registers the gauges that read the running console at scrape time. Call once. */
