@@ -19,7 +19,7 @@ import {
   ZAxis,
 } from "recharts";
 import { seriesColor } from "../lib/colors";
-import { fmtClock, fmtMs, fmtNum, toEpochMs } from "../lib/format";
+import { fmtClock, fmtMs, fmtNum, fmtWeightTick, toEpochMs } from "../lib/format";
 
 const AXIS = { stroke: "#8a94a6", fontSize: 11 } as const;
 const GRID = "#2a3140";
@@ -261,11 +261,10 @@ export function SigmaChart({ steps, sigmaMin = 0.05 }: { steps: readonly StepPoi
 }
 
 // Weight axes are logarithmic: the bounds span three decades and the tuner steps multiplicatively.
-const weightTick = (v: number) => (v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : String(Number(v.toPrecision(2))));
 
 /** A weight's axis over its search bounds, padded so that points on a bound are drawn inside. */
 function weightAxis(bounds: readonly [number, number]) {
-  return { type: "number", scale: "log", domain: [bounds[0] / 1.2, bounds[1] * 1.2], allowDataOverflow: true, tickFormatter: weightTick } as const;
+  return { type: "number", scale: "log", domain: [bounds[0] / 1.2, bounds[1] * 1.2], allowDataOverflow: true, tickFormatter: fmtWeightTick } as const;
 }
 
 /** The ES path in (W_rtt, W_queue) space, drawn inside the search bounds. */

@@ -3,7 +3,7 @@
 // space the tuner searches), colour by p95 TTFT on a log scale, the grid optimum ringed, and on top
 // of it the tuner's incumbent and its trajectory (accepted steps joined, rejected ones crossed).
 // Plain SVG: a 9×9 grid is 81 rectangles, and recharts has no heatmap.
-import { fmtMs } from "../lib/format";
+import { fmtMs, fmtWeightTick } from "../lib/format";
 
 export interface LandscapePoint {
   rtt: number;
@@ -30,10 +30,6 @@ function heat(t: number): string {
 
 function distinct(values: readonly number[]): number[] {
   return [...new Set(values)].sort((a, b) => a - b);
-}
-
-function fmtWeight(w: number): string {
-  return w >= 10 ? w.toFixed(0) : w >= 1 ? w.toFixed(1) : w.toPrecision(2);
 }
 
 export function LandscapeHeatmap({
@@ -87,18 +83,18 @@ export function LandscapeHeatmap({
               fill={v == null ? "#333" : heat(t)}
               data-testid="landscape-cell"
             >
-              <title>{`W_rtt ${fmtWeight(p.rtt)}, W_queue ${fmtWeight(p.queue)}: p95 TTFT ${fmtMs(v)}`}</title>
+              <title>{`W_rtt ${fmtWeightTick(p.rtt)}, W_queue ${fmtWeightTick(p.queue)}: p95 TTFT ${fmtMs(v)}`}</title>
             </rect>
           );
         })}
         {rtts.map((r) => (
           <text key={`x${r}`} x={x(r)} y={H - PAD.bottom + 14} fontSize={10} fill="#8a94a6" textAnchor="middle">
-            {fmtWeight(r)}
+            {fmtWeightTick(r)}
           </text>
         ))}
         {queues.map((q) => (
           <text key={`y${q}`} x={PAD.left - 6} y={y(q) + 3} fontSize={10} fill="#8a94a6" textAnchor="end">
-            {fmtWeight(q)}
+            {fmtWeightTick(q)}
           </text>
         ))}
         <text x={(PAD.left + W - PAD.right) / 2} y={H - 8} fontSize={11} fill="#8a94a6" textAnchor="middle">

@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
-import { fmtFactor, fmtPct, fmtPctVersus, fmtWeight, weightFieldText } from "./format";
+import { fmtFactor, fmtPct, fmtPctVersus, fmtWeight, fmtWeightTick, weightFieldText } from "./format";
 
 test("fmtWeight: three significant digits, so a small positive weight never reads 0.000", () => {
   assert.equal(fmtWeight(0.8), "0.800");
@@ -14,6 +14,17 @@ test("fmtWeight: three significant digits, so a small positive weight never read
   assert.equal(fmtWeight(0), "0");
   assert.equal(fmtWeight(null), "—");
   assert.equal(fmtWeight(Number.NaN), "—");
+});
+
+test("fmtWeightTick: an axis label for weights 0.05 to 100, two significant digits, no trailing zeros", () => {
+  assert.equal(fmtWeightTick(0.05), "0.05");
+  assert.equal(fmtWeightTick(0.1), "0.1");
+  assert.equal(fmtWeightTick(0.25), "0.25");
+  assert.equal(fmtWeightTick(0.123), "0.12");
+  assert.equal(fmtWeightTick(1), "1.0");
+  assert.equal(fmtWeightTick(2.5), "2.5");
+  assert.equal(fmtWeightTick(12.3), "12");
+  assert.equal(fmtWeightTick(100), "100");
 });
 
 test("weightFieldText: the live weight without rounding it to 0 or trailing zeros", () => {

@@ -52,6 +52,15 @@ export function fmtWeight(w: number | null | undefined): string {
   return w.toPrecision(3);
 }
 
+/**
+ * A weight as an axis label (the landscape grid, the trajectory chart), where room is short and the
+ * values are grid points or ticks: two significant digits below 1 with trailing zeros dropped ("0.05",
+ * "0.25"), one decimal to 10 ("2.5"), whole above ("12", "100"). Live weights use fmtWeight.
+ */
+export function fmtWeightTick(w: number): string {
+  return w >= 10 ? w.toFixed(0) : w >= 1 ? w.toFixed(1) : String(Number(w.toPrecision(2)));
+}
+
 /** The manual weights form's text for a live weight: six significant digits, trailing zeros dropped
  * ("0.8", "0.0003"). What is submitted for an untouched field is the live value itself, not this. */
 export function weightFieldText(w: number): string {
