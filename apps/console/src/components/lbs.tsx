@@ -7,6 +7,7 @@ import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { fmtClock, fmtWeight } from "../lib/format";
 import { CROSS_REGION_OPTIONS, POLICY_OPTIONS, type CrossRegion, type Policy } from "../lib/policies";
 import { LbTokenActions, LbTokenCell, LbTokenOnce } from "./lb-credentials";
+import { LbLimitsEditor } from "./lb-limits-editor";
 import { useCanMutate } from "./session";
 import { EntrypointAlarms, EntrypointTable } from "./entrypoints";
 import { AddFormActions, Badge, ConfirmButton, ErrorText, LbStatusBadge, PageHeader, Panel, QueryView, ReadOnlyNote, RegionSelect } from "./ui";
@@ -252,6 +253,7 @@ export function LbsPage() {
                         {canMutate ? (
                           <td>
                             <PolicyEditor key={`${lb.policy}:${lb.crossRegion}`} lb={lb} />
+                            <LbLimitsEditor key={JSON.stringify(lb.limits.set)} lb={lb} />
                             <FailoverActions lb={lb} />
                             <LbTokenActions lb={lb} />
                           </td>

@@ -24,6 +24,7 @@ import {
   ShareBar,
   StateBadge,
 } from "./ui";
+import { ReplicaCapacityEditor } from "./replica-capacity-editor";
 import { useInvalidateAll } from "./use-action";
 
 type ReplicaRow = RouterOutputs["replicas"]["list"][number];
@@ -268,6 +269,7 @@ export function ReplicasPage() {
                       {canMutate ? (
                         <td>
                           <ReplicaActions replica={r} />
+                          <ReplicaCapacityEditor key={`${r.maxConcurrency}:${r.cacheCapacityTokens}`} replica={r} />
                         </td>
                       ) : null}
                     </tr>

@@ -26,6 +26,11 @@ export const loadBalancersTable = defineTable("load_balancers", {
   /** The tuner trial this LB splits its sessions by (LbConfig.trial as JSON); null outside a trial.
    * Kept on the row so every config version, whatever triggered it, carries the running trial. */
   trialJson: col.text("trial_json"),
+  /** The LB's request limits (LbConfig.limits) the operator set, as JSON holding only the fields set:
+   * a missing field, or null for the whole, is the protocol's default (DEFAULT_LIMITS). Null also
+   * means "not adopted yet": the console takes the limits the LB reports running once
+   * (apps/console/src/server/runtime/lb-settings-adoption.ts) rather than replacing them. */
+  limitsJson: col.text("limits_json"),
   /** Latest config version the console wants this LB to run (lb_configs holds the history). */
   configVersion: col.int("config_version").notNull().default(0),
   /** Latest version the LB acknowledged (PUT /admin/config answered 2xx). */

@@ -18,6 +18,12 @@ export const replicasTable = defineTable("replicas", {
   state: col.text("state", { enum: REPLICA_STATES }).notNull().default("enabled"),
   homeLbId: col.text("home_lb_id").references(() => loadBalancersTable, "id", { onDelete: "set null" }),
   rehomedToLbId: col.text("rehomed_to_lb_id").references(() => loadBalancersTable, "id", { onDelete: "set null" }),
+  /** Requests an LB may have in flight on the replica (ReplicaConfig.maxConcurrency); null = the LB
+   * learns it from the engine. */
+  maxConcurrency: col.int("max_concurrency"),
+  /** KV tokens the engine's prefix cache holds (ReplicaConfig.cacheCapacityTokens); null = the LB
+   * reads it from the engine's metrics. */
+  cacheCapacityTokens: col.int("cache_capacity_tokens"),
   createdAt: col.epochMs("created_at").notNull(),
 });
 export const replicas = replicasTable.sqlite;

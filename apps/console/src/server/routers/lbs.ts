@@ -4,6 +4,7 @@ import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { createLb, deleteLb, entrypointMap, failbackLb, failoverLb, lbById, listLbs, setPolicy, updateLb } from "../services/lbs";
 import { issueLbToken, rotateLbToken } from "../services/lb-tokens";
+import { limitsInput } from "../services/lbs-limits";
 import { call } from "../trpc/errors";
 import { operatorProcedure, viewerProcedure } from "../trpc/init";
 import { crossRegion, idInput, name, policyName, regionName, url } from "./schemas";
@@ -21,11 +22,21 @@ export const lbsRouter = {
         region: regionName,
         policy: policyName.optional(),
         crossRegion: crossRegion.optional(),
+        limits: limitsInput.optional(),
       }),
     )
     .mutation(({ ctx, input }) => call(() => createLb(ctx.rt, ctx.actor, input))),
   update: operatorProcedure
-    .input(z.object({ id: z.string().min(1), name: name.optional(), url: url.optional(), adminUrl: url.nullable().optional(), region: regionName.optional() }))
+    .input(
+      z.object({
+        id: z.string().min(1),
+        name: name.optional(),
+        url: url.optional(),
+        adminUrl: url.nullable().optional(),
+        region: regionName.optional(),
+        limits: limitsInput.optional(),
+      }),
+    )
     .mutation(({ ctx, input }) => call(() => updateLb(ctx.rt, ctx.actor, input))),
   delete: operatorProcedure.input(idInput).mutation(({ ctx, input }) => call(() => deleteLb(ctx.rt, ctx.actor, input))),
   setPolicy: operatorProcedure

@@ -3,19 +3,33 @@ import "server-only";
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { cacheHistory, createReplica, deleteReplica, listReplicas, setReplicaState, shareHistory, updateReplica } from "../services/replicas";
+import { replicaCapacityInput } from "../services/replicas-capacity";
 import { call } from "../trpc/errors";
 import { operatorProcedure, viewerProcedure } from "../trpc/init";
 import { engineKind, idInput, name, regionName, replicaState, url } from "./schemas";
 
 const model = z.string().trim().min(1, { error: "model must not be empty" });
 const homeLbId = z.string().trim().min(1).nullable();
+const maxConcurrency = replicaCapacityInput.maxConcurrency.optional();
+const cacheCapacityTokens = replicaCapacityInput.cacheCapacityTokens.optional();
 
 export const replicasRouter = {
   list: viewerProcedure.query(({ ctx }) => call(() => listReplicas(ctx.rt))),
   shareHistory: viewerProcedure.query(({ ctx }) => call(() => shareHistory(ctx.rt))),
   cacheHistory: viewerProcedure.query(({ ctx }) => call(() => cacheHistory(ctx.rt))),
   create: operatorProcedure
-    .input(z.object({ name, url, region: regionName, engine: engineKind.default("sglang"), model, homeLbId: homeLbId.optional() }))
+    .input(
+      z.object({
+        name,
+        url,
+        region: regionName,
+        engine: engineKind.default("sglang"),
+        model,
+        homeLbId: homeLbId.optional(),
+        maxConcurrency,
+        cacheCapacityTokens,
+      }),
+    )
     .mutation(({ ctx, input }) => call(() => createReplica(ctx.rt, ctx.actor, input))),
   update: operatorProcedure
     .input(
@@ -27,6 +41,8 @@ export const replicasRouter = {
         engine: engineKind.optional(),
         model: model.optional(),
         homeLbId: homeLbId.optional(),
+        maxConcurrency,
+        cacheCapacityTokens,
       }),
     )
     .mutation(({ ctx, input }) => call(() => updateReplica(ctx.rt, ctx.actor, input))),

@@ -1,12 +1,13 @@
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
-import { eq } from "drizzle-orm";
+import { desc, eq } from "drizzle-orm";
 import { lbKeyId, peerCredentialHash } from "@meridian/protocol/credentials";
 import { createHarness, OPERATOR, TEST_TOKEN, type Harness } from "../testing/harness";
 import { startFakeLb, type FakeLb } from "../testing/fake-lb";
-import { createLb, setPolicy } from "../services/lbs";
+import { DEFAULT_LIMITS } from "@meridian/protocol";
+import { createLb, setPolicy, updateLb } from "../services/lbs";
 import { createRegion } from "../services/regions";
-import { createReplica } from "../services/replicas";
+import { createReplica, updateReplica } from "../services/replicas";
 import { buildLbConfig } from "./config-builder";
 
 describe("LB configs", () => {
@@ -67,6 +68,34 @@ describe("LB configs", () => {
     assert.equal(await versions(), before);
     await h.rt.publisher.publish("lb-eu", { force: true });
     assert.equal(await versions(), before + 1);
+  });
+
+  test("the LB's limits and a replica's capacity the console stores reach the pushed config; the rest stay defaults", async () => {
+    const plain = (await buildLbConfig(h.rt.store, "lb-us", 20))!;
+    assert.deepEqual(plain.limits, { ...DEFAULT_LIMITS }, "nothing stored: the protocol's defaults");
+    assert.equal(plain.replicas.find((r) => r.id === "us-1")?.maxConcurrency, undefined, "not set: the LB learns it from the engine");
+    await updateLb(h.rt, OPERATOR, { id: "lb-us", limits: { maxBodyBytes: 32 * 1024 * 1024, queueMaxWaitMs: 0 } });
+    await updateReplica(h.rt, OPERATOR, { id: "us-1", maxConcurrency: 12, cacheCapacityTokens: 0 });
+    const config = (await buildLbConfig(h.rt.store, "lb-us", 21))!;
+    assert.deepEqual(config.limits, { ...DEFAULT_LIMITS, maxBodyBytes: 32 * 1024 * 1024, queueMaxWaitMs: 0 });
+    const us1 = config.replicas.find((r) => r.id === "us-1")!;
+    assert.deepEqual([us1.maxConcurrency, us1.cacheCapacityTokens], [12, 0]);
+    // And what the publisher records (the config the LB is pushed) carries them too.
+    await h.rt.publisher.publish("lb-us");
+    const [latest] = await h.rt.store.db
+      .select()
+      .from(h.rt.store.tables.lbConfigs)
+      .where(eq(h.rt.store.tables.lbConfigs.lbId, "lb-us"))
+      .orderBy(desc(h.rt.store.tables.lbConfigs.version))
+      .limit(1);
+    const recorded = JSON.parse(latest!.json) as typeof config;
+    assert.equal(recorded.limits.maxBodyBytes, 32 * 1024 * 1024);
+    assert.equal(recorded.replicas.find((r) => r.id === "us-1")?.maxConcurrency, 12);
+    await updateLb(h.rt, OPERATOR, { id: "lb-us", limits: {} });
+    await updateReplica(h.rt, OPERATOR, { id: "us-1", maxConcurrency: null, cacheCapacityTokens: null });
+    const reset = (await buildLbConfig(h.rt.store, "lb-us", 22))!;
+    assert.deepEqual(reset.limits, { ...DEFAULT_LIMITS }, "{} is every limit at its default");
+    assert.equal(reset.replicas.find((r) => r.id === "us-1")?.maxConcurrency, undefined);
   });
 
   test("an operator can run a region on a peer router's algorithm", async () => {

@@ -7,6 +7,7 @@ import { POLICY_NAMES, type PolicyName } from "@meridian/routing";
 import { LB_CONFIG_SCHEMA, parseLbConfig, type LbConfig } from "@meridian/protocol";
 import type { Queryable } from "@meridian/db";
 import { regionNamesById } from "../region-names";
+import { storedLimits } from "../services/lbs-limits";
 import { clientAuthFor } from "./client-auth-config";
 import { provenLbIds } from "./lb-proof-rows";
 import { peerCredentialHashes } from "./lb-token-rows";
@@ -32,6 +33,9 @@ function asPolicy(name: string): PolicyName {
  * moves a region's clients here with their keys); required when the LB's own region requires them.
  * A replica re-homed here by a failover is presented with this LB's region: meridian-proxy treats
  * the replicas of its own region as local (in via-peer mode only those are routed to directly).
+ * Limits: the ones stored for the LB (set by an operator, or adopted from the LB once: see
+ * lb-settings-adoption.ts), the rest at the protocol's defaults. A replica's maxConcurrency and
+ * cacheCapacityTokens go out when stored; left out, the LB learns them from the engine.
  */
 export async function buildLbConfig(q: Queryable, lbId: string, version: number): Promise<LbConfig | null> {
   const { db, tables } = q;
@@ -64,6 +68,8 @@ export async function buildLbConfig(q: Queryable, lbId: string, version: number)
       model: r.model,
       engine: r.engine,
       state: r.state,
+      ...(r.maxConcurrency !== null ? { maxConcurrency: r.maxConcurrency } : {}),
+      ...(r.cacheCapacityTokens !== null ? { cacheCapacityTokens: r.cacheCapacityTokens } : {}),
     })),
     peers: peers.map((peer) => ({
       id: peer.id,
@@ -71,6 +77,7 @@ export async function buildLbConfig(q: Queryable, lbId: string, version: number)
       region: regionNames.get(peer.regionId) ?? peer.regionId,
       credentialHashes: hashes.get(peer.id) ?? [],
     })),
+    limits: storedLimits(lb.limitsJson),
     clientAuth,
   });
 }

@@ -22,6 +22,7 @@ import type { LbConfig } from "@meridian/protocol";
 import { largerOf, type LoadBalancerRow, type Queryable, type Store } from "@meridian/db";
 import { whileLeading } from "../leadership/fence";
 import { buildLbConfig, configContent } from "./config-builder";
+import type { SettingsAdoption } from "./lb-settings-adoption";
 import { type LbAdminClient, type PutConfigResult, TokenReadError } from "./lb-admin-client";
 import { backoffMs, WakeSignal } from "./wake-signal";
 
@@ -46,6 +47,8 @@ export interface ConfigPublisherDeps {
   leadership: { currentTerm(): number | null };
   /** ConsoleMetrics' counter, declared here because the metrics module reads this one. */
   metrics: { countConfigPush(lbId: string, result: PutConfigResult["kind"]): void };
+  /** Adopts an LB's running limits before the first push would replace them (lb-settings-adoption.ts). */
+  adoption?: Pick<SettingsAdoption, "adopt">;
 }
 
 /** The lease moved on while this console was recording a version: it records nothing. */
@@ -250,6 +253,12 @@ export class ConfigPublisher {
         .limit(1);
       if (!row) {
         await this.publish(lbId, { force: true });
+        continue;
+      }
+      // A push replaces the LB's whole config: while the console stores no limits for it, the ones
+      // it runs are adopted first (then published as a newer version, which this loop pushes).
+      if (lb.limitsJson === null && (await this.deps.adoption?.adopt(lb))) {
+        await this.publishAll();
         continue;
       }
       loop.status.lastAttemptAt = Date.now();

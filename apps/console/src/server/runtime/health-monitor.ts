@@ -9,7 +9,8 @@
 // - Entrypoints are resolved after every round, so a fallback or an alarm is logged when it happens
 //   (entrypoint-resolver.ts).
 // - The config version each LB reports goes to the ConfigPublisher, which re-pushes when the LB
-//   lost its config (restarted without its state file).
+//   lost its config (restarted without its state file). Before it, an LB whose limits the console
+//   stores none of has the ones it runs adopted (lb-settings-adoption.ts).
 // - Every console probes (so that any console's pages show live health), but only the leader acts
 //   on what it learns: failover, marks, failback, RTTs, telemetry subscriptions, re-pushes, warnings.
 import "server-only";
@@ -26,6 +27,7 @@ import type { EntrypointResolver } from "./entrypoint-resolver";
 import type { FailoverService } from "./failover";
 import type { LbAdminClient } from "./lb-admin-client";
 import type { LbHealth, LbHealthBook } from "./lb-health";
+import type { SettingsAdoption } from "./lb-settings-adoption";
 import { replicaWarningsFrom, type ReplicaWarningLog } from "./replica-warnings";
 import type { TelemetryHub } from "./telemetry-hub";
 
@@ -49,13 +51,17 @@ export interface HealthMonitorDeps {
   /** Consecutive failed probes before an LB is failed over (or marked failed). */
   failoverAfter: number;
   autoFailover: boolean;
+  /** Adopts an LB's running settings (lb-settings-adoption.ts); none in tests that do not give one. */
+  adoption?: Pick<SettingsAdoption, "adopt">;
 }
 
 export class HealthMonitor {
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
+  private readonly adoption: Pick<SettingsAdoption, "adopt"> | null;
 
   constructor(private readonly deps: HealthMonitorDeps) {
+    this.adoption = deps.adoption ?? null;
     // Probes may run before start() (tick() in scripts and tests): the startup grace runs from here.
     deps.book.startGrace(Date.now());
   }
@@ -147,6 +153,8 @@ export class HealthMonitor {
   }
 
   private async afterState(lb: LoadBalancerRow, state: LbState): Promise<void> {
+    // Before the version report, which may wake the LB's push loop: the push then carries them.
+    if (await this.adoption?.adopt(lb)) await this.deps.publisher.publishAll();
     await this.deps.publisher.onReportedVersion(lb, state.configVersion);
     await this.recordRtts(lb, state);
   }

@@ -11,7 +11,7 @@ import { hostname } from "node:os";
 import pino, { type Logger } from "pino";
 import type { Database, Store } from "@meridian/db";
 import { generateLbToken } from "@meridian/protocol/credentials";
-import { SYSTEM_CONSOLE } from "../audit-trail";
+import { SYSTEM_CONSOLE, SYSTEM_HEALTH } from "../audit-trail";
 import { DEFAULT_LEASE_TIMING, type LeaseTiming } from "../leadership/lease";
 import { LeaderElector } from "../leadership/leader-elector";
 import { ConsoleMetrics } from "../metrics/console-metrics";
@@ -26,6 +26,7 @@ import { HealthMonitor } from "./health-monitor";
 import { LbAdminClient } from "./lb-admin-client";
 import { LbHealthBook } from "./lb-health";
 import { LbProofBook } from "./lb-proofs";
+import { runningConfigReader, SettingsAdoption } from "./lb-settings-adoption";
 import { presentableToken } from "./lb-token-rows";
 import { ReplicaWarningLog } from "./replica-warnings";
 import { TelemetryHub } from "./telemetry-hub";
@@ -126,7 +127,10 @@ export class ConsoleRuntime {
       proofs: this.lbProofs,
       timeoutMs: options.probeTimeoutMs ?? 2_000,
     });
-    const publisher = new ConfigPublisher({ store, log, lbClient, metrics, leadership });
+    // One adoption of each LB's running limits (lb-settings-adoption.ts), asked by the push loop before
+    // a first push and by the health probe, whichever reaches the LB first.
+    const adoption = new SettingsAdoption({ store, log, actor: SYSTEM_HEALTH, readConfig: runningConfigReader(lbClient) });
+    const publisher = new ConfigPublisher({ store, log, lbClient, metrics, leadership, adoption });
     this.credentials = new CredentialKeeper({ store, log, lbClient, proofs: this.lbProofs, publisher, graceMs: options.tokenGraceMs ?? 60_000 });
     const telemetry = new TelemetryHub({ store, log, lbClient });
     const failover = new FailoverService({ store, log, book: this.lbHealth, publisher, metrics });
@@ -159,6 +163,7 @@ export class ConsoleRuntime {
       autoFailback,
       entrypoints,
       replicaWarnings: new ReplicaWarningLog(log),
+      adoption,
       intervalMs: options.healthIntervalMs,
       failoverAfter: options.failoverAfter,
       autoFailover: options.autoFailover,

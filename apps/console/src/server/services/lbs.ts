@@ -14,6 +14,7 @@ import type { ServiceRuntime } from "./context";
 import { assignDefaultHomes } from "./home-lb";
 import { newId } from "./ids";
 import { issueFirstToken, lbCredentialView, type LbCredentialView } from "./lb-tokens";
+import { type LimitsSet, limitsView, type LimitsView, requireLimits } from "./lbs-limits";
 import { requireRegion } from "./regions";
 import { requireHttpUrl, sameName } from "./validation";
 
@@ -36,6 +37,8 @@ export interface LbView {
   policy: string;
   crossRegion: CrossRegion;
   weights: { rtt: number; queue: number };
+  /** The request limits the console pushes: those stored, the rest the protocol's defaults. */
+  limits: LimitsView;
   configVersion: number;
   ackedVersion: number;
   /** The version the LB itself reports running (from /admin/state). */
@@ -79,6 +82,7 @@ export async function listLbs(rt: ServiceRuntime): Promise<LbView[]> {
       policy: lb.policy,
       crossRegion: lb.crossRegion,
       weights: { rtt: lb.weightRtt, queue: lb.weightQueue },
+      limits: limitsView(lb.limitsJson),
       configVersion: lb.configVersion,
       ackedVersion: lb.ackedVersion,
       runningVersion: health?.state?.configVersion ?? null,
@@ -115,6 +119,10 @@ export interface LbInput {
   region: string;
   policy?: string | undefined;
   crossRegion?: CrossRegion | undefined;
+  /** The LB's request limits (only those set; the rest are the defaults). Left out on create, the
+   * console adopts the limits the LB runs once it answers (runtime/lb-settings-adoption.ts). On
+   * update it replaces the whole set: `{}` puts every limit back to its default. */
+  limits?: LimitsSet | undefined;
 }
 
 function requirePolicy(policy: string): string {
@@ -130,6 +138,7 @@ export async function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput,
   const url = requireHttpUrl("url", input.url);
   const adminUrl = input.adminUrl ? requireHttpUrl("adminUrl", input.adminUrl) : null;
   const policy = requirePolicy(input.policy ?? "gorgo");
+  const limitsJson = input.limits !== undefined ? requireLimits(input.limits) : null;
   const { id, keyId, token } = await rt.store.transaction(async (tx) => {
     const { entrypoints, loadBalancers } = tx.tables;
     if ((await tx.db.select({ id: loadBalancers.id }).from(loadBalancers).where(sameName(loadBalancers.name, input.name)).limit(1)).length > 0) {
@@ -151,6 +160,7 @@ export async function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput,
       regionId: region.id,
       policy,
       crossRegion: input.crossRegion ?? "direct",
+      limitsJson,
       createdAt: now,
     };
     await tx.db.insert(loadBalancers).values(row);
@@ -171,6 +181,7 @@ export async function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput,
 }
 
 export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: string } & Partial<Omit<LbInput, "policy" | "crossRegion">>): Promise<void> {
+  const limitsJson = input.limits !== undefined ? requireLimits(input.limits) : undefined;
   await rt.store.transaction(async (tx) => {
     const { entrypoints, loadBalancers } = tx.tables;
     const [before] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).limit(1);
@@ -194,6 +205,7 @@ export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: st
       url: input.url !== undefined ? requireHttpUrl("url", input.url) : before.url,
       adminUrl: input.adminUrl === undefined ? before.adminUrl : input.adminUrl ? requireHttpUrl("adminUrl", input.adminUrl) : null,
       regionId: input.region !== undefined ? (await requireRegion(tx, input.region)).id : before.regionId,
+      limitsJson: limitsJson ?? before.limitsJson,
     };
     const moved = after.regionId !== before.regionId;
     // A move takes the LB out of its region as a delete does, and into the new one as a create does.
@@ -208,7 +220,7 @@ export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: st
     const heldAway = moved ? await entrypointHeldAway(tx, before) : [];
     await tx.db
       .update(loadBalancers)
-      .set({ name: after.name, url: after.url, adminUrl: after.adminUrl, regionId: after.regionId })
+      .set({ name: after.name, url: after.url, adminUrl: after.adminUrl, regionId: after.regionId, limitsJson: after.limitsJson })
       .where(eq(loadBalancers.id, input.id));
     if (moved) {
       await handOverEntrypoints(tx, leftBehind);

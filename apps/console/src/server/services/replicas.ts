@@ -15,6 +15,7 @@ import type { ServiceRuntime } from "./context";
 import { defaultHomeLb, rehomedTarget } from "./home-lb";
 import { newId } from "./ids";
 import { requireRegion } from "./regions";
+import { type ReplicaCapacity, requireCapacity } from "./replicas-capacity";
 import { requireHttpUrl, sameName } from "./validation";
 
 export type ReplicaState = ReplicaRow["state"];
@@ -45,6 +46,9 @@ export interface ReplicaView {
   rttMs: number | null;
   /** Setup problems the operator should see (no RTT emulation, a model its LB's clients do not use). */
   warnings: ReplicaWarning[];
+  /** Pushed to the LBs when set; null: the LBs learn it from the engine. */
+  maxConcurrency: number | null;
+  cacheCapacityTokens: number | null;
 }
 
 export async function listReplicas(rt: ServiceRuntime): Promise<ReplicaView[]> {
@@ -83,6 +87,8 @@ export async function listReplicas(rt: ServiceRuntime): Promise<ReplicaView[]> {
       index: indexStatus(live?.cache ?? null, now),
       rttMs: live?.rttMs ?? null,
       warnings: warnings.get(r.id) ?? [],
+      maxConcurrency: r.maxConcurrency,
+      cacheCapacityTokens: r.cacheCapacityTokens,
     });
   }
   return views;
@@ -97,7 +103,7 @@ export function cacheHistory(rt: ServiceRuntime): CachePoint[] {
   return rt.telemetry.stats.cacheSeries();
 }
 
-export interface ReplicaInput {
+export interface ReplicaInput extends Partial<ReplicaCapacity> {
   name: string;
   url: string;
   region: string;
@@ -136,6 +142,7 @@ async function replicaExists({ db, tables }: Queryable, where: SQL): Promise<boo
 /** No home LB given: the region's default (home-lb.ts), written into the row so it is explicit. */
 export async function createReplica(rt: ServiceRuntime, actor: Actor, input: ReplicaInput, fixedId?: string): Promise<{ id: string }> {
   const url = requireHttpUrl("url", input.url);
+  const capacity = requireCapacity(input);
   const id = await rt.store.transaction(async (tx) => {
     const { replicas } = tx.tables;
     if (await replicaExists(tx, sameName(replicas.name, input.name))) {
@@ -155,6 +162,8 @@ export async function createReplica(rt: ServiceRuntime, actor: Actor, input: Rep
       homeLbId: home?.id ?? null,
       // Homed on a failed-over LB: served by its stand-in until failback, like the replicas it owned.
       rehomedToLbId: rehomedTarget(home),
+      maxConcurrency: capacity.maxConcurrency ?? null,
+      cacheCapacityTokens: capacity.cacheCapacityTokens ?? null,
       createdAt: Date.now(),
     };
     await tx.db.insert(replicas).values(row);
@@ -166,6 +175,7 @@ export async function createReplica(rt: ServiceRuntime, actor: Actor, input: Rep
 }
 
 export async function updateReplica(rt: ServiceRuntime, actor: Actor, input: { id: string } & Partial<ReplicaInput>): Promise<void> {
+  const capacity = requireCapacity(input);
   await rt.store.transaction(async (tx) => {
     const { replicas } = tx.tables;
     const [before] = await tx.db.select().from(replicas).where(eq(replicas.id, input.id)).limit(1);
@@ -199,6 +209,8 @@ export async function updateReplica(rt: ServiceRuntime, actor: Actor, input: { i
       model: input.model ?? before.model,
       homeLbId: home === undefined ? before.homeLbId : (home?.id ?? null),
       rehomedToLbId: home === undefined ? before.rehomedToLbId : rehomedTarget(home),
+      maxConcurrency: capacity.maxConcurrency === undefined ? before.maxConcurrency : capacity.maxConcurrency,
+      cacheCapacityTokens: capacity.cacheCapacityTokens === undefined ? before.cacheCapacityTokens : capacity.cacheCapacityTokens,
     };
     await tx.db
       .update(replicas)
@@ -210,6 +222,8 @@ export async function updateReplica(rt: ServiceRuntime, actor: Actor, input: { i
         model: after.model,
         homeLbId: after.homeLbId,
         rehomedToLbId: after.rehomedToLbId,
+        maxConcurrency: after.maxConcurrency,
+        cacheCapacityTokens: after.cacheCapacityTokens,
       })
       .where(eq(replicas.id, input.id));
     await recordAudit(tx, actor, "replica.update", `replica:${input.id}`, before, after);

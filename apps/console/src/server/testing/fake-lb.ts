@@ -1,6 +1,6 @@
 // A fake meridian-proxy admin API on loopback port 0, for tests: GET /health, GET /admin/proof
-// (answers the console's challenge for the tokens it holds), GET /admin/state, PUT /admin/config
-// (409 unless the version is newer), GET /admin/telemetry?since=N (NDJSON), POST /admin/credentials
+// (answers the console's challenge for the tokens it holds), GET /admin/state, GET and PUT
+// /admin/config (PUT: 409 unless the version is newer), GET /admin/telemetry?since=N (NDJSON), POST /admin/credentials
 // (install / retire). It records every Authorization header it receives.
 import "server-only";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -40,6 +40,9 @@ export async function startFakeLb(options: {
   token: string | null;
   port?: number;
   rttMs?: (replica: { id: string; region: string }) => number;
+  /** What GET /admin/config answers before any push (an LB started from its own config file);
+   * default 404, as an LB that has none. After a push it answers the config pushed last. */
+  running?: LbConfig;
 }): Promise<FakeLb> {
   const events: TelemetryEvent[] = [];
   /** The newest seq its ring no longer holds (0: it holds every event). */
@@ -158,6 +161,12 @@ export async function startFakeLb(options: {
     }
     if (url.pathname === "/admin/state" && req.method === "GET") {
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(state()));
+      return;
+    }
+    if (url.pathname === "/admin/config" && req.method === "GET") {
+      const running = lb.configs.at(-1) ?? options.running;
+      if (running === undefined) res.writeHead(404).end();
+      else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(running));
       return;
     }
     if (url.pathname === "/admin/config" && req.method === "PUT") {

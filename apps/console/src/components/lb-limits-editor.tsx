@@ -1,0 +1,86 @@
+"use client";
+// An LB's request limits (LbConfig.limits): each field shows its value, or the protocol's default
+// marked as such when not set. A blank field is "at its default"; Apply replaces the LB's whole set
+// and the console pushes it as a new config version. The bounds are checked by the server with the
+// protocol's own schema, whose message ("limits.maxBodyBytes: ...") is shown as is.
+import { useMutation } from "@tanstack/react-query";
+import { useState } from "react";
+import type { RouterOutputs } from "../trpc/app-router";
+import { useTRPC } from "../trpc/client";
+import { ErrorText } from "./ui";
+import { useInvalidateAll } from "./use-action";
+
+type LimitsView = RouterOutputs["lbs"]["list"][number]["limits"];
+type LimitKey = keyof LimitsView["defaults"];
+
+/** The fields' text: the stored value, or "" (at its default). */
+function draftOf(view: LimitsView): Record<string, string> {
+  return Object.fromEntries(Object.keys(view.defaults).map((key) => [key, view.set[key as LimitKey]?.toString() ?? ""]));
+}
+
+/** The limits to send, or the first field that is not a whole number. */
+function parseDraft(draft: Record<string, string>): { limits: Partial<Record<LimitKey, number>> } | { error: string } {
+  const limits: Partial<Record<LimitKey, number>> = {};
+  for (const [key, text] of Object.entries(draft)) {
+    const trimmed = text.trim();
+    if (trimmed === "") continue;
+    const value = Number(trimmed);
+    if (!Number.isSafeInteger(value)) return { error: `limits.${key}: expected a whole number (leave it blank for the default)` };
+    limits[key as LimitKey] = value;
+  }
+  return { limits };
+}
+
+export function LbLimitsEditor({ lb }: { lb: { id: string; name: string; limits: LimitsView } }) {
+  const trpc = useTRPC();
+  const invalidateAll = useInvalidateAll();
+  const [draft, setDraft] = useState(() => draftOf(lb.limits));
+  const [localError, setLocalError] = useState<string | null>(null);
+  const update = useMutation(trpc.lbs.update.mutationOptions({ onSuccess: invalidateAll }));
+  const setCount = Object.keys(lb.limits.set).length;
+  const apply = () => {
+    const parsed = parseDraft(draft);
+    if ("error" in parsed) {
+      setLocalError(parsed.error);
+      return;
+    }
+    setLocalError(null);
+    update.mutate({ id: lb.id, limits: parsed.limits });
+  };
+  return (
+    <details className="lb-limits" data-testid={`lb-limits-${lb.name}`}>
+      <summary>Limits {lb.limits.stored ? `(${setCount === 0 ? "all defaults" : `${setCount} set`})` : "(not adopted yet)"}</summary>
+      {lb.limits.stored ? null : (
+        <p className="muted small" data-testid={`lb-limits-pending-${lb.name}`}>
+          The console has not read this LB&apos;s running limits yet: it adopts them once the LB answers with its token. Until then, a push carries the defaults
+          below. Set them here to push your own instead.
+        </p>
+      )}
+      <div className="form-grid">
+        {Object.entries(lb.limits.defaults).map(([key, fallback]) => (
+          <label key={key}>
+            {key}
+            <input
+              type="text"
+              inputMode="numeric"
+              value={draft[key] ?? ""}
+              placeholder={`${fallback} (default)`}
+              onChange={(e) => setDraft({ ...draft, [key]: e.target.value })}
+              data-testid={`lb-limit-${lb.name}-${key}`}
+            />
+          </label>
+        ))}
+      </div>
+      <button type="button" className="btn btn-small btn-primary" disabled={update.isPending} onClick={apply} data-testid={`lb-limits-apply-${lb.name}`}>
+        Apply limits
+      </button>
+      {localError ? (
+        <div className="error-text" role="alert" data-testid={`lb-limits-error-${lb.name}`}>
+          {localError}
+        </div>
+      ) : (
+        <ErrorText error={update.error} testId={`lb-limits-error-${lb.name}`} />
+      )}
+    </details>
+  );
+}
