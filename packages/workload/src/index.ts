@@ -6,6 +6,7 @@ export * from "./trace/controls";
 export { bundledTracePath } from "./trace/bundled";
 export * from "./prompt/synth";
 export * from "./generator/multi-turn";
+export * from "./generator/turns";
 export {
   runReplay,
   startLoadGenerator,

@@ -15,7 +15,7 @@ export type ServedRow = { policy: string } & RequestRecord & { status: number; e
  * served request has (replica, cache, latencies) is null, and `error` is the refusal code.
  */
 export type RefusedRow = { policy: string } & {
-  [K in keyof RequestRecord]: K extends "id" | "trace_index" | "arrival_ms" | "client_region" | "lb" | "input_tokens" | "output_tokens"
+  [K in keyof RequestRecord]: K extends "id" | "trace_index" | "arrival_ms" | "turn_wait_ms" | "client_region" | "lb" | "input_tokens" | "output_tokens"
     ? RequestRecord[K]
     : null;
 } & { status: number; error: string };
@@ -30,6 +30,7 @@ function refusedRow(policy: string, r: RefusedRecord): RefusedRow {
     id: r.id,
     trace_index: r.trace_index,
     arrival_ms: r.arrival_ms,
+    ...(r.turn_wait_ms !== undefined ? { turn_wait_ms: r.turn_wait_ms } : {}),
     client_region: r.client_region,
     lb: r.lb,
     forwarded: null,

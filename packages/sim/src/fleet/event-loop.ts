@@ -4,6 +4,8 @@
 //   ──½ RTT(LB, replica)──► engine (EngineModel: queue, prefill, decode) ──first token, ½ RTT──► LB (index
 //   learns at the "2xx headers") ──► client TTFT;  engine done ──½ RTT──► LB (completion bookkeeping,
 //   telemetry → tuner) ──► client E2E. A forwarded request's answers travel back through the entry LB.
+// Clients send open loop at each request's arrival time, except a generator session's turn, whose
+// client first waits for the previous turn's answer (SimRequest.afterId), as the live replay does.
 // The LBs decide only from what a live LB would know: probe RTT samples (EWMA in the core), metric
 // scrapes (sampled at the replica half an RTT after they are sent, known at the LB a full RTT after),
 // peer reports (built when a poll reaches the peer, known at the poller a poll RTT after) and their own
@@ -67,6 +69,8 @@ export class FleetRun implements LbTransport<Flight> {
   private readonly halfRtt: number[][]; // [lbIdx][replicaIdx], ms
   private readonly jitterRng: Rng;
   readonly records: RunRecords;
+  /** Generator turns not sent yet, by the id of the request whose answer their client waits for. */
+  private readonly heldTurns = new Map<number, SimRequest[]>();
   private now = 0;
   private readonly timeSlots: TimeSlotSplit | null;
   private readonly admitInput: AdmitInput & { clientRegion: string; inputTokens: number; tokensPerBlock: number } = {
@@ -178,10 +182,15 @@ export class FleetRun implements LbTransport<Flight> {
 
   run(): void {
     const total = this.requests.length;
+    const earlier = new Set<number>();
     for (const req of this.requests) {
-      const lb = this.entryLb(req.clientRegion);
-      const f: Flight = { req, entry: null, serving: null, replica: null, entryFirstMs: NaN, servingFirstMs: NaN, cachedTokens: 0, itlMs: NaN };
-      this.queue.push(req.arrivalMs + this.clientHalfRtt(req.clientRegion, lb), { k: Kind.ArriveLb, f, lb, hop: 0 });
+      if (req.afterId === undefined) this.send(req, req.arrivalMs);
+      else if (!earlier.has(req.afterId)) {
+        throw new Error(
+          `request ${req.id} waits for request ${req.afterId}, which is not an earlier request of this workload (renumbered or cut without its turns?)`,
+        );
+      } else this.heldTurns.set(req.afterId, [...(this.heldTurns.get(req.afterId) ?? []), req]);
+      earlier.add(req.id);
     }
     // The LBs were up before the first request: the first probe, scrape and peer report land before
     // t = first arrival (1 ms early: at equal times the first arrival, queued earlier, would pop first),
@@ -263,6 +272,13 @@ export class FleetRun implements LbTransport<Flight> {
     return rttBetween(this.spec, a.region, b.region) / 2;
   }
 
+  /** The client sends `req` at `at`: it reaches its region's LB half a client RTT later. */
+  private send(req: SimRequest, at: number): void {
+    const lb = this.entryLb(req.clientRegion);
+    const f: Flight = { req, sentMs: at, entry: null, serving: null, replica: null, entryFirstMs: NaN, servingFirstMs: NaN, cachedTokens: 0, itlMs: NaN };
+    this.queue.push(at + this.clientHalfRtt(req.clientRegion, lb), { k: Kind.ArriveLb, f, lb, hop: 0 });
+  }
+
   private arriveAtLb(f: Flight, lb: SimLb<Flight>, hop: number): void {
     const { req } = f;
     // One input object refilled per arrival: admit() copies what it keeps (12k arrivals a run).
@@ -307,7 +323,14 @@ export class FleetRun implements LbTransport<Flight> {
       this.queue.push(now + this.lbHalfRtt(leg.lb, entry.lb), { k: Kind.DoneAtLb, leg: entry, status, error });
       return;
     }
-    this.records.answered(f, completion, now, this.clientHalfRtt(f.req.clientRegion, leg.lb));
+    const clientHalfMs = this.clientHalfRtt(f.req.clientRegion, leg.lb);
+    this.records.answered(f, completion, now, clientHalfMs);
+    // The answer (a reply or a refusal) reaches the client: its session's next turn may go, at once
+    // when it was already due (the live replay's turnWaitMs), else at its due time.
+    const next = this.heldTurns.get(f.req.id);
+    if (next === undefined) return;
+    this.heldTurns.delete(f.req.id);
+    for (const req of next) this.send(req, Math.max(req.arrivalMs, now + clientHalfMs));
   }
 
   /** A time slot begins: every LB takes the slot's weights (instantaneous in virtual time), and the next slot is due. */

@@ -6,6 +6,8 @@ import type { SimRequest } from "./workload";
 /** One request's journey. */
 export interface Flight {
   req: SimRequest;
+  /** When its client sent it: req.arrivalMs, or later for a generator turn held until its previous reply reached the client. */
+  sentMs: number;
   /** The leg at the LB the client sent to, and the leg that dispatched to a replica (the same unless forwarded). */
   entry: Leg<Flight> | null;
   serving: Leg<Flight> | null;

@@ -31,7 +31,8 @@ export class RunRecords {
       this.refused.push({
         id: req.id,
         trace_index: req.traceIndex,
-        arrival_ms: req.arrivalMs,
+        arrival_ms: f.sentMs,
+        ...turnWait(f),
         client_region: req.clientRegion,
         lb: f.entry?.lb.id ?? "",
         input_tokens: req.inputTokens,
@@ -46,6 +47,11 @@ export class RunRecords {
   }
 }
 
+/** A generator turn's hold for its previous answer (0 when that came before the turn was due); nothing for other requests. */
+function turnWait(f: Flight): { turn_wait_ms?: number } {
+  return f.req.afterId === undefined ? {} : { turn_wait_ms: f.sentMs - f.req.arrivalMs };
+}
+
 function record(f: Flight, completion: Completion, now: number, clientHalfMs: number): RequestRecord {
   const { req } = f;
   const serving = f.serving!;
@@ -54,7 +60,8 @@ function record(f: Flight, completion: Completion, now: number, clientHalfMs: nu
   return {
     id: req.id,
     trace_index: req.traceIndex,
-    arrival_ms: req.arrivalMs,
+    arrival_ms: f.sentMs,
+    ...turnWait(f),
     client_region: req.clientRegion,
     lb: serving.lb.id,
     forwarded: serving.ticket.hop > 0,
@@ -65,8 +72,8 @@ function record(f: Flight, completion: Completion, now: number, clientHalfMs: nu
     predicted_cached_tokens: target?.predictedCachedTokens ?? 0,
     cached_tokens: f.cachedTokens,
     // Client-measured: client → LB (→ peer LB) → replica and back, as the paper measured.
-    ttft_ms: f.entryFirstMs + clientHalfMs - req.arrivalMs,
-    e2e_ms: now + clientHalfMs - req.arrivalMs,
+    ttft_ms: f.entryFirstMs + clientHalfMs - f.sentMs,
+    e2e_ms: now + clientHalfMs - f.sentMs,
     itl_ms: f.itlMs,
     lb_ttft_ms: completion.outcome.ttftMs ?? Number.NaN,
     config_version: serving.ticket.configVersion,

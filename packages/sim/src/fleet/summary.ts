@@ -8,6 +8,8 @@ export interface RequestRecord {
   trace_index: number;
   /** When the client sent it, ms on the virtual clock. */
   arrival_ms: number;
+  /** Generator turns after a session's first: how long the client held it past its due time for the previous turn's answer. */
+  turn_wait_ms?: number;
   client_region: string;
   /** The LB that dispatched it (the peer LB when forwarded). */
   lb: string;
@@ -37,6 +39,8 @@ export interface RefusedRecord {
   trace_index: number;
   /** When the client sent it, ms on the virtual clock. */
   arrival_ms: number;
+  /** As RequestRecord's. */
+  turn_wait_ms?: number;
   client_region: string;
   /** The LB the client sent it to, which answered the refusal (its own, or the peer's it forwarded to). */
   lb: string;
@@ -91,6 +95,12 @@ export interface FleetSummary {
   drain_ms: number;
   /** Virtual duration of the run: first arrival to last completion, ms. */
   duration_ms: number;
+  /**
+   * Generator workloads only: how long a session's turns (after its first) were held past their due
+   * time until the previous turn's answer reached the client, over those turns, served or refused
+   * (the live replay's summary `turnWaitMs`). Trace workloads have no turns and no such figure.
+   */
+  turn_wait_ms?: { p95: number; max: number };
 }
 
 export function summarize(
@@ -139,6 +149,10 @@ export function summarize(
     if (r.arrival_ms > lastArrival) lastArrival = r.arrival_ms;
   }
   const offered = n + failed;
+  const waits: number[] = [];
+  for (const r of records) if (r.turn_wait_ms !== undefined) waits.push(r.turn_wait_ms);
+  for (const r of refused) if (r.turn_wait_ms !== undefined) waits.push(r.turn_wait_ms);
+  const turnWaits = Float64Array.from(waits).sort();
   ttft.sort();
   e2e.sort();
   const itlSorted = Float64Array.from(itl).sort();
@@ -174,5 +188,6 @@ export function summarize(
     queued_scrape_fraction: queued,
     drain_ms: n === 0 ? 0 : lastDone - lastArrival,
     duration_ms: durationMs,
+    ...(turnWaits.length > 0 ? { turn_wait_ms: { p95: percentileOfSorted(turnWaits, 95), max: turnWaits[turnWaits.length - 1]! } } : {}),
   };
 }

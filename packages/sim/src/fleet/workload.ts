@@ -3,7 +3,7 @@
 // them once.
 
 import { sessionKeyFromBlocks, traceBlockKeys, type BlockKey } from "@meridian/routing";
-import { assignRegion, type TraceRequest } from "@meridian/workload";
+import { assignRegion, TurnChain, type TraceRequest } from "@meridian/workload";
 import type { FleetSpec } from "./spec";
 
 /** Trace runs key sessions on the first TWO blocks: block 0 of the Mooncake conversation trace is a
@@ -24,6 +24,12 @@ export interface SimRequest {
   tokensPerBlock: number;
   sessionKey: string;
   clientRegion: string;
+  /**
+   * Generator turns after a session's first: the id of the session's previous turn. Its client sends
+   * this one only once that reply has reached it (a chat user cannot send turn n+1 earlier), at
+   * arrivalMs or later; trace rows have none and are sent at arrivalMs (open loop).
+   */
+  afterId?: number;
 }
 
 export interface BuildWorkloadOptions {
@@ -44,11 +50,13 @@ export interface BuiltWorkload {
   sessionKeyBlocks: number;
 }
 
-/** Requests sorted by arrival (stable), region-assigned by conversation root with the fleet's client weights. */
+/** Requests sorted by arrival (stable), region-assigned by conversation root with the fleet's client
+ * weights, each generator turn chained to its session's previous one (TurnChain, as the live replay). */
 export function buildSimRequests(rows: readonly TraceRequest[], spec: FleetSpec, options: BuildWorkloadOptions = {}): BuiltWorkload {
   const sessionKeyBlocks = options.sessionKeyBlocks ?? TRACE_SESSION_KEY_BLOCKS;
   const regions = new Set(spec.regions);
   const requests: SimRequest[] = [];
+  const turns = new TurnChain<number>();
   let droppedTooLong = 0;
   const ordered = [...rows].sort((a, b) => a.timestampMs - b.timestampMs || a.index - b.index);
   const arrivals = options.spreadTicks ? spreadTicks(ordered.map((r) => r.timestampMs)) : ordered.map((r) => r.timestampMs);
@@ -61,8 +69,13 @@ export function buildSimRequests(rows: readonly TraceRequest[], spec: FleetSpec,
     const keys = traceBlockKeys(row.hashIds);
     // Generator rows carry their own region; keep it only when this fleet has that region.
     const clientRegion = row.region !== undefined && regions.has(row.region) ? row.region : assignRegion(row.hashIds, spec.clientRegionWeights);
+    const id = requests.length;
+    // Rows of a session are in turn order here (sorted by time, then index); a dropped turn is
+    // never sent, so the next one waits for the turn before it.
+    const afterId = turns.previous(row);
+    turns.sent(row, id);
     requests.push({
-      id: requests.length,
+      id,
       traceIndex: row.index,
       arrivalMs: arrivals[i]!,
       inputTokens: Math.max(1, row.inputTokens),
@@ -71,6 +84,7 @@ export function buildSimRequests(rows: readonly TraceRequest[], spec: FleetSpec,
       tokensPerBlock: row.blockTokens,
       sessionKey: sessionKeyFromBlocks(keys, sessionKeyBlocks) || `request-${row.index}`,
       clientRegion,
+      ...(typeof afterId === "number" ? { afterId } : {}),
     });
   }
   return { requests, droppedTooLong, sessionKeyBlocks };

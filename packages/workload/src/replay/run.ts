@@ -12,6 +12,7 @@ import { writeFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
 import { Agent, type Dispatcher } from "undici";
 import { createMultiTurnWorkload, type MultiTurnOptions } from "../generator/multi-turn";
+import { TurnChain } from "../generator/turns";
 import { traceMessages, type ChatMessage } from "../prompt/synth";
 import { assignRegion, createTraceTransform, equalWeights, sessionKeyOf, type RegionWeights, type TraceControls } from "../trace/controls";
 import { readTrace, type TraceReadOptions } from "../trace/reader";
@@ -156,7 +157,7 @@ function runSchedule(
   let endedAt: number | undefined;
   const inFlight = new Set<Promise<void>>();
   /** Each session's latest generator turn, until it has finished: the next turn waits for it. */
-  const lastTurn = new Map<string, Promise<void>>();
+  const turns = new TurnChain<Promise<void>>();
   /** Turns waiting for their session's previous reply; they count against maxPending. */
   let holding = 0;
 
@@ -245,15 +246,16 @@ function runSchedule(
         scheduled++;
         // send() records every request outcome itself; anything thrown here is a bug or a
         // throwing onRecord, which must not be lost: the run fails with it at the end.
-        const previousTurn = item.turn !== undefined && item.turn > 1 ? (lastTurn.get(item.sessionId) ?? Promise.resolve()) : undefined;
+        const previous = turns.previous(item);
+        const previousTurn = previous === null ? Promise.resolve() : previous;
         const task = send(item, previousTurn).catch((error: unknown) => {
           unexpected ??= error;
         });
         inFlight.add(task);
-        if (item.turn !== undefined) lastTurn.set(item.sessionId, task);
+        turns.sent(item, task);
         void task.finally(() => {
           inFlight.delete(task);
-          if (lastTurn.get(item.sessionId) === task) lastTurn.delete(item.sessionId);
+          turns.ended(item, task);
         });
       }
     } finally {
