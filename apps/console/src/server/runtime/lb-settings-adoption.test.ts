@@ -154,7 +154,7 @@ describe("the first push to an LB that runs its own limits", () => {
     fake = await startFakeLb({ id: "lb-us", region: "us", token: TEST_TOKEN, running: runningConfig("lb-us") });
     await createLb(h.rt, OPERATOR, { name: "lb-us", url: fake.url, region: "us" }, "lb-us");
     await h.rt.publisher.start();
-    await waitFor(() => fake!.version > 0, 5_000, "the first push to be acknowledged");
+    await waitFor(() => fake!.version > 0, 15_000, "the first push to be acknowledged");
     assert.deepEqual(
       fake.configs.map((c) => c.limits.maxBodyBytes),
       fake.configs.map(() => 32 * MiB),

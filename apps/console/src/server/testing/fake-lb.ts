@@ -40,8 +40,9 @@ export async function startFakeLb(options: {
   token: string | null;
   port?: number;
   rttMs?: (replica: { id: string; region: string }) => number;
-  /** What GET /admin/config answers before any push (an LB started from its own config file);
-   * default 404, as an LB that has none. After a push it answers the config pushed last. */
+  /** An LB started from its own config file: GET /admin/config answers it until the first push,
+   * then the config pushed last. Without it GET /admin/config is 404 (an older LB build), so the
+   * console adopts nothing and a test of something else is not slowed by adoption rounds. */
   running?: LbConfig;
 }): Promise<FakeLb> {
   const events: TelemetryEvent[] = [];
@@ -164,7 +165,7 @@ export async function startFakeLb(options: {
       return;
     }
     if (url.pathname === "/admin/config" && req.method === "GET") {
-      const running = lb.configs.at(-1) ?? options.running;
+      const running = options.running === undefined ? undefined : (lb.configs.at(-1) ?? options.running);
       if (running === undefined) res.writeHead(404).end();
       else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(running));
       return;
