@@ -1,7 +1,9 @@
 // The tuner's rows: an LB's current run (tuner_runs) or the fleet's (lb_id null), a fresh run, the end
-// of the fleet's, and the write that records a step with the state that follows it. TunerService (tuner-service.ts) decides when; this module
+// of the fleet's, and the write that records a step with the state that follows it. TunerService (tuner-engine.ts, tuner-service.ts) decides when; this module
 // holds how, on either store. tuner_runs.updated_at is the run's revision: every write moves it
 // strictly forward, so a fenced write can tell that another console wrote the run since it read it.
+// The writes an operator makes take `inTx`, a step of the caller's (the action's audit row) run in
+// the write's own transaction: the change and its record are saved together or not at all.
 import "server-only";
 import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import { WEIGHT_BOUNDS } from "@meridian/routing/types";
@@ -73,19 +75,34 @@ async function endRun({ db, tables }: Queryable, lbId: string | null, now: numbe
     .where(and(runsOf(tunerRuns, lbId), isNull(tunerRuns.endedAt)));
 }
 
-/** Ends the fleet's open run (the LBs' own tuners take over). */
-export async function endFleetRun(store: Store, now: number): Promise<void> {
-  await endRun(store, null, now);
+/** A step of the caller's, run in the transaction of the write it goes with (an operator's audit row). */
+export type InTransaction<A extends unknown[] = []> = (tx: Queryable, ...args: A) => Promise<void>;
+
+/** Ends the fleet's open run (the LBs' own tuners take over), and runs `inTx` in the same transaction. */
+export function endFleetRun(store: Store, now: number, inTx?: InTransaction): Promise<void> {
+  return store.transaction(async (tx) => {
+    await endRun(tx, null, now);
+    await inTx?.(tx);
+  });
+}
+
+/** What newRun makes: the run's row, its tuner, and when its trial started. */
+export interface NewRun {
+  run: TunerRunRow;
+  tuner: EsTuner;
+  trialStart: TrialStart | null;
 }
 
 /** Ends the LB's current run (the fleet's, for `lbId` null) and starts a fresh one (new tuner, empty
  * trajectory). `seed` gives the tuner's random seed from the new run's id; `pause`, why it starts
- * paused (its LB's policy ignores the weights): then it runs no trial from the first. */
+ * paused (its LB's policy ignores the weights): then it runs no trial from the first. `inTx` runs in
+ * the same transaction, given the new run (its tuner exists only once the run's id is known). */
 export function newRun(
   store: Store,
   run: { lbId: string | null; weights: Weights; settings: TunerSettings | null; running: boolean; seed: (runId: number) => number; pause?: string | null },
   now: number,
-): Promise<{ run: TunerRunRow; tuner: EsTuner; trialStart: TrialStart | null }> {
+  inTx?: InTransaction<[NewRun]>,
+): Promise<NewRun> {
   const { lbId, weights, settings, running } = run;
   return store.transaction(async (tx) => {
     const { dialect, db, tables } = tx;
@@ -124,7 +141,9 @@ export function newRun(
       .set({ settingsJson: JSON.stringify(settingsOf(state.config)), stateJson: storedStateJson(state, trialStart) })
       .where(eq(tunerRuns.id, inserted.id))
       .returning();
-    return { run: row ?? inserted, tuner, trialStart };
+    const created = { run: row ?? inserted, tuner, trialStart };
+    await inTx?.(tx, created);
+    return created;
   });
 }
 
@@ -132,12 +151,14 @@ export function newRun(
  * Every write is fenced by the run's revision: when another console wrote the run since this one
  * read it, the write rolls back (RunMoved) and records nothing, so neither side's change is lost
  * unseen. With a `term` (the leader's writes) it is fenced by the lease as well: a console that lost
- * the lease records nothing. Term 0 is a follower's write of an operator's change, or a lone console's. */
-export function persistRun(store: Store, live: PersistedTuner, step: TunerStep | null, term: number, now: number): Promise<number> {
+ * the lease records nothing. Term 0 is a follower's write of an operator's change, or a lone console's.
+ * `inTx` runs in the same transaction once the run is written (not when its LB is gone: nothing was). */
+export function persistRun(store: Store, live: PersistedTuner, step: TunerStep | null, term: number, now: number, inTx?: InTransaction): Promise<number> {
   // A trial not stamped yet started now: every operation that starts one writes the run.
   stampTrial(live, now);
   const state = live.tuner.state();
-  return store.transaction(async ({ db, tables }) => {
+  return store.transaction(async (tx) => {
+    const { db, tables } = tx;
     const { consoleLeases, tunerRuns, tunerSteps } = tables;
     if (step) {
       await db.insert(tunerSteps).values({
@@ -169,7 +190,10 @@ export function persistRun(store: Store, live: PersistedTuner, step: TunerStep |
       })
       .where(and(eq(tunerRuns.id, live.runId), eq(tunerRuns.updatedAt, live.writtenAt), term === 0 ? undefined : whileLeading(consoleLeases, term)))
       .returning({ updatedAt: tunerRuns.updatedAt });
-    if (row) return row.updatedAt;
+    if (row) {
+      await inTx?.(tx);
+      return row.updatedAt;
+    }
     if (term !== 0) throw new RunMoved();
     const [still] = await db.select({ id: tunerRuns.id }).from(tunerRuns).where(eq(tunerRuns.id, live.runId)).limit(1);
     if (still) throw new RunMoved();

@@ -2,7 +2,8 @@
 // a write a moment later: another process took SQLite's lock, a PostgreSQL connection was lost) is
 // never answered "nothing was changed, retry". Follow-ups are logged and the change is answered as
 // made (lbs.create keeps its one-time token); a tuner change that failed after its run was written
-// says it may be saved. Through the real tRPC handler, as the operator's browser calls it.
+// says it may be saved. An audit row is no follow-up: refused, the tuner change it records is not
+// made either. Through the real tRPC handler, as the operator's browser calls it.
 import { strict as assert } from "node:assert";
 import { after, before, describe, test } from "node:test";
 import { ensureUsers } from "../auth/users";
@@ -11,6 +12,7 @@ import { LoginThrottle } from "../auth/rate-limit";
 import { createHarness, type Harness, TEST_TOKEN } from "../testing/harness";
 import { loggedLines } from "../testing/log-lines";
 import { cookieOf, loginRequest, trpcCall } from "../testing/console-requests";
+import type { Store } from "@meridian/db";
 
 /** A database refusing a write, as drizzle wraps the driver's error (SQLITE_BUSY: another process holds the lock). */
 function refusedWrite(): Error {
@@ -117,30 +119,31 @@ describe("a follow-up that fails after the operator's change committed", () => {
     );
   });
 
-  test("a tuner action whose audit row fails after the change was saved answers the change", async () => {
+  test("a tuner action whose audit row is refused answers that nothing was changed, and changes nothing", async () => {
     const failedBefore = followUpFailures().length;
-    const weights = { rtt: 2, queue: 0.5 };
-    // The audit's second snapshot (after the change) is the read that fails.
-    const describe = h.rt.tuners.describe.bind(h.rt.tuners);
-    let calls = 0;
-    h.rt.tuners.describe = async (key) => {
-      calls += 1;
-      if (calls === 2) throw refusedWrite();
-      return await describe(key);
-    };
+    const weights = (await query<{ weights: unknown }>("tuner.byLb", { lbId: "lb-us" })).weights;
+    // The database refuses the audit row. It is written in the change's transaction, so the change
+    // goes with it (it used to be a follow-up: the change saved, the row lost, a 200).
+    const store = h.rt.store as { transaction: Store["transaction"] };
+    const transaction = store.transaction.bind(store);
+    store.transaction = (work) =>
+      transaction((tx) => {
+        const db = Object.create(tx.db) as typeof tx.db;
+        db.insert = ((table: Parameters<typeof tx.db.insert>[0]) => {
+          if (table === tx.tables.auditLog) throw refusedWrite();
+          return tx.db.insert(table);
+        }) as typeof tx.db.insert;
+        return work({ ...tx, db } as typeof tx);
+      });
     try {
-      const res = await mutate("tuner.setManual", { lbId: "lb-us", weights });
-      assert.equal(res.status, 200, res.error?.message);
+      const res = await mutate("tuner.setManual", { lbId: "lb-us", weights: { rtt: 2, queue: 0.5 } });
+      assert.equal(res.status, 503, res.error?.message);
+      assert.match(res.error!.message, /nothing was changed, retry in a moment/);
     } finally {
-      h.rt.tuners.describe = describe;
+      store.transaction = transaction;
     }
-    assert.deepEqual((await query<{ weights: unknown }>("tuner.byLb", { lbId: "lb-us" })).weights, weights);
-    assert.deepEqual(
-      followUpFailures()
-        .slice(failedBefore)
-        .map((line) => [line.change, line.step]),
-      [["tuner.set-manual", "audit"]],
-    );
+    assert.deepEqual((await query<{ weights: unknown }>("tuner.byLb", { lbId: "lb-us" })).weights, weights, "the weights are as they were");
+    assert.equal(followUpFailures().length, failedBefore, "nothing is left to do after a commit");
   });
 
   test("a tuner action that fails after its run was written says the change may be saved; one refused before says nothing was changed", async () => {

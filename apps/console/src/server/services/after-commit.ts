@@ -6,8 +6,9 @@
 // "nothing was changed, retry", and the retry would fail ("already exists") or repeat the change,
 // and a token shown only in the answer would be lost. It is logged at error instead. The leader's
 // rounds make most follow-ups again (the reconcile reloads missing tuners and republishes every round,
-// the health monitor resubscribes telemetry every round); an audit row that failed is not written
-// again, and the error line is its only record.
+// the health monitor resubscribes telemetry every round). An audit row is never a follow-up: it is
+// written in the change's own transaction (recordAudit), so a change is saved with its row or not at
+// all; a row written after the commit that failed would leave a change no operator finds in the log.
 import "server-only";
 import type { ServiceRuntime } from "./context";
 

@@ -1,13 +1,15 @@
 // Operator actions on a tuner, an LB's or the fleet's; each audited with the tuner's settings before
-// and after. A tuner is named by { lbId } or { fleet: true } (the router checks that exactly one is given).
+// and after, in the transaction that saves the change (the tuner service runs the audit step given
+// here there): a change is saved with its audit row or not at all. A tuner is named by { lbId } or
+// { fleet: true } (the router checks that exactly one is given).
 import "server-only";
 import { eq } from "drizzle-orm";
 import { type Actor, recordAudit } from "../audit-trail";
 import { DomainError, notFound } from "../errors";
 import { currentRun } from "../runtime/tuner-runs";
 import { FLEET, type TunerScope } from "../runtime/tuner-scope";
-import type { TunerSettingsPatch } from "../runtime/tuner-service";
-import { afterCommit, ChangeMaybeSavedError } from "./after-commit";
+import type { AuditStep, TunerSettingsPatch } from "../runtime/tuner-service";
+import { ChangeMaybeSavedError } from "./after-commit";
 import type { ServiceRuntime } from "./context";
 
 export { TUNER_SCOPES } from "../runtime/tuner-scope";
@@ -28,21 +30,6 @@ async function requireLb(rt: ServiceRuntime, lbId: string): Promise<void> {
   if (!lb) throw notFound("load balancer", lbId);
 }
 
-async function snapshot(rt: ServiceRuntime, key: string) {
-  const d = await rt.tuners.describe(key);
-  return {
-    mode: d.mode,
-    running: d.running,
-    weights: d.weights,
-    bounds: d.bounds,
-    window: d.window,
-    hop: d.hop,
-    evaluation: d.evaluation,
-    trial: d.trialSettings,
-    guardrails: d.guardrails,
-  };
-}
-
 /** The tuner's run as the database holds it: which run, at which revision (every write moves it). */
 async function revisionOf(rt: ServiceRuntime, target: TunerTarget): Promise<string> {
   const run = await currentRun(rt.store, target.lbId ?? null);
@@ -50,8 +37,8 @@ async function revisionOf(rt: ServiceRuntime, target: TunerTarget): Promise<stri
 }
 
 /** The answer to a change that failed: as is when nothing was written (a refusal, or a database error
- * before the run was written); "may have been saved" once the run was written (the tuner service
- * writes the run, then pushes it: a failed push leaves the change saved) or when that is unknown. */
+ * before the run and its audit row were written); "may have been saved" once they were (the tuner
+ * service writes the run, then pushes it: a failed push leaves the change saved) or when that is unknown. */
 async function failedChange(rt: ServiceRuntime, target: TunerTarget, revision: string, error: unknown): Promise<unknown> {
   if (error instanceof DomainError) return error;
   const now = await revisionOf(rt, target).catch(() => undefined);
@@ -63,19 +50,26 @@ async function failedChange(rt: ServiceRuntime, target: TunerTarget, revision: s
   );
 }
 
-async function audited(rt: ServiceRuntime, actor: Actor, action: string, target: TunerTarget, change: () => unknown): Promise<void> {
+/** How the tuner service writes `action`'s audit row, in the change's transaction. */
+function auditStep(actor: Actor, action: string, target: string): AuditStep<unknown> {
+  return async (tx, before, after) => await recordAudit(tx, actor, action, target, before, after);
+}
+
+/** Runs `change` with the audit step of `action` on the target's tuner; maps a failure (failedChange). */
+async function audited(
+  rt: ServiceRuntime,
+  actor: Actor,
+  action: string,
+  target: TunerTarget,
+  change: (key: string, audit: AuditStep<unknown>) => Promise<unknown>,
+): Promise<void> {
   if (target.lbId !== undefined) await requireLb(rt, target.lbId);
-  const key = keyOf(target);
-  const before = await snapshot(rt, key);
   const revision = await revisionOf(rt, target);
   try {
-    await change();
+    await change(keyOf(target), auditStep(actor, action, target.lbId !== undefined ? `lb:${target.lbId}` : "fleet"));
   } catch (error) {
     throw await failedChange(rt, target, revision, error);
   }
-  // The change is saved: a failed audit row is logged (with the change), not answered as a failure.
-  const where = target.lbId !== undefined ? `lb:${target.lbId}` : "fleet";
-  await afterCommit(rt, action, { audit: async () => await recordAudit(rt.store, actor, action, where, before, await snapshot(rt, key)) });
 }
 
 export async function tunerByLb(rt: ServiceRuntime, input: { lbId: string }) {
@@ -92,31 +86,40 @@ export async function tunerScope(rt: ServiceRuntime): Promise<{ scope: TunerScop
   return { scope: await rt.tuners.scope() };
 }
 
+/** A switch that failed is answered as is while the scope is still what it was (nothing was saved:
+ * the switch and its audit row are one transaction), "may have been saved" once it moved (the LBs'
+ * tuners are stopped or started afresh after it) or when that is unknown. */
 export async function setTunerScope(rt: ServiceRuntime, actor: Actor, input: { scope: TunerScope }): Promise<void> {
   const before = await rt.tuners.scope();
-  await rt.tuners.setScope(input.scope);
-  await afterCommit(rt, "tuner.scope", {
-    audit: async () => await recordAudit(rt.store, actor, "tuner.scope", "fleet", { scope: before }, { scope: await rt.tuners.scope() }),
-  });
+  try {
+    await rt.tuners.setScope(input.scope, auditStep(actor, "tuner.scope", "fleet"));
+  } catch (error) {
+    if (error instanceof DomainError || (await rt.tuners.scope().catch(() => undefined)) === before) throw error;
+    rt.log.error({ scope: input.scope, err: error }, "tuning scope switch failed after the scope may have been switched");
+    throw new ChangeMaybeSavedError(
+      "the console's database failed while the tuning scope was being switched, after the switch was written: it may be saved, reload to check before retrying",
+      { cause: error },
+    );
+  }
 }
 
 export async function startTuner(rt: ServiceRuntime, actor: Actor, input: TunerTarget): Promise<void> {
-  await audited(rt, actor, "tuner.start", input, () => rt.tuners.startTuning(keyOf(input)));
+  await audited(rt, actor, "tuner.start", input, (key, audit) => rt.tuners.startTuning(key, audit));
 }
 
 export async function stopTuner(rt: ServiceRuntime, actor: Actor, input: TunerTarget): Promise<void> {
-  await audited(rt, actor, "tuner.stop", input, () => rt.tuners.stopTuning(keyOf(input)));
+  await audited(rt, actor, "tuner.stop", input, (key, audit) => rt.tuners.stopTuning(key, audit));
 }
 
 export async function resetTuner(rt: ServiceRuntime, actor: Actor, input: TunerTarget): Promise<void> {
-  await audited(rt, actor, "tuner.reset", input, () => rt.tuners.reset(keyOf(input)));
+  await audited(rt, actor, "tuner.reset", input, (key, audit) => rt.tuners.reset(key, audit));
 }
 
 export async function setManualWeights(rt: ServiceRuntime, actor: Actor, input: TunerTarget & { weights: { rtt: number; queue: number } }): Promise<void> {
-  await audited(rt, actor, "tuner.set-manual", input, () => rt.tuners.setManual(keyOf(input), input.weights));
+  await audited(rt, actor, "tuner.set-manual", input, (key, audit) => rt.tuners.setManual(key, input.weights, audit));
 }
 
 export async function updateTuner(rt: ServiceRuntime, actor: Actor, input: TunerTarget & TunerSettingsPatch): Promise<void> {
   const { lbId, fleet, ...patch } = input;
-  await audited(rt, actor, "tuner.update", { lbId, fleet }, () => rt.tuners.updateSettings(keyOf(input), patch));
+  await audited(rt, actor, "tuner.update", { lbId, fleet }, (key, audit) => rt.tuners.updateSettings(key, patch, audit));
 }
