@@ -5,7 +5,7 @@ import { strict as assert } from "node:assert";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import pino from "pino";
 import { DEFAULT_LIMITS, LB_CONFIG_SCHEMA, type LbConfig, type LbState, parseLbConfig } from "@meridian/protocol";
 import { SYSTEM_HEALTH } from "../audit-trail";
@@ -139,11 +139,70 @@ describe("adopting the settings an LB runs", () => {
   });
 });
 
+describe("an operator's edit racing an adoption", () => {
+  let h: Harness;
+  before(async () => {
+    h = await createHarness();
+  });
+  after(() => h.close());
+
+  // SQLite runs one write transaction at a time, so an adoption cannot interleave with an edit there.
+  test("on PostgreSQL, limits and a replica cap committed while the adoption waits for the row are kept", async (t) => {
+    const { database } = h;
+    if (database.dialect !== "pg") return t.skip("SQLite serialises write transactions");
+    await createRegion(h.rt, OPERATOR, { name: "us" });
+    await createLb(h.rt, OPERATOR, { name: "lb-race", url: "http://127.0.0.1:9/race", region: "us" }, "lb-race");
+    await createReplica(h.rt, OPERATOR, { name: "us-1", url: "http://127.0.0.1:9", region: "us", engine: "sglang", model: "m" }, "us-1");
+    const { loadBalancers, replicas } = h.rt.store.tables;
+    const [row] = await h.rt.store.db.select().from(loadBalancers).where(eq(loadBalancers.id, "lb-race"));
+    const adoption = new SettingsAdoption({
+      store: h.rt.store,
+      log: pino({ level: "silent" }),
+      actor: SYSTEM_HEALTH,
+      readConfig: async () => runningConfig("lb-race"),
+    });
+
+    // The operator's edit holds the rows (updated, not yet committed) while the adoption starts.
+    let commit!: () => void;
+    const committing = new Promise<void>((resolve) => (commit = resolve));
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    const edit = h.rt.store.transaction(async (tx) => {
+      await tx.db
+        .update(tx.tables.loadBalancers)
+        .set({ limitsJson: JSON.stringify({ maxBodyBytes: 16 * MiB }) })
+        .where(eq(tx.tables.loadBalancers.id, "lb-race"));
+      await tx.db.update(tx.tables.replicas).set({ maxConcurrency: 3 }).where(eq(tx.tables.replicas.id, "us-1"));
+      holding();
+      await committing;
+    });
+    await held;
+    const adopting = adoption.adopt(row!);
+    const lockWaits = async () => {
+      const result = (await database.db.execute(
+        sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`,
+      )) as unknown as { rows: { n: number }[] };
+      return result.rows[0]!.n;
+    };
+    await waitFor(async () => (await lockWaits()) > 0, 10_000, "the adoption to wait for the edited row");
+    commit();
+    await edit;
+    assert.equal(await adopting, false, "nothing adopted");
+    const [lb] = await h.rt.store.db.select().from(loadBalancers).where(eq(loadBalancers.id, "lb-race"));
+    const [rep] = await h.rt.store.db.select().from(replicas).where(eq(replicas.id, "us-1"));
+    assert.deepEqual(
+      { limits: lb!.limitsJson, maxConcurrency: rep!.maxConcurrency },
+      { limits: JSON.stringify({ maxBodyBytes: 16 * MiB }), maxConcurrency: 3 },
+    );
+    assert.equal((await listAudit(h.rt, { action: "lb.adopt-settings", limit: 5 })).length, 0, "no adoption audited");
+  });
+});
+
 describe("the first push to an LB that runs its own limits", () => {
   let h: Harness;
   let fake: FakeLb | null = null;
   after(async () => {
-    await h.close();
+    await h?.close();
     await fake?.close();
   });
 

@@ -16,7 +16,7 @@
 // Why here, at the leader's state probe, and not at registration: a registered LB cannot answer the
 // console before it is started with the token the console issues at registration.
 import "server-only";
-import { eq } from "drizzle-orm";
+import { and, eq, isNull } from "drizzle-orm";
 import type { Logger } from "pino";
 import { request } from "undici";
 import { type LbConfig, safeParseLbConfig } from "@meridian/protocol";
@@ -48,29 +48,41 @@ export function runningConfigReader(client: Pick<LbAdminClient, "auth">): Runnin
 }
 
 /** Stores what `running` holds as the LB's settings when the console stores none yet; true when it
- * did. In one transaction with its audit row: an operator's edit committed meanwhile wins. */
+ * did. In one transaction with its audit row. Every write is conditional on the value still being
+ * unset (`IS NULL` in the UPDATE itself, not only in an earlier read): under PostgreSQL's read
+ * committed an operator's edit committed between the read and the write would otherwise be
+ * overwritten, and of two adoptions racing (the push loop and the probe) only one writes. */
 async function adoptRunningSettings(store: Store, actor: Actor, lbId: string, running: LbConfig): Promise<boolean> {
   return await store.transaction(async (tx) => {
     const { loadBalancers, replicas } = tx.tables;
-    const [lb] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1);
-    if (!lb || lb.limitsJson !== null) return false;
     const limits = differencesFromDefaults(running.limits);
-    await tx.db
+    const [lb] = await tx.db
       .update(loadBalancers)
       .set({ limitsJson: limitsJson(limits) })
-      .where(eq(loadBalancers.id, lbId));
+      .where(and(eq(loadBalancers.id, lbId), isNull(loadBalancers.limitsJson)))
+      .returning({ ackedVersion: loadBalancers.ackedVersion });
+    if (!lb) return false;
     const replicaChanges: Record<string, { maxConcurrency?: number; cacheCapacityTokens?: number }> = {};
     for (const reported of running.replicas) {
-      if (reported.maxConcurrency === undefined && reported.cacheCapacityTokens === undefined) continue;
-      const [row] = await tx.db.select().from(replicas).where(eq(replicas.id, reported.id)).limit(1);
-      if (!row) continue;
-      const change = {
-        ...(row.maxConcurrency === null && reported.maxConcurrency !== undefined ? { maxConcurrency: reported.maxConcurrency } : {}),
-        ...(row.cacheCapacityTokens === null && reported.cacheCapacityTokens !== undefined ? { cacheCapacityTokens: reported.cacheCapacityTokens } : {}),
-      };
-      if (Object.keys(change).length === 0) continue;
-      await tx.db.update(replicas).set(change).where(eq(replicas.id, row.id));
-      replicaChanges[row.id] = change;
+      const change: { maxConcurrency?: number; cacheCapacityTokens?: number } = {};
+      // One column at a time, each only where the console stores none (an operator's value stays).
+      if (reported.maxConcurrency !== undefined) {
+        const set = await tx.db
+          .update(replicas)
+          .set({ maxConcurrency: reported.maxConcurrency })
+          .where(and(eq(replicas.id, reported.id), isNull(replicas.maxConcurrency)))
+          .returning({ id: replicas.id });
+        if (set.length > 0) change.maxConcurrency = reported.maxConcurrency;
+      }
+      if (reported.cacheCapacityTokens !== undefined) {
+        const set = await tx.db
+          .update(replicas)
+          .set({ cacheCapacityTokens: reported.cacheCapacityTokens })
+          .where(and(eq(replicas.id, reported.id), isNull(replicas.cacheCapacityTokens)))
+          .returning({ id: replicas.id });
+        if (set.length > 0) change.cacheCapacityTokens = reported.cacheCapacityTokens;
+      }
+      if (Object.keys(change).length > 0) replicaChanges[reported.id] = change;
     }
     await recordAudit(
       tx,
