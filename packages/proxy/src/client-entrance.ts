@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { HeaderSafeIdSchema, type LbConfig } from "@meridian/protocol";
 import type { AuthRefusals } from "./auth-refusals";
-import { checkClient, forwardedByPeer, presentedClientKey, type ClientCheck, type ClientIdentity } from "./client-keys";
+import { checkClient, forwardedByPeer, type ClientCheck, type ClientIdentity } from "./client-keys";
 import type { ClientMetrics } from "./client-metrics";
 import { sendError, type HttpError } from "./errors";
 import type { ProxyMetrics } from "./metrics";
@@ -26,9 +26,10 @@ export interface InferenceClient {
    * forwarding LB's region); null for a client's own request (its region is this LB's). */
   clientRegion: string | null;
   /**
-   * A request admitted with a client key, checked again under a config pushed since: the refusal a
-   * new request with that key gets now (recorded as the entrance records one), or null while the key
-   * still admits it. A key the config dropped where keys are not required admits it as anonymous.
+   * A client's request (not a peer's forward), checked again under a config pushed since: the
+   * refusal a new request with the same credential gets now (recorded as the entrance records one),
+   * or null while it still admits it. Its key may have been revoked, or keys made required while it
+   * came anonymous. A key the config dropped where keys are not required admits it as anonymous.
    */
   recheck(config: LbConfig): HttpError | null;
   /** Called once when the request finished, with the status the LB recorded for it (a stream cut
@@ -94,7 +95,8 @@ export function admitClient(req: IncomingMessage, res: ServerResponse, path: str
     hop: fromPeer ? 1 : 0,
     clientRegion: fromPeer ? sourceRegionOf(req) : null,
     recheck: (config) => {
-      if (config === checkedUnder || !presentedClientKey(identity)) return null;
+      // A peer's forward was admitted on the peer's credential, which this check does not see again.
+      if (config === checkedUnder || fromPeer) return null;
       checkedUnder = config;
       const again = checkClient(authorization, 0, config);
       if (!again.ok) {

@@ -140,11 +140,12 @@ export class PeerRuntime {
   }
 
   /** The URL may reach another LB than the one configured (an ingress in front of several, a stale
-   * URL after a move): its load and prefix snapshot would be taken for this peer's. A failed poll. */
+   * URL after a move): its load and prefix snapshot would be taken for this peer's. A failed poll.
+   * The report's region is not checked: a renamed region reaches each LB in its own push, so a peer
+   * may report the old name for a while, and this LB routes by the region configured for the peer. */
   private checkIdentity(report: PeerReport): void {
-    const { id, url, region } = this.config;
+    const { id, url } = this.config;
     if (report.lbId !== id) throw new Error(`peer ${id} at ${url} answered as ${report.lbId}`);
-    if (report.region !== region) throw new Error(`peer ${id} at ${url} answered from region ${report.region}; it is configured in ${region}`);
   }
 
   private async fetchReport(credentialIndex: number, asked: number): Promise<{ statusCode: number; text: string; started: number }> {

@@ -1,6 +1,7 @@
-// A config push that revokes a client key (removes it, or replaces its digest) reaches requests of
-// that key still waiting in the hold queue: they have not started, and a new request with the key is
-// refused now, so they are too, with the same 401 (client-entrance.ts, recheck). Left alone, they were
+// A config push that revokes a client key (removes it, or replaces its digest), or that makes keys
+// required, reaches the requests still waiting in the hold queue that it no longer admits: they have
+// not started, and a new request with the same credential (or none) is refused now, so they are too,
+// with the same 401 (client-entrance.ts, recheck). Left alone, they were
 // dispatched for up to queueMaxWaitMs after the revocation, and forwarded to key-requiring peers as
 // keyed. Requests already dispatched finish. Where keys are not required, a dropped key's held
 // request goes on as anonymous: it no longer counts as keyed for a peer that requires keys.

@@ -80,3 +80,29 @@ test("where keys are not required, a dropped key's held request goes on, no long
   assert.equal((await first).status, 200);
   assert.equal((await held).status, 200);
 });
+
+test("a push that makes keys required refuses the held anonymous requests with the 401 a new one gets", async () => {
+  const engine = await startHoldingEngine("us-x", "us-ashburn");
+  cleanups.push(() => engine.close());
+  const config: LbConfigInput = lbConfig("lb-us", "us-ashburn", [], {
+    replicas: [{ id: "us-x", url: engine.url, region: "us-ashburn", model: MODEL, engine: "sglang", maxConcurrency: 1 }],
+    clientAuth: { required: false, keys: [entry("ba9876543210", KEPT, "stayer")] },
+  });
+  const lb = await startLb(config);
+  cleanups.push(() => lb.close());
+  await waitFor("replica healthy", async () => ((await adminGet<LbState>(lb, "/admin/state")).replicas[0]?.healthy ? true : undefined));
+  const first = post(`${lb.url}/v1/chat/completions`, chatBody("first, anonymous"));
+  const running = await waitFor("at the replica", () => engine.held[0]);
+  const held = post(`${lb.url}/v1/chat/completions`, chatBody("held, anonymous"));
+  await waitFor("one held", async () => ((await adminGet<LbState>(lb, "/admin/state")).queue.length === 1 ? true : undefined));
+
+  await adminPutConfig(lb, { ...config, version: 2, clientAuth: { ...config.clientAuth!, required: true } });
+  const fresh = await post(`${lb.url}/v1/chat/completions`, chatBody("new, anonymous"));
+  assert.equal(fresh.status, 401);
+  const refused = await held;
+  assert.equal(refused.status, 401, "the held one is refused as the new one is");
+  assert.equal(refused.text, fresh.text);
+  running.res.writeHead(200, { "content-type": "application/json" }).end(completionJson("done"));
+  assert.equal((await first).status, 200, "the request in flight finishes");
+  assert.equal(engine.held.length, 1, "nothing else reached the replica");
+});
