@@ -32,15 +32,29 @@ export function AuditPage() {
         actions={
           <div className="inline-form">
             {/* The server matches actor exactly and action/target as prefixes; suggestions make that usable. */}
-            <input placeholder="actor (exact)" list="audit-actors" value={filters.actor} onChange={set("actor")} data-testid="audit-filter-actor" />
             <input
+              aria-label="Filter by actor (exact)"
+              placeholder="actor (exact)"
+              list="audit-actors"
+              value={filters.actor}
+              onChange={set("actor")}
+              data-testid="audit-filter-actor"
+            />
+            <input
+              aria-label="Filter by action prefix"
               placeholder="action prefix, e.g. lb."
               list="audit-actions"
               value={filters.action}
               onChange={set("action")}
               data-testid="audit-filter-action"
             />
-            <input placeholder="target prefix, e.g. replica:" value={filters.target} onChange={set("target")} data-testid="audit-filter-target" />
+            <input
+              aria-label="Filter by target prefix"
+              placeholder="target prefix, e.g. replica:"
+              value={filters.target}
+              onChange={set("target")}
+              data-testid="audit-filter-target"
+            />
             <datalist id="audit-actors">
               {knownActors.map((a) => (
                 <option key={a} value={a} />

@@ -60,7 +60,7 @@ function CreateKeyForm({ regions }: { regions: Listing["regions"] }) {
         </SecretOnce>
       ) : null}
       <form className="inline-form" onSubmit={submit} data-testid="key-create-form">
-        <select value={region} onChange={(e) => setRegion(e.target.value)} required data-testid="key-create-region">
+        <select value={region} onChange={(e) => setRegion(e.target.value)} required aria-label="Region of the key" data-testid="key-create-region">
           <option value="">region…</option>
           {regions.map((r) => (
             <option key={r.name} value={r.name}>
@@ -68,7 +68,15 @@ function CreateKeyForm({ regions }: { regions: Listing["regions"] }) {
             </option>
           ))}
         </select>
-        <input value={name} onChange={(e) => setName(e.target.value)} required maxLength={64} placeholder="team-a" data-testid="key-create-name" />
+        <input
+          value={name}
+          onChange={(e) => setName(e.target.value)}
+          required
+          maxLength={64}
+          aria-label="Key name"
+          placeholder="team-a"
+          data-testid="key-create-name"
+        />
         <button type="submit" className="btn btn-primary" disabled={create.isPending} data-testid="key-create-submit">
           Create key
         </button>

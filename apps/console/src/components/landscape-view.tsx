@@ -1,20 +1,22 @@
 "use client";
 // A grid experiment's result: the landscape heatmap with a tuner's incumbent and trajectory on it
-// (the operator picks which LB's tuner), and the optimum against the defaults.
+// (the operator picks which: the fleet's, the default in fleet scope, or an LB's), and the optimum
+// against the defaults.
 import { useQuery } from "@tanstack/react-query";
-import { useState } from "react";
 import type { GridResult } from "../lib/experiment-result";
 import { fmtMs, fmtPct, fmtWeight } from "../lib/format";
 import { useTRPC } from "../trpc/client";
 import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { LandscapeHeatmap } from "./landscape";
+import { FLEET_OPTION, useTuner, useTunerChoice } from "./tuner-choice";
 
 export function LandscapeView({ result }: { result: GridResult }) {
   const trpc = useTRPC();
   const lbs = useQuery(trpc.lbs.list.queryOptions());
-  const [lbId, setLbId] = useState<string>("");
-  const chosen = lbId || lbs.data?.[0]?.id || "";
-  const tuner = useQuery({ ...trpc.tuner.byLb.queryOptions({ lbId: chosen }), enabled: chosen !== "", refetchInterval: LIVE_INTERVAL_MS * 2 });
+  const scope = useQuery({ ...trpc.tuner.scope.queryOptions(), refetchInterval: LIVE_INTERVAL_MS * 2 });
+  // In fleet scope the fleet's tuner sets every LB's weights (an LB's own waits): it is the default.
+  const { value, target, select, fleetScope } = useTunerChoice(lbs.data, scope.data?.scope);
+  const tuner = useTuner(target, LIVE_INTERVAL_MS * 2);
   const { optimum, defaults } = result;
   return (
     <div data-testid="experiment-landscape">
@@ -28,7 +30,8 @@ export function LandscapeView({ result }: { result: GridResult }) {
         <div>
           <label className="inline-label">
             Tuner on the map
-            <select value={chosen} onChange={(e) => setLbId(e.target.value)} data-testid="experiment-landscape-lb">
+            <select value={value ?? ""} onChange={(e) => select(e.target.value)} data-testid="experiment-landscape-lb">
+              {fleetScope ? <option value={FLEET_OPTION}>the fleet</option> : null}
               {(lbs.data ?? []).map((lb) => (
                 <option key={lb.id} value={lb.id}>
                   {lb.name}
@@ -71,7 +74,7 @@ export function LandscapeView({ result }: { result: GridResult }) {
           <p className="muted small">
             The defaults give {defaults.p95_ratio_to_optimum?.toFixed(2) ?? "–"}× the optimum's p95 TTFT on this workload,{" "}
             {defaults.log_distance_to_optimum === null ? "an unbounded distance" : defaults.log_distance_to_optimum.toFixed(2)} away in log-weight space. The
-            landscape is simulated with the same weights on every LB; the live tuner tunes one LB on live traffic.
+            landscape is simulated with the same weights on every LB; the live tuner tunes one LB (or, in fleet scope, every LB at once) on live traffic.
           </p>
         </div>
       </div>

@@ -5,7 +5,7 @@ import { fmtClock } from "../lib/format";
 import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
 import { SecretOnce } from "./secret-once";
-import { Badge, ConfirmButton, ErrorText } from "./ui";
+import { Badge, ConfirmButton, ErrorText, MessageLine } from "./ui";
 import { useInvalidateAll } from "./use-action";
 
 type LbRow = RouterOutputs["lbs"]["list"][number];
@@ -39,10 +39,7 @@ export function LbTokenCell({ lb }: { lb: LbRow }) {
         </div>
       ) : null}
       {c.error && (!c.proven || tokenUpdateDue(c, Date.now())) ? (
-        <div className="muted small" title={c.error} data-testid={`lb-token-error-${lb.name}`}>
-          {c.proven ? "token update failed, retrying: " : null}
-          {c.error.length > 80 ? `${c.error.slice(0, 80)}…` : c.error}
-        </div>
+        <MessageLine text={c.error} prefix={c.proven ? "token update failed, retrying: " : null} testId={`lb-token-error-${lb.name}`} />
       ) : null}
     </div>
   );

@@ -2,9 +2,10 @@
 // An LB's request limits (LbConfig.limits): each field shows its value, or the protocol's default
 // marked as such when not set. A blank field is "at its default"; Apply replaces the LB's whole set
 // and the console pushes it as a new config version. The bounds are checked by the server with the
-// protocol's own schema, whose message ("limits.maxBodyBytes: ...") is shown as is.
+// protocol's own schema, whose message ("limits.maxBodyBytes: ...") is shown as is. A viewer sees
+// the same values read-only (LbLimitsReadOnly).
 import { useMutation } from "@tanstack/react-query";
-import { useState } from "react";
+import { Fragment, useState } from "react";
 import type { RouterOutputs } from "../trpc/app-router";
 import { useTRPC } from "../trpc/client";
 import { ErrorText } from "./ui";
@@ -31,13 +32,38 @@ function parseDraft(draft: Record<string, string>): { limits: Partial<Record<Lim
   return { limits };
 }
 
+/** The collapsed line: how many limits are set, or that the console has not read the LB's yet. */
+function limitsSummary(view: LimitsView): string {
+  const setCount = Object.keys(view.set).length;
+  return `Limits ${view.stored ? `(${setCount === 0 ? "all defaults" : `${setCount} set`})` : "(not adopted yet)"}`;
+}
+
+/** The limits as a viewer sees them: each value, or the default it runs at. */
+export function LbLimitsReadOnly({ lb }: { lb: { name: string; limits: LimitsView } }) {
+  return (
+    <details className="lb-limits" data-testid={`lb-limits-${lb.name}`}>
+      <summary>{limitsSummary(lb.limits)}</summary>
+      <dl className="kv" data-testid={`lb-limits-values-${lb.name}`}>
+        {Object.entries(lb.limits.defaults).map(([key, fallback]) => {
+          const value = lb.limits.set[key as LimitKey];
+          return (
+            <Fragment key={key}>
+              <dt>{key}</dt>
+              <dd data-testid={`lb-limit-value-${lb.name}-${key}`}>{value ?? <span className="muted">{fallback} (default)</span>}</dd>
+            </Fragment>
+          );
+        })}
+      </dl>
+    </details>
+  );
+}
+
 export function LbLimitsEditor({ lb }: { lb: { id: string; name: string; limits: LimitsView } }) {
   const trpc = useTRPC();
   const invalidateAll = useInvalidateAll();
   const [draft, setDraft] = useState(() => draftOf(lb.limits));
   const [localError, setLocalError] = useState<string | null>(null);
   const update = useMutation(trpc.lbs.update.mutationOptions({ onSuccess: invalidateAll }));
-  const setCount = Object.keys(lb.limits.set).length;
   const apply = () => {
     const parsed = parseDraft(draft);
     if ("error" in parsed) {
@@ -49,7 +75,7 @@ export function LbLimitsEditor({ lb }: { lb: { id: string; name: string; limits:
   };
   return (
     <details className="lb-limits" data-testid={`lb-limits-${lb.name}`}>
-      <summary>Limits {lb.limits.stored ? `(${setCount === 0 ? "all defaults" : `${setCount} set`})` : "(not adopted yet)"}</summary>
+      <summary>{limitsSummary(lb.limits)}</summary>
       {lb.limits.stored ? null : (
         <p className="muted small" data-testid={`lb-limits-pending-${lb.name}`}>
           The console has not read this LB&apos;s running limits yet: it adopts them once the LB answers with its token. Until then, a push carries the defaults

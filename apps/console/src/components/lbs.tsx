@@ -7,10 +7,10 @@ import { LIVE_INTERVAL_MS } from "../trpc/query-client";
 import { fmtClock, fmtWeight } from "../lib/format";
 import { CROSS_REGION_OPTIONS, POLICY_OPTIONS, type CrossRegion, type Policy } from "../lib/policies";
 import { LbTokenActions, LbTokenCell, LbTokenOnce } from "./lb-credentials";
-import { LbLimitsEditor } from "./lb-limits-editor";
+import { LbLimitsEditor, LbLimitsReadOnly } from "./lb-limits-editor";
 import { useCanMutate } from "./session";
 import { EntrypointAlarms, EntrypointTable } from "./entrypoints";
-import { AddFormActions, Badge, ConfirmButton, ErrorText, LbStatusBadge, PageHeader, Panel, QueryView, ReadOnlyNote, RegionSelect } from "./ui";
+import { AddFormActions, Badge, ConfirmButton, ErrorText, LbStatusBadge, MessageLine, PageHeader, Panel, QueryView, ReadOnlyNote, RegionSelect } from "./ui";
 import { useInvalidateAll } from "./use-action";
 
 type LbRow = RouterOutputs["lbs"]["list"][number];
@@ -24,14 +24,24 @@ function PolicyEditor({ lb }: { lb: LbRow }) {
   const dirty = policy !== lb.policy || crossRegion !== lb.crossRegion;
   return (
     <div className="inline-form">
-      <select value={policy} onChange={(e) => setPolicy(e.target.value as Policy)} data-testid={`lb-policy-select-${lb.name}`}>
+      <select
+        value={policy}
+        onChange={(e) => setPolicy(e.target.value as Policy)}
+        aria-label={`Policy of ${lb.name}`}
+        data-testid={`lb-policy-select-${lb.name}`}
+      >
         {POLICY_OPTIONS.map((p) => (
           <option key={p} value={p}>
             {p}
           </option>
         ))}
       </select>
-      <select value={crossRegion} onChange={(e) => setCrossRegion(e.target.value as CrossRegion)} data-testid={`lb-cross-select-${lb.name}`}>
+      <select
+        value={crossRegion}
+        onChange={(e) => setCrossRegion(e.target.value as CrossRegion)}
+        aria-label={`Cross-region routing of ${lb.name}`}
+        data-testid={`lb-cross-select-${lb.name}`}
+      >
         {CROSS_REGION_OPTIONS.map((c) => (
           <option key={c} value={c}>
             {c}
@@ -195,7 +205,7 @@ export function LbsPage() {
                     <th>Config pushed / acked</th>
                     <th>Token</th>
                     <th>Owned replicas</th>
-                    {canMutate ? <th>Actions</th> : null}
+                    {canMutate ? <th>Actions</th> : <th>Limits</th>}
                   </tr>
                 </thead>
                 <tbody>
@@ -230,9 +240,13 @@ export function LbsPage() {
                         <td className="num mono">
                           {fmtWeight(lb.weights.rtt)} / {fmtWeight(lb.weights.queue)}
                         </td>
-                        <td className="nowrap" data-testid={`lb-version-${lb.name}`}>
-                          v{lb.configVersion} / {lb.ackedVersion == null ? "—" : `v${lb.ackedVersion}`}{" "}
-                          <Badge tone={inSync ? "ok" : "warn"}>{inSync ? "in sync" : "pending"}</Badge>
+                        <td data-testid={`lb-version-${lb.name}`}>
+                          <span className="nowrap">
+                            v{lb.configVersion} / {lb.ackedVersion == null ? "—" : `v${lb.ackedVersion}`}{" "}
+                            <Badge tone={inSync ? "ok" : lb.pushError ? "bad" : "warn"}>{inSync ? "in sync" : "pending"}</Badge>
+                          </span>
+                          {/* Why it stays pending: the LB's refusal (e.g. a limit its build does not know) or why the push did not reach it. */}
+                          {!inSync && lb.pushError ? <MessageLine text={lb.pushError} prefix="push failed: " testId={`lb-push-error-${lb.name}`} /> : null}
                         </td>
                         <td>
                           <LbTokenCell lb={lb} />
@@ -257,7 +271,11 @@ export function LbsPage() {
                             <FailoverActions lb={lb} />
                             <LbTokenActions lb={lb} />
                           </td>
-                        ) : null}
+                        ) : (
+                          <td>
+                            <LbLimitsReadOnly lb={lb} />
+                          </td>
+                        )}
                       </tr>
                     );
                   })}

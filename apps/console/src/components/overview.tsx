@@ -127,7 +127,12 @@ export function OverviewPage() {
               <EntrypointAlarms entrypoints={d.entrypoints} />
               <div className="stats">
                 <Stat label="Requests/s" value={fmtNum(d.rps, 1)} testId="stat-rps" />
-                <Stat label="Error rate" value={fmtPct(d.errorRate, 2)} testId="stat-error-rate" tone={d.errorRate > 0.01 ? "bad" : undefined} />
+                <Stat
+                  label="Error rate"
+                  value={fmtPct(d.errorRate, 2)}
+                  testId="stat-error-rate"
+                  tone={d.errorRate !== null && d.errorRate > 0.01 ? "bad" : undefined}
+                />
                 {(["p50", "p95"] as const).map((q) => (
                   <Stat
                     key={q}

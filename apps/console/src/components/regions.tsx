@@ -31,8 +31,21 @@ function CreateRegionForm() {
   }
   return (
     <form className="inline-form" onSubmit={submit} data-testid="region-create-form">
-      <input value={name} onChange={(e) => setName(e.target.value)} placeholder="name, e.g. us-west" required data-testid="region-create-name" />
-      <input value={displayName} onChange={(e) => setDisplayName(e.target.value)} placeholder="display name (optional)" data-testid="region-create-display" />
+      <input
+        value={name}
+        onChange={(e) => setName(e.target.value)}
+        aria-label="Region name"
+        placeholder="name, e.g. us-west"
+        required
+        data-testid="region-create-name"
+      />
+      <input
+        value={displayName}
+        onChange={(e) => setDisplayName(e.target.value)}
+        aria-label="Display name (optional)"
+        placeholder="display name (optional)"
+        data-testid="region-create-display"
+      />
       <button type="submit" className="btn btn-primary btn-solid" disabled={create.isPending} data-testid="region-create-submit">
         Create region
       </button>
@@ -69,7 +82,12 @@ function RegionRowView({ region, canMutate }: { region: RegionRow; canMutate: bo
               update.mutate({ id: region.id, displayName: displayName.trim() || null });
             }}
           >
-            <input value={displayName} onChange={(e) => setDisplayName(e.target.value)} data-testid={`region-edit-display-${region.name}`} />
+            <input
+              value={displayName}
+              onChange={(e) => setDisplayName(e.target.value)}
+              aria-label={`Display name of ${region.name}`}
+              data-testid={`region-edit-display-${region.name}`}
+            />
             <button type="submit" className="btn btn-small btn-primary" disabled={update.isPending} data-testid={`region-edit-save-${region.name}`}>
               Save
             </button>

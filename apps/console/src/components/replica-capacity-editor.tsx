@@ -1,9 +1,10 @@
 "use client";
 // A replica's capacity settings the console pushes to its LBs: maxConcurrency (requests an LB may
 // have in flight on it) and cacheCapacityTokens (KV tokens its prefix cache holds; 0 = none). Blank
-// = not set: each LB learns the value from the engine. The server checks the protocol's bounds.
+// = not set: each LB learns the value from the engine. The server checks the protocol's bounds. A
+// viewer sees the same values read-only (ReplicaCapacityReadOnly).
 import { useMutation } from "@tanstack/react-query";
-import { useState } from "react";
+import { Fragment, useState } from "react";
 import { useTRPC } from "../trpc/client";
 import { ErrorText } from "./ui";
 import { useInvalidateAll } from "./use-action";
@@ -13,6 +14,31 @@ const FIELDS: { key: Field; label: string }[] = [
   { key: "maxConcurrency", label: "Max concurrency" },
   { key: "cacheCapacityTokens", label: "Cache capacity (tokens)" },
 ];
+
+type CapacityOf = { name: string } & Record<Field, number | null>;
+
+/** The collapsed line: the values set, or that the LBs learn them from the engine. */
+function capacitySummary(replica: CapacityOf): string {
+  const set = FIELDS.filter(({ key }) => replica[key] !== null).map(({ key }) => `${key === "maxConcurrency" ? "max" : "cache"} ${replica[key]}`);
+  return `Capacity ${set.length > 0 ? `(${set.join(", ")})` : "(from the engine)"}`;
+}
+
+/** The capacity as a viewer sees it: each value, or "from the engine". */
+export function ReplicaCapacityReadOnly({ replica }: { replica: CapacityOf }) {
+  return (
+    <details className="replica-capacity" data-testid={`replica-capacity-${replica.name}`}>
+      <summary>{capacitySummary(replica)}</summary>
+      <dl className="kv">
+        {FIELDS.map(({ key, label }) => (
+          <Fragment key={key}>
+            <dt>{label}</dt>
+            <dd data-testid={`replica-${key}-value-${replica.name}`}>{replica[key] ?? <span className="muted">from the engine</span>}</dd>
+          </Fragment>
+        ))}
+      </dl>
+    </details>
+  );
+}
 
 export function ReplicaCapacityEditor({ replica }: { replica: { id: string; name: string } & Record<Field, number | null> }) {
   const trpc = useTRPC();
@@ -37,10 +63,9 @@ export function ReplicaCapacityEditor({ replica }: { replica: { id: string; name
     setLocalError(null);
     update.mutate({ id: replica.id, ...values });
   };
-  const summary = FIELDS.filter(({ key }) => replica[key] !== null).map(({ key }) => `${key === "maxConcurrency" ? "max" : "cache"} ${replica[key]}`);
   return (
     <details className="replica-capacity" data-testid={`replica-capacity-${replica.name}`}>
-      <summary>Capacity {summary.length > 0 ? `(${summary.join(", ")})` : "(from the engine)"}</summary>
+      <summary>{capacitySummary(replica)}</summary>
       <div className="form-grid narrow">
         {FIELDS.map(({ key, label }) => (
           <label key={key}>

@@ -24,7 +24,7 @@ import {
   ShareBar,
   StateBadge,
 } from "./ui";
-import { ReplicaCapacityEditor } from "./replica-capacity-editor";
+import { ReplicaCapacityEditor, ReplicaCapacityReadOnly } from "./replica-capacity-editor";
 import { useInvalidateAll } from "./use-action";
 
 type ReplicaRow = RouterOutputs["replicas"]["list"][number];
@@ -204,7 +204,7 @@ export function ReplicasPage() {
                     <th className="num" title={`Over the last ${window}`}>
                       Pred. acc.
                     </th>
-                    {canMutate ? <th>Actions</th> : null}
+                    {canMutate ? <th>Actions</th> : <th>Capacity</th>}
                   </tr>
                 </thead>
                 <tbody>
@@ -271,7 +271,11 @@ export function ReplicasPage() {
                           <ReplicaActions replica={r} />
                           <ReplicaCapacityEditor key={`${r.maxConcurrency}:${r.cacheCapacityTokens}`} replica={r} />
                         </td>
-                      ) : null}
+                      ) : (
+                        <td>
+                          <ReplicaCapacityReadOnly replica={r} />
+                        </td>
+                      )}
                     </tr>
                   ))}
                 </tbody>

@@ -10,6 +10,7 @@ import { LiveTrialPanel } from "./tuner-trial";
 import { useCanMutate } from "./session";
 import { Badge, ConfirmButton, ErrorText, PageHeader, Panel, QueryView, ReadOnlyNote, Stat } from "./ui";
 import { ManualWeightsForm, ModeControls, ReadOnlySettings, SettingsForm, type TunerTarget } from "./tuner-controls";
+import { FLEET_OPTION, useTuner, useTunerChoice } from "./tuner-choice";
 import { useInvalidateAll } from "./use-action";
 
 type TunerState = RouterOutputs["tuner"]["byLb"];
@@ -74,15 +75,6 @@ function FleetOwnsNote({ target, state }: { target: TunerTarget; state: TunerSta
   );
 }
 
-/** The fleet's tuner, or an LB's: the same view. */
-function useTuner(target: TunerTarget) {
-  const trpc = useTRPC();
-  const fleet = "fleet" in target;
-  const byLb = useQuery({ ...trpc.tuner.byLb.queryOptions({ lbId: "lbId" in target ? target.lbId : "" }), enabled: !fleet, refetchInterval: LIVE_INTERVAL_MS });
-  const ofFleet = useQuery({ ...trpc.tuner.fleet.queryOptions(), enabled: fleet, refetchInterval: LIVE_INTERVAL_MS });
-  return fleet ? ofFleet : byLb;
-}
-
 function TunerView({ target }: { target: TunerTarget }) {
   const canMutate = useCanMutate();
   const tuner = useTuner(target);
@@ -94,7 +86,8 @@ function TunerView({ target }: { target: TunerTarget }) {
     <QueryView query={tuner}>
       {(state) => {
         const scoredSteps = state.steps.filter((s) => s.fitnessP95TtftMs != null);
-        const accepted = state.steps.filter((s) => s.accepted).length;
+        // The charts hold the newest steps only; say so once the run has more.
+        const truncated = state.stepCount > state.steps.length ? ` (last ${state.steps.length} steps)` : "";
         // Forms are keyed by the server values so a change from elsewhere (tuner step, other operator)
         // resets them rather than leaving stale edits that would silently revert it.
         const settingsKey = JSON.stringify([state.bounds, state.window, state.hop, state.evaluation, state.trialSettings, state.guardrails]);
@@ -133,7 +126,7 @@ function TunerView({ target }: { target: TunerTarget }) {
                 label="Steps (accepted)"
                 value={
                   <span data-testid="tuner-steps">
-                    {state.steps.length} ({accepted})
+                    {state.stepCount} ({state.acceptedCount})
                   </span>
                 }
               />
@@ -159,7 +152,7 @@ function TunerView({ target }: { target: TunerTarget }) {
               </div>
             ) : null}
             <div className="grid-2">
-              <Panel title="Fitness: p95 TTFT per step" testId="tuner-fitness-panel">
+              <Panel title={`Fitness: p95 TTFT per step${truncated}`} testId="tuner-fitness-panel">
                 {scoredSteps.length === 0 ? (
                   <div className="state state-empty" data-testid="tuner-fitness-empty">
                     No scored steps yet. Start the tuner; a point appears after each decided trial (or window, in paper mode).
@@ -302,20 +295,13 @@ function ScopeControl({ scope }: { scope: "lb" | "fleet" }) {
   );
 }
 
-/** The select's value for the fleet's tuner (an LB id is a slug, never this). */
-const FLEET_OPTION = "*";
-
 export function TunerPage() {
   const trpc = useTRPC();
   const canMutate = useCanMutate();
   const lbs = useQuery({ ...trpc.lbs.list.queryOptions(), refetchInterval: LIVE_INTERVAL_MS });
   const scope = useQuery({ ...trpc.tuner.scope.queryOptions(), refetchInterval: LIVE_INTERVAL_MS });
-  const fleetScope = scope.data?.scope === "fleet";
-  const [selected, setSelected] = useState<string | null>(null);
-  // The fleet's tuner first while it is on; an LB's own tuner otherwise (a stale fleet choice included).
-  const choice = selected === FLEET_OPTION && !fleetScope ? null : selected;
-  const value = choice ?? (fleetScope ? FLEET_OPTION : (lbs.data?.[0]?.id ?? null));
-  const target: TunerTarget | null = value === FLEET_OPTION ? { fleet: true } : value !== null ? { lbId: value } : null;
+  // The fleet's tuner first while it is on; an LB's own tuner otherwise (tuner-choice.ts).
+  const { value, target, select, fleetScope } = useTunerChoice(lbs.data, scope.data?.scope);
 
   return (
     <div data-testid="page-tuner">
@@ -324,7 +310,7 @@ export function TunerPage() {
         {lbs.data && lbs.data.length > 0 ? (
           <label className="inline-label">
             Tuner
-            <select value={value ?? ""} onChange={(e) => setSelected(e.target.value)} data-testid="tuner-lb-select">
+            <select value={value ?? ""} onChange={(e) => select(e.target.value)} data-testid="tuner-lb-select">
               {fleetScope ? <option value={FLEET_OPTION}>the fleet (every LB that uses the weights)</option> : null}
               {lbs.data.map((lb) => (
                 <option key={lb.id} value={lb.id}>

@@ -58,6 +58,16 @@ function Empty({ children }: { children: ReactNode }) {
   );
 }
 
+/** An error an LB or the console reported, cut to fit a table cell (the element's title holds it whole). */
+export function MessageLine({ text, prefix, testId }: { text: string; prefix?: string | null; testId?: string }) {
+  return (
+    <div className="muted small" title={text} data-testid={testId}>
+      {prefix}
+      {text.length > 80 ? `${text.slice(0, 80)}…` : text}
+    </div>
+  );
+}
+
 export function ErrorText({ error, testId }: { error: unknown; testId?: string }) {
   if (!error) return null;
   return (

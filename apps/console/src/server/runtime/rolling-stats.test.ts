@@ -149,3 +149,16 @@ test("steady traffic reads its rate wherever the window's edge falls in a bucket
   for (let i = 0; i < 30; i += 1) fresh.add(event(1_000_000 + i * 100, { seq: i + 1, e2eMs: 0 }), 1_003_000);
   assert.ok(Math.abs(fresh.rps(1_003_000, 10_000) - 10) < 1e-9);
 });
+
+test("no request in the window: the error rate is unknown (the overview's dash), not 0 %", () => {
+  const stats = new RollingStats(5_000, 120);
+  const t0 = 1_700_000_000_000;
+  assert.equal(stats.errorRate(t0), null, "no telemetry yet");
+  assert.equal(stats.summary(t0).errorRate, null);
+  // Requests that all succeeded: a measured 0 %.
+  for (let i = 0; i < 10; i += 1) stats.add(event(t0 + i * 100), t0 + i * 100);
+  assert.equal(stats.errorRate(t0 + 1_000), 0);
+  // The traffic stopped two minutes ago: nothing left in the minute's window.
+  assert.equal(stats.errorRate(t0 + 120_000), null);
+  assert.equal(stats.cacheHitRate(t0 + 120_000), null, "as the cache hit rate beside it");
+});

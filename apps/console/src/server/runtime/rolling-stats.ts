@@ -171,11 +171,12 @@ export class RollingStats {
     return requests / (span / 1000);
   }
 
-  errorRate(now: number = Date.now(), windowMs = 60_000): number {
+  /** Errors over requests in the window; null with no request in it (no telemetry is not "0% errors"). */
+  errorRate(now: number = Date.now(), windowMs = 60_000): number | null {
     const buckets = this.recent(now, windowMs);
     const requests = buckets.reduce((sum, b) => sum + b.requests, 0);
     const errors = buckets.reduce((sum, b) => sum + b.errors, 0);
-    return requests === 0 ? 0 : errors / requests;
+    return requests === 0 ? null : errors / requests;
   }
 
   /** One point per bucket, oldest first, gaps filled so charts keep a steady time axis. */

@@ -67,7 +67,8 @@ describe("TelemetryHub and TunerService", () => {
     assert.equal(h.rt.telemetry.ingest("lb-a", replay), false);
     const stats = h.rt.telemetry.stats;
     assert.ok(stats.rps() > 0);
-    assert.ok(stats.errorRate() > 0 && stats.errorRate() < 1);
+    const errorRate = stats.errorRate() ?? 0;
+    assert.ok(errorRate > 0 && errorRate < 1);
     const shares = stats.replicaStats();
     assert.ok((shares.get("r1")?.share ?? 0) > 0.5);
     assert.equal(shares.get("r1")?.cacheHitRate, 0.5);

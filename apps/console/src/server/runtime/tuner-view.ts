@@ -1,7 +1,8 @@
 // What the tuner page shows of one LB's tuner: its state, the live trial with the latest look's
-// evidence, and the persisted steps (with each trial's decision and reason).
+// evidence, and the persisted steps (the newest STEPS_SHOWN, with each trial's decision and reason;
+// the run's step counts are counted over all of them).
 import "server-only";
-import { desc, eq } from "drizzle-orm";
+import { count, desc, eq, sql } from "drizzle-orm";
 import type { EsTuner, TrialReport } from "@meridian/tuner";
 import type { Queryable } from "@meridian/db";
 import type { TunerSettings } from "./tuner-settings";
@@ -22,12 +23,20 @@ function trialReportOf(json: string | null): TrialReport | null {
   }
 }
 
+/** The newest steps the page charts and lists. */
+const STEPS_SHOWN = 500;
+
 export async function describeTuner({ db, tables }: Queryable, live: TunerViewSource) {
   const { tunerSteps } = tables;
   const state = live.tuner.state();
   const current = live.tuner.current();
   const trial = live.tuner.trial();
-  const rows = (await db.select().from(tunerSteps).where(eq(tunerSteps.runId, live.runId)).orderBy(desc(tunerSteps.step)).limit(500)).reverse();
+  const rows = (await db.select().from(tunerSteps).where(eq(tunerSteps.runId, live.runId)).orderBy(desc(tunerSteps.step)).limit(STEPS_SHOWN)).reverse();
+  // Counted over the whole run: a run outlives the rows above (A/B trials decide at every look).
+  const [totals] = await db
+    .select({ steps: count(), accepted: count(sql`case when ${tunerSteps.accepted} then 1 end`) })
+    .from(tunerSteps)
+    .where(eq(tunerSteps.runId, live.runId));
   // tuner_steps has no column for the incumbent's guardrail standing; the tuner's own trajectory
   // (its last maxTrajectory steps, persisted with the state) carries it, which covers the rows the
   // UI shows. Older rows report null: unknown, not "pass".
@@ -102,6 +111,9 @@ export async function describeTuner({ db, tables }: Queryable, live: TunerViewSo
             alphaAtLook: trial.latestAlpha,
           },
     lastDecision: lastTrial ? { step: lastTrial.step, decision: lastTrial.decision!, reason: lastTrial.reason ?? "", accepted: lastTrial.accepted } : null,
+    /** Every step of the run and how many were accepted (`steps` holds only the newest STEPS_SHOWN). */
+    stepCount: totals?.steps ?? 0,
+    acceptedCount: totals?.accepted ?? 0,
     steps,
   };
 }

@@ -35,9 +35,11 @@ export interface ReplicaView {
   /** The LB it belongs to when nothing is failed over. */
   configuredHomeLbId: string | null;
   rehomed: boolean;
-  healthy: boolean;
-  inFlight: number;
-  queuedTokens: number;
+  /** null while no answering LB reports the replica (console just started, its LB not probed yet or
+   * down): unknown, which the pages show apart from an engine whose probes fail. */
+  healthy: boolean | null;
+  inFlight: number | null;
+  queuedTokens: number | null;
   share: number;
   cacheHitRate: number | null;
   predictionAccuracy: number | null;
@@ -78,9 +80,9 @@ export async function listReplicas(rt: ServiceRuntime): Promise<ReplicaView[]> {
       homeLbName: serving ? (lbNames.get(serving) ?? null) : null,
       configuredHomeLbId: r.homeLbId,
       rehomed: r.rehomedToLbId !== null,
-      healthy: live?.healthy ?? false,
-      inFlight: live?.inFlight ?? 0,
-      queuedTokens: live?.queuedTokens ?? 0,
+      healthy: live ? live.healthy : null,
+      inFlight: live?.inFlight ?? null,
+      queuedTokens: live?.queuedTokens ?? null,
       share: stats?.share ?? 0,
       cacheHitRate: stats?.cacheHitRate ?? live?.cacheHitRate ?? null,
       predictionAccuracy: live?.cache.accuracy ?? stats?.predictionAccuracy ?? live?.predictionAccuracy ?? null,
