@@ -138,15 +138,19 @@ describe("replica warnings in the console", () => {
 
   test("the replicas page shows both warnings and the log has each once", async () => {
     await waitFor(() => lbs.every((lb) => lb.version > 0), 5_000, "configs pushed");
-    await h.rt.health.tick();
-    const view = await listReplicas(h.rt);
-    assert.deepEqual(
-      view
+    // A tick already under way (the runtime's own, started before the pushes) may have read the LBs'
+    // states from before their configs: probe until a round has read them after.
+    const warningKinds = async () => {
+      await h.rt.health.tick();
+      const view = await listReplicas(h.rt);
+      const kinds = view
         .find((r) => r.id === NO_EMULATION)!
         .warnings.map((w) => w.kind)
-        .sort(),
-      ["looks-local", "model-not-served"],
-    );
+        .sort();
+      return kinds.length === 2 ? { view, kinds } : null;
+    };
+    const { view, kinds } = await waitFor(warningKinds, 15_000, "a probe round that read the pushed configs");
+    assert.deepEqual(kinds, ["looks-local", "model-not-served"]);
     assert.ok(view.filter((r) => r.id !== NO_EMULATION).every((r) => r.warnings.length === 0));
 
     await h.rt.health.tick();
