@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
 import { isPostgresUrl } from "@meridian/db";
+import { parseAllowedHosts } from "./server/auth/allowed-hosts";
 import { parseTrustedProxies } from "./server/auth/trusted-proxies";
 
 const flag = z.enum(["0", "1", "true", "false", "yes", "no"]).transform((value) => value === "1" || value === "true" || value === "yes");
@@ -19,7 +20,7 @@ const EnvSchema = z.object({
   MERIDIAN_PORT: z.coerce.number().int().min(1).max(65535).default(3000),
   /** Password of the "admin" operator; when unset an existing admin keeps its stored hash. */
   MERIDIAN_ADMIN_PASSWORD: z.string().min(1).optional(),
-  /** Password of the read-only "viewer"; when unset the viewer cannot log in (unless stored before). */
+  /** Password of the read-only "viewer"; when unset there is no viewer (a stored one is disabled). */
   MERIDIAN_VIEWER_PASSWORD: z.string().min(1).optional(),
   /** Machine token /api/entrypoints accepts (replay clients, the demo's load generator). Only its
    * SHA-256 is kept: the console verifies it and never presents it. Unset: sessions and client keys. */
@@ -63,6 +64,19 @@ const EnvSchema = z.object({
     .url({ protocol: /^https?$/, error: "MERIDIAN_PUBLIC_URL must be an http or https URL, e.g. https://console.example.com" })
     .transform((text) => new URL(text).origin)
     .optional(),
+  /** Host names browsers may reach the console by, besides MERIDIAN_PUBLIC_URL's, "localhost" and IP
+   * addresses (DNS-rebinding defence, server/auth/host-check.ts): comma-separated, no scheme or port. */
+  MERIDIAN_ALLOWED_HOSTS: z
+    .string()
+    .default("")
+    .transform((text, ctx) => {
+      try {
+        return parseAllowedHosts(text);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
   /** PostgreSQL (postgres:// or postgresql://): the console's store, shared by every console on it
    * (one of them leads the background duties). Unset: SQLite at MERIDIAN_DB_PATH. */
   DATABASE_URL: z

@@ -1,17 +1,19 @@
 import type { Metadata } from "next";
 import { redirect } from "next/navigation";
 import { LoginForm } from "../../src/components/login-form";
+import { formErrorMessage } from "../../src/components/login-messages";
 import { safeNextPath } from "../../src/lib/safe-redirect";
 import { getSessionUser } from "../../src/server/auth/session";
 
 export const metadata: Metadata = { title: "Log in" };
 
-/** What a refused form post (login without the script) comes back with: /login?error=invalid. */
-const FORM_ERRORS: Record<string, string> = { invalid: "Invalid username or password." };
-
-export default async function LoginPage({ searchParams }: { searchParams: Promise<{ next?: string | string[]; error?: string | string[] }> }) {
+export default async function LoginPage({
+  searchParams,
+}: {
+  searchParams: Promise<{ next?: string | string[]; error?: string | string[]; retry?: string | string[] }>;
+}) {
   if (await getSessionUser()) redirect("/");
-  const { next, error } = await searchParams;
+  const { next, error, retry } = await searchParams;
   return (
     <div className="login-page" data-testid="page-login">
       <div className="login-card">
@@ -19,7 +21,10 @@ export default async function LoginPage({ searchParams }: { searchParams: Promis
           <span className="brand-mark">◆</span> Meridian
         </div>
         <p className="muted">Inference traffic console</p>
-        <LoginForm next={safeNextPath(typeof next === "string" ? next : "/")} initialError={typeof error === "string" ? (FORM_ERRORS[error] ?? null) : null} />
+        <LoginForm
+          next={safeNextPath(typeof next === "string" ? next : "/")}
+          initialError={formErrorMessage(typeof error === "string" ? error : undefined, typeof retry === "string" ? retry : undefined)}
+        />
       </div>
     </div>
   );

@@ -1,13 +1,11 @@
 "use client";
 import { useState, type FormEvent } from "react";
 import { safeNextPath } from "../lib/safe-redirect";
+import { throttledMessage } from "./login-messages";
 
 /** Turns the login endpoint's failure into words; 429 means the rate limiter, not a bad password. */
 async function loginFailureMessage(res: Response): Promise<string> {
-  if (res.status === 429) {
-    const retry = res.headers.get("retry-after");
-    return `Too many login attempts. Try again${retry ? ` in ${retry} s` : " later"}.`;
-  }
+  if (res.status === 429) return throttledMessage(res.headers.get("retry-after"));
   let serverMessage = "";
   try {
     const body = (await res.json()) as { error?: string | { message?: string }; message?: string };
@@ -54,7 +52,7 @@ export function LoginForm({ next, initialError = null }: { next: string; initial
   return (
     // method and action for a submit before the script has loaded (a fast Enter): without them the
     // browser sent a GET to this page with the password in the query string (history, access logs).
-    // The endpoint takes the form post and redirects back, here with ?error=invalid on a refusal.
+    // The endpoint takes the form post and redirects back, here with ?error=<kind> on a refusal.
     <form className="login-form" method="post" action="/api/auth/login" onSubmit={onSubmit} data-testid="login-form">
       <input type="hidden" name="next" value={next} />
       <label>

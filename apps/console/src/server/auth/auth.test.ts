@@ -12,13 +12,13 @@ import { ensureUsers } from "./users";
 const trpc = (h: Harness, path: string, input: unknown, options: Parameters<typeof trpcCall>[3] = {}) => trpcCall(h.rt, path, input, options);
 
 describe("passwords and sessions", () => {
-  test("scrypt hashes verify and never contain the password", () => {
-    const hash = hashPassword("s3cret!");
+  test("scrypt hashes verify and never contain the password", async () => {
+    const hash = await hashPassword("s3cret!");
     assert.match(hash, /^scrypt\$/);
     assert.ok(!hash.includes("s3cret"));
-    assert.equal(verifyPassword("s3cret!", hash), true);
-    assert.equal(verifyPassword("wrong", hash), false);
-    assert.equal(verifyPassword("s3cret!", "garbage"), false);
+    assert.equal(await verifyPassword("s3cret!", hash), true);
+    assert.equal(await verifyPassword("wrong", hash), false);
+    assert.equal(await verifyPassword("s3cret!", "garbage"), false);
   });
 });
 

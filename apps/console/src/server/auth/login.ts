@@ -10,11 +10,12 @@ import { json, jsonError } from "../http";
 import { identifyClient, servedOverHttps } from "./client-address";
 import { checkOrigin } from "./origin-check";
 import { LoginThrottle } from "./rate-limit";
+import { passwordCheckGate, type PasswordCheckGate } from "./password-check-gate";
 import { recordRefusal, refuse } from "./refusal";
 import { DEFAULT_REQUEST_SECURITY, type RequestSecurity } from "./request-security";
 import { securityAuditor, type SecurityAuditor } from "./security-audit";
 import { clearedSessionCookie, createSession, deleteSession, resolveSession, sessionCookie, tokenFromCookieHeader } from "./session-store";
-import { checkCredentials } from "./users";
+import { type CredentialCheck, checkCredentials, isKnownUser } from "./users";
 
 const Credentials = z.object({
   username: z.string().trim().min(1, { error: "username is required" }).max(100),
@@ -41,13 +42,41 @@ export interface AuthRouteOptions {
   security?: RequestSecurity;
   throttle?: LoginThrottle;
   auditor?: SecurityAuditor;
+  gate?: PasswordCheckGate;
+}
+
+/** The audit target of a refused login whose username names no stored user (loginTarget). */
+export const UNKNOWN_USER_TARGET = "user:(unknown)";
+
+/** Why a login form post was sent back to /login (app/login/page.tsx words each one). */
+type FormError = "invalid" | "throttled" | "refused" | "malformed";
+
+/** The answer to a refused login: for a form posted without the script (`isForm`), a redirect back
+ * to the login page saying why, as for a wrong password; before, a throttled, cross-origin or
+ * malformed form post showed the raw JSON error as the page, with no way back. */
+function loginRefusal(isForm: boolean, status: number, message: string, form: { error: FormError; next: string; retryAfter?: number }): Response {
+  const retry: Record<string, string> = form.retryAfter === undefined ? {} : { "retry-after": String(form.retryAfter) };
+  if (!isForm) return jsonError(status, message, retry);
+  const query = new URLSearchParams({ error: form.error, ...(form.retryAfter === undefined ? {} : { retry: String(form.retryAfter) }), next: form.next });
+  return new Response(null, { status: 303, headers: { location: `/login?${query}`, ...retry } });
+}
+
+/** The audit target of a refused login. Judgement: the typed name is recorded only when it names a
+ * stored user, else a fixed marker (the address is kept). The audit log is readable by viewers, and
+ * a password typed into the username field (a common slip) was shown to every one of them; an
+ * unknown name tells an operator nothing the address and the reason do not. */
+async function loginTarget(rt: AuthRuntime, username: string, known?: boolean): Promise<string> {
+  return (known ?? (await isKnownUser(rt.store, username))) ? `user:${username}` : UNKNOWN_USER_TARGET;
 }
 
 export async function handleLogin(rt: AuthRuntime, req: Request, options: AuthRouteOptions = {}): Promise<Response> {
   const security = options.security ?? DEFAULT_REQUEST_SECURITY;
   const throttle = options.throttle ?? loginThrottle();
   const auditor = options.auditor ?? securityAuditor();
+  const gate = options.gate ?? passwordCheckGate();
   const client = identifyClient(req.headers, security);
+  const contentType = req.headers.get("content-type") ?? "";
+  const isForm = contentType.includes("application/x-www-form-urlencoded") || contentType.includes("multipart/form-data");
   const origin = checkOrigin(req.headers, client, security, { allowNonBrowser: true });
   if (!origin.ok) {
     const event = {
@@ -58,27 +87,31 @@ export async function handleLogin(rt: AuthRuntime, req: Request, options: AuthRo
       status: 403,
       reason: origin.reason,
     } as const;
-    return await refuse(rt, event, `cross-origin login refused: ${origin.reason}`, { auditor });
+    await recordRefusal(rt, event, auditor);
+    return loginRefusal(isForm, 403, `cross-origin login refused: ${origin.reason}`, { error: "refused", next: "/" });
   }
-  const contentType = req.headers.get("content-type") ?? "";
-  const isForm = contentType.includes("application/x-www-form-urlencoded") || contentType.includes("multipart/form-data");
   let raw: unknown;
   try {
     raw = isForm ? Object.fromEntries((await req.formData()).entries()) : await req.json();
   } catch {
-    return jsonError(400, "expected a JSON or form body with username and password");
+    return loginRefusal(isForm, 400, "expected a JSON or form body with username and password", { error: "malformed", next: "/" });
   }
   const parsed = Credentials.safeParse(raw);
-  if (!parsed.success) return jsonError(400, parsed.error.issues.map((i) => i.message).join("; "));
+  if (!parsed.success) {
+    const next = safeNextPath(typeof (raw as { next?: unknown } | null)?.next === "string" ? (raw as { next: string }).next : undefined);
+    return loginRefusal(isForm, 400, parsed.error.issues.map((i) => i.message).join("; "), { error: "malformed", next });
+  }
   const { username, password } = parsed.data;
   const next = safeNextPath(parsed.data.next);
-  const target = `user:${username}`;
   const wait = throttle.retryAfter(client.address, username);
   if (wait > 0) {
+    const target = await loginTarget(rt, username);
     const event = { action: "auth.throttled", actor: "anonymous", target, address: client.address, status: 429, reason: `retry after ${wait} s` } as const;
-    return await refuse(rt, event, `too many failed login attempts; try again in ${wait} s`, { headers: { "retry-after": String(wait) }, auditor });
+    await recordRefusal(rt, event, auditor);
+    return loginRefusal(isForm, 429, `too many failed login attempts; try again in ${wait} s`, { error: "throttled", next, retryAfter: wait });
   }
   if (!throttle.begin(username)) {
+    const target = await loginTarget(rt, username);
     const event = {
       action: "auth.throttled",
       actor: "anonymous",
@@ -87,31 +120,47 @@ export async function handleLogin(rt: AuthRuntime, req: Request, options: AuthRo
       status: 429,
       reason: "a login check for this account is in progress",
     } as const;
-    return await refuse(rt, event, "another login attempt for this account is being checked; try again in a moment", {
-      headers: { "retry-after": "1" },
-      auditor,
+    await recordRefusal(rt, event, auditor);
+    return loginRefusal(isForm, 429, "another login attempt for this account is being checked; try again in a moment", {
+      error: "throttled",
+      next,
+      retryAfter: 1,
     });
   }
-  let user: Awaited<ReturnType<typeof checkCredentials>>;
+  let checked: CredentialCheck | null;
   try {
-    user = await checkCredentials(rt.store, username, password);
-    if (!user) throttle.fail(client.address, username);
+    checked = await gate.run(() => checkCredentials(rt.store, username, password));
+    if (checked && !checked.user) throttle.fail(client.address, username);
   } finally {
     throttle.end(username);
   }
+  if (!checked) {
+    // Not a failure of this client's: the console is checking as many passwords as it will at once.
+    const target = await loginTarget(rt, username);
+    const event = {
+      action: "auth.throttled",
+      actor: "anonymous",
+      target,
+      address: client.address,
+      status: 429,
+      reason: "too many logins being checked",
+    } as const;
+    await recordRefusal(rt, event, auditor);
+    return loginRefusal(isForm, 429, "too many logins are being checked; try again in a moment", { error: "throttled", next, retryAfter: 1 });
+  }
+  const { user } = checked;
   const secure = servedOverHttps(req.headers, client, security);
   if (!user) {
     const event = {
       action: "auth.login.failed",
       actor: "anonymous",
-      target,
+      target: await loginTarget(rt, username, checked.known),
       address: client.address,
       status: 401,
       reason: "invalid username or password",
     } as const;
     await recordRefusal(rt, event, auditor);
-    if (isForm) return new Response(null, { status: 303, headers: { location: `/login?error=invalid&next=${encodeURIComponent(next)}` } });
-    return jsonError(401, "invalid username or password");
+    return loginRefusal(isForm, 401, "invalid username or password", { error: "invalid", next });
   }
   throttle.succeed(client.address, username);
   const session = await createSession(rt.store, user.id, rt.options.sessionTtlMs);

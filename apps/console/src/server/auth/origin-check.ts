@@ -6,8 +6,12 @@
 // otherwise the host the request was addressed to: the Host header, or X-Forwarded-Host when the
 // peer is a trusted proxy. A browser cannot set Host or the forwarded headers on a cross-site request,
 // but any client can: a forwarded host from an untrusted peer is ignored.
+//
+// First of all, the host itself must be one the console answers to (host-check.ts): otherwise a
+// DNS-rebinding page, whose Origin equals the Host it sends, passed.
 import "server-only";
-import { forwardedHeader, type Client } from "./client-address";
+import type { Client } from "./client-address";
+import { checkHost, requestHost } from "./host-check";
 import type { RequestSecurity } from "./request-security";
 
 export type OriginVerdict = { ok: true } | { ok: false; reason: string };
@@ -21,6 +25,8 @@ export interface OriginCheckOptions {
 }
 
 export function checkOrigin(headers: Headers, client: Client, security: RequestSecurity, options: OriginCheckOptions = {}): OriginVerdict {
+  const addressed = checkHost(headers, client, security);
+  if (!addressed.ok) return addressed;
   const origin = headers.get("origin");
   if (!origin || origin === "null") {
     const fetchSite = headers.get("sec-fetch-site");
@@ -38,7 +44,7 @@ export function checkOrigin(headers: Headers, client: Client, security: RequestS
       ? { ok: true }
       : { ok: false, reason: `Origin ${parsed.origin} is not the console's public URL ${security.publicOrigin}` };
   }
-  const host = forwardedHeader(headers, client, "x-forwarded-host") ?? headers.get("host");
+  const host = requestHost(headers, client);
   if (!host) return { ok: false, reason: "the request names no host" };
   return parsed.host === host.toLowerCase() ? { ok: true } : { ok: false, reason: `Origin ${parsed.origin} does not match the console's host ${host}` };
 }

@@ -67,7 +67,8 @@ async function createRuntime(): Promise<ConsoleRuntime> {
   );
   try {
     await runtime.migrate();
-    await ensureUsers(runtime.store, { adminPassword: env.MERIDIAN_ADMIN_PASSWORD, viewerPassword: env.MERIDIAN_VIEWER_PASSWORD });
+    const users = await ensureUsers(runtime.store, { adminPassword: env.MERIDIAN_ADMIN_PASSWORD, viewerPassword: env.MERIDIAN_VIEWER_PASSWORD });
+    if (users.viewerDisabled) log.info("the stored viewer is disabled: MERIDIAN_VIEWER_PASSWORD is not set (set it to enable the viewer)");
     if (env.MERIDIAN_DEMO) {
       await seedDemoTopology(runtime, { basePort: env.MERIDIAN_DEMO_BASE_PORT, tokenDir: demoStateDir(env.dbPath, env.MERIDIAN_DEMO_BASE_PORT) });
     }
