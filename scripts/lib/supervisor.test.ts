@@ -8,7 +8,8 @@ import { createInterface } from "node:readline";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { isAlive } from "./pid-files";
-import { backoffDelayMs, commandLine, Supervisor, type RestartPolicy, type SupervisorEvent } from "./supervisor";
+import { commandLine } from "../../apps/console/src/lib/tied-to-parent";
+import { backoffDelayMs, Supervisor, type RestartPolicy, type SupervisorEvent } from "./supervisor";
 
 // Tiny children: node itself, so nothing but the running Node is needed.
 const EXIT_AT_ONCE = ["-e", "process.exit(3)"];

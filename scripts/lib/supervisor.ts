@@ -22,8 +22,7 @@
 //   supervisor's process dies. Node cannot set PR_SET_PDEATHSIG itself, and Linux tells a child
 //   nothing otherwise. Without setpriv (another OS) a supervisor killed outright leaves its children.
 import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
-import { existsSync } from "node:fs";
-import { isAbsolute } from "node:path";
+import { commandLine } from "../../apps/console/src/lib/tied-to-parent";
 
 export interface RestartPolicy {
   initialDelayMs: number;
@@ -63,20 +62,6 @@ export interface ChildStatus {
   /** How many times the child was started again after an exit. */
   restarts: number;
   gaveUp: boolean;
-}
-
-/** util-linux's setpriv, where there is one. */
-const SETPRIV = process.platform === "linux" ? (["/usr/bin/setpriv", "/bin/setpriv"].find((path) => existsSync(path)) ?? null) : null;
-
-/**
- * The command line that starts `spec`: through `setpriv --pdeathsig TERM` when there is a setpriv and
- * the command is an executable that exists (so that a missing one still fails to spawn, and is
- * reported as such, rather than making setpriv exit 127). setpriv execs the command in its own
- * process, so the child's PID is the command's.
- */
-export function commandLine(spec: Pick<ChildSpec, "command" | "args">, setpriv: string | null = SETPRIV): { command: string; args: string[] } {
-  if (setpriv === null || !isAbsolute(spec.command) || !existsSync(spec.command)) return { command: spec.command, args: [...spec.args] };
-  return { command: setpriv, args: ["--pdeathsig", "TERM", "--", spec.command, ...spec.args] };
 }
 
 /** Delay before restart number `failures` (1 = the first restart after a failure). */

@@ -234,7 +234,14 @@ function SaveForm({ id, initialName }: { id: string; initialName: string }) {
       }}
       data-testid="experiment-save-form"
     >
-      <input value={name} onChange={(e) => setName(e.target.value)} placeholder="name this run" required data-testid="experiment-save-name" />
+      <input
+        value={name}
+        onChange={(e) => setName(e.target.value)}
+        placeholder="name this run"
+        aria-label="Name of this run"
+        required
+        data-testid="experiment-save-name"
+      />
       <button type="submit" className="btn btn-primary" disabled={save.isPending} data-testid="experiment-save">
         Save
       </button>
@@ -313,34 +320,39 @@ export function ExperimentsPage() {
       <Panel title="Saved and recent runs">
         <QueryView query={list} isEmpty={(d) => d.length === 0} empty="No experiments yet.">
           {(rows) => (
-            <table className="table compact" data-testid="experiment-list">
-              <thead>
-                <tr>
-                  <th>Name</th>
-                  <th>Trace</th>
-                  <th>Policies</th>
-                  <th>State</th>
-                  <th>Created</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((x) => (
-                  <tr key={x.id} data-testid={`experiment-row-${x.id}`}>
-                    <td className="strong">{x.name ?? <span className="muted">unsaved</span>}</td>
-                    <td className="mono">{x.traceId}</td>
-                    <td className="mono small">{x.policies.join(", ")}</td>
-                    <td>{x.state}</td>
-                    <td className="nowrap">{fmtDateTime(x.createdAt)}</td>
-                    <td>
-                      <button type="button" className="btn btn-small" onClick={() => setCurrentId(x.id)} data-testid={`experiment-open-${x.id}`}>
-                        Open
-                      </button>
-                    </td>
+            <>
+              {/* The server lists every saved run first, then the newest unsaved ones: say so, so that an
+                unsaved run that dropped off is no surprise and saving is the way to keep one. */}
+              <p className="muted small">Every saved run, then the most recent unsaved ones: save a run to keep it listed.</p>
+              <table className="table compact" data-testid="experiment-list">
+                <thead>
+                  <tr>
+                    <th>Name</th>
+                    <th>Trace</th>
+                    <th>Policies</th>
+                    <th>State</th>
+                    <th>Created</th>
+                    <th />
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {rows.map((x) => (
+                    <tr key={x.id} data-testid={`experiment-row-${x.id}`}>
+                      <td className="strong">{x.name ?? <span className="muted">unsaved</span>}</td>
+                      <td className="mono">{x.traceId}</td>
+                      <td className="mono small">{x.policies.join(", ")}</td>
+                      <td>{x.state}</td>
+                      <td className="nowrap">{fmtDateTime(x.createdAt)}</td>
+                      <td>
+                        <button type="button" className="btn btn-small" onClick={() => setCurrentId(x.id)} data-testid={`experiment-open-${x.id}`}>
+                          Open
+                        </button>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </>
           )}
         </QueryView>
       </Panel>

@@ -2,6 +2,7 @@
 // which main.ts prints as one clear line and turns into exit code 2 (the console relies on that).
 
 import { existsSync, statSync } from "node:fs";
+import { MAX_COST_WEIGHT } from "@meridian/routing";
 
 export class UsageError extends Error {
   override readonly name = "UsageError";
@@ -116,20 +117,22 @@ export function parseWeights(raw: string, fallback: { rtt: number; queue: number
     seen.add(key);
     const n = Number(value);
     // 0 stays allowed: it reproduces GORGO's reward hack (W_queue = 0, packages/sim/README.md), which
-    // no LB would accept.
+    // no LB would accept. Above the LBs' limit, no LB would run it either, and a score may overflow.
     if (!Number.isFinite(n) || n < 0) throw new UsageError(`--weights: ${key} must be a number ≥ 0, got "${value}"`);
+    if (n > MAX_COST_WEIGHT) throw new UsageError(`--weights: ${key} must be at most ${MAX_COST_WEIGHT} (the LBs' limit), got "${value}"`);
     weights[key] = n;
   }
   return weights;
 }
 
-/** `lo,hi` with 0 ≤ lo ≤ hi. */
+/** `lo,hi` with 0 ≤ lo ≤ hi ≤ the LBs' weight limit (a weight no LB would run is no answer). */
 export function parseBounds(name: string, raw: string): [number, number] {
-  const parts = raw.split(",").map((s) => Number(s.trim()));
+  const parts = raw.split(",").map((s) => (s.trim() === "" ? Number.NaN : Number(s.trim())));
   const [lo, hi] = parts;
   if (parts.length !== 2 || lo === undefined || hi === undefined || !Number.isFinite(lo) || !Number.isFinite(hi) || lo < 0 || lo > hi) {
     throw new UsageError(`--${name}: expected LO,HI with 0 ≤ LO ≤ HI, got "${raw}"`);
   }
+  if (hi > MAX_COST_WEIGHT) throw new UsageError(`--${name}: HI must be at most ${MAX_COST_WEIGHT} (the LBs' weight limit), got "${raw}"`);
   return [lo, hi];
 }
 

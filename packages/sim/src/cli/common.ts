@@ -203,7 +203,14 @@ export async function loadWorkload(common: CommonOptions): Promise<Workload> {
     }
     return requests;
   };
-  at(1);
+  // Said as a usage error (exit 2), as an empty window is: a run of no requests measures nothing.
+  if (at(1).length === 0) {
+    const limit =
+      dropped === rows.length
+        ? `: all ${rows.length} requests of the window have more than ${common.spec.maxInputTokens} input tokens (--max-input-tokens)`
+        : "";
+    throw new UsageError(`no requests left to simulate${limit}`);
+  }
   return {
     at,
     rows: rows.length,

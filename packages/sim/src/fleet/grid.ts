@@ -15,7 +15,15 @@ import type { SimRequest } from "./workload";
 export function logSpaced(lo: number, hi: number, points: number): number[] {
   if (!(lo > 0) || !(hi >= lo)) throw new Error(`log spacing needs 0 < lo <= hi, got [${lo}, ${hi}]`);
   if (points === 1 || lo === hi) return [lo];
-  return Array.from({ length: points }, (_, i) => Math.exp(Math.log(lo) + (i / (points - 1)) * Math.log(hi / lo)));
+  // ln(hi) − ln(lo), not ln(hi / lo): the ratio of bounds far apart overflows to Infinity, and
+  // 0 × Infinity made the first weight NaN.
+  const [logLo, logHi] = [Math.log(lo), Math.log(hi)];
+  return Array.from({ length: points }, (_, i) => (i === 0 ? lo : i === points - 1 ? hi : Math.exp(logLo + (i / (points - 1)) * (logHi - logLo))));
+}
+
+/** No point of a grid has a p95 TTFT (each refused more than 5 % of its requests): none is the optimum. */
+export class NoOptimumError extends Error {
+  override readonly name = "NoOptimumError";
 }
 
 /** A weight as the JSON reports it: six decimals, or six significant digits below 0.001, where six
@@ -66,6 +74,12 @@ export function grid(spec: FleetSpec, requests: readonly SimRequest[], seed: num
   const defaults = point(spec, requests, seeds, defaultsWeights, options.index);
   options.onProgress?.(total, total, "defaults");
   const p95 = (p: GridPoint) => p.ttft_ms.p95 ?? Infinity;
+  // Naming the first point the optimum when none has a p95 would ring an arbitrary point.
+  if (![...points, defaults].some((p) => Number.isFinite(p95(p)))) {
+    throw new NoOptimumError(
+      `no point of the grid has a p95 TTFT: each refused more than 5% of its ${requests.length} requests, so none is the optimum; try a lighter load (a larger time scale) or a larger fleet`,
+    );
+  }
   const optimum = [...points, defaults].reduce((best, p) => (p95(p) < p95(best) ? p : best));
   const ratio = p95(optimum) > 0 && Number.isFinite(p95(defaults)) ? p95(defaults) / p95(optimum) : null;
   return {

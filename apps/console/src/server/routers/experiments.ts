@@ -21,7 +21,14 @@ export const experimentsRouter = {
           toMs: z.number().min(0).optional(),
           timeScale: z.number().positive({ error: "time scale must be > 0" }).max(1000),
           kind: z.enum(["compare", "grid"]).optional(),
-          policies: z.array(experimentPolicy).max(10),
+          // The simulator refuses a policy listed twice: said here, as a 400, rather than as a failed run.
+          policies: z
+            .array(experimentPolicy)
+            .max(10)
+            .superRefine((ps, ctx) => {
+              const twice = ps.find((p, i) => ps.indexOf(p) !== i);
+              if (twice !== undefined) ctx.addIssue({ code: "custom", message: `policy "${twice}" is listed twice` });
+            }),
           grid: z
             .object({
               preset: z.enum(["paper", "global"]),

@@ -9,7 +9,8 @@ import pino from "pino";
 import { createHarness, OPERATOR, waitFor, type Harness } from "../testing/harness";
 import { loggedLines } from "../testing/log-lines";
 import { experimentStatus, listExperiments, listTraces, runExperiment, saveExperiment } from "../services/experiments";
-import { ExperimentRunner, parseProgress, simArgs } from "./experiment-runner";
+import { ExperimentRunner, simArgs } from "./experiment-runner";
+import { parseProgress } from "./experiment-sim";
 
 /** A run that `runner` is running, its lease ending `leaseMs` from now on the database's clock. */
 async function insertRunningExperiment(store: Harness["rt"]["store"], id: string, runner: string, leaseMs: number): Promise<void> {

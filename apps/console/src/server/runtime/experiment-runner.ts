@@ -1,24 +1,28 @@
 // Offline experiments: spawns `meridian-sim compare --json` for a trace window and a set of
 // policies, follows its stderr for progress, and stores the parsed result in `experiments`.
 // The child's stdout is one JSON object ({"policies": [...]}); a non-zero exit is a failure whose
-// message is the child's last stderr line (the CLI prints usage errors as one clear line).
+// message is the CLI's error line, or the signal that killed it (experiment-sim.ts). The child dies
+// with its console, even one killed outright. A run's row and its audit row are written in one
+// transaction, and the child is spawned only once both are in and the console is not stopping.
 // Several consoles may share the database, each running its own simulations: a row names the console
 // that runs it (runner) and stays vouched for until runner_expires_at, which that console renews
-// while the child runs. Rows still "running" whose runner stopped vouching (its console crashed or was
-// killed) are marked interrupted by whichever console sweeps first; a live console's runs are left
-// alone. The expiry is written and judged on the database's clock (databaseNowMs), not the consoles':
+// while the child runs: only the runs this process started, told apart by id, not by runner (a
+// console restarted with the same fixed id does not vouch for its killed predecessor's runs). Rows
+// still "running" whose runner stopped vouching (its console crashed or was killed) are marked
+// interrupted by whichever console sweeps first; a live console's runs are left alone. The expiry is written and judged on the database's clock (databaseNowMs), not the consoles':
 // a console whose clock runs ahead does not mark a live console's runs interrupted. A run that ended
 // while the database refused writes (locked by another process, unreachable) keeps its outcome in
 // memory, written again with backoff and vouched for meanwhile, until the database takes it.
 import "server-only";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { and, desc, eq, isNull, lt, notInArray, or, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, lt, notInArray, or, sql } from "drizzle-orm";
 import type { Logger } from "pino";
-import { databaseNowMs, type Store } from "@meridian/db";
+import { databaseNowMs, type Queryable, type Store } from "@meridian/db";
 import { busy, notFound } from "../errors";
+import { SimStderr, spawnSim } from "./experiment-sim";
 
 /** Simulations are CPU-bound; more at once would starve the console and the live fleet. */
 const MAX_CONCURRENT = 2;
@@ -32,6 +36,9 @@ const OUTCOME_RETRY_MAX_MS = 5_000;
  * database refuses) would otherwise be retried, and logged, for as long as the console runs. The row
  * is then swept as interrupted, as a run whose console died. */
 const OUTCOME_MAX_ATTEMPTS = 20;
+/** Every saved run is listed; of the unsaved ones, the newest this many. */
+const RECENT_UNSAVED = 100;
+const INTERRUPTED = "interrupted: its console stopped";
 
 export interface TraceInfo {
   id: string;
@@ -85,18 +92,6 @@ export function defaultSimCommand(repoRoot: string): SimCommand {
   return (args) => ({ command: process.execPath, args: [bin, ...args], cwd: repoRoot });
 }
 
-/** Progress in [0, 1] from one stderr line of meridian-sim: "progress DONE/TOTAL LABEL" (DONE
- * counts over all policies of the run). Also reads "42%" and "progress 0.42"; null otherwise. */
-export function parseProgress(line: string): number | null {
-  const ratio = /\bprogress\s+([0-9]+)\s*\/\s*([0-9]+)/i.exec(line) ?? /\b([0-9]+)\s*\/\s*([0-9]+)\b/.exec(line);
-  if (ratio && Number(ratio[2]) > 0) return Math.min(1, Number(ratio[1]) / Number(ratio[2]));
-  const percent = /([0-9]+(?:\.[0-9]+)?)\s*%/.exec(line);
-  if (percent) return Math.min(1, Number(percent[1]) / 100);
-  const fraction = /\bprogress\s+(0?\.[0-9]+|1(?:\.0+)?|0)\b/i.exec(line);
-  if (fraction) return Number(fraction[1]);
-  return null;
-}
-
 /** What the runner uses, and nothing else. */
 export interface ExperimentRunnerDeps {
   store: Store;
@@ -130,18 +125,23 @@ interface Outcome {
 
 export class ExperimentRunner {
   private readonly running = new Map<string, Running>();
+  /** Runs whose row is being written: they hold one of the MAX_CONCURRENT slots from the check on,
+   * so two starts at once cannot both pass it while their transactions commit. */
+  private readonly starting = new Set<string>();
   /** Runs that ended and whose outcome the database has not taken yet (it refused the write): kept
    * here, written again with backoff until it does, and vouched for meanwhile as running ones are. */
   private readonly finished = new Map<string, Outcome>();
   private readonly outcomeRetries = new Map<string, NodeJS.Timeout>();
   private sweeper: NodeJS.Timeout | null = null;
+  /** Set first thing by stop(): a start() whose row was being written then spawns nothing. */
+  private stopped = false;
   private readonly now: () => number;
 
   constructor(private readonly deps: ExperimentRunnerDeps) {
     this.now = deps.now ?? Date.now;
   }
 
-  /** Renews this console's runs and sweeps other consoles' leftovers every RUNNER_RENEW_MS. */
+  /** Renews this process's runs and sweeps other consoles' leftovers every RUNNER_RENEW_MS. */
   startSweeping(): void {
     if (this.sweeper) return;
     this.sweeper = setInterval(() => {
@@ -155,6 +155,7 @@ export class ExperimentRunner {
   /** Kills this console's simulations and marks their rows interrupted (nobody will finish them).
    * Outcomes still waiting for the database get one last write; one it refuses is lost (logged). */
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = null;
     const ids = [...this.running.keys()];
@@ -174,19 +175,27 @@ export class ExperimentRunner {
     const { experiments } = tables;
     await db
       .update(experiments)
-      .set({ state: "failed", error: "interrupted: its console stopped", finishedAt: this.now(), runnerExpiresAt: null })
-      .where(and(eq(experiments.state, "running"), eq(experiments.runner, this.deps.runnerId)));
+      .set({ state: "failed", error: INTERRUPTED, finishedAt: this.now(), runnerExpiresAt: null })
+      .where(and(eq(experiments.state, "running"), inArray(experiments.id, ids)));
+  }
+
+  /** The runs this process started and has not written the outcome of: the ones it vouches for. */
+  private ownIds(): string[] {
+    return [...this.starting, ...this.running.keys(), ...this.finished.keys()];
   }
 
   private async sweep(): Promise<void> {
     // A finished run whose outcome is not written yet is vouched for too: it is not interrupted.
-    if (this.running.size > 0 || this.finished.size > 0) {
+    // Renewed by id, not by runner: a console restarted with the same id (a fixed
+    // MERIDIAN_CONSOLE_ID) must not keep its killed predecessor's runs alive.
+    const ours = this.ownIds();
+    if (ours.length > 0) {
       const { db, tables } = this.deps.store;
       const { experiments } = tables;
       await db
         .update(experiments)
         .set({ runnerExpiresAt: this.leaseEnd() })
-        .where(and(eq(experiments.state, "running"), eq(experiments.runner, this.deps.runnerId)));
+        .where(and(eq(experiments.state, "running"), inArray(experiments.id, ours)));
     }
     await this.recoverInterrupted();
   }
@@ -210,65 +219,86 @@ export class ExperimentRunner {
     return out;
   }
 
-  async start(params: ExperimentParams, createdBy: string): Promise<string> {
+  /**
+   * Starts a run: writes its row, and whatever `alsoWrite` writes (the audit row), in one
+   * transaction, then spawns the simulator. A transaction that fails starts nothing; a console that
+   * began stopping meanwhile marks the row interrupted and starts nothing (nobody would kill the
+   * child or vouch for its row).
+   */
+  async start(params: ExperimentParams, createdBy: string, alsoWrite?: (tx: Queryable, id: string) => Promise<void>): Promise<string> {
+    if (this.stopped) throw busy("the console is stopping; start the run again once it is back");
     const trace = this.traces().find((t) => t.id === params.traceId);
     if (!trace) throw notFound("trace", params.traceId);
-    if (this.running.size >= MAX_CONCURRENT) {
-      throw busy(`${this.running.size} experiments are already running; wait for one to finish`);
-    }
+    const taken = this.running.size + this.starting.size;
+    if (taken >= MAX_CONCURRENT) throw busy(`${taken} experiments are already running; wait for one to finish`);
     const id = `exp-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
+    // Held from the check above on (no await in between): the slot is this run's.
+    this.starting.add(id);
+    try {
+      await this.deps.store.transaction(async (tx) => {
+        await tx.db.insert(tx.tables.experiments).values({
+          id,
+          traceId: params.traceId,
+          paramsJson: JSON.stringify(params),
+          state: "running",
+          progress: 0,
+          createdBy,
+          createdAt: this.now(),
+          runner: this.deps.runnerId,
+          runnerExpiresAt: this.leaseEnd(),
+        });
+        await alsoWrite?.(tx, id);
+      });
+    } finally {
+      this.starting.delete(id);
+    }
+    if (this.stopped) {
+      // stop() ran while the row was written, and did not see it. Its lease ends anyway if this
+      // write is refused, and a sweep marks it then.
+      const { db, tables } = this.deps.store;
+      await db
+        .update(tables.experiments)
+        .set({ state: "failed", error: INTERRUPTED, finishedAt: this.now(), runnerExpiresAt: null })
+        .where(eq(tables.experiments.id, id))
+        .catch((error: unknown) => this.deps.log.warn({ experimentId: id, err: error }, "experiment not marked interrupted; its lease will lapse"));
+      throw busy("the console is stopping; the run was not started");
+    }
+    this.launch(id, params, trace.path);
+    return id;
+  }
+
+  /** Spawns the run's simulator and follows it to its end (finish()). */
+  private launch(id: string, params: ExperimentParams, tracePath: string): void {
     const { db, tables } = this.deps.store;
     const { experiments } = tables;
-    const now = this.now();
-    await db.insert(experiments).values({
-      id,
-      traceId: params.traceId,
-      paramsJson: JSON.stringify(params),
-      state: "running",
-      progress: 0,
-      createdBy,
-      createdAt: now,
-      runner: this.deps.runnerId,
-      runnerExpiresAt: this.leaseEnd(),
-    });
-    // Checked again after the insert: two starts at once both passed the check above.
-    if (this.running.size >= MAX_CONCURRENT) {
-      await db.delete(experiments).where(eq(experiments.id, id));
-      throw busy(`${this.running.size} experiments are already running; wait for one to finish`);
+    const spec = this.deps.simCommand([...simArgs(params, tracePath), "--json"]);
+    let child: ChildProcess;
+    try {
+      child = spawnSim(spec);
+    } catch (error) {
+      this.record(id, this.failed(`could not start the simulator: ${error instanceof Error ? error.message : String(error)}`));
+      return;
     }
-    const args = [...simArgs(params, trace.path), "--json"];
-    const spec = this.deps.simCommand(args);
-    const child = spawn(spec.command, spec.args, { cwd: spec.cwd, stdio: ["ignore", "pipe", "pipe"] });
     const entry: Running = { child, progress: 0 };
     this.running.set(id, entry);
     let stdout = "";
-    let stderrTail = "";
-    let lastLine = "";
+    const stderr = new SimStderr((progress) => {
+      if (progress <= entry.progress) return;
+      entry.progress = progress;
+      // Progress is informative: a failed write is logged, and the next line tries again.
+      db.update(experiments)
+        .set({ progress })
+        .where(eq(experiments.id, id))
+        .catch((error: unknown) => this.deps.log.warn({ experimentId: id, err: error }, "experiment progress not recorded"));
+    });
     child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
       stdout += chunk;
     });
-    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
-      stderrTail = (stderrTail + chunk).slice(-8_192);
-      const lines = stderrTail.split("\n");
-      for (const line of lines.slice(0, -1)) {
-        if (line.trim()) lastLine = line.trim();
-        const progress = parseProgress(line);
-        if (progress !== null && progress > entry.progress) {
-          entry.progress = progress;
-          // Progress is informative: a failed write is logged, and the next line tries again.
-          db.update(experiments)
-            .set({ progress })
-            .where(eq(experiments.id, id))
-            .catch((error: unknown) => this.deps.log.warn({ experimentId: id, err: error }, "experiment progress not recorded"));
-        }
-      }
-      stderrTail = lines.at(-1) ?? "";
-    });
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => stderr.write(chunk));
     child.on("error", (error) => this.finish(id, { error: `could not start the simulator: ${error.message}` }));
     child.on("close", (code, signal) => {
-      if (stderrTail.trim()) lastLine = stderrTail.trim();
       if (code !== 0) {
-        this.finish(id, { error: lastLine || `simulator exited with ${signal ?? `code ${code}`}` });
+        this.finish(id, { error: stderr.failure(code, signal) });
         return;
       }
       try {
@@ -278,21 +308,34 @@ export class ExperimentRunner {
         this.finish(id, { error: "the simulator's output was not JSON" });
       }
     });
-    return id;
   }
 
   /** Records how the child ended (called from its events: failures are logged, not thrown). The
    * outcome stays in memory until the database took it: a refused write is made again with backoff. */
   private finish(id: string, outcome: { result?: unknown; error?: string }): void {
     if (!this.running.has(id)) return;
-    this.finished.set(id, {
-      state: outcome.error ? "failed" : "done",
-      progress: outcome.error ? undefined : 1,
-      resultJson: outcome.result === undefined ? null : JSON.stringify(outcome.result),
-      error: outcome.error ?? null,
-      finishedAt: this.now(),
-    });
     this.running.delete(id);
+    this.record(
+      id,
+      outcome.error
+        ? this.failed(outcome.error)
+        : {
+            state: "done",
+            progress: 1,
+            resultJson: outcome.result === undefined ? null : JSON.stringify(outcome.result),
+            error: null,
+            finishedAt: this.now(),
+          },
+    );
+  }
+
+  private failed(error: string): Outcome {
+    return { state: "failed", progress: undefined, resultJson: null, error, finishedAt: this.now() };
+  }
+
+  /** Keeps the outcome until the database took it, and writes it. */
+  private record(id: string, outcome: Outcome): void {
+    this.finished.set(id, outcome);
     this.recordOutcome(id, 1);
   }
 
@@ -339,10 +382,10 @@ export class ExperimentRunner {
   async recoverInterrupted(): Promise<void> {
     const { db, tables } = this.deps.store;
     const { experiments } = tables;
-    const ours = [...this.running.keys(), ...this.finished.keys()];
+    const ours = this.ownIds();
     await db
       .update(experiments)
-      .set({ state: "failed", error: "interrupted: its console stopped", finishedAt: this.now(), runnerExpiresAt: null })
+      .set({ state: "failed", error: INTERRUPTED, finishedAt: this.now(), runnerExpiresAt: null })
       .where(
         and(
           eq(experiments.state, "running"),
@@ -352,8 +395,13 @@ export class ExperimentRunner {
       );
   }
 
+  /** Every saved run (newest first: an operator keeps them as baselines, however many runs came
+   * after), then the newest RECENT_UNSAVED unsaved ones. */
   async list() {
     const { db, tables } = this.deps.store;
-    return db.select().from(tables.experiments).orderBy(desc(tables.experiments.createdAt)).limit(100);
+    const { experiments } = tables;
+    const saved = await db.select().from(experiments).where(eq(experiments.saved, true)).orderBy(desc(experiments.createdAt));
+    const recent = await db.select().from(experiments).where(eq(experiments.saved, false)).orderBy(desc(experiments.createdAt)).limit(RECENT_UNSAVED);
+    return [...saved, ...recent];
   }
 }

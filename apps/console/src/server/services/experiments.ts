@@ -10,9 +10,10 @@ export async function listTraces(rt: ServiceRuntime) {
   return await rt.experiments.traces();
 }
 
+/** The run's row and its audit row land in one transaction before the simulator starts: a refused
+ * audit row starts nothing, so the operator's retry does not run it twice. */
 export async function runExperiment(rt: ServiceRuntime, actor: Actor, input: ExperimentParams): Promise<{ id: string }> {
-  const id = await rt.experiments.start(input, actor.username);
-  await recordAudit(rt.store, actor, "experiment.run", `experiment:${id}`, null, input);
+  const id = await rt.experiments.start(input, actor.username, (tx, runId) => recordAudit(tx, actor, "experiment.run", `experiment:${runId}`, null, input));
   return { id };
 }
 

@@ -1,6 +1,6 @@
 // meridian-sim grid: the (W_rtt, W_queue) landscape on one workload, its optimum and the defaults' distance.
 
-import { grid } from "../../fleet";
+import { grid, NoOptimumError } from "../../fleet";
 import { type FlagReader, UsageError } from "../args";
 import { describeRun, loadWorkload, progressReporter, readBounds, readCommon, readWeights, resolveTimeScale, writeJson } from "../common";
 import { gridTable } from "../tables";
@@ -19,13 +19,20 @@ export async function runGrid(flags: FlagReader): Promise<void> {
   const workload = await loadWorkload(common);
   const { timeScale, busy } = resolveTimeScale(common, workload);
   const requests = workload.at(timeScale);
-  const json = grid(common.spec, requests, common.seed, {
-    bounds,
-    pointsPerAxis: points,
-    defaults,
-    index: common.index,
-    onProgress: progressReporter(common.quiet),
-  });
+  let json: ReturnType<typeof grid>;
+  try {
+    json = grid(common.spec, requests, common.seed, {
+      bounds,
+      pointsPerAxis: points,
+      defaults,
+      index: common.index,
+      onProgress: progressReporter(common.quiet),
+    });
+  } catch (error) {
+    // An input this fleet cannot serve, said in one line (exit 2) as the other input errors are.
+    if (error instanceof NoOptimumError) throw new UsageError(error.message);
+    throw error;
+  }
   if (common.json) return writeJson({ ...json, time_scale: timeScale, ...(busy ? { busy_load: busy } : {}) });
   console.log(describeRun(common, timeScale, requests.length, workload.droppedTooLong));
   const index = common.index === "learned" ? "" : ` (index: ${common.index})`;
