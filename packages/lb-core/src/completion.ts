@@ -10,7 +10,7 @@
 //     the replica's horizon, a zero-cached run clears it), then the index learns the conversation
 //     as the next turn will present it: prompt + reply when the reply completes a block, else the
 //     prompt again (refreshing its LRU position and TTL: the engine touched those blocks until now).
-import { usageNumber, type BlockKey, type CacheTruth, type ReportOutcome } from "@meridian/routing";
+import { cachedInLbTokens, usageNumber, type BlockKey, type CacheTruth, type ReportOutcome } from "@meridian/routing";
 import type { TelemetryEvent } from "@meridian/protocol";
 import type { PredictionSums, ReplicaRecord } from "./targets";
 import type { Ticket } from "./ticket";
@@ -113,7 +113,8 @@ export class Completion {
     private readonly region: string,
     /** Next-turn learning, or null. */
     readonly learn: LearnInstruction | null,
-    /** Predicted vs reported cached tokens, when the replica reported them (for metrics). */
+    /** Predicted vs reported cached tokens, both in the LB's token units (cachedInLbTokens), when
+     * the replica reported them (for metrics). */
     readonly prediction: { predicted: number; actual: number } | null,
     /** What the cached-token feedback did (null when the request was not served by a replica). */
     readonly cacheReport: ReportOutcome | null = null,
@@ -128,6 +129,7 @@ export class Completion {
   telemetry(): TelemetryEventBody {
     const { ticket, outcome } = this;
     const target = ticket.target;
+    const cached = outcome.usage?.cachedTokens ?? null;
     return {
       time: ticket.arrivalMs,
       lbId: this.lbId,
@@ -138,7 +140,9 @@ export class Completion {
       weights: ticket.weights,
       inputTokens: Math.round(ticket.view.inputTokens),
       predictedCachedTokens: Math.round(target?.predictedCachedTokens ?? 0),
-      actualCachedTokens: outcome.usage?.cachedTokens ?? null,
+      // In the units of inputTokens and predictedCachedTokens, so the console's hit rate and accuracy
+      // divide like by like (the engine's count over the LB's estimate read 128 %).
+      actualCachedTokens: cached === null ? null : Math.round(cachedInLbTokens(ticket.view.inputTokens, cached, outcome.usage?.promptTokens ?? null)),
       ttftMs: outcome.ttftMs,
       e2eMs: outcome.e2eMs,
       outputTokens: outcome.usage?.completionTokens ?? outcome.outputEvents,
@@ -162,14 +166,16 @@ export function completeTicket(ctx: CompletionContext, ticket: Ticket<unknown>, 
   const ok = isSuccess(outcome.status);
   const usage = outcome.usage;
   if (replica && ok) replica.requests++;
-  const actual = usage?.cachedTokens ?? null;
-  if (replica && usage?.promptTokens != null && actual !== null) {
+  const cached = usage?.cachedTokens ?? null;
+  if (replica && usage?.promptTokens != null && cached !== null) {
     replica.cacheReports.promptTokens += usage.promptTokens;
-    replica.cacheReports.cachedTokens += actual;
+    replica.cacheReports.cachedTokens += cached;
   }
   let prediction: Completion["prediction"] = null;
-  if (replica && actual !== null) {
+  if (replica && cached !== null) {
     const predicted = target?.predictedCachedTokens ?? 0;
+    // The prediction is in the LB's estimated tokens: the report is compared in them too.
+    const actual = cachedInLbTokens(ticket.view.inputTokens, cached, usage?.promptTokens ?? null);
     replica.prediction.add(predicted, actual);
     ctx.lbPrediction.add(predicted, actual);
     prediction = { predicted, actual };

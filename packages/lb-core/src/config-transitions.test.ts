@@ -3,7 +3,7 @@
 // and a replica re-pointed to a new URL is another target than the one a request was booked on.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { chatBlockKeys } from "@meridian/routing";
+import { chatBlockKeys, traceBlockKeys } from "@meridian/routing";
 import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
 import type { Outcome } from "./completion";
 import { testCore } from "./test-helpers";
@@ -104,5 +104,18 @@ describe("a config pushed under load", () => {
     assert.ok(next.kind === "replica");
     const cost = (id: string) => next.decision.scores.find((score) => score.id === id)?.score;
     assert.equal(cost(chosen), cost(other), `the new idle engine ${chosen} costs ${cost(chosen)}, the idle ${other} ${cost(other)}`);
+  });
+
+  it("a new index size or TTL keeps each replica's budget from its engine's metrics", () => {
+    const lb = core({ policy: "prefix-cache" });
+    const tpb = 512;
+    // A trace request sets the LB's block size to 512 tokens; the engine's KV pool holds 4 blocks.
+    const trace = traceBlockKeys(Array.from({ length: 8 }, (_, i) => 100 + i));
+    lb.route(lb.admit("r", { keys: trace, sessionKey: "s", model: null, hop: 0, inputTokens: 8 * tpb, tokensPerBlock: tpb }, 0), 0);
+    lb.scrapeSucceeded("a", { running: 0, waiting: 0, usedTokens: 0 }, 10, { capacityTokens: 4 * tpb, epoch: { startTimeSec: 100, counters: {} } });
+    lb.applyConfig(parseLbConfig({ ...base, policy: "prefix-cache", version: 2, index: { ttlMs: 600_000 } }));
+    assert.equal(lb.truth.state("a", 20).budgetBlocks, 4, "budget forgotten until the next scrape");
+    lb.learn({ index: "local", keys: trace, targetId: "a" }, 30);
+    assert.equal(lb.index.match(trace, 40, ["a"]).depthByReplica.get("a"), 4, "the index credits the replica with more than its engine holds");
   });
 });

@@ -44,7 +44,7 @@ export class LbCore<J> {
   readonly peers = new Map<string, PeerRecord>();
   index: PrefixIndex;
   /** What the LB knows of each replica's real cache, and the rules that keep the index close to it. */
-  truth: CacheTruth;
+  readonly truth: CacheTruth;
   /** SkyLB snapshot index: which peer LB is believed to hold which blocks. */
   peerIndex: PrefixIndex;
   readonly estimator = new TokenEstimator();
@@ -112,7 +112,7 @@ export class LbCore<J> {
     this.policy = policy;
     if (rebuilt) {
       this.index = rebuilt.index;
-      this.truth = new CacheTruth(rebuilt.index);
+      this.truth.rebind(rebuilt.index, this.blockTokens());
       this.peerIndex = rebuilt.peerIndex;
     }
     const changes = syncTargets(next, this.replicas, this.peers, this.index, this.peerIndex);

@@ -24,7 +24,9 @@ export const TelemetryEventSchema = z.object({
   weights: reportedWeights.optional(),
   inputTokens: count,
   predictedCachedTokens: count,
-  /** From usage.prompt_tokens_details.cached_tokens; null when the replica did not report it. */
+  /** From usage.prompt_tokens_details.cached_tokens, in the units of inputTokens (scaled by the LB's
+   * estimate over the engine's prompt_tokens, at most inputTokens); null when the replica did not
+   * report it. An LB from before that conversion sent the engine's own count. */
   actualCachedTokens: count.nullable(),
   /** null when no content token arrived. */
   ttftMs: nonNegativeNumber.nullable(),

@@ -104,7 +104,7 @@ export class ProxyMetrics {
     });
     this.actualCachedTokens = new Counter({
       name: "meridian_lb_actual_cached_tokens_total",
-      help: "Cached prompt tokens reported by replicas (usage.prompt_tokens_details.cached_tokens).",
+      help: "Cached prompt tokens reported by replicas (usage.prompt_tokens_details.cached_tokens), in the LB's prompt-token units (scaled by its estimate over the engine's prompt_tokens, at most the prompt).",
       registers,
     });
     this.predictionAbsErrorTokens = new Counter({

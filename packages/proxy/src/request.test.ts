@@ -2,7 +2,7 @@ import { strict as assert } from "node:assert";
 import { test } from "node:test";
 import { chatBlockKeys, continueChatBlockKeys, continuePromptBlockKeys, promptBlockKeys } from "@meridian/routing";
 import { HttpError } from "./errors";
-import { parseInference, SESSION_ID_MAX_CHARS, upstreamBody as upstreamParts } from "./request";
+import { nextTurnKeys, parseInference, SESSION_ID_MAX_CHARS, upstreamBody as upstreamParts } from "./request";
 
 const upstreamBody = (request: Parameters<typeof upstreamParts>[0]): Buffer => {
   const body = upstreamParts(request);
@@ -102,6 +102,18 @@ test("prompt chars match the keyer's block count (next-turn learning relies on i
     const next = chatBlockKeys([...msgs, { role: "assistant", content: reply }]);
     assert.equal(next.length, Math.floor((parsed.promptChars + "assistant".length + 2 + reply.length) / 64));
   }
+});
+
+test("a batch completion prompt is keyed by its first prompt, sized by all of them", () => {
+  const a = "The quick brown fox jumps over the lazy dog. ".repeat(4);
+  const b = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(4);
+  const batch = parseInference("completion", Buffer.from(JSON.stringify({ model: "m", prompt: [a, b] })), undefined, 4);
+  // The engine prefills a and b apart: no block straddling them exists in its cache.
+  assert.deepEqual(batch.keys, promptBlockKeys(a));
+  assert.equal(batch.promptChars, a.length + b.length);
+  // Choice 0 is a's reply: the next turn is a + that reply.
+  const reply = "It is a pangram, used to show every letter of the alphabet in one sentence.";
+  assert.deepEqual(nextTurnKeys(batch, reply), promptBlockKeys(a + reply));
 });
 
 test("a body in several socket chunks (split inside a UTF-8 character) parses and splices without copying", () => {

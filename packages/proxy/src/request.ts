@@ -50,7 +50,7 @@ export interface ParsedInference {
   keys: BlockKey[];
   /** Where keying the prompt stopped, so the next turn (prompt + reply) is keyed from the reply alone. */
   keyerState?: BlockKeyerState;
-  /** Characters of the canonical prompt, the basis of the token estimate. */
+  /** Characters of the canonical prompt (a batch: of all its prompts), the basis of the token estimate. */
   promptChars: number;
   sessionKey: string;
 }
@@ -210,10 +210,13 @@ export function parseInference(
     ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(input.text)));
   } else {
     const field = body["prompt"] as string | string[];
-    // A batch prompt (array) is routed as its concatenation: the batch shares one replica.
-    const text = typeof field === "string" ? field : field.join("");
+    // A batch (an array, non-empty: openai-shape.ts) goes to one replica, which prefills each prompt on
+    // its own: it is keyed by its first prompt, the cache it can reuse and leaves (its choice 0 is that
+    // prompt's reply, so next-turn learning holds too). Keyed as the concatenation, the LB learned
+    // blocks straddling two prompts that no engine held. Its size is all the prompts' (load, limit).
+    const text = typeof field === "string" ? field : (field[0] as string);
     prompt = text;
-    promptChars = text.length;
+    promptChars = typeof field === "string" ? text.length : field.reduce((sum, one) => sum + one.length, 0);
     limits.checkPromptChars?.(promptChars);
     ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(text)));
   }

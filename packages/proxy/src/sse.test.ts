@@ -319,3 +319,25 @@ test("an event of exactly MAX_PARTIAL_EVENT_BYTES passes however the network spl
     assert.equal(out, event.length + 2);
   }
 });
+
+test("a reply after reasoning is not kept for next-turn learning: templates drop the reasoning from the history", () => {
+  const event = (delta: Record<string, unknown>) => `data: ${JSON.stringify({ choices: [{ index: 0, delta }] })}\n\n`;
+  const bytes = Buffer.from(
+    event({ role: "assistant", content: "" }) +
+      event({ reasoning_content: "The user wants a greeting." }) +
+      event({ content: "Hello" }) +
+      event({ content: " there" }) +
+      "data: [DONE]\n\n",
+  );
+  const { observer, firsts } = run(bytes, false, 16);
+  assert.equal(observer.reasoningSeen, true);
+  assert.equal(observer.content, "", "the next turn would be learned as prompt + answer, blocks the engine never holds");
+  assert.equal(observer.contentEvents, 2);
+  assert.equal(firsts, 1);
+  // SGLang's parser names the field `reasoning`; a reply without reasoning is still kept.
+  assert.equal(run(Buffer.from(event({ reasoning: "hm" }) + event({ content: "Hi" })), false, 64).observer.content, "");
+  assert.equal(run(Buffer.from(event({ content: "Hi" })), false, 64).observer.content, "Hi");
+  const body = (message: Record<string, unknown>) => JSON.stringify({ choices: [{ index: 0, message }] });
+  assert.equal(readCompletionBody(body({ role: "assistant", reasoning_content: "think", content: "Hello" })).content, "");
+  assert.equal(readCompletionBody(body({ role: "assistant", content: "Hello" })).content, "Hello");
+});

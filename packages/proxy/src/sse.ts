@@ -48,7 +48,14 @@ const DEFAULT_MAX_REPLY_CHARS = maxReplyChars(DEFAULT_LIMITS.maxPromptTokens);
 export const MAX_PARTIAL_EVENT_BYTES = 4 * 1024 * 1024;
 
 export class SseObserver {
+  /** The first choice's reply text, as next-turn learning reads it. Empty when the reply came with
+   * reasoning (reasoningSeen): the next turn is then learned as the prompt alone. */
   content = "";
+  /** The first choice carried reasoning (a reasoning parser's `reasoning_content` or `reasoning`). The
+   * chat templates of reasoning models (DeepSeek-R1, Qwen3, gpt-oss) drop it from the history, so the
+   * engine's cache after the prompt holds reasoning tokens the next prompt does not have: the reply's
+   * blocks will not match there, only the prompt's. */
+  reasoningSeen = false;
   /** The reply outgrew `maxReplyChars`: `content` holds its start only, and no next turn is learned. */
   replyTruncated = false;
   usage: UsageReport | null = null;
@@ -209,10 +216,16 @@ export class SseObserver {
       }
       // With n > 1 the choices interleave; the reply the next turn will carry is the first one's text.
       if (choice["index"] !== undefined && choice["index"] !== 0) continue;
+      if (delta && hasReasoning(delta)) {
+        this.reasoningSeen = true;
+        this.content = "";
+      }
       const piece = delta ? delta["content"] : choice["text"];
       if (nonEmptyString(piece)) {
-        if (!this.replyTruncated && this.content.length + piece.length > (this.options.maxReplyChars ?? DEFAULT_MAX_REPLY_CHARS)) this.replyTruncated = true;
-        if (!this.replyTruncated) this.content += piece;
+        if (!this.reasoningSeen) {
+          if (!this.replyTruncated && this.content.length + piece.length > (this.options.maxReplyChars ?? DEFAULT_MAX_REPLY_CHARS)) this.replyTruncated = true;
+          if (!this.replyTruncated) this.content += piece;
+        }
         this.contentEvents++;
       }
     }
@@ -280,9 +293,13 @@ function nonEmptyString(value: unknown): value is string {
 /** Whether a chat delta (streamed) or message (not) carries generated output: content, reasoning
  * (vLLM and SGLang reasoning parsers: `reasoning_content`, or `reasoning`), or a tool or function call. */
 function hasOutput(message: Record<string, unknown>): boolean {
-  if (nonEmptyString(message["content"]) || nonEmptyString(message["reasoning_content"]) || nonEmptyString(message["reasoning"])) return true;
+  if (nonEmptyString(message["content"]) || hasReasoning(message)) return true;
   const toolCalls = message["tool_calls"];
   return (Array.isArray(toolCalls) && toolCalls.length > 0) || isRecord(message["function_call"]);
+}
+
+function hasReasoning(message: Record<string, unknown>): boolean {
+  return nonEmptyString(message["reasoning_content"]) || nonEmptyString(message["reasoning"]);
 }
 
 export function isRecord(value: unknown): value is Record<string, unknown> {
@@ -299,8 +316,9 @@ function readUsage(usage: Record<string, unknown>): UsageReport {
   };
 }
 
-/** Reads content and usage out of a buffered non-streaming completion body, and whether it holds any
- * generated output (text, reasoning, a tool call: `output`), as a stream's first token would show. */
+/** Reads content (the reply next-turn learning reads: empty after reasoning) and usage out of a
+ * buffered non-streaming completion body, and whether it holds any generated output (text,
+ * reasoning, a tool call: `output`), as a stream's first token would show. */
 export function readCompletionBody(body: string): { content: string; usage: UsageReport | null; output: boolean } {
   let parsed: unknown;
   try {
@@ -317,7 +335,8 @@ export function readCompletionBody(body: string): { content: string; usage: Usag
     const message = isRecord(choice["message"]) ? choice["message"] : null;
     output ||= message ? hasOutput(message) : nonEmptyString(choice["text"]);
     if (i !== 0) continue;
-    if (message && typeof message["content"] === "string") content = message["content"];
+    // A reply after reasoning is not learned as the next turn (SseObserver.reasoningSeen).
+    if (message && typeof message["content"] === "string") content = hasReasoning(message) ? "" : message["content"];
     else if (typeof choice["text"] === "string") content = choice["text"];
   }
   const usage = isRecord(parsed["usage"]) ? readUsage(parsed["usage"]) : null;

@@ -147,7 +147,7 @@ describe("cache-report feedback", () => {
     const index = new PrefixIndex({ capacityBlocks: 1000 });
     const keys = chain(7, 40); // 40 chat blocks of ~16 estimated tokens
     index.learn(keys, "r", "LOCAL", 0);
-    const chat: RequestView = { keys, inputTokens: 650, tokensPerBlock: 16, sessionKey: "s", clientRegion: "us" };
+    const chat: RequestView = { keys, inputTokens: 650, tokensPerBlock: 16, keyChars: 64, sessionKey: "s", clientRegion: "us" };
     const snap = dispatch(index, chat, "r", 5_000);
     assert.equal(snap.predictedBlocks, 40);
     // The engine counted 800 prompt tokens (our 16/block estimate was low) and had 780 cached:
@@ -167,7 +167,7 @@ describe("cache-report feedback", () => {
     index.learn(convo, "r", "LOCAL", 0);
     index.learn(traceBlockKeys([11, 2_000, 2_001]), "r", "LOCAL", 59_000); // 1 s ago: refreshed the shared first block
     const keys = traceBlockKeys([11, 3_000, 3_001, 3_002]); // shares only the first (system prompt) block
-    const chat: RequestView = { keys, inputTokens: 60, tokensPerBlock: tpb, sessionKey: "s", clientRegion: "us" };
+    const chat: RequestView = { keys, inputTokens: 60, tokensPerBlock: tpb, keyChars: 64, sessionKey: "s", clientRegion: "us" };
     const snap = dispatch(index, chat, "r", 60_000);
     assert.equal(snap.predictedBlocks, 1);
     // The engine counted 75 prompt tokens (template tokens in front) and cached none: its KV page was
@@ -176,6 +176,51 @@ describe("cache-report feedback", () => {
     assert.equal(result.verdict, "as-predicted");
     assert.equal(result.horizonMs, null, "the horizon fell to the shared block's 1 s age");
     assert.equal(index.match(convo, 61_000).depthByReplica.get("r"), convo.length, "the engine's older conversation is hidden from routing");
+  });
+});
+
+describe("rounding slack on chat keys", () => {
+  // vLLM computes at least one prompt token: a full hit on 16-token pages reports the whole pages
+  // before the prompt's last token.
+  const vllmCached = (promptTokens: number) => Math.floor((promptTokens - 1) / 16) * 16;
+  const chatView = (keys: readonly number[], inputTokens: number): RequestView => ({
+    keys,
+    inputTokens,
+    tokensPerBlock: 16,
+    keyChars: 64,
+    sessionKey: "s",
+    clientRegion: "us",
+  });
+
+  it("a full hit reads as-predicted also when prompt_tokens equals the LB's estimate", () => {
+    for (const promptTokens of [240, 241]) {
+      const index = new PrefixIndex({ capacityBlocks: 1000 });
+      const keys = chain(3, 15); // 960 canonical characters: 15 keys, estimated 240 tokens
+      index.learn(keys, "r", "LOCAL", 0);
+      const snap = dispatch(index, chatView(keys, 240), "r", 1_000);
+      const result = applyCacheReport(index, snap, { cachedTokens: vllmCached(promptTokens), promptTokens }, 1_500);
+      assert.equal(result.verdict, "as-predicted", `prompt_tokens ${promptTokens}`);
+      assert.equal(result.trimmed, 0);
+      assert.equal(index.match(keys, 2_000).maxDepth, 15);
+    }
+  });
+
+  it("a one-block prompt the engine holds leaves the replica's horizon alone", () => {
+    const index = new PrefixIndex({ capacityBlocks: 1000 });
+    const keys = chain(4, 1);
+    index.learn(keys, "r", "LOCAL", 0);
+    const snap = dispatch(index, chatView(keys, 16), "r", 100);
+    const result = applyCacheReport(index, snap, { cachedTokens: vllmCached(16), promptTokens: 16 }, 200);
+    assert.equal(result.verdict, "as-predicted");
+    assert.equal(result.horizonMs, null, "the horizon fell to the block's 100 ms age");
+  });
+
+  it("trace keys with agreeing counts still compare exactly", () => {
+    const index = new PrefixIndex({ capacityBlocks: 1000 });
+    const keys = chain(5, 4);
+    index.learn(keys, "r", "LOCAL", 0);
+    const snap = dispatch(index, view(keys), "r", 1_000);
+    assert.equal(applyCacheReport(index, snap, { cachedTokens: 3 * TPB, promptTokens: 4 * TPB }, 1_500).verdict, "lower");
   });
 });
 
@@ -189,6 +234,7 @@ describe("horizon bracket", () => {
     dispatchedAt: 100,
     inputTokens: 10 * TPB,
     tokensPerBlock: TPB,
+    exactKeys: true,
     keepMs: null,
   });
 

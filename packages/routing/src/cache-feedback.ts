@@ -31,8 +31,11 @@
 //
 // Reports are compared in the LB's token units: when the engine's usage.prompt_tokens differs from
 // the LB's estimate (chat text: characters per token is estimated), the cached count is scaled by
-// the ratio, and a one-block difference is tolerated as rounding. When they agree (a trace, or an
-// exact tokenizer) blocks compare exactly.
+// the ratio. A one-block difference is tolerated as rounding unless the keys are token-exact (trace
+// hash ids, no RequestView.keyChars) and the counts agree: chat keys cut characters, not the engine's
+// pages, and an engine never reports a prompt's last token as cached (vLLM and SGLang compute at
+// least one), so a full hit on a page-aligned prompt reads one block short whether or not the
+// estimate happens to equal prompt_tokens.
 //
 // Bad or missing usage fields (absent, null, NaN, negative, not a number) change nothing and raise
 // nothing: the verdict is `unreported`.
@@ -55,6 +58,8 @@ export interface DispatchSnapshot {
   /** The LB's estimate of the prompt's tokens, and the tokens one key stands for. */
   inputTokens: number;
   tokensPerBlock: number;
+  /** The keys are token-exact (trace hash ids): no page-rounding slack when the counts agree. */
+  exactKeys: boolean;
   /** How long the index believed the replica keeps a block: its horizon, or, without one, the age
    * of its oldest route (everything it holds is believed held); null when it holds nothing. */
   keepMs: number | null;
@@ -102,8 +107,25 @@ export function captureDispatch(index: PrefixIndex, request: RequestView, decisi
     dispatchedAt: now,
     inputTokens: request.inputTokens,
     tokensPerBlock: request.tokensPerBlock,
+    exactKeys: request.keyChars === undefined,
     keepMs: Number.isFinite(keep) ? keep : null,
   };
+}
+
+/** Whether the engine counted the prompt as the LB did (or did not say): no scaling then. */
+function sameCount(inputTokens: number, promptTokens: number | null): boolean {
+  return promptTokens === null || promptTokens === 0 || Math.abs(promptTokens - inputTokens) < 0.5;
+}
+
+/**
+ * An engine's cached-token count in the LB's token units: scaled by the LB's estimate over the
+ * engine's prompt_tokens when they differ, capped at the estimate. Every figure that sets a report
+ * beside a prediction or an input estimate (the rolling and lifetime accuracy, hit rates, telemetry)
+ * converts it this way: mixed, an exact prediction read 0.75 at 3 characters per token.
+ */
+export function cachedInLbTokens(inputTokens: number, cachedTokens: number, promptTokens: number | null): number {
+  const scale = sameCount(inputTokens, promptTokens) ? 1 : inputTokens / (promptTokens as number);
+  return Math.min(cachedTokens * scale, inputTokens);
 }
 
 /** The engine's cached count in the LB's token units, and the rounding tolerance in blocks. */
@@ -111,9 +133,8 @@ function readReport(snap: DispatchSnapshot, report: CachedTokensReport): { token
   const cached = usageNumber(report?.cachedTokens);
   if (cached === null) return null;
   const prompt = usageNumber(report.promptTokens);
-  const exact = prompt === null || prompt === 0 || Math.abs(prompt - snap.inputTokens) < 0.5;
-  const scale = exact ? 1 : snap.inputTokens / prompt;
-  return { tokens: Math.min(cached * scale, snap.inputTokens), slackBlocks: exact ? 0 : 1 };
+  const tokens = cachedInLbTokens(snap.inputTokens, cached, prompt);
+  return { tokens, slackBlocks: snap.exactKeys && sameCount(snap.inputTokens, prompt) ? 0 : 1 };
 }
 
 /** Leading blocks of the prompt a report covers: all keys when it covers the whole prompt (the last

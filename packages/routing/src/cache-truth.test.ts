@@ -21,6 +21,29 @@ function setup() {
 }
 
 describe("CacheTruth", () => {
+  it("keeps each replica's budget, horizon, epoch and accuracy when the LB rebuilds its index", () => {
+    const { index, truth } = setup();
+    const epoch = { startTimeSec: 100, counters: {} };
+    truth.engineMetrics("a", { capacityTokens: 4 * TPB, epoch }, TPB, 10);
+    index.setReplicaHorizon("a", 30_000);
+    const keys = chain(2, 3);
+    index.learn(keys, "a", "LOCAL", 0);
+    const snap = truth.dispatch(view(keys), decide(index, view(keys), "a", 20), 20);
+    truth.report(snap, { cachedTokens: 3 * TPB, promptTokens: 3 * TPB }, 30);
+    const rebuilt = new PrefixIndex({ capacityBlocks: 5_000 });
+    truth.rebind(rebuilt, TPB);
+    const after = truth.state("a", 40);
+    assert.equal(after.budgetBlocks, 4, "the engine's KV budget was forgotten until the next scrape");
+    assert.equal(after.horizonMs, 30_000);
+    assert.equal(after.reports, 1);
+    assert.equal(after.routes, 0, "the new index starts empty");
+    // The same engine process scraped again is no restart; a new one is, on the new index.
+    assert.deepEqual(truth.engineMetrics("a", { capacityTokens: 4 * TPB, epoch }, TPB, 50), { restarted: false });
+    rebuilt.learn(keys, "a", "LOCAL", 60);
+    assert.deepEqual(truth.engineMetrics("a", { capacityTokens: 4 * TPB, epoch: { startTimeSec: 200, counters: {} } }, TPB, 70), { restarted: true });
+    assert.equal(rebuilt.replicaView("a").routes, 0);
+  });
+
   it("an engine restart seen in its metrics clears that replica's entries only", () => {
     const { index, truth } = setup();
     const keys = chain(1, 5);

@@ -92,7 +92,7 @@ export class CacheTruth {
   private readonly windowMs: number | undefined;
 
   constructor(
-    private readonly index: PrefixIndex,
+    private index: PrefixIndex,
     options: CacheTruthOptions = {},
   ) {
     this.windowMs = options.windowMs;
@@ -148,6 +148,22 @@ export class CacheTruth {
     const truth = this.replica(replicaId);
     truth.overrideCapacity = checkCapacity("capacityTokens", tokens);
     this.applyBudget(replicaId, truth, tokensPerBlock);
+  }
+
+  /**
+   * The LB rebuilt its index (a new index.capacityBlocks or ttlMs): what it knows of each engine
+   * carries over to the new one. Budgets from the engines' KV capacity and learned horizons are
+   * properties of the engines, not of the index, and epochs, accuracy windows and clear history
+   * stay: starting them over left a replica without a budget (and its restarts undetected) until
+   * its next scrape. `tokensPerBlock` sizes the budgets as engineMetrics does.
+   */
+  rebind(index: PrefixIndex, tokensPerBlock: number): void {
+    const previous = this.index;
+    this.index = index;
+    for (const [replicaId, truth] of this.replicas) {
+      index.setReplicaHorizon(replicaId, previous.replicaView(replicaId).horizonMs);
+      this.applyBudget(replicaId, truth, tokensPerBlock);
+    }
   }
 
   /** Drops the replica's routes and horizon (its cache is known to be empty). */

@@ -4,6 +4,7 @@ import { RoutingInputError } from "./errors";
 import { LANE1_MUL, LANE2_MUL, finalizeLanes, hashString, hashString32, seedLane1, seedLane2 } from "./hash";
 import {
   MESSAGE_SEPARATOR,
+  NON_TEXT_PART_CHARS,
   ROLE_SEPARATOR,
   chatBlockKeys,
   chatBlockKeysWithState,
@@ -142,6 +143,40 @@ describe("chatBlockKeys", () => {
     assert.doesNotThrow(() => chatBlockKeys([{ role: "assistant", content: null }]));
   });
 
+  it("keys what a chat template renders besides the text: tool calls, names, tool call ids, audio and files", () => {
+    const tail = { role: "user", content: longText(300, 4) };
+    const agent = (city: string, extra: Record<string, unknown> = {}) => [
+      { role: "system", content: SYSTEM },
+      { role: "user", content: longText(200) },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "call_1", type: "function", function: { name: "book_flight", arguments: JSON.stringify({ to: city }) } }],
+      },
+      { role: "tool", tool_call_id: "call_1", content: "ok", ...extra },
+      tail,
+    ];
+    // The engine's prompts diverge at the tool call: the blocks after it must differ.
+    assert.notEqual(chatBlockKeys(agent("Paris")).at(-1), chatBlockKeys(agent("Tokyo")).at(-1));
+    assert.notEqual(chatBlockKeys(agent("Paris")).at(-1), chatBlockKeys(agent("Paris", { tool_call_id: "call_2" })).at(-1));
+    assert.notEqual(chatBlockKeys(agent("Paris")).at(-1), chatBlockKeys(agent("Paris", { name: "booking" })).at(-1));
+    const legacy = (args: string) => [{ role: "assistant", content: null, function_call: { name: "f", arguments: args } }, tail];
+    assert.notEqual(chatBlockKeys(legacy("{}")).at(-1), chatBlockKeys(legacy('{"a":1}')).at(-1));
+    const withPart = (part: unknown) => [{ role: "user", content: [part, { type: "text", text: longText(200) }] }];
+    const audio = (data: string) => withPart({ type: "input_audio", input_audio: { data, format: "wav" } });
+    assert.notEqual(chatBlockKeys(audio("UklGRiQAAABXQVZF")).at(-1), chatBlockKeys(audio("UklGRjQAAABXQVZF")).at(-1));
+    const file = (file_data: string) => withPart({ type: "file", file: { filename: "a.pdf", file_data } });
+    assert.notEqual(chatBlockKeys(file("JVBERi0xLjQK")).at(-1), chatBlockKeys(file("JVBERi0xLjUK")).at(-1));
+  });
+
+  it("keys the same tool call the same however a client orders its JSON fields", () => {
+    const call = (fn: Record<string, unknown>) => [
+      { role: "assistant", content: null, tool_calls: [{ id: "c", type: "function", function: fn }] },
+      { role: "user", content: longText(200) },
+    ];
+    assert.deepEqual(chatBlockKeys(call({ name: "f", arguments: "{}" })), chatBlockKeys(call({ arguments: "{}", name: "f" })));
+  });
+
   it("rejects malformed messages with the offending field named", () => {
     assert.throws(() => chatBlockKeys([{ role: 3 as unknown as string, content: "x" }]), /messages\[0\]\.role/);
     assert.throws(() => chatBlockKeys([{ role: "user", content: 42 }]), /messages\[0\]\.content/);
@@ -256,13 +291,45 @@ describe("chatSerialisedLength", () => {
           content: [
             { type: "text", text: longText(130 + extra) },
             { type: "image_url", image_url: { url: "https://x/y.png" } },
+            { type: "input_audio", input_audio: { data: "UklGRiQ=", format: "wav" } },
           ],
         },
+        { role: "assistant", name: "bot", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: '{"q":1}' } }] },
+        { role: "tool", tool_call_id: "c1", content: "ok" },
       ];
       const length = chatSerialisedLength(messages);
       assert.equal(chatBlockKeys(messages).length, Math.floor(length / 64), `extra ${extra}`);
       assert.equal(chatBlockKeys(messages, 1).length, length);
     }
+  });
+});
+
+describe("non-text parts in the token estimate", () => {
+  const image = `data:image/jpeg;base64,${"/9j/4AAQSkZJRgABAQ".repeat(34_000)}`; // ~612 KB
+  const withImage = (url: string) => [
+    {
+      role: "user",
+      content: [
+        { type: "text", text: "What is in this picture?" },
+        { type: "image_url", image_url: { url } },
+      ],
+    },
+  ];
+
+  it("counts an image, however large its data URL, as NON_TEXT_PART_CHARS", () => {
+    const text = chatSerialisedLength([{ role: "user", content: "What is in this picture?" }]);
+    assert.equal(chatSerialisedLength(withImage(image)), text + NON_TEXT_PART_CHARS);
+    assert.equal(chatSerialisedLength(withImage("https://x/y.png")), text + NON_TEXT_PART_CHARS);
+    const audio = [{ role: "user", content: [{ type: "input_audio", input_audio: { data: "A".repeat(400_000), format: "wav" } }] }];
+    assert.equal(chatSerialisedLength(audio), chatSerialisedLength([{ role: "user", content: "" }]) + NON_TEXT_PART_CHARS);
+  });
+
+  it("keys images by their content, as many blocks as the estimate counts", () => {
+    const other = `data:image/jpeg;base64,${"/9j/4AAQSkZJRgABAg".repeat(34_000)}`;
+    const keys = chatBlockKeys(withImage(image));
+    assert.equal(keys.length, Math.floor(chatSerialisedLength(withImage(image)) / 64));
+    assert.notEqual(keys.at(-1), chatBlockKeys(withImage(other)).at(-1));
+    assert.deepEqual(keys, chatBlockKeys(withImage(image.slice(0))));
   });
 });
 
@@ -327,10 +394,13 @@ describe("incremental keying (continue from a keyer state)", () => {
     if (pick < 0.7) return null;
     const parts: unknown[] = [];
     for (let p = Math.floor(rng.next() * 4); p >= 0; p--) {
+      const kind = rng.next();
       parts.push(
-        rng.next() < 0.8
+        kind < 0.8
           ? { type: "text", text: randomText(alphabet, Math.floor(rng.next() * 150)) }
-          : { type: "image_url", image_url: { url: randomText(alphabet, 40) } },
+          : kind < 0.9
+            ? { type: "image_url", image_url: { url: randomText(alphabet, 40) } }
+            : { type: "input_audio", input_audio: { data: randomText(alphabet, 40), format: "wav" } },
       );
     }
     return parts;
@@ -343,6 +413,7 @@ describe("incremental keying (continue from a keyer state)", () => {
       const messages = Array.from({ length: 1 + Math.floor(rng.next() * 4) }, (_, i) => ({
         role: i === 0 ? "system" : "user",
         content: randomContent(alphabet),
+        ...(rng.next() < 0.2 ? { name: randomText(alphabet, 5), tool_calls: [{ id: "c", function: { name: "f", arguments: randomText(alphabet, 90) } }] } : {}),
       }));
       const reply = { role: "assistant", content: randomText(alphabet, Math.floor(rng.next() * (rng.next() < 0.5 ? 70 : 2000))) };
       const first = chatBlockKeysWithState(messages, blockChars);

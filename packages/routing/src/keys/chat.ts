@@ -1,7 +1,9 @@
 // The chat keyer: a chat prompt's messages as the canonical serialisation `role ␟ content ␞` per
-// message, cut into chained block keys (stream.ts), and continued with appended messages (the next
-// turn) from a keyer state without re-reading the prompt.
+// message (plus what else a chat template renders: names, tool calls, media; see chatBlockKeys), cut
+// into chained block keys (stream.ts), and continued with appended messages (the next turn) from a
+// keyer state without re-reading the prompt.
 import { RoutingInputError, describe } from "../errors";
+import { hashString } from "../hash";
 import type { BlockKey } from "../types";
 import {
   CanonicalStream,
@@ -21,64 +23,147 @@ export interface ChatMessageLike {
   content: unknown;
 }
 
-function feedContent(chainer: CanonicalStream, content: unknown, index: number): void {
+/**
+ * Characters one non-text content part (an image, audio, a file, a video) stands for in the canonical
+ * serialisation: about 1k tokens at 4 characters per token, what engines spend on a typical image
+ * (LLaVA 576, Qwen2-VL ~1k for 1024², OpenAI 765 at high detail). The engine's count depends on the
+ * media's resolution or duration, not on its bytes: counted as its base64 text, a 600 KB image read
+ * as 150k tokens and was refused as too long, and smaller ones inflated every load figure.
+ */
+export const NON_TEXT_PART_CHARS = 4096;
+const MEDIA_FILLER = " ".repeat(NON_TEXT_PART_CHARS);
+/** A part's type goes into its label for readability only (the digest identifies it): bounded. */
+const MEDIA_TYPE_MAX_CHARS = 32;
+
+/** Where the canonical serialisation goes: the block keyer, or a character count. Media parts are
+ * handed over unserialised so that counting them costs nothing (no digest of a 600 KB data URL). */
+interface SerialisationSink {
+  text(piece: string): void;
+  media(part: Record<string, unknown>, type: string): void;
+}
+
+/** JSON with object keys sorted: the same tool call written by two clients serialises the same. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const record = value as Record<string, unknown>;
+    const fields: string[] = [];
+    for (const key of Object.keys(record).sort()) {
+      if (record[key] !== undefined) fields.push(`${JSON.stringify(key)}:${canonicalJson(record[key])}`);
+    }
+    return `{${fields.join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/**
+ * A media part's canonical piece, exactly NON_TEXT_PART_CHARS long: separator, type and a digest of
+ * what identifies the media (an image's URL or data URL; for other parts, the part itself), padded.
+ * Different media get different keys without putting megabytes of base64 through the keyer, and the
+ * padding keeps the keys' depth in step with the tokens the engine spends on it (and with
+ * chatSerialisedLength, which next-turn learning and the token estimate rely on).
+ */
+function mediaPiece(part: Record<string, unknown>, type: string): string {
+  const identity = type === "image_url" ? imageUrl(part["image_url"]) : undefined;
+  const digest = hashString(identity ?? canonicalJson(part)).toString(36);
+  const label = `${PART_SEPARATOR}${type.slice(0, MEDIA_TYPE_MAX_CHARS)}:${digest}`;
+  return label + MEDIA_FILLER.slice(label.length);
+}
+
+function imageUrl(image: unknown): string | undefined {
+  if (typeof image === "string") return image;
+  const url = image !== null && typeof image === "object" ? (image as { url?: unknown }).url : undefined;
+  return typeof url === "string" ? url : undefined;
+}
+
+/** `strict`: malformed input throws a RoutingInputError naming the field (keying); otherwise it is
+ * skipped (counting: chatBlockKeys rejects it). */
+function serialiseContent(sink: SerialisationSink, content: unknown, index: number, strict: boolean): void {
   if (typeof content === "string") {
-    chainer.write(content);
+    sink.text(content);
     return;
   }
   if (content === null || content === undefined) return; // e.g. assistant tool-call turns
   if (!Array.isArray(content)) {
+    if (!strict) return;
     throw new RoutingInputError(`messages[${index}].content`, `must be a string, null or an array of content parts, got ${describe(content)}`);
   }
   for (let p = 0; p < content.length; p++) {
     const part: unknown = content[p];
     if (typeof part === "string") {
-      chainer.write(part);
+      sink.text(part);
       continue;
     }
     if (part === null || typeof part !== "object") {
+      if (!strict) continue;
       throw new RoutingInputError(`messages[${index}].content[${p}]`, `must be a content part object, got ${describe(part)}`);
     }
-    const record = part as { type?: unknown; text?: unknown; image_url?: unknown };
-    if (typeof record.text === "string") {
-      chainer.write(record.text);
-    } else if (record.type === "text") {
-      throw new RoutingInputError(`messages[${index}].content[${p}].text`, `must be a string, got ${describe(record.text)}`);
-    } else if (record.type === "image_url") {
-      // Different images must not share a key: the image URL (or data URL) stands in for its tokens.
-      const image = record.image_url;
-      const url = typeof image === "string" ? image : image && typeof image === "object" ? (image as { url?: unknown }).url : undefined;
-      if (typeof url === "string") {
-        chainer.write(PART_SEPARATOR);
-        chainer.write(url);
-      }
+    const record = part as Record<string, unknown>;
+    const text = record["text"];
+    const type = record["type"];
+    if (typeof text === "string") {
+      sink.text(text);
+    } else if (type === "text") {
+      if (strict) throw new RoutingInputError(`messages[${index}].content[${p}].text`, `must be a string, got ${describe(text)}`);
+    } else if (typeof type === "string") {
+      // An image, audio, a file, a video: the engine encodes it into tokens the prompt's text does not show.
+      sink.media(record, type);
     }
-    // Other part types (audio, files) carry no text we can key cheaply; they are skipped.
   }
 }
 
-function feedMessages(chainer: CanonicalStream, messages: readonly ChatMessageLike[], firstIndex: number): void {
-  if (!Array.isArray(messages)) throw new RoutingInputError("messages", `must be an array, got ${describe(messages)}`);
+/** The fields besides `content` that a chat template renders into the prompt, each behind ␝ and its
+ * name so that no field can pass for another or for text. reasoning_content is left out: templates
+ * of reasoning models drop it from the history. */
+function serialiseMessage(sink: SerialisationSink, message: Record<string, unknown>, index: number, strict: boolean): void {
+  const name = message["name"];
+  if (typeof name === "string" && name !== "") sink.text(`${PART_SEPARATOR}name:${name}`);
+  const toolCallId = message["tool_call_id"];
+  if (typeof toolCallId === "string" && toolCallId !== "") sink.text(`${PART_SEPARATOR}tool_call_id:${toolCallId}`);
+  serialiseContent(sink, message["content"], index, strict);
+  const toolCalls = message["tool_calls"];
+  if (Array.isArray(toolCalls) && toolCalls.length > 0) sink.text(`${PART_SEPARATOR}tool_calls:${canonicalJson(toolCalls)}`);
+  const functionCall = message["function_call"];
+  if (functionCall !== null && typeof functionCall === "object") sink.text(`${PART_SEPARATOR}function_call:${canonicalJson(functionCall)}`);
+}
+
+function serialiseMessages(sink: SerialisationSink, messages: readonly ChatMessageLike[], firstIndex: number, strict: boolean): void {
+  if (!Array.isArray(messages)) {
+    if (!strict) return;
+    throw new RoutingInputError("messages", `must be an array, got ${describe(messages)}`);
+  }
   for (let m = 0; m < messages.length; m++) {
     const i = firstIndex + m;
     const message = messages[m];
     if (message === null || typeof message !== "object") {
+      if (!strict) continue;
       throw new RoutingInputError(`messages[${i}]`, `must be an object, got ${describe(message)}`);
     }
-    if (typeof message.role !== "string") {
-      throw new RoutingInputError(`messages[${i}].role`, `must be a string, got ${describe(message.role)}`);
-    }
-    chainer.write(message.role);
-    chainer.write(ROLE_SEPARATOR);
-    feedContent(chainer, message.content, i);
-    chainer.write(MESSAGE_SEPARATOR);
+    if (typeof message.role === "string") sink.text(message.role);
+    else if (strict) throw new RoutingInputError(`messages[${i}].role`, `must be a string, got ${describe(message.role)}`);
+    sink.text(ROLE_SEPARATOR);
+    serialiseMessage(sink, message as unknown as Record<string, unknown>, i, strict);
+    sink.text(MESSAGE_SEPARATOR);
   }
+}
+
+function feedMessages(chainer: CanonicalStream, messages: readonly ChatMessageLike[], firstIndex: number): void {
+  serialiseMessages(
+    {
+      text: (piece) => chainer.write(piece),
+      media: (part, type) => chainer.write(mediaPiece(part, type)),
+    },
+    messages,
+    firstIndex,
+    true,
+  );
 }
 
 /**
  * Chained keys of a chat prompt. Canonical serialisation per message:
- * `role ␟ content ␞`, where an array content contributes its text parts concatenated (and image URLs
- * behind ␝). Only full blocks are keyed (see the file header).
+ * `role ␟ [␝name:…] [␝tool_call_id:…] content [␝tool_calls:json] [␝function_call:json] ␞`, where an
+ * array content contributes its text parts concatenated and each media part as a fixed-length piece
+ * behind ␝ (mediaPiece). JSON is canonical (sorted keys). Only full blocks are keyed (see the file header).
  */
 export function chatBlockKeys(messages: readonly ChatMessageLike[], blockChars = DEFAULT_BLOCK_CHARS): BlockKey[] {
   return chatBlockKeysWithState(messages, blockChars).keys;
@@ -107,30 +192,23 @@ export function continueChatBlockKeys(state: BlockKeyerState, appended: readonly
   return { keys, state: keyerState("chat", state.blockChars, keys, chainer, state.lastKey, state.blocks, state.messages + appended.length) };
 }
 
-/** Characters the canonical chat serialisation has (for token estimation), counted the same way
- * chatBlockKeys feeds them; no allocation. Malformed parts count as 0 (chatBlockKeys rejects them). */
+/** Characters the canonical chat serialisation has (for token estimation), counted by the same
+ * walk chatBlockKeys feeds the keyer from (a media part: NON_TEXT_PART_CHARS). Malformed parts count
+ * as 0 (chatBlockKeys rejects them). */
 export function chatSerialisedLength(messages: readonly ChatMessageLike[]): number {
   let total = 0;
-  for (const message of messages) {
-    total += (typeof message.role === "string" ? message.role.length : 0) + ROLE_SEPARATOR.length + MESSAGE_SEPARATOR.length;
-    const content = message.content;
-    if (typeof content === "string") {
-      total += content.length;
-      continue;
-    }
-    if (!Array.isArray(content)) continue;
-    for (const part of content as unknown[]) {
-      if (typeof part === "string") total += part.length;
-      else if (part && typeof part === "object") {
-        const record = part as { type?: unknown; text?: unknown; image_url?: unknown };
-        if (typeof record.text === "string") total += record.text.length;
-        else if (record.type === "image_url") {
-          const image = record.image_url;
-          const url = typeof image === "string" ? image : image && typeof image === "object" ? (image as { url?: unknown }).url : undefined;
-          if (typeof url === "string") total += PART_SEPARATOR.length + url.length;
-        }
-      }
-    }
-  }
+  serialiseMessages(
+    {
+      text: (piece) => {
+        total += piece.length;
+      },
+      media: () => {
+        total += NON_TEXT_PART_CHARS;
+      },
+    },
+    messages,
+    0,
+    false,
+  );
   return total;
 }

@@ -7,5 +7,5 @@ export {
   traceBlockKeys,
 } from "./trace";
 export { DEFAULT_BLOCK_CHARS, MESSAGE_SEPARATOR, PART_SEPARATOR, ROLE_SEPARATOR, type BlockKeyerState } from "./stream";
-export { chatBlockKeys, chatBlockKeysWithState, chatSerialisedLength, continueChatBlockKeys, type ChatMessageLike } from "./chat";
+export { chatBlockKeys, chatBlockKeysWithState, chatSerialisedLength, continueChatBlockKeys, NON_TEXT_PART_CHARS, type ChatMessageLike } from "./chat";
 export { continuePromptBlockKeys, promptBlockKeys, promptBlockKeysWithState } from "./prompt";

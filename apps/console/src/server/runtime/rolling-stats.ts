@@ -116,11 +116,15 @@ export class RollingStats {
       acc.requests += 1;
       acc.inputTokens += event.inputTokens;
       if (event.actualCachedTokens !== null) {
-        acc.actualCachedTokens += event.actualCachedTokens;
+        // LBs send the cached count in the units of inputTokens (the LB's estimate), capped at it; an LB
+        // from before that sent the engine's own count, which a denser tokenizer put above the estimate
+        // (a hit rate of 128 %). No prompt has more cached tokens than it has tokens.
+        const actual = Math.min(event.actualCachedTokens, event.inputTokens);
+        acc.actualCachedTokens += actual;
         acc.reportedInputTokens += event.inputTokens;
         acc.predictedCachedTokens += event.predictedCachedTokens;
-        acc.overlap += Math.min(event.predictedCachedTokens, event.actualCachedTokens);
-        acc.union += Math.max(event.predictedCachedTokens, event.actualCachedTokens);
+        acc.overlap += Math.min(event.predictedCachedTokens, actual);
+        acc.union += Math.max(event.predictedCachedTokens, actual);
         acc.reports += 1;
       }
       bucket.replicas.set(event.replicaId, acc);
