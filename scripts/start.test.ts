@@ -51,7 +51,9 @@ function fakeCheckout(): { dir: string; env: NodeJS.ProcessEnv } {
   cpSync(join(root, "scripts"), join(dir, "scripts"), { recursive: true });
   cpSync(join(root, "package.json"), join(dir, "package.json"));
   mkdirSync(join(dir, "apps", "console", "src", "lib"), { recursive: true });
-  cpSync(join(root, "apps", "console", "src", "lib", "demo-files.ts"), join(dir, "apps", "console", "src", "lib", "demo-files.ts"));
+  // The console's modules the scripts import (demo state paths; the supervisor's parent-death rule).
+  for (const file of ["demo-files.ts", "tied-to-parent.ts"])
+    cpSync(join(root, "apps", "console", "src", "lib", file), join(dir, "apps", "console", "src", "lib", file));
   mkdirSync(join(dir, "node_modules"));
   for (const name of readdirSync(join(root, "node_modules"))) symlinkSync(join(root, "node_modules", name), join(dir, "node_modules", name));
   writeFileSync(join(dir, "node_modules", ".meridian-install-stamp"), "no-lock");
