@@ -10,10 +10,12 @@
 // A forwarded request yields two events: the entry LB's (the LB the client sent it to: forwarded,
 // its latency what the client saw, including the hop) and the serving peer's (hop 1, naming the
 // replica). To a tuner of one LB they belong to two tuners, or one is a peer's. A tuner of several
-// LBs (the fleet's) holds both as its own, and counted twice the request would weigh double in the
-// trial's arm and its p95. Its sample is the entry LB's event, what the client experienced; the
-// peer's tells which replica served it, a peer request for the share guardrail, as the entry LB's own
-// tuner counts it.
+// LBs (the fleet's) holds both when both LBs are its members, and counted twice the request would
+// weigh double in the trial's arm and its p95. Its sample is the entry LB's event, what the client
+// experienced; the peer's tells which replica served it, a peer request for the share guardrail, as
+// the entry LB's own tuner counts it. Known limit: a request that enters at an LB outside the fleet
+// tuner (its policy does not read the weights) and is forwarded to a member is no sample at all; the
+// event does not name its entry LB, and such mixed fleets forward rarely.
 
 import type { Arm } from "./trial/arm";
 import type { TunerSample } from "./window";

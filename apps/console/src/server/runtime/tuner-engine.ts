@@ -3,8 +3,9 @@
 // - Scope (tuner-scope.ts): one tuner per LB, or the fleet's (key FLEET) for every LB whose policy
 //   reads the weights, while the LBs' own tuners stand aside.
 // - Samples: every LB's telemetry event goes to every tuner: its own LB's events (a member's, for the
-//   fleet) are samples (the tuner's rule, sampleFromEvent: client errors and aborts are not), other
-//   LBs' events that finished after the trial started count toward its fleet-share guardrail (observePeer).
+//   fleet) are samples (the tuner's rules: sampleFromEvent, client errors and aborts are not; eventRole,
+//   the fleet's tuner takes a forwarded request once, at its entry LB), other LBs' events that
+//   finished after the trial started count toward its fleet-share guardrail (observePeer).
 // - A/B trials (the default): the tuner's current weights and trial are written to the LB row
 //   (weight_*, trial_json) and published, so every config version — whatever triggered it — carries
 //   the running trial; samples are matched to the trial by its id, not by config version. Trial pushes
