@@ -58,17 +58,30 @@ describe("first-byte deadline", () => {
     const history = new FirstByteHistory();
     const plan = firstByteDeadline({ ...base, stream: false, maxOutputTokens: 100, tokensAhead: 100, history });
     assert.equal(plan.expectedMs, 2 + 100 * PRIOR_PREFILL_MS_PER_TOKEN + 100 * PRIOR_DECODE_MS_PER_TOKEN);
-    history.observeDecode(100, 1_000);
+    history.observeDecode({ outputTokens: 100, sequences: 1 }, 1_000);
     assert.equal(history.decodeMsPerToken, 10);
     // Without max_tokens nothing bounds the expectation: the cap.
     assert.equal(firstByteDeadline({ ...base, stream: false, tokensAhead: 100, history }).deadlineMs, 120_000);
+  });
+
+  it("a stream of n choices teaches the time per token of one choice, not of their sum", () => {
+    // 8 choices of 10 tokens decoded side by side in 300 ms: usage.completion_tokens says 80.
+    const history = new FirstByteHistory();
+    history.observeDecode({ outputTokens: 80, sequences: 8 }, 300);
+    assert.equal(history.decodeMsPerToken, 30);
+    // A non-streamed reply of 100 tokens is then expected to take 100 decode steps of 30 ms.
+    const plan = firstByteDeadline({ ...base, stream: false, maxOutputTokens: 100, tokensAhead: 0, history });
+    assert.equal(plan.expectedMs, 2 + 100 * 30);
+    // Fewer tokens than sequences (choices that stopped at once) is less than a token each: no sample.
+    history.observeDecode({ outputTokens: 4, sequences: 8 }, 300);
+    assert.equal(history.decodeMsPerToken, 30);
   });
 
   it("the cap wins over a floor set above it, and nonsense samples teach nothing", () => {
     assert.equal(firstByteDeadline({ ...base, floorMs: 5_000, capMs: 600, tokensAhead: 0, history: new FirstByteHistory() }).deadlineMs, 600);
     const history = new FirstByteHistory();
     history.observeFirstByte(5_000, Number.NaN, 0);
-    history.observeDecode(0, 10);
+    history.observeDecode({ outputTokens: 0, sequences: 1 }, 10);
     assert.deepEqual({ ...history }, { overheadMs: null, prefillMsPerToken: null, decodeMsPerToken: null });
   });
 });

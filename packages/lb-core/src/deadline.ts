@@ -17,7 +17,8 @@
 //   - overhead: time to first byte beyond the RTT of requests with few tokens ahead (scheduling,
 //     one decode step);
 //   - prefill ms/token: the rest of it per token ahead, from requests with many tokens ahead;
-//   - decode ms/token: time from first to last byte of a stream per output token.
+//   - decode ms/token: time from first to last byte of a stream per output token of one sequence
+//     (a stream of n choices decodes them side by side: DecodeSample).
 // Before a replica has answered, conservative priors stand in (1,000 prefill tokens/s, 20 output
 // tokens/s: slower than any GPU engine), so a new replica gets a generous deadline, not a tight one.
 // A non-streamed request without max_tokens has no expected length: its deadline is the cap.
@@ -54,11 +55,31 @@ export class FirstByteHistory {
     else this.prefillMsPerToken = ewma(this.prefillMsPerToken, Math.max(0, work - (this.overheadMs ?? 0)) / tokensAhead);
   }
 
-  /** A stream's `outputTokens` took `decodeMs` from its first byte to its last. */
-  observeDecode(outputTokens: number, decodeMs: number): void {
-    if (!(outputTokens >= 1) || !Number.isFinite(decodeMs) || decodeMs < 0) return;
-    this.decodeMsPerToken = ewma(this.decodeMsPerToken, decodeMs / outputTokens);
+  /** A stream's output (`sample`) took `decodeMs` from its first byte to its last. */
+  observeDecode(sample: DecodeSample, decodeMs: number): void {
+    const perSequence = tokensPerSequence(sample);
+    if (!(perSequence >= 1) || !Number.isFinite(decodeMs) || decodeMs < 0) return;
+    this.decodeMsPerToken = ewma(this.decodeMsPerToken, decodeMs / perSequence);
   }
+}
+
+/** What a finished stream generated: `outputTokens` over `sequences` sequences. A request with n
+ * choices (or a /v1/completions batch of prompts) reports the SUM of its sequences' tokens
+ * (usage.completion_tokens, OpenAI and vLLM alike), but the engine decodes them side by side, one
+ * token of each per step: the time per token of a reply is the stream's time over ONE sequence's
+ * tokens. Divided by the sum, an n=8 stream taught an eighth of the true rate, and every later
+ * non-streamed deadline (max_tokens × decode ms/token) fired while the engine was still decoding. */
+export interface DecodeSample {
+  outputTokens: number;
+  /** How many sequences `outputTokens` counts (1 when it counts one choice's tokens). */
+  sequences: number;
+}
+
+/** The mean tokens of one sequence. The stream lasted as long as its longest sequence, which has at
+ * least the mean: the rate learned from the mean errs slow, so deadlines err generous. */
+function tokensPerSequence(sample: DecodeSample): number {
+  const sequences = Number.isFinite(sample.sequences) && sample.sequences >= 1 ? Math.floor(sample.sequences) : 1;
+  return sample.outputTokens / sequences;
 }
 
 export interface FirstByteInput {

@@ -3,7 +3,7 @@
 export { LbCore, MAX_ATTEMPTS, DEFAULT_PEER_SNAPSHOT_KEYS } from "./lb-core";
 export type { CacheModel, LbCoreOptions, Settled } from "./lb-core";
 export type { PlacementLogEntry } from "./placement";
-export type { FirstBytePlan } from "./deadline";
+export type { DecodeSample, FirstBytePlan } from "./deadline";
 export type { RedispatchCause } from "./redispatch";
 export type { TargetChanges } from "./targets";
 export { Ticket, failures } from "./ticket";

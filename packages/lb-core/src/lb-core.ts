@@ -20,7 +20,7 @@ import {
 } from "@meridian/routing";
 import type { LbConfig } from "@meridian/protocol";
 import { completeTicket, headersLearning, isSuccess, withValidUsage, type Completion, type LearnInstruction, type Outcome } from "./completion";
-import { type FirstBytePlan, ticketFirstBytePlan } from "./deadline";
+import { type DecodeSample, type FirstBytePlan, ticketFirstBytePlan } from "./deadline";
 import { HoldQueue } from "./hold-queue";
 import { holdClass, knownModel, placementLogEntry, planPlacement, type Placement, type PlacementContext } from "./placement";
 import { hasAlternative, isRetryableStatus, type RedispatchCause } from "./redispatch";
@@ -334,9 +334,9 @@ export class LbCore<J> {
     replica?.firstByte.observeFirstByte(plan.tokensAhead, elapsedMs, replica.rtt.ms ?? 0);
   }
 
-  /** A stream's `outputTokens` took `decodeMs` from its first byte to its last. */
-  decodeObserved(ticket: Ticket<J>, outputTokens: number, decodeMs: number): void {
-    this.replicaOf(ticket)?.firstByte.observeDecode(outputTokens, decodeMs);
+  /** A stream's output (summed over its sequences: DecodeSample) took `decodeMs` from its first byte to its last. */
+  decodeObserved(ticket: Ticket<J>, sample: DecodeSample, decodeMs: number): void {
+    this.replicaOf(ticket)?.firstByte.observeDecode(sample, decodeMs);
   }
 
   /** The record the ticket's dispatch was booked on: its counters and its history are that record's. */

@@ -393,8 +393,8 @@ export class Balancer implements ExchangeHost<Job> {
   onEnd(job: Job, exchange: UpstreamExchange<Job>): void {
     const facts = responseFacts(exchange);
     const { status, error } = endedStatus(exchange);
-    if (error === null && exchange.streaming && exchange.firstByteAt !== null) {
-      this.core.decodeObserved(job.ticket, facts.usage?.completionTokens ?? facts.outputEvents, performance.now() - exchange.firstByteAt);
+    if (error === null && exchange.observer && exchange.firstByteAt !== null) {
+      this.core.decodeObserved(job.ticket, exchange.observer.decodeSample(), performance.now() - exchange.firstByteAt);
     }
     this.finish(job, status, facts, error);
   }
@@ -441,7 +441,7 @@ export class Balancer implements ExchangeHost<Job> {
    * closing its stream with an SSE error event. */
   private cut(job: Job, error: HttpError, reason: string): void {
     if (!job.res.headersSent) return this.failJob(job, error, reason);
-    if (endStreamWithError(job.res, job.exchange?.streaming === true, error)) this.metrics.cutStreams.inc({ reason });
+    if (endStreamWithError(job.res, job.exchange?.endsWithEvent === true, error)) this.metrics.cutStreams.inc({ reason });
     this.finish(job, error.status, null, error.message);
   }
 

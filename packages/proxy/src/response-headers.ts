@@ -3,8 +3,10 @@
 // the LB's own business.
 import type { ExchangeJob, UpstreamExchange } from "./upstream";
 
-/** Response headers copied from upstream. */
-const PASSED_RESPONSE_HEADERS = ["content-type", "cache-control", "x-request-id", "openai-processing-ms", "x-meridian-replica"];
+/** Response headers copied from upstream. Content-Encoding goes with the body it describes: the LB
+ * passes an encoded answer through untouched (upstream.ts contentEncoded). x-request-id is the
+ * engine's, which echoes the client's own when the client sent one (upstream.ts passes it on). */
+const PASSED_RESPONSE_HEADERS = ["content-type", "content-encoding", "cache-control", "x-request-id", "openai-processing-ms", "x-meridian-replica"];
 
 /** Statuses that tell the client to back off: an engine's or gateway's 429, a 503 (an engine's, or a
  * peer LB's own queue_full / shutting_down / no_replica). Their back-off headers are passed on, as the

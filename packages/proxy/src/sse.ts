@@ -8,9 +8,11 @@
 // event boundary (the usual case: engines write event by event) is forwarded as is, with no copy;
 // otherwise the LB asked for usage on the client's behalf (of a replica or a peer LB alike) and drops
 // that extra usage event. A top-level error event (a peer LB that cut the stream, or an engine) marks
-// the stream failed (streamError).
+// the stream failed (streamError). Lines end as WHATWG SSE allows: CRLF, LF or a bare CR (an event
+// ends at an empty line, e.g. "\n\n", "\r\n\r\n", "\r\r").
 
 import { DEFAULT_LIMITS } from "@meridian/protocol";
+import type { DecodeSample } from "@meridian/lb-core";
 import { MAX_CHARS_PER_TOKEN, usageNumber } from "@meridian/routing";
 
 export interface UsageReport {
@@ -59,7 +61,11 @@ export class SseObserver {
   /** The reply outgrew `maxReplyChars`: `content` holds its start only, and no next turn is learned. */
   replyTruncated = false;
   usage: UsageReport | null = null;
+  /** Events carrying text of the first choice (a count of that choice's tokens when usage is missing). */
   contentEvents = 0;
+  /** One past the highest choice index seen: how many sequences the engine decoded side by side (n
+   * choices, times the prompts of a /v1/completions batch, whose choices are numbered through). */
+  private sequences = 1;
   done = false;
   /** The upstream sent a partial event past MAX_PARTIAL_EVENT_BYTES: what was held is dropped and
    * nothing more is read; the exchange fails the stream. */
@@ -80,16 +86,28 @@ export class SseObserver {
   private heldRawTail: Buffer = EMPTY;
   private readonly decoder = new TextDecoder();
   private sawContent = false;
+  /** Everything so far ended with an event whose blank line was a CR, and that event went out (true)
+   * or was dropped (false); null otherwise. A LF next is the second half of that CRLF. */
+  private endedOnCr: boolean | null = null;
 
   constructor(private readonly options: SseObserverOptions) {}
 
   /** Feeds one upstream chunk; returns what to forward to the client now (possibly empty). */
   push(chunk: Buffer): Buffer {
     if (this.tooLarge) return EMPTY;
+    const endedOnCr = this.endedOnCr;
+    this.endedOnCr = null;
+    if (endedOnCr !== null && chunk[0] === LF) {
+      // The LF ends the event already sent (or dropped) with its CR: it goes the same way now, rather
+      // than wait as the start of the next event.
+      const after = chunk.length > 1 ? this.push(chunk.subarray(1)) : EMPTY;
+      if (!endedOnCr) return after;
+      return after.length === 0 ? LF_BYTE : Buffer.concat([LF_BYTE, after]);
+    }
     const decoded = this.decoder.decode(chunk, { stream: true });
     // Only the new text (and the few held characters a boundary could start in) is searched: held
     // text was searched when it came, so a stream without boundaries costs each byte one look.
-    if (findEventEnd(this.pendingTail + decoded, 0) === null) {
+    if (new EventEnds(this.pendingTail + decoded).next(0) === null) {
       this.hold(decoded, chunk);
       return EMPTY;
     }
@@ -98,18 +116,22 @@ export class SseObserver {
     const keep = this.options.stripUsage ? ([] as string[]) : null;
     let eventStart = 0;
     let searchFrom = Math.max(0, heldChars - BOUNDARY_OVERLAP);
+    let lastKept = true;
+    const ends = new EventEnds(text);
     for (;;) {
-      const boundary = findEventEnd(text, Math.max(eventStart, searchFrom));
+      const boundary = ends.next(Math.max(eventStart, searchFrom));
       if (boundary === null) break;
       const raw = text.slice(eventStart, boundary.end);
       const forward = this.readEvent(text.slice(eventStart, boundary.bodyEnd));
       if (keep) {
         if (forward === true) keep.push(raw);
         else if (typeof forward === "string") keep.push(forward + text.slice(boundary.bodyEnd, boundary.end));
+        lastKept = forward !== false;
       }
       eventStart = boundary.end;
       searchFrom = eventStart;
     }
+    if (eventStart === text.length && text.charCodeAt(text.length - 1) === CR) this.endedOnCr = lastKept;
     const rest = text.slice(eventStart);
     this.pending = rest === "" ? [] : [rest];
     this.pendingTail = rest.slice(-BOUNDARY_OVERLAP);
@@ -119,19 +141,32 @@ export class SseObserver {
     return out;
   }
 
-  /** Whatever is still held at end of stream (an unterminated last event) goes out unchanged. */
+  /** Whatever is still held at end of stream (an unterminated last event): unchanged when passed
+   * through, else kept, dropped or rewritten as a terminated one would be (a usage event the client
+   * did not ask for is dropped even when the upstream ended without its blank line). */
   end(): Buffer {
     if (this.tooLarge) return EMPTY;
     const rest = this.pending.join("") + this.decoder.decode();
     this.pending = [];
     this.pendingTail = "";
-    if (rest.trim() !== "") this.readEvent(rest);
+    const forward = rest.trim() !== "" ? this.readEvent(rest) : true;
     if (!this.options.stripUsage) {
       const held = this.heldRaw.length === 0 ? EMPTY : this.heldRaw.length === 1 ? (this.heldRaw[0] as Buffer) : Buffer.concat(this.heldRaw);
       this.heldRaw = [];
       return held;
     }
-    return rest !== "" ? Buffer.from(rest) : EMPTY;
+    if (forward === false || rest === "") return EMPTY;
+    if (forward === true) return Buffer.from(rest);
+    // The rewritten event keeps the line ends the upstream sent after it.
+    const body = rest.trimEnd();
+    return Buffer.from(forward + rest.slice(body.length));
+  }
+
+  /** What the stream generated, for the replica's decode rate: usage's completion tokens (summed over
+   * every sequence), or without usage the first choice's content events (one sequence). */
+  decodeSample(): DecodeSample {
+    const tokens = this.usage?.completionTokens ?? null;
+    return tokens !== null ? { outputTokens: tokens, sequences: this.sequences } : { outputTokens: this.contentEvents, sequences: 1 };
   }
 
   /** A chunk with no event boundary: all of it joins the partial event. */
@@ -182,8 +217,7 @@ export class SseObserver {
   private readEvent(eventText: string): boolean | string {
     let data = "";
     let dataLines = 0;
-    for (const line of eventText.split("\n")) {
-      const clean = line.endsWith("\r") ? line.slice(0, -1) : line;
+    for (const clean of eventText.split(LINE_END)) {
       if (!clean.startsWith("data:")) continue;
       const value = clean.charCodeAt(5) === 32 ? clean.slice(6) : clean.slice(5);
       data = dataLines === 0 ? value : data + "\n" + value;
@@ -208,6 +242,9 @@ export class SseObserver {
     const choices = Array.isArray(parsed["choices"]) ? (parsed["choices"] as unknown[]) : [];
     for (const choice of choices) {
       if (!isRecord(choice)) continue;
+      const index = choice["index"];
+      // An absurd index only makes the learned rate slower (deadlines more generous): no bound needed.
+      if (typeof index === "number" && Number.isSafeInteger(index) && index >= this.sequences) this.sequences = index + 1;
       const delta = isRecord(choice["delta"]) ? choice["delta"] : null;
       // The first generated token of any kind starts the time to first token: text, reasoning, a tool call.
       if (!this.sawContent && (delta ? hasOutput(delta) : nonEmptyString(choice["text"]))) {
@@ -246,6 +283,11 @@ export class SseObserver {
 const EMPTY = Buffer.alloc(0);
 /** A boundary ("\r\n\r\n" at most) split across chunks begins in the last 3 characters (or bytes) held. */
 const BOUNDARY_OVERLAP = 3;
+/** A line end of SSE: CRLF, LF or a bare CR (CRLF first: it is one line end, not two). */
+const LINE_END = /\r\n|\r|\n/;
+const CR = 0x0d;
+const LF = 0x0a;
+const LF_BYTE = Buffer.from("\n");
 
 /** The last BOUNDARY_OVERLAP bytes of `held` followed by `chunk`. */
 function lastBytes(held: Buffer, chunk: Buffer): Buffer {
@@ -253,17 +295,30 @@ function lastBytes(held: Buffer, chunk: Buffer): Buffer {
   return Buffer.concat([held, chunk]).subarray(-BOUNDARY_OVERLAP);
 }
 
-/** Index just past the last event boundary ("\n\n" or "\r\n\r\n") in `bytes`, or 0. */
+/** Index just past the last event boundary in `bytes` (two line ends in a row, each CRLF, LF or
+ * CR: the same boundaries EventEnds finds in the text), or 0. Read backwards: the usual chunk ends
+ * on its boundary and costs one look. A CR at the very end may yet be the start of a CRLF: the
+ * boundary is there either way, and a LF that follows in the next chunk is then an empty line of
+ * its own, which an SSE client skips. */
 function lastEventEnd(bytes: Buffer): number {
-  const n = bytes.length;
-  if (n >= 2 && bytes[n - 1] === 0x0a && bytes[n - 2] === 0x0a) return n;
-  if (n >= 4 && bytes[n - 1] === 0x0a && bytes[n - 2] === 0x0d && bytes[n - 3] === 0x0a && bytes[n - 4] === 0x0d) return n;
-  const lf = bytes.lastIndexOf(LF_LF);
-  const crlf = bytes.lastIndexOf(CRLF_CRLF);
-  return Math.max(lf === -1 ? 0 : lf + 2, crlf === -1 ? 0 : crlf + 4);
+  for (let end = bytes.length; end >= 2; end--) {
+    const last = bytes[end - 1];
+    if (last === LF) {
+      // The second line end is CRLF or LF; the first ends just before it (LF of a CRLF, LF, or CR).
+      const start = bytes[end - 2] === CR ? end - 2 : end - 1;
+      if (start >= 1 && isLineEndByte(bytes[start - 1])) return end;
+    } else if (last === CR) {
+      // A CR followed by LF is the first half of a CRLF: the line end is not over here.
+      if (end < bytes.length && bytes[end] === LF) continue;
+      if (isLineEndByte(bytes[end - 2])) return end;
+    }
+  }
+  return 0;
 }
-const LF_LF = Buffer.from("\n\n");
-const CRLF_CRLF = Buffer.from("\r\n\r\n");
+
+function isLineEndByte(byte: number | undefined): boolean {
+  return byte === CR || byte === LF;
+}
 
 /** An SSE event carrying an OpenAI-shaped error: what a stream cut short ends with, so that OpenAI
  * SDKs raise it (they throw on a data event with an `error` field) instead of ending silently. */
@@ -271,12 +326,44 @@ export function sseErrorEvent(message: string, type: string, code: string): Buff
   return Buffer.from(`data: ${JSON.stringify({ error: { message, type, code, param: null } })}\n\n`);
 }
 
-function findEventEnd(text: string, from: number): { bodyEnd: number; end: number } | null {
-  const lf = text.indexOf("\n\n", from);
-  const crlf = text.indexOf("\r\n\r\n", from);
-  if (lf === -1 && crlf === -1) return null;
-  if (crlf !== -1 && (lf === -1 || crlf < lf)) return { bodyEnd: crlf, end: crlf + 4 };
-  return { bodyEnd: lf, end: lf + 2 };
+/** Finds event boundaries in one text, left to right: a line end (CRLF, LF or CR) right after
+ * another. The next CR and LF positions are remembered between calls, so a text without CRs (the
+ * usual "\n\n" stream) is searched for one once, not once per event. */
+class EventEnds {
+  private lf = -2;
+  private cr = -2;
+
+  constructor(private readonly text: string) {}
+
+  /** The first boundary at or after `from` (calls go left to right): `bodyEnd` where its first line
+   * end starts, `end` just past the second. Starting on the LF of a CRLF finds the same `end` (that
+   * LF ends the line either way). */
+  next(from: number): { bodyEnd: number; end: number } | null {
+    const text = this.text;
+    let i = this.lineEnd(from);
+    while (i !== -1) {
+      const second = i + lineEndLength(text, i);
+      if (second < text.length && isLineEndCode(text.charCodeAt(second))) return { bodyEnd: i, end: second + lineEndLength(text, second) };
+      i = this.lineEnd(second);
+    }
+    return null;
+  }
+
+  private lineEnd(from: number): number {
+    if (this.lf !== -1 && this.lf < from) this.lf = this.text.indexOf("\n", from);
+    if (this.cr !== -1 && this.cr < from) this.cr = this.text.indexOf("\r", from);
+    if (this.cr === -1) return this.lf;
+    return this.lf === -1 || this.cr < this.lf ? this.cr : this.lf;
+  }
+}
+
+/** 2 for a CRLF at `i`, else 1 (a LF, or a CR: one at the end of the text counts alone). */
+function lineEndLength(text: string, i: number): number {
+  return text.charCodeAt(i) === CR && text.charCodeAt(i + 1) === LF ? 2 : 1;
+}
+
+function isLineEndCode(code: number): boolean {
+  return code === CR || code === LF;
 }
 
 /** The message of an SSE error event's `error` field (OpenAI's object, or a bare string). */

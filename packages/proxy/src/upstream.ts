@@ -3,14 +3,16 @@
 // stops reading is dropped), a non-stream body is held to go out whole up to a cap, response headers
 // reach the client only with the first body bytes forwarded, a stream's first whole event (so a failure
 // before that can still be retried elsewhere without the client noticing), and the host is told how it
-// ended, even when the host's own handling of it throws. It decides nothing. The head's headers:
-// response-headers.ts.
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+// ended, even when the host's own handling of it throws. An answer in a content coding (gzip, ...)
+// is passed through untouched, unread. It decides nothing. The head's headers: response-headers.ts.
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { Dispatcher } from "undici";
 import type { RedispatchCause } from "@meridian/lb-core";
 import type { Limits } from "@meridian/protocol";
+import { PoolQueueEntry } from "./pool-queue-entry";
 import { bodyLength, type ParsedInference } from "./request";
+import { passedRequestHeaders } from "./request-headers";
 import { MAX_PARTIAL_EVENT_BYTES, maxReplyChars, SseObserver } from "./sse";
 
 /** What the exchange needs of the request it carries. */
@@ -74,9 +76,16 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   observer: SseObserver | null = null;
   /** A non-streamed body, held to go out in one write (and be read for usage) at its end. */
   readonly buffered: Buffer[] = [];
-  /** The non-streamed body outgrew MAX_BUFFERED_BODY_BYTES: it is passed through as it comes, with
-   * no length in the client's head, and not read for usage. */
+  /** The non-streamed body outgrew MAX_BUFFERED_BODY_BYTES, or the answer came in a content coding:
+   * it is passed through as it comes, with no length in the client's head, and not read for usage. */
   bodyPassedThrough = false;
+  /** The answer came in a content coding despite the LB's `accept-encoding: identity` (a reverse
+   * proxy in front of the engine that compresses anyway). It reaches the client untouched, its
+   * Content-Encoding with it (response-headers.ts), as every HTTP client decodes by that header. It
+   * is not decoded here: that would put a decompressor (and a zip bomb's output) on the LB's response
+   * path for a case a compliant server never creates; the cost is that the LB reads no usage from it,
+   * and a stream keeps the usage event the LB asked for on the client's behalf. */
+  contentEncoded = false;
   /** performance.now() when the request was handed to the pool. */
   readonly dispatchedAt = performance.now();
   firstByteAt: number | null = null;
@@ -124,6 +133,12 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
     if (this.abandoned) return;
     this.settle();
     this.reportFailure(reason, false);
+  }
+
+  /** Whether the client's stream can be ended with an SSE error event of the LB's: an event stream
+   * the LB reads, not one passed through encoded (an event glued onto gzip bytes would corrupt it). */
+  get endsWithEvent(): boolean {
+    return this.observer !== null;
   }
 
   /** True while no response byte has arrived and the exchange still drives its job. */
@@ -207,6 +222,7 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
     this.headers = headers;
     const contentType = headers["content-type"];
     this.streaming = this.ok && typeof contentType === "string" && contentType.includes("text/event-stream");
+    this.contentEncoded = isContentEncoded(headers["content-encoding"]);
     if (this.job.clientGone) {
       this.settle();
       const reason = new Error("client closed the request");
@@ -222,7 +238,9 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
       controller.abort(new Error("answer not used: the request moved to another target"));
       return;
     }
-    if (this.streaming) {
+    // Encoded bytes cannot be read for events: passed through as they come (receiveBody).
+    if (this.contentEncoded) this.bodyPassedThrough = true;
+    else if (this.streaming) {
       this.observer = new SseObserver({
         // Usage was asked for on the client's behalf (of a peer LB too, which then passes it on, so
         // that this LB counts the client key's tokens): the client gets it only if it asked.
@@ -264,6 +282,7 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
    * comes, under backpressure like a stream. */
   private receiveBody(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.bodyPassedThrough) {
+      this.writeHead();
       if (this.backlog.length > 0) this.backlog.push(chunk);
       else this.forward(controller, chunk);
       return;
@@ -384,60 +403,19 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   }
 }
 
-/**
- * What a target's pool holds of a request while it waits there for a connection. undici cannot take
- * a request out of that queue (dispatch takes no signal, and even request()'s signal acts only once
- * the request has a connection), so a request cancelled there (its client left, its deadline passed)
- * would keep its body and its whole job in memory until a connection frees, which a hung replica may
- * never do. Cancelling drops both instead; the request is then aborted, unsent, when a connection
- * takes it. Once it has a connection, this only passes undici's events on to the exchange.
- */
-class PoolQueueEntry implements Dispatcher.DispatchHandler {
-  /** The parts undici will write, a list of its own: emptying it leaves the job's alone. */
-  readonly body: Buffer[];
-  private exchange: Dispatcher.DispatchHandler | null;
-  private cancelled = false;
-
-  constructor(exchange: Dispatcher.DispatchHandler, body: readonly Buffer[]) {
-    this.exchange = exchange;
-    this.body = [...body];
-  }
-
-  /** Nothing is kept, not even the reason: an Error's stack holds the frames (and the job) that made it. */
-  cancel(): void {
-    this.cancelled = true;
-    this.exchange = null;
-    this.body.length = 0;
-  }
-
-  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
-    if (this.cancelled) controller.abort(new Error("cancelled while waiting for a connection"));
-    else this.exchange?.onRequestStart?.(controller, context);
-  }
-
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void {
-    this.exchange?.onResponseStart?.(controller, statusCode, headers, statusMessage);
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.exchange?.onResponseData?.(controller, chunk);
-  }
-
-  onResponseEnd(controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
-    this.exchange?.onResponseEnd?.(controller, trailers);
-  }
-
-  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
-    this.exchange?.onResponseError?.(controller, error);
-  }
-}
-
 /** Sends the job's body to the target through the exchange. A replica gets the body with usage
  * requested on streams; a peer LB gets the client's original body (it makes its own usage decision). */
 export function dispatchExchange<J extends ExchangeJob>(exchange: UpstreamExchange<J>, body: Buffer | Buffer[], headers: Record<string, string>): void {
   const { job, target } = exchange;
   const parts = Array.isArray(body) ? body : [body];
-  const out: Record<string, string> = { "content-type": "application/json", ...headers };
+  // The LB reads what it forwards (SSE events, usage): without Accept-Encoding "any content coding is
+  // acceptable" (RFC 9110 §12.5.3), and a compressing proxy in front of an engine would gzip it.
+  const out: Record<string, string> = {
+    ...passedRequestHeaders(job.req.headers),
+    "content-type": "application/json",
+    "accept-encoding": "identity",
+    ...headers,
+  };
   // Parts are written back to back; undici needs the total length up front to avoid chunking.
   out["content-length"] = String(bodyLength(parts));
   // A peer gets this LB's peer credential (in `headers`), never the client's Authorization.
@@ -448,6 +426,12 @@ export function dispatchExchange<J extends ExchangeJob>(exchange: UpstreamExchan
   // undici's handler API rather than request(): no Readable per response, chunks go straight to the
   // client socket, and backpressure is pause/resume on the upstream connection.
   exchange.send({ method: "POST", path: target.path, headers: out }, parts);
+}
+
+/** A Content-Encoding other than identity: the body is not the bytes the LB could read. */
+function isContentEncoded(value: string | string[] | undefined): boolean {
+  const codings = (Array.isArray(value) ? value.join(",") : (value ?? "")).split(",").map((coding) => coding.trim().toLowerCase());
+  return codings.some((coding) => coding !== "" && coding !== "identity");
 }
 
 function codeOf(error: unknown): unknown {
