@@ -267,13 +267,20 @@ describe("completion", () => {
     assert.equal(state().cacheHitRate, 0.4);
   });
 
-  it("calibrates the token estimate from the engine's usage", () => {
+  it("calibrates the token estimate from the engine's usage, a step per answer", () => {
     const lb = core();
-    const ticket = lb.admit("r", admitInput("s"), 0);
-    assert.equal(ticket.view.inputTokens, 75);
-    lb.route(ticket, 0);
-    lb.complete(ticket, { ...served(), usage: { promptTokens: 100, completionTokens: 1, cachedTokens: null } }, 10);
-    assert.equal(lb.estimator.charsPerToken, 3);
+    const serve = (session: string) => {
+      const ticket = lb.admit(session, admitInput(session), 0);
+      lb.route(ticket, 0);
+      lb.complete(ticket, { ...served(), usage: { promptTokens: 100, completionTokens: 1, cachedTokens: null } }, 10);
+      return ticket;
+    };
+    assert.equal(serve("s0").view.inputTokens, 75, "300 characters at the prior 4 per token");
+    const afterOne = lb.estimator.charsPerToken;
+    assert.ok(afterOne < 4 && afterOne > 3, `one answer moves the ratio toward 3 by a step, not to 3: ${afterOne}`);
+    // The engine keeps counting 100 tokens for 300 characters: the estimate follows it.
+    for (let i = 1; i < 1000; i++) serve(`s${i}`);
+    assert.ok(Math.abs(lb.estimator.charsPerToken - 3) < 0.05, `converges on the engine's 3 per token: ${lb.estimator.charsPerToken}`);
   });
 });
 

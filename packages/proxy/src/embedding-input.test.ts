@@ -17,11 +17,16 @@ test("an embedding input is keyed like a completion prompt; a batch by its first
   assert.equal(batch.promptChars, long.length + "second".length);
 });
 
-test("token-id inputs are routed: keyed by their decimal text, four characters per id", () => {
-  const ids = Array.from({ length: 40 }, (_, i) => i);
-  assert.equal(parse({ input: ids }).promptChars, 160);
-  assert.deepEqual(parse({ input: [ids, [1, 2]] }).keys, promptBlockKeys(ids.join(" ")));
+test("token-id inputs are routed: keyed and counted four characters per id, a batch by its first", () => {
+  const ids = Array.from({ length: 40 }, (_, i) => i * 4099);
+  const single = parse({ input: ids });
+  assert.equal(single.promptChars, 160);
+  // As deep as the estimate: 16 ids a 64-character block (decimal text made ids of 5 digits 6 wide).
+  assert.equal(single.keys.length, 2);
+  assert.deepEqual(parse({ input: [ids, [1, 2]] }).keys, single.keys);
   assert.equal(parse({ input: [ids, [1, 2]] }).promptChars, 168);
+  // An embedding and a completion of the same ids are the same prompt.
+  assert.deepEqual(parseInference("completion", Buffer.from(JSON.stringify({ prompt: ids })), undefined, 16).keys, single.keys);
 });
 
 test("a missing, empty or mixed input is a 400 naming 'input'", () => {

@@ -1,39 +1,55 @@
-// The `input` of POST /v1/embeddings, as routing needs it: the text whose block keys place the request
-// (prompt keys, as for a completion), and the characters its token estimate is made from. An
-// embedding is a prefill without decode, so the prompt is all there is to place and to cache.
+// The `input` of POST /v1/embeddings, and a token-id `prompt` of /v1/completions, as routing needs
+// them: the text whose block keys place the request (prompt keys, as for a completion), and the
+// characters its token estimate is made from. An embedding is a prefill without decode, so the
+// prompt is all there is to place and to cache.
 // - A string is keyed whole.
 // - An array of strings is one batch on one replica: keyed by its first string (the part most
 //   likely shared with earlier requests), its estimate counts every string.
-// - Token ids (an array of integers, or an array of such arrays) are keyed by their decimal text, so
-//   equal id prefixes still meet on one replica; each id counts as TOKEN_ID_CHARS characters.
+// - Token ids (an array of integers, or an array of such arrays; OpenAI's prompt and input take both,
+//   lm-evaluation-harness sends them by default) are the engine's own tokens: each id is keyed as
+//   exactly TOKEN_ID_CHARS characters and counted as that many, so a 64-character block is 16 ids
+//   and the keys are as deep as the estimate (the rule the chat keyer keeps, keys/chat.ts). A batch
+//   is keyed by its first prompt and counted whole, as for strings.
 import { badRequest } from "./errors";
 
-/** Characters one token id stands for in the token estimate (the design's chars / 4). */
+/** Characters one token id stands for in the keys and the token estimate (the design's chars / 4). */
 const TOKEN_ID_CHARS = 4;
+/** Ids are written in base 36, TOKEN_ID_CHARS digits: 1.68M ids, above any vocabulary (262k at most
+ * today). A larger id, which no engine accepts, wraps: its key may meet another's, its width stays. */
+const TOKEN_ID_SPAN = 36 ** TOKEN_ID_CHARS;
 
-export interface EmbeddingInput {
+export interface PromptInput {
   /** What the block keys are computed from. */
   text: string;
   /** Characters for the token estimate. */
   promptChars: number;
 }
 
-const isTokenIds = (value: unknown): value is number[] => Array.isArray(value) && value.length > 0 && value.every((v) => Number.isInteger(v) && v >= 0);
+/** A non-empty array of token ids (integers >= 0). */
+export const isTokenIds = (value: unknown): value is number[] => Array.isArray(value) && value.length > 0 && value.every((v) => Number.isInteger(v) && v >= 0);
 
-export function embeddingInput(body: Record<string, unknown>): EmbeddingInput {
+const idText = (ids: readonly number[]): string => ids.map((id) => (id % TOKEN_ID_SPAN).toString(36).padStart(TOKEN_ID_CHARS, "0")).join("");
+
+/** A token-id prompt or input (ids, or a non-empty array of ids arrays) as routing reads it; null
+ * when `value` is not one. */
+export function tokenIdPrompt(value: unknown): PromptInput | null {
+  if (isTokenIds(value)) return { text: idText(value), promptChars: value.length * TOKEN_ID_CHARS };
+  if (Array.isArray(value) && value.length > 0 && value.every(isTokenIds)) {
+    const batches = value as number[][];
+    return { text: idText(batches[0] as number[]), promptChars: batches.reduce((sum, ids) => sum + ids.length, 0) * TOKEN_ID_CHARS };
+  }
+  return null;
+}
+
+export function embeddingInput(body: Record<string, unknown>): PromptInput {
   const input = body["input"];
   if (typeof input === "string" && input !== "") return { text: input, promptChars: input.length };
-  if (Array.isArray(input) && input.length > 0) {
-    if (input.every((item) => typeof item === "string" && item !== "")) {
-      const texts = input as string[];
-      return { text: texts[0] as string, promptChars: texts.reduce((sum, text) => sum + text.length, 0) };
-    }
-    if (isTokenIds(input)) return { text: input.join(" "), promptChars: input.length * TOKEN_ID_CHARS };
-    if (input.every(isTokenIds)) {
-      const batches = input as number[][];
-      return { text: (batches[0] as number[]).join(" "), promptChars: batches.reduce((sum, ids) => sum + ids.length, 0) * TOKEN_ID_CHARS };
-    }
+  if (Array.isArray(input) && input.length > 0 && input.every((item) => typeof item === "string" && item !== "")) {
+    const texts = input as string[];
+    return { text: texts[0] as string, promptChars: texts.reduce((sum, text) => sum + text.length, 0) };
   }
+  const ids = tokenIdPrompt(input);
+  if (ids !== null) return ids;
   throw badRequest(
     "'input' is required and must be a non-empty string, an array of non-empty strings, or an array of token ids (or of such arrays)",
     "input",

@@ -49,6 +49,12 @@ test("valid chat and completion requests pass, unknown fields included", () => {
     ["chat", { messages: [user], stream: true, stream_options: { include_usage: true }, stop: ["\n"], user: "u", top_k: 40, chat_template_kwargs: {} }],
     ["completion", { prompt: "once" }],
     ["completion", { prompt: ["a", "b"], stream: null, stop: "." }],
+    // OpenAI's prompt is string | string[] | integer[] | integer[][] (lm-evaluation-harness sends ids).
+    ["completion", { prompt: [15496, 995, 11] }],
+    ["completion", { prompt: [[15496, 995], [11]] }],
+    // Prompt scoring: no generated token, the prompt's logprobs (OpenAI's minimum is 0 here).
+    ["completion", { prompt: "once", max_tokens: 0, echo: true, logprobs: 1 }],
+    ["chat", { messages: [user], tools: [{ type: "function", function: { name: "f" } }], tool_choice: "auto" }],
   ];
   for (const [kind, body] of valid) assert.doesNotThrow(() => checkRequestShape(kind, body), JSON.stringify(body));
 });
@@ -77,7 +83,12 @@ test("each mistake names its parameter, with OpenAI's code", () => {
     ["chat", { messages: [user], stream_options: [] }, "stream_options", "invalid_type"],
     ["completion", {}, "prompt", "missing_required_parameter"],
     ["completion", { prompt: [] }, "prompt", "invalid_type"],
-    ["completion", { prompt: [1, 2, 3] }, "prompt", "invalid_type"],
+    ["completion", { prompt: [1, -2, 3] }, "prompt", "invalid_type"],
+    ["completion", { prompt: [[1, 2], []] }, "prompt", "invalid_type"],
+    ["completion", { prompt: [[1, 2], "text"] }, "prompt", "invalid_type"],
+    ["completion", { prompt: "x", max_tokens: -1 }, "max_tokens", "integer_below_min_value"],
+    ["chat", { messages: [user], max_tokens: 0 }, "max_tokens", "integer_below_min_value"],
+    ["chat", { messages: [user], tools: { type: "function" } }, "tools", "invalid_type"],
   ];
   for (const [kind, body, param, code] of cases) assert.deepEqual(refusal(kind, body), { param, code }, JSON.stringify(body));
 });

@@ -9,8 +9,8 @@
 // `n` follows OpenAI, vLLM and SGLang, which all sample n choices from one prompt: an integer from 1
 // to 128 (OpenAI's bound) goes through to the replica, which may still refuse what it does not
 // support, in its own 400.
+import { isTokenIds } from "./embedding-input";
 import { badRequest, type HttpError } from "./errors";
-
 import { isRecord } from "./sse";
 
 /** The roles OpenAI's chat API accepts, in the order its error message lists them. */
@@ -74,7 +74,11 @@ export function checkRequestShape(kind: "chat" | "completion" | "embedding", bod
     }
   }
   checkOptional(body, "user", "a string", isString);
-  checkNumber(body, "max_tokens", true, 1, Number.MAX_SAFE_INTEGER);
+  // A completion may ask for no tokens at all: with `echo` it scores the prompt (its logprobs), what
+  // eval harnesses and rerankers do; OpenAI's minimum there is 0 (its error reads "Expected a value
+  // >= 0") and vLLM serves it (echo_without_generation). A chat turn needs at least one token (vLLM
+  // refuses max_tokens 0 there).
+  checkNumber(body, "max_tokens", true, kind === "completion" ? 0 : 1, Number.MAX_SAFE_INTEGER);
   checkNumber(body, "max_completion_tokens", true, 1, Number.MAX_SAFE_INTEGER);
   checkNumber(body, "n", true, 1, MAX_CHOICES);
   checkNumber(body, "temperature", false, 0, 2);
@@ -83,8 +87,12 @@ export function checkRequestShape(kind: "chat" | "completion" | "embedding", bod
   checkNumber(body, "frequency_penalty", false, -2, 2);
   checkNumber(body, "seed", true, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
   checkOptional(body, "stop", "a string or an array of strings", (value) => isString(value) || isStringArray(value));
-  if (kind === "chat") checkMessages(body["messages"]);
-  else if (kind === "completion") checkPrompt(body["prompt"]);
+  if (kind === "chat") {
+    checkMessages(body["messages"]);
+    // The chat template renders the tools into the prompt; the LB counts and keys them (keys/chat.ts).
+    checkOptional(body, "tools", "an array", Array.isArray);
+  }
+  if (kind === "completion") checkPrompt(body["prompt"]);
   // An embedding's `input` is checked where it is read (embedding-input.ts).
 }
 
@@ -138,9 +146,10 @@ function checkContent(content: unknown, at: string, optional: boolean): void {
   }
 }
 
+/** OpenAI's four prompt forms: a string, strings, token ids, arrays of token ids (each array non-empty). */
 function checkPrompt(prompt: unknown): void {
   if (prompt === undefined) throw missing("prompt");
-  // Token-id prompts are valid OpenAI but the LB keys text; it routes string prompts only.
   if (typeof prompt === "string") return;
-  if (!isStringArray(prompt) || (prompt as unknown[]).length === 0) throw invalidType("prompt", "a string or a non-empty array of strings", prompt);
+  if (Array.isArray(prompt) && prompt.length > 0 && (isStringArray(prompt) || isTokenIds(prompt) || prompt.every(isTokenIds))) return;
+  throw invalidType("prompt", "a string, an array of strings, an array of token ids or a non-empty array of such arrays", prompt);
 }

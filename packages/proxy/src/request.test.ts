@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
-import { chatBlockKeys, continueChatBlockKeys, continuePromptBlockKeys, promptBlockKeys } from "@meridian/routing";
+import { chatBlockKeys, chatSerialisedLength, continueChatBlockKeys, continuePromptBlockKeys, promptBlockKeys } from "@meridian/routing";
 import { HttpError } from "./errors";
 import { nextTurnKeys, parseInference, SESSION_ID_MAX_CHARS, upstreamBody as upstreamParts } from "./request";
 
@@ -114,6 +114,54 @@ test("a batch completion prompt is keyed by its first prompt, sized by all of th
   // Choice 0 is a's reply: the next turn is a + that reply.
   const reply = "It is a pangram, used to show every letter of the alphabet in one sentence.";
   assert.deepEqual(nextTurnKeys(batch, reply), promptBlockKeys(a + reply));
+});
+
+test("a chat's tools are counted and keyed with its prompt, and its next turn continues them", () => {
+  const tools = [{ type: "function", function: { name: "read_file", description: "Reads a file. ".repeat(20), parameters: { type: "object" } } }];
+  const parsed = parseInference("chat", Buffer.from(JSON.stringify({ model: "m", messages, tools })), undefined, 16);
+  // The chat template renders the tools into the prompt: the engine's prompt_tokens count them.
+  assert.equal(parsed.promptChars, chatSerialisedLength(messages) + JSON.stringify(tools).length + "tools:".length + 2);
+  assert.deepEqual(parsed.keys, chatBlockKeys(messages, 64, { tools }));
+  const reply = "Opening it now, then I will summarise the sections one by one. ".repeat(3);
+  const next = [...messages, { role: "assistant", content: reply }];
+  assert.deepEqual(nextTurnKeys(parsed, reply), chatBlockKeys(next, 64, { tools }));
+  assert.deepEqual(nextTurnKeys({ ...parsed, keyerState: undefined }, reply), chatBlockKeys(next, 64, { tools }));
+  assert.throws(
+    () => parseInference("chat", Buffer.from(JSON.stringify({ messages, tools: { type: "function" } })), undefined, 16),
+    (e: unknown) => e instanceof HttpError && e.status === 400 && e.param === "tools",
+  );
+});
+
+test("an echoed completion is learned as prompt + completion, not prompt + prompt + completion", () => {
+  const prompt = "The history of the lighthouse at Alexandria begins with Ptolemy. ".repeat(12);
+  const generated = " It stood for centuries and guided ships into the harbour safely. ".repeat(6);
+  const echoed = parseInference("completion", Buffer.from(JSON.stringify({ model: "m", prompt, echo: true, max_tokens: 100 })), undefined, 4);
+  // choices[0].text of an echoed completion is prompt + completion (OpenAI, vLLM).
+  assert.deepEqual(nextTurnKeys(echoed, prompt + generated), promptBlockKeys(prompt + generated));
+  // Scoring only (max_tokens 0): the text is the prompt; nothing to learn beyond it.
+  const scored = parseInference("completion", Buffer.from(JSON.stringify({ prompt, echo: true, max_tokens: 0 })), undefined, 4);
+  assert.equal(scored.maxOutputTokens, 0);
+  assert.equal(nextTurnKeys(scored, prompt), null);
+  // A text that does not start with the prompt is not learned past the prompt.
+  assert.equal(nextTurnKeys(echoed, generated), null);
+  // Without echo the reply is the completion alone, as before.
+  const plain = parseInference("completion", Buffer.from(JSON.stringify({ prompt })), undefined, 4);
+  assert.deepEqual(nextTurnKeys(plain, generated), promptBlockKeys(prompt + generated));
+});
+
+test("a token-id prompt is counted and keyed 4 characters an id, a batch by its first prompt; no reply extends it", () => {
+  const ids = Array.from({ length: 40 }, (_, i) => 1000 + i * 37);
+  const one = parseInference("completion", Buffer.from(JSON.stringify({ prompt: ids })), undefined, 4);
+  assert.equal(one.promptChars, 160);
+  // 16 ids a 64-character block: the keys are as deep as the estimate.
+  assert.equal(one.keys.length, Math.floor(one.promptChars / 64));
+  const other = parseInference("completion", Buffer.from(JSON.stringify({ prompt: [...ids.slice(0, 16), 7, ...ids.slice(17)] })), undefined, 4);
+  assert.equal(other.keys[0], one.keys[0], "the same first 16 ids share a block");
+  assert.notEqual(other.keys[1], one.keys[1]);
+  const batch = parseInference("completion", Buffer.from(JSON.stringify({ prompt: [ids, [1, 2]] })), undefined, 4);
+  assert.deepEqual(batch.keys, one.keys);
+  assert.equal(batch.promptChars, 168);
+  assert.equal(nextTurnKeys(one, "a reply in text the LB cannot turn into ids ".repeat(4)), null);
 });
 
 test("a body in several socket chunks (split inside a UTF-8 character) parses and splices without copying", () => {

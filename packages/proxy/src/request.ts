@@ -19,7 +19,7 @@ import {
 } from "@meridian/routing";
 import type { LbConfig } from "@meridian/protocol";
 import { sha256Hex } from "@meridian/protocol/credentials";
-import { embeddingInput } from "./embedding-input";
+import { embeddingInput, tokenIdPrompt } from "./embedding-input";
 import { badRequest, HttpError } from "./errors";
 import { PRESCAN_MIN_BYTES, rawNestsDeeperThan, valueNestsDeeperThan } from "./json-depth";
 import { rawTooWide } from "./json-width";
@@ -46,7 +46,12 @@ export interface ParsedInference {
   /** max_completion_tokens, else max_tokens; null when neither is set. */
   maxOutputTokens: number | null;
   messages: ChatMessage[] | null;
+  /** A chat's `tools`, rendered into the prompt by the chat template (counted and keyed with it). */
+  tools: unknown;
+  /** The (first) text prompt; null for a chat, and for a token-id prompt, which no reply text extends. */
   prompt: string | null;
+  /** A completion with `echo`: its reply text starts with the prompt (OpenAI, vLLM). */
+  echo: boolean;
   keys: BlockKey[];
   /** Where keying the prompt stopped, so the next turn (prompt + reply) is keyed from the reply alone. */
   keyerState?: BlockKeyerState;
@@ -193,15 +198,18 @@ export function parseInference(
   const clientWantsUsage = stream && isRecord(streamOptions) && streamOptions["include_usage"] === true;
   const maxOutput = body["max_completion_tokens"] ?? body["max_tokens"];
   let messages: ChatMessage[] | null = null;
+  let tools: unknown;
   let prompt: string | null = null;
   let keys: BlockKey[];
   let keyerState: BlockKeyerState;
   let promptChars: number;
   if (kind === "chat") {
     messages = body["messages"] as ChatMessage[];
-    promptChars = chatSerialisedLength(messages);
+    tools = body["tools"];
+    const extras = { tools };
+    promptChars = chatSerialisedLength(messages, extras);
     limits.checkPromptChars?.(promptChars);
-    ({ keys, state: keyerState } = keysOrBadRequest(() => chatBlockKeysWithState(messages as ChatMessage[])));
+    ({ keys, state: keyerState } = keysOrBadRequest(() => chatBlockKeysWithState(messages as ChatMessage[], DEFAULT_BLOCK_CHARS, extras)));
   } else if (kind === "embedding") {
     const input = embeddingInput(body);
     prompt = input.text;
@@ -209,16 +217,24 @@ export function parseInference(
     limits.checkPromptChars?.(promptChars);
     ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(input.text)));
   } else {
-    const field = body["prompt"] as string | string[];
-    // A batch (an array, non-empty: openai-shape.ts) goes to one replica, which prefills each prompt on
-    // its own: it is keyed by its first prompt, the cache it can reuse and leaves (its choice 0 is that
-    // prompt's reply, so next-turn learning holds too). Keyed as the concatenation, the LB learned
-    // blocks straddling two prompts that no engine held. Its size is all the prompts' (load, limit).
-    const text = typeof field === "string" ? field : (field[0] as string);
-    prompt = text;
-    promptChars = typeof field === "string" ? text.length : field.reduce((sum, one) => sum + one.length, 0);
-    limits.checkPromptChars?.(promptChars);
-    ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(text)));
+    const ids = tokenIdPrompt(body["prompt"]);
+    if (ids !== null) {
+      // Token ids (embedding-input.ts): keyed and counted 4 characters an id, a batch by its first prompt.
+      promptChars = ids.promptChars;
+      limits.checkPromptChars?.(promptChars);
+      ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(ids.text)));
+    } else {
+      const field = body["prompt"] as string | string[];
+      // A batch (an array, non-empty: openai-shape.ts) goes to one replica, which prefills each prompt on
+      // its own: it is keyed by its first prompt, the cache it can reuse and leaves (its choice 0 is that
+      // prompt's reply, so next-turn learning holds too). Keyed as the concatenation, the LB learned
+      // blocks straddling two prompts that no engine held. Its size is all the prompts' (load, limit).
+      const text = typeof field === "string" ? field : (field[0] as string);
+      prompt = text;
+      promptChars = typeof field === "string" ? text.length : field.reduce((sum, one) => sum + one.length, 0);
+      limits.checkPromptChars?.(promptChars);
+      ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(text)));
+    }
   }
   const user = body["user"];
   const sessionKey =
@@ -237,7 +253,9 @@ export function parseInference(
     clientWantsUsage,
     maxOutputTokens: typeof maxOutput === "number" ? maxOutput : null,
     messages,
+    tools,
     prompt,
+    echo: kind === "completion" && body["echo"] === true,
     keys,
     keyerState,
     promptChars,
@@ -301,9 +319,11 @@ const ASSISTANT_ROLE = "assistant";
  * no new block (the prompt's keys, already learned, are the next turn's). From the prompt's keyer
  * state only the reply is hashed, so an 80 KB prompt is not re-keyed to learn a few hundred
  * characters of reply; the keys equal re-keying the whole conversation (keys.test.ts). */
-export function nextTurnKeys(request: ParsedInference, reply: string): BlockKey[] | null {
+export function nextTurnKeys(request: ParsedInference, answer: string): BlockKey[] | null {
   // An embedding has no reply: its prompt, learned at headers, is all the next request can reuse.
-  if (request.kind === "embedding") return null;
+  // A token-id prompt is continued in ids the LB cannot relate to the reply's text.
+  if (request.kind === "embedding" || (request.kind === "completion" && request.prompt === null)) return null;
+  const reply = request.echo ? unechoed(request.prompt ?? "", answer) : answer;
   // Chat serialisation adds `role ␟ content ␞` per message (chatSerialisedLength's +2).
   const added = request.messages !== null ? ASSISTANT_ROLE.length + 2 + reply.length : reply.length;
   if (Math.floor((request.promptChars + added) / DEFAULT_BLOCK_CHARS) <= request.keys.length) return null;
@@ -314,6 +334,14 @@ export function nextTurnKeys(request: ParsedInference, reply: string): BlockKey[
     return more.length === 0 ? null : request.keys.concat(more);
   }
   return request.messages !== null
-    ? chatBlockKeys([...request.messages, { role: ASSISTANT_ROLE, content: reply }])
+    ? chatBlockKeys([...request.messages, { role: ASSISTANT_ROLE, content: reply }], DEFAULT_BLOCK_CHARS, { tools: request.tools })
     : promptBlockKeys((request.prompt ?? "") + reply);
+}
+
+/** The generated text of an echoed completion: its text is prompt + completion (of a batch, choice 0
+ * is the first prompt's), and what the engine caches and a client continuing sends is prompt +
+ * completion, not prompt + prompt + completion. A text that does not start with the prompt is not
+ * learned beyond the prompt. */
+function unechoed(prompt: string, text: string): string {
+  return text.startsWith(prompt) ? text.slice(prompt.length) : "";
 }

@@ -333,6 +333,65 @@ describe("non-text parts in the token estimate", () => {
   });
 });
 
+describe("tool definitions in the token estimate and the keys", () => {
+  // What vLLM/SGLang hand the chat template as `tools` (rendered into the prompt, counted in prompt_tokens).
+  const tool = (name: string, path = "workspace-relative path") => ({
+    type: "function",
+    function: {
+      name,
+      description: "Reads a file of the workspace and returns its content with line numbers.",
+      parameters: { type: "object", properties: { path: { type: "string", description: path } }, required: ["path"] },
+    },
+  });
+  const tools = [tool("read_file"), tool("list_dir")];
+  const messages = [
+    { role: "system", content: SYSTEM },
+    { role: "user", content: longText(150) },
+  ];
+
+  it("counts the tools, as many characters as their canonical JSON", () => {
+    const json = JSON.stringify(tools).length;
+    const counted = chatSerialisedLength(messages, { tools }) - chatSerialisedLength(messages);
+    // The piece is ␝tools: + canonical JSON + ␞ (canonical JSON only reorders keys: same length).
+    assert.equal(counted, json + "tools:".length + 2);
+    assert.equal(chatSerialisedLength(messages, { tools: [] }), chatSerialisedLength(messages), "an empty list renders nothing");
+  });
+
+  it("keys exactly the characters it counts, and keys differ by tool set", () => {
+    for (const extra of [0, 17, 40, 63]) {
+      const chat = [...messages, { role: "user", content: longText(extra) }];
+      const length = chatSerialisedLength(chat, { tools });
+      assert.equal(chatBlockKeys(chat, 64, { tools }).length, Math.floor(length / 64), `extra ${extra}`);
+      assert.equal(chatBlockKeys(chat, 1, { tools }).length, length);
+    }
+    const keys = chatBlockKeys(messages, 64, { tools });
+    assert.notEqual(keys.at(-1), chatBlockKeys(messages, 64, { tools: [tool("read_file"), tool("list_dir", "a path")] }).at(-1));
+    assert.notDeepEqual(keys.slice(0, 3), chatBlockKeys(messages).slice(0, 3));
+    // The same tools written with their JSON fields in another order are the same prompt.
+    const reordered = tools.map((t) => ({
+      function: { parameters: t.function.parameters, description: t.function.description, name: t.function.name },
+      type: t.type,
+    }));
+    assert.deepEqual(chatBlockKeys(messages, 64, { tools: reordered }), keys);
+  });
+
+  it("continues the next turn from the keyer state: equal to keying the longer chat with its tools", () => {
+    const { keys, state } = chatBlockKeysWithState(messages, 64, { tools });
+    const reply = { role: "assistant", content: longText(300, 3) };
+    const more = continueChatBlockKeys(state, [reply]).keys;
+    assert.ok(more.length > 0);
+    assert.deepEqual([...keys, ...more], chatBlockKeys([...messages, reply], 64, { tools }));
+  });
+
+  it("refuses tools that are not an array, naming the field, and counts them as nothing", () => {
+    assert.throws(
+      () => chatBlockKeys(messages, 64, { tools: { type: "function" } }),
+      (e: unknown) => e instanceof RoutingInputError && e.field === "tools",
+    );
+    assert.equal(chatSerialisedLength(messages, { tools: "x" }), chatSerialisedLength(messages));
+  });
+});
+
 describe("traceBlockKeys", () => {
   it("chains Mooncake integer ids, pinned", () => {
     assert.deepEqual(traceBlockKeys([1, 2, 3]), [4183153550382953, 4960154841502690, 6318824399369459]);

@@ -14,11 +14,33 @@ describe("TokenEstimator", () => {
 
   it("calibrates from reported prompt tokens and converges to the true ratio", () => {
     const e = new TokenEstimator();
-    assert.equal(e.observe(3000, 1000), true);
-    assert.equal(e.charsPerToken, 3, "the first sample replaces the default");
+    assert.equal(e.observe(6000, 2000), true);
+    assert.ok(e.charsPerToken < 4 && e.charsPerToken > 3.8, `one sample moves the ratio by alpha only: ${e.charsPerToken}`);
     for (let i = 0; i < 200; i++) e.observe(5000, 2000);
     assert.ok(Math.abs(e.charsPerToken - 2.5) < 0.01);
     assert.equal(e.estimate(2500), 1000);
+  });
+
+  it("one request whose count the LB got wrong does not break admission of long prompts", () => {
+    // An agent request: 8 KB of prompt the LB counted as 2 KB (tool definitions it did not see), so
+    // the engine's count reads ~1 char/token. A 40k-token prompt (160k chars at 4) must stay under a
+    // 131,072-token limit: with the first sample taken outright it read as 160k tokens.
+    const e = new TokenEstimator();
+    assert.equal(e.observe(2020, 2000), true);
+    assert.ok(e.charsPerToken >= 3.6, `ratio ${e.charsPerToken}`);
+    assert.ok(e.estimate(160_000) < 131_072, `estimate ${e.estimate(160_000)}`);
+  });
+
+  it("a short prompt, whose template tokens the characters miss, weighs less than a long one", () => {
+    const short = new TokenEstimator();
+    const long = new TokenEstimator();
+    short.observe(200, 80);
+    long.observe(8000, 3200);
+    assert.ok(4 - short.charsPerToken < (4 - long.charsPerToken) / 10, `short ${short.charsPerToken}, long ${long.charsPerToken}`);
+    // Served only long prompts at 2.5, the estimate gets there however many short ones came first.
+    for (let i = 0; i < 100; i++) short.observe(200, 80);
+    for (let i = 0; i < 200; i++) short.observe(8000, 3200);
+    assert.ok(Math.abs(short.charsPerToken - 2.5) < 0.01);
   });
 
   it("ignores bad or implausible samples and clamps to the sane range", () => {
@@ -35,8 +57,9 @@ describe("TokenEstimator", () => {
     }
     assert.equal(e.charsPerToken, 4);
     assert.equal(e.sampleCount, 0);
-    e.observe(1500, 100); // 15 chars/token: plausible-ish but above the max of 10, clamped
-    assert.equal(e.charsPerToken, 10);
+    // 15 chars/token: plausible-ish but above the max of 10, clamped.
+    for (let i = 0; i < 300; i++) e.observe(15_000, 1000);
+    assert.ok(Math.abs(e.charsPerToken - 10) < 1e-9);
   });
 
   it("rejects a negative or NaN character count and bad options", () => {

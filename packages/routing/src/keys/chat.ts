@@ -23,6 +23,15 @@ export interface ChatMessageLike {
   content: unknown;
 }
 
+/** What a chat request carries besides its messages that the chat template renders into the prompt. */
+export interface ChatPromptExtras {
+  /** The request's `tools`: vLLM and SGLang hand them to the chat template (Qwen's <tools> block in the
+   * system turn, Llama 3.1's JSON in the first user turn, Hermes, Mistral's [AVAILABLE_TOOLS]), so the
+   * engine's prompt_tokens count them. `functions` (deprecated) and `response_format` are not: vLLM's
+   * chat request has no `functions`, and a response format constrains decoding, not the prompt. */
+  tools?: unknown;
+}
+
 /**
  * Characters one non-text content part (an image, audio, a file, a video) stands for in the canonical
  * serialisation: about 1k tokens at 4 characters per token, what engines spend on a typical image
@@ -127,6 +136,22 @@ function serialiseMessage(sink: SerialisationSink, message: Record<string, unkno
   if (functionCall !== null && typeof functionCall === "object") sink.text(`${PART_SEPARATOR}function_call:${canonicalJson(functionCall)}`);
 }
 
+/**
+ * The tool definitions as one piece ahead of the messages, `␝tools:json␞` (canonical JSON): counted,
+ * so a 6 KB tool set is not missing from the token estimate (the engine's count then calibrated the
+ * LB to ~1 char/token), and keyed, so requests whose tool sets differ do not share keys. Ahead of
+ * the messages because the tools stay the same from turn to turn: the next turn continues the keys.
+ * An empty list renders nothing (templates test `{% if tools %}`).
+ */
+function serialiseTools(sink: SerialisationSink, tools: unknown, strict: boolean): void {
+  if (tools === undefined || tools === null) return;
+  if (!Array.isArray(tools)) {
+    if (!strict) return;
+    throw new RoutingInputError("tools", `must be an array, got ${describe(tools)}`);
+  }
+  if (tools.length > 0) sink.text(`${PART_SEPARATOR}tools:${canonicalJson(tools)}${MESSAGE_SEPARATOR}`);
+}
+
 function serialiseMessages(sink: SerialisationSink, messages: readonly ChatMessageLike[], firstIndex: number, strict: boolean): void {
   if (!Array.isArray(messages)) {
     if (!strict) return;
@@ -147,33 +172,35 @@ function serialiseMessages(sink: SerialisationSink, messages: readonly ChatMessa
   }
 }
 
-function feedMessages(chainer: CanonicalStream, messages: readonly ChatMessageLike[], firstIndex: number): void {
-  serialiseMessages(
-    {
-      text: (piece) => chainer.write(piece),
-      media: (part, type) => chainer.write(mediaPiece(part, type)),
-    },
-    messages,
-    firstIndex,
-    true,
-  );
+function keyerSink(chainer: CanonicalStream): SerialisationSink {
+  return {
+    text: (piece) => chainer.write(piece),
+    media: (part, type) => chainer.write(mediaPiece(part, type)),
+  };
 }
 
 /**
- * Chained keys of a chat prompt. Canonical serialisation per message:
+ * Chained keys of a chat prompt. Canonical serialisation: the tools if any, `␝tools:json␞`
+ * (serialiseTools), then per message
  * `role ␟ [␝name:…] [␝tool_call_id:…] content [␝tool_calls:json] [␝function_call:json] ␞`, where an
  * array content contributes its text parts concatenated and each media part as a fixed-length piece
  * behind ␝ (mediaPiece). JSON is canonical (sorted keys). Only full blocks are keyed (see the file header).
  */
-export function chatBlockKeys(messages: readonly ChatMessageLike[], blockChars = DEFAULT_BLOCK_CHARS): BlockKey[] {
-  return chatBlockKeysWithState(messages, blockChars).keys;
+export function chatBlockKeys(messages: readonly ChatMessageLike[], blockChars = DEFAULT_BLOCK_CHARS, extras: ChatPromptExtras = {}): BlockKey[] {
+  return chatBlockKeysWithState(messages, blockChars, extras).keys;
 }
 
 /** chatBlockKeys plus the state continueChatBlockKeys needs to key appended messages. */
-export function chatBlockKeysWithState(messages: readonly ChatMessageLike[], blockChars = DEFAULT_BLOCK_CHARS): { keys: BlockKey[]; state: BlockKeyerState } {
+export function chatBlockKeysWithState(
+  messages: readonly ChatMessageLike[],
+  blockChars = DEFAULT_BLOCK_CHARS,
+  extras: ChatPromptExtras = {},
+): { keys: BlockKey[]; state: BlockKeyerState } {
   checkBlockChars(blockChars);
   const chainer = new CanonicalStream(blockChars);
-  feedMessages(chainer, messages, 0);
+  const sink = keyerSink(chainer);
+  serialiseTools(sink, extras.tools, true);
+  serialiseMessages(sink, messages, 0, true);
   const keys = chainer.keys();
   return { keys, state: keyerState("chat", blockChars, keys, chainer, CHAIN_ORIGIN, 0, messages.length) };
 }
@@ -187,28 +214,25 @@ export function continueChatBlockKeys(state: BlockKeyerState, appended: readonly
   checkState(state, "chat");
   const chainer = new CanonicalStream(state.blockChars);
   for (const piece of state.tail) chainer.write(piece);
-  feedMessages(chainer, appended, state.messages);
+  serialiseMessages(keyerSink(chainer), appended, state.messages, true);
   const keys = chainer.keys(state.lastKey);
   return { keys, state: keyerState("chat", state.blockChars, keys, chainer, state.lastKey, state.blocks, state.messages + appended.length) };
 }
 
 /** Characters the canonical chat serialisation has (for token estimation), counted by the same
- * walk chatBlockKeys feeds the keyer from (a media part: NON_TEXT_PART_CHARS). Malformed parts count
- * as 0 (chatBlockKeys rejects them). */
-export function chatSerialisedLength(messages: readonly ChatMessageLike[]): number {
+ * walk chatBlockKeys feeds the keyer from (a media part: NON_TEXT_PART_CHARS; the tools). Malformed
+ * parts count as 0 (chatBlockKeys rejects them). */
+export function chatSerialisedLength(messages: readonly ChatMessageLike[], extras: ChatPromptExtras = {}): number {
   let total = 0;
-  serialiseMessages(
-    {
-      text: (piece) => {
-        total += piece.length;
-      },
-      media: () => {
-        total += NON_TEXT_PART_CHARS;
-      },
+  const counter: SerialisationSink = {
+    text: (piece) => {
+      total += piece.length;
     },
-    messages,
-    0,
-    false,
-  );
+    media: () => {
+      total += NON_TEXT_PART_CHARS;
+    },
+  };
+  serialiseTools(counter, extras.tools, false);
+  serialiseMessages(counter, messages, 0, false);
   return total;
 }

@@ -7,5 +7,13 @@ export {
   traceBlockKeys,
 } from "./trace";
 export { DEFAULT_BLOCK_CHARS, MESSAGE_SEPARATOR, PART_SEPARATOR, ROLE_SEPARATOR, type BlockKeyerState } from "./stream";
-export { chatBlockKeys, chatBlockKeysWithState, chatSerialisedLength, continueChatBlockKeys, NON_TEXT_PART_CHARS, type ChatMessageLike } from "./chat";
+export {
+  chatBlockKeys,
+  chatBlockKeysWithState,
+  chatSerialisedLength,
+  continueChatBlockKeys,
+  NON_TEXT_PART_CHARS,
+  type ChatMessageLike,
+  type ChatPromptExtras,
+} from "./chat";
 export { continuePromptBlockKeys, promptBlockKeys, promptBlockKeysWithState } from "./prompt";
