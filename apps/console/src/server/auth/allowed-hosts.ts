@@ -3,6 +3,7 @@
 // src/env.ts validates the setting with it.
 import "server-only";
 import { isIP } from "node:net";
+import { machineNames } from "./machine-names";
 
 /** "console.example.com" from "Console.Example.com:8443", "[::1]" from "[::1]:3000"; a final dot dropped. */
 function hostName(host: string): string {
@@ -34,9 +35,10 @@ export function parseAllowedHosts(text: string): string[] {
 export class AllowedHosts {
   private readonly names: Set<string>;
 
-  /** `publicOrigin`: MERIDIAN_PUBLIC_URL's origin or null; `names`: MERIDIAN_ALLOWED_HOSTS. */
-  constructor(publicOrigin: string | null, names: readonly string[] = []) {
-    this.names = new Set(["localhost", ...names]);
+  /** `publicOrigin`: MERIDIAN_PUBLIC_URL's origin or null; `names`: MERIDIAN_ALLOWED_HOSTS;
+   * `machine`: this machine's own names (machine-names.ts). */
+  constructor(publicOrigin: string | null, names: readonly string[] = [], machine: readonly string[] = machineNames()) {
+    this.names = new Set(["localhost", ...machine.map(hostName), ...names]);
     if (publicOrigin) this.names.add(hostName(new URL(publicOrigin).host));
   }
 

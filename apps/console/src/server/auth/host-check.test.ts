@@ -1,12 +1,15 @@
 // DNS rebinding: a page on a name the attacker controls, re-pointed at the console's address, is
 // same-origin with itself. The console answers it only for the names it is reached by.
 import { strict as assert } from "node:assert";
+import { hostname } from "node:os";
 import { after, before, describe, test } from "node:test";
 import { parseConsoleEnv } from "../../env";
 import { createHarness, type Harness } from "../testing/harness";
 import { consoleHeaders, cookieOf, loginRequest, type RequestOptions, trpcCall } from "../testing/console-requests";
+import { AllowedHosts } from "./allowed-hosts";
 import { handleLogin } from "./login";
 import { requireMetricsAccess } from "./metrics-access";
+import { canonicalNameIn, machineNames } from "./machine-names";
 import { LoginThrottle } from "./rate-limit";
 import { requestSecurityOf } from "./request-security";
 import { ensureUsers } from "./users";
@@ -76,6 +79,50 @@ describe("the host a request is addressed to", () => {
       });
     assert.equal(await read("127.0.0.1:3000"), null);
     assert.equal((await read("attacker.example:3000"))?.status, 401);
+  });
+
+  test("with MERIDIAN_PUBLIC_URL, a proxy that rewrites Host to its upstream's name does not lock the operator out", async () => {
+    // nginx's default `proxy_pass http://meridian-console:3000;`: Host is the upstream, no X-Forwarded-Host.
+    const security = securityOf({ MERIDIAN_PUBLIC_URL: "https://meridian.example.com", MERIDIAN_TRUSTED_PROXIES: "10.0.0.5" });
+    const relayed: RequestOptions = {
+      peer: "10.0.0.5",
+      origin: "https://meridian.example.com",
+      headers: { host: "meridian-console:3000", "x-forwarded-for": "203.0.113.7", "x-forwarded-proto": "https" },
+    };
+    const res = await login(relayed, security);
+    assert.equal(res.status, 200, JSON.stringify(await res.clone().json()));
+    const cookie = cookieOf(res);
+    const created = await trpcCall(h.rt, "regions.create", { name: "behind-nginx" }, { ...relayed, cookie, mutation: true, security });
+    assert.equal(created.status, 200, JSON.stringify(created));
+    // A rebound page still sends its own name as Origin: refused, through the same proxy or directly.
+    assert.equal((await login({ ...relayed, origin: "http://attacker.example:3000" }, security)).status, 403);
+    assert.equal((await login(from("attacker.example:3000"), security)).status, 403);
+    // A script's login (no Origin) is still judged by the host it names.
+    const script = await login({ peer: "127.0.0.1", origin: null, headers: { host: "attacker.example:3000" } }, security);
+    assert.equal(script.status, 403);
+  });
+
+  test("the machine's own name is the console's: a login there and a scraper on this machine by that name", async () => {
+    const name = `${hostname()}:3000`;
+    assert.equal((await login(from(name))).status, 200, name);
+    // Debian and Ubuntu map the machine's name to 127.0.1.1: a Prometheus beside the console connects from there.
+    const scraped = await requireMetricsAccess(
+      h.rt,
+      new Request(`http://${name}/metrics`, { headers: consoleHeaders({ peer: "127.0.1.1", origin: null, headers: { host: name } }) }),
+      { token: undefined, security: securityOf() },
+    );
+    assert.equal(scraped?.status ?? 200, 200);
+  });
+
+  test("the machine's fully qualified name comes from /etc/hosts, never from a name that merely starts like it", () => {
+    const hosts = "127.0.0.1 localhost\n# 10.9.9.9 ops-box.old.example ops-box\n127.0.1.1\tOps-Box.Example.com ops-box  # Debian\n";
+    assert.equal(canonicalNameIn(hosts, "ops-box"), "ops-box.example.com");
+    assert.deepEqual(machineNames("Ops-Box", hosts), ["ops-box", "ops-box.example.com"]);
+    assert.deepEqual(machineNames("ops-box", "127.0.0.1 localhost\n"), ["ops-box"]);
+    assert.deepEqual(machineNames("ops-box.example.com", "127.0.1.1 ops-box.example.com ops-box\n"), ["ops-box.example.com"]);
+    assert.equal(new AllowedHosts(null, [], machineNames("ops-box", hosts)).allows("ops-box.example.com:3000"), true);
+    const security = requestSecurityOf(parseConsoleEnv({}));
+    assert.equal(security.allowedHosts?.allows(`${hostname()}.attacker.example`), false);
   });
 
   test("MERIDIAN_ALLOWED_HOSTS takes names only, and says what is wrong", () => {

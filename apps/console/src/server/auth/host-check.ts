@@ -9,7 +9,11 @@
 // - MERIDIAN_PUBLIC_URL's host name;
 // - "localhost" and any IP address literal (127.0.0.1, [::1], 192.168.1.5 under MERIDIAN_HOST=0.0.0.0):
 //   no DNS answer can re-point those, so a browser sends them only to the server they name;
-// - the names in MERIDIAN_ALLOWED_HOSTS (e.g. the machine's own name, a reverse proxy's name).
+// - the machine's own name, and its fully qualified name from /etc/hosts (machine-names.ts);
+// - the names in MERIDIAN_ALLOWED_HOSTS (e.g. a reverse proxy's name, another name of the machine).
+//
+// With MERIDIAN_PUBLIC_URL set, a request that carries an Origin is judged by that Origin alone
+// (origin-check.ts); this check guards the others (a login without Origin, a loopback /metrics).
 import "server-only";
 import { forwardedHeader, type Client } from "./client-address";
 import type { RequestSecurity } from "./request-security";

@@ -7,8 +7,17 @@
 // peer is a trusted proxy. A browser cannot set Host or the forwarded headers on a cross-site request,
 // but any client can: a forwarded host from an untrusted peer is ignored.
 //
-// First of all, the host itself must be one the console answers to (host-check.ts): otherwise a
-// DNS-rebinding page, whose Origin equals the Host it sends, passed.
+// Without MERIDIAN_PUBLIC_URL, the host itself must first be one the console answers to
+// (host-check.ts): otherwise a DNS-rebinding page, whose Origin equals the Host it sends, passed.
+//
+// With MERIDIAN_PUBLIC_URL, a request that carries an Origin is judged by the Origin alone, whatever
+// its Host: a reverse proxy commonly rewrites Host to its upstream's name (nginx's default
+// `proxy_pass http://meridian-console:3000` sends Host: meridian-console:3000 and no
+// X-Forwarded-Host), and refusing that name locked every operator out. This stays safe against DNS
+// rebinding: a rebound page's Origin is the name it was loaded from, the attacker's, and a browser
+// writes Origin itself (no page can set it), so only a page loaded from the public URL can send it;
+// a non-browser client can forge Origin, but it can forge Host just as well, so the host check
+// never stopped it. A request without an Origin (a script's login) still has its host checked.
 import "server-only";
 import type { Client } from "./client-address";
 import { checkHost, requestHost } from "./host-check";
@@ -25,9 +34,12 @@ export interface OriginCheckOptions {
 }
 
 export function checkOrigin(headers: Headers, client: Client, security: RequestSecurity, options: OriginCheckOptions = {}): OriginVerdict {
-  const addressed = checkHost(headers, client, security);
-  if (!addressed.ok) return addressed;
   const origin = headers.get("origin");
+  const hasOrigin = Boolean(origin) && origin !== "null";
+  if (!(security.publicOrigin && hasOrigin)) {
+    const addressed = checkHost(headers, client, security);
+    if (!addressed.ok) return addressed;
+  }
   if (!origin || origin === "null") {
     const fetchSite = headers.get("sec-fetch-site");
     if (options.allowNonBrowser && (fetchSite === null || fetchSite === "same-origin")) return { ok: true };

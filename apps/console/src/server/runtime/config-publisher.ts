@@ -12,6 +12,8 @@
 //   console that lost the lease in the meantime records nothing (leadership/fence.ts). A follower's
 //   publish() records nothing and returns the current version; the leader's reconcile publishes
 //   what the follower changed.
+// - While the console stores no limits for an LB, the LB's own are adopted before a push would
+//   replace them, and nothing is pushed while they cannot be read yet (lb-settings-adoption.ts).
 // - Until an LB has answered once, an unreachable LB is only starting (npm start brings the LBs and
 //   the console up in any order): those retries log at debug. Once it has answered, losing it is
 //   news and logs at warn.
@@ -22,7 +24,7 @@ import type { LbConfig } from "@meridian/protocol";
 import { largerOf, type LoadBalancerRow, type Queryable, type Store } from "@meridian/db";
 import { whileLeading } from "../leadership/fence";
 import { buildLbConfig, configContent } from "./config-builder";
-import type { SettingsAdoption } from "./lb-settings-adoption";
+import type { BeforePush, SettingsAdoption } from "./lb-settings-adoption";
 import { type LbAdminClient, type PutConfigResult, TokenReadError } from "./lb-admin-client";
 import { backoffMs, WakeSignal } from "./wake-signal";
 
@@ -48,7 +50,7 @@ export interface ConfigPublisherDeps {
   /** ConsoleMetrics' counter, declared here because the metrics module reads this one. */
   metrics: { countConfigPush(lbId: string, result: PutConfigResult["kind"]): void };
   /** Adopts an LB's running limits before the first push would replace them (lb-settings-adoption.ts). */
-  adoption?: Pick<SettingsAdoption, "adopt">;
+  adoption?: Pick<SettingsAdoption, "beforePush">;
 }
 
 /** The lease moved on while this console was recording a version: it records nothing. */
@@ -62,6 +64,8 @@ interface PushLoop {
   /** The config version the LB last refused (400): its backoff is not cut short by the health
    * monitor's version reports (an LB refusing every push got one every round, 2 s apart). */
   refusedVersion: number | null;
+  /** The log has said this LB's own limits cannot be read and the defaults are pushed. */
+  defaultsSaid: boolean;
 }
 
 export class ConfigPublisher {
@@ -185,7 +189,13 @@ export class ConfigPublisher {
       existing.signal.wake();
       return;
     }
-    const loop: PushLoop = { signal: new WakeSignal(), status: { lastAttemptAt: null, lastError: null }, answered: false, refusedVersion: null };
+    const loop: PushLoop = {
+      signal: new WakeSignal(),
+      status: { lastAttemptAt: null, lastError: null },
+      answered: false,
+      refusedVersion: null,
+      defaultsSaid: false,
+    };
     this.loops.set(lbId, loop);
     void this.runLoop(lbId, loop).catch((error: unknown) => {
       this.deps.log.error({ lbId, err: error }, "config push loop crashed");
@@ -257,9 +267,14 @@ export class ConfigPublisher {
       }
       // A push replaces the LB's whole config: while the console stores no limits for it, the ones
       // it runs are adopted first (then published as a newer version, which this loop pushes).
-      if (lb.limitsJson === null && (await this.deps.adoption?.adopt(lb))) {
-        await this.publishAll();
-        continue;
+      if (lb.limitsJson === null && this.deps.adoption) {
+        const wait = await this.adoptBeforePush(this.deps.adoption, lb, loop, attempt);
+        if (wait === "again") continue;
+        if (wait !== null) {
+          await loop.signal.wait(wait);
+          attempt += 1;
+          continue;
+        }
       }
       loop.status.lastAttemptAt = Date.now();
       let result: PutConfigResult;
@@ -310,6 +325,57 @@ export class ConfigPublisher {
       }
       await loop.signal.wait(backoffMs(attempt, 250, result.kind === "rejected" ? 30_000 : 10_000));
       attempt += 1;
+    }
+  }
+
+  /** Asks the adoption before a push to an LB the console stores no limits for
+   * (lb-settings-adoption.ts): null to push now, "again" to read the LB's row again (limits were
+   * stored, or adopted and published), else how long to wait before asking again (the LB could not
+   * be read yet: a push now would replace the limits it may still answer with). */
+  private async adoptBeforePush(
+    adoption: Pick<SettingsAdoption, "beforePush">,
+    lb: LoadBalancerRow,
+    loop: PushLoop,
+    attempt: number,
+  ): Promise<number | "again" | null> {
+    let outcome: BeforePush;
+    try {
+      outcome = await adoption.beforePush(lb);
+    } catch (error) {
+      loop.status.lastError = "not pushed: the console failed storing the LB's limits; retrying";
+      if (attempt % 10 === 0) this.deps.log.error({ lbId: lb.id, attempt, err: error }, "config push held: the LB's limits were not stored");
+      return backoffMs(attempt, 250, 10_000);
+    }
+    switch (outcome.kind) {
+      case "adopted":
+        await this.publishAll();
+        return "again";
+      case "stored":
+        return "again";
+      case "push-defaults":
+        // Info, not warn: nothing failed, the push goes on as documented; once acknowledged, the
+        // defaults are stored and audited as lb.limits-defaults with this reason.
+        if (!loop.defaultsSaid) {
+          loop.defaultsSaid = true;
+          this.deps.log.info(
+            { lbId: lb.id, reason: outcome.reason },
+            "the LB's own limits cannot be read (an older LB build?): pushing the console's defaults; set its limits on the LBs page",
+          );
+        }
+        return null;
+      case "wait":
+        loop.status.lastAttemptAt = Date.now();
+        loop.status.lastError = `not pushed yet: the limits the LB runs could not be read (${outcome.reason}); retrying`;
+        // As an unanswered push logs: at debug until the LB first answered (it is only starting).
+        if (attempt % 10 === 0) {
+          this.deps.log[loop.answered ? "warn" : "debug"](
+            { lbId: lb.id, attempt, reason: outcome.reason },
+            loop.answered
+              ? "config push held: the LB's running limits could not be read; retrying"
+              : "LB not answering yet; config push retrying (its running limits are read first)",
+          );
+        }
+        return backoffMs(attempt, 250, 10_000);
     }
   }
 

@@ -30,15 +30,27 @@ export function spawnSim(spec: { command: string; args: string[]; cwd: string })
 const SIM_ERROR = /^meridian-sim:/;
 /** A stack frame ("    at fn (file:1:2)"): never the reason a run failed. */
 const STACK_FRAME = /^at\s/;
+/** What V8 prints around a fatal error and that names no cause: its banners ("<--- Last few GCs --->",
+ * "----- Native stack trace -----"), GC trace lines ("[29360:0x16223e20]  156 ms: Mark-Compact …") and
+ * native stack frames (" 1: 0xb78db3 node::OOMErrorHandler…"). An out-of-memory run prints the GC
+ * banner first, so without this its message was that banner. */
+const V8_NOISE = /^(<---.*--->$|-{3,}.*-{3,}$|\[\d+:0x[0-9a-f]+\]|\d+: 0x[0-9a-f]+\b)/i;
+/** A line that states the error: Node's fatal error ("FATAL ERROR: Reached heap limit Allocation
+ * failed - JavaScript heap out of memory") or an uncaught error's first line ("TypeError: …",
+ * "Error [ERR_MODULE_NOT_FOUND]: Cannot find module …"), which Node prints after the source line it
+ * points at. */
+const ERROR_LINE = /^(FATAL ERROR:|\w*Error\b[^:]*:)/;
 
 /**
  * Follows the simulator's stderr line by line: reports progress, and keeps the line that explains a
- * failure: the CLI's own error line, else the first other line (Node's fatal error, a warning), never
- * a progress line or a stack frame, which say nothing about why the run ended.
+ * failure: the CLI's own error line, else Node's error line (a fatal error such as running out of
+ * heap, an uncaught error), else the first other line (a warning), never a progress line, a stack
+ * frame or V8's GC trace, which say nothing about why the run ended.
  */
 export class SimStderr {
   private partial = "";
   private simError: string | null = null;
+  private errorLine: string | null = null;
   private firstOther: string | null = null;
 
   constructor(private readonly onProgress: (progress: number) => void) {}
@@ -54,16 +66,17 @@ export class SimStderr {
     if (this.partial) this.line(this.partial);
     this.partial = "";
     if (signal !== null) {
-      const detail = this.simError ?? this.firstOther;
+      const detail = this.simError ?? this.errorLine ?? this.firstOther;
       return `the simulator was killed (${signal})${detail ? `: ${detail}` : ""}`;
     }
     if (this.simError !== null) return this.simError;
-    return `the simulator exited with code ${code}${this.firstOther ? `: ${this.firstOther}` : ""}`;
+    const detail = this.errorLine ?? this.firstOther;
+    return `the simulator exited with code ${code}${detail ? `: ${detail}` : ""}`;
   }
 
   private line(raw: string): void {
     const line = raw.trim();
-    if (!line) return;
+    if (!line || V8_NOISE.test(line)) return;
     if (SIM_ERROR.test(line)) {
       this.simError = line;
       return;
@@ -73,6 +86,8 @@ export class SimStderr {
       this.onProgress(progress);
       return;
     }
-    if (this.firstOther === null && !STACK_FRAME.test(line)) this.firstOther = line.slice(0, 500);
+    if (STACK_FRAME.test(line)) return;
+    if (this.errorLine === null && ERROR_LINE.test(line)) this.errorLine = line.slice(0, 500);
+    this.firstOther ??= line.slice(0, 500);
   }
 }

@@ -18,7 +18,7 @@ import { createHarness, type Harness, OPERATOR, TEST_TOKEN, waitFor } from "../t
 import { buildLbConfig } from "./config-builder";
 import { HealthMonitor } from "./health-monitor";
 import { LbHealthBook } from "./lb-health";
-import { runningConfigReader, SettingsAdoption } from "./lb-settings-adoption";
+import { type RunningConfig, runningConfigReader, SettingsAdoption } from "./lb-settings-adoption";
 
 const MiB = 1024 * 1024;
 
@@ -48,7 +48,7 @@ describe("adopting the settings an LB runs", () => {
       actor: SYSTEM_HEALTH,
       readConfig: async (lb) => {
         reads.push(lb.id);
-        return answer;
+        return answer ? { kind: "config", config: answer } : { kind: "unavailable", reason: "connect ECONNREFUSED" };
       },
     });
   const lb = async (id: string) => (await h.rt.store.db.select().from(h.rt.store.tables.loadBalancers).where(eq(h.rt.store.tables.loadBalancers.id, id)))[0]!;
@@ -64,9 +64,10 @@ describe("adopting the settings an LB runs", () => {
   });
   after(() => h.close());
 
-  test("until the LB answers, nothing is stored and the page says the console's defaults apply", async () => {
+  test("until the LB answers, nothing is stored, the push waits, and the page says the console's defaults apply", async () => {
     answer = null;
     assert.equal(await adoption().adopt(await lb("lb-us")), false);
+    assert.deepEqual(await adoption().beforePush(await lb("lb-us")), { kind: "wait", reason: "connect ECONNREFUSED" });
     assert.deepEqual((await lbById(h.rt, { id: "lb-us" })).limits, { defaults: { ...DEFAULT_LIMITS }, set: {}, stored: false });
     assert.equal((await lb("lb-us")).limitsJson, null);
   });
@@ -159,7 +160,7 @@ describe("an operator's edit racing an adoption", () => {
       store: h.rt.store,
       log: pino({ level: "silent" }),
       actor: SYSTEM_HEALTH,
-      readConfig: async () => runningConfig("lb-race"),
+      readConfig: async () => ({ kind: "config", config: runningConfig("lb-race") }),
     });
 
     // The operator's edit holds the rows (updated, not yet committed) while the adoption starts.
@@ -224,27 +225,131 @@ describe("the first push to an LB that runs its own limits", () => {
 });
 
 describe("reading the config an LB runs", () => {
-  test("GET /admin/config with the LB's token; anything but a valid config is nothing to adopt", async () => {
-    let status = 200;
+  test("GET /admin/config with the LB's token: a config, no config to be had (an older build), or not readable yet", async () => {
+    let answer: { status: number; body?: string } | "hang" = { status: 200 };
     let seenAuth: string | undefined;
+    const hanging: (() => void)[] = [];
     const server = createServer((req, res) => {
       seenAuth = req.headers.authorization;
       if (req.url !== "/base/admin/config" || req.method !== "GET") {
         res.writeHead(404).end();
         return;
       }
-      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(runningConfig("lb-us")));
+      if (answer === "hang") {
+        hanging.push(() => res.destroy());
+        return;
+      }
+      res.writeHead(answer.status, { "content-type": "application/json" }).end(answer.body ?? JSON.stringify(runningConfig("lb-us")));
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as AddressInfo).port;
     try {
-      const read = runningConfigReader({ auth: async () => ({ authorization: "Bearer t" }) });
-      const adminBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}/base/`;
-      assert.equal((await read({ id: "lb-us", adminBase }))?.limits.maxBodyBytes, 32 * MiB);
+      const read = runningConfigReader({ auth: async () => ({ authorization: "Bearer t" }) }, { timeoutMs: 300 });
+      const adminBase = `http://127.0.0.1:${port}/base/`;
+      const kindOf = async () => {
+        const running = await read({ id: "lb-us", adminBase });
+        return running.kind === "config" ? running.config.limits.maxBodyBytes : running.kind;
+      };
+      assert.equal(await kindOf(), 32 * MiB);
       assert.equal(seenAuth, "Bearer t");
-      status = 404;
-      assert.equal(await read({ id: "lb-us", adminBase }), null);
+      // Asking again changes nothing: the console pushes its defaults.
+      for (const status of [404, 405]) {
+        answer = { status };
+        assert.equal(await kindOf(), "none", String(status));
+      }
+      answer = { status: 200, body: "<html>not an admin API</html>" };
+      assert.equal(await kindOf(), "none");
+      answer = { status: 200, body: JSON.stringify({ limits: {} }) };
+      assert.equal(await kindOf(), "none");
+      // Passing: the push waits for a read.
+      for (const status of [500, 503, 401]) {
+        answer = { status };
+        assert.equal(await kindOf(), "unavailable", String(status));
+      }
+      answer = "hang";
+      assert.equal(await kindOf(), "unavailable", "a timeout");
+      const closedPort = await new Promise<number>((resolve) => {
+        const probe = createServer();
+        probe.listen(0, "127.0.0.1", () => {
+          const free = (probe.address() as AddressInfo).port;
+          probe.close(() => resolve(free));
+        });
+      });
+      assert.equal((await read({ id: "lb-us", adminBase: `http://127.0.0.1:${closedPort}` })).kind, "unavailable", "unreachable");
+      const noToken = runningConfigReader({
+        auth: async () => {
+          throw new Error("the console could not read the LB's token");
+        },
+      });
+      assert.equal((await noToken({ id: "lb-us", adminBase })).kind, "unavailable");
     } finally {
+      for (const end of hanging) end();
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+});
+
+describe("an LB that already runs a console config", () => {
+  let h: Harness;
+  const reads: string[] = [];
+  let reader: () => Promise<RunningConfig> = async () => ({ kind: "unavailable", reason: "unused" });
+  let adoption: SettingsAdoption;
+  const row = async (id: string) => (await h.rt.store.db.select().from(h.rt.store.tables.loadBalancers).where(eq(h.rt.store.tables.loadBalancers.id, id)))[0]!;
+  const acknowledge = (id: string, version: number) =>
+    h.rt.store.db
+      .update(h.rt.store.tables.loadBalancers)
+      .set({ configVersion: version, ackedVersion: version })
+      .where(eq(h.rt.store.tables.loadBalancers.id, id));
+
+  before(async () => {
+    h = await createHarness();
+    await createRegion(h.rt, OPERATOR, { name: "us" });
+    adoption = new SettingsAdoption({
+      store: h.rt.store,
+      log: pino({ level: "silent" }),
+      actor: SYSTEM_HEALTH,
+      readConfig: async (lb) => {
+        reads.push(lb.id);
+        return await reader();
+      },
+    });
+  });
+  after(() => h.close());
+
+  test("registered before adoption existed (acknowledged, no limits stored): the defaults are stored once, never read, not called adopted", async () => {
+    await createLb(h.rt, OPERATOR, { name: "lb-old", url: "http://127.0.0.1:9/old", region: "us" }, "lb-old");
+    await acknowledge("lb-old", 5);
+    assert.equal(await adoption.adopt(await row("lb-old")), false, "nothing to publish: the config the console builds is unchanged");
+    assert.deepEqual((await lbById(h.rt, { id: "lb-old" })).limits, { defaults: { ...DEFAULT_LIMITS }, set: {}, stored: true });
+    assert.deepEqual(reads, []);
+    const [audit] = await listAudit(h.rt, { action: "lb.limits-defaults", limit: 5 });
+    assert.equal(audit?.target, "lb:lb-old");
+    assert.match(JSON.stringify(audit?.after), /acknowledged version 5/);
+    assert.equal(await adoption.adopt(await row("lb-old")), false);
+    assert.deepEqual(await adoption.beforePush(await row("lb-old")), { kind: "stored" });
+    assert.deepEqual(reads, [], "no read, ever");
+    assert.equal((await listAudit(h.rt, { action: "lb.limits-defaults", limit: 5 })).length, 1, "recorded once");
+    assert.equal((await listAudit(h.rt, { action: "lb.adopt-settings", limit: 5 })).length, 0);
+  });
+
+  test("pushed the defaults because it had no GET /admin/config: what it answers later is the console's config, not adopted", async () => {
+    await createLb(h.rt, OPERATOR, { name: "lb-us", url: "http://127.0.0.1:9/us", region: "us" }, "lb-us");
+    reader = async () => ({ kind: "none", reason: "GET /admin/config answered 404 (an LB build without it)" });
+    assert.deepEqual(await adoption.beforePush(await row("lb-us")), {
+      kind: "push-defaults",
+      reason: "GET /admin/config answered 404 (an LB build without it)",
+    });
+    const pushed = (await buildLbConfig(h.rt.store, "lb-us", 1))!;
+    assert.equal(pushed.limits.maxBodyBytes, DEFAULT_LIMITS.maxBodyBytes);
+    // The LB acknowledges the push, and (upgraded) would now answer the config the console pushed.
+    await acknowledge("lb-us", 1);
+    reader = async () => ({ kind: "config", config: pushed });
+    reads.length = 0;
+    assert.equal(await adoption.adopt(await row("lb-us")), false);
+    assert.deepEqual(reads, []);
+    assert.equal((await listAudit(h.rt, { action: "lb.adopt-settings", limit: 5 })).length, 0, "the pushed defaults are not audited as the LB's");
+    const [audit] = await listAudit(h.rt, { action: "lb.limits-defaults", limit: 1 });
+    assert.equal(audit?.target, "lb:lb-us");
+    assert.match(JSON.stringify(audit?.after), /answered 404/, "the trail says why the LB's own limits were not adopted");
   });
 });

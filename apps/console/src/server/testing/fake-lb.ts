@@ -22,6 +22,10 @@ export interface FakeLb {
   healthy: boolean;
   /** Answer PUT /admin/config with this status instead of applying it. */
   failPuts: number | null;
+  /** Answer GET /admin/config with this status instead of the config it runs (a 503 while it starts). */
+  failConfigReads: number | null;
+  /** How many GET /admin/config requests it answered, whatever the answer. */
+  configReads: number;
   telemetryRequests: string[];
   emit(partial?: Partial<TelemetryEvent>): TelemetryEvent;
   /** Closes every open telemetry stream (the LB "restarts" its streams). */
@@ -57,6 +61,8 @@ export async function startFakeLb(options: {
     version: 0,
     healthy: true,
     failPuts: null,
+    failConfigReads: null,
+    configReads: 0,
     telemetryRequests: [],
     emit(partial = {}) {
       const event = telemetryEvent({
@@ -165,8 +171,10 @@ export async function startFakeLb(options: {
       return;
     }
     if (url.pathname === "/admin/config" && req.method === "GET") {
+      lb.configReads += 1;
       const running = options.running === undefined ? undefined : (lb.configs.at(-1) ?? options.running);
-      if (running === undefined) res.writeHead(404).end();
+      if (lb.failConfigReads !== null) res.writeHead(lb.failConfigReads).end();
+      else if (running === undefined) res.writeHead(404).end();
       else res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(running));
       return;
     }
