@@ -7,10 +7,11 @@ export { bundledTracePath } from "./trace/bundled";
 export * from "./prompt/synth";
 export * from "./generator/multi-turn";
 export * from "./generator/turns";
+export type { ReplayItem } from "./replay/items";
+export { ReplayOutputError } from "./replay/output";
 export {
   runReplay,
   startLoadGenerator,
-  type ReplayItem,
   type ReplayCommonOptions,
   type RunReplayOptions,
   type LoadGeneratorOptions,

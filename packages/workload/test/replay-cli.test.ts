@@ -1,5 +1,6 @@
 // Cross-process: runs the meridian-replay bin against the SSE stub and checks its outputs.
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -72,5 +73,48 @@ describe("meridian-replay CLI", () => {
     assert.match(bad.stderr, /--entrypoints is required/);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /trace file not found: .*nope\.jsonl/);
+  });
+
+  it("exits 2 with one line, before sending anything, when --out or --summary cannot be written", async () => {
+    const entrypoints = JSON.stringify({ r: stub.url });
+    const before = stub.received.length;
+    const [out, summary] = await Promise.all(
+      ["--out", "--summary"].map((flag) => runCli(["--trace", fixture, "--max-requests", "3", "--entrypoints", entrypoints, flag, join(dir, "missing", "x")])),
+    );
+    assert.equal(out!.code, 2, out!.stderr);
+    assert.match(out!.stderr, /^meridian-replay: --out: cannot write .*missing\/x: ENOENT[^\n]*\n$/);
+    assert.equal(summary!.code, 2, summary!.stderr);
+    assert.match(summary!.stderr, /^meridian-replay: --summary: cannot write .*missing\/x: ENOENT[^\n]*\n$/);
+    assert.equal(stub.received.length, before, "nothing sent");
+  });
+
+  it("still prints the summary when --out fails mid-run (a full disk), then exits 2 naming the flag", { skip: !existsSync("/dev/full") }, async () => {
+    const r = await runCli([
+      "--trace",
+      fixture,
+      "--max-requests",
+      "3",
+      "--time-scale",
+      "0.001",
+      "--entrypoints",
+      JSON.stringify({ r: stub.url }),
+      "--out",
+      "/dev/full",
+    ]);
+    assert.equal(r.code, 2, r.stderr);
+    assert.equal((JSON.parse(r.stdout) as { requests: number }).requests, 3);
+    assert.match(r.stderr, /^meridian-replay: --out: cannot write \/dev\/full: ENOSPC[^\n]*\n$/);
+  });
+
+  it("exits 2 naming the flag for a flag of the other mode or a delay no timer holds", async () => {
+    const entrypoints = JSON.stringify({ r: stub.url });
+    const [rate, timeout] = await Promise.all([
+      runCli(["--trace", fixture, "--entrypoints", entrypoints, "--rate", "5"]),
+      runCli(["--trace", fixture, "--entrypoints", entrypoints, "--timeout-s", "3000000"]),
+    ]);
+    assert.equal(rate.code, 2);
+    assert.match(rate.stderr, /^meridian-replay: --rate applies to --generator multi-turn only\n/);
+    assert.equal(timeout.code, 2);
+    assert.match(timeout.stderr, /^meridian-replay: --timeout-s must be at most 2147483\.647 s/);
   });
 });

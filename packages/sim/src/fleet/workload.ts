@@ -3,7 +3,7 @@
 // them once.
 
 import { sessionKeyFromBlocks, traceBlockKeys, type BlockKey } from "@meridian/routing";
-import { assignRegion, TurnChain, type TraceRequest } from "@meridian/workload";
+import { assignRegion, inSendOrder, TurnChain, type TraceRequest } from "@meridian/workload";
 import type { FleetSpec } from "./spec";
 
 /** Trace runs key sessions on the first TWO blocks: block 0 of the Mooncake conversation trace is a
@@ -58,7 +58,7 @@ export function buildSimRequests(rows: readonly TraceRequest[], spec: FleetSpec,
   const requests: SimRequest[] = [];
   const turns = new TurnChain<number>();
   let droppedTooLong = 0;
-  const ordered = [...rows].sort((a, b) => a.timestampMs - b.timestampMs || a.index - b.index);
+  const ordered = inSendOrder(rows);
   const arrivals = options.spreadTicks ? spreadTicks(ordered.map((r) => r.timestampMs)) : ordered.map((r) => r.timestampMs);
   for (let i = 0; i < ordered.length; i++) {
     const row = ordered[i]!;

@@ -55,6 +55,16 @@ describe("prompt synthesis", () => {
     assert.equal(traceMessages(row([0], 100))[1]!.content, "Continue.");
   });
 
+  it("builds only the blocks input_length reaches, however many hash ids a row has", () => {
+    // 300k blocks of 2048 characters would be past V8's longest string: the row must cost 40 characters.
+    const many = traceMessages(row(new Array(300_000).fill(7), 10));
+    assert.deepEqual(
+      many.map((m) => m.content.length),
+      [2048, "Continue.".length],
+    );
+    assert.deepEqual(traceMessages(row([0, 1, 2, ...new Array(100_000).fill(9)], 1100)), traceMessages(row([0, 1, 2], 1100)));
+  });
+
   it("uses an ART-Chat row's recorded messages verbatim", () => {
     const recorded = [{ role: "user", content: "hello" }];
     assert.deepEqual(traceMessages({ ...row(["ab"], 10), body: { messages: recorded } }), recorded);

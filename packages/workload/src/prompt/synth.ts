@@ -100,11 +100,14 @@ export function traceMessages(request: TraceRequest, options: TraceMessagesOptio
   const blockOptions = { blockTokens: request.blockTokens, charsPerToken };
   const systemBlocks = Math.min(options.systemBlocks ?? 1, request.hashIds.length);
   const systemText = promptText(request.hashIds.slice(0, systemBlocks), blockOptions);
-  let userText = promptText(request.hashIds.slice(systemBlocks), blockOptions);
-  if (options.fitInputLength ?? true) {
-    const budget = request.inputTokens * charsPerToken - systemText.length;
-    if (budget < userText.length) userText = userText.slice(0, Math.max(0, budget));
-  }
+  let userIds = request.hashIds.slice(systemBlocks);
+  const fit = options.fitInputLength ?? true;
+  const budget = request.inputTokens * charsPerToken - systemText.length;
+  // Only the blocks the budget reaches are built: a row with far more ids than its input_length
+  // would otherwise build a string past V8's limit just to cut it down to a few characters.
+  if (fit) userIds = userIds.slice(0, Math.max(0, Math.ceil(budget / (request.blockTokens * charsPerToken))));
+  let userText = promptText(userIds, blockOptions);
+  if (fit && budget < userText.length) userText = userText.slice(0, Math.max(0, budget));
   const messages: ChatMessage[] = [];
   if (systemText.length > 0) messages.push({ role: "system", content: systemText });
   messages.push({ role: "user", content: userText.length > 0 ? userText : EMPTY_USER_TURN });

@@ -49,4 +49,21 @@ describe("meridian-replay config", () => {
     assert.throws(() => regions("us=,eu=1"), /bad region weight "us="/);
     assert.throws(() => regions(" =1"), /bad region weight/);
   });
+
+  it("refuses a flag of the other mode, naming the flag and the mode it applies to", () => {
+    const load = (...args: string[]) => loadReplayConfig([...args, "--entrypoints", "{}"], {});
+    assert.throws(() => load("--trace", "t", "--rate", "5"), /^Error: --rate applies to --generator multi-turn only$/);
+    assert.throws(() => load("--trace", "t", "--sessions", "8"), /--sessions applies to --generator multi-turn only/);
+    assert.throws(() => load("--trace", "t", "--seed", "3"), /--seed applies to --generator multi-turn only/);
+    assert.throws(
+      () => load("--generator", "multi-turn", "--from-ms", "1000", "--to-ms", "2000"),
+      /^Error: --from-ms applies to --trace only; --to-ms applies to --trace only$/,
+    );
+    assert.throws(() => load("--generator", "multi-turn", "--skip-invalid"), /--skip-invalid applies to --trace only/);
+    assert.throws(() => load("--generator", "multi-turn", "--max-input-tokens", "24000"), /--max-input-tokens applies to --trace only/);
+    assert.throws(() => load("--generator", "multi-turn", "--format", "mooncake"), /--format applies to --trace only/);
+    // Flags of both modes, and a mode's own flags, stay accepted.
+    assert.equal(load("--generator", "multi-turn", "--rate", "5", "--seed", "2", "--time-scale", "2", "--duration-s", "3").rate, 5);
+    assert.equal(load("--trace", "t", "--from-ms", "1", "--format", "art-chat", "--skip-invalid", "--max-input-tokens", "9").maxInputTokens, 9);
+  });
 });

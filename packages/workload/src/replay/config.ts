@@ -2,6 +2,7 @@
 // from the environment, validated once with zod. Nothing else in the process reads process.env.
 import { parseArgs } from "node:util";
 import { z } from "zod";
+import { MAX_TIMER_MS } from "./timer-limit";
 
 export const USAGE = `usage: meridian-replay (--trace FILE | --generator multi-turn) --entrypoints JSON|URL|FILE [options]
 
@@ -39,6 +40,11 @@ export const DEFAULT_REPLAY_MODEL = "meridian-demo";
 const positiveNumber = z.coerce.number().positive();
 const positiveInt = z.coerce.number().int().positive();
 const nonNegative = z.coerce.number().nonnegative();
+const timerLimit = (flag: string, max: number, unit: string) => `${flag} must be at most ${max} ${unit} (2^31-1 ms, the longest delay a Node timer holds)`;
+
+/** Flags that mean something in one mode only: given in the other, they would be silently ignored. */
+const TRACE_ONLY = { fromMs: "--from-ms", toMs: "--to-ms", skipInvalid: "--skip-invalid", maxInputTokens: "--max-input-tokens" } as const;
+const GENERATOR_ONLY = { rate: "--rate", sessions: "--sessions", seed: "--seed" } as const;
 
 const RegionWeightsFlag = z.string().transform((text, ctx) => {
   const weights: Record<string, number> = {};
@@ -65,7 +71,7 @@ export const ReplayConfigSchema = z
     sessions: positiveInt.optional(),
     seed: z.coerce.number().int().optional(),
     entrypoints: z.string().min(1, "--entrypoints is required"),
-    refreshMs: positiveInt.default(5000),
+    refreshMs: positiveInt.max(MAX_TIMER_MS, timerLimit("--refresh-ms", MAX_TIMER_MS, "ms")).default(5000),
     regions: RegionWeightsFlag.optional(),
     timeScale: positiveNumber.default(1),
     fromMs: nonNegative.optional(),
@@ -77,7 +83,7 @@ export const ReplayConfigSchema = z
     maxOutputTokens: positiveInt.optional(),
     maxInputTokens: positiveInt.optional(),
     ignoreEos: z.boolean().default(false),
-    timeoutS: positiveNumber.default(300),
+    timeoutS: positiveNumber.max(MAX_TIMER_MS / 1000, timerLimit("--timeout-s", MAX_TIMER_MS / 1000, "s")).default(300),
     out: z.string().min(1).optional(),
     summary: z.string().min(1).optional(),
     entrypointsToken: z.string().min(1).optional(),
@@ -85,6 +91,17 @@ export const ReplayConfigSchema = z
   })
   .refine((c) => (c.trace === undefined) !== (c.generator === undefined), {
     message: "give exactly one of --trace FILE or --generator multi-turn",
+  })
+  .superRefine((c, ctx) => {
+    // --format and --skip-invalid default to a value; only a value the user changed counts.
+    const given = (key: string, value: unknown): boolean => value !== undefined && value !== false && !(key === "format" && value === "auto");
+    const wrong =
+      c.trace !== undefined
+        ? { flags: { ...GENERATOR_ONLY }, mode: "--generator multi-turn" }
+        : { flags: { ...TRACE_ONLY, format: "--format" }, mode: "--trace" };
+    for (const [key, flag] of Object.entries(wrong.flags)) {
+      if (given(key, c[key as keyof typeof c])) ctx.addIssue({ code: "custom", message: `${flag} applies to ${wrong.mode} only` });
+    }
   });
 export type ReplayConfig = z.output<typeof ReplayConfigSchema>;
 
@@ -129,7 +146,9 @@ export function loadReplayConfig(argv: readonly string[], env: NodeJS.ProcessEnv
     apiKey: env.MERIDIAN_API_KEY || undefined,
   });
   if (!parsed.success) {
-    throw new Error(parsed.error.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; "));
+    // A message that names its flag needs no field path in front of it.
+    const describe = (i: z.core.$ZodIssue): string => (i.path.length && !i.message.startsWith("--") ? `${i.path.join(".")}: ${i.message}` : i.message);
+    throw new Error(parsed.error.issues.map(describe).join("; "));
   }
   return parsed.data;
 }

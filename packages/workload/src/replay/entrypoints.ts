@@ -4,6 +4,7 @@
 import { readFile } from "node:fs/promises";
 import { request, type Dispatcher } from "undici";
 import { z } from "zod";
+import { assertTimerMs } from "./timer-limit";
 
 /** `{"us-ashburn": "http://127.0.0.1:4201", ...}`. */
 export type EntrypointMap = Record<string, string>;
@@ -117,6 +118,7 @@ export interface EntrypointResolver {
 const MIN_INVALIDATE_GAP_MS = 1000;
 
 export function createEntrypointResolver(options: EntrypointResolverOptions): EntrypointResolver {
+  if (options.refreshMs !== undefined) assertTimerMs("refreshMs", options.refreshMs);
   if (typeof options.source !== "string") {
     const map = parseEntrypointMap(options.source);
     return {

@@ -2,11 +2,14 @@
 // regional entrypoints and prints the summary JSON to stdout.
 //   node packages/workload/bin/meridian-replay.mjs --trace packages/workload/fixtures/mooncake-conversation-first500.jsonl \
 //     --entrypoints '{"us-ashburn":"http://127.0.0.1:4201"}' --time-scale 2 --out results.jsonl --summary summary.json
-// Exit code 0 when the run completes (request errors are in the summary), 2 on bad arguments or
-// an unreadable trace / entrypoint map.
+// Exit code 0 when the run completes (request errors are in the summary), 2 on bad arguments, an
+// unreadable trace / entrypoint map, or an --out / --summary file that cannot be written.
 import { loadReplayConfig, USAGE, UsageRequested, type ReplayConfig } from "./config";
 import { entrypointsFromFlag, type EntrypointMap } from "./entrypoints";
+import { ReplayOutputError, type ReplayOutputOption } from "./output";
 import { runReplay, type RunReplayOptions } from "./run";
+
+const OUTPUT_FLAGS: Record<ReplayOutputOption, string> = { outPath: "--out", summaryPath: "--summary" };
 
 function replayOptions(config: ReplayConfig, entrypoints: EntrypointMap | string, controller: AbortController): RunReplayOptions {
   const options: RunReplayOptions = {
@@ -78,7 +81,13 @@ async function main(): Promise<number> {
     process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
     return 0;
   } catch (error) {
-    process.stderr.write(`meridian-replay: ${(error as Error).message}\n`);
+    if (!(error instanceof ReplayOutputError)) {
+      process.stderr.write(`meridian-replay: ${(error as Error).message}\n`);
+      return 2;
+    }
+    // A file that failed mid-run (a full disk) loses that file, not the run's summary.
+    if (error.summary) process.stdout.write(`${JSON.stringify(error.summary, null, 2)}\n`);
+    process.stderr.write(`meridian-replay: ${OUTPUT_FLAGS[error.option]}: ${error.message}\n`);
     return 2;
   }
 }

@@ -308,6 +308,23 @@ describe("replay client", () => {
     assert.ok(s.received.length <= recorded, `nothing is sent after stop(): ${s.received.length} received, ${recorded} sent`);
   });
 
+  it("the load generator's summary() covers exactly the most recent keepRecords requests", async () => {
+    const s = await stub({ deltas: 1 });
+    const seen: number[] = [];
+    const generator = startLoadGenerator({
+      entrypoints: { r: s.url },
+      keepRecords: 3,
+      maxRequests: 6,
+      concurrency: 1,
+      generator: { ratePerS: 200, sessions: 6 },
+      // Asked right after each record is kept (onRecord runs before it is).
+      onRecord: () => queueMicrotask(() => seen.push(generator.summary().requests)),
+    });
+    const final = await generator.done;
+    assert.deepEqual(seen, [1, 2, 3, 3, 3, 3]);
+    assert.equal(final.requests, 3);
+  });
+
   it("the load generator waits for a non-empty entrypoint map, then follows it", async () => {
     const engine = await stub();
     const console = await stub();

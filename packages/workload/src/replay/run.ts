@@ -7,33 +7,20 @@
 //
 // runReplay() is bounded (trace end, duration or max requests); startLoadGenerator() runs the
 // multi-turn generator until stop(), for the demo fleet.
-import { createWriteStream } from "node:fs";
-import { writeFile } from "node:fs/promises";
 import { performance } from "node:perf_hooks";
 import { Agent, type Dispatcher } from "undici";
-import { createMultiTurnWorkload, type MultiTurnOptions } from "../generator/multi-turn";
+import type { MultiTurnOptions } from "../generator/multi-turn";
 import { TurnChain } from "../generator/turns";
-import { traceMessages, type ChatMessage } from "../prompt/synth";
-import { assignRegion, createTraceTransform, equalWeights, sessionKeyOf, type RegionWeights, type TraceControls } from "../trace/controls";
-import { readTrace, type TraceReadOptions } from "../trace/reader";
+import { equalWeights, type RegionWeights, type TraceControls } from "../trace/controls";
+import type { TraceReadOptions } from "../trace/reader";
 import type { TraceRequest } from "../trace/types";
 import { DEFAULT_REPLAY_MODEL } from "./config";
 import { chatCompletionsUrl, createEntrypointResolver, type EntrypointMap, type EntrypointResolver } from "./entrypoints";
+import { generatorItems, type ReplayItem, type Skipped, traceItems } from "./items";
+import { openOutputs } from "./output";
 import { summarise, type ReplayRecord, type ReplaySummary } from "./stats";
 import { streamChat } from "./stream-chat";
-
-/** One request as the runner sends it. */
-export interface ReplayItem {
-  index: number;
-  /** Due time, ms after the run starts. */
-  atMs: number;
-  region: string;
-  sessionId: string;
-  turn?: number;
-  messages: ChatMessage[];
-  maxTokens: number;
-  inputTokens: number;
-}
+import { assertTimerMs, MAX_TIMER_MS } from "./timer-limit";
 
 export interface ReplayCommonOptions {
   /** Region → entrypoint URL map, or the URL of such a map (re-fetched every refreshMs). */
@@ -71,8 +58,9 @@ export interface ReplayCommonOptions {
 
 export interface RunReplayOptions extends ReplayCommonOptions, TraceControls {
   /**
-   * A trace file (streamed) or rows in memory. Window and time scale (TraceControls) apply to the
-   * rows' source timestamps in both cases. Without a trace, the multi-turn generator runs.
+   * A trace file or rows in memory, sent in timestamp order (see items.ts). Window and time scale
+   * (TraceControls) apply to the rows' source timestamps in both cases. Without a trace, the
+   * multi-turn generator runs.
    */
   trace?: string | readonly TraceRequest[];
   /** Format and bad-row handling for a trace file. */
@@ -83,7 +71,11 @@ export interface RunReplayOptions extends ReplayCommonOptions, TraceControls {
   regionWeights?: RegionWeights;
   /** Multi-turn generator options when there is no trace (its regions default likewise). */
   generator?: MultiTurnOptions;
-  /** Write one JSON line per request here. */
+  /**
+   * Write one JSON line per request here. Opened (with summaryPath) before anything is sent: a path
+   * that cannot be opened rejects with a ReplayOutputError at once, and a write that fails later
+   * rejects at the end with a ReplayOutputError that carries the run's summary.
+   */
   outPath?: string;
   /** Write the summary JSON here. */
   summaryPath?: string;
@@ -124,7 +116,8 @@ async function sleepUntil(at: number, signal: AbortSignal): Promise<void> {
         signal.removeEventListener("abort", done);
         resolve();
       };
-      const timer = setTimeout(done, Math.max(1, delay));
+      // Capped at the longest delay a timer holds (a longer one fires at once); the loop sleeps again.
+      const timer = setTimeout(done, Math.min(MAX_TIMER_MS, Math.max(1, delay)));
       signal.addEventListener("abort", done, { once: true });
     });
   }
@@ -271,84 +264,15 @@ function runSchedule(
 
 const DEFAULT_REQUEST_LIMIT = 100_000;
 
-function capTokens(tokens: number, cap: number | undefined): number {
-  return Math.max(1, cap === undefined ? tokens : Math.min(tokens, cap));
-}
-
-/** Trace rows read but not sent. */
-interface Skipped {
-  /** Longer than maxInputTokens. */
-  tooLong: number;
-  /** Invalid rows dropped by the reader (onInvalid "skip"). */
-  invalid: number;
-}
-
-async function* traceItems(
-  trace: string | readonly TraceRequest[],
-  options: RunReplayOptions,
-  weights: RegionWeights,
-  skipped: Skipped,
-): AsyncGenerator<ReplayItem> {
-  const controls: TraceControls = {};
-  if (options.fromMs !== undefined) controls.fromMs = options.fromMs;
-  if (options.toMs !== undefined) controls.toMs = options.toMs;
-  if (options.rebase !== undefined) controls.rebase = options.rebase;
-  if (options.timeScale !== undefined) controls.timeScale = options.timeScale;
-  let rows: AsyncIterable<TraceRequest> | Iterable<TraceRequest>;
-  if (typeof trace === "string") {
-    const onSkip = options.traceRead?.onSkip;
-    rows = readTrace(trace, {
-      ...options.traceRead,
-      ...controls,
-      onSkip: (error) => {
-        skipped.invalid++;
-        onSkip?.(error);
-      },
-    });
-  } else {
-    const transform = createTraceTransform(controls);
-    rows = trace.flatMap((row) => transform(row) ?? []);
-  }
-  for await (const row of rows) {
-    if (options.maxInputTokens !== undefined && row.inputTokens > options.maxInputTokens) {
-      skipped.tooLong++;
-      continue;
-    }
-    const sessionId = row.sessionId ?? sessionKeyOf(row.hashIds);
-    yield {
-      index: row.index,
-      atMs: row.timestampMs,
-      region: row.region ?? assignRegion(sessionId, weights),
-      sessionId,
-      messages: traceMessages(row),
-      maxTokens: capTokens(row.outputTokens, options.maxOutputTokens),
-      inputTokens: row.inputTokens,
-    };
-  }
-}
-
-function* generatorItems(generator: MultiTurnOptions, timeScale: number, maxOutputTokens: number | undefined): Generator<ReplayItem> {
-  for (const request of createMultiTurnWorkload(generator)) {
-    yield {
-      index: request.index,
-      atMs: request.atMs * timeScale,
-      region: request.region,
-      sessionId: request.sessionId,
-      turn: request.turn,
-      messages: request.messages,
-      maxTokens: capTokens(request.maxTokens, maxOutputTokens),
-      inputTokens: request.inputTokens,
-    };
-  }
-}
-
 function defaultWeights(resolver: EntrypointResolver): RegionWeights {
   const regions = resolver.regions();
   if (regions.length === 0) throw new Error("the entrypoint map has no regions");
   return equalWeights(regions);
 }
 
+/** A resolver for the options' map; it and this check every delay the options give against the timer limit. */
 function resolverFor(options: ReplayCommonOptions): EntrypointResolver {
+  if (options.requestTimeoutMs !== undefined) assertTimerMs("requestTimeoutMs", options.requestTimeoutMs);
   return createEntrypointResolver({
     source: options.entrypoints,
     ...(options.entrypointsToken ? { token: options.entrypointsToken } : {}),
@@ -362,13 +286,19 @@ function resolverFor(options: ReplayCommonOptions): EntrypointResolver {
  * without a bound stops after 100 000 requests.
  */
 export async function runReplay(options: RunReplayOptions): Promise<ReplaySummary> {
-  const resolver = resolverFor(options);
+  const outputs = await openOutputs(options.outPath, options.summaryPath);
+  let resolver: EntrypointResolver;
+  try {
+    resolver = resolverFor(options);
+  } catch (error) {
+    await outputs.close();
+    throw error;
+  }
   const controller = new AbortController();
   const onAbort = (): void => controller.abort();
   // A signal already aborted fires no "abort" event: without the check the whole trace was sent.
   if (options.signal?.aborted) controller.abort();
   else options.signal?.addEventListener("abort", onAbort, { once: true });
-  const out = options.outPath ? createWriteStream(options.outPath) : undefined;
   const records: ReplayRecord[] = [];
   const skipped: Skipped = { tooLong: 0, invalid: 0 };
   try {
@@ -386,17 +316,17 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplaySummar
     }
     const schedule = runSchedule(items, resolver, options, controller.signal, (record) => {
       records.push(record);
-      out?.write(`${JSON.stringify(record)}\n`);
+      outputs.record(record);
       options.onRecord?.(record);
     });
     await schedule.finished;
     const summary = summarise(records, schedule.elapsedMs(), skipped.tooLong, skipped.invalid);
-    if (options.summaryPath) await writeFile(options.summaryPath, `${JSON.stringify(summary, null, 2)}\n`);
+    await outputs.finish(summary);
     return summary;
   } finally {
     options.signal?.removeEventListener("abort", onAbort);
     resolver.close();
-    if (out) await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
+    await outputs.close();
   }
 }
 
@@ -430,8 +360,12 @@ export function startLoadGenerator(options: LoadGeneratorOptions): LoadGenerator
   let schedule: Schedule | undefined;
   const startedAt = performance.now();
 
-  // Throughput is over the span the kept records cover, not the whole (possibly long) run.
-  const summary = (): ReplaySummary => summarise(records, (schedule?.elapsedMs() ?? performance.now() - startedAt) - (records[0]?.startMs ?? 0));
+  // Exactly the most recent `keep` (storage is trimmed in batches, so it may hold up to twice as
+  // many); throughput is over the span they cover, not the whole (possibly long) run.
+  const summary = (): ReplaySummary => {
+    const recent = records.length > keep ? records.slice(-keep) : records;
+    return summarise(recent, (schedule?.elapsedMs() ?? performance.now() - startedAt) - (recent[0]?.startMs ?? 0));
+  };
 
   // The console may not be up yet, or may serve an empty map before any LB is registered: wait
   // (re-fetching every refreshMs) until there is a region to send to.

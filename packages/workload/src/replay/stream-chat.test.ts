@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { getEventListeners } from "node:events";
 import { after, before, describe, it } from "node:test";
-import { streamChat, type ChatStreamResult } from "./stream-chat";
+import { streamChat, type ChatStreamRequest, type ChatStreamResult } from "./stream-chat";
 
 // Each path answers one way an upstream can reply with 200: the shapes vLLM, SGLang and OpenAI
 // stream (content-type text/event-stream, events ending with `data: [DONE]`), and the ways a 200
@@ -52,6 +53,11 @@ const replies: Record<string, (res: ServerResponse) => void> = {
     res.write(`data: ${JSON.stringify({ error: { message: "engine died", code: 500 } })}\n\n`);
     res.end("data: [DONE]\n\n");
   },
+  // An upstream that accepts the request and then says nothing.
+  "/hang": (res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.write(": accepted\n\n");
+  },
 };
 
 let server: Server;
@@ -69,16 +75,16 @@ after(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
-const stream = (path: string): Promise<ChatStreamResult> =>
-  streamChat({
-    url: `${base}${path}`,
-    model: "m",
-    messages: [{ role: "user", content: "hi" }],
-    maxTokens: 4,
-    headers: {},
-    signal: new AbortController().signal,
-    timeoutMs: 10_000,
-  });
+const request = (path: string): ChatStreamRequest => ({
+  url: `${base}${path}`,
+  model: "m",
+  messages: [{ role: "user", content: "hi" }],
+  maxTokens: 4,
+  headers: {},
+  signal: new AbortController().signal,
+  timeoutMs: 10_000,
+});
+const stream = (path: string): Promise<ChatStreamResult> => streamChat(request(path));
 
 describe("streamChat", () => {
   it("counts vLLM- and OpenAI-shaped streams that end with [DONE] as ok", async () => {
@@ -113,6 +119,31 @@ describe("streamChat", () => {
     assert.equal(cut.ok, false);
     assert.equal(cut.error, "stream: ended without [DONE]");
     assert.equal(cut.contentDeltas, 2, "what did arrive is still reported");
+  });
+
+  it("ends a request at its timeout, or when the caller's signal aborts, and says which", async () => {
+    const timedOut = await streamChat({ ...request("/hang"), timeoutMs: 100 });
+    assert.equal(timedOut.ok, false);
+    assert.equal(timedOut.error, "timeout after 100 ms");
+    const run = new AbortController();
+    const aborted = streamChat({ ...request("/hang"), signal: run.signal });
+    run.abort();
+    assert.equal((await aborted).error, "aborted");
+    const before = new AbortController();
+    before.abort();
+    assert.equal((await streamChat({ ...request("/vllm"), signal: before.signal })).error, "aborted");
+  });
+
+  it("leaves nothing behind on a long-lived caller signal, request after request", async () => {
+    // An endless load generator passes its run's signal to every request; on Node 20 each
+    // AbortSignal.any over it stayed in the signal's dependant set for good.
+    const run = new AbortController();
+    const n = 100;
+    for (let i = 0; i < n; i++) assert.equal((await streamChat({ ...request("/vllm"), signal: run.signal })).ok, true);
+    const dependants = Object.getOwnPropertySymbols(run.signal).find((x) => String(x) === "Symbol(kDependantSignals)");
+    const kept = dependants ? ((run.signal as unknown as Record<symbol, { size: number } | undefined>)[dependants]?.size ?? 0) : 0;
+    assert.ok(kept < n / 2, `${kept} dependant signals kept after ${n} finished requests`);
+    assert.equal(getEventListeners(run.signal, "abort").length, 0);
   });
 
   it("an error event fails the request even though [DONE] follows", async () => {

@@ -5,6 +5,7 @@
 import { performance } from "node:perf_hooks";
 import { request, type Dispatcher } from "undici";
 import type { ChatMessage } from "../prompt/synth";
+import { assertTimerMs } from "./timer-limit";
 
 export interface ChatStreamRequest {
   url: string;
@@ -84,6 +85,29 @@ function embeddedError(text: string): string | undefined {
 }
 
 export async function streamChat(req: ChatStreamRequest): Promise<ChatStreamResult> {
+  assertTimerMs("timeoutMs", req.timeoutMs);
+  // One controller per request, fed by the caller's signal through a listener removed when the
+  // request ends. Not AbortSignal.any([req.signal, …]): on Node 20 the caller's long-lived signal
+  // (an endless load generator's) keeps an entry for every composite made from it, forever.
+  const controller = new AbortController();
+  const onAbort = (): void => controller.abort(req.signal.reason);
+  if (req.signal.aborted) onAbort();
+  else req.signal.addEventListener("abort", onAbort, { once: true });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new Error(`timeout after ${req.timeoutMs} ms`));
+  }, req.timeoutMs);
+  try {
+    return await exchange(req, controller.signal, () => timedOut);
+  } finally {
+    clearTimeout(timer);
+    req.signal.removeEventListener("abort", onAbort);
+  }
+}
+
+/** The request and its measured stream; `signal` ends it early (the caller's abort or the timeout). */
+async function exchange(req: ChatStreamRequest, signal: AbortSignal, timedOut: () => boolean): Promise<ChatStreamResult> {
   const body = JSON.stringify({
     model: req.model,
     messages: req.messages,
@@ -92,13 +116,11 @@ export async function streamChat(req: ChatStreamRequest): Promise<ChatStreamResu
     stream_options: { include_usage: true },
     ...(req.ignoreEos ? { ignore_eos: true } : {}),
   });
-  const timeout = AbortSignal.timeout(req.timeoutMs);
-  const signal = AbortSignal.any([req.signal, timeout]);
   const sentAt = performance.now();
   const result: ChatStreamResult = { status: 0, ok: false, contentDeltas: 0, outputTokens: 0 };
   const failWith = (error: unknown): ChatStreamResult => {
     if (req.signal.aborted) result.error = "aborted";
-    else if (timeout.aborted) result.error = `timeout after ${req.timeoutMs} ms`;
+    else if (timedOut()) result.error = `timeout after ${req.timeoutMs} ms`;
     else result.error = (error as Error).message || String(error);
     result.ok = false;
     return result;

@@ -52,6 +52,15 @@ export function applyTraceControls(requests: Iterable<TraceRequest>, controls: T
 }
 
 /**
+ * The order a workload's rows are sent in: by timestamp, rows with equal timestamps in index (file)
+ * order. A trace need not be sorted (merged or hand-edited files are not); the simulator and the
+ * live replay both send in this order, so an unsorted trace is the same workload to both.
+ */
+export function inSendOrder<T extends { timestampMs: number; index: number }>(rows: readonly T[]): T[] {
+  return [...rows].sort((a, b) => a.timestampMs - b.timestampMs || a.index - b.index);
+}
+
+/**
  * The conversation root: the first two hash ids. In the Mooncake conversation trace every request
  * starts with block 0 (a shared system prompt), so one block would put every request in the same
  * conversation; the second block tells conversations apart.

@@ -51,6 +51,31 @@ describe("trace reader", () => {
     }
   });
 
+  it("reads a row with more hash ids than its input_length has blocks: what the ids beyond it mean is the consumer's", () => {
+    // Exporters disagree by a block at the edges, and a simulator keys all of a row's ids; the
+    // replay's synthesiser builds only the blocks input_length reaches (prompt/synth.ts).
+    const line = JSON.stringify({ timestamp: 1, input_length: 10, output_length: 2, hash_ids: new Array(300_000).fill(0) });
+    const [row] = parseTraceText(line, { source: "t.jsonl" });
+    assert.equal(row?.hashIds.length, 300_000);
+    assert.equal(row?.inputTokens, 10);
+  });
+
+  it("splits lines in memory as the streamed reader does: CRLF, LF or a lone CR", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "wl-trace-"));
+    try {
+      for (const eol of ["\r\n", "\n", "\r"]) {
+        const text = [GOOD(0, [0, 1]), GOOD(1, [0, 2]), GOOD(2, [0, 3])].join(eol);
+        const path = join(dir, "t.jsonl");
+        await writeFile(path, text);
+        const streamed = await loadTrace(path);
+        assert.equal(streamed.length, 3, JSON.stringify(eol));
+        assert.deepEqual(parseTraceText(text), streamed, JSON.stringify(eol));
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("names missing fields, invalid JSON and wrong element types", () => {
     assert.throws(() => parseTraceText(`${GOOD(0, [0])}\n{"timestamp": 1, "input_length": 2, "output_length": 3}`, { source: "t.jsonl" }), {
       message: "t.jsonl:2: hash_ids: required (expected array)",

@@ -109,6 +109,10 @@ class RowParser {
     return rows.flatMap((row) => this.emit(this.format as TraceFileFormat, row));
   }
 
+  private blockTokens(format: TraceFileFormat): BlockTokens {
+    return this.options.blockTokens ?? BLOCK_TOKENS[format];
+  }
+
   private emit(format: TraceFileFormat, row: RawRow): readonly TraceRequest[] {
     const request: TraceRequest = {
       index: this.nextIndex++,
@@ -117,7 +121,7 @@ class RowParser {
       inputTokens: row.input_length,
       outputTokens: row.output_length,
       hashIds: row.hash_ids,
-      blockTokens: this.options.blockTokens ?? BLOCK_TOKENS[format],
+      blockTokens: this.blockTokens(format),
       format,
     };
     if (row.body !== undefined) request.body = row.body;
@@ -190,7 +194,8 @@ export function parseTraceText(text: string, options: TraceReadOptions & { sourc
   const parser = new RowParser(options.source ?? "<trace>", options);
   const out: TraceRequest[] = [];
   const limit = options.limit ?? Infinity;
-  const lines = text.split(/\r?\n/);
+  // Line ends as readTrace's readline sees them: CRLF, LF, or a lone CR (old Mac files).
+  const lines = text.split(/\r\n|\r|\n/);
   for (let i = 0; i < lines.length && out.length < limit; i++) out.push(...parser.parseLine(lines[i] as string, i + 1));
   if (out.length < limit) out.push(...parser.finish());
   return out.slice(0, Math.max(0, limit));

@@ -1,0 +1,58 @@
+// The replay's output files: a path that cannot be opened fails before anything is sent; a write that
+// fails mid-run (a full disk: /dev/full) does not crash the process, and the summary comes back.
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { after, describe, it } from "node:test";
+import { startSseStub, type SseStub } from "../../test/sse-stub";
+import type { TraceRequest } from "../trace/types";
+import type { ReplayOutputError } from "./output";
+import { runReplay } from "./run";
+
+let s: SseStub | undefined;
+after(async () => s?.close());
+const rows: TraceRequest[] = [0, 1, 2].map((i) => ({
+  index: i,
+  timestampMs: 0,
+  sourceTimestampMs: 0,
+  inputTokens: 300,
+  outputTokens: 2,
+  hashIds: [0, i],
+  blockTokens: 512,
+  format: "mooncake",
+}));
+
+/** What `run` rejects with (ReplayOutputError is checked by name: the old runner had none). */
+async function rejection(run: Promise<unknown>): Promise<ReplayOutputError> {
+  try {
+    await run;
+  } catch (error) {
+    return error as ReplayOutputError;
+  }
+  return assert.fail("resolved");
+}
+
+describe("replay output files", () => {
+  it("an outPath or summaryPath in a missing directory rejects before any request, naming the option", async () => {
+    s ??= await startSseStub();
+    for (const option of ["outPath", "summaryPath"] as const) {
+      const error = await rejection(runReplay({ trace: rows, entrypoints: { r: s.url }, [option]: "/nonexistent-dir/x.json" }));
+      assert.equal(error.name, "ReplayOutputError", String(error));
+      assert.equal(error.option, option);
+      assert.match(error.message, /^cannot write \/nonexistent-dir\/x\.json: ENOENT/);
+      assert.equal(error.summary, undefined);
+    }
+    assert.equal(s.received.length, 0);
+  });
+
+  it("a write that fails mid-run ends the run normally and hands back its summary with the error", { skip: !existsSync("/dev/full") }, async () => {
+    s ??= await startSseStub();
+    for (const option of ["outPath", "summaryPath"] as const) {
+      const error = await rejection(runReplay({ trace: rows, entrypoints: { r: s.url }, [option]: "/dev/full" }));
+      assert.equal(error.name, "ReplayOutputError", String(error));
+      assert.equal(error.option, option);
+      assert.match(error.message, /ENOSPC/);
+      assert.equal(error.summary?.requests, 3);
+      assert.equal(error.summary?.ok, 3);
+    }
+  });
+});
