@@ -1,8 +1,10 @@
 // The replay's output files: a path that cannot be opened fails before anything is sent; a write that
 // fails mid-run (a full disk: /dev/full) does not crash the process, and the summary comes back.
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
-import { after, describe, it } from "node:test";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it, test } from "node:test";
 import { startSseStub, type SseStub } from "../../test/sse-stub";
 import type { TraceRequest } from "../trace/types";
 import type { ReplayOutputError } from "./output";
@@ -55,4 +57,21 @@ describe("replay output files", () => {
       assert.equal(error.summary?.ok, 3);
     }
   });
+});
+
+test("a replay that fails before it has a summary leaves the previous summary file as it was", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "wl-summary-kept-"));
+  try {
+    const summaryPath = join(dir, "summary.json");
+    const previous = `${JSON.stringify({ requests: 500, ok: 500 }, null, 2)}\n`;
+    writeFileSync(summaryPath, previous);
+    const trace = join(dir, "bad.jsonl");
+    writeFileSync(trace, '{"timestamp": 0, "input_length": 10, "output_length": 2, "hash_ids": [1]}\nnot json\n');
+    // A bad trace row (and no entrypoint to reach): the run fails before any summary.
+    await assert.rejects(runReplay({ trace, entrypoints: { r: "http://127.0.0.1:9" }, summaryPath }));
+    assert.equal(readFileSync(summaryPath, "utf8"), previous);
+    assert.deepEqual(readdirSync(dir).sort(), ["bad.jsonl", "summary.json"], "no temporary file left");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -2,8 +2,11 @@
 // Both are opened before anything is sent, so a path that cannot be written fails the run at once
 // instead of crashing it (an unhandled stream 'error') or after it (the summary lost). A write that
 // fails later (a full disk) stops that file, not the run: the error comes back with the summary.
+// The summary goes to a temporary file beside its path, renamed over it once written: a run that
+// fails before it has a summary leaves the previous run's file as it was (opening the path itself
+// would have truncated it).
 import type { FileHandle } from "node:fs/promises";
-import { open } from "node:fs/promises";
+import { open, rename, stat, unlink } from "node:fs/promises";
 import { finished } from "node:stream/promises";
 import type { WriteStream } from "node:fs";
 import type { ReplayRecord, ReplaySummary } from "./stats";
@@ -31,6 +34,14 @@ export interface ReplayOutputs {
   close(): Promise<void>;
 }
 
+async function isRegularOrAbsent(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return true; // absent (or unreadable: opening its temporary file will say why)
+  }
+}
+
 async function openFor(option: ReplayOutputOption, path: string): Promise<FileHandle> {
   try {
     return await open(path, "w");
@@ -43,12 +54,19 @@ async function openFor(option: ReplayOutputOption, path: string): Promise<FileHa
 export async function openOutputs(outPath: string | undefined, summaryPath: string | undefined): Promise<ReplayOutputs> {
   const outFile = outPath === undefined ? undefined : await openFor("outPath", outPath);
   let summaryFile: FileHandle | undefined;
+  // Only a regular file (or a new one) is replaced by rename: a device or pipe (/dev/stdout) is
+  // written in place, and holds no previous run to keep.
+  const summaryTemp = summaryPath === undefined || !(await isRegularOrAbsent(summaryPath)) ? undefined : `${summaryPath}.${process.pid}.tmp`;
   try {
-    summaryFile = summaryPath === undefined ? undefined : await openFor("summaryPath", summaryPath);
+    if (summaryPath !== undefined) summaryFile = await openFor("summaryPath", summaryTemp ?? summaryPath);
   } catch (error) {
     await outFile?.close();
-    throw error;
+    throw error instanceof ReplayOutputError ? new ReplayOutputError("summaryPath", summaryPath as string, error.cause) : error;
   }
+  const dropSummaryTemp = async (): Promise<void> => {
+    await summaryFile?.close().catch(() => undefined);
+    if (summaryTemp !== undefined) await unlink(summaryTemp).catch(() => undefined);
+  };
   let failure: ReplayOutputError | undefined;
   let closed = false;
   const out: WriteStream | undefined = outFile?.createWriteStream();
@@ -70,10 +88,11 @@ export async function openOutputs(outPath: string | undefined, summaryPath: stri
       if (summaryFile) {
         try {
           await summaryFile.writeFile(`${JSON.stringify(summary, null, 2)}\n`);
+          await summaryFile.close();
+          if (summaryTemp !== undefined) await rename(summaryTemp, summaryPath as string);
         } catch (error) {
           failure ??= new ReplayOutputError("summaryPath", summaryPath as string, error);
-        } finally {
-          await summaryFile.close().catch(() => undefined);
+          await dropSummaryTemp();
         }
       }
       if (failure) throw new ReplayOutputError(failure.option, failure.path, failure.cause, summary);
@@ -82,7 +101,7 @@ export async function openOutputs(outPath: string | undefined, summaryPath: stri
       if (closed) return;
       closed = true;
       await closeOut();
-      await summaryFile?.close().catch(() => undefined);
+      await dropSummaryTemp();
     },
   };
 }
