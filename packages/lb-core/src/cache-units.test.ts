@@ -48,7 +48,7 @@ describe("inline media and the prompt's size", () => {
     ];
     const lb = testCore({ policy: "least-request" });
     const promptChars = chatSerialisedLength(messages);
-    assert.equal(lb.checkPromptTokens(promptChars), null);
+    assert.equal(lb.checkPromptTokens({ promptChars }), null);
     const ticket = lb.admit("r", { keys: chatBlockKeys(messages), sessionKey: "s", model: null, hop: 0, promptChars }, 0);
     assert.ok(ticket.view.inputTokens < 2_000, `estimated ${ticket.view.inputTokens} prompt tokens for one image and five words`);
   });

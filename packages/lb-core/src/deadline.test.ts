@@ -177,8 +177,8 @@ describe("the core's first-byte deadline and re-dispatch", () => {
 
   it("a prompt above limits.maxPromptTokens is refused with OpenAI's context_length_exceeded", () => {
     const lb = core({ limits: { maxPromptTokens: 1_000 } });
-    assert.equal(lb.checkPromptTokens(400), null);
-    const refusal = lb.checkPromptTokens(100_000);
+    assert.equal(lb.checkPromptTokens({ promptChars: 400 }), null);
+    const refusal = lb.checkPromptTokens({ promptChars: 100_000 });
     assert.equal(refusal?.status, 400);
     assert.equal(refusal?.code, "context_length_exceeded");
     // route() applies the same rule, so a driver that never asks (the simulator) refuses alike.

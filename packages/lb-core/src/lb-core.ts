@@ -27,9 +27,8 @@ import { hasAlternative, isRetryableStatus, type RedispatchCause } from "./redis
 import { forgetRemovedReplicas } from "./replica-removal";
 import { buildLbState, buildPeerReport, modelCounts, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
 import { type PeerRecord, PredictionSums, type ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
-import { failures, peerTarget, replicaTarget, Ticket, type AdmitInput, type Failure } from "./ticket";
+import { admittedTicket, failures, peerTarget, replicaTarget, type AdmitInput, type Failure, type Ticket } from "./ticket";
 import type { CacheModel, LbCoreOptions, Settled } from "./lb-core-options";
-import { admitToTrial } from "./trial";
 
 export type { CacheModel, LbCoreOptions, Settled } from "./lb-core-options";
 
@@ -207,10 +206,14 @@ export class LbCore<J> {
     return knownModel(this.replicas, model) ? null : failures.modelNotFound(model ?? "");
   }
 
-  /** A 400 for a prompt above limits.maxPromptTokens (estimated from its characters), else null.
-   * route() applies the same rule; a driver that knows the prompt's size early asks here first. */
-  checkPromptTokens(promptChars: number): Failure | null {
-    return this.promptTokensFailure(this.estimator.estimate(promptChars));
+  /** A 400 for a prompt above limits.maxPromptTokens (its tokens, or estimated from its characters),
+   * else null. route() applies the same rule; a driver that knows the prompt's size early asks here first. */
+  checkPromptTokens(prompt: Pick<AdmitInput, "promptChars" | "inputTokens">): Failure | null {
+    return this.promptTokensFailure(this.promptTokens(prompt));
+  }
+
+  private promptTokens(prompt: Pick<AdmitInput, "promptChars" | "inputTokens">): number {
+    return prompt.inputTokens ?? this.estimator.estimate(prompt.promptChars ?? 0);
   }
 
   private promptTokensFailure(tokens: number): Failure | null {
@@ -219,31 +222,11 @@ export class LbCore<J> {
   }
 
   admit(owner: J, input: AdmitInput, now: number): Ticket<J> {
-    const inputTokens = input.inputTokens ?? this.estimator.estimate(input.promptChars ?? 0);
     const tokensPerBlock = input.tokensPerBlock ?? DEFAULT_BLOCK_CHARS / this.estimator.charsPerToken;
-    this.keyTokens = tokensPerBlock;
-    const { config } = this;
-    const { weights, trial } = admitToTrial(config, input.sessionKey);
-    const ticket = new Ticket(
-      owner,
-      input.keys,
-      inputTokens,
-      tokensPerBlock,
-      input.sessionKey,
-      input.clientRegion ?? config.region,
-      input.model,
-      input.hop,
-      input.promptChars ?? null,
-      input.nextTurnKeys ?? null,
-      now,
-      config.version,
-      config.policy,
-      weights,
-      trial,
-    );
-    if (input.tokensPerBlock === undefined) ticket.keyChars = DEFAULT_BLOCK_CHARS; // chat keys
-    ticket.clientKeyed = input.clientKeyed === true;
-    return ticket;
+    // Chat keys size the index's budgets; token-exact keys only until one comes (an LB's token-id
+    // prompts must not swing every budget between 16 and 64/ratio tokens a block).
+    if (input.tokensPerBlock === undefined || this.keyTokens === null) this.keyTokens = tokensPerBlock;
+    return admittedTicket(owner, input, this.promptTokens(input), tokensPerBlock, this.config, now);
   }
 
   /** Places a new (or retried) request now, or holds it. A hold that finds the queue full is a
@@ -396,7 +379,7 @@ export class LbCore<J> {
     this.totals.requests++;
     if (outcome.status >= 400) this.totals.errors++;
     const promptTokens = outcome.usage?.promptTokens;
-    if (promptTokens != null && ticket.promptChars !== null) this.estimator.observe(ticket.promptChars, promptTokens);
+    if (promptTokens != null && ticket.calibrationChars !== null) this.estimator.observe(ticket.calibrationChars, promptTokens);
     // Accuracy, cache feedback and learning are about the replica the LB routes to now: a record that
     // a URL change replaced says nothing about the new one (completion.ts, configuredReplica).
     return completeTicket(

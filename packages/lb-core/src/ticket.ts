@@ -1,9 +1,19 @@
 // One request as the LB core tracks it, from admission to completion, and the refusals the core can
 // answer with. A ticket carries the config version, policy and weights in force when it arrived, so
 // a request held across a config push is routed and reported under the weights it arrived under.
-import type { BlockKey, Decision, DispatchSnapshot, Policy, PolicyName, RequestView, Weights } from "@meridian/routing";
+import {
+  type BlockKey,
+  type Decision,
+  DEFAULT_BLOCK_CHARS,
+  type DispatchSnapshot,
+  type Policy,
+  type PolicyName,
+  type RequestView,
+  type Weights,
+} from "@meridian/routing";
+import type { LbConfig } from "@meridian/protocol";
 import type { ReplicaRecord } from "./targets";
-import type { TicketTrial } from "./trial";
+import { admitToTrial, type TicketTrial } from "./trial";
 
 /** A request the core admits: the parsed facts routing needs, nothing of the transport. */
 export interface AdmitInput {
@@ -19,7 +29,10 @@ export interface AdmitInput {
   /** Characters of the canonical prompt: the core estimates tokens from them and calibrates the
    * estimate from the engine's usage.prompt_tokens. Give either this or `inputTokens`. */
   promptChars?: number;
-  /** Prompt tokens when they are known (a trace row). */
+  /** false: `promptChars` is not all text (media parts stand in as a fixed count the engine does not
+   * spend), so the engine's count of the prompt must not calibrate the chars/token ratio. Default true. */
+  calibrates?: boolean;
+  /** Prompt tokens when they are known (a trace row, token ids): exact, and never calibrating. */
   inputTokens?: number;
   /** Tokens one key stands for when `inputTokens` is given (trace: the block size). */
   tokensPerBlock?: number;
@@ -128,7 +141,9 @@ export class Ticket<J> implements RequestView {
     readonly clientRegion: string,
     readonly model: string | null,
     readonly hop: number,
-    readonly promptChars: number | null,
+    /** Characters whose engine token count calibrates the estimate: a text-only prompt's promptChars,
+     * else null (sized in tokens, or with media parts). */
+    readonly calibrationChars: number | null,
     readonly nextTurnKeys: ((reply: string) => readonly BlockKey[] | null) | null,
     /** Arrival on the core's clock (telemetry `time`). */
     readonly arrivalMs: number,
@@ -150,6 +165,32 @@ export class Ticket<J> implements RequestView {
   isExcluded(id: string): boolean {
     return this.excluded?.has(id) === true;
   }
+}
+
+/** The ticket of a request admitted under `config`: in its session's trial arm, calibrating the
+ * token estimate only when its size is text-only characters (AdmitInput.calibrates). */
+export function admittedTicket<J>(owner: J, input: AdmitInput, inputTokens: number, tokensPerBlock: number, config: LbConfig, now: number): Ticket<J> {
+  const { weights, trial } = admitToTrial(config, input.sessionKey);
+  const ticket = new Ticket(
+    owner,
+    input.keys,
+    inputTokens,
+    tokensPerBlock,
+    input.sessionKey,
+    input.clientRegion ?? config.region,
+    input.model,
+    input.hop,
+    input.calibrates === false ? null : (input.promptChars ?? null),
+    input.nextTurnKeys ?? null,
+    now,
+    config.version,
+    config.policy,
+    weights,
+    trial,
+  );
+  if (input.tokensPerBlock === undefined) ticket.keyChars = DEFAULT_BLOCK_CHARS; // chat keys
+  ticket.clientKeyed = input.clientKeyed === true;
+  return ticket;
 }
 
 /** A refusal, in OpenAI error terms, with the reason label the LB's metrics count it under. */

@@ -93,7 +93,7 @@ export class Balancer implements ExchangeHost<Job> {
       },
       queueLength: () => core.queue.length,
       indexRoutes: () => core.index.stats().routes,
-      predictionAccuracy: () => core.prediction.accuracy() ?? 1,
+      predictionAccuracy: () => core.prediction.accuracy(),
       cacheStates: () => {
         const now = coreNow();
         return [...core.replicas.keys()].map((id) => ({ id, cache: core.truth.state(id, now) }));
@@ -216,8 +216,8 @@ export class Balancer implements ExchangeHost<Job> {
     }
     let request: ParsedInference;
     try {
-      request = await readInference(kind, req, this.config, (promptChars) => {
-        const refusal = this.core.checkPromptTokens(promptChars);
+      request = await readInference(kind, req, this.config, (size) => {
+        const refusal = this.core.checkPromptTokens(size);
         if (refusal) throw httpErrorOf(refusal);
       });
     } catch (error) {
@@ -241,7 +241,7 @@ export class Balancer implements ExchangeHost<Job> {
         model: request.model,
         hop: client.hop,
         ...(client.clientRegion !== null ? { clientRegion: client.clientRegion } : {}),
-        promptChars: request.promptChars,
+        ...request.size,
         clientKeyed: presentedClientKey(client.identity),
         nextTurnKeys: (reply) => nextTurnKeys(request, reply),
       },
@@ -447,7 +447,7 @@ export class Balancer implements ExchangeHost<Job> {
 
   private failJob(job: Job, error: HttpError, reason: string): void {
     if (job.done) return;
-    this.metrics.rejected.inc({ reason });
+    this.metrics.failed(job.exchange?.target ?? null, reason);
     if (!job.clientGone) sendError(job.res, error);
     this.finish(job, error.status, null, error.message);
   }

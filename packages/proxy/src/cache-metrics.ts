@@ -4,7 +4,7 @@
 // was cleared. Computed at scrape time from the LB core; clears are counted as they happen.
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { ReplicaCacheState } from "@meridian/protocol";
-import type { IndexClearReason } from "@meridian/routing";
+import { INDEX_CLEAR_REASONS, type IndexClearReason } from "@meridian/routing";
 
 export type CacheStates = () => { id: string; cache: ReplicaCacheState }[];
 
@@ -64,6 +64,11 @@ export class CacheMetrics {
       help: "Times the LB cleared a replica's part of its prefix index, by reason (engine-restart, cache-lost, operator).",
       labelNames: ["replica", "reason"],
       registers: [registry],
+      // At 0 for each configured replica, so its first clear shows in increase() (bounded: replicas
+      // times the fixed reasons).
+      collect() {
+        for (const { id } of states()) for (const reason of INDEX_CLEAR_REASONS) this.inc({ replica: id, reason }, 0);
+      },
     });
   }
 

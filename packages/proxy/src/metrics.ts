@@ -17,11 +17,32 @@ export interface MetricsSources {
   config(): { lbId: string; region: string; policy: string; crossRegion: string; version: number; weights: { rtt: number; queue: number } };
   queueLength(): number;
   indexRoutes(): number;
-  /** LB-wide Σ min(predicted, actual) / Σ max(predicted, actual), from the LB core. */
-  predictionAccuracy(): number;
+  /** LB-wide Σ min(predicted, actual) / Σ max(predicted, actual), from the LB core; null before a
+   * request's prediction could be checked (no replica reported cached tokens yet). */
+  predictionAccuracy(): number | null;
   /** Each replica's cache truth (rolling accuracy, cache reports, its part of the index). */
   cacheStates: CacheStates;
 }
+
+/** The reasons the LB refuses a request before any replica received it (lb-core's failures, the
+ * request reading and the client key check): their series start at 0, so the first refusal of each
+ * shows in increase() and rate() (a series born at 1 has no increase). */
+const REFUSAL_REASONS = [
+  "bad_request",
+  "body_timeout",
+  "invalid_api_key",
+  "unknown_model",
+  "prompt_too_long",
+  "no_replica",
+  "upstream_error",
+  "queue_full",
+  "queue_timeout",
+  "shutting_down",
+  "routing_error",
+];
+const CUT_REASONS = ["upstream_failed", "shutting_down"];
+/** Redispatch reasons off a replica (a peer's unhealthy is peer_unhealthy; peers are not listed here). */
+const REPLICA_REDISPATCH_REASONS = ["first_byte_deadline", "replica_unhealthy"];
 
 const PROXY_VERSION = (createRequire(import.meta.url)("../package.json") as { version: string }).version;
 
@@ -35,6 +56,7 @@ export class ProxyMetrics {
   readonly e2e: Histogram<"replica">;
   readonly forwarded: Counter<"peer">;
   readonly rejected: Counter<"reason">;
+  readonly upstreamFailures: Counter<"replica" | "reason">;
   readonly retries: Counter<"replica">;
   readonly redispatched: Counter<"replica" | "reason">;
   readonly cutStreams: Counter<"reason">;
@@ -75,8 +97,15 @@ export class ProxyMetrics {
     });
     this.rejected = new Counter({
       name: "meridian_lb_rejected_requests_total",
-      help: "Requests refused before reaching a replica, by reason.",
+      help: "Requests refused before reaching a replica, by reason (failures at a replica or peer LB are meridian_lb_upstream_failures_total).",
       labelNames: ["reason"],
+      registers,
+    });
+    for (const reason of REFUSAL_REASONS) this.rejected.inc({ reason }, 0);
+    this.upstreamFailures = new Counter({
+      name: "meridian_lb_upstream_failures_total",
+      help: "Requests answered with an error after reaching a replica or peer LB (it failed or timed out, and no other could take the request), by the last one tried (replica id or peer:<id>) and reason.",
+      labelNames: ["replica", "reason"],
       registers,
     });
     this.retries = new Counter({
@@ -90,6 +119,10 @@ export class ProxyMetrics {
       help: "Requests moved off a replica before any byte reached the client because it missed its first-byte deadline or turned unhealthy, by replica and reason.",
       labelNames: ["replica", "reason"],
       registers,
+      // At 0 for each configured replica, so a replica's first redispatch shows in increase().
+      collect() {
+        for (const replica of sources.replicaGauges()) for (const reason of REPLICA_REDISPATCH_REASONS) this.inc({ replica: replica.id, reason }, 0);
+      },
     });
     this.cutStreams = new Counter({
       name: "meridian_lb_cut_streams_total",
@@ -97,6 +130,7 @@ export class ProxyMetrics {
       labelNames: ["reason"],
       registers,
     });
+    for (const reason of CUT_REASONS) this.cutStreams.inc({ reason }, 0);
     this.predictedCachedTokens = new Counter({
       name: "meridian_lb_predicted_cached_tokens_total",
       help: "Cached prompt tokens predicted by the prefix index, over requests whose replica reported cached tokens.",
@@ -119,10 +153,14 @@ export class ProxyMetrics {
     });
     new Gauge({
       name: "meridian_lb_prediction_accuracy_ratio",
-      help: "Sum of min(predicted, reported) over sum of max(predicted, reported) cached tokens over all checked requests (1 = exact).",
+      help: "Sum of min(predicted, reported) over sum of max(predicted, reported) cached tokens over all checked requests (1 = exact; absent until a replica reported cached tokens).",
       registers,
+      // No sample while nothing was checked (as the per-replica ratio): unknown is not "exact", and an
+      // absent series reads "No data" on the dashboard, where NaN would still pass for a value.
       collect() {
-        this.set(sources.predictionAccuracy());
+        const accuracy = sources.predictionAccuracy();
+        if (accuracy === null) this.remove();
+        else this.set(accuracy);
       },
     });
     const replicas = () => sources.replicaGauges();
@@ -215,6 +253,13 @@ export class ProxyMetrics {
   /** The exposition text of this LB plus the process metrics, and its content type. */
   render(): Promise<{ text: string; contentType: string }> {
     return renderWithProcessMetrics(this.registry);
+  }
+
+  /** A request the LB answered with an error before any byte reached its client: refused before a
+   * replica when it never reached one (no target), else failed at the last target it tried. */
+  failed(target: { kind: "replica" | "peer"; id: string } | null, reason: string): void {
+    if (target === null) this.rejected.inc({ reason });
+    else this.upstreamFailures.inc({ replica: target.kind === "peer" ? `peer:${target.id}` : target.id, reason });
   }
 
   observePrediction(predicted: number, actual: number): void {

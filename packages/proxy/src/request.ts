@@ -6,7 +6,7 @@ import { StringDecoder } from "node:string_decoder";
 import {
   chatBlockKeys,
   chatBlockKeysWithState,
-  chatSerialisedLength,
+  chatPromptSize,
   continueChatBlockKeys,
   continuePromptBlockKeys,
   DEFAULT_BLOCK_CHARS,
@@ -19,7 +19,7 @@ import {
 } from "@meridian/routing";
 import type { LbConfig } from "@meridian/protocol";
 import { sha256Hex } from "@meridian/protocol/credentials";
-import { embeddingInput, tokenIdPrompt } from "./embedding-input";
+import { embeddingInput, type PromptSize, textSize, tokenIdPrompt } from "./embedding-input";
 import { badRequest, HttpError } from "./errors";
 import { PRESCAN_MIN_BYTES, rawNestsDeeperThan, valueNestsDeeperThan } from "./json-depth";
 import { rawTooWide } from "./json-width";
@@ -55,8 +55,10 @@ export interface ParsedInference {
   keys: BlockKey[];
   /** Where keying the prompt stopped, so the next turn (prompt + reply) is keyed from the reply alone. */
   keyerState?: BlockKeyerState;
-  /** Characters of the canonical prompt (a batch: of all its prompts), the basis of the token estimate. */
+  /** Characters of the canonical prompt (a batch: of all its prompts) as keyed. */
   promptChars: number;
+  /** Its size as admission reads it: characters, or a token-id prompt's tokens (embedding-input.ts). */
+  size: PromptSize;
   sessionKey: string;
 }
 
@@ -106,19 +108,19 @@ function bodyTimeout(deadlineMs: number): HttpError {
 }
 
 /** Reads one inference request's body and parses it under the LB's limits (refusals: HttpError).
- * `checkPromptChars` throws for a prompt too long to admit, before it is keyed. */
+ * `checkPromptSize` throws for a prompt too long to admit, before it is keyed. */
 export async function readInference(
   kind: InferenceKind,
   req: IncomingMessage,
   config: Pick<LbConfig, "limits" | "sessionKeyBlocks">,
-  checkPromptChars: (promptChars: number) => void,
+  checkPromptSize: (size: PromptSize) => void,
 ): Promise<ParsedInference> {
   const { limits } = config;
   const raw = await readBodyParts(req, limits.maxBodyBytes, limits.clientBodyTimeoutMs);
   const session = req.headers["x-session-id"];
   return parseInference(kind, raw, typeof session === "string" ? session : undefined, config.sessionKeyBlocks, {
     maxJsonDepth: limits.maxJsonDepth,
-    checkPromptChars,
+    checkPromptSize,
   });
 }
 
@@ -164,8 +166,8 @@ function keysOrBadRequest<T>(compute: () => T): T {
  * is keyed (a prompt too long to admit is refused without hashing megabytes of it). */
 export interface InferenceLimits {
   maxJsonDepth: number;
-  /** Throws (an HttpError) when a prompt of this many canonical characters may not be admitted. */
-  checkPromptChars?: (promptChars: number) => void;
+  /** Throws (an HttpError) when a prompt of this size may not be admitted. */
+  checkPromptSize?: (size: PromptSize) => void;
 }
 
 const DEFAULT_INFERENCE_LIMITS: InferenceLimits = { maxJsonDepth: 64 };
@@ -203,25 +205,28 @@ export function parseInference(
   let keys: BlockKey[];
   let keyerState: BlockKeyerState;
   let promptChars: number;
+  let size: PromptSize;
   if (kind === "chat") {
     messages = body["messages"] as ChatMessage[];
     tools = body["tools"];
     const extras = { tools };
-    promptChars = chatSerialisedLength(messages, extras);
-    limits.checkPromptChars?.(promptChars);
+    const counted = chatPromptSize(messages, extras);
+    promptChars = counted.chars;
+    size = textSize(promptChars, counted.mediaParts);
+    limits.checkPromptSize?.(size);
     ({ keys, state: keyerState } = keysOrBadRequest(() => chatBlockKeysWithState(messages as ChatMessage[], DEFAULT_BLOCK_CHARS, extras)));
   } else if (kind === "embedding") {
     const input = embeddingInput(body);
     prompt = input.text;
-    promptChars = input.promptChars;
-    limits.checkPromptChars?.(promptChars);
+    ({ promptChars, size } = input);
+    limits.checkPromptSize?.(size);
     ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(input.text)));
   } else {
     const ids = tokenIdPrompt(body["prompt"]);
     if (ids !== null) {
-      // Token ids (embedding-input.ts): keyed and counted 4 characters an id, a batch by its first prompt.
-      promptChars = ids.promptChars;
-      limits.checkPromptChars?.(promptChars);
+      // Token ids (embedding-input.ts): keyed 4 characters an id, counted as tokens, a batch by its first prompt.
+      ({ promptChars, size } = ids);
+      limits.checkPromptSize?.(size);
       ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(ids.text)));
     } else {
       const field = body["prompt"] as string | string[];
@@ -232,7 +237,8 @@ export function parseInference(
       const text = typeof field === "string" ? field : (field[0] as string);
       prompt = text;
       promptChars = typeof field === "string" ? text.length : field.reduce((sum, one) => sum + one.length, 0);
-      limits.checkPromptChars?.(promptChars);
+      size = textSize(promptChars);
+      limits.checkPromptSize?.(size);
       ({ keys, state: keyerState } = keysOrBadRequest(() => promptBlockKeysWithState(text)));
     }
   }
@@ -259,6 +265,7 @@ export function parseInference(
     keys,
     keyerState,
     promptChars,
+    size,
     sessionKey,
   };
 }

@@ -1,11 +1,13 @@
 // The head a client gets for an upstream's answer: the headers passed on from the replica or peer LB,
 // where the answer came from, and the length of a body held whole. Hop-by-hop and length headers are
 // the LB's own business.
+import { clientRequestId } from "./request-headers";
 import type { ExchangeJob, UpstreamExchange } from "./upstream";
 
 /** Response headers copied from upstream. Content-Encoding goes with the body it describes: the LB
  * passes an encoded answer through untouched (upstream.ts contentEncoded). x-request-id is the
- * engine's, which echoes the client's own when the client sent one (upstream.ts passes it on). */
+ * client's own when it sent one (the engine's echo carries the LB's per-attempt suffix,
+ * request-headers.ts), else the engine's. */
 const PASSED_RESPONSE_HEADERS = ["content-type", "content-encoding", "cache-control", "x-request-id", "openai-processing-ms", "x-meridian-replica"];
 
 /** Statuses that tell the client to back off: an engine's or gateway's 429, a 503 (an engine's, or a
@@ -27,6 +29,8 @@ export function clientResponseHeaders<J extends ExchangeJob>(exchange: UpstreamE
     const value = exchange.headers[name];
     if (typeof value === "string") out[name] = value;
   }
+  const clientId = clientRequestId(exchange.job.req.headers);
+  if (clientId !== null) out["x-request-id"] = clientId;
   if (BACK_OFF_STATUSES.has(exchange.status)) {
     for (const [name, value] of Object.entries(exchange.headers)) {
       if (typeof value === "string" && isBackOffHeader(name.toLowerCase())) out[name.toLowerCase()] = value;

@@ -411,7 +411,7 @@ export function dispatchExchange<J extends ExchangeJob>(exchange: UpstreamExchan
   // The LB reads what it forwards (SSE events, usage): without Accept-Encoding "any content coding is
   // acceptable" (RFC 9110 §12.5.3), and a compressing proxy in front of an engine would gzip it.
   const out: Record<string, string> = {
-    ...passedRequestHeaders(job.req.headers),
+    ...passedRequestHeaders(job.req.headers, target.kind === "replica"),
     "content-type": "application/json",
     "accept-encoding": "identity",
     ...headers,

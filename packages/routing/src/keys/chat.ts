@@ -219,20 +219,27 @@ export function continueChatBlockKeys(state: BlockKeyerState, appended: readonly
   return { keys, state: keyerState("chat", state.blockChars, keys, chainer, state.lastKey, state.blocks, state.messages + appended.length) };
 }
 
-/** Characters the canonical chat serialisation has (for token estimation), counted by the same
- * walk chatBlockKeys feeds the keyer from (a media part: NON_TEXT_PART_CHARS; the tools). Malformed
- * parts count as 0 (chatBlockKeys rejects them). */
-export function chatSerialisedLength(messages: readonly ChatMessageLike[], extras: ChatPromptExtras = {}): number {
-  let total = 0;
+/** The canonical chat serialisation's size: its characters (for token estimation), counted by the
+ * same walk chatBlockKeys feeds the keyer from (a media part: NON_TEXT_PART_CHARS; the tools;
+ * malformed parts count as 0, chatBlockKeys rejects them), and its media parts. The engine spends its
+ * own count on a media part, so a prompt with one says nothing of the characters a token of text takes. */
+export function chatPromptSize(messages: readonly ChatMessageLike[], extras: ChatPromptExtras = {}): { chars: number; mediaParts: number } {
+  const size = { chars: 0, mediaParts: 0 };
   const counter: SerialisationSink = {
     text: (piece) => {
-      total += piece.length;
+      size.chars += piece.length;
     },
     media: () => {
-      total += NON_TEXT_PART_CHARS;
+      size.chars += NON_TEXT_PART_CHARS;
+      size.mediaParts++;
     },
   };
   serialiseTools(counter, extras.tools, false);
   serialiseMessages(counter, messages, 0, false);
-  return total;
+  return size;
+}
+
+/** Characters the canonical chat serialisation has (chatPromptSize's). */
+export function chatSerialisedLength(messages: readonly ChatMessageLike[], extras: ChatPromptExtras = {}): number {
+  return chatPromptSize(messages, extras).chars;
 }

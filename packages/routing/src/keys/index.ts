@@ -10,6 +10,7 @@ export { DEFAULT_BLOCK_CHARS, MESSAGE_SEPARATOR, PART_SEPARATOR, ROLE_SEPARATOR,
 export {
   chatBlockKeys,
   chatBlockKeysWithState,
+  chatPromptSize,
   chatSerialisedLength,
   continueChatBlockKeys,
   NON_TEXT_PART_CHARS,

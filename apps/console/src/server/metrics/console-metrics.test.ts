@@ -121,6 +121,9 @@ describe("console /metrics content", () => {
     assert.match(text, /^meridian_console_lb_config_version\{lb="lb-us-ashburn",kind="acked"\} [1-9]\d*$/m);
     assert.match(text, /^meridian_console_failovers_total\{lb="lb-eu-frankfurt",trigger="operator"\} 1$/m);
     assert.match(text, /^meridian_console_failbacks_total\{lb="lb-eu-frankfurt",trigger="operator"\} 1$/m);
+    // At 0 before an LB's first event, so increase() sees that event (a series born at 1 has none).
+    assert.match(text, /^meridian_console_failovers_total\{lb="lb-us-ashburn",trigger="automatic"\} 0$/m);
+    assert.match(text, /^meridian_console_config_pushes_total\{lb="lb-eu-frankfurt",result="rejected"\} 0$/m);
     assert.match(text, /^meridian_console_entrypoint_status\{region="us-ashburn",status="assigned"\} 1$/m);
     assert.match(text, /^meridian_console_telemetry_connected\{lb="lb-us-ashburn"\} 1$/m);
     assert.match(text, /^meridian_console_telemetry_events_total\{lb="lb-us-ashburn"\} [1-9]\d*$/m);

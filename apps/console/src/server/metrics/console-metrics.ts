@@ -24,6 +24,10 @@ import type { TunerService } from "../runtime/tuner-service";
 /** What a config push came to: acked, stale, rejected, unreachable. */
 type PushResult = PutConfigResult["kind"];
 
+/** Every push result, checked against PutConfigResult so a new kind cannot be left out. */
+const PUSH_RESULTS = Object.keys({ acked: 1, stale: 1, rejected: 1, unreachable: 1 } satisfies Record<PushResult, 1>) as PushResult[];
+const TRIGGERS = ["automatic", "operator"] as const;
+
 const ENTRYPOINT_STATUSES: readonly EntrypointStatus[] = ["assigned", "fallback", "unresolved"];
 /** The tuner's lifecycle as the tuner page shows it. */
 const TUNER_STATES = ["running", "paused", "stopped", "converged"] as const;
@@ -43,6 +47,8 @@ export class ConsoleMetrics {
   private readonly configPushes: Counter<"lb" | "result">;
   private readonly failovers: Counter<"lb" | "trigger">;
   private readonly failbacks: Counter<"lb" | "trigger">;
+  /** LBs whose event series exist (at 0 until their first event). */
+  private readonly knownLbs = new Set<string>();
 
   constructor(version: string) {
     const registers = [this.registry];
@@ -73,15 +79,32 @@ export class ConsoleMetrics {
   }
 
   countConfigPush(lbId: string, result: PushResult): void {
+    this.known(lbId);
     this.configPushes.inc({ lb: lbId, result });
   }
 
   countFailover(lbId: string, automatic: boolean): void {
+    this.known(lbId);
     this.failovers.inc({ lb: lbId, trigger: automatic ? "automatic" : "operator" });
   }
 
   countFailback(lbId: string, automatic: boolean): void {
+    this.known(lbId);
     this.failbacks.inc({ lb: lbId, trigger: automatic ? "automatic" : "operator" });
+  }
+
+  /** Creates the LB's event series at 0 once the console knows the LB (at a scrape, or its first
+   * event). Prometheus' increase() and rate() need a sample before the event: a series born at 1
+   * hides the first failover of an LB, the usual case for a rare event. Bounded: LBs of the database
+   * times the fixed results and triggers. */
+  private known(lbId: string): void {
+    if (this.knownLbs.has(lbId)) return;
+    this.knownLbs.add(lbId);
+    for (const result of PUSH_RESULTS) this.configPushes.inc({ lb: lbId, result }, 0);
+    for (const trigger of TRIGGERS) {
+      this.failovers.inc({ lb: lbId, trigger }, 0);
+      this.failbacks.inc({ lb: lbId, trigger }, 0);
+    }
   }
 
   /** The exposition text with the process metrics, and its content type. */
@@ -94,7 +117,11 @@ export class ConsoleMetrics {
     const registers = [this.registry];
     const { db, tables } = sources.store;
     const { loadBalancers, tunerRuns, tunerSteps } = tables;
-    const lbs = () => db.select().from(loadBalancers).orderBy(loadBalancers.id);
+    const lbs = async () => {
+      const rows = await db.select().from(loadBalancers).orderBy(loadBalancers.id);
+      for (const lb of rows) this.known(lb.id);
+      return rows;
+    };
 
     // ---- LB health, lifecycle and config versions
     new Gauge({
