@@ -3,7 +3,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { drizzle, type BetterSQLite3Database } from "drizzle-orm/better-sqlite3";
-import { migrate as drizzleMigrate } from "drizzle-orm/better-sqlite3/migrator";
+import { readMigrationFiles } from "drizzle-orm/migrator";
 import * as schema from "./schema/index";
 
 export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
@@ -53,14 +53,36 @@ export function migrationsFolder(name: "drizzle" | "drizzle-pg" = "drizzle"): st
 }
 
 /** Applies every pending migration from drizzle/ (idempotent). Waits up to 5 s for a lock another
- * process holds (synchronously: it runs before the console serves anything). */
+ * process holds (synchronously: it runs before the console serves anything).
+ *
+ * drizzle's own SQLite migrator reads the last applied migration before its (deferred) BEGIN: with two
+ * consoles sharing the file and starting together, the second read "not applied" while the first
+ * migrated, then re-ran the migration after it and failed ("duplicate column name"). Here the write
+ * lock (BEGIN IMMEDIATE) comes first, so the second waits, then finds nothing to do. The steps and
+ * the __drizzle_migrations table are drizzle's, so either migrator reads what the other wrote. */
 export function migrate(db: Db, folder: string = migrationsFolder()): void {
-  const busyTimeout = db.$client.pragma("busy_timeout", { simple: true }) as number;
-  db.$client.pragma(`busy_timeout = ${MIGRATE_BUSY_TIMEOUT_MS}`);
+  const client = db.$client;
+  const migrations = readMigrationFiles({ migrationsFolder: folder });
+  const busyTimeout = client.pragma("busy_timeout", { simple: true }) as number;
+  client.pragma(`busy_timeout = ${MIGRATE_BUSY_TIMEOUT_MS}`);
   try {
-    drizzleMigrate(db, { migrationsFolder: folder });
+    client.exec("BEGIN IMMEDIATE");
+    try {
+      client.exec('CREATE TABLE IF NOT EXISTS "__drizzle_migrations" (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)');
+      const last = client.prepare('SELECT created_at FROM "__drizzle_migrations" ORDER BY created_at DESC LIMIT 1').pluck().get();
+      const record = client.prepare('INSERT INTO "__drizzle_migrations" ("hash", "created_at") VALUES (?, ?)');
+      for (const migration of migrations) {
+        if (last !== undefined && last !== null && Number(last) >= migration.folderMillis) continue;
+        for (const statement of migration.sql) client.prepare(statement).run();
+        record.run(migration.hash, migration.folderMillis);
+      }
+      client.exec("COMMIT");
+    } catch (error) {
+      client.exec("ROLLBACK");
+      throw error;
+    }
   } finally {
-    db.$client.pragma(`busy_timeout = ${busyTimeout}`);
+    client.pragma(`busy_timeout = ${busyTimeout}`);
   }
 }
 

@@ -4,7 +4,7 @@
 // reverses both. One transaction per operation; every operation audited. A failover the health
 // monitor made is marked (failedOverAutomatically) so that auto-failback.ts may undo it.
 import "server-only";
-import { eq, inArray } from "drizzle-orm";
+import { and, eq, inArray, isNull, or } from "drizzle-orm";
 import type { Logger } from "pino";
 import type { Store } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
@@ -12,6 +12,7 @@ import { notFound, precondition } from "../errors";
 import type { ConfigPublisher } from "./config-publisher";
 import type { LbHealthBook } from "./lb-health";
 import { lbTakesClients, nearestHealthyLb } from "./nearest-lb";
+import { forUpdate } from "./row-lock";
 
 /** What failover uses, and nothing else. */
 export interface FailoverDeps {
@@ -36,7 +37,10 @@ export class FailoverService {
   async failover(lbId: string, actor: Actor, options: { automatic?: boolean } = {}): Promise<FailoverResult> {
     const result = await this.deps.store.transaction(async (tx) => {
       const { entrypoints, loadBalancers, replicas } = tx.tables;
-      const [lb] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1);
+      // Locked first: an automatic and an operator's failover of one LB at once would otherwise both
+      // read it healthy on PostgreSQL, and the second, finding the region's entrypoint already moved,
+      // would record that the failover did not take it, so failback would leave it away.
+      const [lb] = await forUpdate(tx, tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1));
       if (!lb) throw notFound("load balancer", lbId);
       if (lb.state === "failed-over") {
         throw precondition(`load balancer "${lb.name}" is already failed over to "${lb.failedOverTo ?? "?"}"; fail it back first`);
@@ -53,20 +57,27 @@ export class FailoverService {
       // Replicas served by the failed LB: its own, and any it had taken over from an earlier failover.
       const moved = (await tx.db.select().from(replicas)).filter((r) => (r.rehomedToLbId ?? r.homeLbId) === lb.id);
       if (moved.length > 0) {
+        // Still served by this LB when the write comes: an edit that gave a replica another home
+        // and committed after the read above (PostgreSQL) keeps it.
         await tx.db
           .update(replicas)
           .set({ rehomedToLbId: target.id })
           .where(
-            inArray(
-              replicas.id,
-              moved.map((r) => r.id),
+            and(
+              inArray(
+                replicas.id,
+                moved.map((r) => r.id),
+              ),
+              or(eq(replicas.rehomedToLbId, lb.id), and(isNull(replicas.rehomedToLbId), eq(replicas.homeLbId, lb.id))),
             ),
           );
       }
       const entries = await tx.db.select().from(entrypoints).where(eq(entrypoints.lbId, lb.id));
       const now = Date.now();
       await tx.db.update(entrypoints).set({ lbId: target.id, updatedAt: now }).where(eq(entrypoints.lbId, lb.id));
-      await tx.db
+      // The state read above is a condition of the write: a change that slipped in between (the
+      // lock is PostgreSQL's only) refuses this failover rather than overwriting it.
+      const changed = await tx.db
         .update(loadBalancers)
         .set({
           state: "failed-over",
@@ -74,7 +85,9 @@ export class FailoverService {
           failedOverAutomatically: options.automatic === true,
           failedOverEntrypoint: entries.some((e) => e.regionId === lb.regionId),
         })
-        .where(eq(loadBalancers.id, lb.id));
+        .where(and(eq(loadBalancers.id, lb.id), eq(loadBalancers.state, lb.state)))
+        .returning({ id: loadBalancers.id });
+      if (changed.length === 0) throw precondition(`load balancer "${lb.name}" changed state while failing over; try again`);
       const outcome: FailoverResult = {
         lbId: lb.id,
         targetLbId: target.id,
@@ -106,7 +119,8 @@ export class FailoverService {
   async failback(lbId: string, actor: Actor, options: { automatic?: boolean; healthyForMs?: number } = {}): Promise<FailoverResult> {
     const result = await this.deps.store.transaction(async (tx) => {
       const { entrypoints, loadBalancers, replicas } = tx.tables;
-      const [lb] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1);
+      // Locked first, as in failover: two failbacks at once would both move the replicas home.
+      const [lb] = await forUpdate(tx, tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, lbId)).limit(1));
       if (!lb) throw notFound("load balancer", lbId);
       // A failed LB that was never failed over still serves its own replicas and region: failing it
       // back would only move its region's entrypoint, behind the health monitor's back.
@@ -139,10 +153,12 @@ export class FailoverService {
           .values({ regionId: lb.regionId, lbId: lb.id, updatedAt: now })
           .onConflictDoUpdate({ target: entrypoints.regionId, set: { lbId: lb.id, updatedAt: now } });
       }
-      await tx.db
+      const changed = await tx.db
         .update(loadBalancers)
         .set({ state: "healthy", failedOverTo: null, failedOverAutomatically: false, failedOverEntrypoint: null })
-        .where(eq(loadBalancers.id, lb.id));
+        .where(and(eq(loadBalancers.id, lb.id), eq(loadBalancers.state, "failed-over")))
+        .returning({ id: loadBalancers.id });
+      if (changed.length === 0) throw precondition(`load balancer "${lb.name}" changed state while failing back; try again`);
       const outcome: FailoverResult = {
         lbId: lb.id,
         targetLbId: target ?? lb.id,

@@ -8,6 +8,7 @@ import { MAX_CLIENT_KEYS_PER_CONFIG } from "@meridian/protocol";
 import { generateClientKey, newClientKeyId, sha256Hex } from "@meridian/protocol/credentials";
 import { type Actor, recordAudit } from "../audit-trail";
 import { busy, conflict, notFound, precondition } from "../errors";
+import { forUpdate } from "../runtime/row-lock";
 import { afterCommit } from "./after-commit";
 import type { ServiceRuntime } from "./context";
 import { requireRegion } from "./regions";
@@ -65,8 +66,12 @@ export async function createClientKey(
   input: { region: string; name: string },
 ): Promise<{ id: string; name: string; region: string; key: string }> {
   const created = await rt.store.transaction(async (tx) => {
-    const { clientKeys } = tx.tables;
+    const { clientKeys, regions } = tx.tables;
     const region = await requireRegion(tx, input.region);
+    // The checks below (name, per-region and fleet caps) read, then insert. On PostgreSQL two creations
+    // at once would both pass them (two active keys named alike, a cap passed): every region's row is
+    // locked first (in one order, so two creations cannot deadlock), and the second waits for the first.
+    await forUpdate(tx, tx.db.select({ id: regions.id }).from(regions).orderBy(regions.id));
     const active = await tx.db
       .select()
       .from(clientKeys)

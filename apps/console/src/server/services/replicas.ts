@@ -7,6 +7,7 @@ import { regionNamesById } from "../region-names";
 import { type Actor, recordAudit } from "../audit-trail";
 import { conflict, invalid, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
+import { forUpdate } from "../runtime/row-lock";
 import { indexStatus, type IndexStatus } from "../runtime/index-status";
 import { replicaWarningsFrom, type ReplicaWarning } from "../runtime/replica-warnings";
 import type { CachePoint, SharePoint } from "../runtime/rolling-stats";
@@ -114,8 +115,11 @@ export interface ReplicaInput extends Partial<ReplicaCapacity> {
   homeLbId?: string | null | undefined;
 }
 
-async function requireLb({ db, tables }: Queryable, lbId: string) {
-  const [lb] = await db.select().from(tables.loadBalancers).where(eq(tables.loadBalancers.id, lbId)).limit(1);
+async function requireLb(q: Queryable, lbId: string) {
+  const { db, tables } = q;
+  // Locked: the replica's re-home (rehomedTarget) is read from this row, and a failover of the LB
+  // committing meanwhile on PostgreSQL would leave the replica served by the failed LB.
+  const [lb] = await forUpdate(q, db.select().from(tables.loadBalancers).where(eq(tables.loadBalancers.id, lbId)).limit(1));
   if (!lb) throw precondition(`unknown load balancer "${lbId}" as home LB`);
   return lb;
 }
@@ -137,6 +141,11 @@ async function requireHomeIn(q: Queryable, lbId: string, regionId: string, fix =
   return lb;
 }
 
+/** The default home LB re-read with its row locked (see requireLb). */
+async function lockedHome(q: Queryable, home: Awaited<ReturnType<typeof requireLb>> | null) {
+  return home ? await requireLb(q, home.id) : null;
+}
+
 async function replicaExists({ db, tables }: Queryable, where: SQL): Promise<boolean> {
   return (await db.select({ id: tables.replicas.id }).from(tables.replicas).where(where).limit(1)).length > 0;
 }
@@ -151,7 +160,7 @@ export async function createReplica(rt: ServiceRuntime, actor: Actor, input: Rep
       throw conflict(`a replica named "${input.name}" already exists`);
     }
     const region = await requireRegion(tx, input.region);
-    const home = input.homeLbId ? await requireHomeIn(tx, input.homeLbId, region.id) : await defaultHomeLb(tx, region.id);
+    const home = input.homeLbId ? await requireHomeIn(tx, input.homeLbId, region.id) : await lockedHome(tx, await defaultHomeLb(tx, region.id));
     const id = fixedId ?? (await newId(input.name, (candidate) => replicaExists(tx, eq(replicas.id, candidate))));
     const row = {
       id,
@@ -197,7 +206,7 @@ export async function updateReplica(rt: ServiceRuntime, actor: Actor, input: { i
     const home = input.homeLbId
       ? await requireHomeIn(tx, input.homeLbId, regionId)
       : input.homeLbId === null || unhomedMove
-        ? await defaultHomeLb(tx, regionId)
+        ? await lockedHome(tx, await defaultHomeLb(tx, regionId))
         : undefined;
     if (home === undefined && regionId !== before.regionId && before.homeLbId !== null) {
       await requireHomeIn(tx, before.homeLbId, regionId, "give homeLbId with the new region, null for its default");
@@ -214,20 +223,14 @@ export async function updateReplica(rt: ServiceRuntime, actor: Actor, input: { i
       maxConcurrency: capacity.maxConcurrency === undefined ? before.maxConcurrency : capacity.maxConcurrency,
       cacheCapacityTokens: capacity.cacheCapacityTokens === undefined ? before.cacheCapacityTokens : capacity.cacheCapacityTokens,
     };
-    await tx.db
-      .update(replicas)
-      .set({
-        name: after.name,
-        url: after.url,
-        regionId: after.regionId,
-        engine: after.engine,
-        model: after.model,
-        homeLbId: after.homeLbId,
-        rehomedToLbId: after.rehomedToLbId,
-        maxConcurrency: after.maxConcurrency,
-        cacheCapacityTokens: after.cacheCapacityTokens,
-      })
-      .where(eq(replicas.id, input.id));
+    // Only what the operator changed is written: a failover committing between the read above and
+    // this write (PostgreSQL) re-homed the replica, and writing the old rehomedToLbId back would
+    // leave it served by the failed LB. The home columns are written only with a new home, whose
+    // LB row is locked (requireLb, lockedHome).
+    const changed = (Object.keys(after) as (keyof ReplicaRow)[]).filter((k) => after[k] !== before[k]);
+    if (home !== undefined) changed.push("homeLbId", "rehomedToLbId");
+    const patch = Object.fromEntries([...new Set(changed)].map((k) => [k, after[k]])) as Partial<ReplicaRow>;
+    if (Object.keys(patch).length > 0) await tx.db.update(replicas).set(patch).where(eq(replicas.id, input.id));
     await recordAudit(tx, actor, "replica.update", `replica:${input.id}`, before, after);
   });
   await afterCommit(rt, "replica.update", { publish: () => rt.publisher.publishAll() });

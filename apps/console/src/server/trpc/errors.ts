@@ -31,10 +31,13 @@ function isDatabaseBusy(error: unknown): boolean {
 }
 
 /** PostgreSQL with several consoles: a deadlock or serialisation failure rolled the transaction back
- * (retry), and a unique violation means another console wrote the same name or id between this
- * one's check and its insert (the operator's check "already exists" lost a race, nothing was changed). */
+ * (retry). */
 const PG_RETRY = new Set(["40001", "40P01"]);
-const PG_UNIQUE_VIOLATION = "23505";
+/** A UNIQUE index refused an insert or rename: PostgreSQL's unique violation, SQLite's UNIQUE and
+ * PRIMARY KEY constraint failures. The services check "already exists" first; the index still refuses
+ * when another console wrote the same name between the check and the write, or when the check and the
+ * index compare differently (SQLite's lower() folds ASCII letters only, so "Édge" twice passes the check). */
+const UNIQUE_VIOLATIONS = new Set(["23505", "SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CONSTRAINT_PRIMARYKEY"]);
 
 function toTRPCError(error: unknown): unknown {
   if (error instanceof DomainError) return new TRPCError({ code: CODES[error.kind], message: error.message, cause: error });
@@ -51,10 +54,10 @@ function toTRPCError(error: unknown): unknown {
   if (code !== undefined && PG_RETRY.has(code)) {
     return new TRPCError({ code: "SERVICE_UNAVAILABLE", message: "the console's database was busy; nothing was changed, retry in a moment", cause: error });
   }
-  if (code === PG_UNIQUE_VIOLATION) {
+  if (code !== undefined && UNIQUE_VIOLATIONS.has(code)) {
     return new TRPCError({
       code: "CONFLICT",
-      message: "another console made the same change at the same moment; nothing was changed here, reload",
+      message: "that name or id already exists (perhaps another console made the same change at the same moment); nothing was changed here, reload",
       cause: error,
     });
   }

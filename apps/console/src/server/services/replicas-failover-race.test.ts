@@ -1,0 +1,84 @@
+// An operator's edit of a replica (its URL, say) while its LB fails over keeps the failover's
+// re-home: the replica stays served by the stand-in. On PostgreSQL (read committed) the edit used to
+// write every column back from its earlier read, the old rehomedToLbId (null) included, leaving the
+// replica on the failed LB. The edit's UPDATE is held on a gate until the failover committed: the
+// interleaving a slow round trip gives. SQLite serialises the two transactions (the failover would
+// wait for the gated edit), so the test runs on PostgreSQL only.
+import { strict as assert } from "node:assert";
+import { after, before, test } from "node:test";
+import { eq } from "drizzle-orm";
+import type { Queryable, Store } from "@meridian/db";
+import { createHarness, type Harness, OPERATOR, TEST_TOKEN, waitFor } from "../testing/harness";
+import { type FakeLb, startFakeLb } from "../testing/fake-lb";
+import { createLb } from "./lbs";
+import { createRegion } from "./regions";
+import { createReplica, updateReplica } from "./replicas";
+import { provenLbIds } from "../runtime/lb-proof-rows";
+
+let h: Harness;
+const lbs: FakeLb[] = [];
+before(async () => {
+  h = await createHarness({ autoFailover: false });
+  for (const region of ["us", "eu"]) {
+    const lb = await startFakeLb({ id: `lb-${region}`, region, token: TEST_TOKEN });
+    lbs.push(lb);
+    await createRegion(h.rt, OPERATOR, { name: region });
+    await createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: lb.url, region });
+  }
+  await createReplica(h.rt, OPERATOR, { name: "us-a", url: "http://127.0.0.1:9", region: "us", engine: "sglang", model: "m", homeLbId: "lb-us" });
+  await h.rt.store.db.insert(h.rt.store.tables.observedRtts).values({ fromRegion: "us", toRegion: "eu", rttMs: 80, updatedAt: 0 });
+  await h.rt.start();
+  await h.rt.health.tick();
+  await waitFor(async () => (await provenLbIds(h.rt.store)).size === 2, 10_000, "every LB proven");
+});
+after(async () => {
+  await h?.close();
+  for (const lb of lbs) await lb.close();
+});
+
+test("a replica edited while its LB fails over stays re-homed to the stand-in", async (t) => {
+  if (h.rt.store.dialect !== "pg") return t.skip("SQLite serialises write transactions");
+  let readDone!: () => void;
+  const read = new Promise<void>((r) => (readDone = r));
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  // The service's own store, with the UPDATE of the replica held until the failover committed.
+  const store: Store = {
+    ...h.rt.store,
+    transaction: (work) =>
+      h.rt.store.transaction((tx) => {
+        const db = new Proxy(tx.db, {
+          get(target, prop) {
+            const value = Reflect.get(target, prop, target);
+            if (prop !== "update") return typeof value === "function" ? value.bind(target) : value;
+            return (...args: unknown[]) => {
+              readDone();
+              const builder = (value as (...a: unknown[]) => object).apply(target, args) as {
+                set: (v: unknown) => { where: (w: unknown) => PromiseLike<unknown> };
+              };
+              return {
+                set: (v: unknown) => ({
+                  where: async (w: unknown) => {
+                    await gate;
+                    return await builder.set(v).where(w);
+                  },
+                }),
+              };
+            };
+          },
+        });
+        return work({ ...tx, db } as Queryable);
+      }),
+  };
+  const rt = Object.create(h.rt, { store: { value: store } });
+  const edit = updateReplica(rt, OPERATOR, { id: "us-a", url: "http://127.0.0.1:10" });
+  await read; // the edit has read the replica and is about to write it
+  const failover = await h.rt.failover.failover("lb-us", OPERATOR);
+  assert.deepEqual(failover.movedReplicas, ["us-a"]);
+  release();
+  await edit;
+  const { replicas } = h.rt.store.tables;
+  const [row] = await h.rt.store.db.select().from(replicas).where(eq(replicas.id, "us-a"));
+  assert.equal(row?.url, "http://127.0.0.1:10");
+  assert.equal(row?.rehomedToLbId, "lb-eu", "served by the stand-in while lb-us is failed over");
+});
