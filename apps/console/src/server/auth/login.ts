@@ -103,29 +103,16 @@ export async function handleLogin(rt: AuthRuntime, req: Request, options: AuthRo
   }
   const { username, password } = parsed.data;
   const next = safeNextPath(parsed.data.next);
+  /** A 429 before the password is checked: audited with why, answered with when to try again. */
+  const throttled = async (reason: string, message: string, retryAfter: number): Promise<Response> => {
+    const target = await loginTarget(rt, username);
+    await recordRefusal(rt, { action: "auth.throttled", actor: "anonymous", target, address: client.address, status: 429, reason }, auditor);
+    return loginRefusal(isForm, 429, message, { error: "throttled", next, retryAfter });
+  };
   const wait = throttle.retryAfter(client.address, username);
-  if (wait > 0) {
-    const target = await loginTarget(rt, username);
-    const event = { action: "auth.throttled", actor: "anonymous", target, address: client.address, status: 429, reason: `retry after ${wait} s` } as const;
-    await recordRefusal(rt, event, auditor);
-    return loginRefusal(isForm, 429, `too many failed login attempts; try again in ${wait} s`, { error: "throttled", next, retryAfter: wait });
-  }
+  if (wait > 0) return throttled(`retry after ${wait} s`, `too many failed login attempts; try again in ${wait} s`, wait);
   if (!throttle.begin(username)) {
-    const target = await loginTarget(rt, username);
-    const event = {
-      action: "auth.throttled",
-      actor: "anonymous",
-      target,
-      address: client.address,
-      status: 429,
-      reason: "a login check for this account is in progress",
-    } as const;
-    await recordRefusal(rt, event, auditor);
-    return loginRefusal(isForm, 429, "another login attempt for this account is being checked; try again in a moment", {
-      error: "throttled",
-      next,
-      retryAfter: 1,
-    });
+    return throttled("a login check for this account is in progress", "another login attempt for this account is being checked; try again in a moment", 1);
   }
   let checked: CredentialCheck | null;
   try {
@@ -134,20 +121,8 @@ export async function handleLogin(rt: AuthRuntime, req: Request, options: AuthRo
   } finally {
     throttle.end(username);
   }
-  if (!checked) {
-    // Not a failure of this client's: the console is checking as many passwords as it will at once.
-    const target = await loginTarget(rt, username);
-    const event = {
-      action: "auth.throttled",
-      actor: "anonymous",
-      target,
-      address: client.address,
-      status: 429,
-      reason: "too many logins being checked",
-    } as const;
-    await recordRefusal(rt, event, auditor);
-    return loginRefusal(isForm, 429, "too many logins are being checked; try again in a moment", { error: "throttled", next, retryAfter: 1 });
-  }
+  // Not a failure of this client's: the console is checking as many passwords as it will at once.
+  if (!checked) return throttled("too many logins being checked", "too many logins are being checked; try again in a moment", 1);
   const { user } = checked;
   const secure = servedOverHttps(req.headers, client, security);
   if (!user) {
