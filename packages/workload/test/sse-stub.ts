@@ -4,6 +4,8 @@
 // serves a mutable entrypoint map at GET /map.
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { after } from "node:test";
+import type { TraceRequest } from "../src/trace/types";
 
 export interface StubBehaviour {
   /** Delay between the role chunk and the first content delta. */
@@ -110,4 +112,31 @@ export async function startSseStub(behaviour: Partial<StubBehaviour> = {}): Prom
       server.close(() => resolve());
     });
   return stub;
+}
+
+/** Starts stubs for one test file: each is closed when the file's tests end (node:test's `after`). */
+export function stubsClosedAfter(): (behaviour?: Partial<StubBehaviour>) => Promise<SseStub> {
+  const started: SseStub[] = [];
+  after(async () => {
+    await Promise.all(started.map((s) => s.close()));
+  });
+  return async (behaviour) => {
+    const s = await startSseStub(behaviour);
+    started.push(s);
+    return s;
+  };
+}
+
+/** `count` Mooncake rows due at once, 300 prompt tokens each, sharing their first block. */
+export function rowsAtOnce(count: number): TraceRequest[] {
+  return Array.from({ length: count }, (_, i) => ({
+    index: i,
+    timestampMs: 0,
+    sourceTimestampMs: 0,
+    inputTokens: 300,
+    outputTokens: 2,
+    hashIds: [0, i],
+    blockTokens: 512,
+    format: "mooncake",
+  }));
 }

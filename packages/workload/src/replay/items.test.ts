@@ -4,23 +4,15 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
-import { startSseStub, type SseStub } from "../../test/sse-stub";
+import { describe, it } from "node:test";
+import { stubsClosedAfter } from "../../test/sse-stub";
 import { multiTurnTrace } from "../generator/multi-turn";
 import { TurnChain } from "../generator/turns";
 import { parseTraceText } from "../trace/reader";
 import { runReplay } from "./run";
 import type { ReplayRecord } from "./stats";
 
-const stubs: SseStub[] = [];
-const stub = async (...args: Parameters<typeof startSseStub>) => {
-  const s = await startSseStub(...args);
-  stubs.push(s);
-  return s;
-};
-after(async () => {
-  await Promise.all(stubs.map((s) => s.close()));
-});
+const stub = stubsClosedAfter();
 
 describe("replay items", () => {
   it("holds a session's next turn when generator rows are replayed as a trace, as the simulator does", async () => {

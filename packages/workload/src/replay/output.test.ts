@@ -4,24 +4,13 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, describe, it, test } from "node:test";
-import { startSseStub, type SseStub } from "../../test/sse-stub";
-import type { TraceRequest } from "../trace/types";
+import { describe, it, test } from "node:test";
+import { rowsAtOnce, stubsClosedAfter } from "../../test/sse-stub";
 import type { ReplayOutputError } from "./output";
 import { runReplay } from "./run";
 
-let s: SseStub | undefined;
-after(async () => s?.close());
-const rows: TraceRequest[] = [0, 1, 2].map((i) => ({
-  index: i,
-  timestampMs: 0,
-  sourceTimestampMs: 0,
-  inputTokens: 300,
-  outputTokens: 2,
-  hashIds: [0, i],
-  blockTokens: 512,
-  format: "mooncake",
-}));
+const stub = stubsClosedAfter();
+const rows = rowsAtOnce(3);
 
 /** What `run` rejects with (ReplayOutputError is checked by name: the old runner had none). */
 async function rejection(run: Promise<unknown>): Promise<ReplayOutputError> {
@@ -35,7 +24,7 @@ async function rejection(run: Promise<unknown>): Promise<ReplayOutputError> {
 
 describe("replay output files", () => {
   it("an outPath or summaryPath in a missing directory rejects before any request, naming the option", async () => {
-    s ??= await startSseStub();
+    const s = await stub();
     for (const option of ["outPath", "summaryPath"] as const) {
       const error = await rejection(runReplay({ trace: rows, entrypoints: { r: s.url }, [option]: "/nonexistent-dir/x.json" }));
       assert.equal(error.name, "ReplayOutputError", String(error));
@@ -47,7 +36,7 @@ describe("replay output files", () => {
   });
 
   it("a write that fails mid-run ends the run normally and hands back its summary with the error", { skip: !existsSync("/dev/full") }, async () => {
-    s ??= await startSseStub();
+    const s = await stub();
     for (const option of ["outPath", "summaryPath"] as const) {
       const error = await rejection(runReplay({ trace: rows, entrypoints: { r: s.url }, [option]: "/dev/full" }));
       assert.equal(error.name, "ReplayOutputError", String(error));

@@ -4,23 +4,15 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
-import { startSseStub, type SseStub } from "../../test/sse-stub";
+import { describe, it } from "node:test";
+import { stubsClosedAfter } from "../../test/sse-stub";
 import { bundledTracePath } from "../trace/bundled";
 import type { TraceRowError } from "../trace/reader";
 import type { TraceRequest } from "../trace/types";
 import { runReplay, startLoadGenerator } from "./run";
 import { percentile, type ReplayRecord, type ReplaySummary } from "./stats";
 
-const stubs: SseStub[] = [];
-const stub = async (...args: Parameters<typeof startSseStub>) => {
-  const s = await startSseStub(...args);
-  stubs.push(s);
-  return s;
-};
-after(async () => {
-  await Promise.all(stubs.map((s) => s.close()));
-});
+const stub = stubsClosedAfter();
 
 /** Waits until `count()` has not changed for 300 ms (at most 5 s). */
 async function settle(count: () => number): Promise<void> {

@@ -1,25 +1,14 @@
 // Delays beyond what a Node timer holds (2^31-1 ms) are refused up front, by the CLI and the library,
 // instead of firing after 1 ms (every request "timed out", the map fetched every millisecond).
 import assert from "node:assert/strict";
-import { after, describe, it } from "node:test";
-import { startSseStub, type SseStub } from "../../test/sse-stub";
-import type { TraceRequest } from "../trace/types";
+import { describe, it } from "node:test";
+import { rowsAtOnce, stubsClosedAfter } from "../../test/sse-stub";
 import { loadReplayConfig } from "./config";
 import { createEntrypointResolver } from "./entrypoints";
 import { runReplay, startLoadGenerator } from "./run";
 
-let s: SseStub | undefined;
-after(async () => s?.close());
-const rows: TraceRequest[] = [0, 1, 2].map((i) => ({
-  index: i,
-  timestampMs: 0,
-  sourceTimestampMs: 0,
-  inputTokens: 300,
-  outputTokens: 2,
-  hashIds: [0, i],
-  blockTokens: 512,
-  format: "mooncake",
-}));
+const stub = stubsClosedAfter();
+const rows = rowsAtOnce(3);
 const config = (...flags: string[]) => loadReplayConfig(["--trace", "t.jsonl", "--entrypoints", "{}", ...flags], {});
 
 describe("timer limits", () => {
@@ -31,13 +20,13 @@ describe("timer limits", () => {
   });
 
   it("the library refuses such delays before sending anything", async () => {
-    s = await startSseStub();
+    const s = await stub();
     for (const requestTimeoutMs of [3_000_000_000, 5_000_000_000]) {
       await assert.rejects(runReplay({ trace: rows, entrypoints: { r: s.url }, requestTimeoutMs }), /requestTimeoutMs must be > 0 and at most 2147483647 ms/);
     }
     await assert.rejects(runReplay({ trace: rows, entrypoints: { r: s.url }, refreshMs: 3_000_000_000 }), /refreshMs must be/);
-    assert.throws(() => startLoadGenerator({ entrypoints: { r: s!.url }, requestTimeoutMs: 3e9 }), /requestTimeoutMs must be/);
-    assert.throws(() => createEntrypointResolver({ source: `${s!.url}/map`, refreshMs: 3e9 }), /refreshMs must be/);
+    assert.throws(() => startLoadGenerator({ entrypoints: { r: s.url }, requestTimeoutMs: 3e9 }), /requestTimeoutMs must be/);
+    assert.throws(() => createEntrypointResolver({ source: `${s.url}/map`, refreshMs: 3e9 }), /refreshMs must be/);
     assert.equal(s.received.length, 0);
     assert.equal(s.mapHits, 0);
   });
