@@ -13,6 +13,7 @@ import {
   type LbCredentialsUpdateInput,
   type LbState,
 } from "@meridian/protocol";
+import { getText } from "./admin-get";
 import { challengeLb } from "./lb-challenge";
 import type { LbProofBook } from "./lb-proofs";
 
@@ -119,8 +120,10 @@ export class LbAdminClient {
     return { authorization: `Bearer ${token.token}` };
   }
 
-  /** A 401 means the LB no longer holds the token: prove again before the next credentialed call. */
-  private after(lb: LbEndpoint, status: number): void {
+  /** What a credentialed call's answer says of the proof: a 401 means the LB no longer holds the
+   * token, so prove again before the next credentialed call. Callers outside this client that send
+   * its credentials (the adoption's config read) report their answers here too. */
+  answered(lb: LbEndpoint, status: number): void {
     if (status === 401) this.options.proofs.invalidate(lb.id);
   }
 
@@ -138,7 +141,7 @@ export class LbAdminClient {
         signal: AbortSignal.timeout(5_000),
       });
       const text = await res.body.text();
-      this.after(lb, res.statusCode);
+      this.answered(lb, res.statusCode);
       if (res.statusCode !== 200) return { error: errorMessage(text) ?? `POST /admin/credentials answered ${res.statusCode}` };
       const parsed = safeParseLbCredentialsStatus(JSON.parse(text));
       return parsed.success ? { keyIds: parsed.data.keyIds } : { error: parsed.error.message };
@@ -165,16 +168,13 @@ export class LbAdminClient {
 
   async state(lb: LbEndpoint): Promise<{ state: LbState | null; error: string | null }> {
     try {
-      const res = await request(joinUrl(lb.adminBase, "/admin/state"), {
+      const { status, text } = await getText(joinUrl(lb.adminBase, "/admin/state"), {
         dispatcher: this.dispatcher,
         headers: await this.auth(lb),
-        headersTimeout: this.timeoutMs,
-        bodyTimeout: this.timeoutMs,
-        signal: AbortSignal.timeout(this.timeoutMs),
+        timeoutMs: this.timeoutMs,
       });
-      const text = await res.body.text();
-      this.after(lb, res.statusCode);
-      if (res.statusCode !== 200) return { state: null, error: `GET /admin/state answered ${res.statusCode}` };
+      this.answered(lb, status);
+      if (status !== 200) return { state: null, error: `GET /admin/state answered ${status}` };
       const parsed = safeParseLbState(JSON.parse(text));
       return parsed.success ? { state: parsed.data, error: null } : { state: null, error: parsed.error.message };
     } catch (error) {
@@ -203,7 +203,7 @@ export class LbAdminClient {
         signal: AbortSignal.timeout(5_000),
       });
       const text = await res.body.text();
-      this.after(lb, res.statusCode);
+      this.answered(lb, res.statusCode);
       if (res.statusCode >= 200 && res.statusCode < 300) return { kind: "acked" };
       const message = errorMessage(text) ?? `PUT /admin/config answered ${res.statusCode}`;
       // 409 also answers a config meant for another LB (code "wrong_lb"): no version bump fixes that.
@@ -228,7 +228,7 @@ export class LbAdminClient {
       bodyTimeout: 30_000,
       signal,
     });
-    this.after(lb, res.statusCode);
+    this.answered(lb, res.statusCode);
     return res;
   }
 }

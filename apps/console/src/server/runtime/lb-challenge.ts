@@ -4,9 +4,10 @@
 // MAC verifies under the console's token for it. Nothing secret is sent, so a listener that is not
 // that LB learns nothing, and a replayed or relayed answer fails on the nonce or the LB id.
 import "server-only";
-import { request, type Dispatcher } from "undici";
+import type { Dispatcher } from "undici";
 import { safeParseLbProof } from "@meridian/protocol";
 import { newNonce, verifyProof } from "@meridian/protocol/credentials";
+import { getText } from "./admin-get";
 
 export type ChallengeResult = { ok: true; keyId: string; held: string[] } | { ok: false; error: string; held: string[]; answered: boolean };
 
@@ -20,14 +21,7 @@ export async function challengeLb(
   let status: number;
   let text: string;
   try {
-    const res = await request(`${endpoint.adminBase.replace(/\/+$/, "")}/admin/proof?nonce=${nonce}`, {
-      dispatcher,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    status = res.statusCode;
-    text = await res.body.text();
+    ({ status, text } = await getText(`${endpoint.adminBase.replace(/\/+$/, "")}/admin/proof?nonce=${nonce}`, { dispatcher, timeoutMs }));
   } catch (error) {
     return { ok: false, error: `challenge failed: ${error instanceof Error ? error.message : String(error)}`, held: [], answered: false };
   }

@@ -244,7 +244,11 @@ describe("reading the config an LB runs", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const port = (server.address() as AddressInfo).port;
     try {
-      const read = runningConfigReader({ auth: async () => ({ authorization: "Bearer t" }) }, { timeoutMs: 300 });
+      const answered: number[] = [];
+      const read = runningConfigReader(
+        { auth: async () => ({ authorization: "Bearer t" }), answered: (_lb, status) => void answered.push(status) },
+        { timeoutMs: 300 },
+      );
       const adminBase = `http://127.0.0.1:${port}/base/`;
       const kindOf = async () => {
         const running = await read({ id: "lb-us", adminBase });
@@ -266,6 +270,8 @@ describe("reading the config an LB runs", () => {
         answer = { status };
         assert.equal(await kindOf(), "unavailable", String(status));
       }
+      // Every answer goes to the client, which drops its proof of the LB on a 401.
+      assert.deepEqual(answered, [200, 404, 405, 200, 200, 500, 503, 401]);
       answer = "hang";
       assert.equal(await kindOf(), "unavailable", "a timeout");
       const closedPort = await new Promise<number>((resolve) => {
@@ -280,6 +286,7 @@ describe("reading the config an LB runs", () => {
         auth: async () => {
           throw new Error("the console could not read the LB's token");
         },
+        answered: () => undefined,
       });
       assert.equal((await noToken({ id: "lb-us", adminBase })).kind, "unavailable");
     } finally {

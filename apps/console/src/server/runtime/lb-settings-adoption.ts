@@ -31,11 +31,11 @@
 import "server-only";
 import { and, eq, isNull } from "drizzle-orm";
 import type { Logger } from "pino";
-import { request } from "undici";
 import { type LbConfig, safeParseLbConfig } from "@meridian/protocol";
 import type { LoadBalancerRow, Store } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
 import { differencesFromDefaults, limitsJson } from "../services/lbs-limits";
+import { getText } from "./admin-get";
 import type { LbAdminClient, LbEndpoint } from "./lb-admin-client";
 
 /** What GET /admin/config said: the config the LB runs; `none`: it answered, but with no config the
@@ -49,21 +49,15 @@ export type RunningConfigReader = (lb: LbEndpoint) => Promise<RunningConfig>;
 const READ_TIMEOUT_MS = 5_000;
 
 /** GET /admin/config with the LB's token (presented only once the LB proved it holds it). */
-export function runningConfigReader(client: Pick<LbAdminClient, "auth">, options: { timeoutMs?: number } = {}): RunningConfigReader {
+export function runningConfigReader(client: Pick<LbAdminClient, "auth" | "answered">, options: { timeoutMs?: number } = {}): RunningConfigReader {
   const timeoutMs = options.timeoutMs ?? READ_TIMEOUT_MS;
   return async (lb) => {
     const base = lb.adminBase.replace(/\/+$/, "");
     let status: number;
     let text: string;
     try {
-      const res = await request(`${base}/admin/config`, {
-        headers: await client.auth(lb),
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-      status = res.statusCode;
-      text = await res.body.text();
+      ({ status, text } = await getText(`${base}/admin/config`, { headers: await client.auth(lb), timeoutMs }));
+      client.answered(lb, status);
     } catch (error) {
       return { kind: "unavailable", reason: error instanceof Error ? error.message : String(error) };
     }
