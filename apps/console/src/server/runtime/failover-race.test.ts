@@ -6,40 +6,18 @@
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
 import { eq } from "drizzle-orm";
-import { createHarness, type Harness, OPERATOR, TEST_TOKEN, waitFor } from "../testing/harness";
-import { type FakeLb, startFakeLb } from "../testing/fake-lb";
+import { createHarness, type Harness, OPERATOR } from "../testing/harness";
+import type { FakeLb } from "../testing/fake-lb";
+import { startTwoRegionFleet } from "../testing/two-region-fleet";
 import { listAudit } from "../services/audit";
-import { createLb, entrypointMap, failbackLb } from "../services/lbs";
-import { createRegion } from "../services/regions";
-import { createReplica } from "../services/replicas";
-import { provenLbIds } from "./lb-proof-rows";
+import { entrypointMap, failbackLb } from "../services/lbs";
 import { SYSTEM_HEALTH } from "../audit-trail";
 
-const REGIONS = ["us", "eu"] as const;
 let h: Harness;
-const lbs: FakeLb[] = [];
+let lbs: FakeLb[] = [];
 before(async () => {
   h = await createHarness({ failoverAfter: 2, autoFailover: false });
-  for (const region of REGIONS) {
-    const lb = await startFakeLb({ id: `lb-${region}`, region, token: TEST_TOKEN });
-    lbs.push(lb);
-    await createRegion(h.rt, OPERATOR, { name: region });
-    await createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: lb.url, region, crossRegion: "via-peer" });
-    for (const n of ["a", "b", "c"]) {
-      await createReplica(h.rt, OPERATOR, {
-        name: `${region}-${n}`,
-        url: "http://127.0.0.1:9",
-        region,
-        engine: "sglang",
-        model: "m",
-        homeLbId: `lb-${region}`,
-      });
-    }
-  }
-  await h.rt.store.db.insert(h.rt.store.tables.observedRtts).values({ fromRegion: "us", toRegion: "eu", rttMs: 80, updatedAt: 0 });
-  await h.rt.start();
-  await h.rt.health.tick();
-  await waitFor(async () => (await provenLbIds(h.rt.store)).size === 2, 10_000, "every LB proven");
+  lbs = await startTwoRegionFleet(h, { crossRegion: "via-peer", replicas: { us: ["us-a", "us-b", "us-c"], eu: ["eu-a", "eu-b", "eu-c"] } });
 });
 after(async () => {
   await h?.close();

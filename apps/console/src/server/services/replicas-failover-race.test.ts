@@ -8,28 +8,16 @@ import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
 import { eq } from "drizzle-orm";
 import type { Queryable, Store } from "@meridian/db";
-import { createHarness, type Harness, OPERATOR, TEST_TOKEN, waitFor } from "../testing/harness";
-import { type FakeLb, startFakeLb } from "../testing/fake-lb";
-import { createLb } from "./lbs";
-import { createRegion } from "./regions";
-import { createReplica, updateReplica } from "./replicas";
-import { provenLbIds } from "../runtime/lb-proof-rows";
+import { createHarness, type Harness, OPERATOR } from "../testing/harness";
+import type { FakeLb } from "../testing/fake-lb";
+import { startTwoRegionFleet } from "../testing/two-region-fleet";
+import { updateReplica } from "./replicas";
 
 let h: Harness;
-const lbs: FakeLb[] = [];
+let lbs: FakeLb[] = [];
 before(async () => {
   h = await createHarness({ autoFailover: false });
-  for (const region of ["us", "eu"]) {
-    const lb = await startFakeLb({ id: `lb-${region}`, region, token: TEST_TOKEN });
-    lbs.push(lb);
-    await createRegion(h.rt, OPERATOR, { name: region });
-    await createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: lb.url, region });
-  }
-  await createReplica(h.rt, OPERATOR, { name: "us-a", url: "http://127.0.0.1:9", region: "us", engine: "sglang", model: "m", homeLbId: "lb-us" });
-  await h.rt.store.db.insert(h.rt.store.tables.observedRtts).values({ fromRegion: "us", toRegion: "eu", rttMs: 80, updatedAt: 0 });
-  await h.rt.start();
-  await h.rt.health.tick();
-  await waitFor(async () => (await provenLbIds(h.rt.store)).size === 2, 10_000, "every LB proven");
+  lbs = await startTwoRegionFleet(h, { replicas: { us: ["us-a"], eu: [] } });
 });
 after(async () => {
   await h?.close();
