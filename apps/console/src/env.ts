@@ -77,6 +77,9 @@ const EnvSchema = z.object({
         return z.NEVER;
       }
     }),
+  /** The address or name `npm start` binds the console to (next start -H); a name is one the console
+   * answers to (server/auth/allowed-hosts.ts boundHostNames). */
+  MERIDIAN_HOST: z.string().optional(),
   /** PostgreSQL (postgres:// or postgresql://): the console's store, shared by every console on it
    * (one of them leads the background duties). Unset: SQLite at MERIDIAN_DB_PATH. */
   DATABASE_URL: z

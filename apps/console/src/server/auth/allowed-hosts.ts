@@ -32,6 +32,14 @@ export function parseAllowedHosts(text: string): string[] {
   return names;
 }
 
+/** The host name the console was bound to (`MERIDIAN_HOST`, which `npm start` passes to `next start
+ * -H`), when it is a name: the operator chose it as they choose MERIDIAN_ALLOWED_HOSTS, and `npm
+ * start` prints it in the console's URL. An address (0.0.0.0, ::1) adds nothing: addresses pass anyway. */
+export function boundHostNames(host: string | undefined): string[] {
+  const name = host?.trim().toLowerCase().replace(/\.$/, "") ?? "";
+  return NAME.test(name) && !isAddressLiteral(name) ? [name] : [];
+}
+
 export class AllowedHosts {
   private readonly names: Set<string>;
 

@@ -102,6 +102,15 @@ describe("the host a request is addressed to", () => {
     assert.equal(script.status, 403);
   });
 
+  test("the name npm start bound the console to (MERIDIAN_HOST) is the console's; an address adds no name", async () => {
+    const bound = securityOf({ MERIDIAN_HOST: "Meridian-Console.internal" });
+    assert.equal((await login(from("meridian-console.internal:3000"), bound)).status, 200);
+    assert.equal((await login(from("attacker.example:3000"), bound)).status, 403);
+    for (const address of ["0.0.0.0", "::1", "127.0.0.1"]) {
+      assert.equal((await login(from("attacker.example:3000"), securityOf({ MERIDIAN_HOST: address }))).status, 403, address);
+    }
+  });
+
   test("the machine's own name is the console's: a login there and a scraper on this machine by that name", async () => {
     const name = `${hostname()}:3000`;
     assert.equal((await login(from(name))).status, 200, name);

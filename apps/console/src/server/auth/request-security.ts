@@ -5,7 +5,7 @@
 // handlers always pass requestSecurityFromEnv(), whose host allow-list is never empty.
 import "server-only";
 import { type ConsoleEnv, getEnv } from "../../env";
-import { AllowedHosts } from "./allowed-hosts";
+import { AllowedHosts, boundHostNames } from "./allowed-hosts";
 import { NO_TRUSTED_PROXIES, type TrustedProxies } from "./trusted-proxies";
 
 export interface RequestSecurity {
@@ -20,10 +20,13 @@ export interface RequestSecurity {
 export const DEFAULT_REQUEST_SECURITY: RequestSecurity = { trustedProxies: NO_TRUSTED_PROXIES, publicOrigin: null };
 
 /** The settings of a console configured by `env` (MERIDIAN_TRUSTED_PROXIES, MERIDIAN_PUBLIC_URL,
- * MERIDIAN_ALLOWED_HOSTS). */
-export function requestSecurityOf(env: Pick<ConsoleEnv, "MERIDIAN_TRUSTED_PROXIES" | "MERIDIAN_PUBLIC_URL" | "MERIDIAN_ALLOWED_HOSTS">): RequestSecurity {
+ * MERIDIAN_ALLOWED_HOSTS, and MERIDIAN_HOST when it names the console). */
+export function requestSecurityOf(
+  env: Pick<ConsoleEnv, "MERIDIAN_TRUSTED_PROXIES" | "MERIDIAN_PUBLIC_URL" | "MERIDIAN_ALLOWED_HOSTS" | "MERIDIAN_HOST">,
+): RequestSecurity {
   const publicOrigin = env.MERIDIAN_PUBLIC_URL ?? null;
-  return { trustedProxies: env.MERIDIAN_TRUSTED_PROXIES, publicOrigin, allowedHosts: new AllowedHosts(publicOrigin, env.MERIDIAN_ALLOWED_HOSTS) };
+  const names = [...env.MERIDIAN_ALLOWED_HOSTS, ...boundHostNames(env.MERIDIAN_HOST)];
+  return { trustedProxies: env.MERIDIAN_TRUSTED_PROXIES, publicOrigin, allowedHosts: new AllowedHosts(publicOrigin, names) };
 }
 
 let cached: RequestSecurity | undefined;
