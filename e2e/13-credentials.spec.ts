@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { expect, test } from "@playwright/test";
 import OpenAI from "openai";
 import { DEMO_MODEL as MODEL } from "../apps/console/src/lib/demo-topology";
-import { OPERATOR } from "./env";
+import { lbToken, OPERATOR } from "./env";
 import { loginViaApi, screenshot, trpcMutation, trpcQuery, type LbRow } from "./helpers";
 
 type LbWithCredential = LbRow & { credential: { keyId: string | null; proven: boolean; retiringKeyId: string | null; error: string | null } };
@@ -49,7 +49,8 @@ test("a client key created in the console is required by its region's LB and ref
     // The LB enforces it once its config arrives: the SDK without the key gets 401, with it an answer.
     await expect.poll(() => ask(lb.url, "sk-no-such-key"), { timeout: 30_000 }).toBe(401);
     expect(await ask(lb.url, key)).toBe(200);
-    const metrics = await (await page.request.get(`${lb.url}/metrics`)).text();
+    // The per-key series are for a bearer the LB trusts with them: its LB token (the console's).
+    const metrics = await (await page.request.get(`${lb.url}/metrics`, { headers: { authorization: `Bearer ${lbToken(lb.id)}` } })).text();
     expect(metrics).toMatch(new RegExp(`meridian_lb_client_requests_total\\{key_id="${keyId}",key_name="e2e-client",status="200"\\} [1-9]`));
     expect(metrics).not.toContain(key.slice(16));
 

@@ -6,9 +6,14 @@
 //   early exit, so the answer's timing says nothing about how close a guess was.
 import type { LbConfig } from "@meridian/protocol";
 import { bearerOf, digestsEqual, sha256 } from "@meridian/protocol/credentials";
+import { HttpError } from "./errors";
 import type { DigestCompare, LbCredentials } from "./lb-credentials";
 
 export type Caller = { kind: "console" } | { kind: "peer"; peerId: string } | { kind: "none"; reason: "missing" | "invalid" };
+
+/** The answer to a bearer this LB does not trust (the admin API's and GET /metrics'). */
+export const unauthorized = (): HttpError =>
+  new HttpError(401, "missing or invalid bearer token", "authentication_error", "invalid_token", null, { "www-authenticate": "Bearer" });
 
 interface PeerVerifier {
   peerId: string;

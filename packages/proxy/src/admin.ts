@@ -28,7 +28,7 @@ import {
   type LbProof,
 } from "@meridian/protocol";
 import { RoutingInputError } from "@meridian/routing";
-import { identifyCaller } from "./admin-auth";
+import { identifyCaller, unauthorized } from "./admin-auth";
 import type { AuthRefusals } from "./auth-refusals";
 import type { Balancer } from "./balancer";
 import type { ConfigStore } from "./config-store";
@@ -50,9 +50,6 @@ export interface AdminDeps {
   /** Called with each newly applied config. */
   onConfigApplied?: (config: LbConfig) => void;
 }
-
-const unauthorized = () =>
-  new HttpError(401, "missing or invalid bearer token", "authentication_error", "invalid_token", null, { "www-authenticate": "Bearer" });
 
 export async function handleAdmin(req: IncomingMessage, res: ServerResponse, url: URL, deps: AdminDeps): Promise<void> {
   const { balancer } = deps;

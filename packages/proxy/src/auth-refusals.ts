@@ -8,8 +8,9 @@ import type { Logger } from "pino";
 import { Counter, type Registry } from "prom-client";
 
 /** admin: /admin/* without the console's token; peer: a peer credential outside what it may do;
- * client: an inference request without a valid client API key where one is required. */
-export type AuthSurface = "admin" | "peer" | "client";
+ * client: an inference request without a valid client API key where one is required; metrics: GET
+ * /metrics with a bearer trusted for neither the client series nor the admin API (metrics-access.ts). */
+export type AuthSurface = "admin" | "peer" | "client" | "metrics";
 export type RefusalReason = "missing" | "invalid" | "forbidden";
 
 const FOLD_WINDOW_MS = 10_000;
@@ -37,7 +38,7 @@ export class AuthRefusals {
   ) {
     this.counter = new Counter({
       name: "meridian_lb_auth_refusals_total",
-      help: "Requests refused for their credential, by surface (admin, peer, client) and reason (missing, invalid, forbidden).",
+      help: "Requests refused for their credential, by surface (admin, peer, client, metrics) and reason (missing, invalid, forbidden).",
       labelNames: ["surface", "reason"],
       registers: [registry],
     });

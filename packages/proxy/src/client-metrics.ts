@@ -2,13 +2,17 @@
 // name (never the secret). Label values come only from the config (key ids and names, peer ids) and
 // two fixed words ("anonymous", "peer"), never from a request, so the series are bounded by the
 // config; series of a key that left the config (revoked) are removed when the config changes.
-import { Counter, type Registry } from "prom-client";
+// They live on a registry of their own, apart from the LB's: GET /metrics renders them only for a
+// caller trusted with them (metrics-access.ts), since they name every client and its traffic.
+import { Counter, Registry } from "prom-client";
 import type { LbConfig } from "@meridian/protocol";
 import type { ClientIdentity } from "./client-keys";
 
 type Labels = { key_id: string; key_name: string };
 
 export class ClientMetrics {
+  /** Only these two counters: appended to the LB's scrape for a trusted caller. */
+  readonly registry = new Registry();
   private readonly requests: Counter<"key_id" | "key_name" | "status">;
   private readonly tokens: Counter<"key_id" | "key_name" | "kind">;
   /** Label sets written, by key id, so a removed key's series can be dropped exactly. */
@@ -18,8 +22,8 @@ export class ClientMetrics {
    * back until the next config change. */
   private configured: { keys: Map<string, string>; peers: Set<string> } | null = null;
 
-  constructor(registry: Registry) {
-    const registers = [registry];
+  constructor() {
+    const registers = [this.registry];
     this.requests = new Counter({
       name: "meridian_lb_client_requests_total",
       help: "Inference requests by client API key (key_id anonymous: none; peer: forwarded by the peer LB in key_name) and HTTP status.",

@@ -12,6 +12,11 @@ const port = z
   .transform(Number)
   .pipe(z.number().max(65_535, { error: "expected a port: 0 to 65535" }));
 
+/** The bearer a scraper presents to read the per-client-key series of GET /metrics. Sent in an HTTP
+ * header and read back by Prometheus from a file it trims, so printable ASCII without spaces; 16
+ * characters at least, so it is not a word an operator picked to get past a prompt. */
+export const MetricsTokenSchema = z.string().regex(/^[\x21-\x7e]{16,}$/, { error: "expected at least 16 printable ASCII characters without spaces" });
+
 export const ProxyEnvSchema = z.object({
   /** This LB's token, as the console showed it once (mlt_…); the console's admin bearer and the
    * source of the LB's proof key and peer credential. Without it (and without a credentials file)
@@ -22,6 +27,9 @@ export const ProxyEnvSchema = z.object({
     .optional(),
   /** A file whose first line is the token (instead of MERIDIAN_LB_TOKEN). */
   MERIDIAN_LB_TOKEN_FILE: z.string().min(1).optional(),
+  /** The bearer that reads the per-client-key series of GET /metrics (same as proxy.metricsToken);
+   * without it only the console's LB token does. */
+  MERIDIAN_LB_METRICS_TOKEN: MetricsTokenSchema.optional(),
   /** Where the tokens this LB accepts are persisted (default: beside the state file). */
   MERIDIAN_LB_CREDENTIALS_FILE: z.string().min(1).optional(),
   /** Path of the JSON config file (same as --config). */

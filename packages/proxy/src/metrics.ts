@@ -1,8 +1,9 @@
 // Prometheus metrics for GET /metrics, on a Registry of our own so that two LBs in one process (tests,
 // the demo) never share series. Gauges that mirror LB state are computed at scrape time by collect()
 // rather than updated on the request path. Every metric of the LB is defined here (one module per
-// process), so later series join these names; the per-client-key and refusal counters are registered
-// on the same registry by client-metrics.ts and auth-refusals.ts, beside the code that counts them.
+// process), so later series join these names; the refusal counter is registered on the same registry
+// by auth-refusals.ts, beside the code that counts it, and the per-client-key counters on a registry
+// of their own by client-metrics.ts, rendered only for a caller trusted with them (metrics-access.ts).
 // The Node process metrics (process_*, nodejs_*) are per process, not per LB: one shared registry
 // (process-metrics.ts), merged into each LB's scrape.
 import { createRequire } from "node:module";
@@ -250,9 +251,10 @@ export class ProxyMetrics {
     });
   }
 
-  /** The exposition text of this LB plus the process metrics, and its content type. */
-  render(): Promise<{ text: string; contentType: string }> {
-    return renderWithProcessMetrics(this.registry);
+  /** The exposition text of this LB plus the process metrics (and `extra`'s series, such as the
+   * per-client-key ones for a trusted caller), and its content type. */
+  render(extra: Registry | null = null): Promise<{ text: string; contentType: string }> {
+    return renderWithProcessMetrics(extra === null ? this.registry : Registry.merge([this.registry, extra]));
   }
 
   /** A request the LB answered with an error before any byte reached its client: refused before a

@@ -1,5 +1,6 @@
 // The HTTP front of one regional LB on node:http, and startProxy(), which tests, the demo and the CLI
-// use to run one. Routes: the OpenAI-compatible API, GET /health, GET /metrics and /admin/*.
+// use to run one. Routes: the OpenAI-compatible API, GET /health, GET /metrics (the per-client-key
+// series only for a trusted bearer, metrics-access.ts) and /admin/*.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pino, type Logger } from "pino";
@@ -8,11 +9,14 @@ import { parseLbConfig, type LbConfig, type LbConfigInput } from "@meridian/prot
 import { handleAdmin } from "./admin";
 import { AuthRefusals } from "./auth-refusals";
 import { Balancer } from "./balancer";
+import { unauthorized } from "./admin-auth";
 import { admitClient } from "./client-entrance";
 import { ClientMetrics } from "./client-metrics";
 import { ConfigStore } from "./config-store";
 import { HttpError, notFound, sendError, sendJson } from "./errors";
+import { coreNow } from "./core-clock";
 import { LbCredentials } from "./lb-credentials";
+import { metricsReader, metricsTokenDigest } from "./metrics-access";
 import { sendModel, sendModelList } from "./models";
 import type { InferenceKind } from "./request";
 import { credentialsFileFor, parseProcessSettings, type ProcessSettings, type ProcessSettingsInput } from "./settings";
@@ -86,7 +90,8 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
     ...(options.onPlacement ? { onPlacement: options.onPlacement } : {}),
   });
   const refusals = new AuthRefusals(balancer.metrics.registry, logger);
-  const clientMetrics = new ClientMetrics(balancer.metrics.registry);
+  const clientMetrics = new ClientMetrics();
+  const metricsTrust = { metricsTokenDigest: metricsTokenDigest(settings.metricsToken), credentials };
   // requestTimeout is a backstop for the routes that read a body without a deadline of their own
   // (inference bodies have limits.clientBodyTimeoutMs); node answers it with 408.
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 120_000, headersTimeout: 60_000 }, (req, res) => {
@@ -127,7 +132,13 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
       return;
     }
     if (req.method === "GET" && pathname === "/metrics") {
-      const { text, contentType } = await balancer.metrics.render();
+      const reader = metricsReader(req.headers["authorization"], { ...metricsTrust, config: balancer.config });
+      if (reader.kind === "refused") {
+        refusals.record("metrics", reader.reason, { address: req.socket.remoteAddress ?? "unknown", path: pathname }, coreNow());
+        sendError(res, unauthorized());
+        return;
+      }
+      const { text, contentType } = await balancer.metrics.render(reader.kind === "clients" ? clientMetrics.registry : null);
       res.writeHead(200, { "content-type": contentType });
       res.end(text);
       return;

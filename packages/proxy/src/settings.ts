@@ -7,7 +7,7 @@ import { z } from "zod";
 import { DEFAULT_PEER_SNAPSHOT_KEYS } from "@meridian/lb-core";
 import { DurationMsOrZeroSchema, DurationMsSchema, parseLbConfig, type LbConfig } from "@meridian/protocol";
 import { isLbToken } from "@meridian/protocol/credentials";
-import type { ProxyEnv } from "./env";
+import { MetricsTokenSchema, type ProxyEnv } from "./env";
 
 // Every *Ms setting runs on a timer: bounded to what a Node timer holds (protocol's durationMs).
 export const ProcessSettingsSchema = z.strictObject({
@@ -18,6 +18,9 @@ export const ProcessSettingsSchema = z.strictObject({
   /** Where the LB tokens this LB accepts are persisted (key material only, mode 0600); null = beside
    * the state file (`<state file>.credentials.json`), or nowhere without one. */
   credentialsFile: z.string().min(1).nullable().default(null),
+  /** The bearer that reads the per-client-key series of GET /metrics, besides the console's LB token;
+   * null = the LB token only (every scrape still gets the aggregate series without a bearer). */
+  metricsToken: MetricsTokenSchema.nullable().default(null),
   /** Telemetry events held for resuming subscribers. */
   telemetryBufferSize: z.int().positive().default(16_384),
   telemetryHeartbeatMs: DurationMsSchema.default(5_000),
@@ -108,6 +111,7 @@ export function loadSettings({ env, configPath, portFlag }: SettingsSources): Lo
   if (env.MERIDIAN_LB_HOST !== undefined) overrides.host = env.MERIDIAN_LB_HOST;
   if (env.MERIDIAN_LB_STATE_FILE !== undefined) overrides.stateFile = env.MERIDIAN_LB_STATE_FILE;
   if (env.MERIDIAN_LB_CREDENTIALS_FILE !== undefined) overrides.credentialsFile = env.MERIDIAN_LB_CREDENTIALS_FILE;
+  if (env.MERIDIAN_LB_METRICS_TOKEN !== undefined) overrides.metricsToken = env.MERIDIAN_LB_METRICS_TOKEN;
   if (env.MERIDIAN_LB_DRAIN_TIMEOUT_MS !== undefined) overrides.drainTimeoutMs = env.MERIDIAN_LB_DRAIN_TIMEOUT_MS;
   if (portFlag !== undefined) overrides.port = portFlag;
   const processSettings = parseProcessSettings({ ...(parsed.process as object), ...overrides });

@@ -5,12 +5,12 @@
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
-import { request } from "undici";
 import { parseOpenAiError, type LbConfigInput } from "@meridian/protocol";
 import { generateClientKey, sha256Hex } from "@meridian/protocol/credentials";
 import { parsePrometheusText, type RunningProxy } from "../src/index";
 import { adminPutConfig, chatBody, completionJson, lbConfig, MODEL, post, startEngine, startHoldingEngine, startLb, waitFor, type Engine } from "./helpers";
 import { type AuthorizationTap, startAuthorizationTap } from "./authorization-tap";
+import { scrapeWithClientSeries } from "./client-series";
 
 const KEY_ID = "a1b2c3d4e5f6";
 const KEY = generateClientKey(KEY_ID);
@@ -47,7 +47,7 @@ async function ask(apiKey: string, stream = false): Promise<void> {
 }
 
 async function keySamples(): Promise<{ name: string; labels: Record<string, string>; value: number }[]> {
-  const text = await (await request(`${lb.url}/metrics`)).body.text();
+  const text = await scrapeWithClientSeries(lb);
   return parsePrometheusText(text).samples.filter((s) => s.name.startsWith("meridian_lb_client_") && s.labels.key_id === KEY_ID);
 }
 
@@ -63,7 +63,7 @@ test("a required key admits its holder and is counted; it never reaches the engi
     const tokens = samples.find((s) => s.name === "meridian_lb_client_tokens_total" && s.labels.kind === kind);
     assert.ok((tokens?.value ?? 0) > 0, `${kind} tokens counted`);
   }
-  const text = await (await request(`${lb.url}/metrics`)).body.text();
+  const text = await scrapeWithClientSeries(lb);
   assert.ok(!text.includes(KEY.slice(16)), "the secret is in no label");
 });
 
@@ -111,7 +111,7 @@ test("a key revoked while one of its requests runs stays out of /metrics when th
     await adminPutConfig(keyed, { ...v1, version: 2, clientAuth: { required: true, keys: [] } });
     held.held[0]?.res.writeHead(200, { "content-type": "application/json" }).end(completionJson("ok"));
     assert.equal((await pending).status, 200);
-    const text = await (await request(`${keyed.url}/metrics`)).body.text();
+    const text = await scrapeWithClientSeries(keyed);
     assert.deepEqual(
       text.split("\n").filter((line) => line.includes(KEY_ID)),
       [],

@@ -8,11 +8,11 @@ import { strict as assert } from "node:assert";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
-import { request } from "undici";
 import type { LbConfigInput, LbState } from "@meridian/protocol";
 import { generateClientKey, sha256Hex } from "@meridian/protocol/credentials";
 import { parsePrometheusText, type RunningProxy } from "../src/index";
 import { sseErrorEvent } from "../src/sse";
+import { scrapeWithClientSeries } from "./client-series";
 import {
   adminGet,
   adminPutConfig,
@@ -105,7 +105,7 @@ async function usWithFakePeer(peer: FakePeer, extra: Partial<LbConfigInput> = {}
 }
 
 async function metric(lb: RunningProxy, name: string, labels: Record<string, string>): Promise<number> {
-  const text = await (await request(`${lb.url}/metrics`)).body.text();
+  const text = await scrapeWithClientSeries(lb);
   return parsePrometheusText(text)
     .samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
     .reduce((total, s) => total + s.value, 0);

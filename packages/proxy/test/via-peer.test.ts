@@ -7,6 +7,7 @@ import { request } from "undici";
 import type { LbState, PeerReport } from "@meridian/protocol";
 import { parsePrometheusText, type RunningProxy } from "../src/index";
 import { deriveLbKey } from "@meridian/protocol/credentials";
+import { scrapeWithClientSeries } from "./client-series";
 import { adminGet, chatBody, MODEL, post, TOKEN, waitFor } from "./helpers";
 import { fillReplicas, startViaPeerRegions, type ViaPeerRegions } from "./via-peer-regions";
 
@@ -54,7 +55,7 @@ test("forwards to a peer LB when every local replica is full", async () => {
   const us = await adminGet<LbState>(lbUs, "/admin/state");
   assert.equal(us.totals.forwarded, 1);
   // lb-us sent its read-only peer credential with the forwarded request, and lb-eu counted it as lb-us's.
-  const euMetrics = parsePrometheusText(await (await request(`${lbEu.url}/metrics`)).body.text());
+  const euMetrics = parsePrometheusText(await scrapeWithClientSeries(lbEu));
   const byPeer = euMetrics.samples.find((s) => s.name === "meridian_lb_client_requests_total" && s.labels.key_id === "peer");
   assert.equal(byPeer?.labels.key_name, "lb-us");
   assert.equal(byPeer?.value, 1);
