@@ -150,6 +150,7 @@ export class Completion {
       error: outcome.error,
       forwarded: target?.kind === "peer",
       hop: ticket.hop,
+      ...(ticket.entryLbId !== null ? { entryLbId: ticket.entryLbId } : {}),
       sessionKey: ticket.view.sessionKey,
       clientRegion: ticket.view.clientRegion,
       ...(ticket.trial !== null

@@ -26,6 +26,8 @@ export interface AdmitInput {
   /** Where the client is; defaults to the LB's region. A live LB knows it only for a peer's forward
    * (the forwarding LB's region); the simulator knows it for every request. */
   clientRegion?: string;
+  /** Of a peer's forward (hop 1): the LB the request entered at (telemetry `entryLbId`). */
+  entryLbId?: string;
   /** Characters of the canonical prompt: the core estimates tokens from them and calibrates the
    * estimate from the engine's usage.prompt_tokens. Give either this or `inputTokens`. */
   promptChars?: number;
@@ -130,6 +132,8 @@ export class Ticket<J> implements RequestView {
   keyChars: number | undefined = undefined;
   /** AdmitInput.clientKeyed. */
   clientKeyed = false;
+  /** AdmitInput.entryLbId; null for a client's own request. */
+  entryLbId: string | null = null;
 
   constructor(
     /** The driver's own object for this request (a proxy job, a simulated flight). */
@@ -190,6 +194,7 @@ export function admittedTicket<J>(owner: J, input: AdmitInput, inputTokens: numb
   );
   if (input.tokensPerBlock === undefined) ticket.keyChars = DEFAULT_BLOCK_CHARS; // chat keys
   ticket.clientKeyed = input.clientKeyed === true;
+  ticket.entryLbId = input.entryLbId ?? null;
   return ticket;
 }
 

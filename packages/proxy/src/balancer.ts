@@ -241,6 +241,7 @@ export class Balancer implements ExchangeHost<Job> {
         model: request.model,
         hop: client.hop,
         ...(client.clientRegion !== null ? { clientRegion: client.clientRegion } : {}),
+        ...(client.entryLbId !== null ? { entryLbId: client.entryLbId } : {}),
         ...request.size,
         clientKeyed: presentedClientKey(client.identity),
         nextTurnKeys: (reply) => nextTurnKeys(request, reply),

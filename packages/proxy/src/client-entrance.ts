@@ -25,6 +25,8 @@ export interface InferenceClient {
   /** The region of the client a peer LB forwarded the request for (x-meridian-src-region, the
    * forwarding LB's region); null for a client's own request (its region is this LB's). */
   clientRegion: string | null;
+  /** The peer LB that forwarded the request here (its peer credential's id); null for a client's own. */
+  entryLbId: string | null;
   /**
    * A client's request (not a peer's forward), checked again under a config pushed since: the
    * refusal a new request with the same credential gets now (recorded as the entrance records one),
@@ -94,6 +96,7 @@ export function admitClient(req: IncomingMessage, res: ServerResponse, path: str
     forwardAuthorization,
     hop: fromPeer ? 1 : 0,
     clientRegion: fromPeer ? sourceRegionOf(req) : null,
+    entryLbId: fromPeer ? identity.keyName : null,
     recheck: (config) => {
       // A peer's forward was admitted on the peer's credential, which this check does not see again.
       if (config === checkedUnder || fromPeer) return null;

@@ -2,7 +2,7 @@
 // forwarding LB's region), as the simulator records it; before, every live telemetry event said the
 // client was in the receiving LB's region. The forwarding headers are a peer's word: an ordinary
 // client's x-meridian-src-region and x-meridian-hop are ignored (before, a client sending hop 1 was
-// never forwarded and was recorded as a forward).
+// never forwarded and was recorded as a forward). A peer's forward also names the LB it entered at.
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
 import type { TelemetryEvent } from "@meridian/protocol";
@@ -41,6 +41,9 @@ test("a peer's forward is recorded with its client's region and hop 1", async ()
   );
   assert.equal(event.clientRegion, "us-ashburn");
   assert.equal(event.hop, 1);
+  // The LB it entered at, as its credential names it: a fleet tuner samples this event when that LB
+  // is not one of its members (the tuner's eventRole).
+  assert.equal(event.entryLbId, "lb-us");
 });
 
 test("a peer's region that is not a header-safe id is ignored: the client counts as this LB's region", async () => {
@@ -53,4 +56,5 @@ test("an ordinary client's forwarding headers are ignored: its own region, hop 0
   const event = await recorded({ "x-meridian-hop": "1", "x-meridian-src-region": "ap-seoul" }, "claims to be forwarded");
   assert.equal(event.clientRegion, "eu-frankfurt");
   assert.equal(event.hop, 0);
+  assert.equal(event.entryLbId, undefined);
 });

@@ -60,3 +60,16 @@ test("a forwarded request is one sample of a tuner of several LBs (the entry LB'
   assert.equal(eventRole(entry, { member: false, spansLbs: false }), "peer");
   assert.equal(eventRole({}, fleet), "sample", "an event without hop came from a client");
 });
+
+test("a request forwarded from an LB outside a fleet tuner is one sample, the serving member's event", () => {
+  const isMember = (lbId: string) => lbId !== "lb-round-robin";
+  const fleet = { member: true, spansLbs: true, isMember };
+  // The entry LB's policy reads no weights: its event is a peer request to the fleet tuner, and the
+  // serving member's event, naming it, is the request's one sample.
+  assert.equal(eventRole({ hop: 0 }, { ...fleet, member: false }), "peer");
+  assert.equal(eventRole({ hop: 1, entryLbId: "lb-round-robin" }, fleet), "sample");
+  // Entered at a member: the entry's event is the sample, this one is not counted again.
+  assert.equal(eventRole({ hop: 1, entryLbId: "lb-gorgo" }, fleet), "peer");
+  // An LB too old to name the entry: never counted twice.
+  assert.equal(eventRole({ hop: 1 }, fleet), "peer");
+});

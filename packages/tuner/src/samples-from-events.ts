@@ -13,9 +13,10 @@
 // LBs (the fleet's) holds both when both LBs are its members, and counted twice the request would
 // weigh double in the trial's arm and its p95. Its sample is the entry LB's event, what the client
 // experienced; the peer's tells which replica served it, a peer request for the share guardrail, as
-// the entry LB's own tuner counts it. Known limit: a request that enters at an LB outside the fleet
-// tuner (its policy does not read the weights) and is forwarded to a member is no sample at all; the
-// event does not name its entry LB, and such mixed fleets forward rarely.
+// the entry LB's own tuner counts it. A request that enters at an LB outside the fleet tuner (its
+// policy does not read the weights) and is forwarded to a member has no entry event the tuner holds:
+// its sample is the serving member's event, which names the entry LB (`entryLbId`). An LB too old to
+// name it leaves such a request no sample, never two.
 
 import type { Arm } from "./trial/arm";
 import type { TunerSample } from "./window";
@@ -36,6 +37,8 @@ export interface TunerTelemetry {
   triggered?: boolean | undefined;
   /** 0 when a client sent the request to this LB, 1 when a peer LB forwarded it here. */
   hop?: number;
+  /** Of a forwarded request (hop 1): the LB it entered at. */
+  entryLbId?: string | undefined;
 }
 
 /** True for statuses that say nothing about the weights: client errors and aborts, not 429. */
@@ -63,8 +66,14 @@ export function sampleFromEvent(event: TunerTelemetry): TunerSample | null {
 
 /** What one LB's event is to a tuner: its sample (when sampleFromEvent takes it), or a peer request.
  * `member`: the event's LB is one whose weights the tuner sets; `spansLbs`: the tuner sets several
- * LBs' weights, so it also holds the entry LB's event of a request forwarded to this one. */
-export function eventRole(event: Pick<TunerTelemetry, "hop">, tuner: { member: boolean; spansLbs: boolean }): "sample" | "peer" {
+ * LBs' weights, so it may also hold the entry LB's event of a request forwarded to this one;
+ * `isMember`: whether it does for a given LB (absent: every entry LB is taken to be a member). */
+export function eventRole(
+  event: Pick<TunerTelemetry, "hop" | "entryLbId">,
+  tuner: { member: boolean; spansLbs: boolean; isMember?: (lbId: string) => boolean },
+): "sample" | "peer" {
   if (!tuner.member) return "peer";
-  return tuner.spansLbs && (event.hop ?? 0) > 0 ? "peer" : "sample";
+  if (!tuner.spansLbs || (event.hop ?? 0) === 0) return "sample";
+  const entry = event.entryLbId;
+  return entry !== undefined && tuner.isMember !== undefined && !tuner.isMember(entry) ? "sample" : "peer";
 }

@@ -286,6 +286,9 @@ export class FleetRun implements LbTransport<Flight> {
     input.keys = req.keys;
     input.sessionKey = req.sessionKey;
     input.hop = hop;
+    // A forward names the LB it entered at, as a live LB's peer credential does (tuners read it).
+    if (hop > 0 && f.entry !== null) input.entryLbId = f.entry.lb.id;
+    else delete input.entryLbId;
     input.clientRegion = req.clientRegion;
     input.inputTokens = req.inputTokens;
     input.tokensPerBlock = req.tokensPerBlock;

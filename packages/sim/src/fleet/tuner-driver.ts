@@ -138,7 +138,8 @@ export class TunerDriver {
   observe(event: TelemetryEventBody, now: number): boolean {
     if (this.stopped) return false;
     // The live console's rule (tuner's eventRole): a fleet tuner samples a forwarded request once, at its entry LB.
-    if (eventRole(event, { member: this.lbIds.includes(event.lbId), spansLbs: this.lbIds.length > 1 }) === "peer") {
+    const isMember = (lbId: string): boolean => this.lbIds.includes(lbId);
+    if (eventRole(event, { member: isMember(event.lbId), spansLbs: this.lbIds.length > 1, isMember }) === "peer") {
       this.tuner.observePeer({ replicaId: event.replicaId });
       return false;
     }

@@ -142,6 +142,27 @@ describe("TunerService, fleet scope", () => {
     assert.equal(trial!.samples.incumbent + trial!.samples.candidate, 5);
   });
 
+  test("a request lb-c (whose policy ignores the weights) forwarded to lb-b is one sample, lb-b's event", async () => {
+    await setTunerScope(h.rt, OPERATOR, { scope: "fleet" });
+    await updateTuner(h.rt, OPERATOR, { ...FLEET, ...SMALL_TRIALS });
+    await startTuner(h.rt, OPERATOR, FLEET);
+    // lb-b's events of five requests lb-c forwarded (lb-b routed them in the fleet's trial), and lb-c's
+    // own events of them, outside any trial.
+    const served = (await trialEvents(h.rt, "lb-b", 5, () => 250)).map((e) => ({ ...e, hop: 1, entryLbId: "lb-c" }));
+    const entries = served.map(({ trialId: _t, arm: _a, triggered: _g, entryLbId: _e, ...e }) => ({
+      ...e,
+      seq: (seq += 1),
+      lbId: "lb-c",
+      policy: "least-load" as const,
+      replicaId: null,
+      forwarded: true,
+      hop: 0,
+    }));
+    await ingest(h.rt, [...entries, ...served]);
+    const { trial } = await fleetTuner(h.rt);
+    assert.equal(trial!.samples.incumbent + trial!.samples.candidate, 5);
+  });
+
   test("switching back ends the fleet's run; each LB's tuner starts afresh, stopped, from the weights the fleet left", async () => {
     await setTunerScope(h.rt, OPERATOR, { scope: "fleet" });
     await setManualWeights(h.rt, OPERATOR, { ...FLEET, weights: { rtt: 2, queue: 0.2 } });

@@ -89,14 +89,15 @@ function looksOf(live: LiveTuner): number {
 }
 
 /**
- * One LB's event to a live tuner: a sample when it is of the tuner's own LB (`own`: for the fleet's,
- * a member's) and the tuner's rules take it (eventRole: of a forwarded request, the fleet's tuner
- * samples the entry LB's event only; sampleFromEvent: client errors and aborts are not samples),
+ * One LB's event to a live tuner: a sample when it is of the tuner's own LB (`isMember`: for the
+ * fleet's, a member's) and the tuner's rules take it (eventRole: of a forwarded request, the fleet's
+ * tuner samples the entry LB's event, or the serving member's when the entry LB is not a member;
+ * sampleFromEvent: client errors and aborts are not samples),
  * else a peer request of its running trial. The step when a look decided the trial; `looked` when a
  * look decided nothing (it still spent α, which the run must record).
  */
-export function feed(live: LiveTuner, event: TelemetryEvent, own: boolean, now: number): { step: TunerStep | null; looked: boolean } {
-  if (eventRole(event, { member: own, spansLbs: live.spansLbs }) === "peer") {
+export function feed(live: LiveTuner, event: TelemetryEvent, isMember: (lbId: string) => boolean, now: number): { step: TunerStep | null; looked: boolean } {
+  if (eventRole(event, { member: isMember(event.lbId), spansLbs: live.spansLbs, isMember }) === "peer") {
     if (peerDuringTrial(live, event, now)) live.tuner.observePeer({ replicaId: event.replicaId });
     return { step: null, looked: false };
   }
