@@ -3,7 +3,9 @@
 // marked as such when not set. A blank field is "at its default"; Apply replaces the LB's whole set
 // and the console pushes it as a new config version. The bounds are checked by the server with the
 // protocol's own schema, whose message ("limits.maxBodyBytes: ...") is shown as is. A viewer sees
-// the same values read-only (LbLimitsReadOnly).
+// the same values read-only (LbLimitsReadOnly). Below them, read-only for everyone, the LB's probes,
+// index settings and sessionKeyBlocks (stored and adopted as the limits are; set through lbs.update
+// `routingSettings`): the page has no editor for them yet.
 import { useMutation } from "@tanstack/react-query";
 import { Fragment, useState } from "react";
 import type { RouterOutputs } from "../trpc/app-router";
@@ -13,6 +15,7 @@ import { useInvalidateAll } from "./use-action";
 
 type LimitsView = RouterOutputs["lbs"]["list"][number]["limits"];
 type LimitKey = keyof LimitsView["defaults"];
+type RoutingSettingsView = RouterOutputs["lbs"]["list"][number]["routingSettings"];
 
 /** The fields' text: the stored value, or "" (at its default). */
 function draftOf(view: LimitsView): Record<string, string> {
@@ -38,8 +41,34 @@ function limitsSummary(view: LimitsView): string {
   return `Limits ${view.stored ? `(${setCount === 0 ? "all defaults" : `${setCount} set`})` : "(not adopted yet)"}`;
 }
 
+/** The routing settings as rows ("probes.rttIntervalMs"), each the stored value or the default. */
+function routingRows(view: RoutingSettingsView): Array<{ key: string; value: number | undefined; fallback: number }> {
+  const { defaults, set } = view;
+  return [
+    ...Object.entries(defaults.probes).map(([key, fallback]) => ({ key: `probes.${key}`, value: set.probes?.[key as keyof typeof defaults.probes], fallback })),
+    ...Object.entries(defaults.index).map(([key, fallback]) => ({ key: `index.${key}`, value: set.index?.[key as keyof typeof defaults.index], fallback })),
+    { key: "sessionKeyBlocks", value: set.sessionKeyBlocks, fallback: defaults.sessionKeyBlocks },
+  ];
+}
+
+function RoutingSettingsList({ lb }: { lb: { name: string; routingSettings: RoutingSettingsView } }) {
+  return (
+    <>
+      <p className="muted small">Routing settings (read-only here)</p>
+      <dl className="kv" data-testid={`lb-routing-settings-${lb.name}`}>
+        {routingRows(lb.routingSettings).map(({ key, value, fallback }) => (
+          <Fragment key={key}>
+            <dt>{key}</dt>
+            <dd data-testid={`lb-routing-value-${lb.name}-${key}`}>{value ?? <span className="muted">{fallback} (default)</span>}</dd>
+          </Fragment>
+        ))}
+      </dl>
+    </>
+  );
+}
+
 /** The limits as a viewer sees them: each value, or the default it runs at. */
-export function LbLimitsReadOnly({ lb }: { lb: { name: string; limits: LimitsView } }) {
+export function LbLimitsReadOnly({ lb }: { lb: { name: string; limits: LimitsView; routingSettings: RoutingSettingsView } }) {
   return (
     <details className="lb-limits" data-testid={`lb-limits-${lb.name}`}>
       <summary>{limitsSummary(lb.limits)}</summary>
@@ -54,11 +83,12 @@ export function LbLimitsReadOnly({ lb }: { lb: { name: string; limits: LimitsVie
           );
         })}
       </dl>
+      <RoutingSettingsList lb={lb} />
     </details>
   );
 }
 
-export function LbLimitsEditor({ lb }: { lb: { id: string; name: string; limits: LimitsView } }) {
+export function LbLimitsEditor({ lb }: { lb: { id: string; name: string; limits: LimitsView; routingSettings: RoutingSettingsView } }) {
   const trpc = useTRPC();
   const invalidateAll = useInvalidateAll();
   const [draft, setDraft] = useState(() => draftOf(lb.limits));
@@ -107,6 +137,7 @@ export function LbLimitsEditor({ lb }: { lb: { id: string; name: string; limits:
       ) : (
         <ErrorText error={update.error} testId={`lb-limits-error-${lb.name}`} />
       )}
+      <RoutingSettingsList lb={lb} />
     </details>
   );
 }

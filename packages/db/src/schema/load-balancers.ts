@@ -31,6 +31,12 @@ export const loadBalancersTable = defineTable("load_balancers", {
    * means "not adopted yet": the console takes the limits the LB reports running once
    * (apps/console/src/server/runtime/lb-settings-adoption.ts) rather than replacing them. */
   limitsJson: col.text("limits_json"),
+  /** The LB's routing settings (LbConfig.probes, .index, .sessionKeyBlocks) as JSON holding only the
+   * fields set, as limitsJson does, the rest at the protocol's defaults. A column of its own: an
+   * operator replaces the limits and these separately. Adopted from the LB with the limits, once
+   * (limitsJson null is the "not adopted yet" mark for both); an operator's value is never replaced.
+   * Null: none stored (an LB adopted before this column existed runs the defaults the console pushed). */
+  routingSettingsJson: col.text("routing_settings_json"),
   /** Latest config version the console wants this LB to run (lb_configs holds the history). */
   configVersion: col.int("config_version").notNull().default(0),
   /** Latest version the LB acknowledged (PUT /admin/config answered 2xx). */

@@ -5,6 +5,7 @@ import { z } from "zod";
 import { createLb, deleteLb, entrypointMap, failbackLb, failoverLb, lbById, listLbs, setPolicy, updateLb } from "../services/lbs";
 import { issueLbToken, rotateLbToken } from "../services/lb-tokens";
 import { limitsInput } from "../services/lbs-limits";
+import { routingSettingsInput } from "../services/lbs-routing-settings";
 import { call } from "../trpc/errors";
 import { operatorProcedure, viewerProcedure } from "../trpc/init";
 import { crossRegion, idInput, name, policyName, regionName, url } from "./schemas";
@@ -23,6 +24,7 @@ export const lbsRouter = {
         policy: policyName.optional(),
         crossRegion: crossRegion.optional(),
         limits: limitsInput.optional(),
+        routingSettings: routingSettingsInput.optional(),
       }),
     )
     .mutation(({ ctx, input }) => call(() => createLb(ctx.rt, ctx.actor, input))),
@@ -35,6 +37,7 @@ export const lbsRouter = {
         adminUrl: url.nullable().optional(),
         region: regionName.optional(),
         limits: limitsInput.optional(),
+        routingSettings: routingSettingsInput.optional(),
       }),
     )
     .mutation(({ ctx, input }) => call(() => updateLb(ctx.rt, ctx.actor, input))),

@@ -8,6 +8,7 @@ import { LB_CONFIG_SCHEMA, parseLbConfig, type LbConfig } from "@meridian/protoc
 import type { Queryable } from "@meridian/db";
 import { regionNamesById } from "../region-names";
 import { storedLimits } from "../services/lbs-limits";
+import { storedRoutingSettings } from "../services/lbs-routing-settings";
 import { clientAuthFor } from "./client-auth-config";
 import { provenLbIds } from "./lb-proof-rows";
 import { peerCredentialHashes } from "./lb-token-rows";
@@ -34,7 +35,8 @@ function asPolicy(name: string): PolicyName {
  * A replica re-homed here by a failover is presented with this LB's region: meridian-proxy treats
  * the replicas of its own region as local (in via-peer mode only those are routed to directly).
  * Limits: the ones stored for the LB (set by an operator, or adopted from the LB once: see
- * lb-settings-adoption.ts), the rest at the protocol's defaults. A replica's maxConcurrency and
+ * lb-settings-adoption.ts), the rest at the protocol's defaults; so are its probes, index settings
+ * and sessionKeyBlocks (lbs-routing-settings.ts). A replica's maxConcurrency and
  * cacheCapacityTokens go out when stored; left out, the LB learns them from the engine.
  */
 export async function buildLbConfig(q: Queryable, lbId: string, version: number): Promise<LbConfig | null> {
@@ -78,6 +80,8 @@ export async function buildLbConfig(q: Queryable, lbId: string, version: number)
       credentialHashes: hashes.get(peer.id) ?? [],
     })),
     limits: storedLimits(lb.limitsJson),
+    // probes, index, sessionKeyBlocks: each section given is partial, the schema fills the rest.
+    ...storedRoutingSettings(lb.routingSettingsJson),
     clientAuth,
   });
 }

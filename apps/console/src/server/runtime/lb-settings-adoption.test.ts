@@ -1,5 +1,5 @@
-// Adopting an LB's running settings: an LB started with its own limits (and a replica's
-// maxConcurrency) keeps them when the console first pushes to it, instead of going back to the
+// Adopting an LB's running settings: an LB started with its own limits, probes, index settings and
+// sessionKeyBlocks (and a replica's maxConcurrency) keeps them when the console first pushes to it, instead of going back to the
 // console's defaults; an operator's values always win, and nothing is adopted twice.
 import { strict as assert } from "node:assert";
 import { createServer } from "node:http";
@@ -7,7 +7,16 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { eq, sql } from "drizzle-orm";
 import pino from "pino";
-import { DEFAULT_LIMITS, LB_CONFIG_SCHEMA, type LbConfig, type LbState, parseLbConfig } from "@meridian/protocol";
+import {
+  DEFAULT_INDEX,
+  DEFAULT_LIMITS,
+  DEFAULT_PROBES,
+  DEFAULT_SESSION_KEY_BLOCKS,
+  LB_CONFIG_SCHEMA,
+  type LbConfig,
+  type LbState,
+  parseLbConfig,
+} from "@meridian/protocol";
 import { SYSTEM_HEALTH } from "../audit-trail";
 import { listAudit } from "../services/audit";
 import { createLb, lbById } from "../services/lbs";
@@ -22,7 +31,12 @@ import { type RunningConfig, runningConfigReader, SettingsAdoption } from "./lb-
 
 const MiB = 1024 * 1024;
 
-/** What an LB started from its own config file runs: 32 MiB bodies, us-1 capped at 7, us-2 at 9. */
+/** Its probes, index settings and sessionKeyBlocks, as the console stores them: what differs from the defaults. */
+const RUNNING_ROUTING = { probes: { rttIntervalMs: 2_000 }, index: { capacityBlocks: 500_000 }, sessionKeyBlocks: 8 };
+const DEFAULT_ROUTING = { probes: { ...DEFAULT_PROBES }, index: { ...DEFAULT_INDEX }, sessionKeyBlocks: DEFAULT_SESSION_KEY_BLOCKS };
+
+/** What an LB started from its own config file runs: 32 MiB bodies, RTT probes every 2 s, a
+ * 500k-block index, 8-block session keys; us-1 capped at 7, us-2 at 9. */
 function runningConfig(lbId: string): LbConfig {
   return parseLbConfig({
     schema: LB_CONFIG_SCHEMA,
@@ -30,6 +44,9 @@ function runningConfig(lbId: string): LbConfig {
     lbId,
     region: "us",
     limits: { maxBodyBytes: 32 * MiB, queueMaxLength: DEFAULT_LIMITS.queueMaxLength },
+    probes: { rttIntervalMs: 2_000, unhealthyAfter: DEFAULT_PROBES.unhealthyAfter },
+    index: { capacityBlocks: 500_000 },
+    sessionKeyBlocks: 8,
     replicas: [
       { id: "us-1", url: "http://127.0.0.1:9", region: "us", model: "m", maxConcurrency: 7, cacheCapacityTokens: 100_000 },
       { id: "us-2", url: "http://127.0.0.1:9", region: "us", model: "m", maxConcurrency: 9 },
@@ -70,9 +87,10 @@ describe("adopting the settings an LB runs", () => {
     assert.deepEqual(await adoption().beforePush(await lb("lb-us")), { kind: "wait", reason: "connect ECONNREFUSED" });
     assert.deepEqual((await lbById(h.rt, { id: "lb-us" })).limits, { defaults: { ...DEFAULT_LIMITS }, set: {}, stored: false });
     assert.equal((await lb("lb-us")).limitsJson, null);
+    assert.deepEqual((await lbById(h.rt, { id: "lb-us" })).routingSettings, { defaults: DEFAULT_ROUTING, set: {}, stored: false });
   });
 
-  test("the LB's limits and a replica's capacity are adopted once, audited, and reach the next config", async () => {
+  test("the LB's limits, routing settings and a replica's capacity are adopted once, audited, and reach the next config", async () => {
     answer = runningConfig("lb-us");
     const versionBefore = (await lb("lb-us")).configVersion;
     assert.equal(await adoption().adopt(await lb("lb-us")), true);
@@ -83,15 +101,44 @@ describe("adopting the settings an LB runs", () => {
     );
     assert.deepEqual([(await replica("us-1")).maxConcurrency, (await replica("us-1")).cacheCapacityTokens], [7, 100_000]);
     assert.equal((await replica("us-2")).maxConcurrency, 3, "the operator's value stays");
+    assert.deepEqual(
+      (await lbById(h.rt, { id: "lb-us" })).routingSettings,
+      { defaults: DEFAULT_ROUTING, set: RUNNING_ROUTING, stored: true },
+      "probes, index and sessionKeyBlocks: only what differs from the defaults",
+    );
     const [audit] = await listAudit(h.rt, { action: "lb.adopt-settings", limit: 1 });
     assert.equal(audit?.actor, SYSTEM_HEALTH.username);
+    assert.deepEqual(
+      (audit?.after as { routingSettings?: unknown } | undefined)?.routingSettings,
+      RUNNING_ROUTING,
+      "the trail says which routing settings came from the LB",
+    );
     const config = (await buildLbConfig(h.rt.store, "lb-us", versionBefore + 1))!;
     assert.equal(config.limits.maxBodyBytes, 32 * MiB, "the push keeps the LB's 32 MiB");
+    assert.deepEqual(
+      [config.probes, config.index, config.sessionKeyBlocks],
+      [{ ...DEFAULT_PROBES, rttIntervalMs: 2_000 }, { ...DEFAULT_INDEX, capacityBlocks: 500_000 }, 8],
+      "and its probes, index and session key length",
+    );
     assert.equal(config.replicas.find((r) => r.id === "us-1")?.maxConcurrency, 7);
 
     reads.length = 0;
     assert.equal(await adoption().adopt(await lb("lb-us")), false, "adopted once");
     assert.deepEqual(reads, [], "an LB with stored limits is not asked again");
+  });
+
+  test("routing settings an operator set first are kept; the LB's limits are still adopted", async () => {
+    await createLb(h.rt, OPERATOR, { name: "lb-routed", url: "http://127.0.0.1:9/routed", region: "us", routingSettings: { sessionKeyBlocks: 32 } });
+    answer = runningConfig("lb-routed");
+    assert.equal(await adoption().adopt(await lb("lb-routed")), true);
+    const view = await lbById(h.rt, { id: "lb-routed" });
+    assert.deepEqual(view.limits.set, { maxBodyBytes: 32 * MiB });
+    assert.deepEqual(view.routingSettings.set, { sessionKeyBlocks: 32 }, "the operator's, not the LB's 8 and its probes");
+    const config = (await buildLbConfig(h.rt.store, "lb-routed", 9))!;
+    assert.deepEqual([config.sessionKeyBlocks, config.probes, config.index], [32, { ...DEFAULT_PROBES }, { ...DEFAULT_INDEX }]);
+    const [audit] = await listAudit(h.rt, { action: "lb.adopt-settings", limit: 1 });
+    assert.equal(audit?.target, "lb:lb-routed");
+    assert.equal((audit?.after as { routingSettings?: unknown } | undefined)?.routingSettings, undefined, "nothing of the LB's routing settings adopted");
   });
 
   test("an LB registered with limits is never read: the operator's limits are pushed", async () => {
@@ -221,6 +268,11 @@ describe("the first push to an LB that runs its own limits", () => {
       "no push carried the console's default 8 MiB",
     );
     assert.equal(fake.configs[0]?.replicas.find((r) => r.id === "us-1")?.maxConcurrency, 7);
+    assert.deepEqual(
+      fake.configs.map((c) => [c.probes.rttIntervalMs, c.index.capacityBlocks, c.sessionKeyBlocks]),
+      fake.configs.map(() => [2_000, 500_000, 8]),
+      "no push carried the default probes, index or session key length",
+    );
   });
 });
 
@@ -328,9 +380,11 @@ describe("an LB that already runs a console config", () => {
     await acknowledge("lb-old", 5);
     assert.equal(await adoption.adopt(await row("lb-old")), false, "nothing to publish: the config the console builds is unchanged");
     assert.deepEqual((await lbById(h.rt, { id: "lb-old" })).limits, { defaults: { ...DEFAULT_LIMITS }, set: {}, stored: true });
+    assert.deepEqual((await lbById(h.rt, { id: "lb-old" })).routingSettings, { defaults: DEFAULT_ROUTING, set: {}, stored: true });
     assert.deepEqual(reads, []);
     const [audit] = await listAudit(h.rt, { action: "lb.limits-defaults", limit: 5 });
     assert.equal(audit?.target, "lb:lb-old");
+    assert.deepEqual((audit?.after as { routingSettings?: unknown } | undefined)?.routingSettings, {}, "its routing settings too are the console's defaults");
     assert.match(JSON.stringify(audit?.after), /acknowledged version 5/);
     assert.equal(await adoption.adopt(await row("lb-old")), false);
     assert.deepEqual(await adoption.beforePush(await row("lb-old")), { kind: "stored" });

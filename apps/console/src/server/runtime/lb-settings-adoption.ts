@@ -6,18 +6,23 @@
 // once the LB proved it holds its token) and stores it as the console's own:
 // - the LB's limits, only those that differ from the protocol's defaults (the rest stay defaults,
 //   shown as such, and follow the protocol if it changes them);
+// - its routing settings (probes, index, sessionKeyBlocks), the same way, where the console stores
+//   none (load_balancers.routing_settings_json null: an operator who set them first keeps them);
 // - a replica's maxConcurrency / cacheCapacityTokens the LB runs with, where the console stores none
 //   for that replica (an operator's value is never overwritten).
 // It is audited (lb.adopt-settings) and published like an operator's edit. After it the LB's limits
 // are stored ("{}" when every one was a default), so nothing is adopted twice; an operator setting
-// the limits first (on create or on the LBs page) means there is nothing to adopt.
+// the limits first (on create or on the LBs page) means there is nothing to adopt. limits_json is
+// the one "adopted yet?" mark for everything adopted (the push loop holds a push on it): one read,
+// one adoption, not one per setting.
 //
 // Only an LB that never acknowledged a console config (ackedVersion 0) still runs its own file.
 // Once it runs a console config, what it would answer is what the console pushed: "adopting" that
 // stored the console's defaults and called them the LB's. So for such an LB (one the console pushed
 // its defaults to because it could not be read, or any LB registered before adoption existed) the
-// console reads nothing and stores its own defaults, audited as lb.limits-defaults: the stored value
-// changes (the LBs page no longer says "not adopted yet"), nothing the LB runs does.
+// console reads nothing and stores its own defaults (limits and routing settings, each where none is
+// stored), audited as lb.limits-defaults: the stored value changes (the LBs page no longer says
+// "not adopted yet"), nothing the LB runs does.
 //
 // The push loop asks first (beforePush) and does what the read allows:
 // - the LB answered a config: adopted, then published; the push carries it;
@@ -32,9 +37,10 @@ import "server-only";
 import { and, eq, isNull } from "drizzle-orm";
 import type { Logger } from "pino";
 import { type LbConfig, safeParseLbConfig } from "@meridian/protocol";
-import type { LoadBalancerRow, Store } from "@meridian/db";
+import type { LoadBalancerRow, Queryable, Store } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
 import { differencesFromDefaults, limitsJson } from "../services/lbs-limits";
+import { routingDifferencesFromDefaults, routingSettingsJson } from "../services/lbs-routing-settings";
 import { getText } from "./admin-get";
 import type { LbAdminClient, LbEndpoint } from "./lb-admin-client";
 
@@ -91,6 +97,8 @@ async function adoptRunningSettings(store: Store, actor: Actor, lbId: string, ru
       .where(and(eq(loadBalancers.id, lbId), isNull(loadBalancers.limitsJson), eq(loadBalancers.ackedVersion, 0)))
       .returning({ ackedVersion: loadBalancers.ackedVersion });
     if (!lb) return false;
+    const routingSettings = routingDifferencesFromDefaults(running);
+    const routingAdopted = await storeRoutingSettingsIfUnset(tx, lbId, routingSettingsJson(routingSettings));
     const replicaChanges: Record<string, { maxConcurrency?: number; cacheCapacityTokens?: number }> = {};
     for (const reported of running.replicas) {
       const change: { maxConcurrency?: number; cacheCapacityTokens?: number } = {};
@@ -118,18 +126,31 @@ async function adoptRunningSettings(store: Store, actor: Actor, lbId: string, ru
       actor,
       "lb.adopt-settings",
       `lb:${lbId}`,
-      { limits: null },
-      { limits, replicas: replicaChanges, fromVersion: running.version, lbAckedVersion: lb.ackedVersion },
+      { limits: null, ...(routingAdopted ? { routingSettings: null } : {}) },
+      { limits, ...(routingAdopted ? { routingSettings } : {}), replicas: replicaChanges, fromVersion: running.version, lbAckedVersion: lb.ackedVersion },
     );
     return true;
   });
 }
 
+/** Stores `json` as the LB's routing settings where the console stores none (an operator's stay):
+ * conditional in the UPDATE itself, as the limits are; true when it did. */
+async function storeRoutingSettingsIfUnset(tx: Queryable, lbId: string, json: string): Promise<boolean> {
+  const { loadBalancers } = tx.tables;
+  const set = await tx.db
+    .update(loadBalancers)
+    .set({ routingSettingsJson: json })
+    .where(and(eq(loadBalancers.id, lbId), isNull(loadBalancers.routingSettingsJson)))
+    .returning({ id: loadBalancers.id });
+  return set.length > 0;
+}
+
 /** Stores the console's defaults ("{}") as the limits of an LB that runs a console config, when the
- * console stores none yet; true when it did. Audited under its own name, lb.limits-defaults, not
- * lb.adopt-settings: nothing of the LB's was read or kept, and the trail must not say otherwise. It
- * is audited at all because the stored settings change (from "none" to "all defaults"), and an
- * operator wondering why the LB's own file limits are gone finds here when and why. */
+ * console stores none yet, and as its routing settings where none are stored; true when it did.
+ * Audited under its own name, lb.limits-defaults, not lb.adopt-settings: nothing of the LB's was
+ * read or kept, and the trail must not say otherwise. It is audited at all because the stored
+ * settings change (from "none" to "all defaults"), and an operator wondering why the LB's own file
+ * limits are gone finds here when and why. */
 async function recordConsoleDefaults(store: Store, actor: Actor, lbId: string, notRead: string | null): Promise<boolean> {
   return await store.transaction(async (tx) => {
     const { loadBalancers } = tx.tables;
@@ -139,8 +160,16 @@ async function recordConsoleDefaults(store: Store, actor: Actor, lbId: string, n
       .where(and(eq(loadBalancers.id, lbId), isNull(loadBalancers.limitsJson)))
       .returning({ ackedVersion: loadBalancers.ackedVersion });
     if (!lb) return false;
-    const why = `the LB runs a config the console pushed (acknowledged version ${lb.ackedVersion}), so its limits are the console's defaults; nothing was read from it`;
-    await recordAudit(tx, actor, "lb.limits-defaults", `lb:${lbId}`, { limits: null }, { limits: {}, why, ...(notRead ? { notAdopted: notRead } : {}) });
+    const routingDefaults = await storeRoutingSettingsIfUnset(tx, lbId, routingSettingsJson({}));
+    const why = `the LB runs a config the console pushed (acknowledged version ${lb.ackedVersion}), so its ${routingDefaults ? "limits and routing settings are" : "limits are"} the console's defaults; nothing was read from it`;
+    await recordAudit(
+      tx,
+      actor,
+      "lb.limits-defaults",
+      `lb:${lbId}`,
+      { limits: null, ...(routingDefaults ? { routingSettings: null } : {}) },
+      { limits: {}, ...(routingDefaults ? { routingSettings: {} } : {}), why, ...(notRead ? { notAdopted: notRead } : {}) },
+    );
     return true;
   });
 }

@@ -12,13 +12,34 @@ export type LimitsSet = Partial<Limits>;
 
 const LIMIT_KEYS = Object.keys(DEFAULT_LIMITS) as LimitKey[];
 
-/** LimitsSchema with every field optional and no default filled in: what an operator sets. Strict,
- * as the LB's schema is: a misspelt limit is refused rather than silently ignored. */
-export const limitsInput = z.strictObject(
-  Object.fromEntries(LIMIT_KEYS.map((key) => [key, LimitsSchema.shape[key].removeDefault().optional()])) as {
-    [K in LimitKey]: z.ZodOptional<ReturnType<(typeof LimitsSchema.shape)[K]["removeDefault"]>>;
-  },
-) as unknown as z.ZodType<LimitsSet>;
+/** `schema` (one of the protocol's config sections, every field defaulted) with every field optional
+ * and no default filled in: what an operator sets, or what differs from the defaults. Strict, as
+ * the LB's schema is: a misspelt field is refused rather than silently ignored. Shared with the
+ * LB's routing settings (lbs-routing-settings.ts): one rule for every stored config section. */
+export function fieldsSet<T extends object>(schema: { shape: Record<string, z.ZodDefault<z.ZodType>> }): z.ZodType<Partial<T>> {
+  return z.strictObject(
+    Object.fromEntries(Object.entries(schema.shape).map(([key, field]) => [key, field.removeDefault().optional()])),
+  ) as unknown as z.ZodType<Partial<T>>;
+}
+
+/** LimitsSchema with every field optional: what an operator sets. */
+export const limitsInput = fieldsSet<Limits>(LimitsSchema);
+
+/** `value` parsed by `schema`, or a 400 naming each refused field under `field` ("limits.maxBodyBytes:
+ * ..."), as the router's own validation names it. */
+export function requireParsed<T>(schema: z.ZodType<T>, value: unknown, field: string): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    throw invalid(parsed.error.issues.map((issue) => `${[field, ...issue.path.map(String)].join(".")}: ${issue.message}`).join("; "));
+  }
+  return parsed.data;
+}
+
+/** The fields of `running` that differ from `defaults`: what adopting an LB's running settings
+ * stores, so that the ones it ran at their defaults keep following the protocol's. */
+export function differencesFrom<T extends object>(running: T, defaults: Readonly<T>): Partial<T> {
+  return Object.fromEntries(Object.entries(running).filter(([key, value]) => value !== defaults[key as keyof T])) as Partial<T>;
+}
 
 /** The stored JSON (null: nothing stored) as the limits set; a stored value the schema refuses
  * throws, so a bad row fails the config build loudly instead of pushing the defaults. */
@@ -30,12 +51,7 @@ export function storedLimits(json: string | null): LimitsSet {
  * service called without the router, e.g. by the demo seed, is held to them too). Only the fields
  * given are stored: `{}` is "every limit at its default", set on purpose. */
 export function requireLimits(limits: unknown): string {
-  const parsed = limitsInput.safeParse(limits);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((issue) => `limits${issue.path.map((p) => `.${String(p)}`).join("")}: ${issue.message}`);
-    throw invalid(issues.join("; "));
-  }
-  return limitsJson(parsed.data);
+  return limitsJson(requireParsed(limitsInput, limits, "limits"));
 }
 
 /** What the console stores for `limits`: only the fields given (undefined ones dropped). */
@@ -43,10 +59,9 @@ export function limitsJson(limits: LimitsSet): string {
   return JSON.stringify(Object.fromEntries(LIMIT_KEYS.filter((key) => limits[key] !== undefined).map((key) => [key, limits[key]])));
 }
 
-/** The fields of `running` that differ from the protocol's defaults: what adopting an LB's running
- * limits stores, so that the limits it ran at their defaults keep following the protocol's. */
+/** The limits of `running` that differ from the protocol's defaults. */
 export function differencesFromDefaults(running: Limits): LimitsSet {
-  return Object.fromEntries(LIMIT_KEYS.filter((key) => running[key] !== DEFAULT_LIMITS[key]).map((key) => [key, running[key]])) as LimitsSet;
+  return differencesFrom(running, DEFAULT_LIMITS);
 }
 
 export interface LimitsView {

@@ -15,6 +15,7 @@ import { assignDefaultHomes } from "./home-lb";
 import { newId } from "./ids";
 import { issueFirstToken, lbCredentialView, type LbCredentialView } from "./lb-tokens";
 import { type LimitsSet, limitsView, type LimitsView, requireLimits } from "./lbs-limits";
+import { type RoutingSettingsSet, requireRoutingSettings, routingSettingsView, type RoutingSettingsView } from "./lbs-routing-settings";
 import { requireRegion } from "./regions";
 import { requireHttpUrl, sameName } from "./validation";
 
@@ -39,6 +40,8 @@ export interface LbView {
   weights: { rtt: number; queue: number };
   /** The request limits the console pushes: those stored, the rest the protocol's defaults. */
   limits: LimitsView;
+  /** Its probes, index settings and sessionKeyBlocks the console pushes, stored as the limits are. */
+  routingSettings: RoutingSettingsView;
   configVersion: number;
   ackedVersion: number;
   /** The version the LB itself reports running (from /admin/state). */
@@ -83,6 +86,7 @@ export async function listLbs(rt: ServiceRuntime): Promise<LbView[]> {
       crossRegion: lb.crossRegion,
       weights: { rtt: lb.weightRtt, queue: lb.weightQueue },
       limits: limitsView(lb.limitsJson),
+      routingSettings: routingSettingsView(lb.routingSettingsJson),
       configVersion: lb.configVersion,
       ackedVersion: lb.ackedVersion,
       runningVersion: health?.state?.configVersion ?? null,
@@ -123,6 +127,10 @@ export interface LbInput {
    * console adopts the limits the LB runs once it answers (runtime/lb-settings-adoption.ts). On
    * update it replaces the whole set: `{}` puts every limit back to its default. */
   limits?: LimitsSet | undefined;
+  /** Its probes, index settings and sessionKeyBlocks (only those set), as `limits`: left out on
+   * create, adopted from the LB with its limits (unless the limits are given); on update the whole
+   * set is replaced, `{}` puts every one back to its default. */
+  routingSettings?: RoutingSettingsSet | undefined;
 }
 
 function requirePolicy(policy: string): string {
@@ -139,6 +147,7 @@ export async function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput,
   const adminUrl = input.adminUrl ? requireHttpUrl("adminUrl", input.adminUrl) : null;
   const policy = requirePolicy(input.policy ?? "gorgo");
   const limitsJson = input.limits !== undefined ? requireLimits(input.limits) : null;
+  const routingSettingsJson = input.routingSettings !== undefined ? requireRoutingSettings(input.routingSettings) : null;
   const { id, keyId, token } = await rt.store.transaction(async (tx) => {
     const { entrypoints, loadBalancers } = tx.tables;
     if ((await tx.db.select({ id: loadBalancers.id }).from(loadBalancers).where(sameName(loadBalancers.name, input.name)).limit(1)).length > 0) {
@@ -161,6 +170,7 @@ export async function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput,
       policy,
       crossRegion: input.crossRegion ?? "direct",
       limitsJson,
+      routingSettingsJson,
       createdAt: now,
     };
     await tx.db.insert(loadBalancers).values(row);
@@ -182,6 +192,7 @@ export async function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput,
 
 export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: string } & Partial<Omit<LbInput, "policy" | "crossRegion">>): Promise<void> {
   const limitsJson = input.limits !== undefined ? requireLimits(input.limits) : undefined;
+  const routingSettingsJson = input.routingSettings !== undefined ? requireRoutingSettings(input.routingSettings) : undefined;
   await rt.store.transaction(async (tx) => {
     const { entrypoints, loadBalancers } = tx.tables;
     const [before] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).limit(1);
@@ -206,6 +217,7 @@ export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: st
       adminUrl: input.adminUrl === undefined ? before.adminUrl : input.adminUrl ? requireHttpUrl("adminUrl", input.adminUrl) : null,
       regionId: input.region !== undefined ? (await requireRegion(tx, input.region)).id : before.regionId,
       limitsJson: limitsJson ?? before.limitsJson,
+      routingSettingsJson: routingSettingsJson ?? before.routingSettingsJson,
     };
     const moved = after.regionId !== before.regionId;
     // A move takes the LB out of its region as a delete does, and into the new one as a create does.
@@ -220,7 +232,14 @@ export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: st
     const heldAway = moved ? await entrypointHeldAway(tx, before) : [];
     await tx.db
       .update(loadBalancers)
-      .set({ name: after.name, url: after.url, adminUrl: after.adminUrl, regionId: after.regionId, limitsJson: after.limitsJson })
+      .set({
+        name: after.name,
+        url: after.url,
+        adminUrl: after.adminUrl,
+        regionId: after.regionId,
+        limitsJson: after.limitsJson,
+        routingSettingsJson: after.routingSettingsJson,
+      })
       .where(eq(loadBalancers.id, input.id));
     if (moved) {
       await handOverEntrypoints(tx, leftBehind);

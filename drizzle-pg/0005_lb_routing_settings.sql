@@ -1,0 +1,1 @@
+ALTER TABLE "load_balancers" ADD COLUMN "routing_settings_json" text;
