@@ -28,6 +28,13 @@ export function promtoolFindings(text: string): string {
   return check.status === 0 && output === "" ? "" : output || `promtool exited ${check.status}`;
 }
 
+/** `name` is one of `families`, or a histogram's or summary's series of one (`_bucket`, `_sum`, `_count`). */
+export function familyExports(families: ReadonlySet<string>, name: string): boolean {
+  if (families.has(name)) return true;
+  const base = /^(.*)_(bucket|sum|count)$/.exec(name)?.[1];
+  return base !== undefined && families.has(base);
+}
+
 /** The metric family names of an exposition text (its # TYPE lines). */
 export function metricFamilies(text: string): Set<string> {
   const names = new Set<string>();

@@ -1,7 +1,8 @@
 // ops/grafana/meridian.json, the dashboard shipped for the LBs' and the console's metrics, names only
 // metrics that exist: every PromQL query (panels and template variables) is read, each metric name in
 // it is looked up among the families a live LB (a meridian-proxy in front of a simulated engine) and
-// a live console actually export. With promtool, every query must also parse as PromQL.
+// a live console actually export; the LB is scraped as a Prometheus with the LB's metrics token does,
+// which also reads the per-client-key series. With promtool, every query must also parse as PromQL.
 import { strict as assert } from "node:assert";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -10,12 +11,15 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import pino from "pino";
 import { startProxy, type RunningProxy } from "@meridian/proxy";
-import { havePromtool, metricFamilies } from "@meridian/proxy/testing";
+import { familyExports, havePromtool, metricFamilies } from "@meridian/proxy/testing";
 import { startEngineServer, type EngineServer } from "@meridian/sim";
+import { request } from "undici";
 import { findRepoRoot } from "../../env";
 import { createHarness, type Harness } from "../testing/harness";
 
 const DASHBOARD = join(findRepoRoot(), "ops", "grafana", "meridian.json");
+/** The LB's metrics token (MERIDIAN_LB_METRICS_TOKEN): the scrape that presents it reads the client series. */
+const METRICS_TOKEN = "dashboard-scrape-token";
 
 interface Panel {
   title?: string;
@@ -67,13 +71,6 @@ function metricNames(expr: string): string[] {
   return names;
 }
 
-/** A family exports `name` itself, or its histogram/summary series. */
-function exported(families: ReadonlySet<string>, name: string): boolean {
-  if (families.has(name)) return true;
-  const base = /^(.*)_(bucket|sum|count)$/.exec(name)?.[1];
-  return base !== undefined && families.has(base);
-}
-
 let engine: EngineServer;
 let lb: RunningProxy;
 let h: Harness;
@@ -88,7 +85,7 @@ before(async () => {
       region: "us-ashburn",
       replicas: [{ id: "e1", url: engine.url, region: "us-ashburn", model: "m", engine: "sglang" }],
     },
-    settings: { port: 0, host: "127.0.0.1" },
+    settings: { port: 0, host: "127.0.0.1", metricsToken: METRICS_TOKEN },
     logger: pino({ level: "silent" }),
   });
   h = await createHarness();
@@ -101,7 +98,9 @@ after(async () => {
 
 test("every query of the Grafana dashboard names metrics that a live LB or console exports", async () => {
   const dashboard = JSON.parse(readFileSync(DASHBOARD, "utf8")) as Dashboard;
-  const families = new Set([...metricFamilies((await lb.balancer.metrics.render()).text), ...metricFamilies((await h.rt.metrics.render()).text)]);
+  const scrape = await request(`${lb.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  assert.equal(scrape.statusCode, 200);
+  const families = new Set([...metricFamilies(await scrape.body.text()), ...metricFamilies((await h.rt.metrics.render()).text)]);
   const all = queries(dashboard);
   assert.ok(all.length >= 40, `found ${all.length} queries`);
   const missing: string[] = [];
@@ -111,12 +110,26 @@ test("every query of the Grafana dashboard names metrics that a live LB or conso
     assert.ok(names.length > 0, `${where}: no metric found in ${expr}`);
     for (const name of names) {
       used.add(name);
-      if (!exported(families, name)) missing.push(`${where}: ${name}`);
+      if (!familyExports(families, name)) missing.push(`${where}: ${name}`);
     }
   }
   assert.deepEqual(missing, [], "queries naming metrics nobody exports");
-  // Both processes are on the dashboard, and so is every series this branch added.
+  // Both processes are on the dashboard, and so is every series this branch added, and the LB series
+  // packages/proxy/README.md documents that were on no panel: upstream failures, redispatches, cut
+  // streams, refusals, the client keys and the per-replica cache series.
   for (const name of [
+    "meridian_lb_upstream_failures_total",
+    "meridian_lb_client_requests_total",
+    "meridian_lb_client_tokens_total",
+    "meridian_lb_auth_refusals_total",
+    "meridian_lb_redispatched_requests_total",
+    "meridian_lb_cut_streams_total",
+    "meridian_lb_replica_prediction_accuracy_ratio",
+    "meridian_lb_replica_cached_tokens_reported",
+    "meridian_lb_replica_index_routes",
+    "meridian_lb_replica_index_budget_blocks",
+    "meridian_lb_replica_index_horizon_seconds",
+    "meridian_lb_replica_index_clears_total",
     "meridian_lb_replica_state",
     "meridian_lb_build_info",
     "meridian_lb_config_version",
