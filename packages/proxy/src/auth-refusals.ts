@@ -13,6 +13,18 @@ import { Counter, type Registry } from "prom-client";
 export type AuthSurface = "admin" | "peer" | "client" | "metrics";
 export type RefusalReason = "missing" | "invalid" | "forbidden";
 
+/** Every (surface, reason) a caller records: their series start at 0, so that increase() and the
+ * refusal alerts (ops/prometheus) see the first refusal, as the LB's other event counters do. */
+const RECORDED: readonly (readonly [AuthSurface, RefusalReason])[] = [
+  ["admin", "missing"],
+  ["admin", "invalid"],
+  ["peer", "forbidden"],
+  ["client", "missing"],
+  ["client", "invalid"],
+  ["metrics", "missing"],
+  ["metrics", "invalid"],
+];
+
 const FOLD_WINDOW_MS = 10_000;
 /** Addresses tracked at once; past it the oldest window is dropped (its count is lost, not the log). */
 const MAX_TRACKED = 1_024;
@@ -42,6 +54,7 @@ export class AuthRefusals {
       labelNames: ["surface", "reason"],
       registers: [registry],
     });
+    for (const [surface, reason] of RECORDED) this.counter.inc({ surface, reason }, 0);
   }
 
   /** `now` times the folding window, a duration: callers pass the step-proof clock (core-clock.ts), or

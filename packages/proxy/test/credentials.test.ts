@@ -36,12 +36,21 @@ async function call(lb: RunningProxy, method: string, path: string, bearer: stri
   return { status: response.statusCode, text, json: text.startsWith("{") ? (JSON.parse(text) as Record<string, unknown>) : null };
 }
 
+/** The refusals counted so far, by surface/reason; every series the LB records starts at 0. */
 async function refusals(lb: RunningProxy): Promise<Record<string, number>> {
   const text = await (await request(`${lb.url}/metrics`)).body.text();
   const out: Record<string, number> = {};
-  for (const sample of parsePrometheusText(text).samples) {
-    if (sample.name === "meridian_lb_auth_refusals_total") out[`${sample.labels.surface}/${sample.labels.reason}`] = sample.value;
-  }
+  const series = parsePrometheusText(text).samples.filter((sample) => sample.name === "meridian_lb_auth_refusals_total");
+  assert.deepEqual(series.map((s) => `${s.labels.surface}/${s.labels.reason}`).sort(), [
+    "admin/invalid",
+    "admin/missing",
+    "client/invalid",
+    "client/missing",
+    "metrics/invalid",
+    "metrics/missing",
+    "peer/forbidden",
+  ]);
+  for (const sample of series) if (sample.value > 0) out[`${sample.labels.surface}/${sample.labels.reason}`] = sample.value;
   return out;
 }
 
