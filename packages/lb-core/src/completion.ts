@@ -150,7 +150,7 @@ export class Completion {
       error: outcome.error,
       forwarded: target?.kind === "peer",
       hop: ticket.hop,
-      ...(ticket.entryLbId !== null ? { entryLbId: ticket.entryLbId } : {}),
+      ...(ticket.entry !== null ? { entryLbId: ticket.entry.lbId, ...(ticket.entry.policy !== undefined ? { entryPolicy: ticket.entry.policy } : {}) } : {}),
       sessionKey: ticket.view.sessionKey,
       clientRegion: ticket.view.clientRegion,
       ...(ticket.trial !== null

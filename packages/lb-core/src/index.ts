@@ -7,7 +7,7 @@ export type { DecodeSample, FirstBytePlan } from "./deadline";
 export type { RedispatchCause } from "./redispatch";
 export type { TargetChanges } from "./targets";
 export { Ticket, failures } from "./ticket";
-export type { AdmitInput, Failure, Target, TargetKind } from "./ticket";
+export type { AdmitInput, Failure, ForwardEntry, Target, TargetKind } from "./ticket";
 export type { Placement } from "./placement";
 export { Completion, isSuccess } from "./completion";
 export type { LearnInstruction, Outcome, TelemetryEventBody, Usage } from "./completion";

@@ -15,6 +15,12 @@ import type { LbConfig } from "@meridian/protocol";
 import type { ReplicaRecord } from "./targets";
 import { admitToTrial, type TicketTrial } from "./trial";
 
+/** The LB a peer's forward entered at, and the policy it routed the request by (when it said). */
+export interface ForwardEntry {
+  lbId: string;
+  policy?: PolicyName;
+}
+
 /** A request the core admits: the parsed facts routing needs, nothing of the transport. */
 export interface AdmitInput {
   keys: readonly BlockKey[];
@@ -26,8 +32,8 @@ export interface AdmitInput {
   /** Where the client is; defaults to the LB's region. A live LB knows it only for a peer's forward
    * (the forwarding LB's region); the simulator knows it for every request. */
   clientRegion?: string;
-  /** Of a peer's forward (hop 1): the LB the request entered at (telemetry `entryLbId`). */
-  entryLbId?: string;
+  /** Of a peer's forward (hop 1): the LB the request entered at (telemetry `entryLbId`, `entryPolicy`). */
+  entry?: ForwardEntry;
   /** Characters of the canonical prompt: the core estimates tokens from them and calibrates the
    * estimate from the engine's usage.prompt_tokens. Give either this or `inputTokens`. */
   promptChars?: number;
@@ -132,8 +138,8 @@ export class Ticket<J> implements RequestView {
   keyChars: number | undefined = undefined;
   /** AdmitInput.clientKeyed. */
   clientKeyed = false;
-  /** AdmitInput.entryLbId; null for a client's own request. */
-  entryLbId: string | null = null;
+  /** AdmitInput.entry; null for a client's own request. */
+  entry: ForwardEntry | null = null;
 
   constructor(
     /** The driver's own object for this request (a proxy job, a simulated flight). */
@@ -194,7 +200,7 @@ export function admittedTicket<J>(owner: J, input: AdmitInput, inputTokens: numb
   );
   if (input.tokensPerBlock === undefined) ticket.keyChars = DEFAULT_BLOCK_CHARS; // chat keys
   ticket.clientKeyed = input.clientKeyed === true;
-  ticket.entryLbId = input.entryLbId ?? null;
+  ticket.entry = input.entry ?? null;
   return ticket;
 }
 

@@ -38,9 +38,10 @@ export const TelemetryEventSchema = z.object({
   forwarded: z.boolean(),
   /** 0 when the request came from a client, 1 when a peer LB forwarded it here. */
   hop: count,
-  /** Of a forwarded request (hop 1): the peer LB it entered at, as its peer credential named it.
-   * Absent from LBs older than it. */
+  /** Of a forwarded request (hop 1): the peer LB it entered at, as its peer credential named it, and
+   * the policy that LB routed it by (x-meridian-entry-policy). Absent from LBs older than them. */
   entryLbId: z.string().optional(),
+  entryPolicy: policyName.optional(),
   sessionKey: z.string().optional(),
   clientRegion: z.string().optional(),
   /** The trial the request was routed under (absent outside a trial) and its arm. */

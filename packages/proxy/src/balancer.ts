@@ -241,7 +241,7 @@ export class Balancer implements ExchangeHost<Job> {
         model: request.model,
         hop: client.hop,
         ...(client.clientRegion !== null ? { clientRegion: client.clientRegion } : {}),
-        ...(client.entryLbId !== null ? { entryLbId: client.entryLbId } : {}),
+        ...(client.entry !== null ? { entry: client.entry } : {}),
         ...request.size,
         clientKeyed: presentedClientKey(client.identity),
         nextTurnKeys: (reply) => nextTurnKeys(request, reply),
@@ -323,7 +323,7 @@ export class Balancer implements ExchangeHost<Job> {
         const peer = this.targets.peers.get(placement.peerId);
         if (!peer) return this.failJob(job, new HttpError(502, `peer ${placement.peerId} is gone`, "server_error", "upstream_error"), "upstream_error");
         this.metrics.forwarded.inc({ peer: peer.id });
-        const headers = forwardHeaders(job.ticket.hop + 1, job.ticket.clientKeyed, peer.credential());
+        const headers = forwardHeaders(job.ticket.hop + 1, job.ticket.clientKeyed, job.ticket.policy, peer.credential());
         return this.dispatch(job, { kind: "peer", id: peer.id, pool: peer.pool, path: peer.basePath + job.path }, headers);
       }
       case "replica": {

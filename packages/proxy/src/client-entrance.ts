@@ -5,7 +5,9 @@
 // are a peer's word: from anyone else they are ignored, as an ordinary client could otherwise keep
 // its request from ever being forwarded (hop 1) or record itself in any region.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ForwardEntry } from "@meridian/lb-core";
 import { HeaderSafeIdSchema, type LbConfig } from "@meridian/protocol";
+import { isPolicyName, type PolicyName } from "@meridian/routing";
 import type { AuthRefusals } from "./auth-refusals";
 import { checkClient, forwardedByPeer, type ClientCheck, type ClientIdentity } from "./client-keys";
 import type { ClientMetrics } from "./client-metrics";
@@ -25,8 +27,9 @@ export interface InferenceClient {
   /** The region of the client a peer LB forwarded the request for (x-meridian-src-region, the
    * forwarding LB's region); null for a client's own request (its region is this LB's). */
   clientRegion: string | null;
-  /** The peer LB that forwarded the request here (its peer credential's id); null for a client's own. */
-  entryLbId: string | null;
+  /** The peer LB that forwarded the request here (its peer credential's id) and the policy it routed
+   * the request by (x-meridian-entry-policy, when it is one); null for a client's own request. */
+  entry: ForwardEntry | null;
   /**
    * A client's request (not a peer's forward), checked again under a config pushed since: the
    * refusal a new request with the same credential gets now (recorded as the entrance records one),
@@ -58,6 +61,12 @@ function claimedHop(req: IncomingMessage): number {
 function sourceRegionOf(req: IncomingMessage): string | null {
   const parsed = HeaderSafeIdSchema.safeParse(req.headers["x-meridian-src-region"]);
   return parsed.success ? parsed.data : null;
+}
+
+/** The policy the forwarding LB routed the request by (x-meridian-entry-policy), when it names one. */
+function entryPolicyOf(req: IncomingMessage): { policy?: PolicyName } {
+  const policy = req.headers["x-meridian-entry-policy"];
+  return isPolicyName(policy) ? { policy } : {};
 }
 
 /** The admitted client, or null after answering the refusal. */
@@ -96,7 +105,7 @@ export function admitClient(req: IncomingMessage, res: ServerResponse, path: str
     forwardAuthorization,
     hop: fromPeer ? 1 : 0,
     clientRegion: fromPeer ? sourceRegionOf(req) : null,
-    entryLbId: fromPeer ? identity.keyName : null,
+    entry: fromPeer ? { lbId: identity.keyName, ...entryPolicyOf(req) } : null,
     recheck: (config) => {
       // A peer's forward was admitted on the peer's credential, which this check does not see again.
       if (config === checkedUnder || fromPeer) return null;

@@ -22,10 +22,13 @@ function pollPoolOptions(limits: Limits): Pool.Options {
 }
 
 /** The headers of a request forwarded to a peer: its hop, whether its client presented a client key
- * (a region that requires keys admits only such forwards: client-keys.ts) and this LB's peer credential. */
-export function forwardHeaders(hop: number, clientKeyed: boolean, credential: string | null): Record<string, string> {
+ * (a region that requires keys admits only such forwards: client-keys.ts), the policy this LB routed
+ * it by (the peer's telemetry names it: a fleet tuner that does not hold this LB's events samples the
+ * peer's) and this LB's peer credential. */
+export function forwardHeaders(hop: number, clientKeyed: boolean, policy: string, credential: string | null): Record<string, string> {
   return {
     "x-meridian-hop": String(hop),
+    "x-meridian-entry-policy": policy,
     ...(clientKeyed ? { "x-meridian-client-keyed": "1" } : {}),
     ...(credential ? { authorization: `Bearer ${credential}` } : {}),
   };

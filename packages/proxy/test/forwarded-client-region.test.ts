@@ -36,7 +36,7 @@ async function recorded(headers: Record<string, string>, text: string): Promise<
 
 test("a peer's forward is recorded with its client's region and hop 1", async () => {
   const event = await recorded(
-    { authorization: `Bearer ${PEER_CREDENTIAL}`, "x-meridian-hop": "1", "x-meridian-src-region": "us-ashburn" },
+    { authorization: `Bearer ${PEER_CREDENTIAL}`, "x-meridian-hop": "1", "x-meridian-src-region": "us-ashburn", "x-meridian-entry-policy": "round-robin" },
     "forwarded from us",
   );
   assert.equal(event.clientRegion, "us-ashburn");
@@ -44,6 +44,7 @@ test("a peer's forward is recorded with its client's region and hop 1", async ()
   // The LB it entered at, as its credential names it: a fleet tuner samples this event when that LB
   // is not one of its members (the tuner's eventRole).
   assert.equal(event.entryLbId, "lb-us");
+  assert.equal(event.entryPolicy, "round-robin");
 });
 
 test("a peer's region that is not a header-safe id is ignored: the client counts as this LB's region", async () => {
@@ -53,8 +54,9 @@ test("a peer's region that is not a header-safe id is ignored: the client counts
 });
 
 test("an ordinary client's forwarding headers are ignored: its own region, hop 0", async () => {
-  const event = await recorded({ "x-meridian-hop": "1", "x-meridian-src-region": "ap-seoul" }, "claims to be forwarded");
+  const event = await recorded({ "x-meridian-hop": "1", "x-meridian-src-region": "ap-seoul", "x-meridian-entry-policy": "gorgo" }, "claims to be forwarded");
   assert.equal(event.clientRegion, "eu-frankfurt");
   assert.equal(event.hop, 0);
   assert.equal(event.entryLbId, undefined);
+  assert.equal(event.entryPolicy, undefined);
 });

@@ -48,8 +48,13 @@ test("forwards to a peer LB when every local replica is full", async () => {
     const state = await adminGet<LbState>(lbEu, "/admin/state");
     return state.peers[0]?.availableReplicas === 0 ? true : undefined;
   });
+  const euSeq = lbEu.balancer.telemetry.latestSeq;
   const forwarded = await post(`${lbUs.url}/v1/chat/completions`, chatBody("please forward me"));
   assert.equal(forwarded.status, 200, forwarded.text);
+  // lb-eu's event names where the request entered and how that LB routed it (a fleet tuner that does
+  // not hold lb-us's events samples this one).
+  const served = await waitFor("lb-eu's event of the forward", () => lbEu.balancer.telemetry.since(euSeq)[0]);
+  assert.deepEqual([served.hop, served.entryLbId, served.entryPolicy], [1, "lb-us", lbUs.balancer.config.policy]);
   assert.equal(forwarded.headers["x-meridian-forwarded-to"], "lb-eu");
   assert.equal(forwarded.headers["x-meridian-replica"], "eu-1");
   const us = await adminGet<LbState>(lbUs, "/admin/state");

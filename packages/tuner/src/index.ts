@@ -18,7 +18,7 @@ export {
 export type { EvaluationMode, GuardrailConfig, TrialConfig, TunerConfig, TunerConfigInput, TunerMode, WeightBounds, WeightName, Weights } from "./config";
 export { summarizeWindow } from "./window";
 export { eventRole, isClientSide, sampleFromEvent } from "./samples-from-events";
-export type { TunerTelemetry } from "./samples-from-events";
+export type { ForwardEntryView, TunerTelemetry } from "./samples-from-events";
 export type { TunerSample, WindowSummary } from "./window";
 export { percentile, percentileOfSorted, quantileInterval } from "./stats/quantile";
 export type { QuantileInterval } from "./stats/quantile";

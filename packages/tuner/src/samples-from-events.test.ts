@@ -58,18 +58,22 @@ test("a forwarded request is one sample of a tuner of several LBs (the entry LB'
   // A tuner of one LB: each LB's event is its own tuner's sample, and another LB's is a peer request.
   assert.equal(eventRole(served, { member: true, spansLbs: false }), "sample");
   assert.equal(eventRole(entry, { member: false, spansLbs: false }), "peer");
-  assert.equal(eventRole({}, fleet), "sample", "an event without hop came from a client");
+  assert.equal(eventRole({ status: 200 }, fleet), "sample", "an event without hop came from a client");
 });
 
-test("a request forwarded from an LB outside a fleet tuner is one sample, the serving member's event", () => {
-  const isMember = (lbId: string) => lbId !== "lb-round-robin";
-  const fleet = { member: true, spansLbs: true, isMember };
+test("a request forwarded from an LB outside a fleet tuner is one sample, the serving member's successful event", () => {
+  const holdsEntry = (entry: { lbId: string; policy: string | undefined }) => entry.policy !== "round-robin";
+  const fleet = { member: true, spansLbs: true, holdsEntry };
+  const forwarded = { hop: 1, status: 200, entryLbId: "lb-rr", entryPolicy: "round-robin" };
   // The entry LB's policy reads no weights: its event is a peer request to the fleet tuner, and the
-  // serving member's event, naming it, is the request's one sample.
-  assert.equal(eventRole({ hop: 0 }, { ...fleet, member: false }), "peer");
-  assert.equal(eventRole({ hop: 1, entryLbId: "lb-round-robin" }, fleet), "sample");
+  // serving member's event, naming it, is the request's one sample, whichever arrives first.
+  assert.equal(eventRole({ hop: 0, status: 200 }, { ...fleet, member: false }), "peer");
+  assert.equal(eventRole(forwarded, fleet), "sample");
+  // A member refused it (503) and the entry LB moved it to another member: only the answer that
+  // succeeded is the sample, so the request is not counted twice (nor as a failure its client never saw).
+  assert.equal(eventRole({ ...forwarded, status: 503 }, fleet), "peer");
   // Entered at a member: the entry's event is the sample, this one is not counted again.
-  assert.equal(eventRole({ hop: 1, entryLbId: "lb-gorgo" }, fleet), "peer");
-  // An LB too old to name the entry: never counted twice.
-  assert.equal(eventRole({ hop: 1 }, fleet), "peer");
+  assert.equal(eventRole({ ...forwarded, entryLbId: "lb-gorgo", entryPolicy: "gorgo" }, fleet), "peer");
+  // An LB too old to name its entry: never counted twice.
+  assert.equal(eventRole({ hop: 1, status: 200 }, fleet), "peer");
 });

@@ -15,8 +15,13 @@
 // experienced; the peer's tells which replica served it, a peer request for the share guardrail, as
 // the entry LB's own tuner counts it. A request that enters at an LB outside the fleet tuner (its
 // policy does not read the weights) and is forwarded to a member has no entry event the tuner holds:
-// its sample is the serving member's event, which names the entry LB (`entryLbId`). An LB too old to
-// name it leaves such a request no sample, never two.
+// its sample is the serving member's event, which names the entry LB and the policy it routed the
+// request by (`entryLbId`, `entryPolicy`, sent with the forward, so the rule does not depend on which
+// event arrives first). Only a successful one: a failed forward may have been retried at another peer
+// by the entry LB, and whether its client saw the failure only the entry LB knows, so counting it
+// could count one request twice (its sample is then lost; the error guardrail does not see failures
+// of forwards from LBs outside the tuner). An LB too old to name its entry leaves such a request no
+// sample, never two.
 
 import type { Arm } from "./trial/arm";
 import type { TunerSample } from "./window";
@@ -37,8 +42,15 @@ export interface TunerTelemetry {
   triggered?: boolean | undefined;
   /** 0 when a client sent the request to this LB, 1 when a peer LB forwarded it here. */
   hop?: number;
-  /** Of a forwarded request (hop 1): the LB it entered at. */
+  /** Of a forwarded request (hop 1): the LB it entered at and the policy that LB routed it by. */
   entryLbId?: string | undefined;
+  entryPolicy?: string | undefined;
+}
+
+/** The LB a forwarded request entered at, as the serving LB's event names it. */
+export interface ForwardEntryView {
+  lbId: string;
+  policy: string | undefined;
 }
 
 /** True for statuses that say nothing about the weights: client errors and aborts, not 429. */
@@ -67,13 +79,15 @@ export function sampleFromEvent(event: TunerTelemetry): TunerSample | null {
 /** What one LB's event is to a tuner: its sample (when sampleFromEvent takes it), or a peer request.
  * `member`: the event's LB is one whose weights the tuner sets; `spansLbs`: the tuner sets several
  * LBs' weights, so it may also hold the entry LB's event of a request forwarded to this one;
- * `isMember`: whether it does for a given LB (absent: every entry LB is taken to be a member). */
+ * `holdsEntry`: whether it does for the entry the event names (absent, or an event that names none:
+ * it is taken to, so nothing counts twice). */
 export function eventRole(
-  event: Pick<TunerTelemetry, "hop" | "entryLbId">,
-  tuner: { member: boolean; spansLbs: boolean; isMember?: (lbId: string) => boolean },
+  event: Pick<TunerTelemetry, "hop" | "status" | "entryLbId" | "entryPolicy">,
+  tuner: { member: boolean; spansLbs: boolean; holdsEntry?: (entry: ForwardEntryView) => boolean },
 ): "sample" | "peer" {
   if (!tuner.member) return "peer";
   if (!tuner.spansLbs || (event.hop ?? 0) === 0) return "sample";
-  const entry = event.entryLbId;
-  return entry !== undefined && tuner.isMember !== undefined && !tuner.isMember(entry) ? "sample" : "peer";
+  if (event.entryLbId === undefined || tuner.holdsEntry === undefined) return "peer";
+  if (tuner.holdsEntry({ lbId: event.entryLbId, policy: event.entryPolicy })) return "peer";
+  return event.status < 400 ? "sample" : "peer";
 }

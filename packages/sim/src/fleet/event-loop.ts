@@ -286,9 +286,9 @@ export class FleetRun implements LbTransport<Flight> {
     input.keys = req.keys;
     input.sessionKey = req.sessionKey;
     input.hop = hop;
-    // A forward names the LB it entered at, as a live LB's peer credential does (tuners read it).
-    if (hop > 0 && f.entry !== null) input.entryLbId = f.entry.lb.id;
-    else delete input.entryLbId;
+    // A forward names the LB it entered at and its policy, as a live LB's forward does (tuners read them).
+    if (hop > 0 && f.entry !== null) input.entry = { lbId: f.entry.lb.id, policy: f.entry.ticket.policy };
+    else delete input.entry;
     input.clientRegion = req.clientRegion;
     input.inputTokens = req.inputTokens;
     input.tokensPerBlock = req.tokensPerBlock;

@@ -50,7 +50,7 @@ export function runLbScenario(scenario: LbScenario): ScenarioRun {
     },
     toPeer: (leg, peer) => {
       const r = leg.flight;
-      driver.route(driver.admit(peer, r, { ...admitInput(r, leg.ticket.hop + 1), entryLbId: leg.lb.id }, now), now);
+      driver.route(driver.admit(peer, r, { ...admitInput(r, leg.ticket.hop + 1), entry: { lbId: leg.lb.id, policy: leg.ticket.policy } }, now), now);
     },
     answered: (leg, completion: Completion) => {
       const r = leg.flight;

@@ -12,6 +12,7 @@ import type { Weights } from "@meridian/routing";
 import {
   EsTuner,
   eventRole,
+  type ForwardEntryView,
   sameWeights,
   sampleFromEvent,
   type EvaluationMode,
@@ -138,8 +139,8 @@ export class TunerDriver {
   observe(event: TelemetryEventBody, now: number): boolean {
     if (this.stopped) return false;
     // The live console's rule (tuner's eventRole): a fleet tuner samples a forwarded request once, at its entry LB.
-    const isMember = (lbId: string): boolean => this.lbIds.includes(lbId);
-    if (eventRole(event, { member: isMember(event.lbId), spansLbs: this.lbIds.length > 1, isMember }) === "peer") {
+    const holdsEntry = (entry: ForwardEntryView): boolean => this.lbIds.includes(entry.lbId);
+    if (eventRole(event, { member: this.lbIds.includes(event.lbId), spansLbs: this.lbIds.length > 1, holdsEntry }) === "peer") {
       this.tuner.observePeer({ replicaId: event.replicaId });
       return false;
     }

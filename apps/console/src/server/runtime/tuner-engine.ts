@@ -40,7 +40,7 @@ import { SerialQueue } from "./serial-queue";
 import { defaultTimer, paceTrialPush, pushRows, staleRows } from "./tuner-push";
 import type { TunerSettings } from "./tuner-settings";
 import { currentRun, type InTransaction, type NewRun, newRun, persistRun, RunMoved, sameRevision } from "./tuner-runs";
-import { FLEET, fleetMembers, lbIdOf, NO_MEMBERS, policyPause, startOf, type TunerKey } from "./tuner-scope";
+import { FLEET, fleetHoldsEntry, fleetMembers, lbIdOf, NO_MEMBERS, policyPause, startOf, type TunerKey } from "./tuner-scope";
 
 /** Trial pushes to one LB come at most this often by default. */
 const MIN_TRIAL_PUSH_INTERVAL_MS = 5_000;
@@ -68,14 +68,6 @@ export class TunerEngine {
   private readonly minTrialPushIntervalMs: number;
   /** Every operation, one at a time in arrival order (header: "Every operation"). */
   private readonly ops = new SerialQueue();
-  /** The policy each LB's latest event was routed by: whether the fleet's tuner holds the events of
-   * the LB a forwarded request entered at (tuner's eventRole). An LB not heard from yet counts as a
-   * member, so its forwards are never counted twice. */
-  private readonly lastPolicy = new Map<string, string>();
-  private readonly fleetMember = (lbId: string): boolean => {
-    const policy = this.lastPolicy.get(lbId);
-    return policy === undefined || policyPause(policy) === null;
-  };
   constructor(protected readonly deps: TunerServiceDeps) {
     this.now = deps.now ?? Date.now;
     this.setTimer = deps.setTimer ?? defaultTimer;
@@ -338,14 +330,14 @@ export class TunerEngine {
     // A leader whose lease ran out stops stepping at once, before its duties are stopped.
     const term = this.deps.leadership.currentTerm();
     if (term === null) return null;
-    this.lastPolicy.set(event.lbId, event.policy);
     const fleet = this.tuners.get(FLEET);
     // While the fleet's tuner is on, the LBs' own tuners stand aside.
     const tuners: [TunerKey, LiveTuner][] = fleet ? [[FLEET, fleet]] : [...this.tuners];
     let step: TunerStep | null = null;
     for (const [key, live] of tuners) {
       if (!live.running) continue;
-      const fed = feed(live, event, key === FLEET ? this.fleetMember : (lbId) => lbId === key, this.now());
+      const own = key === FLEET ? policyPause(event.policy) === null : key === event.lbId;
+      const fed = feed(live, event, { own, holdsEntry: fleetHoldsEntry }, this.now());
       // A look that decided nothing still spent α: recorded, so a restart's replay cannot spend it again.
       if (fed.looked) await this.record(key, live, null, term);
       if (!fed.step) continue;

@@ -142,14 +142,14 @@ describe("TunerService, fleet scope", () => {
     assert.equal(trial!.samples.incumbent + trial!.samples.candidate, 5);
   });
 
-  test("a request lb-c (whose policy ignores the weights) forwarded to lb-b is one sample, lb-b's event", async () => {
+  test("a request lb-c (whose policy ignores the weights) forwarded to lb-b is one sample, lb-b's event, whichever arrives first", async () => {
     await setTunerScope(h.rt, OPERATOR, { scope: "fleet" });
     await updateTuner(h.rt, OPERATOR, { ...FLEET, ...SMALL_TRIALS });
     await startTuner(h.rt, OPERATOR, FLEET);
     // lb-b's events of five requests lb-c forwarded (lb-b routed them in the fleet's trial), and lb-c's
-    // own events of them, outside any trial.
-    const served = (await trialEvents(h.rt, "lb-b", 5, () => 250)).map((e) => ({ ...e, hop: 1, entryLbId: "lb-c" }));
-    const entries = served.map(({ trialId: _t, arm: _a, triggered: _g, entryLbId: _e, ...e }) => ({
+    // own events of them, outside any trial. The serving LB's events usually arrive first.
+    const served = (await trialEvents(h.rt, "lb-b", 5, () => 250)).map((e) => ({ ...e, hop: 1, entryLbId: "lb-c", entryPolicy: "least-load" as const }));
+    const entries = served.map(({ trialId: _t, arm: _a, triggered: _g, entryLbId: _e, entryPolicy: _p, ...e }) => ({
       ...e,
       seq: (seq += 1),
       lbId: "lb-c",
@@ -158,7 +158,7 @@ describe("TunerService, fleet scope", () => {
       forwarded: true,
       hop: 0,
     }));
-    await ingest(h.rt, [...entries, ...served]);
+    await ingest(h.rt, [...served.slice(0, 3), ...entries, ...served.slice(3)]);
     const { trial } = await fleetTuner(h.rt);
     assert.equal(trial!.samples.incumbent + trial!.samples.candidate, 5);
   });

@@ -3,7 +3,17 @@
 // to it, its stored state restored (without replayed samples after a start, with what it measured on
 // a reload), an operator's change, the run's random seed.
 import "server-only";
-import { EsTuner, eventRole, resolveConfig, sampleFromEvent, type TunerConfigInput, type TunerState, type TunerStep, type Weights } from "@meridian/tuner";
+import {
+  EsTuner,
+  eventRole,
+  type ForwardEntryView,
+  resolveConfig,
+  sampleFromEvent,
+  type TunerConfigInput,
+  type TunerState,
+  type TunerStep,
+  type Weights,
+} from "@meridian/tuner";
 import type { TelemetryEvent } from "@meridian/protocol";
 import type { TunerRunRow } from "@meridian/db";
 import { invalid } from "../errors";
@@ -89,15 +99,21 @@ function looksOf(live: LiveTuner): number {
 }
 
 /**
- * One LB's event to a live tuner: a sample when it is of the tuner's own LB (`isMember`: for the
- * fleet's, a member's) and the tuner's rules take it (eventRole: of a forwarded request, the fleet's
- * tuner samples the entry LB's event, or the serving member's when the entry LB is not a member;
+ * One LB's event to a live tuner: a sample when it is of the tuner's own LB (`own`: for the fleet's,
+ * a member's; `holdsEntry`: whether the tuner holds the events of the LB a forward entered at) and
+ * the tuner's rules take it (eventRole: of a forwarded request, the fleet's tuner
+ * samples the entry LB's event, or the serving member's when the entry LB's policy reads no weights;
  * sampleFromEvent: client errors and aborts are not samples),
  * else a peer request of its running trial. The step when a look decided the trial; `looked` when a
  * look decided nothing (it still spent α, which the run must record).
  */
-export function feed(live: LiveTuner, event: TelemetryEvent, isMember: (lbId: string) => boolean, now: number): { step: TunerStep | null; looked: boolean } {
-  if (eventRole(event, { member: isMember(event.lbId), spansLbs: live.spansLbs, isMember }) === "peer") {
+export function feed(
+  live: LiveTuner,
+  event: TelemetryEvent,
+  membership: { own: boolean; holdsEntry: (entry: ForwardEntryView) => boolean },
+  now: number,
+): { step: TunerStep | null; looked: boolean } {
+  if (eventRole(event, { member: membership.own, spansLbs: live.spansLbs, holdsEntry: membership.holdsEntry }) === "peer") {
     if (peerDuringTrial(live, event, now)) live.tuner.observePeer({ replicaId: event.replicaId });
     return { step: null, looked: false };
   }

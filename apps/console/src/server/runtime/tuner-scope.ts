@@ -8,7 +8,7 @@
 // A/B trials only.
 import "server-only";
 import { DEFAULT_WEIGHTS, isPolicyName, policyUsesCostWeights } from "@meridian/routing";
-import { sameWeights, type Weights } from "@meridian/tuner";
+import { type ForwardEntryView, sameWeights, type Weights } from "@meridian/tuner";
 import { eq } from "drizzle-orm";
 import type { Queryable } from "@meridian/db";
 import { notFound, precondition } from "../errors";
@@ -37,6 +37,12 @@ export function nameOf(key: TunerKey): string {
 /** Why a tuner of an LB with this policy runs no trial, or null when the policy reads the weights. */
 export function policyPause(policy: string): string | null {
   return isPolicyName(policy) && policyUsesCostWeights(policy) ? null : `the LB's policy, ${policy}, does not use W_rtt/W_queue`;
+}
+
+/** Whether the fleet's tuner holds the events of the LB a forward entered at: its members are the LBs
+ * whose policy reads the weights. One that did not say how it routed is taken to (nothing counts twice). */
+export function fleetHoldsEntry(entry: ForwardEntryView): boolean {
+  return entry.policy === undefined || policyPause(entry.policy) === null;
 }
 
 /** Why the fleet's tuner runs no trial while it has no members. */
