@@ -3,7 +3,8 @@
 // the README beside it) is one a live LB (a meridian-proxy in front of a simulated engine) or a live
 // console exports, so renaming a series breaks this test; every recorded series it reads is recorded
 // in the file; promtool accepts the rules and their unit tests (meridian-rules.test.yml) pass; and the
-// bound of the prefix-collapse alert is the one the console's Replicas page calls "collapsed". Here
+// bound of the prefix-collapse alert is the one the console's Replicas page calls "collapsed", and
+// the failback advice is the console's default (automatic only when configured). Here
 // rather than beside the LB: only a console test can start both processes (as
 // grafana-dashboard.test.ts does), and npm test finds no tests under ops/.
 import { strict as assert } from "node:assert";
@@ -15,7 +16,7 @@ import pino from "pino";
 import { startProxy, type RunningProxy } from "@meridian/proxy";
 import { familyExports, havePromtool, metricFamilies } from "@meridian/proxy/testing";
 import { startEngineServer, type EngineServer } from "@meridian/sim";
-import { findRepoRoot } from "../../env";
+import { autoFailbackAfterMs, findRepoRoot } from "../../env";
 import { indexStatus } from "../runtime/index-status";
 import { createHarness, type Harness } from "../testing/harness";
 import { replicaCache } from "../testing/replica-cache";
@@ -117,4 +118,31 @@ test("the prefix-collapse alert fires below the accuracy the Replicas page calls
   const below = Number(bound);
   assert.equal(indexStatus(replicaCache({ accuracy: below - 0.01 }), 0).kind, "collapsed", `${below - 0.01} fires the alert`);
   assert.notEqual(indexStatus(replicaCache({ accuracy: below }), 0).kind, "collapsed", `${below} does not fire the alert`);
+});
+
+test("the failback advice holds for a console with default settings: Fail back on the Load balancers page, automatic only when configured", () => {
+  // Outside the demo the console fails nothing back by itself; an on-call told it would waits for good.
+  assert.equal(autoFailbackAfterMs({ MERIDIAN_AUTO_FAILBACK_AFTER_S: undefined, MERIDIAN_DEMO: false }), 0, "off by default, as the docs say");
+  assert.equal(autoFailbackAfterMs({ MERIDIAN_AUTO_FAILBACK_AFTER_S: undefined, MERIDIAN_DEMO: true }), 30_000, "the demo's 30 s, as the docs say");
+  const rules = readFileSync(RULES, "utf8");
+  const readme = readFileSync(README, "utf8");
+  for (const alert of ["MeridianLbDown", "MeridianLbFailedOver"]) {
+    const rule = rules.split(/^\s*- alert: /m).find((block) => block.startsWith(`${alert}\n`));
+    const row = readme.split("\n").find((line) => line.startsWith(`| \`${alert}\``));
+    for (const [where, text] of [
+      ["rule", rule],
+      ["README row", row],
+    ] as const) {
+      assert.ok(text, `${alert}'s ${where}`);
+      // Folded YAML: a phrase may break across lines.
+      const prose = text.replace(/\s+/g, " ");
+      assert.match(prose, /Fail back/, `${alert}'s ${where} says what the on-call does`);
+      assert.match(prose, /MERIDIAN_AUTO_FAILBACK_AFTER_S/, `${alert}'s ${where} says when failback is automatic`);
+    }
+  }
+  assert.doesNotMatch(
+    `${rules}\n${readme}`.replace(/\s+/g, " "),
+    /fails it back by itself|failback is automatic[;.]|fails it back after its healthy period/,
+    "no unconditional claim",
+  );
 });

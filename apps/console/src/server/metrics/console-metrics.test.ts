@@ -130,6 +130,12 @@ describe("console /metrics content", () => {
     assert.match(text, /^meridian_console_telemetry_lag_seconds\{lb="lb-us-ashburn"\} /m);
     assert.match(text, /^meridian_console_telemetry_lag_events\{lb="lb-us-ashburn"\} \d+$/m);
     assert.match(text, /^meridian_console_tuner_steps_total\{lb="lb-us-ashburn",kind="[a-z-]+"\} 1$/m);
+    // Every tuner's steps at 0 before its first step of each kind, so increase() sees that step (a
+    // series born at 1 has none, and MeridianTunerStalled called a tuner that had stepped stalled).
+    for (const kind of ["candidate", "remeasure", "trial"]) {
+      assert.match(text, new RegExp(`^meridian_console_tuner_steps_total\\{lb="lb-eu-frankfurt",kind="${kind}"\\} 0$`, "m"), `lb-eu-frankfurt ${kind}`);
+    }
+    assert.match(text, /^meridian_console_tuner_steps_total\{lb="lb-us-ashburn",kind="remeasure"\} 0$/m);
     assert.match(text, /^meridian_console_tuner_accepted_steps_total\{lb="lb-us-ashburn"\} [01]$/m);
     assert.match(text, /^meridian_console_tuner_state\{lb="lb-us-ashburn",state="running"\} 1$/m);
     assert.match(text, /^meridian_console_tuner_state\{lb="lb-eu-frankfurt",state="stopped"\} 1$/m);

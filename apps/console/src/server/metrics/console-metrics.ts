@@ -6,13 +6,14 @@
 // - Everything else mirrors state and is read at scrape time from the running components (observe()):
 //   LB health and lifecycle, config versions, where each region's clients go, the telemetry streams,
 //   and the tuners (their steps are counted from tuner_steps, the durable record, so the counters
-//   survive a console restart; their live trial from the TunerService).
+//   survive a console restart, and start at 0 for every tuner; their live trial from the TunerService).
 // Node process metrics come from @meridian/proxy/process-metrics, as the LBs' do.
 import "server-only";
 import { eq, sql } from "drizzle-orm";
 import { Counter, Gauge, Registry } from "prom-client";
 import { renderWithProcessMetrics } from "@meridian/proxy/process-metrics";
 import { LB_STATES, type Store } from "@meridian/db";
+import type { TunerStep } from "@meridian/tuner";
 import type { ConfigPublisher } from "../runtime/config-publisher";
 import type { EntrypointResolver, EntrypointStatus } from "../runtime/entrypoint-resolver";
 import type { PutConfigResult } from "../runtime/lb-admin-client";
@@ -31,6 +32,8 @@ const TRIGGERS = ["automatic", "operator"] as const;
 const ENTRYPOINT_STATUSES: readonly EntrypointStatus[] = ["assigned", "fallback", "unresolved"];
 /** The tuner's lifecycle as the tuner page shows it. */
 const TUNER_STATES = ["running", "paused", "stopped", "converged"] as const;
+/** Every kind of tuner step, checked against TunerStep so a new kind cannot be left out. */
+const STEP_KINDS = Object.keys({ candidate: 1, remeasure: 1, trial: 1 } satisfies Record<TunerStep["kind"], 1>) as TunerStep["kind"][];
 
 /** What the scrape-time gauges read. */
 export interface ConsoleMetricsSources {
@@ -250,6 +253,23 @@ export class ConsoleMetrics {
     streamCounter("meridian_console_telemetry_reconnects_total", "Times the console reopened the LB's telemetry stream.", (s) => s.reconnects);
 
     // ---- Tuners
+    // One describe() per LB per scrape, shared by the tuner gauges and the steps counter: a scrape
+    // reads them within a moment, and a second look within a second would read the same.
+    type Described = { lbId: string; tuner: Awaited<ReturnType<TunerService["describe"]>> }[];
+    let described: Promise<Described> = Promise.resolve([]);
+    let describedAt = Number.NEGATIVE_INFINITY;
+    const tuners = () => {
+      if (Date.now() - describedAt > 1_000) {
+        described = (async () => {
+          const rows = await lbs();
+          // The fleet's tuner, while it is on, as lb="*".
+          const keys = (await sources.tuners.scope()) === "fleet" ? [...rows.map((lb) => lb.id), FLEET] : rows.map((lb) => lb.id);
+          return Promise.all(keys.map(async (lbId) => ({ lbId, tuner: await sources.tuners.describe(lbId) })));
+        })();
+        describedAt = Date.now();
+      }
+      return described;
+    };
     // PostgreSQL counts in bigint (read back as strings: mapWith) and cannot sum a boolean (CASE WHEN).
     const stepCounts = () =>
       db
@@ -269,6 +289,10 @@ export class ConsoleMetrics {
       registers,
       async collect() {
         this.reset();
+        // Every tuner the console describes, at 0 for every kind before its first step: increase()
+        // needs a sample before the step (a series born at 1 hides it, and MeridianTunerStalled
+        // would call a tuner that stepped "stalled"). Bounded: the tuners times the fixed kinds.
+        for (const { lbId } of await tuners()) for (const kind of STEP_KINDS) this.inc({ lb: lbId, kind }, 0);
         for (const row of await stepCounts()) this.inc({ lb: row.lbId ?? FLEET, kind: row.kind }, row.steps);
       },
     });
@@ -284,23 +308,6 @@ export class ConsoleMetrics {
         for (const [lb, accepted] of byLb) this.inc({ lb }, accepted);
       },
     });
-    // One describe() per LB per scrape, shared by the tuner gauges: a scrape reads them within a
-    // moment, and a second look within a second would read the same.
-    type Described = { lbId: string; tuner: Awaited<ReturnType<TunerService["describe"]>> }[];
-    let described: Promise<Described> = Promise.resolve([]);
-    let describedAt = Number.NEGATIVE_INFINITY;
-    const tuners = () => {
-      if (Date.now() - describedAt > 1_000) {
-        described = (async () => {
-          const rows = await lbs();
-          // The fleet's tuner, while it is on, as lb="*".
-          const keys = (await sources.tuners.scope()) === "fleet" ? [...rows.map((lb) => lb.id), FLEET] : rows.map((lb) => lb.id);
-          return Promise.all(keys.map(async (lbId) => ({ lbId, tuner: await sources.tuners.describe(lbId) })));
-        })();
-        describedAt = Date.now();
-      }
-      return described;
-    };
     new Gauge({
       name: "meridian_console_tuner_state",
       help: "The LB's tuner, one series per state: 1 for the current one (running: stepping online; paused: online but the LB's policy ignores the weights; stopped: weights frozen; converged).",
