@@ -137,6 +137,27 @@ describe("console /metrics content", () => {
     }
     assert.match(text, /^meridian_console_tuner_steps_total\{lb="lb-us-ashburn",kind="remeasure"\} 0$/m);
     assert.match(text, /^meridian_console_tuner_accepted_steps_total\{lb="lb-us-ashburn"\} [01]$/m);
+    assert.match(text, /^meridian_console_tuner_accepted_steps_total\{lb="lb-eu-frankfurt"\} 0$/m);
+    // Candidates rejected while breaking a guardrail, from the steps' record; every guardrail of every
+    // tuner from 0.
+    const steps = (await h.rt.tuners.describe("lb-us-ashburn")).steps;
+    for (const guardrail of ["e2e", "share", "errors"]) {
+      const rejected = steps.filter((step) => !step.accepted && step.guardrail === guardrail).length;
+      assert.match(
+        text,
+        new RegExp(`^meridian_console_tuner_guardrail_rejections_total\\{lb="lb-us-ashburn",guardrail="${guardrail}"\\} ${rejected}$`, "m"),
+        guardrail,
+      );
+      assert.match(
+        text,
+        new RegExp(`^meridian_console_tuner_guardrail_rejections_total\\{lb="lb-eu-frankfurt",guardrail="${guardrail}"\\} 0$`, "m"),
+        guardrail,
+      );
+    }
+    assert.ok(
+      steps.some((step) => step.guardrail !== null && !step.accepted),
+      "the fixture's step is a guardrail rejection",
+    );
     assert.match(text, /^meridian_console_tuner_state\{lb="lb-us-ashburn",state="running"\} 1$/m);
     assert.match(text, /^meridian_console_tuner_state\{lb="lb-eu-frankfurt",state="stopped"\} 1$/m);
     assert.match(text, /^meridian_console_tuner_trial_info\{lb="lb-us-ashburn",role="[a-z]+",mode="online"\} 1$/m);

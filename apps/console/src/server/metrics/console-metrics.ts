@@ -9,11 +9,11 @@
 //   survive a console restart, and start at 0 for every tuner; their live trial from the TunerService).
 // Node process metrics come from @meridian/proxy/process-metrics, as the LBs' do.
 import "server-only";
-import { eq, sql } from "drizzle-orm";
+import { and, eq, isNotNull, sql } from "drizzle-orm";
 import { Counter, Gauge, Registry } from "prom-client";
 import { renderWithProcessMetrics } from "@meridian/proxy/process-metrics";
 import { LB_STATES, type Store } from "@meridian/db";
-import type { TunerStep } from "@meridian/tuner";
+import type { GuardrailVerdict, TunerStep } from "@meridian/tuner";
 import type { ConfigPublisher } from "../runtime/config-publisher";
 import type { EntrypointResolver, EntrypointStatus } from "../runtime/entrypoint-resolver";
 import type { PutConfigResult } from "../runtime/lb-admin-client";
@@ -34,6 +34,8 @@ const ENTRYPOINT_STATUSES: readonly EntrypointStatus[] = ["assigned", "fallback"
 const TUNER_STATES = ["running", "paused", "stopped", "converged"] as const;
 /** Every kind of tuner step, checked against TunerStep so a new kind cannot be left out. */
 const STEP_KINDS = Object.keys({ candidate: 1, remeasure: 1, trial: 1 } satisfies Record<TunerStep["kind"], 1>) as TunerStep["kind"][];
+/** Every guardrail that can reject a candidate, checked against the tuner's verdicts. */
+const GUARDRAILS = Object.keys({ e2e: 1, share: 1, errors: 1 } satisfies Record<Exclude<GuardrailVerdict, "pass">, 1>);
 
 /** What the scrape-time gauges read. */
 export interface ConsoleMetricsSources {
@@ -303,9 +305,27 @@ export class ConsoleMetrics {
       registers,
       async collect() {
         this.reset();
-        const byLb = new Map<string, number>();
+        // From 0 for every tuner described, as the steps counter (increase() sees the first acceptance).
+        const byLb = new Map<string, number>((await tuners()).map(({ lbId }) => [lbId, 0]));
         for (const row of await stepCounts()) byLb.set(row.lbId ?? FLEET, (byLb.get(row.lbId ?? FLEET) ?? 0) + (row.accepted ?? 0));
         for (const [lb, accepted] of byLb) this.inc({ lb }, accepted);
+      },
+    });
+    new Counter({
+      name: "meridian_console_tuner_guardrail_rejections_total",
+      help: "Tuner candidates rejected for breaking a guardrail (e2e, share, errors), per LB, over every run.",
+      labelNames: ["lb", "guardrail"],
+      registers,
+      async collect() {
+        this.reset();
+        for (const { lbId } of await tuners()) for (const guardrail of GUARDRAILS) this.inc({ lb: lbId, guardrail }, 0);
+        const rows = await db
+          .select({ lbId: tunerRuns.lbId, guardrail: tunerSteps.guardrail, steps: sql<number>`count(*)`.mapWith(Number) })
+          .from(tunerSteps)
+          .innerJoin(tunerRuns, eq(tunerSteps.runId, tunerRuns.id))
+          .where(and(isNotNull(tunerSteps.guardrail), eq(tunerSteps.accepted, false)))
+          .groupBy(tunerRuns.lbId, tunerSteps.guardrail);
+        for (const row of rows) this.inc({ lb: row.lbId ?? FLEET, guardrail: row.guardrail ?? "" }, row.steps);
       },
     });
     new Gauge({
