@@ -8,9 +8,10 @@
 //   - at completion of a 2xx response on a replica, the engine's cached-token report corrects the
 //     index first (@meridian/routing cache-feedback.ts: trim or extend at the time of the request,
 //     the replica's horizon, a zero-cached run clears it), then the index learns the conversation
-//     as the next turn will present it: prompt + reply when the reply completes a block, else the
-//     prompt again (refreshing its LRU position and TTL: the engine touched those blocks until now).
-import { cachedInLbTokens, usageNumber, type BlockKey, type CacheTruth, type ReportOutcome } from "@meridian/routing";
+//     as the next turn will present it: prompt + reply (its text and tool calls) when the reply
+//     completes a block, else the prompt again (refreshing its LRU position and TTL: the engine
+//     touched those blocks until now).
+import { type AssistantToolCall, cachedInLbTokens, usageNumber, type BlockKey, type CacheTruth, type ReportOutcome } from "@meridian/routing";
 import type { TelemetryEvent } from "@meridian/protocol";
 import type { PredictionSums, ReplicaRecord } from "./targets";
 import type { Ticket } from "./ticket";
@@ -42,6 +43,9 @@ export interface Outcome {
   usage: Usage | null;
   /** The reply's text (empty when unknown or none). */
   reply: string;
+  /** The tool calls the reply made (absent or empty when none or unknown): an agent's turn is often
+   * tool calls alone, which its next request sends back as the assistant message. */
+  toolCalls?: readonly AssistantToolCall[];
   /** Content events seen on a stream (the output-token count when usage is absent). */
   outputEvents: number;
   /** Arrival to the first content token; null when none arrived. */
@@ -186,7 +190,9 @@ export function completeTicket(ctx: CompletionContext, ticket: Ticket<unknown>, 
   const cacheReport = replica && ok && snapshot !== null ? ctx.truth.report(snapshot, usage, ctx.now) : null;
   let learn: LearnInstruction | null = null;
   if (replica && ok) {
-    const keys = (outcome.reply.length > 0 ? ticket.nextTurnKeys?.(outcome.reply) : null) ?? ticket.view.keys;
+    const toolCalls = outcome.toolCalls ?? [];
+    const replied = outcome.reply.length > 0 || toolCalls.length > 0;
+    const keys = (replied ? ticket.nextTurnKeys?.(outcome.reply, toolCalls) : null) ?? ticket.view.keys;
     if (keys.length > 0) learn = { index: "local", keys, targetId: replica.id };
   }
   return new Completion(ticket, outcome, ctx.lbId, ctx.region, learn, prediction, cacheReport);

@@ -2,6 +2,7 @@
 // answer with. A ticket carries the config version, policy and weights in force when it arrived, so
 // a request held across a config push is routed and reported under the weights it arrived under.
 import {
+  type AssistantToolCall,
   type BlockKey,
   type Decision,
   DEFAULT_BLOCK_CHARS,
@@ -14,6 +15,9 @@ import {
 import type { LbConfig } from "@meridian/protocol";
 import type { ReplicaRecord } from "./targets";
 import { admitToTrial, type TicketTrial } from "./trial";
+
+/** Keys of the next turn from the reply: its text (empty when none) and the tool calls it made. */
+type NextTurnKeys = (reply: string, toolCalls: readonly AssistantToolCall[]) => readonly BlockKey[] | null;
 
 /** The LB a peer's forward entered at, and the policy it routed the request by (when it said). */
 export interface ForwardEntry {
@@ -47,9 +51,10 @@ export interface AdmitInput {
   /** The client presented a valid client key. Only such requests go to a peer whose region requires
    * keys (PeerReport.clientKeysRequired). Default false. */
   clientKeyed?: boolean;
-  /** Keys of prompt + reply as the next turn will present them, or null when the reply adds no full
-   * block. Absent when the reply is unknown (a trace): completion then re-learns the prompt. */
-  nextTurnKeys?: (reply: string) => readonly BlockKey[] | null;
+  /** Keys of prompt + reply (its text and tool calls) as the next turn will present them, or null when
+   * the reply adds no full block. Absent when the reply is unknown (a trace): completion then re-learns
+   * the prompt. */
+  nextTurnKeys?: NextTurnKeys;
 }
 
 export type TargetKind = "replica" | "peer";
@@ -154,7 +159,7 @@ export class Ticket<J> implements RequestView {
     /** Characters whose engine token count calibrates the estimate: a text-only prompt's promptChars,
      * else null (sized in tokens, or with media parts). */
     readonly calibrationChars: number | null,
-    readonly nextTurnKeys: ((reply: string) => readonly BlockKey[] | null) | null,
+    readonly nextTurnKeys: NextTurnKeys | null,
     /** Arrival on the core's clock (telemetry `time`). */
     readonly arrivalMs: number,
     readonly configVersion: number,

@@ -244,7 +244,7 @@ export class Balancer implements ExchangeHost<Job> {
         ...(client.entry !== null ? { entry: client.entry } : {}),
         ...request.size,
         clientKeyed: presentedClientKey(client.identity),
-        nextTurnKeys: (reply) => nextTurnKeys(request, reply),
+        nextTurnKeys: (reply, toolCalls) => nextTurnKeys(request, reply, toolCalls),
       },
       coreNow(),
     );

@@ -1,11 +1,12 @@
 // What the proxy does when a request ends: read the outcome off the upstream exchange (usage, reply
-// text, first content time), hand it to the LB core, and emit what the core returns (metrics, the
-// telemetry event, the next-turn learning, deferred off the response path). The bookkeeping rules
-// themselves are the core's (packages/lb-core/src/completion.ts).
+// text and tool calls, first content time), hand it to the LB core, and emit what the core returns
+// (metrics, the telemetry event, the next-turn learning, deferred off the response path). The
+// bookkeeping rules themselves are the core's (packages/lb-core/src/completion.ts).
 import type { LbCore, LearnInstruction, Outcome } from "@meridian/lb-core";
+import type { AssistantToolCall } from "@meridian/routing";
 import { coreNow } from "./core-clock";
 import type { ProxyMetrics } from "./metrics";
-import { readCompletionBody, type UsageReport } from "./sse";
+import { type CompletionBody, readCompletionBody, type UsageReport } from "./sse";
 import type { TelemetryLog } from "./telemetry";
 import type { UpstreamExchange, ExchangeJob } from "./upstream";
 import type { Ticket } from "@meridian/lb-core";
@@ -14,6 +15,8 @@ import type { Ticket } from "@meridian/lb-core";
 export interface ResponseFacts {
   usage: UsageReport | null;
   reply: string;
+  /** The reply's tool calls as the next turn sends them back (empty when none or unknown). */
+  toolCalls: readonly AssistantToolCall[];
   outputEvents: number;
   /** performance.now() of the first generated token (text, reasoning or a tool call). */
   firstContentAt: number | null;
@@ -26,19 +29,21 @@ export interface ResponseFacts {
 export function responseFacts(exchange: UpstreamExchange<ExchangeJob>): ResponseFacts {
   const observer = exchange.observer;
   if (observer) {
-    // A reply cut at the observer's bound is unknown: learning its start as the next turn would be wrong.
-    const reply = observer.replyTruncated ? "" : observer.content;
-    return { usage: observer.usage, reply, outputEvents: observer.contentEvents, firstContentAt: exchange.firstContentAt };
+    // A reply cut at the observer's bound is unknown: learning its start as the next turn would be
+    // wrong. So is one whose tool calls the LB could not put together.
+    const toolCalls = observer.replyTruncated ? null : observer.replyToolCalls();
+    const reply = toolCalls === null ? "" : observer.content;
+    return { usage: observer.usage, reply, toolCalls: toolCalls ?? [], outputEvents: observer.contentEvents, firstContentAt: exchange.firstContentAt };
   }
-  const parsed =
+  const parsed: CompletionBody =
     exchange.ok && !exchange.bodyPassedThrough
       ? readCompletionBody(Buffer.concat(exchange.buffered).toString("utf8"))
-      : { content: "", usage: null, output: false };
+      : { content: "", toolCalls: [], usage: null, output: false };
   // Any generated output (text, reasoning, a tool call) came with the first byte. An embedding is a
   // prefill whose whole answer is its first output: its TTFT is the first byte too.
   const answered = parsed.output || (exchange.ok && exchange.job.request.kind === "embedding");
   const firstContentAt = answered && exchange.firstByteAt !== null ? exchange.firstByteAt : exchange.firstContentAt;
-  return { usage: parsed.usage, reply: parsed.content, outputEvents: 0, firstContentAt };
+  return { usage: parsed.usage, reply: parsed.content, toolCalls: parsed.toolCalls, outputEvents: 0, firstContentAt };
 }
 
 /** The status and error an ended exchange is recorded with. A stream the upstream ended with its error
@@ -76,6 +81,7 @@ export function recordCompletion(
     error,
     usage: facts?.usage ?? null,
     reply: facts?.reply ?? "",
+    toolCalls: facts?.toolCalls ?? [],
     outputEvents: facts?.outputEvents ?? 0,
     ttftMs: facts?.firstContentAt != null ? facts.firstContentAt - arrival : null,
     e2eMs,

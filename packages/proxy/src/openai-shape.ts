@@ -11,7 +11,7 @@
 // support, in its own 400.
 import { isTokenIds } from "./embedding-input";
 import { badRequest, type HttpError } from "./errors";
-import { isRecord } from "./sse";
+import { isRecord } from "./is-record";
 
 /** The roles OpenAI's chat API accepts, in the order its error message lists them. */
 const CHAT_ROLES: readonly string[] = ["system", "assistant", "user", "function", "tool", "developer"];
@@ -91,6 +91,8 @@ export function checkRequestShape(kind: "chat" | "completion" | "embedding", bod
     checkMessages(body["messages"]);
     // The chat template renders the tools into the prompt; the LB counts and keys them (keys/chat.ts).
     checkOptional(body, "tools", "an array", Array.isArray);
+    // vLLM's `documents` are rendered by RAG chat templates: counted and keyed as well.
+    checkOptional(body, "documents", "an array", Array.isArray);
   }
   if (kind === "completion") checkPrompt(body["prompt"]);
   // An embedding's `input` is checked where it is read (embedding-input.ts).

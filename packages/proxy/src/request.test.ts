@@ -176,3 +176,23 @@ test("a body in several socket chunks (split inside a UTF-8 character) parses an
   assert.ok(Array.isArray(spliced));
   assert.deepEqual(JSON.parse(Buffer.concat(spliced).toString()), { ...JSON.parse(text), stream_options: { include_usage: true } });
 });
+
+test("a chat's documents (vLLM, rendered by RAG templates) are keyed: two requests differing only in them part after the system prompt", () => {
+  const documents = (topic: string) => [{ doc_id: "1", text: `Notes on ${topic}. `.repeat(30), title: "notes" }];
+  const chat = (extra: Record<string, unknown>) => parseInference("chat", Buffer.from(JSON.stringify({ model: "m", messages, ...extra })), undefined, 16);
+  const a = chat({ documents: documents("tides") });
+  const b = chat({ documents: documents("winds") });
+  const systemBlocks = Math.floor(chatSerialisedLength(messages.slice(0, 1)) / 64);
+  assert.deepEqual(a.keys.slice(0, systemBlocks), b.keys.slice(0, systemBlocks));
+  assert.notEqual(a.keys[systemBlocks + 1], b.keys[systemBlocks + 1]);
+  assert.ok(a.promptChars > chat({}).promptChars + documents("tides")[0]!.text.length, "the documents are counted");
+  // response_format constrains decoding only: the prompt, and so the keys, are the same.
+  assert.deepEqual(chat({ response_format: { type: "json_object" } }).keys, chat({}).keys);
+  // The next turn keyed from scratch keeps the documents too.
+  const reply = "The tides follow the moon, twice a day. ".repeat(4);
+  assert.deepEqual(nextTurnKeys({ ...a, keyerState: undefined }, reply), nextTurnKeys(a, reply));
+  assert.throws(
+    () => chat({ documents: "not a list" }),
+    (e: unknown) => e instanceof HttpError && e.status === 400 && e.param === "documents",
+  );
+});

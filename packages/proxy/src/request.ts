@@ -4,15 +4,18 @@
 import type { IncomingMessage } from "node:http";
 import { StringDecoder } from "node:string_decoder";
 import {
+  type AssistantToolCall,
   chatBlockKeys,
   chatBlockKeysWithState,
   chatPromptSize,
+  chatSerialisedLength,
   continueChatBlockKeys,
   continuePromptBlockKeys,
   DEFAULT_BLOCK_CHARS,
   promptBlockKeys,
   promptBlockKeysWithState,
   type BlockKeyerState,
+  type ChatPromptExtras,
   RoutingInputError,
   sessionKeyFromBlocks,
   type BlockKey,
@@ -24,7 +27,7 @@ import { badRequest, HttpError } from "./errors";
 import { PRESCAN_MIN_BYTES, rawNestsDeeperThan, valueNestsDeeperThan } from "./json-depth";
 import { rawTooWide } from "./json-width";
 import { checkRequestShape } from "./openai-shape";
-import { isRecord } from "./sse";
+import { isRecord } from "./is-record";
 
 export type InferenceKind = "chat" | "completion" | "embedding";
 
@@ -46,8 +49,9 @@ export interface ParsedInference {
   /** max_completion_tokens, else max_tokens; null when neither is set. */
   maxOutputTokens: number | null;
   messages: ChatMessage[] | null;
-  /** A chat's `tools`, rendered into the prompt by the chat template (counted and keyed with it). */
-  tools: unknown;
+  /** What a chat's template renders besides its messages (`tools`, `documents`): counted and keyed
+   * with them, and again when the next turn is keyed from scratch. */
+  extras: ChatPromptExtras;
   /** The (first) text prompt; null for a chat, and for a token-id prompt, which no reply text extends. */
   prompt: string | null;
   /** A completion with `echo`: its reply text starts with the prompt (OpenAI, vLLM). */
@@ -200,7 +204,7 @@ export function parseInference(
   const clientWantsUsage = stream && isRecord(streamOptions) && streamOptions["include_usage"] === true;
   const maxOutput = body["max_completion_tokens"] ?? body["max_tokens"];
   let messages: ChatMessage[] | null = null;
-  let tools: unknown;
+  let extras: ChatPromptExtras = {};
   let prompt: string | null = null;
   let keys: BlockKey[];
   let keyerState: BlockKeyerState;
@@ -208,8 +212,9 @@ export function parseInference(
   let size: PromptSize;
   if (kind === "chat") {
     messages = body["messages"] as ChatMessage[];
-    tools = body["tools"];
-    const extras = { tools };
+    // What the template renders besides the messages. Not `response_format` (guided decoding
+    // constrains the output, the prompt is the same), nor `chat_template_kwargs` (see ChatPromptExtras).
+    extras = { tools: body["tools"], documents: body["documents"] };
     const counted = chatPromptSize(messages, extras);
     promptChars = counted.chars;
     size = textSize(promptChars, counted.mediaParts);
@@ -259,7 +264,7 @@ export function parseInference(
     clientWantsUsage,
     maxOutputTokens: typeof maxOutput === "number" ? maxOutput : null,
     messages,
-    tools,
+    extras,
     prompt,
     echo: kind === "completion" && body["echo"] === true,
     keys,
@@ -325,24 +330,39 @@ const ASSISTANT_ROLE = "assistant";
 /** Keys of prompt + assistant reply as the next turn presents them, or null when the reply completes
  * no new block (the prompt's keys, already learned, are the next turn's). From the prompt's keyer
  * state only the reply is hashed, so an 80 KB prompt is not re-keyed to learn a few hundred
- * characters of reply; the keys equal re-keying the whole conversation (keys.test.ts). */
-export function nextTurnKeys(request: ParsedInference, answer: string): BlockKey[] | null {
+ * characters of reply; the keys equal re-keying the whole conversation (keys.test.ts). A chat reply's
+ * `toolCalls` (an agent's turn) join its assistant message as the client sends it back. */
+export function nextTurnKeys(request: ParsedInference, answer: string, toolCalls: readonly AssistantToolCall[] = []): BlockKey[] | null {
   // An embedding has no reply: its prompt, learned at headers, is all the next request can reuse.
   // A token-id prompt is continued in ids the LB cannot relate to the reply's text.
   if (request.kind === "embedding" || (request.kind === "completion" && request.prompt === null)) return null;
   const reply = request.echo ? unechoed(request.prompt ?? "", answer) : answer;
-  // Chat serialisation adds `role ␟ content ␞` per message (chatSerialisedLength's +2).
-  const added = request.messages !== null ? ASSISTANT_ROLE.length + 2 + reply.length : reply.length;
+  const assistant = request.messages !== null ? assistantMessage(reply, toolCalls) : null;
+  // Chat serialisation adds `role ␟ content ␞` per message, and the tool calls (chatSerialisedLength).
+  const added = assistant !== null ? chatSerialisedLength([assistant]) : reply.length;
   if (Math.floor((request.promptChars + added) / DEFAULT_BLOCK_CHARS) <= request.keys.length) return null;
   const state = request.keyerState;
   if (state !== undefined) {
-    const more =
-      request.messages !== null ? continueChatBlockKeys(state, [{ role: ASSISTANT_ROLE, content: reply }]).keys : continuePromptBlockKeys(state, reply).keys;
+    const more = assistant !== null ? continueChatBlockKeys(state, [assistant]).keys : continuePromptBlockKeys(state, reply).keys;
     return more.length === 0 ? null : request.keys.concat(more);
   }
-  return request.messages !== null
-    ? chatBlockKeys([...request.messages, { role: ASSISTANT_ROLE, content: reply }], DEFAULT_BLOCK_CHARS, { tools: request.tools })
+  return request.messages !== null && assistant !== null
+    ? chatBlockKeys([...request.messages, assistant], DEFAULT_BLOCK_CHARS, request.extras)
     : promptBlockKeys((request.prompt ?? "") + reply);
+}
+
+/** The assistant message the next turn carries. With tool calls, as OpenAI's SDKs send the reply
+ * back (the message they were given, or the one they put together from a stream): `content` null
+ * when the text is empty, and the calls. The chat keys serialise a null content and "" alike
+ * (nothing), so a client that sends "" instead keys the same. */
+function assistantMessage(text: string, toolCalls: readonly AssistantToolCall[]): ChatMessage {
+  if (toolCalls.length === 0) return { role: ASSISTANT_ROLE, content: text };
+  const message: ChatMessage & { tool_calls: readonly AssistantToolCall[] } = {
+    role: ASSISTANT_ROLE,
+    content: text === "" ? null : text,
+    tool_calls: toolCalls,
+  };
+  return message;
 }
 
 /** The generated text of an echoed completion: its text is prompt + completion (of a batch, choice 0

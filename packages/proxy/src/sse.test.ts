@@ -69,7 +69,7 @@ test("reads a recorded non-streaming completion", () => {
   assert.ok(parsed.content.startsWith("Hi there!"));
   assert.deepEqual(parsed.usage, { promptTokens: 8, completionTokens: 377, cachedTokens: 0 });
   assert.equal(parsed.output, true);
-  assert.deepEqual(readCompletionBody("not json"), { content: "", usage: null, output: false });
+  assert.deepEqual(readCompletionBody("not json"), { content: "", toolCalls: [], usage: null, output: false });
 });
 
 test("the first generated token of any kind starts the time to first token: a tool call, reasoning, text", () => {
@@ -115,12 +115,17 @@ test("the first generated token of any kind starts the time to first token: a to
   }
 });
 
-test("a non-streamed answer holding only a tool call or reasoning holds generated output; the reply text stays the content", () => {
+test("a non-streamed answer holding only a tool call or reasoning holds generated output; the reply is the content and the tool calls", () => {
   const body = (message: unknown) => JSON.stringify({ choices: [{ index: 0, message, finish_reason: "stop" }] });
   const toolCall = { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }] };
-  assert.deepEqual(readCompletionBody(body(toolCall)), { content: "", usage: null, output: true });
-  assert.deepEqual(readCompletionBody(body({ role: "assistant", content: "", reasoning_content: "thinking" })), { content: "", usage: null, output: true });
-  assert.deepEqual(readCompletionBody(body({ role: "assistant", content: "ok" })), { content: "ok", usage: null, output: true });
+  assert.deepEqual(readCompletionBody(body(toolCall)), { content: "", toolCalls: toolCall.tool_calls, usage: null, output: true });
+  assert.deepEqual(readCompletionBody(body({ role: "assistant", content: "", reasoning_content: "thinking" })), {
+    content: "",
+    toolCalls: [],
+    usage: null,
+    output: true,
+  });
+  assert.deepEqual(readCompletionBody(body({ role: "assistant", content: "ok" })), { content: "ok", toolCalls: [], usage: null, output: true });
   assert.equal(readCompletionBody(body({ role: "assistant", content: "" })).output, false);
   assert.equal(readCompletionBody(JSON.stringify({ choices: [{ index: 0, text: "abc" }] })).output, true);
 });

@@ -13,7 +13,9 @@
 
 import { DEFAULT_LIMITS } from "@meridian/protocol";
 import type { DecodeSample } from "@meridian/lb-core";
-import { MAX_CHARS_PER_TOKEN, usageNumber } from "@meridian/routing";
+import { type AssistantToolCall, MAX_CHARS_PER_TOKEN, usageNumber } from "@meridian/routing";
+import { isRecord } from "./is-record";
+import { messageToolCalls, StreamedToolCalls } from "./tool-calls";
 
 export interface UsageReport {
   promptTokens: number | null;
@@ -58,7 +60,8 @@ export class SseObserver {
    * engine's cache after the prompt holds reasoning tokens the next prompt does not have: the reply's
    * blocks will not match there, only the prompt's. */
   reasoningSeen = false;
-  /** The reply outgrew `maxReplyChars`: `content` holds its start only, and no next turn is learned. */
+  /** The reply (its text and tool calls) outgrew `maxReplyChars`: `content` holds its start only, and
+   * no next turn is learned. */
   replyTruncated = false;
   usage: UsageReport | null = null;
   /** Events carrying text of the first choice (a count of that choice's tokens when usage is missing). */
@@ -86,6 +89,9 @@ export class SseObserver {
   private heldRawTail: Buffer = EMPTY;
   private readonly decoder = new TextDecoder();
   private sawContent = false;
+  /** The first choice's tool calls as they stream: an agent's reply is often tool calls alone, which
+   * its next turn sends back. Dropped with the text after reasoning. */
+  private readonly toolCalls = new StreamedToolCalls();
   /** Everything so far ended with an event whose blank line was a CR, and that event went out (true)
    * or was dropped (false); null otherwise. A LF next is the second half of that CRLF. */
   private endedOnCr: boolean | null = null;
@@ -160,6 +166,12 @@ export class SseObserver {
     // The rewritten event keeps the line ends the upstream sent after it.
     const body = rest.trimEnd();
     return Buffer.from(forward + rest.slice(body.length));
+  }
+
+  /** The first choice's tool calls as the next turn sends them back: [] for none, null when they are
+   * unknown (a fragment the LB could not place: tool-calls.ts). */
+  replyToolCalls(): AssistantToolCall[] | null {
+    return this.toolCalls.result();
   }
 
   /** What the stream generated, for the replica's decode rate: usage's completion tokens (summed over
@@ -256,14 +268,23 @@ export class SseObserver {
       if (delta && hasReasoning(delta)) {
         this.reasoningSeen = true;
         this.content = "";
+        this.toolCalls.clear();
       }
       const piece = delta ? delta["content"] : choice["text"];
+      const maxChars = this.options.maxReplyChars ?? DEFAULT_MAX_REPLY_CHARS;
       if (nonEmptyString(piece)) {
         if (!this.reasoningSeen) {
-          if (!this.replyTruncated && this.content.length + piece.length > (this.options.maxReplyChars ?? DEFAULT_MAX_REPLY_CHARS)) this.replyTruncated = true;
+          if (!this.replyTruncated && this.content.length + this.toolCalls.chars + piece.length > maxChars) this.replyTruncated = true;
           if (!this.replyTruncated) this.content += piece;
         }
         this.contentEvents++;
+      }
+      if (delta && delta["tool_calls"] !== undefined && !this.reasoningSeen && !this.replyTruncated) {
+        this.toolCalls.add(delta["tool_calls"]);
+        if (this.content.length + this.toolCalls.chars > maxChars) {
+          this.replyTruncated = true;
+          this.toolCalls.clear();
+        }
       }
     }
     const usage = parsed["usage"];
@@ -389,10 +410,6 @@ function hasReasoning(message: Record<string, unknown>): boolean {
   return nonEmptyString(message["reasoning_content"]) || nonEmptyString(message["reasoning"]);
 }
 
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function readUsage(usage: Record<string, unknown>): UsageReport {
   const details = usage["prompt_tokens_details"];
   const cached = isRecord(details) ? details["cached_tokens"] : undefined;
@@ -403,18 +420,27 @@ function readUsage(usage: Record<string, unknown>): UsageReport {
   };
 }
 
-/** Reads content (the reply next-turn learning reads: empty after reasoning) and usage out of a
- * buffered non-streaming completion body, and whether it holds any generated output (text,
+/** What a buffered non-streaming completion body says: the reply next-turn learning reads (its
+ * `content`, and the `toolCalls` the next turn sends back; both empty after reasoning, or when the
+ * tool calls are unknown: tool-calls.ts), usage, and whether it holds any generated output (text,
  * reasoning, a tool call: `output`), as a stream's first token would show. */
-export function readCompletionBody(body: string): { content: string; usage: UsageReport | null; output: boolean } {
+export interface CompletionBody {
+  content: string;
+  toolCalls: AssistantToolCall[];
+  usage: UsageReport | null;
+  output: boolean;
+}
+
+export function readCompletionBody(body: string): CompletionBody {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
   } catch {
-    return { content: "", usage: null, output: false };
+    return { content: "", toolCalls: [], usage: null, output: false };
   }
-  if (!isRecord(parsed)) return { content: "", usage: null, output: false };
+  if (!isRecord(parsed)) return { content: "", toolCalls: [], usage: null, output: false };
   let content = "";
+  let toolCalls: AssistantToolCall[] = [];
   let output = false;
   const choices = Array.isArray(parsed["choices"]) ? (parsed["choices"] as unknown[]) : [];
   for (const [i, choice] of choices.entries()) {
@@ -425,7 +451,13 @@ export function readCompletionBody(body: string): { content: string; usage: Usag
     // A reply after reasoning is not learned as the next turn (SseObserver.reasoningSeen).
     if (message && typeof message["content"] === "string") content = hasReasoning(message) ? "" : message["content"];
     else if (typeof choice["text"] === "string") content = choice["text"];
+    if (message && !hasReasoning(message)) {
+      const calls = messageToolCalls(message["tool_calls"]);
+      // Unknown tool calls: the text alone is not what the next turn sends back either.
+      if (calls === null) content = "";
+      toolCalls = calls ?? [];
+    }
   }
   const usage = isRecord(parsed["usage"]) ? readUsage(parsed["usage"]) : null;
-  return { content, usage, output };
+  return { content, toolCalls, usage, output };
 }

@@ -30,6 +30,22 @@ export interface ChatPromptExtras {
    * engine's prompt_tokens count them. `functions` (deprecated) and `response_format` are not: vLLM's
    * chat request has no `functions`, and a response format constrains decoding, not the prompt. */
   tools?: unknown;
+  /** The request's `documents` (vLLM): RAG chat templates render them into the prompt (Granite after
+   * the system turn, Command R after the conversation), so two requests that differ only in their
+   * documents share the engine's cache no further than their system prompt. */
+  documents?: unknown;
+  // Not keyed: vLLM's `chat_template_kwargs`. The common ones (Qwen3's enable_thinking) change only
+  // the generation prompt after the last message, which no key covers; keyed, requests differing in
+  // them would share nothing. One that changes the system header (gpt-oss's reasoning_effort) is
+  // over-predicted until the engine's cached-token reports correct the index.
+}
+
+/** A tool call as an assistant message carries it when a client sends the engine's reply back in the
+ * next turn (OpenAI's shape: what the engine generated, arguments as the JSON text it wrote). */
+export interface AssistantToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
 }
 
 /**
@@ -137,19 +153,40 @@ function serialiseMessage(sink: SerialisationSink, message: Record<string, unkno
 }
 
 /**
- * The tool definitions as one piece ahead of the messages, `␝tools:json␞` (canonical JSON): counted,
- * so a 6 KB tool set is not missing from the token estimate (the engine's count then calibrated the
- * LB to ~1 char/token), and keyed, so requests whose tool sets differ do not share keys. Ahead of
- * the messages because the tools stay the same from turn to turn: the next turn continues the keys.
- * An empty list renders nothing (templates test `{% if tools %}`).
+ * A list the chat template renders into the prompt, as one piece `␝field:json␞` (canonical JSON);
+ * nothing for an absent or empty one (templates test `{% if tools %}`). The tools go ahead of
+ * the messages: counted, so a 6 KB tool set is not missing from the token estimate (the engine's count
+ * then calibrated the LB to ~1 char/token), and keyed, so requests whose tool sets differ do not share
+ * keys; they stay the same from turn to turn, so the next turn continues the keys.
  */
-function serialiseTools(sink: SerialisationSink, tools: unknown, strict: boolean): void {
-  if (tools === undefined || tools === null) return;
-  if (!Array.isArray(tools)) {
+function serialiseListField(sink: SerialisationSink, field: "tools" | "documents", list: unknown, strict: boolean): void {
+  if (list === undefined || list === null) return;
+  if (!Array.isArray(list)) {
     if (!strict) return;
-    throw new RoutingInputError("tools", `must be an array, got ${describe(tools)}`);
+    throw new RoutingInputError(field, `must be an array, got ${describe(list)}`);
   }
-  if (tools.length > 0) sink.text(`${PART_SEPARATOR}tools:${canonicalJson(tools)}${MESSAGE_SEPARATOR}`);
+  if (list.length > 0) sink.text(`${PART_SEPARATOR}${field}:${canonicalJson(list)}${MESSAGE_SEPARATOR}`);
+}
+
+/** The whole prompt: the tools, then the messages, with the documents after a leading system message
+ * (else ahead of the messages). RAG templates render the documents after the system turn (Granite)
+ * or after the conversation (Command R): a RAG service's requests share its system prompt and differ
+ * from their documents on, and the keys do the same, never later than the engine's prompt does. */
+function serialisePrompt(sink: SerialisationSink, messages: readonly ChatMessageLike[], extras: ChatPromptExtras, strict: boolean): void {
+  serialiseListField(sink, "tools", extras.tools, strict);
+  const documents = extras.documents;
+  if (documents === undefined || documents === null || (Array.isArray(documents) && documents.length === 0)) {
+    serialiseMessages(sink, messages, 0, strict);
+    return;
+  }
+  const system = Array.isArray(messages) && isSystemMessage(messages[0]) ? 1 : 0;
+  if (system === 1) serialiseMessages(sink, messages.slice(0, 1), 0, strict);
+  serialiseListField(sink, "documents", documents, strict);
+  serialiseMessages(sink, system === 1 ? messages.slice(1) : messages, system, strict);
+}
+
+function isSystemMessage(message: unknown): boolean {
+  return message !== null && typeof message === "object" && (message as { role?: unknown }).role === "system";
 }
 
 function serialiseMessages(sink: SerialisationSink, messages: readonly ChatMessageLike[], firstIndex: number, strict: boolean): void {
@@ -180,9 +217,9 @@ function keyerSink(chainer: CanonicalStream): SerialisationSink {
 }
 
 /**
- * Chained keys of a chat prompt. Canonical serialisation: the tools if any, `␝tools:json␞`
- * (serialiseTools), then per message
- * `role ␟ [␝name:…] [␝tool_call_id:…] content [␝tool_calls:json] [␝function_call:json] ␞`, where an
+ * Chained keys of a chat prompt. Canonical serialisation: the tools if any, `␝tools:json␞`, then per
+ * message `role ␟ [␝name:…] [␝tool_call_id:…] content [␝tool_calls:json] [␝function_call:json] ␞`
+ * with the documents if any, `␝documents:json␞`, after a leading system message (serialisePrompt). An
  * array content contributes its text parts concatenated and each media part as a fixed-length piece
  * behind ␝ (mediaPiece). JSON is canonical (sorted keys). Only full blocks are keyed (see the file header).
  */
@@ -199,8 +236,7 @@ export function chatBlockKeysWithState(
   checkBlockChars(blockChars);
   const chainer = new CanonicalStream(blockChars);
   const sink = keyerSink(chainer);
-  serialiseTools(sink, extras.tools, true);
-  serialiseMessages(sink, messages, 0, true);
+  serialisePrompt(sink, messages, extras, true);
   const keys = chainer.keys();
   return { keys, state: keyerState("chat", blockChars, keys, chainer, CHAIN_ORIGIN, 0, messages.length) };
 }
@@ -234,8 +270,7 @@ export function chatPromptSize(messages: readonly ChatMessageLike[], extras: Cha
       size.mediaParts++;
     },
   };
-  serialiseTools(counter, extras.tools, false);
-  serialiseMessages(counter, messages, 0, false);
+  serialisePrompt(counter, messages, extras, false);
   return size;
 }
 

@@ -14,6 +14,7 @@ export {
   chatSerialisedLength,
   continueChatBlockKeys,
   NON_TEXT_PART_CHARS,
+  type AssistantToolCall,
   type ChatMessageLike,
   type ChatPromptExtras,
 } from "./chat";
