@@ -12,13 +12,10 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import pino from "pino";
-import { startProxy, type RunningProxy } from "@meridian/proxy";
-import { familyExports, havePromtool, metricFamilies } from "@meridian/proxy/testing";
-import { startEngineServer, type EngineServer } from "@meridian/sim";
+import { familyExports, havePromtool } from "@meridian/proxy/testing";
 import { autoFailbackAfterMs, findRepoRoot } from "../../env";
 import { indexStatus } from "../runtime/index-status";
-import { createHarness, type Harness } from "../testing/harness";
+import { type LiveExporters, startLiveExporters } from "../testing/live-exporters";
 import { replicaCache } from "../testing/replica-cache";
 
 const DIR = join(findRepoRoot(), "ops", "prometheus");
@@ -32,35 +29,19 @@ const OURS = /\b(?:meridian_|process_|nodejs_)[a-zA-Z0-9_]+/g;
 /** Recorded series, named level:metric:operations (`instance:meridian_lb_requests:rate5m`). */
 const RECORDED = /\b[a-z_]+:meridian_[a-zA-Z0-9_:]+/g;
 
-let engine: EngineServer;
-let lb: RunningProxy;
-let h: Harness;
+let live: LiveExporters;
 
 before(async () => {
-  engine = await startEngineServer({ id: "e1", region: "us-ashburn", model: "m" });
-  lb = await startProxy({
-    config: {
-      schema: "meridian.lb-config/1",
-      version: 1,
-      lbId: "lb-1",
-      region: "us-ashburn",
-      replicas: [{ id: "e1", url: engine.url, region: "us-ashburn", model: "m", engine: "sglang" }],
-    },
-    settings: { port: 0, host: "127.0.0.1" },
-    logger: pino({ level: "silent" }),
-  });
-  h = await createHarness();
+  live = await startLiveExporters();
 });
 after(async () => {
-  await h?.close();
-  await lb?.close();
-  await engine?.close();
+  await live?.close();
 });
 
 test("every series the alert rules name is one a live LB or console exports, or one the rules record", async () => {
   const text = readFileSync(RULES, "utf8");
   // The LB's series as a scrape without its metrics token reads them: no alert may need the token.
-  const families = new Set([...metricFamilies((await lb.balancer.metrics.render()).text), ...metricFamilies((await h.rt.metrics.render()).text)]);
+  const families = await live.families();
   const recorded = new Set([...text.matchAll(/^\s*- record:\s*(\S+)\s*$/gm)].map((m) => m[1] as string));
   // The README's names too; `meridian_lb_*` (a prefix, ending in _) names a family of series.
   const prose = readFileSync(README, "utf8");

@@ -9,17 +9,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import pino from "pino";
-import { startProxy, type RunningProxy } from "@meridian/proxy";
-import { familyExports, havePromtool, metricFamilies } from "@meridian/proxy/testing";
-import { startEngineServer, type EngineServer } from "@meridian/sim";
-import { request } from "undici";
+import { familyExports, havePromtool } from "@meridian/proxy/testing";
 import { findRepoRoot } from "../../env";
-import { createHarness, type Harness } from "../testing/harness";
+import { LIVE_METRICS_TOKEN, type LiveExporters, startLiveExporters } from "../testing/live-exporters";
 
 const DASHBOARD = join(findRepoRoot(), "ops", "grafana", "meridian.json");
-/** The LB's metrics token (MERIDIAN_LB_METRICS_TOKEN): the scrape that presents it reads the client series. */
-const METRICS_TOKEN = "dashboard-scrape-token";
 
 interface Panel {
   title?: string;
@@ -71,36 +65,19 @@ function metricNames(expr: string): string[] {
   return names;
 }
 
-let engine: EngineServer;
-let lb: RunningProxy;
-let h: Harness;
+let live: LiveExporters;
 
 before(async () => {
-  engine = await startEngineServer({ id: "e1", region: "us-ashburn", model: "m" });
-  lb = await startProxy({
-    config: {
-      schema: "meridian.lb-config/1",
-      version: 1,
-      lbId: "lb-1",
-      region: "us-ashburn",
-      replicas: [{ id: "e1", url: engine.url, region: "us-ashburn", model: "m", engine: "sglang" }],
-    },
-    settings: { port: 0, host: "127.0.0.1", metricsToken: METRICS_TOKEN },
-    logger: pino({ level: "silent" }),
-  });
-  h = await createHarness();
+  live = await startLiveExporters();
 });
 after(async () => {
-  await h?.close();
-  await lb?.close();
-  await engine?.close();
+  await live?.close();
 });
 
 test("every query of the Grafana dashboard names metrics that a live LB or console exports", async () => {
   const dashboard = JSON.parse(readFileSync(DASHBOARD, "utf8")) as Dashboard;
-  const scrape = await request(`${lb.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
-  assert.equal(scrape.statusCode, 200);
-  const families = new Set([...metricFamilies(await scrape.body.text()), ...metricFamilies((await h.rt.metrics.render()).text)]);
+  // As a scrape with the LB's metrics token reads them: the client-key panels need it.
+  const families = await live.families({ bearer: LIVE_METRICS_TOKEN });
   const all = queries(dashboard);
   assert.ok(all.length >= 40, `found ${all.length} queries`);
   const missing: string[] = [];
