@@ -16,6 +16,7 @@ import { familyExports, havePromtool } from "@meridian/proxy/testing";
 import { autoFailbackAfterMs, findRepoRoot } from "../../env";
 import { indexStatus } from "../runtime/index-status";
 import { type LiveExporters, startLiveExporters } from "../testing/live-exporters";
+import { createHarness, type Harness } from "../testing/harness";
 import { replicaCache } from "../testing/replica-cache";
 
 const DIR = join(findRepoRoot(), "ops", "prometheus");
@@ -29,13 +30,16 @@ const OURS = /\b(?:meridian_|process_|nodejs_)[a-zA-Z0-9_]+/g;
 /** Recorded series, named level:metric:operations (`instance:meridian_lb_requests:rate5m`). */
 const RECORDED = /\b[a-z_]+:meridian_[a-zA-Z0-9_:]+/g;
 
+let h: Harness;
 let live: LiveExporters;
 
 before(async () => {
-  live = await startLiveExporters();
+  h = await createHarness();
+  live = await startLiveExporters(h);
 });
 after(async () => {
   await live?.close();
+  await h?.close();
 });
 
 test("every series the alert rules name is one a live LB or console exports, or one the rules record", async () => {

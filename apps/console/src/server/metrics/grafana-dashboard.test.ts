@@ -12,6 +12,7 @@ import { after, before, test } from "node:test";
 import { familyExports, havePromtool } from "@meridian/proxy/testing";
 import { findRepoRoot } from "../../env";
 import { LIVE_METRICS_TOKEN, type LiveExporters, startLiveExporters } from "../testing/live-exporters";
+import { createHarness, type Harness } from "../testing/harness";
 
 const DASHBOARD = join(findRepoRoot(), "ops", "grafana", "meridian.json");
 
@@ -65,13 +66,16 @@ function metricNames(expr: string): string[] {
   return names;
 }
 
+let h: Harness;
 let live: LiveExporters;
 
 before(async () => {
-  live = await startLiveExporters();
+  h = await createHarness();
+  live = await startLiveExporters(h);
 });
 after(async () => {
   await live?.close();
+  await h?.close();
 });
 
 test("every query of the Grafana dashboard names metrics that a live LB or console exports", async () => {
