@@ -32,7 +32,9 @@ export default defineConfig({
     url: `${BASE_URL}/login`,
     timeout: 180_000,
     reuseExistingServer: false,
-    stdout: "ignore",
+    // npm start's own lines ([meridian] …: its steps, its children's exits and restarts) go to the
+    // log, so a run whose start-up went wrong says how; LOG_LEVEL below keeps the console's quiet.
+    stdout: "pipe",
     stderr: "pipe",
     gracefulShutdown: { signal: "SIGTERM", timeout: 10_000 },
     env: {
