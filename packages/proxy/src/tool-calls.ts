@@ -50,11 +50,21 @@ export class StreamedToolCalls {
       const name = optionalString(fn?.["name"]);
       const args = optionalString(fn?.["arguments"]);
       if (id === null || type === null || name === null || args === null) return this.giveUp();
-      if (id !== "") call.id = id;
+      // The only tool type OpenAI's API has; any other is unknown to the next turn's keys (and was
+      // held uncounted: a stream repeating a long one grew without bound).
+      if (type !== "" && type !== "function") return this.giveUp();
       if (type !== "") call.type = type;
-      if (name !== "") call.name = name;
+      // What is held is counted: an id or name sent again replaces the one before.
+      if (id !== "") {
+        this.chars += id.length - call.id.length;
+        call.id = id;
+      }
+      if (name !== "") {
+        this.chars += name.length - call.name.length;
+        call.name = name;
+      }
       call.arguments += args;
-      this.chars += id.length + name.length + args.length;
+      this.chars += args.length;
     }
   }
 

@@ -62,9 +62,16 @@ test("a streamed reply of tool calls alone is learned as the next turn", async (
 
 test("a non-streamed reply of tool calls alone is learned as the next turn", async () => {
   const before = await routes();
-  // Another agent (its tools differ from the first block on), so its routes add up beside the first one's.
+  // Another agent (its system prompt and tools differ from the first block on), so its routes add up
+  // beside the first one's.
   const otherTools = [{ type: "function", function: { name: "grep", description: "Finds a pattern in the files.", parameters: { type: "object" } } }];
-  const body = chatBody("Which file sets the retry budget? Answer after searching for it.", { tools: otherTools });
+  const body = chatBody("", {
+    tools: otherTools,
+    messages: [
+      { role: "system", content: "Search the repository before you answer; quote the file you found. ".repeat(4) },
+      { role: "user", content: "Which file sets the retry budget? Answer after searching for it." },
+    ],
+  });
   const reply = post(`${lb.url}/v1/chat/completions`, body);
   const held = await waitFor("the engine received the request", () => engine.held[1]);
   const message = { role: "assistant", content: null, tool_calls: [CALL] };

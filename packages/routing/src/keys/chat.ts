@@ -147,15 +147,28 @@ function serialiseMessage(sink: SerialisationSink, message: Record<string, unkno
   if (typeof toolCallId === "string" && toolCallId !== "") sink.text(`${PART_SEPARATOR}tool_call_id:${toolCallId}`);
   serialiseContent(sink, message["content"], index, strict);
   const toolCalls = message["tool_calls"];
-  if (Array.isArray(toolCalls) && toolCalls.length > 0) sink.text(`${PART_SEPARATOR}tool_calls:${canonicalJson(toolCalls)}`);
+  if (Array.isArray(toolCalls) && toolCalls.length > 0) sink.text(`${PART_SEPARATOR}tool_calls:${canonicalJson(toolCalls.map(renderedToolCall))}`);
   const functionCall = message["function_call"];
   if (functionCall !== null && typeof functionCall === "object") sink.text(`${PART_SEPARATOR}function_call:${canonicalJson(functionCall)}`);
 }
 
+/** What a chat template renders of one tool call: its id, type (OpenAI's only one, "function", when
+ * left out) and function name and arguments. Extras a client sends back are dropped: openai-python's
+ * stream helper and SGLang keep each call's `index`, which no template renders, and keyed it made the
+ * client's next turn miss the keys the LB learned from the reply. Anything else is keyed as sent. */
+function renderedToolCall(call: unknown): unknown {
+  if (call === null || typeof call !== "object" || Array.isArray(call)) return call;
+  const record = call as Record<string, unknown>;
+  const fn = record["function"];
+  if (fn === null || typeof fn !== "object" || Array.isArray(fn)) return call;
+  const { name, arguments: args } = fn as Record<string, unknown>;
+  return { id: record["id"], type: record["type"] ?? "function", function: { name, arguments: args } };
+}
+
 /**
  * A list the chat template renders into the prompt, as one piece `␝field:json␞` (canonical JSON);
- * nothing for an absent or empty one (templates test `{% if tools %}`). The tools go ahead of
- * the messages: counted, so a 6 KB tool set is not missing from the token estimate (the engine's count
+ * nothing for an absent or empty one (templates test `{% if tools %}`). The tools go after a
+ * leading system message, ahead of the rest (serialisePrompt): counted, so a 6 KB tool set is not missing from the token estimate (the engine's count
  * then calibrated the LB to ~1 char/token), and keyed, so requests whose tool sets differ do not share
  * keys; they stay the same from turn to turn, so the next turn continues the keys.
  */
@@ -168,20 +181,17 @@ function serialiseListField(sink: SerialisationSink, field: "tools" | "documents
   if (list.length > 0) sink.text(`${PART_SEPARATOR}${field}:${canonicalJson(list)}${MESSAGE_SEPARATOR}`);
 }
 
-/** The whole prompt: the tools, then the messages, with the documents after a leading system message
- * (else ahead of the messages). RAG templates render the documents after the system turn (Granite)
- * or after the conversation (Command R): a RAG service's requests share its system prompt and differ
- * from their documents on, and the keys do the same, never later than the engine's prompt does. */
+/** The whole prompt: a leading system message, then the tools, then the documents, then the other
+ * messages. Templates render the system text first and the tools (Qwen, Granite, Hermes) or the
+ * documents (Granite; Command R renders them after the conversation) after it, so requests that share
+ * a system prompt share keys up to it and differ from their tools or documents on, never later than
+ * the engine's prompt does. Keyed tools-first, two agents with one tool set and different system
+ * prompts shared the whole tool block, a cache the engine did not hold. */
 function serialisePrompt(sink: SerialisationSink, messages: readonly ChatMessageLike[], extras: ChatPromptExtras, strict: boolean): void {
-  serialiseListField(sink, "tools", extras.tools, strict);
-  const documents = extras.documents;
-  if (documents === undefined || documents === null || (Array.isArray(documents) && documents.length === 0)) {
-    serialiseMessages(sink, messages, 0, strict);
-    return;
-  }
   const system = Array.isArray(messages) && isSystemMessage(messages[0]) ? 1 : 0;
   if (system === 1) serialiseMessages(sink, messages.slice(0, 1), 0, strict);
-  serialiseListField(sink, "documents", documents, strict);
+  serialiseListField(sink, "tools", extras.tools, strict);
+  serialiseListField(sink, "documents", extras.documents, strict);
   serialiseMessages(sink, system === 1 ? messages.slice(1) : messages, system, strict);
 }
 
