@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { pino } from "pino";
 import { request } from "undici";
 import { DEMO_ENGINE_PARAMS, startEngineServer, type EngineServer } from "@meridian/sim";
-import type { LbConfigInput } from "@meridian/protocol";
+import type { LbConfigInput, LbState } from "@meridian/protocol";
 import { peerCredentialHash } from "@meridian/protocol/credentials";
 import { startProxy, type RunningProxy, type StartProxyOptions } from "../src/index";
 
@@ -226,4 +226,24 @@ export function sseChunk(content: string): string {
 /** A non-streamed chat completion answering with `content`. */
 export function completionJson(content: string): string {
   return JSON.stringify({ choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }] });
+}
+
+/** An LB (lb-us) in front of one holding engine, its replica probed healthy: the index tests' fleet.
+ * `routes()` is the LB index's routes to that replica, what it has learned so far. */
+export async function startHeldReplicaLb(engineId: string, extra: Partial<LbConfigInput> = {}) {
+  const engine = await startHoldingEngine(engineId, "us-ashburn");
+  const lb = await startLb(lbConfig("lb-us", "us-ashburn", [engine], extra));
+  await waitFor("the replica probed healthy", async () => {
+    const state = await adminGet<LbState>(lb, "/admin/state");
+    return state.replicas.every((r) => r.healthy) ? state : undefined;
+  });
+  return {
+    engine,
+    lb,
+    routes: async (): Promise<number> => (await adminGet<LbState>(lb, "/admin/state")).replicas[0]!.cache.routes,
+    close: async (): Promise<void> => {
+      await lb.close();
+      await engine.close();
+    },
+  };
 }

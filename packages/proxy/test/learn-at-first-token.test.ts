@@ -4,31 +4,22 @@
 // tokens would read as a lost cache and clear the replica's part of the index).
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
-import type { LbState } from "@meridian/protocol";
-import type { RunningProxy } from "../src/index";
-import { adminGet, chatBody, lbConfig, post, sseChunk, startHoldingEngine, startLb, waitFor, type HoldingEngine } from "./helpers";
+import { chatBody, post, sseChunk, startHeldReplicaLb, waitFor } from "./helpers";
 
-let engine: HoldingEngine;
-let lb: RunningProxy;
+let fleet: Awaited<ReturnType<typeof startHeldReplicaLb>>;
 
 before(async () => {
-  engine = await startHoldingEngine("us-held", "us-ashburn");
-  lb = await startLb(lbConfig("lb-us", "us-ashburn", [engine], { policy: "gorgo" }));
-  await waitFor("the replica probed healthy", async () => {
-    const state = await adminGet<LbState>(lb, "/admin/state");
-    return state.replicas.every((r) => r.healthy) ? state : undefined;
-  });
+  fleet = await startHeldReplicaLb("us-held", { policy: "gorgo" });
 });
 after(async () => {
-  await lb?.close();
-  await engine?.close();
+  await fleet?.close();
 });
 
-const routes = async (): Promise<number> => (await adminGet<LbState>(lb, "/admin/state")).replicas[0]!.cache.routes;
+const routes = () => fleet.routes();
 
 test("a streamed prompt is learned at its first token, not at the headers the engine sends before its prefill", async () => {
-  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("a long shared system prompt and a question", { stream: true }));
-  const held = await waitFor("the engine received the request", () => engine.held[0]);
+  const reply = post(`${fleet.lb.url}/v1/chat/completions`, chatBody("a long shared system prompt and a question", { stream: true }));
+  const held = await waitFor("the engine received the request", () => fleet.engine.held[0]);
   // The engine answers at once with its headers and starts its prefill.
   held.res.writeHead(200, { "content-type": "text/event-stream" });
   held.res.flushHeaders();
@@ -44,8 +35,8 @@ test("a streamed prompt is learned at its first token, not at the headers the en
 
 test("a refusal still goes to the client at its headers, and teaches the index nothing", async () => {
   const before = await routes();
-  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("a prompt the engine refuses", { stream: true }));
-  const held = await waitFor("the engine received the request", () => engine.held[1]);
+  const reply = post(`${fleet.lb.url}/v1/chat/completions`, chatBody("a prompt the engine refuses", { stream: true }));
+  const held = await waitFor("the engine received the request", () => fleet.engine.held[1]);
   held.res.writeHead(400, { "content-type": "application/json" });
   held.res.end(JSON.stringify({ error: { message: "bad request", type: "invalid_request_error" } }));
   const result = await reply;

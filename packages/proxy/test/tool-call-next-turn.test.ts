@@ -4,29 +4,20 @@
 // taught only the prompt. Fake engine and LB on loopback, port 0; closed by handle.
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
-import type { LbState } from "@meridian/protocol";
 import { chatSerialisedLength, DEFAULT_BLOCK_CHARS } from "@meridian/routing";
 import { parseInference } from "../src/request";
-import type { RunningProxy } from "../src/index";
-import { adminGet, chatBody, lbConfig, post, startHoldingEngine, startLb, waitFor, type HoldingEngine } from "./helpers";
+import { chatBody, post, startHeldReplicaLb, waitFor } from "./helpers";
 
-let engine: HoldingEngine;
-let lb: RunningProxy;
+let fleet: Awaited<ReturnType<typeof startHeldReplicaLb>>;
 
 before(async () => {
-  engine = await startHoldingEngine("us-agent", "us-ashburn");
-  lb = await startLb(lbConfig("lb-us", "us-ashburn", [engine]));
-  await waitFor("the replica probed healthy", async () => {
-    const state = await adminGet<LbState>(lb, "/admin/state");
-    return state.replicas.every((r) => r.healthy) ? state : undefined;
-  });
+  fleet = await startHeldReplicaLb("us-agent");
 });
 after(async () => {
-  await lb?.close();
-  await engine?.close();
+  await fleet?.close();
 });
 
-const routes = async (): Promise<number> => (await adminGet<LbState>(lb, "/admin/state")).replicas[0]!.cache.routes;
+const routes = () => fleet.routes();
 const tools = [{ type: "function", function: { name: "grep", description: "Searches the repository for a pattern.", parameters: { type: "object" } } }];
 const CALL = {
   id: "call_7",
@@ -45,8 +36,8 @@ function nextTurnDepth(body: Record<string, unknown>): number {
 test("a streamed reply of tool calls alone is learned as the next turn", async () => {
   const before = await routes();
   const body = chatBody("Where is the retry budget configured? Search the proxy first.", { stream: true, tools });
-  const reply = post(`${lb.url}/v1/chat/completions`, body);
-  const held = await waitFor("the engine received the request", () => engine.held[0]);
+  const reply = post(`${fleet.lb.url}/v1/chat/completions`, body);
+  const held = await waitFor("the engine received the request", () => fleet.engine.held[0]);
   held.res.writeHead(200, { "content-type": "text/event-stream" });
   const args = CALL.function.arguments;
   held.res.write(
@@ -72,8 +63,8 @@ test("a non-streamed reply of tool calls alone is learned as the next turn", asy
       { role: "user", content: "Which file sets the retry budget? Answer after searching for it." },
     ],
   });
-  const reply = post(`${lb.url}/v1/chat/completions`, body);
-  const held = await waitFor("the engine received the request", () => engine.held[1]);
+  const reply = post(`${fleet.lb.url}/v1/chat/completions`, body);
+  const held = await waitFor("the engine received the request", () => fleet.engine.held[1]);
   const message = { role: "assistant", content: null, tool_calls: [CALL] };
   held.res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ choices: [{ index: 0, message, finish_reason: "tool_calls" }] }));
   assert.equal((await reply).status, 200);
