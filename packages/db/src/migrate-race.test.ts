@@ -5,29 +5,20 @@
 // the migration's statements, the __drizzle_migrations row), holding the lock a moment before COMMIT.
 import { strict as assert } from "node:assert";
 import { spawn } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { migrate, migrationsFolder, openDb } from "@meridian/db";
+import { migrationsUpTo } from "./testing/migrations-up-to";
 
 const dir = mkdtempSync(join(tmpdir(), "meridian-migrate-race-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-function migrationsUpTo(tag: string): string {
-  const folder = join(dir, `up-to-${tag}`);
-  cpSync(migrationsFolder(), folder, { recursive: true });
-  const journalPath = join(folder, "meta", "_journal.json");
-  const journal = JSON.parse(readFileSync(journalPath, "utf8")) as { entries: { tag: string }[] };
-  const last = journal.entries.findIndex((e) => e.tag === tag);
-  writeFileSync(journalPath, JSON.stringify({ ...journal, entries: journal.entries.slice(0, last + 1) }));
-  return folder;
-}
-
 test("a console migrating while another console's migration of the same SQLite file is in progress does not fail", async () => {
   const file = join(dir, "shared.db");
   const db = openDb(file);
-  migrate(db, migrationsUpTo("0007_lb_failover_entrypoint")); // the database as the previous release left it
+  migrate(db, migrationsUpTo(dir, "0007_lb_failover_entrypoint")); // the database as the previous release left it
   const journal = JSON.parse(readFileSync(join(migrationsFolder(), "meta", "_journal.json"), "utf8")) as { entries: { tag: string; when: number }[] };
   const last = journal.entries.at(-1)!;
   const statements = readFileSync(join(migrationsFolder(), `${last.tag}.sql`), "utf8").split("--> statement-breakpoint");

@@ -1,31 +1,20 @@
 // Upgrading a database that holds data: each migration that rebuilds a table keeps the rows of the
 // tables around it. Run: node --import tsx --test packages/db/src/migrations.test.ts
 import { strict as assert } from "node:assert";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { eq } from "drizzle-orm";
-import { loadBalancers, migrate, migrationsFolder, openDb, regions, tunerRuns, tunerSteps } from "./index";
+import { loadBalancers, migrate, openDb, regions, tunerRuns, tunerSteps } from "./index";
+import { migrationsUpTo } from "./testing/migrations-up-to";
 
 const dir = mkdtempSync(join(tmpdir(), "meridian-migrations-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-/** The committed migrations up to and including `tag`, as a folder of their own. */
-function migrationsUpTo(tag: string): string {
-  const folder = join(dir, `up-to-${tag}`);
-  cpSync(migrationsFolder(), folder, { recursive: true });
-  const journalPath = join(folder, "meta", "_journal.json");
-  const journal = JSON.parse(readFileSync(journalPath, "utf8")) as { entries: { tag: string }[] };
-  const last = journal.entries.findIndex((e) => e.tag === tag);
-  assert.ok(last >= 0, `migration ${tag} not in the journal`);
-  writeFileSync(journalPath, JSON.stringify({ ...journal, entries: journal.entries.slice(0, last + 1) }));
-  return folder;
-}
-
 test("the fleet-scope migration keeps every tuner run and step, and a fleet run (no LB) can then be stored", () => {
   const db = openDb(join(dir, "upgrade.db"));
-  migrate(db, migrationsUpTo("0005_experiment_runner"));
+  migrate(db, migrationsUpTo(dir, "0005_experiment_runner"));
   db.insert(regions).values({ id: "us", name: "us", createdAt: 1 }).run();
   // In SQL: the table as 0005 left it lacks columns that today's schema inserts.
   db.$client.prepare("INSERT INTO load_balancers (id, name, url, region_id, created_at) VALUES ('lb-us', 'lb-us', 'http://x', 'us', 1)").run();
