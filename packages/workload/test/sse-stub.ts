@@ -36,6 +36,8 @@ export interface SseStub {
   /** What GET /map returns. */
   map: unknown;
   mapHits: number;
+  /** While set, GET /map reads `map` and answers only once this settles: a fetch held in flight. */
+  mapGate: Promise<void> | null;
   /** Headers of the last GET /map. */
   mapHeaders: IncomingHttpHeaders | undefined;
   close(): Promise<void>;
@@ -53,13 +55,17 @@ export async function startSseStub(behaviour: Partial<StubBehaviour> = {}): Prom
     map: {},
     mapHits: 0,
     mapHeaders: undefined,
+    mapGate: null,
     close: async () => {},
   };
   const server: Server = createServer(async (req, res) => {
     if (req.method === "GET" && req.url === "/map") {
       stub.mapHits++;
       stub.mapHeaders = req.headers;
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(stub.map));
+      const body = JSON.stringify(stub.map);
+      const answer = () => void res.writeHead(200, { "content-type": "application/json" }).end(body);
+      if (stub.mapGate) void stub.mapGate.then(answer);
+      else answer();
       return;
     }
     const chunks: Buffer[] = [];

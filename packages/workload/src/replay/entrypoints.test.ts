@@ -86,6 +86,32 @@ describe("entrypoint resolution", () => {
     }
   });
 
+  it("a refresh asked for while a fetch is in flight reads the map as it is after the call", async () => {
+    const console = await startSseStub();
+    stubs.push(console);
+    console.map = { a: "http://127.0.0.1:1" };
+    const resolver = createEntrypointResolver({ source: `${console.url}/map`, refreshMs: 60_000 });
+    try {
+      await resolver.ready();
+      // A fetch in flight that read the good map, its answer held back.
+      let release = () => {};
+      console.mapGate = new Promise<void>((resolve) => (release = resolve));
+      const hits = console.mapHits;
+      const earlier = resolver.refresh();
+      for (let waited = 0; console.mapHits === hits && waited < 5000; waited += 5) await new Promise((resolve) => setTimeout(resolve, 5));
+      // The console changes its map; a refresh asked for now must read it, not the answer in flight.
+      console.map = { a: 42 };
+      console.mapGate = null;
+      const later = resolver.refresh();
+      release();
+      await earlier;
+      await assert.rejects(later, /entrypoint map/);
+      assert.equal(resolver.get("a"), "http://127.0.0.1:1", "a bad map does not replace a good one");
+    } finally {
+      resolver.close();
+    }
+  });
+
   it("fails ready() clearly when the map URL is unreachable", async () => {
     const resolver = createEntrypointResolver({ source: "http://127.0.0.1:1/map", fetchTimeoutMs: 2000 });
     try {

@@ -136,6 +136,8 @@ export function createEntrypointResolver(options: EntrypointResolverOptions): En
   let map: EntrypointMap = {};
   let error: Error | undefined;
   let inFlight: Promise<void> | undefined;
+  /** The fetch queued behind `inFlight` for callers of refresh() who came while it ran. */
+  let queued: Promise<void> | undefined;
   let lastFetchAt = 0;
   let closed = false;
 
@@ -158,17 +160,32 @@ export function createEntrypointResolver(options: EntrypointResolverOptions): En
       throw error;
     }
   };
-  const refresh = (): Promise<void> => {
+  /** A fetch now, or the one in flight: for the background refreshes, which want a recent map. */
+  const fetchOrJoin = (): Promise<void> => {
     inFlight ??= fetchOnce().finally(() => {
       inFlight = undefined;
     });
     return inFlight;
   };
+  /** A fetch that starts no earlier than this call: one in flight may answer with the map as it was
+   * before the call, so callers who come while it runs share one fetch after it. Joining it, a
+   * refresh() right after the console changed its map could resolve with the old one (a test of a
+   * bad map read it as good when a background refresh was in flight). Fetches never overlap. */
+  const refresh = (): Promise<void> => {
+    if (inFlight === undefined) return fetchOrJoin();
+    queued ??= inFlight
+      .catch(() => {})
+      .then(() => {
+        queued = undefined;
+        return fetchOrJoin();
+      });
+    return queued;
+  };
 
-  const first = refresh();
+  const first = fetchOrJoin();
   first.catch(() => {}); // surfaced through ready()
   const timer = setInterval(() => {
-    if (!closed) refresh().catch(() => {});
+    if (!closed) fetchOrJoin().catch(() => {});
   }, options.refreshMs ?? 5000);
   timer.unref();
 
@@ -178,7 +195,7 @@ export function createEntrypointResolver(options: EntrypointResolverOptions): En
     regions: () => Object.keys(map).sort(),
     refresh,
     invalidate: () => {
-      if (!closed && Date.now() - lastFetchAt >= MIN_INVALIDATE_GAP_MS) refresh().catch(() => {});
+      if (!closed && Date.now() - lastFetchAt >= MIN_INVALIDATE_GAP_MS) fetchOrJoin().catch(() => {});
     },
     lastError: () => error,
     close: () => {
