@@ -143,17 +143,28 @@ export class TunerEngine {
     }
     const live = liveTuner(run, restored, this.now());
     this.tuners.set(key, live);
-    if (this.syncPause(key, live, pause)) {
-      try {
-        // Fenced by the revision alone (term 0): the run just read plus the pause its LB's policy
-        // dictates, as any leader writes it; fenced by the lease, a deposed leader would retry forever.
-        await this.persist(live, null, 0);
-      } catch (error) {
-        if (!(error instanceof RunMoved)) throw error;
-        // Another console wrote the run between the read above and this write: read it again.
-        this.tuners.delete(key);
-        return this.load(key, how);
+    if (this.syncPause(key, live, pause)) return await this.persistPause(key, live, how);
+    return live;
+  }
+
+  /** Writes the pause load() just took, as the leader writes everything: fenced by its term and the
+   * run's revision. A follower writes nothing (its copy is read again each time; the leader's load
+   * or new config version writes the pause, an operator's change written here carries it). A leader
+   * the lease fenced off writes nothing and does not retry: it is deposed, its duties stop. */
+  private async persistPause(key: TunerKey, live: LiveTuner, how: Parameters<typeof restoreRun>[1]): Promise<LiveTuner> {
+    const term = this.deps.leadership.currentTerm();
+    if (term === null) return live;
+    try {
+      await this.persist(live, null, term);
+    } catch (error) {
+      if (!(error instanceof RunMoved)) throw error;
+      if (sameRevision(await this.currentRun(key), live)) {
+        this.deps.log.warn({ lbId: key, term }, "leadership lost while recording a tuner's pause; nothing recorded");
+        return live;
       }
+      // Another console wrote the run between load()'s read and this write: read it again.
+      this.tuners.delete(key);
+      return this.load(key, how);
     }
     return live;
   }
@@ -222,8 +233,8 @@ export class TunerEngine {
       for (const [key, live] of [...this.tuners]) {
         if (key === FLEET) continue;
         const run = await this.currentRun(key);
-        if (sameRevision(run, live)) continue;
-        await this.reload(key);
+        if (sameRevision(run, live)) await this.publishUnbound(key);
+        else await this.reload(key);
       }
       // An LB's tuner that a failed write dropped and the database could not give back then.
       const { db, tables } = this.deps.store;
@@ -236,6 +247,17 @@ export class TunerEngine {
       // trial reach every member: a no-op when they already have them.
       else if (this.tuners.has(FLEET)) await this.applyCurrent(FLEET);
     });
+  }
+
+  /** A tuner whose weights no config version carries yet (an operator's change saved, then its
+   * publish failed: the answer said "may be saved"): published again by this round, not left until
+   * the tuner's next change. A no-op for a bound tuner. One that fails again is tried next round. */
+  private async publishUnbound(key: TunerKey): Promise<void> {
+    try {
+      await this.applyCurrent(key);
+    } catch (error) {
+      this.deps.log.warn({ lbId: key, err: error }, "tuner's weights not published; retrying next round");
+    }
   }
 
   protected async reload(key: TunerKey): Promise<void> {
