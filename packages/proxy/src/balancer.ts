@@ -24,7 +24,7 @@ import { TelemetryLog } from "./telemetry";
 import { InFlight } from "./in-flight";
 import { newJob, type Job } from "./job";
 import { clientResponseHeaders } from "./response-headers";
-import { takeRevokedHeld } from "./revoked-keys";
+import { recheckClient, takeRevokedHeld } from "./revoked-keys";
 import { dispatchExchange, isConnectionFailure, isStall, redispatchCause, UpstreamExchange, type ExchangeHost, type UpstreamTarget } from "./upstream";
 
 export interface BalancerOptions {
@@ -225,10 +225,7 @@ export class Balancer implements ExchangeHost<Job> {
       return;
     }
     const unknownModel = this.core.checkModel(request.model);
-    if (unknownModel) {
-      this.reject(res, httpErrorOf(unknownModel), unknownModel.reason);
-      return;
-    }
+    if (unknownModel) return this.reject(res, httpErrorOf(unknownModel), unknownModel.reason);
     // A config pushed while the body was read may have revoked the client's key.
     const revoked = client.recheck(this.config);
     if (revoked) return this.reject(res, revoked, "invalid_api_key");
@@ -350,6 +347,9 @@ export class Balancer implements ExchangeHost<Job> {
   }
 
   private retry(job: Job, target: UpstreamTarget, reason: string): void {
+    // A retry is a new dispatch: a key revoked since is refused, and counted so, not as a target's failure.
+    const refusal = recheckClient(job, this.config);
+    if (refusal !== null) return this.failJob(Object.assign(job, { exchange: null }), refusal, "invalid_api_key");
     this.metrics.retries.inc({ replica: target.id });
     this.logger.debug({ target: target.id, reason }, "retrying on another target");
     this.act(job, this.core.retry(job.ticket, coreNow()));

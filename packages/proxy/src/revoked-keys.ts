@@ -4,7 +4,8 @@
 // with the same 401 (client-entrance.ts, recheck). Left alone, they were
 // dispatched for up to queueMaxWaitMs after the revocation, and forwarded to key-requiring peers as
 // keyed. Requests already dispatched finish. Where keys are not required, a dropped key's held
-// request goes on as anonymous: it no longer counts as keyed for a peer that requires keys.
+// request goes on as anonymous: it no longer counts as keyed for a peer that requires keys. A
+// request in flight at the revocation finishes where it is, but is not retried elsewhere.
 import type { LbCore } from "@meridian/lb-core";
 import type { LbConfig } from "@meridian/protocol";
 import { presentedClientKey } from "./client-keys";
@@ -17,9 +18,18 @@ export function takeRevokedHeld(core: LbCore<Job>, config: LbConfig): { job: Job
   const revoked: { job: Job; refusal: HttpError }[] = [];
   for (const ticket of core.queue.waiting()) {
     const job = ticket.owner;
-    const refusal = job.client.recheck(config);
-    if (refusal === null) ticket.clientKeyed = presentedClientKey(job.client.identity);
-    else if (core.cancel(ticket)) revoked.push({ job, refusal });
+    const refusal = recheckClient(job, config);
+    if (refusal !== null && core.cancel(ticket)) revoked.push({ job, refusal });
   }
   return revoked;
+}
+
+/** The refusal `config` gives the job's client now, or null; a client it still admits is keyed (for
+ * a peer that requires keys) as its credential now counts. Also asked before a retry: a retry sends
+ * the request to a target anew, so a request in flight when its key was revoked is not sent to a
+ * second replica (or held, then dispatched for up to queueMaxWaitMs) after its first one failed. */
+export function recheckClient(job: Job, config: LbConfig): HttpError | null {
+  const refusal = job.client.recheck(config);
+  if (refusal === null) job.ticket.clientKeyed = presentedClientKey(job.client.identity);
+  return refusal;
 }

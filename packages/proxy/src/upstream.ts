@@ -14,6 +14,7 @@ import { PoolQueueEntry } from "./pool-queue-entry";
 import { bodyLength, type ParsedInference } from "./request";
 import { passedRequestHeaders } from "./request-headers";
 import { MAX_PARTIAL_EVENT_BYTES, maxReplyChars, SseObserver } from "./sse";
+import { UnusedBodyDrain } from "./unused-body";
 
 /** What the exchange needs of the request it carries. */
 export interface ExchangeJob {
@@ -105,6 +106,8 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   private controller: Dispatcher.DispatchController | null = null;
   /** What the pool holds of this request until it gets a connection (null once it has one). */
   private queued: PoolQueueEntry | null = null;
+  /** The body of an answer not used, read on only to free its connection (unused-body.ts). */
+  private unused: UnusedBodyDrain | null = null;
 
   constructor(
     private readonly host: ExchangeHost<J>,
@@ -192,6 +195,7 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.unused?.data(chunk);
     if (this.abandoned) return;
     try {
       this.receive(controller, chunk);
@@ -201,6 +205,7 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   }
 
   onResponseEnd(): void {
+    this.unused?.end();
     if (this.abandoned) return;
     this.settle();
     try {
@@ -211,6 +216,7 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.unused?.end();
     if (this.abandoned) return;
     this.settle();
     this.reportFailure(error, this.headWritten);
@@ -231,11 +237,10 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
       return;
     }
     if (!this.host.onHeaders(this.job, this)) {
-      // The answer is not used (the request moves on, after a 502, 503 or 504): its body is not read
-      // either. Left open, an engine that never ends it holds the connection for bodyTimeoutMs while
-      // the LB counts the replica's slot free.
+      // The answer is not used (the request moves on, after a 502, 503 or 504): a short body is read
+      // on to free its connection for the next request, a long or slow one is cut (unused-body.ts).
       this.settle();
-      controller.abort(new Error("answer not used: the request moved to another target"));
+      this.unused = new UnusedBodyDrain(controller, headers);
       return;
     }
     // Encoded bytes cannot be read for events: passed through as they come (receiveBody).

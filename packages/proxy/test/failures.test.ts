@@ -244,27 +244,65 @@ test("a replica failing its health probes is excluded and re-admitted when it re
 });
 
 /** Answers probes like an idle SGLang and every completion with a 503 (an overloaded engine); with
- * `endless`, a 503 whose body never ends. Counts the completions and the ones whose connection closed. */
-async function startBrokenReplica(
-  options: { endless?: boolean } = {},
-): Promise<{ url: string; server: Server; completions: () => number; closed: () => number }> {
+ * `endless`, a 503 whose body never ends; with `recoversAfter`, only that many 503s, then completions.
+ * Counts the completions, the ones whose connection closed, and the connections completions came on. */
+async function startBrokenReplica(options: { endless?: boolean; recoversAfter?: number } = {}): Promise<{
+  url: string;
+  server: Server;
+  completions: () => number;
+  closed: () => number;
+  connections: () => number;
+}> {
   let completions = 0;
   let closed = 0;
+  const sockets = new Set<unknown>();
   const server = createServer((req, res) => {
     if (req.url === "/health") return void res.end("{}");
     if (req.url === "/metrics") return void res.end("sglang:num_running_reqs 0\nsglang:num_queue_reqs 0\n");
     req.resume();
     completions++;
+    sockets.add(req.socket);
     res.on("close", () => closed++);
+    if (options.recoversAfter !== undefined && completions > options.recoversAfter) {
+      res.writeHead(200, { "content-type": "application/json" });
+      return void res.end(completionJson("recovered"));
+    }
     res.writeHead(503, { "content-type": "application/json" });
     if (options.endless) return void res.write('{"error":{"message":"engine overloaded",');
     res.end('{"error":{"message":"engine overloaded","type":"server_error","code":null}}');
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, completions: () => completions, closed: () => closed };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    server,
+    completions: () => completions,
+    closed: () => closed,
+    connections: () => sockets.size,
+  };
 }
 
-test("a 503 the LB retried elsewhere is not read on: its connection is closed, whatever its body does", async () => {
+test("a retried 503 with a small body is read to its end: the engine's next request reuses its connection", async () => {
+  const broken = await startBrokenReplica({ recoversAfter: 1 });
+  const engine = await startEngine("us-ok", "us-ashburn");
+  // One connection to the replica: its next request waits for it, rather than racing the drain.
+  const config = lbConfig("lb-us", "us-ashburn", [engine], { policy: "round-robin", limits: { maxConnectionsPerReplica: 1 } });
+  config.replicas = [...(config.replicas ?? []), { id: "us-broken", url: broken.url, region: "us-ashburn", model: MODEL, engine: "sglang" }];
+  const lb = await startLb(config);
+  try {
+    await waitFor("both healthy", async () => ((await adminGet<LbState>(lb, "/admin/state")).replicas.every((r) => r.healthy) ? true : undefined));
+    for (let i = 0; i < 6 && broken.completions() < 2; i++) assert.equal((await post(`${lb.url}/v1/chat/completions`, chatBody(`r ${i}`))).status, 200);
+    assert.equal(broken.completions(), 2);
+    // Closed, an overloaded engine answering 503s would get a new TCP (and TLS) connection per retry.
+    assert.equal(broken.connections(), 1);
+  } finally {
+    await lb.close();
+    await engine.close();
+    broken.server.closeAllConnections();
+    await new Promise((resolve) => broken.server.close(resolve));
+  }
+});
+
+test("a 503 the LB retried elsewhere whose body never ends is not waited for: its connection is closed", async () => {
   const broken = await startBrokenReplica({ endless: true });
   const engine = await startEngine("us-ok", "us-ashburn");
   const config = lbConfig("lb-us", "us-ashburn", [engine], { policy: "round-robin" });
@@ -274,8 +312,8 @@ test("a 503 the LB retried elsewhere is not read on: its connection is closed, w
     await waitFor("both healthy", async () => ((await adminGet<LbState>(lb, "/admin/state")).replicas.every((r) => r.healthy) ? true : undefined));
     for (let i = 0; i < 4; i++) assert.equal((await post(`${lb.url}/v1/chat/completions`, chatBody(`r ${i}`))).status, 200);
     assert.ok(broken.completions() >= 1);
-    // Left open, each would hold a connection to the replica for limits.bodyTimeoutMs (300 s) while
-    // the LB counts its slot free.
+    // Read on to its end, each would hold a connection to the replica for limits.bodyTimeoutMs
+    // (300 s) while the LB counts its slot free; it is cut after MAX_DRAIN_MS (unused-body.ts).
     await waitFor("every retried 503's connection closed", () => (broken.closed() === broken.completions() ? true : undefined));
   } finally {
     await lb.close();

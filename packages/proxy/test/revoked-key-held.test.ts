@@ -106,3 +106,44 @@ test("a push that makes keys required refuses the held anonymous requests with t
   assert.equal((await first).status, 200, "the request in flight finishes");
   assert.equal(engine.held.length, 1, "nothing else reached the replica");
 });
+
+test("a request of a revoked key that a retry puts back in the hold queue gets its 401, not a second replica", async () => {
+  const a = await startHoldingEngine("us-a", "us-ashburn");
+  const b = await startHoldingEngine("us-b", "us-ashburn");
+  cleanups.push(
+    () => a.close(),
+    () => b.close(),
+  );
+  const replica = (engine: typeof a) => ({ id: engine.id, url: engine.url, region: "us-ashburn", model: MODEL, engine: "sglang" as const, maxConcurrency: 1 });
+  const config: LbConfigInput = lbConfig("lb-us", "us-ashburn", [], {
+    replicas: [replica(a), replica(b)],
+    clientAuth: { required: true, keys: [entry("0123456789ab", REVOKED, "leaver"), entry("ba9876543210", KEPT, "stayer")] },
+  });
+  const lb = await startLb(config);
+  cleanups.push(() => lb.close());
+  await waitFor("replicas healthy", async () => ((await adminGet<LbState>(lb, "/admin/state")).replicas.every((r) => r.healthy) ? true : undefined));
+  const send = (key: string, text: string) => post(`${lb.url}/v1/chat/completions`, chatBody(text), { authorization: `Bearer ${key}` });
+
+  const kept = send(KEPT, "fills one replica");
+  const keptAt = await waitFor("the kept key's request at a replica", () => (a.held.length === 1 ? a : b.held.length === 1 ? b : undefined));
+  const other = keptAt === a ? b : a;
+  let revokedAnswer: Awaited<ReturnType<typeof send>> | null = null;
+  const revoked = send(REVOKED, "in flight when the key is revoked").then((result) => (revokedAnswer = result));
+  const running = await waitFor("the revoked key's request at the other replica", () => other.held[0]);
+
+  await adminPutConfig(lb, { ...config, version: 2, clientAuth: { required: true, keys: [entry("ba9876543210", KEPT, "stayer")] } });
+  const fresh = await send(REVOKED, "sent after the revocation");
+  assert.equal(fresh.status, 401);
+  // An overloaded engine: the request moves on, and with the other replica full it is held again.
+  running.res.writeHead(503, { "content-type": "application/json" }).end('{"error":{"message":"overloaded"}}');
+  const queued = async () => ((await adminGet<LbState>(lb, "/admin/state")).queue.length === 1 ? true : undefined);
+  await waitFor("the revoked key's request answered, or held again", async () => revokedAnswer !== null || queued());
+  // A slot frees: a held request would be placed there now.
+  keptAt.held[0]?.res.writeHead(200, { "content-type": "application/json" }).end(completionJson("done"));
+  assert.equal((await kept).status, 200);
+  await waitFor("the revoked key's request answered, or dispatched again", () => revokedAnswer !== null || keptAt.held.length > 1);
+  assert.equal(keptAt.held.length, 1, "the revoked key's request reached a second replica after the revocation");
+  const refused = await revoked;
+  assert.equal(refused.status, 401, refused.text);
+  assert.deepEqual(JSON.parse(refused.text), JSON.parse(fresh.text), "the same refusal as a new request with the key");
+});
