@@ -42,7 +42,11 @@
 //   first one builds or is about to serve it, and it passes the port and fleet checks below because
 //   the first run holds neither yet. The lock names this process and its start time; one left by a
 //   run killed outright (a dead PID, a reused one, or our own PID given again after a container
-//   restart) is replaced (scripts/lib/fleet-lock.core.mjs, as for the demo fleet's lock).
+//   restart) is replaced (scripts/lib/fleet-lock.core.mjs, as for the demo fleet's lock). It also
+//   says which step the run is in and since when, and a refused run prints that: once in CI a run
+//   was refused 3.5 min after the first one's console answered, and the message named only a PID.
+//   The wait for the console bounds each probe on its own timer (scripts/lib/console-health.ts), so
+//   the lock is released when the console answers, or the run stops, within the wait's 60 s.
 // - One run per console port and per demo state directory: the console's port must be free before
 //   the install, and no live demo fleet may hold the state directory's lock before the build
 //   (scripts/lib/fleet-lock.ts; the fleet takes it itself, this only looks first so that a second
@@ -67,6 +71,7 @@ import { installStep } from "./lib/ensure-install.mjs";
 import { acquirePidLock } from "./lib/fleet-lock.core.mjs";
 import { runUnderNpm, whenParentGone } from "./lib/parent-watch.mjs";
 import { portIsFree, readPortEnv } from "./lib/ports.mjs";
+import { formatDuration } from "./lib/run-step.mjs";
 import { StepRunner } from "./lib/steps.mjs";
 
 // The parent this script started under (npm, or npm's shell), read before anything else: read after
@@ -99,18 +104,25 @@ try {
 }
 
 // --- one start-up at a time in this checkout -----------------------------------------------------
+/** `prefix` + how long ago the ISO time `iso` was, and when (UTC); "" without a time. */
+function ago(iso, prefix) {
+  const at = Date.parse(iso ?? "");
+  return Number.isNaN(at) ? "" : `${prefix}${formatDuration(Math.max(0, Date.now() - at))} (since ${new Date(at).toISOString()})`;
+}
 const runLockPath = join(root, ".meridian-start.lock");
 let runLock = null;
 try {
   // The marker is what this script's command line contains (`node scripts/start.mjs`).
   const attempt = acquirePidLock(runLockPath, { marker: "start.mjs" });
   if (!attempt.ok) {
-    say(
-      `another npm start (pid ${attempt.holder}) is starting up in this checkout (installing, building or migrating; ${runLockPath}); wait until its console answers, or stop it`,
-    );
+    say(`another npm start (pid ${attempt.holder}${ago(attempt.since, ", holding the lock for ")}) is starting up in this checkout (${runLockPath})`);
+    // Its own words, written as it went (a lock from an older start.mjs has none).
+    say(attempt.doing ? `  it is ${attempt.doing}${ago(attempt.doingSince, ", for ")}` : "  (installing, building or migrating)");
+    say("  wait until its console answers, or stop it");
     process.exit(2);
   }
   runLock = attempt.lock;
+  runLock.note("checking its settings and the console port");
 } catch (error) {
   say(`cannot take ${runLockPath}: ${error.message}`);
   process.exit(1);
@@ -128,6 +140,7 @@ async function stop(code, why) {
   if (stopping) return;
   stopping = true;
   if (why) say(why);
+  runLock?.note(`stopping everything${why ? `: ${why}` : ""}`);
   await steps.stop(8_000);
   if (supervisor) {
     for (const name of supervisor.names()) {
@@ -173,6 +186,7 @@ async function main() {
   const install = installStep(root);
   if (install) {
     say(`installing dependencies (${install.label}) ...`);
+    runLock.note(`installing dependencies (${install.label})`);
     const installed = await steps.run(install.command, install.args, { cwd: root, env: install.env, stdio: ["ignore", 2, 2] });
     if (installed.stopped) return;
     if (installed.code !== 0) fail(`${install.label} failed (${outcome(installed)})`, 1);
@@ -184,7 +198,7 @@ async function main() {
   register();
   const { Supervisor, DEFAULT_RESTART_POLICY } = await import("./lib/supervisor.ts");
   const { lockHolder } = await import("./lib/fleet-lock.ts");
-  const { consoleAnswers } = await import("./lib/console-health.ts");
+  const { waitForConsole } = await import("./lib/console-health.ts");
   const { demoStateDir } = await import("../apps/console/src/lib/demo-files.ts");
   if (stopping) return;
   const dbPath = process.env.MERIDIAN_DB_PATH || "data/meridian.db";
@@ -211,6 +225,7 @@ async function main() {
       say("build is up to date");
     } else {
       say("building (npm run build) ...");
+      runLock.note("building (npm run build)");
       // From here until the build exits 0, the output in .next is not a build to run.
       clearBuildMarker(nextDir);
       const built = await steps.run("npm", ["run", "build"], { cwd: root });
@@ -253,7 +268,10 @@ async function main() {
   // --- 5. migrate ------------------------------------------------------------------------------
   // Said first: a PostgreSQL server that accepts connections and never answers takes up to the
   // pool's connection timeout to fail, and silence would look like a hang.
-  say(`migrating ${env.DATABASE_URL ? "PostgreSQL at DATABASE_URL" : `db ${env.MERIDIAN_DB_PATH}`} ...`);
+  // Where the data lives (a PostgreSQL URL without its password).
+  const dbLabel = env.DATABASE_URL ? "PostgreSQL at DATABASE_URL" : `db ${env.MERIDIAN_DB_PATH}`;
+  say(`migrating ${dbLabel} ...`);
+  runLock.note(`migrating ${dbLabel}`);
   const migrated = await steps.run(process.execPath, ["--import", "tsx", join(root, "scripts", "lib", "migrate.ts")], { cwd: root, env });
   if (migrated.stopped) return;
   if (migrated.code !== 0) fail(`migrate failed (${outcome(migrated)})`, 1);
@@ -299,8 +317,6 @@ async function main() {
     });
   }
   const nextBin = join(root, "node_modules", "next", "dist", "bin", "next");
-  // The migrate step above printed where the data lives (a PostgreSQL URL without its password).
-  const dbLabel = env.DATABASE_URL ? "PostgreSQL at DATABASE_URL" : `db ${env.MERIDIAN_DB_PATH}`;
   say(`starting the console on ${consoleUrl} (${dbLabel}${demo ? ", demo topology" : ""})`);
   // Status 2 is the console's "invalid environment" (instrumentation-node.ts): a restart would repeat it.
   supervisor.add({
@@ -312,14 +328,8 @@ async function main() {
     fatalExitCodes: [2],
   });
 
-  const deadline = Date.now() + 60_000;
-  let answer = "none";
-  let otherAnswered = false;
-  while (answer !== "ours" && !stopping && Date.now() < deadline) {
-    answer = await consoleAnswers(consoleUrl, startNonce);
-    otherAnswered ||= answer === "other";
-    if (answer !== "ours" && !stopping) await new Promise((r) => setTimeout(r, 300));
-  }
+  runLock.note(`waiting for its console (pid ${supervisor.status("console")?.pid ?? "?"}) to answer ${consoleUrl}/api/health`);
+  const { answer, otherAnswered } = await waitForConsole(consoleUrl, startNonce, { withinMs: 60_000, stopped: () => stopping });
   // Ctrl-C, npm's death or a child given up on while waiting: stop() says what happens.
   if (stopping) return;
   if (answer !== "ours") {

@@ -1,8 +1,8 @@
 // npm start's refusals that must come before it touches anything: a second run on a busy console
 // port exits 2 at once, before the install and build steps (a build would rewrite the .next
 // directory the first run serves from); so does a second run in the same checkout while the first is
-// still starting up (it holds neither the port nor a fleet lock yet). A run lock left by a run
-// killed outright does not block the next one.
+// still starting up (it holds neither the port nor a fleet lock yet), and says who holds the lock,
+// since when and in which step. A run lock left by a run killed outright does not block the next one.
 import { strict as assert } from "node:assert";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -135,7 +135,14 @@ test("a second npm start in the same checkout while the first builds exits 2 at 
     ),
   ]);
   assert.deepEqual(outcome, { code: 2 }, `the second run went on:\n${second.output()}`);
-  assert.match(second.output(), new RegExp(`another npm start \\(pid ${first.run.pid}\\) is starting up in this checkout`));
+  // Who holds the lock, since when, and in which step (a refusal that named only a PID in CI, minutes
+  // after the first run's console answered, left no clue).
+  const iso = "\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z";
+  assert.match(
+    second.output(),
+    new RegExp(`another npm start \\(pid ${first.run.pid}, holding the lock for [\\d.]+ (s|min) \\(since ${iso}\\)\\) is starting up in this checkout`),
+  );
+  assert.match(second.output(), new RegExp(`it is building \\(npm run build\\), for [\\d.]+ (s|min) \\(since ${iso}\\)`));
   assert.doesNotMatch(second.output(), STEP);
   assert.equal(first.run.exitCode, null, "the first run keeps going");
 

@@ -3,9 +3,20 @@ export interface PidLock {
   path: string;
   /** Removes the lock if it still names this process; safe to call more than once. */
   release(): void;
+  /** Records in the lock what the holder is doing from now on (one line), for whoever is refused it. */
+  note(doing: string): void;
 }
-/** Taken (`replaced`: the PID of a stale lock it replaced, if any), or held by the live process `holder`. */
-export type LockAttempt = { ok: true; lock: PidLock; replaced: number | null } | { ok: false; holder: number };
+/** What the holder said it is doing (PidLock.note): ISO times of taking the lock and of starting `doing`. */
+export interface HolderNote {
+  since: string;
+  doing: string;
+  doingSince: string;
+}
+/**
+ * Taken (`replaced`: the PID of a stale lock it replaced, if any), or held by the live process
+ * `holder` (with its note, once it wrote one).
+ */
+export type LockAttempt = { ok: true; lock: PidLock; replaced: number | null } | ({ ok: false; holder: number } & Partial<HolderNote>);
 export function processStartTime(pid: number): string | null;
 export function processCommandLine(pid: number): string | null;
 export function pidLockHolder(path: string): number | null;

@@ -22,7 +22,12 @@
 //   (same inode); if another process replaced it in between, its lock is put back and looked at
 //   again. So two processes that find the same stale lock never both take it.
 // - release() removes the lock only while it still names this process.
-import { closeSync, fstatSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+// - note() says what the holder is doing: one more line after the header (`<taken>\t<since>\t<doing>`,
+//   ISO times: when the lock was taken, when this step began), rewritten in place while the header's
+//   bytes stay as they are, so a reader always parses the header. A refused taker gets it back, so
+//   its message says who holds the lock, since when and in which step (a start-up lock held for
+//   minutes in CI once said only a PID).
+import { closeSync, fstatSync, ftruncateSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { resolve } from "node:path";
 
 /** The locks this process took and has not released (path → the PID it took it as). */
@@ -65,9 +70,11 @@ export function processStartTime(pid) {
 }
 
 function parse(text) {
-  const [pidText, marker, start] = text.split("\n");
+  const [pidText, marker, start, note] = text.split("\n");
   const pid = Number(pidText);
-  return Number.isInteger(pid) && pid > 0 && marker ? { pid, marker, start: start || null } : null;
+  if (!(Number.isInteger(pid) && pid > 0 && marker)) return null;
+  const [since, doingSince, ...doing] = (note ?? "").split("\t");
+  return { pid, marker, start: start || null, note: doing.length > 0 ? { since, doing: doing.join(" "), doingSince } : null };
 }
 
 /** Whether the process the lock at `path` names still runs and is the one that wrote it. */
@@ -116,7 +123,8 @@ export function acquirePidLock(path, { pid = process.pid, marker }) {
   const own = `${full}.${pid}`;
   const start = processStartTime(pid);
   let replaced = null;
-  writeFileSync(own, `${pid}\n${marker}\n${start === null ? "" : `${start}\n`}`, { flag: "w" });
+  const header = `${pid}\n${marker}\n${start === null ? "" : `${start}\n`}`;
+  writeFileSync(own, header, { flag: "w" });
   try {
     // Each round either takes the lock, finds its live holder, or removes a stale lock; a round that
     // loses a race to another process looks again. More than a few rounds means something is wrong.
@@ -124,13 +132,17 @@ export function acquirePidLock(path, { pid = process.pid, marker }) {
       try {
         linkSync(own, full);
         held.set(full, pid);
-        return { ok: true, lock: { path: full, release: () => releaseIfOurs(full, pid) }, replaced };
+        const takenAt = new Date().toISOString();
+        // Without a start time the header has two lines: an empty third keeps the note out of it.
+        const gap = start === null ? "\n" : "";
+        const note = (doing) => noteIfOurs(full, pid, Buffer.byteLength(header), `${gap}${takenAt}\t${new Date().toISOString()}\t${oneLine(doing)}\n`);
+        return { ok: true, lock: { path: full, release: () => releaseIfOurs(full, pid), note }, replaced };
       } catch (error) {
         if (error.code !== "EEXIST") throw error;
       }
       const seen = readLock(full);
       if (seen === null) continue; // removed meanwhile
-      if (seen.entry && holds(full, seen.entry, pid)) return { ok: false, holder: seen.entry.pid };
+      if (seen.entry && holds(full, seen.entry, pid)) return { ok: false, holder: seen.entry.pid, ...(seen.entry.note ?? {}) };
       const aside = `${full}.stale.${pid}`;
       try {
         renameSync(full, aside);
@@ -162,3 +174,23 @@ function releaseIfOurs(path, pid) {
   const seen = readLock(path);
   if (seen?.entry?.pid === pid) rmSync(path, { force: true });
 }
+
+/** Rewrites the lock's note (everything after its header) while the lock still names this process. */
+function noteIfOurs(path, pid, noteAt, text) {
+  if (held.get(path) !== pid) return;
+  let fd;
+  try {
+    fd = openSync(path, "r+");
+  } catch {
+    return; // removed meanwhile: nothing to say
+  }
+  try {
+    if (parse(readFileSync(fd, "utf8"))?.pid !== pid) return;
+    ftruncateSync(fd, noteAt);
+    writeSync(fd, text, noteAt);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const oneLine = (text) => String(text).replace(/\s+/g, " ").trim();

@@ -2,7 +2,7 @@
 // fleet's lock is refused with its PID; a lock whose PID is dead, alive but not a fleet, alive but
 // started after the lock was written (reused by another fleet), or this very process's own (a PID
 // given again after a container restart) is replaced; of several fleets racing for one stale lock
-// exactly one gets it.
+// exactly one gets it. What the holder says it is doing (note()) reaches whoever is refused.
 import { strict as assert } from "node:assert";
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -13,7 +13,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { after, test } from "node:test";
 import { acquireFleetLock, fleetLockPath, lockHolder } from "./fleet-lock";
-import { processStartTime } from "./fleet-lock.core.mjs";
+import { acquirePidLock, pidLockHolder, processStartTime } from "./fleet-lock.core.mjs";
 
 const lockModule = fileURLToPath(new URL("./fleet-lock.ts", import.meta.url));
 const dirs: string[] = [];
@@ -189,4 +189,31 @@ test("of several fleets racing for one stale lock, exactly one takes it and the 
   assert.equal(lockHolder(dir), winners[0]);
   for (const { child } of contenders) child.stdin!.end();
   await Promise.all(contenders.map(({ child }) => (child.exitCode === null ? once(child, "exit") : null)));
+});
+
+test("a holder's note (its step, since when) reaches the process it refuses; the lock stays the holder's", async () => {
+  const dir = stateDir();
+  const path = join(dir, "start.lock");
+  const holder = await sleeper("start.mjs");
+  const taken = acquirePidLock(path, { pid: holder.pid, marker: "start.mjs" });
+  assert.ok(taken.ok);
+  const header = readFileSync(path, "utf8");
+  taken.lock.note("building (npm run build)");
+  taken.lock.note("waiting for its console (pid 7) to answer\thttp://127.0.0.1:3000/api/health\n");
+  assert.ok(readFileSync(path, "utf8").startsWith(header), "the header is as it was");
+
+  const refused = acquirePidLock(path, { marker: "start.mjs" });
+  assert.ok(!refused.ok);
+  assert.equal(refused.holder, holder.pid);
+  assert.equal(refused.doing, "waiting for its console (pid 7) to answer http://127.0.0.1:3000/api/health");
+  const iso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+  assert.match(String(refused.since), iso);
+  assert.match(String(refused.doingSince), iso);
+  assert.ok(String(refused.since) <= String(refused.doingSince));
+  assert.equal(pidLockHolder(path), holder.pid, "the note leaves the lock its holder's");
+
+  // Released, the note goes with the lock; a note after that writes nothing.
+  taken.lock.release();
+  taken.lock.note("stopping");
+  assert.equal(existsSync(path), false);
 });
