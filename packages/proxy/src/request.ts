@@ -357,6 +357,16 @@ export function nextTurnKeys(request: ParsedInference, answer: string, toolCalls
  * (nothing), so a client that sends "" instead keys the same. */
 function assistantMessage(text: string, toolCalls: readonly AssistantToolCall[]): ChatMessage {
   if (toolCalls.length === 0) return { role: ASSISTANT_ROLE, content: text };
+  // The deprecated functions API's one call goes back as the message's `function_call`.
+  const [first] = toolCalls;
+  if (first?.type === "function_call") {
+    const legacy: ChatMessage & { function_call: typeof first.function } = {
+      role: ASSISTANT_ROLE,
+      content: text === "" ? null : text,
+      function_call: first.function,
+    };
+    return legacy;
+  }
   const message: ChatMessage & { tool_calls: readonly AssistantToolCall[] } = {
     role: ASSISTANT_ROLE,
     content: text === "" ? null : text,

@@ -337,7 +337,8 @@ test("a reply after reasoning is not kept for next-turn learning: templates drop
   const { observer, firsts } = run(bytes, false, 16);
   assert.equal(observer.reasoningSeen, true);
   assert.equal(observer.content, "", "the next turn would be learned as prompt + answer, blocks the engine never holds");
-  assert.equal(observer.contentEvents, 2);
+  // The reasoning is output all the same: without usage, its event counts as a token.
+  assert.equal(observer.contentEvents, 3);
   assert.equal(firsts, 1);
   // SGLang's parser names the field `reasoning`; a reply without reasoning is still kept.
   assert.equal(run(Buffer.from(event({ reasoning: "hm" }) + event({ content: "Hi" })), false, 64).observer.content, "");

@@ -64,7 +64,8 @@ export class SseObserver {
    * no next turn is learned. */
   replyTruncated = false;
   usage: UsageReport | null = null;
-  /** Events carrying text of the first choice (a count of that choice's tokens when usage is missing). */
+  /** Events carrying output of the first choice: text, reasoning or a call (a count of that choice's
+   * tokens when usage is missing; a reply of tool calls alone generates tokens too). */
   contentEvents = 0;
   /** One past the highest choice index seen: how many sequences the engine decoded side by side (n
    * choices, times the prompts of a /v1/completions batch, whose choices are numbered through). */
@@ -277,10 +278,10 @@ export class SseObserver {
           if (!this.replyTruncated && this.content.length + this.toolCalls.chars + piece.length > maxChars) this.replyTruncated = true;
           if (!this.replyTruncated) this.content += piece;
         }
-        this.contentEvents++;
       }
-      if (delta && delta["tool_calls"] !== undefined && !this.reasoningSeen && !this.replyTruncated) {
-        this.toolCalls.add(delta["tool_calls"]);
+      if (delta ? hasOutput(delta) : nonEmptyString(piece)) this.contentEvents++;
+      if (delta && !this.reasoningSeen && !this.replyTruncated) {
+        this.toolCalls.add(delta);
         if (this.content.length + this.toolCalls.chars > maxChars) {
           this.replyTruncated = true;
           this.toolCalls.clear();
@@ -452,7 +453,7 @@ export function readCompletionBody(body: string): CompletionBody {
     if (message && typeof message["content"] === "string") content = hasReasoning(message) ? "" : message["content"];
     else if (typeof choice["text"] === "string") content = choice["text"];
     if (message && !hasReasoning(message)) {
-      const calls = messageToolCalls(message["tool_calls"]);
+      const calls = messageToolCalls(message);
       // Unknown tool calls: the text alone is not what the next turn sends back either.
       if (calls === null) content = "";
       toolCalls = calls ?? [];

@@ -1,6 +1,7 @@
 // An agent's turn is often tool calls alone: the LB learns it as the next turn the client will send
 // (the conversation, the assistant message carrying the calls, then the tool results), streamed or
-// not, with text beside the calls or none. Each test reads the engine's answer the way the LB does
+// not, with text beside the calls or none, and a legacy function call (OpenAI's deprecated functions
+// API) alike. After reasoning, the prompt alone is learned: the next turn renders no reasoning. Each test reads the engine's answer the way the LB does
 // (the SSE observer, or the buffered body, through responseFacts) and checks the learned keys against
 // the keys of the client's actual next request, parsed as the LB parses it.
 import { strict as assert } from "node:assert";
@@ -119,7 +120,7 @@ test("a non-streamed tool-call reply is learned as the next turn, content null o
   }
 });
 
-test("tool calls the LB cannot put together, or past the reply bound, or after reasoning, leave no reply (the prompt alone is learned)", () => {
+test("tool calls the LB cannot put together, or past the reply bound, leave no reply (the prompt alone is learned)", () => {
   const event = (delta: unknown): string => `data: ${JSON.stringify({ choices: [{ index: 0, delta }] })}\n\n`;
   const call = { id: "c1", type: "function", function: { name: "grep", arguments: "{}" } };
   // An index past the next one (a gap), a fragment without an index, a call that never got its id.
@@ -134,12 +135,90 @@ test("tool calls the LB cannot put together, or past the reply bound, or after r
   const bounded = streamedFacts(endless, 1_000);
   assert.equal(bounded.reply, "");
   assert.deepEqual(bounded.toolCalls, []);
-  // After reasoning, the calls are dropped like the text (the template drops the reasoning).
-  const reasoned = streamedFacts([event({ reasoning_content: "I should grep." }), event({ tool_calls: [{ index: 0, ...call }] })]);
-  assert.deepEqual(reasoned.toolCalls, []);
-  const wholeReasoned = wholeFacts({ role: "assistant", content: null, reasoning_content: "I should grep.", tool_calls: [call] });
-  assert.deepEqual(wholeReasoned.toolCalls, []);
   // A non-streamed call of another tool type is not one the LB can send back.
   const custom = wholeFacts({ role: "assistant", content: TEXT, tool_calls: [{ ...call, type: "custom" }] });
   assert.deepEqual([custom.reply, custom.toolCalls], ["", []]);
+});
+
+// OpenAI's deprecated functions API: the request lists `functions`, the reply carries one
+// `function_call`, and the client sends it back, then the function's result as a `function` message.
+const functions = [{ name: "get_weather", description: "The weather of a city.", parameters: { type: "object" } }];
+const legacyTurn = { model: "m", messages: conversation, functions };
+const FUNCTION_CALL = { name: "get_weather", arguments: '{"city":"Oslo","unit":"celsius","days":3,"hourly":false}' };
+
+function legacyNextTurn(assistant: unknown): ParsedInference {
+  const result = { role: "function", name: FUNCTION_CALL.name, content: "Oslo: 4 °C, rain. ".repeat(6) };
+  return parse({ ...legacyTurn, messages: [...conversation, assistant, result] });
+}
+
+test("a streamed function_call reply is learned as the next turn the client sends", () => {
+  const prompt = parse(legacyTurn);
+  // OpenAI's stream: the name in the first delta, the arguments across the later ones.
+  const event = (delta: unknown, finish: string | null = null): string =>
+    `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  const events = [event({ role: "assistant", content: null, function_call: { name: FUNCTION_CALL.name, arguments: "" } })];
+  for (let i = 0; i < FUNCTION_CALL.arguments.length; i += 5) events.push(event({ function_call: { arguments: FUNCTION_CALL.arguments.slice(i, i + 5) } }));
+  events.push(event({}, "function_call"), "data: [DONE]\n\n");
+  const facts = streamedFacts(events);
+  assert.equal(facts.reply, "");
+  // What openai-node's finalChatCompletion() hands the client, which it sends back as is.
+  const assistant = { role: "assistant", content: null, refusal: null, function_call: FUNCTION_CALL };
+  assertLearnedAsNextTurn(nextTurnKeys(prompt, facts.reply, facts.toolCalls), prompt, assistant, legacyNextTurn(assistant));
+  // Past the reply's character bound the call is unknown, like a tool call's.
+  const bounded = streamedFacts(events, FUNCTION_CALL.arguments.length);
+  assert.deepEqual([bounded.reply, bounded.toolCalls], ["", []]);
+});
+
+test("a non-streamed function_call reply is learned as the next turn, content null or with text", () => {
+  const prompt = parse(legacyTurn);
+  for (const content of [null, TEXT]) {
+    const message = { role: "assistant", content, function_call: FUNCTION_CALL };
+    const facts = wholeFacts(message);
+    assertLearnedAsNextTurn(nextTurnKeys(prompt, facts.reply, facts.toolCalls), prompt, message, legacyNextTurn(message));
+  }
+});
+
+test("a function_call the LB cannot put together leaves no reply, though text came beside it", () => {
+  const event = (delta: unknown): string => `data: ${JSON.stringify({ choices: [{ index: 0, delta }] })}\n\n`;
+  const toolCall = { index: 0, id: "c1", type: "function", function: { name: "grep", arguments: "{}" } };
+  // Not an object, a name of the wrong type, no name, beside tool calls (either first).
+  const cases: unknown[][] = [
+    [{ function_call: "get_weather" }],
+    [{ function_call: { name: 7, arguments: "{}" } }],
+    [{ function_call: { arguments: "{}" } }],
+    [{ function_call: FUNCTION_CALL }, { tool_calls: [toolCall] }],
+    [{ tool_calls: [toolCall] }, { function_call: FUNCTION_CALL }],
+  ];
+  for (const deltas of cases) {
+    const facts = streamedFacts([event({ content: TEXT }), ...deltas.map(event), "data: [DONE]\n\n"]);
+    assert.deepEqual([facts.reply, facts.toolCalls], ["", []], JSON.stringify(deltas));
+    // The same fields on a whole message.
+    const message: unknown = Object.assign({ role: "assistant", content: TEXT }, ...deltas);
+    const whole = wholeFacts(message);
+    assert.deepEqual([whole.reply, whole.toolCalls], ["", []], JSON.stringify(message));
+  }
+});
+
+test("tool calls after reasoning: the next turn's first keys are the prompt's, which is all the LB learns", () => {
+  const prompt = parse(firstTurn);
+  const event = (delta: unknown): string => `data: ${JSON.stringify({ choices: [{ index: 0, delta }] })}\n\n`;
+  const calls = CALLS.map((call, index) => ({ index, ...call }));
+  // vLLM's reasoning parsers write reasoning_content (and, lately, `reasoning` too); SGLang the first.
+  for (const reasoning of [{ reasoning_content: "The budget is a constant; grep for it." }, { reasoning: "Grep for it." }]) {
+    const facts = streamedFacts([event(reasoning), event({ content: "\n\n" }), event({ tool_calls: calls }), "data: [DONE]\n\n"]);
+    assert.deepEqual([facts.reply, facts.toolCalls], ["", []], JSON.stringify(reasoning));
+    const whole = wholeFacts({ role: "assistant", content: null, ...reasoning, tool_calls: CALLS });
+    assert.deepEqual([whole.reply, whole.toolCalls], ["", []], JSON.stringify(reasoning));
+    // No reply: lb-core learns the prompt's keys, and the client's next turn, which sends the calls
+    // back with or without the reasoning (the keys leave it out, as the templates of DeepSeek-R1
+    // always and Qwen3 outside the agent loop do), starts with those keys (tool-calls.ts, clear()).
+    for (const assistant of [
+      { role: "assistant", content: null, tool_calls: CALLS },
+      { role: "assistant", content: null, ...reasoning, tool_calls: CALLS },
+    ]) {
+      const next = nextTurn(assistant);
+      assert.deepEqual(next.keys.slice(0, prompt.keys.length), prompt.keys);
+      assert.ok(next.keys.length > prompt.keys.length);
+    }
+  }
 });

@@ -40,11 +40,23 @@ export interface ChatPromptExtras {
   // over-predicted until the engine's cached-token reports correct the index.
 }
 
-/** A tool call as an assistant message carries it when a client sends the engine's reply back in the
- * next turn (OpenAI's shape: what the engine generated, arguments as the JSON text it wrote). */
-export interface AssistantToolCall {
+/** A call the reply made, as the assistant message carries it when a client sends the engine's reply
+ * back in the next turn (what the engine generated, arguments as the JSON text it wrote): one of its
+ * `tool_calls`, or the one `function_call` of OpenAI's deprecated functions API. */
+export type AssistantToolCall = ToolCallEntry | LegacyFunctionCall;
+
+/** An entry of the assistant message's `tool_calls`, in OpenAI's shape. */
+interface ToolCallEntry {
   id: string;
   type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** The deprecated functions API's call: the message carries it as `function_call: { name, arguments }`,
+ * with no id and no type (`type` here only tells it from a tool call). A reply makes one at most, and
+ * no tool calls beside it. */
+interface LegacyFunctionCall {
+  type: "function_call";
   function: { name: string; arguments: string };
 }
 
