@@ -158,10 +158,7 @@ export class TunerEngine {
       await this.persist(live, null, term);
     } catch (error) {
       if (!(error instanceof RunMoved)) throw error;
-      if (sameRevision(await this.currentRun(key), live)) {
-        this.deps.log.warn({ lbId: key, term }, "leadership lost while recording a tuner's pause; nothing recorded");
-        return live;
-      }
+      if (await this.leaseLost(key, live, "a tuner's pause")) return live;
       // Another console wrote the run between load()'s read and this write: read it again.
       this.tuners.delete(key);
       return this.load(key, how);
@@ -211,9 +208,19 @@ export class TunerEngine {
       return true;
     } catch (error) {
       if (!(error instanceof RunMoved)) throw error;
-      await this.reload(key);
+      if (!(await this.leaseLost(key, live, "a tuner's state"))) await this.reload(key);
       return false;
     }
+  }
+
+  /** Whether a refused write was refused by the lease, not by another console's write: the run is
+   * still as this console read it, so its term no longer leads. Then nothing is reloaded: a reload
+   * publishes and writes again, and each write refused the same way reloaded again, in a loop that
+   * held the serial queue until this console noticed it had stopped leading. */
+  private async leaseLost(key: TunerKey, live: LiveTuner, what: string): Promise<boolean> {
+    if (!sameRevision(await this.currentRun(key), live)) return false;
+    this.deps.log.warn({ lbId: key }, `leadership lost while recording ${what}; nothing recorded`);
+    return true;
   }
 
   /** The leader's own bookkeeping write (binding a version, a pause): a change from another console wins. */

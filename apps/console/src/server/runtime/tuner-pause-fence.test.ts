@@ -72,6 +72,25 @@ test("a deposed leader (its term no longer the lease's) writes nothing and answe
   assert.deepEqual(await storedRun(), before, "the run as stored is untouched");
 });
 
+test("a deposed leader's reconcile round ends: it does not reload and write again and again", async () => {
+  const service = serviceAt(LEASE_TERM - 1);
+  await service.ensure(LB);
+  // Each reload reads the run again (load()); a write the lease refused reloaded, published and
+  // wrote again, in a loop that held the serial queue until the console noticed it had stopped leading.
+  let loads = 0;
+  const engine = service as unknown as { load: (...args: unknown[]) => Promise<unknown> };
+  const load = engine.load.bind(service);
+  engine.load = (...args) => {
+    loads++;
+    if (loads > 50) throw new Error("reconcile kept reloading");
+    return load(...args);
+  };
+  const before = await storedRun();
+  await service.reconcile();
+  assert.ok(loads <= 1, `one reconcile round reloaded ${loads} times`);
+  assert.deepEqual(await storedRun(), before, "the run as stored is untouched");
+});
+
 test("the leader writes the pause", async () => {
   const before = await storedRun();
   await serviceAt(LEASE_TERM).describe(LB);
