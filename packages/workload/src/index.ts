@@ -3,6 +3,7 @@
 export * from "./trace/types";
 export { TraceRowError, readTrace, parseTraceText, loadTrace, type TraceReadOptions } from "./trace/reader";
 export * from "./trace/controls";
+export * from "./trace/session-roots";
 export { bundledTracePath } from "./trace/bundled";
 export * from "./prompt/synth";
 export * from "./generator/multi-turn";

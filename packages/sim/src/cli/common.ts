@@ -3,7 +3,7 @@
 
 import { DEFAULT_WEIGHTS, WEIGHT_BOUNDS, type Weights } from "@meridian/routing";
 import { DEFAULT_TUNER_CONFIG, type WeightBounds } from "@meridian/tuner";
-import { bundledTracePath, loadTrace, TraceRowError, type TraceRequest } from "@meridian/workload";
+import { bundledTracePath, loadTrace, SESSION_KEY_RULE, TraceRowError, type TraceRequest } from "@meridian/workload";
 import {
   buildSimRequests,
   busyButClears,
@@ -258,7 +258,7 @@ export function describeRun(common: CommonOptions, timeScale: number | readonly 
     typeof timeScale === "number"
       ? `time_scale ${Number(timeScale.toPrecision(6))}${busy}`
       : `time_scales [${timeScale.map((s) => Number(s.toPrecision(6))).join(", ")}]`;
-  return `preset ${common.spec.name}, trace ${common.tracePath} window ${window}, ${scale}, ${requests} requests${droppedNote}${ticks}${prompts}${shift}, seed ${common.seed}\nsession key: first 2 blocks of hash_ids (block 0 is a system prompt every request shares)`;
+  return `preset ${common.spec.name}, trace ${common.tracePath} window ${window}, ${scale}, ${requests} requests${droppedNote}${ticks}${prompts}${shift}, seed ${common.seed}\nsession key: ${SESSION_KEY_RULE}`;
 }
 
 /** The fields of CommonOptions that experiments need. */

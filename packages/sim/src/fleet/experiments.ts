@@ -20,6 +20,7 @@ import {
   type OracleJson,
 } from "./result-json";
 import type { SimRequest } from "./workload";
+import { SESSION_KEY_RULE } from "@meridian/workload";
 
 /** The routers operators would run instead of gorgo (packages/routing/README.md, "Peer policies"). */
 const PEER_POLICIES = ["sglang-cache-aware", "llm-d", "dynamo-kv"];
@@ -135,7 +136,7 @@ export function compare(
     rows.push(row);
   });
   return {
-    json: { preset: base.spec.name, seed: base.seed, index, session_key: "first 2 blocks of hash_ids", requests: base.requests.length, policies: rows },
+    json: { preset: base.spec.name, seed: base.seed, index, session_key: SESSION_KEY_RULE, requests: base.requests.length, policies: rows },
     results,
   };
 }

@@ -3,12 +3,8 @@
 // them once.
 
 import { sessionKeyFromBlocks, traceBlockKeys, type BlockKey } from "@meridian/routing";
-import { assignRegion, inSendOrder, TurnChain, type TraceRequest } from "@meridian/workload";
+import { assignRegion, inSendOrder, sessionRoots, TurnChain, type TraceRequest } from "@meridian/workload";
 import type { FleetSpec } from "./spec";
-
-/** Trace runs key sessions on the first TWO blocks: block 0 of the Mooncake conversation trace is a
- * system prompt every request shares, so a one-block key would send everything to one replica. */
-export const TRACE_SESSION_KEY_BLOCKS = 2;
 
 export interface SimRequest {
   /** Position in this workload (0-based), the id in per-request output. */
@@ -33,6 +29,11 @@ export interface SimRequest {
 }
 
 export interface BuildWorkloadOptions {
+  /**
+   * Key every session on this many leading blocks. Default: derived from the workload by
+   * sessionRoots() (@meridian/workload), as the live replay does: the first block after any prompt
+   * most rows share (the first two on the Mooncake conversation trace, whose block 0 every row holds).
+   */
   sessionKeyBlocks?: number;
   /**
    * The Mooncake conversation trace stamps requests on a 3-second grid (~10 requests share each
@@ -47,19 +48,24 @@ export interface BuiltWorkload {
   requests: SimRequest[];
   /** Rows dropped because their prompt exceeded the fleet's maxInputTokens. */
   droppedTooLong: number;
-  sessionKeyBlocks: number;
+  /** The blocks the session keys cover, fewest and most over the rows (both 2 on the conversation trace). */
+  sessionKeyBlocks: { min: number; max: number };
+  /** The share of the requests in the largest session: near 1 means session-split figures mean little. */
+  largestSessionShare: number;
 }
 
-/** Requests sorted by arrival (stable), region-assigned by conversation root with the fleet's client
- * weights, each generator turn chained to its session's previous one (TurnChain, as the live replay). */
+/** Requests sorted by arrival (stable), keyed by session and region-assigned with the fleet's client
+ * weights by the same conversation root (sessionRoots), each generator turn chained to its session's
+ * previous one (TurnChain, as the live replay). */
 export function buildSimRequests(rows: readonly TraceRequest[], spec: FleetSpec, options: BuildWorkloadOptions = {}): BuiltWorkload {
-  const sessionKeyBlocks = options.sessionKeyBlocks ?? TRACE_SESSION_KEY_BLOCKS;
   const regions = new Set(spec.regions);
   const requests: SimRequest[] = [];
   const turns = new TurnChain<number>();
   let droppedTooLong = 0;
   const ordered = inSendOrder(rows);
   const arrivals = options.spreadTicks ? spreadTicks(ordered.map((r) => r.timestampMs)) : ordered.map((r) => r.timestampMs);
+  // Over every row given, too-long ones included, as the replay's traceItems keys them.
+  const roots = sessionRoots(ordered, options.sessionKeyBlocks === undefined ? {} : { blocks: options.sessionKeyBlocks });
   for (let i = 0; i < ordered.length; i++) {
     const row = ordered[i]!;
     if (spec.maxInputTokens !== null && row.inputTokens > spec.maxInputTokens) {
@@ -67,8 +73,10 @@ export function buildSimRequests(rows: readonly TraceRequest[], spec: FleetSpec,
       continue;
     }
     const keys = traceBlockKeys(row.hashIds);
-    // Generator rows carry their own region; keep it only when this fleet has that region.
-    const clientRegion = row.region !== undefined && regions.has(row.region) ? row.region : assignRegion(row.hashIds, spec.clientRegionWeights);
+    const root = roots[i]!;
+    // Generator rows carry their own region; keep it only when this fleet has that region. Otherwise
+    // the region is the conversation's, never the shared prompt's (which would put most rows in one).
+    const clientRegion = row.region !== undefined && regions.has(row.region) ? row.region : assignRegion(root.id, spec.clientRegionWeights);
     const id = requests.length;
     // Rows of a session are in turn order here (sorted by time, then index); a dropped turn is
     // never sent, so the next one waits for the turn before it.
@@ -82,12 +90,33 @@ export function buildSimRequests(rows: readonly TraceRequest[], spec: FleetSpec,
       outputTokens: Math.max(1, Math.min(row.outputTokens, spec.maxOutputTokens)),
       keys,
       tokensPerBlock: row.blockTokens,
-      sessionKey: sessionKeyFromBlocks(keys, sessionKeyBlocks) || `request-${row.index}`,
+      // The chained block key of the root's last block names the same prefix as root.id.
+      sessionKey: (root.blocks > 0 && sessionKeyFromBlocks(keys, root.blocks)) || `request-${row.index}`,
       clientRegion,
       ...(typeof afterId === "number" ? { afterId } : {}),
     });
   }
-  return { requests, droppedTooLong, sessionKeyBlocks };
+  return { requests, droppedTooLong, ...sessionSummary(requests, roots) };
+}
+
+function sessionSummary(
+  requests: readonly SimRequest[],
+  roots: readonly { blocks: number }[],
+): Pick<BuiltWorkload, "sessionKeyBlocks" | "largestSessionShare"> {
+  let min = Infinity;
+  let max = 0;
+  for (const root of roots) {
+    min = Math.min(min, root.blocks);
+    max = Math.max(max, root.blocks);
+  }
+  const sizes = new Map<string, number>();
+  let largest = 0;
+  for (const r of requests) {
+    const n = (sizes.get(r.sessionKey) ?? 0) + 1;
+    sizes.set(r.sessionKey, n);
+    largest = Math.max(largest, n);
+  }
+  return { sessionKeyBlocks: { min: roots.length > 0 ? min : 0, max }, largestSessionShare: requests.length > 0 ? largest / requests.length : 0 };
 }
 
 /** Spaces runs of equal (sorted) times evenly up to the next distinct time; the last run keeps the

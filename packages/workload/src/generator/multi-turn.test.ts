@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { assignRegion, sessionKeyOf } from "../trace/controls";
+import { assignRegion } from "../trace/controls";
+import { sessionKeyOf } from "../trace/session-roots";
 import { createMultiTurnWorkload, multiTurnTrace, type WorkloadRequest } from "./multi-turn";
 
 const take = (n: number, seed = 3, regions: Record<string, number> = { a: 1, b: 1 }): WorkloadRequest[] => [
@@ -48,9 +49,9 @@ describe("multi-turn generator", () => {
     for (const r of requests) {
       assert.equal(r.hashIds[0], first.hashIds[0]);
       assert.equal(r.messages[0]!.content, first.messages[0]!.content);
-      assert.equal(r.region, assignRegion(sessionKeyOf(r.hashIds), { a: 1, b: 1 }), "the simulator can re-derive the region");
+      assert.equal(r.region, assignRegion(sessionKeyOf(r.hashIds, 2), { a: 1, b: 1 }), "the simulator can re-derive the region");
     }
-    const roots = new Set(requests.map((r) => sessionKeyOf(r.hashIds)));
+    const roots = new Set(requests.map((r) => sessionKeyOf(r.hashIds, 2)));
     const sessions = new Set(requests.map((r) => r.sessionId));
     assert.equal(roots.size, sessions.size);
   });

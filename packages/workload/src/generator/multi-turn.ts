@@ -8,7 +8,8 @@
 import { z } from "zod";
 import { createRng, hash53, randomExponential, randomInt, type Rng } from "../hash";
 import { CHARS_PER_TOKEN, synthText, type ChatMessage } from "../prompt/synth";
-import { assignRegion, sessionKeyOf } from "../trace/controls";
+import { assignRegion } from "../trace/controls";
+import { sessionKeyOf } from "../trace/session-roots";
 import type { BlockTokens, TraceRequest } from "../trace/types";
 
 const Range = z.object({ min: z.number().int().positive(), max: z.number().int().positive() }).refine((r) => r.min <= r.max, "min must be ≤ max");
@@ -138,7 +139,9 @@ export function* createMultiTurnWorkload(options: MultiTurnOptions = {}): Genera
     const tail = session.text.slice(ids.length * blockChars);
     if (tail.length > 0) hashIds.push(hash53(tail, ids[ids.length - 1] ?? 0));
 
-    session.region ??= assignRegion(sessionKeyOf(hashIds), o.regions);
+    // Block 0 is the system prompt and block 1 this session's first message (the generator builds
+    // them so), so the first two ids name the session: sessionRoots() finds the same on its rows.
+    session.region ??= assignRegion(sessionKeyOf(hashIds, 2), o.regions);
     const maxTokens = randomInt(session.rng, o.assistantTokens.min, o.assistantTokens.max);
     yield {
       index,

@@ -9,12 +9,30 @@ import { stubsClosedAfter } from "../../test/sse-stub";
 import { multiTurnTrace } from "../generator/multi-turn";
 import { TurnChain } from "../generator/turns";
 import { parseTraceText } from "../trace/reader";
+import { toolAgentTrace } from "../trace/test-support";
+import { type ReplayItem, traceItems } from "./items";
 import { runReplay } from "./run";
 import type { ReplayRecord } from "./stats";
 
 const stub = stubsClosedAfter();
 
 describe("replay items", () => {
+  it("keys a tool-agent trace's rows by conversation, not by the tool prompt most rows share, and draws regions from it", async () => {
+    const { rows, conversationOf } = toolAgentTrace();
+    const weights = { a: 2, b: 1, c: 1 };
+    const items: ReplayItem[] = [];
+    for await (const item of traceItems(rows, {}, weights, { tooLong: 0, invalid: 0 })) items.push(item);
+    const sessions = new Set(items.map((i) => i.sessionId));
+    // 400 conversations, 340 of them behind one 24-block tool prompt (before: 341 sessions in all, 85 % of the rows in one).
+    assert.equal(sessions.size, new Set(conversationOf).size);
+    const counts = new Map<string, number>();
+    for (const item of items) counts.set(item.region, (counts.get(item.region) ?? 0) + 1);
+    for (const [region, w] of Object.entries(weights)) {
+      const got = (counts.get(region) ?? 0) / items.length;
+      assert.ok(Math.abs(got - w / 4) < 0.08, `region ${region}: ${got.toFixed(3)} of the requests, weight ${w / 4}`);
+    }
+  });
+
   it("holds a session's next turn when generator rows are replayed as a trace, as the simulator does", async () => {
     const s = await stub({ firstContentDelayMs: 300, deltas: 2 });
     const rows = multiTurnTrace({ maxRequests: 2, sessions: 1, ratePerS: 50, turns: { min: 4, max: 4 }, regions: { r: 1 } });

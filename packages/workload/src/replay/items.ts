@@ -3,8 +3,9 @@
 // (inSendOrder), so an unsorted trace is the same workload live and simulated.
 import { createMultiTurnWorkload, type MultiTurnOptions } from "../generator/multi-turn";
 import { traceMessages, type ChatMessage } from "../prompt/synth";
-import { assignRegion, createTraceTransform, inSendOrder, sessionKeyOf, type RegionWeights, type TraceControls } from "../trace/controls";
+import { assignRegion, createTraceTransform, inSendOrder, type RegionWeights, type TraceControls } from "../trace/controls";
 import { readTrace, type TraceReadOptions } from "../trace/reader";
+import { sessionRoots } from "../trace/session-roots";
 import type { TraceFormat, TraceRequest } from "../trace/types";
 
 /** One request as the runner sends it. */
@@ -86,12 +87,15 @@ export async function* traceItems(
   weights: RegionWeights,
   skipped: Skipped,
 ): AsyncGenerator<ReplayItem> {
-  for (const row of await traceRows(trace, options, skipped)) {
+  const rows = await traceRows(trace, options, skipped);
+  // Over the window's rows, too-long ones included, as the simulator's buildSimRequests keys them.
+  const roots = sessionRoots(rows);
+  for (const [i, row] of rows.entries()) {
     if (options.maxInputTokens !== undefined && row.inputTokens > options.maxInputTokens) {
       skipped.tooLong++;
       continue;
     }
-    const sessionId = row.sessionId ?? sessionKeyOf(row.hashIds);
+    const sessionId = row.sessionId ?? roots[i]!.id;
     yield {
       index: row.index,
       atMs: row.timestampMs,

@@ -1,8 +1,8 @@
-// Trace controls: the timestamp window, re-basing, the time scale, conversation roots and region
-// assignment. Shared by the streaming reader, the in-memory parser and the generator's rows, so a
-// window means the same thing everywhere.
+// Trace controls: the timestamp window, re-basing, the time scale and region assignment (a row's
+// conversation, the key its region is drawn from, is session-roots.ts's). Shared by the streaming
+// reader, the in-memory parser and the generator's rows, so a window means the same thing everywhere.
 import { hashUnit } from "../hash";
-import type { HashId, TraceRequest } from "./types";
+import type { TraceRequest } from "./types";
 
 export interface TraceControls {
   /** Keep rows whose source timestamp is ≥ fromMs (inclusive). */
@@ -60,30 +60,16 @@ export function inSendOrder<T extends { timestampMs: number; index: number }>(ro
   return [...rows].sort((a, b) => a.timestampMs - b.timestampMs || a.index - b.index);
 }
 
-/**
- * The conversation root: the first two hash ids. In the Mooncake conversation trace every request
- * starts with block 0 (a shared system prompt), so one block would put every request in the same
- * conversation; the second block tells conversations apart.
- */
-export function conversationRoot(hashIds: readonly HashId[]): HashId[] {
-  return hashIds.slice(0, 2);
-}
-
-/** A stable string key for a request's conversation: "0/14" for hash ids [0, 14, ...]. */
-export function sessionKeyOf(hashIds: readonly HashId[]): string {
-  return conversationRoot(hashIds).map(String).join("/");
-}
-
 export type RegionWeights = Readonly<Record<string, number>>;
 
 /**
  * Assigns a conversation to a region with probability proportional to `weights`, by hashing its
- * root: every turn of a conversation lands in the same region, in every process and on every run.
+ * key: every turn of a conversation lands in the same region, in every process and on every run.
  * Regions are taken in sorted name order, so the result does not depend on the key order of
- * `weights`. `root` is a session key string or a hash-id list (its first two ids are used).
+ * `weights`. `key` is a session key (a trace row's is sessionRoots()'s `id`); it takes no hash-id
+ * list, since which of a row's ids name its conversation depends on the whole trace.
  */
-export function assignRegion(root: string | readonly HashId[], weights: RegionWeights): string {
-  const key = typeof root === "string" ? root : sessionKeyOf(root);
+export function assignRegion(key: string, weights: RegionWeights): string {
   const regions = Object.keys(weights).sort();
   let total = 0;
   for (const region of regions) {

@@ -1,0 +1,89 @@
+// The simulator's session keys and client regions come from the trace's conversations, not from a
+// fixed number of leading blocks: a held-out trace whose rows mostly share a long tool prompt must not
+// collapse into one session and one client region.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { sessionKeyFromBlocks, traceBlockKeys } from "@meridian/routing";
+import { assignRegion, bundledTracePath, loadTrace, type TraceRequest } from "@meridian/workload";
+import { buildSimRequests, globalFleet } from "./index";
+
+const TOOL_PROMPT = Array.from({ length: 24 }, (_, k) => 5_000_000 + k);
+
+/** 400 conversations of 1–4 turns; 85 % start with one 24-block tool prompt, the rest with block 0. */
+function toolAgentRows(): TraceRequest[] {
+  const rows: TraceRequest[] = [];
+  for (let c = 0; c < 400; c++) {
+    const shared = c % 20 < 17 ? TOOL_PROMPT : [0];
+    for (let t = 0; t <= c % 4; t++) {
+      const hashIds = [...shared, ...Array.from({ length: 2 + 3 * t }, (_, j) => 1_000 + c * 100 + j)];
+      const timestampMs = c * 3_000 + t * 60_000;
+      rows.push({
+        index: rows.length,
+        timestampMs,
+        sourceTimestampMs: timestampMs,
+        inputTokens: hashIds.length * 512,
+        outputTokens: 100,
+        hashIds,
+        blockTokens: 512,
+        format: "mooncake",
+      });
+    }
+  }
+  return rows;
+}
+
+function shares(values: readonly string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1 / values.length);
+  return counts;
+}
+
+test("a tool-agent trace: one session per conversation and client regions near the fleet's weights", () => {
+  const spec = globalFleet();
+  const built = buildSimRequests(toolAgentRows(), spec);
+  // Before: the 340 conversations behind the tool prompt were one session (85 % of the requests) from one region.
+  assert.equal(new Set(built.requests.map((r) => r.sessionKey)).size, 400);
+  assert.ok(built.largestSessionShare < 0.01, `largest session ${built.largestSessionShare}`);
+  assert.deepEqual(built.sessionKeyBlocks, { min: 2, max: TOOL_PROMPT.length + 1 });
+  const regions = shares(built.requests.map((r) => r.clientRegion));
+  const total = Object.values(spec.clientRegionWeights).reduce((a, b) => a + b, 0);
+  for (const [region, w] of Object.entries(spec.clientRegionWeights)) {
+    const got = regions.get(region) ?? 0;
+    assert.ok(Math.abs(got - w / total) < 0.08, `${region}: ${got.toFixed(3)} of the requests, weight ${(w / total).toFixed(3)}`);
+  }
+});
+
+test("an explicit sessionKeyBlocks fixes the key depth, and the client region follows that key", () => {
+  const spec = globalFleet();
+  const rows = toolAgentRows();
+  const { requests } = buildSimRequests(rows, spec, { sessionKeyBlocks: 25 });
+  for (const r of requests) {
+    const ids = rows[r.traceIndex]!.hashIds;
+    assert.equal(r.sessionKey, sessionKeyFromBlocks(traceBlockKeys(ids), 25));
+    assert.equal(r.clientRegion, assignRegion(ids.slice(0, 25).join("/"), spec.clientRegionWeights));
+  }
+  // Before: the region came from the first two ids whatever the depth, so 85 % were in one region.
+  const largestRegion = Math.max(...shares(requests.map((r) => r.clientRegion)).values());
+  assert.ok(largestRegion < 0.5, `largest region ${largestRegion.toFixed(3)}`);
+});
+
+test("the conversation trace keeps its keys: the first two blocks, regions by the first two ids", async () => {
+  const spec = globalFleet();
+  const rows = await loadTrace(bundledTracePath());
+  const built = buildSimRequests(rows, spec);
+  for (const r of built.requests) {
+    const ids = rows[r.traceIndex]!.hashIds;
+    assert.equal(r.sessionKey, sessionKeyFromBlocks(traceBlockKeys(ids), 2));
+    assert.equal(r.clientRegion, assignRegion(`${ids[0]}/${ids[1]}`, spec.clientRegionWeights));
+  }
+  assert.deepEqual(built.sessionKeyBlocks, { min: 2, max: 2 });
+});
+
+test("a single-row trace is one session with a region of the fleet", () => {
+  const spec = globalFleet();
+  const [row] = toolAgentRows();
+  const { requests } = buildSimRequests([row!], spec);
+  assert.equal(requests.length, 1);
+  assert.equal(requests[0]!.sessionKey, sessionKeyFromBlocks(traceBlockKeys(row!.hashIds), 2));
+  assert.ok(spec.regions.includes(requests[0]!.clientRegion));
+});
