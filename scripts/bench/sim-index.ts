@@ -14,7 +14,8 @@
 //         `held_out`: the same figures on workloads the index's rules were never looked at on, from
 //         the built-in multi-turn generator (@meridian/workload): `multi-turn-512` has the trace's
 //         shape (512-token blocks, one shared system prompt, long growing conversations), once at the
-//         trace's request rate and once lighter; `multi-turn-256` has another shape (256-token blocks,
+//         request rate of the trace loaded (rows / span, to 0.1/s; `rate_source` says which rates are
+//         fixed) and once lighter; `multi-turn-256` has another shape (256-token blocks,
 //         four system prompts, more and shorter sessions). Their targets are reported, not enforced:
 //         `all_targets_met` covers the conversation trace only, `held_out.all_targets_met` these.
 // Seeds: every figure is the median over seeds 1, 2 and 3 (per-seed p95s are listed). The seed only
@@ -87,29 +88,53 @@ function scenarioFigures(spec: FleetSpec, rows: readonly TraceRequest[]) {
   return { requests: requests.length, policies, met };
 }
 
-// Held-out generator workloads (30 simulated minutes each). The rates are set by the request rate
-// of the trace (3.4/s), one lighter load, and a load that keeps the other shape's fleet busy; no
-// rule of the index was tuned on them.
+/**
+ * The trace's request rate: rows over the span from the earliest to the latest timestamp, rounded to
+ * 0.1/s (the precision of the 3.4/s this was a constant of, the conversation trace's 3.40/s); null
+ * for a trace with no span (fewer than two timestamps).
+ */
+export function traceRatePerS(rows: readonly Pick<TraceRequest, "sourceTimestampMs">[]): number | null {
+  let first = Infinity;
+  let last = -Infinity;
+  for (const r of rows) {
+    first = Math.min(first, r.sourceTimestampMs);
+    last = Math.max(last, r.sourceTimestampMs);
+  }
+  const rate = rows.length / ((last - first) / 1000);
+  return last > first && Number.isFinite(rate) ? round(rate, 1) : null;
+}
+
+// Held-out generator workloads (30 simulated minutes each). The rates: the request rate of the trace
+// (rows / span of the trace loaded), one lighter load, and a load that keeps the other shape's fleet
+// busy; no rule of the index was tuned on them.
 const MULTI_TURN_BASE = { seed: 7, turns: { min: 4, max: 20 }, durationMs: 1_800_000 } satisfies MultiTurnOptions;
-const HELD_OUT: { workload: string; preset: "paper" | "global"; options: MultiTurnOptions }[] = [
-  ...(["paper", "global"] as const).flatMap((preset) => [
-    {
+const FIXED_RATE = "fixed in sim-index.ts";
+function heldOutWorkloads(traceRate: number | null) {
+  const workloads: { workload: string; preset: "paper" | "global"; options: MultiTurnOptions; rateSource: string }[] = [
+    ...(["paper", "global"] as const).flatMap((preset) => [
+      {
+        workload: "multi-turn-512",
+        preset,
+        options: { ...MULTI_TURN_BASE, ratePerS: 2.5, sessions: 300, blockTokens: 512 as const, userTokens: { min: 200, max: 2000 } },
+        rateSource: FIXED_RATE,
+      },
+      {
+        workload: "multi-turn-256",
+        preset,
+        options: { ...MULTI_TURN_BASE, ratePerS: 4, sessions: 500, systemPrompts: 4, blockTokens: 256 as const, userTokens: { min: 200, max: 1000 } },
+        rateSource: FIXED_RATE,
+      },
+    ]),
+  ];
+  if (traceRate !== null)
+    workloads.push({
       workload: "multi-turn-512",
-      preset,
-      options: { ...MULTI_TURN_BASE, ratePerS: 2.5, sessions: 300, blockTokens: 512 as const, userTokens: { min: 200, max: 2000 } },
-    },
-    {
-      workload: "multi-turn-256",
-      preset,
-      options: { ...MULTI_TURN_BASE, ratePerS: 4, sessions: 500, systemPrompts: 4, blockTokens: 256 as const, userTokens: { min: 200, max: 1000 } },
-    },
-  ]),
-  {
-    workload: "multi-turn-512",
-    preset: "paper",
-    options: { ...MULTI_TURN_BASE, ratePerS: 3.4, sessions: 300, blockTokens: 512 as const, userTokens: { min: 200, max: 2000 } },
-  },
-];
+      preset: "paper",
+      options: { ...MULTI_TURN_BASE, ratePerS: traceRate, sessions: 300, blockTokens: 512 as const, userTokens: { min: 200, max: 2000 } },
+      rateSource: "the trace's request rate: rows / (latest - earliest timestamp), rounded to 0.1/s",
+    });
+  return workloads;
+}
 
 const fleetOf = (preset: "paper" | "global"): FleetSpec => (preset === "global" ? globalFleet() : paperFleet());
 
@@ -122,12 +147,13 @@ export async function indexTruth(tracePath: string) {
     allMet &&= met;
     scenarios.push({ preset, time_scale: timeScale, ...figs });
   }
+  const traceRate = traceRatePerS(await loadTrace(tracePath));
   const heldOut = [];
   let heldOutMet = true;
-  for (const { workload, preset, options } of HELD_OUT) {
+  for (const { workload, preset, options, rateSource } of heldOutWorkloads(traceRate)) {
     const { met, ...figs } = scenarioFigures(fleetOf(preset), multiTurnTrace(options));
     heldOutMet &&= met;
-    heldOut.push({ workload, preset, rate_per_s: options.ratePerS, ...figs });
+    heldOut.push({ workload, preset, rate_per_s: options.ratePerS, rate_source: rateSource, ...figs });
   }
   return {
     commands:
@@ -139,6 +165,7 @@ export async function indexTruth(tracePath: string) {
     held_out: {
       generator: { ...MULTI_TURN_BASE, note: "multiTurnTrace() of @meridian/workload; per-workload options in scripts/bench/sim-index.ts" },
       all_targets_met: heldOutMet,
+      ...(traceRate === null ? { note: "the trace has no span (one timestamp): no workload at its request rate" } : {}),
       scenarios: heldOut,
     },
     wall_ms: Math.round(performance.now() - start),

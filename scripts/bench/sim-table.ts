@@ -6,27 +6,31 @@
 // Run:    npm run bench:sim -- --table [--trace PATH] [--seed N]
 //         (or npx tsx scripts/bench/sim-table.ts [--trace PATH] [--seed N]); about 3 minutes on 2 cores.
 // Trace:  defaults to ../shared/traces/mooncake-conversation.jsonl (beside the repo); when that is
-//         absent it falls back to the bundled 500-row fixture and says so in the output.
+//         absent it falls back to the bundled 500-row fixture and says so in the output. A --trace
+//         path that does not exist stops it: one line on stderr, exit 1.
 // Prints: one JSON object: per scenario (preset, time scale, prompt factor, requests) one row per
 //         policy with TTFT p50/p95, E2E p95, cache hit rate, max replica share and failed requests;
 //         the tuned rows also carry the weights each LB froze at (per LB: each LB its own tuner's;
 //         fleet: one tuner's, on every LB).
 
-import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildSimRequests, DEFAULT_COMPARE_POLICIES, globalFleet, paperFleet, runPolicy, scalePrompts, type FleetSpec, type SimRequest } from "@meridian/sim";
-import { bundledTracePath, loadTrace } from "@meridian/workload";
+import { loadTrace } from "@meridian/workload";
 import { frozenFleet } from "./tuner-regimes";
-import { flag, numberFlag, SEED_RULE } from "./flags";
+import { numberFlag, SEED_RULE } from "./flags";
+import { benchTrace } from "./trace-path";
 
 /** The short-prompt regime (`--prompt-factor 0.05`): every prompt this many times as long (at least one block). */
 const SHORT_PROMPT_FACTOR = 0.05;
 /**
  * Its busy load: arrivals 10× as dense as recorded. With default gorgo on the conversation trace the
- * fleet keeps up at 0.1 (this table's short-prompt row) and falls behind at 0.05.
+ * fleet keeps up at 0.1 (this table's short-prompt row) and falls behind at 0.05. A constant of that
+ * trace, not of the one loaded (bench:tuner finds its loads with busyButClears); the JSON says so.
  */
 const SHORT_PROMPT_TIME_SCALE = 0.1;
+const SHORT_PROMPT_TIME_SCALE_FROM =
+  "fixed: chosen on the conversation trace (mooncake-conversation.jsonl), where default gorgo keeps up at 0.1 and falls behind at 0.05; not derived from the trace loaded";
 const TUNER = { evaluation: "ab", guardrails: true } as const;
 /** The tuned rows, by the console's tuning scope (apps/console/src/server/runtime/tuner-scope.ts). */
 const TUNED = { lb: "gorgo-tuned-frozen", fleet: "gorgo-fleet-tuned-frozen" } as const;
@@ -56,12 +60,7 @@ function row(name: string, spec: FleetSpec, requests: readonly SimRequest[], see
 
 export async function runTable(): Promise<void> {
   const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-  let tracePath = flag("trace") ?? resolve(repoRoot, "../shared/traces/mooncake-conversation.jsonl");
-  let note: string | undefined;
-  if (!existsSync(tracePath)) {
-    note = `trace ${tracePath} not found; using the bundled fixture`;
-    tracePath = bundledTracePath();
-  }
+  const { path: tracePath, note } = benchTrace(resolve(repoRoot, "../shared/traces/mooncake-conversation.jsonl"));
   const seed = numberFlag("seed", 1, SEED_RULE);
   const scenarios: { name: string; spec: () => FleetSpec; timeScale: number; promptFactor: number }[] = [];
   for (const [preset, spec] of [
@@ -98,6 +97,7 @@ export async function runTable(): Promise<void> {
         ...(note ? { note } : {}),
         seed,
         tuned: `${TUNED.lb} (one tuner per LB) and ${TUNED.fleet} (one tuner for the fleet): gorgo-online (A/B trials, guardrails on) on the requests before the scenario's midpoint, the final weights frozen and run on the whole scenario`,
+        short_prompt_time_scale: { value: SHORT_PROMPT_TIME_SCALE, from: SHORT_PROMPT_TIME_SCALE_FROM },
         scenarios: out,
       },
       null,

@@ -3,7 +3,8 @@
 // Run:    npx tsx scripts/bench/sim.ts [--trace PATH] [--policies a,b] [--time-scale S]
 //         npm run bench:sim -- --table: instead, the peer comparison table (scripts/bench/sim-table.ts).
 // Trace:  defaults to ../shared/traces/mooncake-conversation.jsonl (beside the repo); when that is
-//         absent it falls back to the bundled 500-row fixture and says so in the output.
+//         absent it falls back to the bundled 500-row fixture and says so in the output. A --trace
+//         path that does not exist stops it: one line on stderr, exit 1.
 // Prints: one JSON object: trace, requests, and per policy the wall time (ms), simulated requests
 //         per wall second, the requests its LB refused, and the run's TTFT/E2E p95 so a speed-up that
 //         changes results is visible.
@@ -14,14 +15,14 @@
 // trace (paper preset at time scales 1, 2, 3 and a global run), gorgo's p95 TTFT against the oracle
 // index, and both against the index before it learned. `--no-index-truth` skips it (about 30 s).
 
-import { existsSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildSimRequests, paperFleet, runPolicy, DEFAULT_COMPARE_POLICIES } from "@meridian/sim";
-import { bundledTracePath, loadTrace } from "@meridian/workload";
+import { loadTrace } from "@meridian/workload";
 import { indexTruth } from "./sim-index";
 import { flag, numberFlag } from "./flags";
+import { benchTrace } from "./trace-path";
 
 const TARGET_MS_PER_POLICY = 5_000;
 
@@ -32,13 +33,7 @@ if (process.argv.includes("--table")) {
 }
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const defaultTrace = resolve(repoRoot, "../shared/traces/mooncake-conversation.jsonl");
-let tracePath = flag("trace") ?? defaultTrace;
-let note: string | undefined;
-if (!existsSync(tracePath)) {
-  note = `trace ${tracePath} not found; using the bundled fixture`;
-  tracePath = bundledTracePath();
-}
+const { path: tracePath, note } = benchTrace(resolve(repoRoot, "../shared/traces/mooncake-conversation.jsonl"));
 const policies = (flag("policies") ?? DEFAULT_COMPARE_POLICIES.join(",")).split(",");
 const timeScale = numberFlag("time-scale", 1, { exclusiveMin: 0 });
 const withIndexTruth = !process.argv.includes("--no-index-truth");

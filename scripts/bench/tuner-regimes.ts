@@ -50,7 +50,10 @@ export function windowRows(rows: readonly TraceRequest[], fromMs: number, toMs: 
   return rows.filter((r) => r.sourceTimestampMs >= fromMs && r.sourceTimestampMs < toMs);
 }
 
-/** The regime's requests for `rows` at `timeScale` (re-based to the window's first row). */
+/**
+ * The regime's requests for `rows` at `timeScale`, re-based to the window's earliest row (not its
+ * first in file order: rows out of order would arrive at negative times).
+ */
 export function requestsOf(
   r: Regime,
   rows: readonly TraceRequest[],
@@ -58,7 +61,7 @@ export function requestsOf(
   shift?: { atFraction: number; clients: Record<string, number> },
 ): SimRequest[] {
   if (rows.length === 0) return [];
-  const first = rows[0]!.sourceTimestampMs;
+  const first = rows.reduce((min, row) => Math.min(min, row.sourceTimestampMs), Infinity);
   const built = buildSimRequests(
     rows.map((row) => ({ ...row, timestampMs: (row.sourceTimestampMs - first) * timeScale })),
     r.spec,
@@ -168,13 +171,29 @@ export function tuneOn(spec: FleetSpec, requests: readonly SimRequest[], seed: n
   return { weights, reports: result.tuners, tuningP95: result.summary.ttft_ms.p95 };
 }
 
-export function reportSummary(reports: readonly TunerReport[]) {
+/**
+ * Per tuner of a run with a samples budget (stopAfter), whether the budget froze it (the simulator's
+ * frozenAtSamples). On a trace too short for the budget a tuner never freezes: it tunes on all it
+ * sees, and "frozen after N samples" would be false.
+ */
+export function budgetReached(budgeted: readonly TunerReport[]): Record<string, boolean> {
+  return Object.fromEntries(budgeted.map((r) => [r.lb, r.frozenAtSamples !== undefined]));
+}
+
+/** Whether every tuner of the run was frozen by its budget (budgetReached). */
+export function everyTunerFrozen(reached: Readonly<Record<string, boolean>>): boolean {
+  return Object.values(reached).every(Boolean);
+}
+
+/** Per tuner: its weights, trials and samples; with `budget` (budgetReached), whether the samples budget froze it. */
+export function reportSummary(reports: readonly TunerReport[], budget?: Readonly<Record<string, boolean>>) {
   return reports.map((r) => ({
     tuner: r.lb,
     weights: { rtt: round(r.finalWeights.rtt, 4), queue: round(r.finalWeights.queue, 4) },
     trials: r.steps,
     accepted: r.trajectory.filter((t) => t.accepted).length,
     samples_seen: r.samplesSeen,
+    ...(budget ? { budget_reached: budget[r.lb]! } : {}),
     // The rest went to the trial still running at the freeze, or arrived between trials: a request
     // admitted under a trial that was decided before it finished belongs to no trial.
     samples_in_decided_trials: r.trajectory.reduce((sum, t) => sum + (t.trial ? t.trial.samples.incumbent + t.trial.samples.candidate : 0), 0),

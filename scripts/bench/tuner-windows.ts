@@ -49,6 +49,8 @@ export function windowsAlone(
     whole_workload_p95_ms: whole,
     whole_workload_sent_away: { incumbent: sentAway("incumbent"), candidate: sentAway("candidate") },
     windows: sizes.map((size) => {
+      // No window of this length fits: its ratios would be taken over no windows (NaN, printed null).
+      if (size > requests.length) return { window_requests: size, windows: 0, note: `the workload (${requests.length} requests) is shorter than the window` };
       let agree = 0;
       let disagree = 0;
       const ratios: number[] = [];

@@ -8,7 +8,9 @@
 //         places: a check on data the method was not developed on, with the one trace we have.
 // Prints: one JSON object:
 //   - regimes: how the short- and long-prompt regimes were built, the busy-but-clears rule and the
-//     load it found for each workload (each half, quarter and the whole trace at its own load);
+//     load it found for each workload (each half, quarter and the whole trace at its own load;
+//     limited_by "unloaded": none above the unloaded reference cleared, and unloaded_refused: the
+//     requests refused even unloaded, a prompt over the LB's limit, which no load is judged on);
 //   - aa: A/A trials (candidate = incumbent) over quarters of the trace × seeds, both regimes: the
 //     false-accept rate of the method as deployed (triggered analysis) and of its statistic alone;
 //   - short_prompt: tune from the defaults on the first half (frozen after 1,000 samples, and at the
@@ -28,13 +30,18 @@
 //     when a fleet tuner's short-prompt run did harm, its weights against the defaults are a fourth
 //     pair, on the held-out half and on the half it was tuned on;
 //   - windows: the same pairs, each set alone, compared window by window (500–2,000 requests): how
-//     often a window of a trial's length ranks them as the whole workload does;
+//     often a window of a trial's length ranks them as the whole workload does (a window longer
+//     than the workload: windows 0 and a note, no ratios);
 //   - every grid optimum also carries fresh_seeds: its p95 and the defaults' under seeds it was not
 //     chosen on (the winner's curse of a best-of-81), and every short-prompt and regime-shift run is
 //     judged under those seeds too (fresh_seeds_p95_ms, and the counts *_fresh_seeds): on seeds where
 //     neither the optimum nor any run was chosen, the comparison favours neither; every tuner's
 //     summary says how many of the samples it saw went into the trials it decided, and each step it
 //     took with the arms' p95 TTFT as its trial read them (steps_taken);
+//   - a run frozen after 1,000 samples says per tuner whether the budget froze it (budget_reached: a
+//     trace too short for it leaves the tuner tuning on all it sees); the counts "after 1,000" cover
+//     the runs whose every tuner was frozen, and budget_not_reached* counts the others apart;
+//   - halves and quarters are cut by the rows' earliest and latest timestamps, in any file order;
 //   - timings_s: wall time per part (2 cores shared with other work: see loadavg).
 
 import { existsSync } from "node:fs";
@@ -43,7 +50,7 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { simulateFleet, type SimRequest, type TunerReport, type TunerScope } from "@meridian/sim";
 import { DEFAULT_WEIGHTS, type Weights } from "@meridian/routing";
-import { loadTrace, type TraceRequest } from "@meridian/workload";
+import { loadTrace } from "@meridian/workload";
 import {
   busyScale,
   EVAL_SEEDS,
@@ -60,9 +67,11 @@ import {
   SAMPLES_BUDGET,
   shiftWorkload,
   tuneOn,
-  windowRows,
+  budgetReached,
+  everyTunerFrozen,
   type RegimeName,
 } from "./tuner-regimes";
+import { swapHalves, traceParts } from "./tuner-parts";
 import { interference } from "./tuner-interference";
 import { windowsAlone } from "./tuner-windows";
 import { flag, numberFlag } from "./flags";
@@ -92,25 +101,9 @@ const worseThanDefaults = (p95: number, defaultsP95: number) => p95 > HARM_TOLER
 /** The regime shift again at these multiples of its time scale (lighter loads; see nearby_loads). */
 const NEARBY_LOADS = [1.001, 1.01, 1.03];
 
-/** The trace with its halves in the other order (each half keeps its own spacing), renumbered. */
-function swapHalves(trace: readonly TraceRequest[]): TraceRequest[] {
-  const first = trace[0]!.sourceTimestampMs;
-  const end = trace[trace.length - 1]!.sourceTimestampMs + 1;
-  const mid = first + Math.floor((end - first) / 2);
-  const moved = (r: TraceRequest, by: number) => ({ ...r, sourceTimestampMs: r.sourceTimestampMs + by, timestampMs: r.sourceTimestampMs + by });
-  const late = trace.filter((r) => r.sourceTimestampMs >= mid).map((r) => moved(r, first - mid));
-  const early = trace.filter((r) => r.sourceTimestampMs < mid).map((r) => moved(r, end - mid));
-  return [...late, ...early].map((r, index) => ({ ...r, index }));
-}
-
 const SWAP_HALVES = process.argv.includes("--swap-halves");
 const loaded = await loadTrace(tracePath);
-const rows = SWAP_HALVES ? swapHalves(loaded) : loaded;
-const start = rows[0]!.sourceTimestampMs;
-const end = rows[rows.length - 1]!.sourceTimestampMs + 1;
-const mid = start + (end - start) / 2;
-const halves = { first: windowRows(rows, start, mid), second: windowRows(rows, mid, end) };
-const quarters = [0, 1, 2, 3].map((q) => windowRows(rows, start + ((end - start) * q) / 4, start + ((end - start) * (q + 1)) / 4));
+const { rows, halves, quarters } = traceParts(SWAP_HALVES ? swapHalves(loaded) : loaded);
 
 // ---- regimes: each workload (half, quarter, whole trace) runs at its own busy-but-clears load, found
 // with the default weights only (the rule never sees a tuned configuration). One load for all parts
@@ -130,7 +123,7 @@ const loadsJson = () =>
   Object.fromEntries(
     [...busyCache.entries()].map(([key, b]) => [
       key,
-      { time_scale: round(b.timeScale, 5), limited_by: b.limitedBy, unloaded_e2e_p95_ms: round(b.unloadedE2eP95Ms, 0) },
+      { time_scale: round(b.timeScale, 5), limited_by: b.limitedBy, unloaded_e2e_p95_ms: round(b.unloadedE2eP95Ms, 0), unloaded_refused: b.unloadedRefused },
     ]),
   );
 
@@ -196,13 +189,15 @@ function heldOut(name: RegimeName) {
   const sessionAffinity = policyP95(r.spec, evaluate, "session-affinity");
   const scopes = Object.fromEntries(
     (name === "short" ? SCOPES : (["lb"] as TunerScope[])).map((scope) => {
-      const runs = SEEDS.map((seed) => {
+      const results = SEEDS.map((seed) => {
         const out: Record<string, unknown> = { seed };
-        for (const [label, stop] of [
-          [`after_${SAMPLES}_samples`, { samples: SAMPLES }],
-          ["after_first_half", undefined],
+        const budgeted = tuneOn(r.spec, tune, seed, { scope, stopAfter: { samples: SAMPLES } });
+        const whole = tuneOn(r.spec, tune, seed, { scope });
+        const reached = budgetReached(budgeted.reports);
+        for (const [label, tuned, budget] of [
+          [`after_${SAMPLES}_samples`, budgeted, reached],
+          ["after_first_half", whole, undefined],
         ] as const) {
-          const tuned = tuneOn(r.spec, tune, seed, { scope, ...(stop ? { stopAfter: stop } : {}) });
           const p95 = frozenP95(r.spec, evaluate, tuned.weights);
           const freshP95 = fresh ? frozenP95(r.spec, evaluate, tuned.weights, FRESH_SEEDS) : null;
           // A harmful run, judged again on the half it was tuned on: was the harm there already, or
@@ -213,26 +208,39 @@ function heldOut(name: RegimeName) {
             ...(freshP95 !== null ? { fresh_seeds_p95_ms: round(freshP95, 1) } : {}),
             ratio_to_defaults: round(p95 / defaultsP95, 3),
             ...(worseThanDefaults(p95, defaultsP95) ? { tuning_half_p95_ms: round(frozenP95(r.spec, tune, tuned.weights), 1) } : {}),
-            tuners: reportSummary(tuned.reports),
+            tuners: reportSummary(tuned.reports, budget),
           };
         }
-        return out;
+        return { out, frozen: everyTunerFrozen(reached) };
       });
-      const pick = (label: string, key: string) => runs.map((run) => (run[label] as Record<string, number>)[key]!);
-      const within = (label: string) =>
-        optimum ? pick(label, "ratio_to_optimum").filter((x) => x <= 1.1).length : pick(label, "ratio_to_defaults").filter((x) => x <= HARM_TOLERANCE).length;
+      const runs = results.map((x) => x.out);
+      const pick = (of: readonly Record<string, unknown>[], label: string, key: string) => of.map((run) => (run[label] as Record<string, number>)[key]!);
+      const within = (of: readonly Record<string, unknown>[], label: string) =>
+        optimum
+          ? pick(of, label, "ratio_to_optimum").filter((x) => x <= 1.1).length
+          : pick(of, label, "ratio_to_defaults").filter((x) => x <= HARM_TOLERANCE).length;
+      // "After N samples" counts only the runs whose every tuner the budget froze; the others tuned on
+      // the whole half (a trace too short for the budget) and are counted apart.
+      const budgetLabel = `after_${SAMPLES}_samples`;
+      const frozen = results.filter((x) => x.frozen).map((x) => x.out);
+      const notFrozen = results.filter((x) => !x.frozen).map((x) => x.out);
+      const count = (of: readonly Record<string, unknown>[]) => ({
+        within_target: `${within(of, budgetLabel)}/${of.length}`,
+        ...(fresh ? { fresh_seeds: freshCounts(pick(of, budgetLabel, "fresh_seeds_p95_ms"), fresh) } : {}),
+      });
       return [
         scope,
         {
           runs,
-          [`within_target_after_${SAMPLES}`]: `${within(`after_${SAMPLES}_samples`)}/${runs.length}`,
-          within_target_after_first_half: `${within("after_first_half")}/${runs.length}`,
+          [`within_target_after_${SAMPLES}`]: `${within(frozen, budgetLabel)}/${frozen.length}`,
+          within_target_after_first_half: `${within(runs, "after_first_half")}/${runs.length}`,
           ...(fresh
             ? {
-                [`after_${SAMPLES}_fresh_seeds`]: freshCounts(pick(`after_${SAMPLES}_samples`, "fresh_seeds_p95_ms"), fresh),
-                after_first_half_fresh_seeds: freshCounts(pick("after_first_half", "fresh_seeds_p95_ms"), fresh),
+                [`after_${SAMPLES}_fresh_seeds`]: freshCounts(pick(frozen, budgetLabel, "fresh_seeds_p95_ms"), fresh),
+                after_first_half_fresh_seeds: freshCounts(pick(runs, "after_first_half", "fresh_seeds_p95_ms"), fresh),
               }
             : {}),
+          [`budget_not_reached_after_${SAMPLES}`]: { runs: `${notFrozen.length}/${runs.length}`, ...(notFrozen.length > 0 ? count(notFrozen) : {}) },
         },
       ];
     }),
@@ -257,19 +265,26 @@ const shortJson = timed("short_prompt", () => heldOut("short"));
 const longJson = timed("long_prompt", () => heldOut("long"));
 
 // ---- regime shift: the whole trace in the short-prompt regime, the client mix moving halfway
-/** One tuning run per scope and seed on `all`, frozen SAMPLES after the shift, judged on the post-shift part. */
+/** One tuning run per scope and seed on `all`, frozen SAMPLES after the shift (budgetReached: whether it was), judged on the post-shift part. */
 function shiftRuns(all: SimRequest[], atMs: number, post: SimRequest[]) {
   return Object.fromEntries(
     SCOPES.map((scope) => [
       scope,
       SEEDS.map((seed) => {
         const tuned = tuneOn(regimes.short.spec, all, seed, { scope, stopAfter: { samples: SAMPLES, afterMs: atMs } });
-        return { seed, p95: frozenP95(regimes.short.spec, post, tuned.weights), weights: tuned.weights, reports: tuned.reports };
+        const reached = budgetReached(tuned.reports);
+        const p95 = frozenP95(regimes.short.spec, post, tuned.weights);
+        return { seed, p95, weights: tuned.weights, reports: tuned.reports, reached, frozen: everyTunerFrozen(reached) };
       }),
     ]),
-  ) as Record<TunerScope, { seed: number; p95: number; weights: Record<string, Weights>; reports: TunerReport[] }[]>;
+  ) as Record<
+    TunerScope,
+    { seed: number; p95: number; weights: Record<string, Weights>; reports: TunerReport[]; reached: Record<string, boolean>; frozen: boolean }[]
+  >;
 }
 const harmful = (runs: readonly { p95: number }[], defaultsP95: number) => runs.filter((run) => worseThanDefaults(run.p95, defaultsP95)).length;
+/** Runs the budget froze (every tuner), and the others: a trace too short for the budget; counted apart. */
+const byBudget = <T extends { frozen: boolean }>(runs: readonly T[]) => ({ frozen: runs.filter((x) => x.frozen), notFrozen: runs.filter((x) => !x.frozen) });
 const shiftJson = timed("regime_shift", () => {
   const r = regimes.short;
   const timeScale = busy("short", "whole trace", rows).timeScale;
@@ -278,23 +293,32 @@ const shiftJson = timed("regime_shift", () => {
   const fresh = onFreshSeeds(r.spec, post, optimum.weights);
   const scopes = Object.fromEntries(
     Object.entries(shiftRuns(all, atMs, post)).map(([scope, runs]) => {
-      const json = runs.map(({ seed, p95, weights, reports }) => ({
-        seed,
-        post_shift_p95_ms: round(p95, 1),
-        ratio_to_new_optimum: round(p95 / optimum.p95, 3),
-        fresh_seeds_p95_ms: round(frozenP95(r.spec, post, weights, FRESH_SEEDS), 1),
-        tuners: reportSummary(reports),
+      const json = runs.map(({ seed, p95, weights, reports, reached, frozen }) => ({
+        p95,
+        frozen,
+        run: {
+          seed,
+          post_shift_p95_ms: round(p95, 1),
+          ratio_to_new_optimum: round(p95 / optimum.p95, 3),
+          fresh_seeds_p95_ms: round(frozenP95(r.spec, post, weights, FRESH_SEEDS), 1),
+          tuners: reportSummary(reports, reached),
+        },
       }));
+      const counts = (of: typeof json) => ({
+        within_10pct: `${of.filter((x) => x.run.ratio_to_new_optimum <= 1.1).length}/${of.length}`,
+        worse_than_defaults: `${harmful(of, optimum.defaults_p95)}/${of.length}`,
+        fresh_seeds: freshCounts(
+          of.map((x) => x.run.fresh_seeds_p95_ms),
+          fresh,
+        ),
+      });
+      const { frozen, notFrozen } = byBudget(json);
       return [
         scope,
         {
-          runs: json,
-          within_10pct: `${json.filter((x) => x.ratio_to_new_optimum <= 1.1).length}/${runs.length}`,
-          worse_than_defaults: `${harmful(runs, optimum.defaults_p95)}/${runs.length}`,
-          fresh_seeds: freshCounts(
-            json.map((x) => x.fresh_seeds_p95_ms),
-            fresh,
-          ),
+          runs: json.map((x) => x.run),
+          ...counts(frozen),
+          budget_not_reached: { runs: `${notFrozen.length}/${runs.length}`, ...(notFrozen.length > 0 ? counts(notFrozen) : {}) },
         },
       ];
     }),
@@ -310,10 +334,20 @@ const shiftJson = timed("regime_shift", () => {
       time_scale_factor: factor,
       defaults_post_shift_p95_ms: round(defaultsP95, 1),
       ...Object.fromEntries(
-        SCOPES.map((scope) => [
-          scope,
-          { post_shift_p95_ms: runs[scope].map((run) => round(run.p95, 0)), worse_than_defaults: `${harmful(runs[scope], defaultsP95)}/${SEEDS.length}` },
-        ]),
+        SCOPES.map((scope) => {
+          const { frozen, notFrozen } = byBudget(runs[scope]);
+          return [
+            scope,
+            {
+              post_shift_p95_ms: runs[scope].map((run) => round(run.p95, 0)),
+              worse_than_defaults: `${harmful(frozen, defaultsP95)}/${frozen.length}`,
+              budget_not_reached: {
+                runs: `${notFrozen.length}/${SEEDS.length}`,
+                ...(notFrozen.length > 0 ? { worse_than_defaults: `${harmful(notFrozen, defaultsP95)}/${notFrozen.length}` } : {}),
+              },
+            },
+          ];
+        }),
       ),
     };
   });

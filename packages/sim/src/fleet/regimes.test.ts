@@ -103,3 +103,50 @@ test("busy but clears refuses, with a reason, a workload without two arrival tim
   assert.match(busyLoadProblem([])!, /at least two requests, got 0/);
   assert.throws(() => busyButClears(spec, () => firstTick), /busyButClears cannot pick a load: all \d+ requests arrive at the same time/);
 });
+
+test("busy but clears: a prompt over the LB's limit, refused at every load, is the trace's refusal and does not stop the search", async () => {
+  // One row grown to 133,000 tokens (the LB refuses prompts above 131,072): before, that one refusal
+  // failed the first probe and the unloaded reference came back as the busy load, limitedBy "load".
+  const paper = paperFleet();
+  const rows = await loadTrace(bundledTracePath());
+  const long = rows.map((r, i) =>
+    i === 250 ? { ...r, inputTokens: 133_000, hashIds: [...r.hashIds, ...Array.from({ length: 260 }, (_, k) => 9_000_000 + k)] } : r,
+  );
+  const at = (scale: number) =>
+    buildSimRequests(
+      long.map((r) => ({ ...r, timestampMs: r.timestampMs * scale })),
+      paper,
+    ).requests;
+  const busy = busyButClears(paper, at);
+  assert.equal(busy.unloadedRefused, 1, "the unloaded run refuses the over-limit row, and the output says so");
+  assert.ok(busy.timeScale < busy.unloadedTimeScale, `the busy load ${busy.timeScale} is heavier than the unloaded reference ${busy.unloadedTimeScale}`);
+  assert.equal(busy.limitedBy, "load");
+  for (const p of busy.probes.filter((x) => x.clears)) {
+    assert.equal(p.refused, 1, "every load refuses the row");
+    assert.equal(p.refusedBeyondUnloaded, 0);
+  }
+  // The row counts for nothing: the search finds the load it finds without it.
+  const without = (scale: number) => at(scale).filter((r) => r.inputTokens <= 131_072);
+  assert.equal(busy.timeScale, busyButClears(paper, without).timeScale);
+});
+
+test("busy but clears says limitedBy 'unloaded' when the first load heavier than the reference does not clear", async () => {
+  // A workload whose every prompt goes over the LB's limit at any load heavier than the reference: the
+  // first probe refuses requests the unloaded run served, and the search has no busy load to give.
+  const paper = paperFleet();
+  const rows = await loadTrace(bundledTracePath());
+  const build = (scale: number) =>
+    buildSimRequests(
+      rows.map((r) => ({ ...r, timestampMs: r.timestampMs * scale })),
+      paper,
+    ).requests;
+  const unloadedScale = busyButClears(paper, build).unloadedTimeScale;
+  // (Time scale 1 is where the search reads the offered load, so it stays as recorded.)
+  const at = (scale: number) => (scale < unloadedScale && scale !== 1 ? build(scale).map((r) => ({ ...r, inputTokens: 133_000 })) : build(scale));
+  const busy = busyButClears(paper, at);
+  assert.equal(busy.limitedBy, "unloaded");
+  assert.equal(busy.timeScale, busy.unloadedTimeScale, "the time scale is the unloaded reference, and limitedBy says so");
+  assert.equal(busy.probes.length, 1);
+  assert.equal(busy.probes[0]!.clears, false);
+  assert.ok(busy.probes[0]!.refusedBeyondUnloaded > 0);
+});

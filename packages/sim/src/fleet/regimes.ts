@@ -48,6 +48,11 @@ export interface LoadProbe {
   drainMs: number;
   ttftP95Ms: number;
   refused: number;
+  /**
+   * Refusals of requests the unloaded run served (summed over the seeds): the load's. A request the
+   * unloaded run refuses too (a prompt over the LB's limit) is refused at every load: the trace's.
+   */
+  refusedBeyondUnloaded: number;
   clears: boolean;
 }
 
@@ -57,11 +62,18 @@ export interface BusyLoad {
   /**
    * "load": the next heavier load did not clear. "span": the workload got shorter than ten unloaded
    * E2E p95s before any load failed to clear — the whole workload is then one burst the fleet absorbs,
-   * and "load" has no meaning; use a longer window.
+   * and "load" has no meaning; use a longer window. "unloaded": the first load heavier than the
+   * unloaded reference did not clear, so the search found no busy load: timeScale is the unloaded
+   * reference itself (10 % prefill utilisation), not a busy load.
    */
-  limitedBy: "load" | "span";
+  limitedBy: "load" | "span" | "unloaded";
   unloadedTimeScale: number;
   unloadedE2eP95Ms: number;
+  /**
+   * Requests the unloaded run refused under some seed (a prompt over the LB's limit is refused at any
+   * load). They do not count against a heavier load, which is judged on the refusals beyond them.
+   */
+  unloadedRefused: number;
   rule: string;
   probes: LoadProbe[];
 }
@@ -86,9 +98,13 @@ export function busyLoadProblem(requests: readonly SimRequest[]): string | null 
  * "Busy but clears": starting from an unloaded reference (offered prompt tokens at 10 % of the
  * fleet's prefill capacity), raise the load by LOAD_STEP while a run of gorgo at `weights` (the
  * defaults: the configuration a tuner starts from) keeps its E2E p95 and its drain after the last
- * arrival within CLEARS_WITHIN × the unloaded E2E p95, and its LBs refuse no request; return the
- * last load that did. `workloadAt`
- * builds the workload at a time scale (inter-arrival times multiplied).
+ * arrival within CLEARS_WITHIN × the unloaded E2E p95, and its LBs refuse no request the unloaded run
+ * served; return the last load that did. `workloadAt` builds the workload at a time scale
+ * (inter-arrival times multiplied), with the same requests (ids) at every scale.
+ *
+ * Refusals the unloaded run has too are the trace's, not the load's: one prompt over the LB's limit
+ * (131,072 tokens) is refused at every load, and counting it stopped the search at its first probe,
+ * which then reported the unloaded reference as the busy load (limitedBy "load").
  *
  * With `seeds`, a load clears only when it clears under every seed (the seed draws the engines'
  * timing jitter and the LBs' tie-breaks). Near the edge one seed is not enough: on the short-prompt
@@ -104,13 +120,16 @@ export function busyButClears(
   const seeds = options.seeds ?? [options.seed ?? 1];
   if (seeds.length === 0) throw new Error("busyButClears needs at least one seed");
   const weights = options.weights ?? { ...DEFAULT_WEIGHTS };
-  // The worst seed speaks for the load: its E2E p95, drain and TTFT p95, and every refusal.
+  // The worst seed speaks for the load: its E2E p95, drain and TTFT p95, and every refusal; the ids
+  // each seed refused, so a heavier load is judged on the refusals beyond the unloaded run's.
   const run = (timeScale: number) => {
     const requests = workloadAt(timeScale);
-    const summaries = seeds.map((seed) => simulateFleet(spec, requests, { policy: "gorgo", seed, weights }).summary);
+    const results = seeds.map((seed) => simulateFleet(spec, requests, { policy: "gorgo", seed, weights, recordRequests: true }));
+    const summaries = results.map((r) => r.summary);
     const worst = (pick: (s: (typeof summaries)[number]) => number) => Math.max(...summaries.map(pick));
     return {
       failed: summaries.reduce((sum, s) => sum + s.failed, 0),
+      refusedIds: results.map((r) => new Set((r.refused ?? []).map((x) => x.id))),
       e2e_ms: { p95: worst((s) => s.e2e_ms.p95) },
       drain_ms: worst((s) => s.drain_ms),
       ttft_ms: { p95: worst((s) => s.ttft_ms.p95) },
@@ -125,18 +144,29 @@ export function busyButClears(
   const offered = spanS > 0 ? tokens / spanS : Infinity;
   // On the LOAD_STEP grid, at or above (lighter than) the 10 % point.
   const unloadedTimeScale = LOAD_STEP ** Math.ceil(Math.log(Math.max(offered / (UNLOADED_UTILISATION * capacity), 1e-6)) / Math.log(LOAD_STEP));
-  const unloaded = run(unloadedTimeScale).e2e_ms.p95;
+  const unloadedRun = run(unloadedTimeScale);
+  const unloaded = unloadedRun.e2e_ms.p95;
+  const unloadedRefused = new Set(unloadedRun.refusedIds.flatMap((ids) => [...ids])).size;
   const limit = CLEARS_WITHIN * unloaded;
   const probes: LoadProbe[] = [];
   let best = unloadedTimeScale;
   let limitedBy: BusyLoad["limitedBy"] = "span";
   for (let scale = unloadedTimeScale / LOAD_STEP; spanS * 1000 * scale >= 10 * unloaded; scale /= LOAD_STEP) {
     const s = run(scale);
+    const beyond = s.refusedIds.reduce((sum, ids, i) => sum + [...ids].filter((id) => !unloadedRun.refusedIds[i]!.has(id)).length, 0);
     // Refusing requests is not keeping up, however fast the served ones are.
-    const clears = s.failed === 0 && s.e2e_ms.p95 <= limit && s.drain_ms <= limit;
-    probes.push({ timeScale: scale, e2eP95Ms: s.e2e_ms.p95, drainMs: s.drain_ms, ttftP95Ms: s.ttft_ms.p95, refused: s.failed, clears });
+    const clears = beyond === 0 && s.e2e_ms.p95 <= limit && s.drain_ms <= limit;
+    probes.push({
+      timeScale: scale,
+      e2eP95Ms: s.e2e_ms.p95,
+      drainMs: s.drain_ms,
+      ttftP95Ms: s.ttft_ms.p95,
+      refused: s.failed,
+      refusedBeyondUnloaded: beyond,
+      clears,
+    });
     if (!clears) {
-      limitedBy = "load";
+      limitedBy = probes.length === 1 ? "unloaded" : "load";
       break;
     }
     best = scale;
@@ -146,7 +176,8 @@ export function busyButClears(
     limitedBy,
     unloadedTimeScale,
     unloadedE2eP95Ms: unloaded,
-    rule: `heaviest time scale on the grid 2^(k/4) at which gorgo at rtt=${weights.rtt},queue=${weights.queue}${seeds.length > 1 ? `, under each of the seeds ${seeds.join(", ")},` : ""} refuses no request and keeps E2E p95 and drain within ${CLEARS_WITHIN}x the E2E p95 at ${UNLOADED_UTILISATION * 100}% prefill utilisation`,
+    unloadedRefused,
+    rule: `heaviest time scale on the grid 2^(k/4) at which gorgo at rtt=${weights.rtt},queue=${weights.queue}${seeds.length > 1 ? `, under each of the seeds ${seeds.join(", ")},` : ""} refuses no request the unloaded run served and keeps E2E p95 and drain within ${CLEARS_WITHIN}x the E2E p95 at ${UNLOADED_UTILISATION * 100}% prefill utilisation`,
     probes,
   };
 }

@@ -77,6 +77,9 @@ export interface TunerReport {
   /** Samples fed when the final incumbent was first accepted (0 if the initial weights were never beaten). */
   samplesToBest: number;
   samplesSeen: number;
+  /** With `stopAfter`: the sample at which the budget froze the tuner; absent when the workload ended
+   * first (a trace too short for the budget: the tuner tuned on all it saw). */
+  frozenAtSamples?: number;
   converged: boolean;
   trajectory: TunerTrajectoryPoint[];
 }
@@ -87,6 +90,8 @@ export class TunerDriver {
   private samplesAfter = 0;
   private samplesToBest = 0;
   private stopped = false;
+  /** The sample at which the samples budget (stopAfter) froze the tuner, or null. */
+  private frozenAtSamples: number | null = null;
   private readonly trajectory: TunerTrajectoryPoint[] = [];
 
   constructor(
@@ -148,7 +153,10 @@ export class TunerDriver {
     if (sample === null) return false;
     this.samples++;
     const stop = this.options.stopAfter;
-    if (stop !== undefined && event.time >= (stop.afterMs ?? -Infinity) && ++this.samplesAfter > stop.samples) return this.stop();
+    if (stop !== undefined && event.time >= (stop.afterMs ?? -Infinity) && ++this.samplesAfter > stop.samples) {
+      this.frozenAtSamples = this.samples;
+      return this.stop();
+    }
     const step = this.tuner.observe(sample);
     if (step === null) return false;
     this.record(step, now);
@@ -195,6 +203,7 @@ export class TunerDriver {
       steps: state.step,
       samplesToBest: this.samplesToBest,
       samplesSeen: this.samples,
+      ...(this.frozenAtSamples !== null ? { frozenAtSamples: this.frozenAtSamples } : {}),
       converged: state.converged,
       trajectory: this.trajectory,
     };
