@@ -5,32 +5,11 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { sessionKeyFromBlocks, traceBlockKeys } from "@meridian/routing";
 import { assignRegion, bundledTracePath, loadTrace, type TraceRequest } from "@meridian/workload";
+import { toolAgentTrace, TOOL_PROMPT } from "@meridian/workload/testing/tool-agent-trace";
 import { buildSimRequests, globalFleet } from "./index";
 
-const TOOL_PROMPT = Array.from({ length: 24 }, (_, k) => 5_000_000 + k);
-
-/** 400 conversations of 1–4 turns; 85 % start with one 24-block tool prompt, the rest with block 0. */
-function toolAgentRows(): TraceRequest[] {
-  const rows: TraceRequest[] = [];
-  for (let c = 0; c < 400; c++) {
-    const shared = c % 20 < 17 ? TOOL_PROMPT : [0];
-    for (let t = 0; t <= c % 4; t++) {
-      const hashIds = [...shared, ...Array.from({ length: 2 + 3 * t }, (_, j) => 1_000 + c * 100 + j)];
-      const timestampMs = c * 3_000 + t * 60_000;
-      rows.push({
-        index: rows.length,
-        timestampMs,
-        sourceTimestampMs: timestampMs,
-        inputTokens: hashIds.length * 512,
-        outputTokens: 100,
-        hashIds,
-        blockTokens: 512,
-        format: "mooncake",
-      });
-    }
-  }
-  return rows;
-}
+/** The rows of the workload package's tool-agent-shaped test trace. */
+const toolAgentRows = (): TraceRequest[] => toolAgentTrace().rows;
 
 function shares(values: readonly string[]): Map<string, number> {
   const counts = new Map<string, number>();

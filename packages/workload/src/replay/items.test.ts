@@ -9,7 +9,7 @@ import { stubsClosedAfter } from "../../test/sse-stub";
 import { multiTurnTrace } from "../generator/multi-turn";
 import { TurnChain } from "../generator/turns";
 import { parseTraceText } from "../trace/reader";
-import { toolAgentTrace } from "../trace/test-support";
+import { toolAgentTrace } from "../testing/tool-agent-trace";
 import { type ReplayItem, traceItems } from "./items";
 import { runReplay } from "./run";
 import type { ReplayRecord } from "./stats";

@@ -5,7 +5,7 @@ import { bundledTracePath } from "./bundled";
 import { assignRegion } from "./controls";
 import { loadTrace } from "./reader";
 import { SHARED_PREFIX_SHARE, sessionKeyOf, sessionRoots } from "./session-roots";
-import { toolAgentTrace, TOOL_PROMPT } from "./test-support";
+import { toolAgentTrace, TOOL_PROMPT } from "../testing/tool-agent-trace";
 
 const largestShare = (keys: readonly string[]): number => {
   const counts = new Map<string, number>();

@@ -1,7 +1,7 @@
 // A small tool-agent-shaped Mooncake trace for tests: most conversations start with one shared
 // 24-block tool prompt, the rest with a 1-block system prompt (as the conversation trace's block 0),
 // and a conversation's turns extend its earlier prompts, as the Mooncake trace's do.
-import type { TraceRequest } from "./types";
+import type { TraceRequest } from "../trace/types";
 
 export const TOOL_PROMPT: readonly number[] = Array.from({ length: 24 }, (_, k) => 5_000_000 + k);
 
