@@ -14,7 +14,7 @@
 //         `held_out`: the same figures on workloads the index's rules were never looked at on, from
 //         the built-in multi-turn generator (@meridian/workload): `multi-turn-512` has the trace's
 //         shape (512-token blocks, one shared system prompt, long growing conversations), once at the
-//         request rate of the trace loaded (rows / span, to 0.1/s; `rate_source` says which rates are
+//         request rate of the trace loaded (rows / span, to 2 significant digits; `rate_source` says which rates are
 //         fixed) and once lighter; `multi-turn-256` has another shape (256-token blocks,
 //         four system prompts, more and shorter sessions). Their targets are reported, not enforced:
 //         `all_targets_met` covers the conversation trace only, `held_out.all_targets_met` these.
@@ -89,9 +89,10 @@ function scenarioFigures(spec: FleetSpec, rows: readonly TraceRequest[]) {
 }
 
 /**
- * The trace's request rate: rows over the span from the earliest to the latest timestamp, rounded to
- * 0.1/s (the precision of the 3.4/s this was a constant of, the conversation trace's 3.40/s); null
- * for a trace with no span (fewer than two timestamps).
+ * The trace's request rate: rows over the span from the earliest to the latest timestamp, to 2
+ * significant digits (the precision of the 3.4/s this was a constant of, the conversation trace's
+ * 3.40/s; a sparse trace's 0.034/s keeps its rate, where 0.1/s steps rounded it to 0 and the
+ * generator refused it); null for a trace with no span (fewer than two timestamps).
  */
 export function traceRatePerS(rows: readonly Pick<TraceRequest, "sourceTimestampMs">[]): number | null {
   let first = Infinity;
@@ -101,7 +102,7 @@ export function traceRatePerS(rows: readonly Pick<TraceRequest, "sourceTimestamp
     last = Math.max(last, r.sourceTimestampMs);
   }
   const rate = rows.length / ((last - first) / 1000);
-  return last > first && Number.isFinite(rate) ? round(rate, 1) : null;
+  return last > first && Number.isFinite(rate) && rate > 0 ? Number(rate.toPrecision(2)) : null;
 }
 
 // Held-out generator workloads (30 simulated minutes each). The rates: the request rate of the trace
@@ -131,7 +132,7 @@ function heldOutWorkloads(traceRate: number | null) {
       workload: "multi-turn-512",
       preset: "paper",
       options: { ...MULTI_TURN_BASE, ratePerS: traceRate, sessions: 300, blockTokens: 512 as const, userTokens: { min: 200, max: 2000 } },
-      rateSource: "the trace's request rate: rows / (latest - earliest timestamp), rounded to 0.1/s",
+      rateSource: "the trace's request rate: rows / (latest - earliest timestamp), to 2 significant digits",
     });
   return workloads;
 }

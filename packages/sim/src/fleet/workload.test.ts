@@ -66,3 +66,15 @@ test("a single-row trace is one session with a region of the fleet", () => {
   assert.equal(requests[0]!.sessionKey, sessionKeyFromBlocks(traceBlockKeys(row!.hashIds), 2));
   assert.ok(spec.regions.includes(requests[0]!.clientRegion));
 });
+
+test("the keys found for one window are reused at another time scale, and never for other rows", () => {
+  const spec = globalFleet();
+  const rows = toolAgentRows();
+  const keysOf = (rs: readonly TraceRequest[]) => buildSimRequests(rs, spec).requests.map((r) => r.sessionKey);
+  const first = keysOf(rows);
+  assert.deepEqual(keysOf(rows.map((r) => ({ ...r, timestampMs: r.timestampMs * 2 }))), first);
+  // As many rows, other prompts: keyed afresh, not served the keys found for the first rows.
+  const other = rows.map((r) => ({ ...r, hashIds: [...r.hashIds].reverse() }));
+  assert.notDeepEqual(keysOf(other), first);
+  assert.deepEqual(keysOf(rows), first);
+});

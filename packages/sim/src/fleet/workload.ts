@@ -3,7 +3,7 @@
 // them once.
 
 import { sessionKeyFromBlocks, traceBlockKeys, type BlockKey } from "@meridian/routing";
-import { assignRegion, inSendOrder, sessionRoots, TurnChain, type TraceRequest } from "@meridian/workload";
+import { assignRegion, inSendOrder, sessionRoots, TurnChain, type SessionRoot, type TraceRequest } from "@meridian/workload";
 import type { FleetSpec } from "./spec";
 
 export interface SimRequest {
@@ -54,6 +54,28 @@ export interface BuiltWorkload {
   largestSessionShare: number;
 }
 
+/** The rows and key depth the last roots were found for, and those roots. */
+let lastRoots: { rows: readonly TraceRequest[]; blocks: number | undefined; roots: SessionRoot[] } | null = null;
+
+/**
+ * sessionRoots of the rows, reused when the rows are the ones of the last call (the same hash-id
+ * arrays and sessions, in the same order): the load search builds one window at a dozen time scales,
+ * and the keys do not depend on time, while finding them on a long shared prompt costs most of a
+ * second per 30,000 rows.
+ */
+function rootsOf(rows: readonly TraceRequest[], blocks: number | undefined): SessionRoot[] {
+  const last = lastRoots;
+  const same =
+    last !== null &&
+    last.blocks === blocks &&
+    last.rows.length === rows.length &&
+    rows.every((row, i) => row.hashIds === last.rows[i]!.hashIds && row.sessionId === last.rows[i]!.sessionId);
+  if (same) return last.roots;
+  const roots = sessionRoots(rows, blocks === undefined ? {} : { blocks });
+  lastRoots = { rows, blocks, roots };
+  return roots;
+}
+
 /** Requests sorted by arrival (stable), keyed by session and region-assigned with the fleet's client
  * weights by the same conversation root (sessionRoots), each generator turn chained to its session's
  * previous one (TurnChain, as the live replay). */
@@ -65,7 +87,7 @@ export function buildSimRequests(rows: readonly TraceRequest[], spec: FleetSpec,
   const ordered = inSendOrder(rows);
   const arrivals = options.spreadTicks ? spreadTicks(ordered.map((r) => r.timestampMs)) : ordered.map((r) => r.timestampMs);
   // Over every row given, too-long ones included, as the replay's traceItems keys them.
-  const roots = sessionRoots(ordered, options.sessionKeyBlocks === undefined ? {} : { blocks: options.sessionKeyBlocks });
+  const roots = rootsOf(ordered, options.sessionKeyBlocks);
   for (let i = 0; i < ordered.length; i++) {
     const row = ordered[i]!;
     if (spec.maxInputTokens !== null && row.inputTokens > spec.maxInputTokens) {

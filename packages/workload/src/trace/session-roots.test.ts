@@ -63,13 +63,24 @@ describe("sessionRoots", () => {
     );
   });
 
-  it("a row shorter than the shared prompt keys on its whole prompt, apart from the conversations that follow the prompt", () => {
+  it("a row shorter than the shared prompt keys apart from the conversations that follow the prompt", () => {
     const { rows } = toolAgentTrace();
     const short = { ...rows[0]!, index: rows.length, hashIds: TOOL_PROMPT.slice(0, 10) };
     const roots = sessionRoots([...rows, short]);
     const last = roots.at(-1)!;
-    assert.deepEqual(last, { blocks: 10, id: sessionKeyOf(TOOL_PROMPT, 10) });
+    // It never reaches the block where the conversations part, so it keeps the shortest key.
+    assert.deepEqual(last, { blocks: 2, id: sessionKeyOf(TOOL_PROMPT, 2) });
     assert.ok(roots.slice(0, -1).every((r) => r.id !== last.id));
+  });
+
+  it("a long conversation is one session in any window: its turns' last blocks differ, and it still does not part", () => {
+    // Block 0 shared by all; one conversation of 60 turns among 40 one-turn conversations. Each turn
+    // ends in a partial block of its own id, then the next turn holds that block full (another id).
+    const long = Array.from({ length: 60 }, (_, t) => ({ hashIds: [0, 7, ...Array.from({ length: t }, (_, k) => 100 + k), 10_000 + t] }));
+    const others = Array.from({ length: 40 }, (_, c) => ({ hashIds: [0, 200 + c, 20_000 + c] }));
+    const roots = sessionRoots([...long, ...others]);
+    assert.deepEqual(new Set(roots.slice(0, 60).map((r) => r.id)), new Set(["0/7"]), "the 60 turns are one session");
+    assert.equal(new Set(roots.slice(60).map((r) => r.id)).size, 40);
   });
 
   it("a single-row trace is one session keyed on its first two blocks; a row with no ids gets an empty key", () => {
@@ -92,6 +103,14 @@ describe("sessionRoots", () => {
       sessionRoots([{ hashIds: [0, 1, 2] }, { hashIds: [0, 5, 6] }]).map((r) => r.id),
       ["0/1", "0/5"],
     );
+  });
+
+  it("rows that share a long document and end in one of a few questions part there: a session per question", () => {
+    const doc = Array.from({ length: 30 }, (_, k) => 9_000 + k);
+    const rows = Array.from({ length: 400 }, (_, i) => ({ hashIds: [...doc, 50_000 + (i % 20)] }));
+    const roots = sessionRoots(rows);
+    assert.equal(new Set(roots.map((r) => r.id)).size, 20);
+    assert.ok(roots.every((r) => r.blocks === doc.length + 1));
   });
 
   it("counts a generator session once: a run of a few sessions keys each on its own two blocks", () => {

@@ -6,13 +6,13 @@
 import type { HashId, TraceRequest } from "./types";
 
 /**
- * A prefix held by more than this share of a workload's conversations is a shared prompt. Every
- * session key but a whole-prompt one (below) then holds at most 5 % of the rows, so one session
- * moves a by-session A/B split or the client region mix by at most that much. Lower would split
- * real conversations in short windows: the conversation trace's largest conversation holds 0.36 %
- * of its 12,031 rows, but up to 4 % of a 100-row window and 6 % of some 50-row ones, while a shared
- * prompt worth the name is held by far more (block 0 of that trace by every row, a tool prompt by
- * most). A prefix held by one conversation alone is never shared, whatever the share.
+ * A prefix held by more than this share of a workload's conversations, after which they part, is a
+ * shared prompt (sessionRoots). Rows that share more than that and part are not kept in one
+ * session, which would move a by-session A/B split or the client region mix by that much. A shared
+ * prompt worth the name is held by far more (block 0 of the conversation trace by every row, a tool
+ * prompt by most). A conversation's own turns never part (sessionRoots), so its share does not
+ * matter: the conversation trace's largest conversation holds 0.36 % of its rows, but 6 % of some
+ * 50-row windows, and it stays one session there.
  */
 export const SHARED_PREFIX_SHARE = 0.05;
 
@@ -36,12 +36,12 @@ export interface SessionRootOptions {
  * depth the simulator and replay used before the rule, so on every trace where no prefix longer than
  * one block is shared the keys, regions and figures are what they were (Mooncake's synthetic trace
  * shares no block 0, and a one-block key would re-draw all its regions). A longer key never joins
- * two conversations; at most it parts one whose turns differ in their second block.
+ * two conversations.
  */
 export const MIN_KEY_BLOCKS = 2;
 
 /** The rule in a line, for outputs that say how sessions were keyed. */
-export const SESSION_KEY_RULE = `the conversation: the first block after any prefix held by more than ${SHARED_PREFIX_SHARE * 100} % of the rows, at least ${MIN_KEY_BLOCKS} blocks (the first 2 on the Mooncake conversation trace)`;
+export const SESSION_KEY_RULE = `the conversation: the first block after the deepest prefix that more than ${SHARED_PREFIX_SHARE * 100} % of the conversations hold and part after, at least ${MIN_KEY_BLOCKS} blocks (the first 2 on the Mooncake conversation trace)`;
 
 type SessionRow = Pick<TraceRequest, "hashIds" | "sessionId">;
 
@@ -51,19 +51,26 @@ export function sessionKeyOf(hashIds: readonly HashId[], blocks: number): string
 }
 
 /**
- * Each row's conversation, in the order given. A row's key is its shortest prefix that is not a
- * shared prompt, never shorter than MIN_KEY_BLOCKS (2) blocks; a row whose whole prompt is a shared prefix keys on
- * all of it. A prefix is a shared prompt when more than SHARED_PREFIX_SHARE of the workload's
- * conversations hold it, more than one does, and its rows part after it (they are not one chain of
- * turns, each extending the last: a short trace may hold little but one conversation). On the Mooncake conversation trace that is the first two ids for every row (block 0 is held
- * by all rows, no 2-block prefix by more than 0.36 %), as the simulator and replay keyed it before;
- * on a tool-agent trace it is the first block after the tool prompt.
+ * Each row's conversation, in the order given. A shared prompt is a prefix that many rows hold and
+ * after which they part into different conversations; a row's key is the first block after the
+ * deepest shared prompt it holds, never shorter than MIN_KEY_BLOCKS; a row that ends before reaching
+ * that block keys on its whole prompt.
  *
- * A conversation is a row, or the rows of a generator session (rows with a `sessionId` count once
- * per session): a generator run with few sessions holds each in many turns, and those turns must
- * not make the session's own prefix look shared. Counts are over the rows given (a window), so a
- * window is keyed by what it holds; the ids of a prefix are compared in full, not assumed to be
- * chained (a hand-built trace's need not be).
+ * - "Many": more than SHARED_PREFIX_SHARE of the workload's conversations (rows, or generator
+ *   sessions: rows with a `sessionId` count once per session, so a run of a few long sessions does
+ *   not make each session's own prefix look shared), and always more than one.
+ * - "Part": the rows holding the prefix continue with two different full blocks, or all end right
+ *   after it with two different last blocks (parts()). A row's last block is partial (the prompt's
+ *   tail), and the next turn of the same conversation, having filled it, holds a different id there;
+ *   so one conversation's turns, however many, continue with one full block and never part, and a
+ *   long conversation (an agent's loop) stays one session in any window. A shared prompt is
+ *   followed by different conversations, which do part.
+ *
+ * On the Mooncake conversation trace that is the first two ids for every row (block 0 is held by
+ * all rows, which part after it; no 2-block prefix by more than 0.36 %), as the simulator and replay
+ * keyed it before; on a tool-agent trace it is the first block after the tool prompt. Counts are
+ * over the rows given (a window), so a window is keyed by what it holds; the ids of a prefix are
+ * compared in full, not assumed to be chained (a hand-built trace's need not be).
  */
 export function sessionRoots(rows: readonly SessionRow[], options: SessionRootOptions = {}): SessionRoot[] {
   const depths = options.blocks === undefined ? derivedDepths(rows, options.sharedShare ?? SHARED_PREFIX_SHARE) : fixedDepths(rows, options.blocks);
@@ -75,67 +82,82 @@ function fixedDepths(rows: readonly SessionRow[], blocks: number): number[] {
   return rows.map((row) => Math.min(blocks, row.hashIds.length));
 }
 
-/**
- * Level by level: at depth d only rows whose (d−1)-prefix was shared are still open, and every row
- * holding a d-prefix is among them (its shorter prefixes are held by at least as many), so each
- * count is complete and the work is about the sum of the key depths, not of the prompt lengths.
- */
-function derivedDepths(rows: readonly SessionRow[], share: number): number[] {
-  if (!(share > 0 && share < 1)) throw new Error(`sharedShare must be between 0 and 1, got ${share}`);
-  const holder = rows.map((row, i) => (row.sessionId === undefined ? `r${i}` : `s${row.sessionId}`));
-  // Shared: held by more than this many conversations, and always by more than one.
-  const limit = Math.max(1, share * new Set(holder).size);
-  const depth = rows.map(() => 0);
-  const prefixOf = rows.map(() => 0);
-  let open = rows.flatMap((row, i) => (row.hashIds.length > 0 ? [i] : []));
-  for (let d = 1; open.length > 0; d++) {
-    const ids = new Map<string, number>();
-    const prefixes: { holders: number; rows: number[] }[] = [];
-    const seen = new Set<string>();
-    for (const i of open) {
-      const id = rows[i]!.hashIds[d - 1]!;
-      // The prefix is (its (d−1)-prefix, this id); the type tag keeps 10 and "10" apart.
-      const key = `${prefixOf[i]}:${typeof id === "number" ? "n" : "s"}${id}`;
-      let prefix = ids.get(key);
-      if (prefix === undefined) {
-        prefix = prefixes.length;
-        ids.set(key, prefix);
-        prefixes.push({ holders: 0, rows: [] });
-      }
-      prefixOf[i] = prefix;
-      const p = prefixes[prefix]!;
-      p.rows.push(i);
-      // A generator session's later turns hold the same prefix: count the session once.
-      const seenKey = `${prefix}:${holder[i]}`;
-      if (!seen.has(seenKey)) {
-        seen.add(seenKey);
-        p.holders++;
-      }
-    }
-    const next: number[] = [];
-    for (const p of prefixes) {
-      const shared = p.holders > limit && !oneChain(rows, p.rows, d);
-      for (const i of p.rows) {
-        depth[i] = d;
-        if (shared && d < rows[i]!.hashIds.length) next.push(i);
-      }
-    }
-    open = next;
-  }
-  return depth.map((d, i) => Math.max(d, Math.min(MIN_KEY_BLOCKS, rows[i]!.hashIds.length)));
+/** A prefix at one depth: how many conversations hold it, and the full block that follows it (or PARTS). */
+interface PrefixNode {
+  holders: number;
+  /** The generator sessions counted (a trace row is a conversation of its own, counted as it comes). */
+  sessions: Set<string | number> | null;
+  /** The blocks that follow the prefix in some row and are not its last (held full): none, one, or MANY. */
+  continued: HashId | typeof NONE | typeof MANY;
+  /** The blocks that follow it as some row's last block: none, one, or MANY. */
+  ended: HashId | typeof NONE | typeof MANY;
+}
+const NONE = Symbol("none");
+const MANY = Symbol("two or more");
+
+/** One more id seen: NONE becomes it, a different one makes MANY. */
+function seenAlso(state: HashId | typeof NONE | typeof MANY, id: HashId): HashId | typeof MANY {
+  return state === NONE || state === id ? id : MANY;
 }
 
 /**
- * Whether the rows (all holding the same d-prefix) are one chain, each a prefix of the longest: one
- * conversation's turns, each extending the last, however many of them a short trace holds. A
- * shared prompt is followed by different conversations, so its rows part somewhere after it.
+ * Whether the rows holding a prefix part after it. One conversation's turns continue with one full
+ * block (however many of them end there, each in a partial block of its own); different
+ * conversations continue with different ones, or, all ending there, with different last blocks (a
+ * shared document and its questions: one block each).
  */
-function oneChain(rows: readonly SessionRow[], members: readonly number[], d: number): boolean {
-  let longest = rows[members[0]!]!.hashIds;
-  for (const i of members) if (rows[i]!.hashIds.length > longest.length) longest = rows[i]!.hashIds;
-  for (const i of members) {
-    const ids = rows[i]!.hashIds;
-    for (let k = d; k < ids.length; k++) if (ids[k] !== longest[k]) return false;
+function parts(node: PrefixNode): boolean {
+  return node.continued === MANY || (node.continued === NONE && node.ended === MANY);
+}
+
+/**
+ * Level by level, over the rows whose prefix so far is held by many: at depth d a row's prefix is
+ * interned as (its (d−1)-prefix's node, the d-th id), with numbers and Maps, not strings (a 240-block
+ * shared prompt over 30,000 rows is 7 million steps). A row leaves the walk when its prefix is held
+ * by few or its prompt ends; what it keeps is the depth of the deepest shared prompt it held.
+ */
+function derivedDepths(rows: readonly SessionRow[], share: number): number[] {
+  if (!(share > 0 && share < 1)) throw new Error(`sharedShare must be between 0 and 1, got ${share}`);
+  const sessions = new Set(rows.flatMap((row) => (row.sessionId === undefined ? [] : [row.sessionId])));
+  const conversations = sessions.size + rows.filter((row) => row.sessionId === undefined).length;
+  // Many: held by more than this many conversations, and always by more than one.
+  const limit = Math.max(1, share * conversations);
+  const shared = rows.map(() => 0);
+  const nodeOf = rows.map(() => 0);
+  let open = rows.flatMap((row, i) => (row.hashIds.length > 0 ? [i] : []));
+  for (let d = 1; open.length > 0; d++) {
+    const children = new Map<number, Map<HashId, number>>();
+    const nodes: PrefixNode[] = [];
+    for (const i of open) {
+      const ids = rows[i]!.hashIds;
+      let byId = children.get(nodeOf[i]!);
+      if (byId === undefined) children.set(nodeOf[i]!, (byId = new Map()));
+      let node = byId.get(ids[d - 1]!);
+      if (node === undefined) {
+        node = nodes.length;
+        byId.set(ids[d - 1]!, node);
+        nodes.push({ holders: 0, sessions: null, continued: NONE, ended: NONE });
+      }
+      nodeOf[i] = node;
+      const n = nodes[node]!;
+      const session = rows[i]!.sessionId;
+      if (session === undefined) n.holders++;
+      else if (!(n.sessions ??= new Set()).has(session)) {
+        n.sessions.add(session);
+        n.holders++;
+      }
+      // The block after the prefix: held full (the row goes on), or the row's last.
+      if (d + 1 < ids.length) n.continued = seenAlso(n.continued, ids[d]!);
+      else if (d < ids.length) n.ended = seenAlso(n.ended, ids[d]!);
+    }
+    const next: number[] = [];
+    for (const i of open) {
+      const n = nodes[nodeOf[i]!]!;
+      if (n.holders <= limit) continue;
+      if (parts(n)) shared[i] = d;
+      if (d < rows[i]!.hashIds.length) next.push(i);
+    }
+    open = next;
   }
-  return true;
+  return rows.map((row, i) => Math.min(row.hashIds.length, Math.max(MIN_KEY_BLOCKS, shared[i]! + 1)));
 }
