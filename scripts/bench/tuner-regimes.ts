@@ -40,9 +40,9 @@ export function regime(name: RegimeName): Regime {
         name,
         spec: globalFleet(),
         promptFactor: SHORT_PROMPT_FACTOR,
-        description: "conversation trace, every prompt 1/20 as long (at least one block), preset global",
+        description: "the trace (`trace`), every prompt 1/20 as long (at least one block), preset global",
       }
-    : { name, spec: paperFleet(), promptFactor: 1, description: "conversation trace as recorded, preset paper" };
+    : { name, spec: paperFleet(), promptFactor: 1, description: "the trace (`trace`) as recorded, preset paper" };
 }
 
 /** Rows of [fromMs, toMs) in source time. */
