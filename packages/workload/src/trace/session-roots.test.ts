@@ -113,6 +113,20 @@ describe("sessionRoots", () => {
     assert.ok(roots.every((r) => r.blocks === doc.length + 1));
   });
 
+  it("many rows that end right after a shared prefix stay apart, though one row goes on past it", () => {
+    const doc = Array.from({ length: 30 }, (_, k) => 9_000 + k);
+    const questions = Array.from({ length: 300 }, (_, q) => ({ hashIds: [...doc, 50_000 + q] }));
+    const long = { hashIds: [...doc, 60_000, 60_001] };
+    const roots = sessionRoots([...questions, long]);
+    assert.equal(new Set(roots.map((r) => r.id)).size, 301, "a session per question, the long one too");
+    // Companion calls that send half a tool prompt and a tail of their own, beside the agents.
+    const { rows } = toolAgentTrace();
+    const calls = Array.from({ length: 60 }, (_, c) => ({ hashIds: [...TOOL_PROMPT.slice(0, 12), 70_000 + c] }));
+    const all = sessionRoots([...rows, ...calls]);
+    assert.equal(new Set(all.slice(rows.length).map((r) => r.id)).size, 60);
+    assert.ok(largestShare(all.map((r) => r.id)) <= SHARED_PREFIX_SHARE);
+  });
+
   it("counts a generator session once: a run of a few sessions keys each on its own two blocks", () => {
     const rows = multiTurnTrace({ seed: 3, ratePerS: 20, sessions: 2, turns: { min: 4, max: 4 }, maxRequests: 8 });
     // A few sessions, each in several turns: counted per row, a session's own prefix would look shared.

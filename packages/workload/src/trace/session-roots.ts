@@ -59,8 +59,8 @@ export function sessionKeyOf(hashIds: readonly HashId[], blocks: number): string
  * - "Many": more than SHARED_PREFIX_SHARE of the workload's conversations (rows, or generator
  *   sessions: rows with a `sessionId` count once per session, so a run of a few long sessions does
  *   not make each session's own prefix look shared), and always more than one.
- * - "Part": the rows holding the prefix continue with two different full blocks, or all end right
- *   after it with two different last blocks (parts()). A row's last block is partial (the prompt's
+ * - "Part": the rows holding the prefix continue with two different full blocks, or end right after
+ *   it in more different last blocks than one conversation's turns could (parts()). A row's last block is partial (the prompt's
  *   tail), and the next turn of the same conversation, having filled it, holds a different id there;
  *   so one conversation's turns, however many, continue with one full block and never part, and a
  *   long conversation (an agent's loop) stays one session in any window. A shared prompt is
@@ -68,7 +68,14 @@ export function sessionKeyOf(hashIds: readonly HashId[], blocks: number): string
  *
  * On the Mooncake conversation trace that is the first two ids for every row (block 0 is held by
  * all rows, which part after it; no 2-block prefix by more than 0.36 %), as the simulator and replay
- * keyed it before; on a tool-agent trace it is the first block after the tool prompt. Counts are
+ * keyed it before; on a tool-agent trace it is the first block after the tool prompt.
+ *
+ * Known limits (a reviewer's repros): a prompt held by 5 % of the conversations or fewer (one agent
+ * among 25) is never found shared, so that agent's conversations are one session, keyed on its
+ * prompt's first blocks; a long conversation that retries a turn with another output parts there,
+ * once its later turns hold more than 5 % of the rows. A lower share would find the first, and
+ * re-key the conversation trace: 116 of its 2-block prefixes are followed by two or more different
+ * blocks (conversations that begin alike, or a turn sent again). Counts are
  * over the rows given (a window), so a window is keyed by what it holds; the ids of a prefix are
  * compared in full, not assumed to be chained (a hand-built trace's need not be).
  */
@@ -89,8 +96,8 @@ interface PrefixNode {
   sessions: Set<string | number> | null;
   /** The blocks that follow the prefix in some row and are not its last (held full): none, one, or MANY. */
   continued: HashId | typeof NONE | typeof MANY;
-  /** The blocks that follow it as some row's last block: none, one, or MANY. */
-  ended: HashId | typeof NONE | typeof MANY;
+  /** The different blocks that follow it as some row's last block (counted up to TURNS_ENDING_IN_ONE_BLOCK + 1). */
+  ended: Set<HashId> | null;
 }
 const NONE = Symbol("none");
 const MANY = Symbol("two or more");
@@ -101,13 +108,21 @@ function seenAlso(state: HashId | typeof NONE | typeof MANY, id: HashId): HashId
 }
 
 /**
+ * More of one conversation's turns than this do not end in the same block: each turn adds a reply
+ * and a message, and more than eight in one 512-token block would average under 64 tokens a turn.
+ */
+export const TURNS_ENDING_IN_ONE_BLOCK = 8;
+
+/**
  * Whether the rows holding a prefix part after it. One conversation's turns continue with one full
- * block (however many of them end there, each in a partial block of its own); different
- * conversations continue with different ones, or, all ending there, with different last blocks (a
- * shared document and its questions: one block each).
+ * block, and a few of them may end there, each in a partial block of its own; different
+ * conversations continue with different blocks, or end there in more different last blocks than one
+ * conversation's turns could (a shared document and its questions: a block each, however many
+ * questions go on past it).
  */
 function parts(node: PrefixNode): boolean {
-  return node.continued === MANY || (node.continued === NONE && node.ended === MANY);
+  const ended = node.ended?.size ?? 0;
+  return node.continued === MANY || (node.continued === NONE ? ended >= 2 : ended > TURNS_ENDING_IN_ONE_BLOCK);
 }
 
 /**
@@ -136,7 +151,7 @@ function derivedDepths(rows: readonly SessionRow[], share: number): number[] {
       if (node === undefined) {
         node = nodes.length;
         byId.set(ids[d - 1]!, node);
-        nodes.push({ holders: 0, sessions: null, continued: NONE, ended: NONE });
+        nodes.push({ holders: 0, sessions: null, continued: NONE, ended: null });
       }
       nodeOf[i] = node;
       const n = nodes[node]!;
@@ -148,7 +163,7 @@ function derivedDepths(rows: readonly SessionRow[], share: number): number[] {
       }
       // The block after the prefix: held full (the row goes on), or the row's last.
       if (d + 1 < ids.length) n.continued = seenAlso(n.continued, ids[d]!);
-      else if (d < ids.length) n.ended = seenAlso(n.ended, ids[d]!);
+      else if (d < ids.length && (n.ended?.size ?? 0) <= TURNS_ENDING_IN_ONE_BLOCK) (n.ended ??= new Set()).add(ids[d]!);
     }
     const next: number[] = [];
     for (const i of open) {
