@@ -109,9 +109,10 @@ function seenAlso(state: HashId | typeof NONE | typeof MANY, id: HashId): HashId
 
 /**
  * More of one conversation's turns than this do not end in the same block: each turn adds a reply
- * and a message, and more than eight in one 512-token block would average under 64 tokens a turn.
+ * and a message, and sixteen in one 512-token block would average 32 tokens a turn. (The
+ * conversation trace has one conversation with 9 turns ending in one block, its most.)
  */
-export const TURNS_ENDING_IN_ONE_BLOCK = 8;
+export const TURNS_ENDING_IN_ONE_BLOCK = 16;
 
 /**
  * Whether the rows holding a prefix part after it. One conversation's turns continue with one full
