@@ -31,8 +31,9 @@ export interface SimRequest {
 export interface BuildWorkloadOptions {
   /**
    * Key every session on this many leading blocks. Default: derived from the workload by
-   * sessionRoots() (@meridian/workload), as the live replay does: the first block after any prompt
-   * most rows share (the first two on the Mooncake conversation trace, whose block 0 every row holds).
+   * sessionRoots() (@meridian/workload), as the live replay does: the first block after the deepest
+   * prompt that many conversations share and part after (the first two on the Mooncake conversation
+   * trace, whose block 0 every row holds).
    */
   sessionKeyBlocks?: number;
   /**
