@@ -43,3 +43,16 @@ test("a window's requests start at its earliest row, whatever the file order (no
   assert.equal(Math.min(...fromShuffled.map((q) => q.arrivalMs)), 0);
   assert.deepEqual(fromShuffled, requestsOf(r, sorted, 1));
 });
+
+test("--swap-halves trades the halves exactly when no row sits at the midpoint: the swapped trace is cut on the loaded trace's span", async () => {
+  const all = await loadTrace(bundledTracePath());
+  const { start, end } = traceSpan(all);
+  const mid = start + (end - start) / 2;
+  // No row in the 20 s after the midpoint: the swapped trace's own span would start 20 s late.
+  const gapped = all.filter((r) => r.sourceTimestampMs < mid || r.sourceTimestampMs >= mid + 20_000);
+  const before = traceParts(gapped, traceSpan(gapped)).halves;
+  const after = traceParts(swapHalves(gapped), traceSpan(gapped)).halves;
+  const bySource = (rows: readonly TraceRequest[]) => rows.map((r) => `${r.inputTokens}:${r.hashIds.join(",")}`).sort();
+  assert.deepEqual(bySource(after.first), bySource(before.second));
+  assert.deepEqual(bySource(after.second), bySource(before.first));
+});

@@ -18,10 +18,14 @@ export function traceSpan(rows: readonly TraceRequest[]): { start: number; end: 
   return { start, end: latest + 1 };
 }
 
-/** The rows in send order, cut at the span's midpoint and at its quarters. */
-export function traceParts(rows: readonly TraceRequest[]) {
+/**
+ * The rows in send order, cut at the midpoint and the quarters of `span` (default: the rows' own).
+ * A swapped trace is cut on the span of the trace it was swapped from: its own span can start later
+ * (when no row sits right at the old midpoint), and its midpoint then fell inside the half moved last.
+ */
+export function traceParts(rows: readonly TraceRequest[], span: { start: number; end: number } = traceSpan(rows)) {
   const sorted = inSendOrder(rows);
-  const { start, end } = traceSpan(sorted);
+  const { start, end } = span;
   const mid = start + (end - start) / 2;
   return {
     rows: sorted,
@@ -30,11 +34,16 @@ export function traceParts(rows: readonly TraceRequest[]) {
   };
 }
 
-/** The trace with its halves in the other order (each half keeps its own spacing), in send order, renumbered. */
+/**
+ * The trace with its halves in the other order (each half keeps its own spacing), in send order,
+ * renumbered; within the trace's own span, the halves meeting at its midpoint (traceParts of the
+ * result on traceSpan(trace) gives the halves traded, none of their rows across).
+ */
 export function swapHalves(trace: readonly TraceRequest[]): TraceRequest[] {
   const sorted = inSendOrder(trace);
   const { start: first, end } = traceSpan(sorted);
-  const mid = first + Math.floor((end - first) / 2);
+  // traceParts's midpoint, not floored: a floored one moved the rows at the centre across.
+  const mid = first + (end - first) / 2;
   const moved = (r: TraceRequest, by: number) => ({ ...r, sourceTimestampMs: r.sourceTimestampMs + by, timestampMs: r.sourceTimestampMs + by });
   const late = sorted.filter((r) => r.sourceTimestampMs >= mid).map((r) => moved(r, first - mid));
   const early = sorted.filter((r) => r.sourceTimestampMs < mid).map((r) => moved(r, end - mid));

@@ -71,7 +71,7 @@ import {
   everyTunerFrozen,
   type RegimeName,
 } from "./tuner-regimes";
-import { swapHalves, traceParts } from "./tuner-parts";
+import { swapHalves, traceParts, traceSpan } from "./tuner-parts";
 import { interference } from "./tuner-interference";
 import { windowsAlone } from "./tuner-windows";
 import { flag, numberFlag } from "./flags";
@@ -103,7 +103,8 @@ const NEARBY_LOADS = [1.001, 1.01, 1.03];
 
 const SWAP_HALVES = process.argv.includes("--swap-halves");
 const loaded = await loadTrace(tracePath);
-const { rows, halves, quarters } = traceParts(SWAP_HALVES ? swapHalves(loaded) : loaded);
+// A swapped trace is cut on the loaded trace's span, where its halves meet (traceParts).
+const { rows, halves, quarters } = traceParts(SWAP_HALVES ? swapHalves(loaded) : loaded, traceSpan(loaded));
 
 // ---- regimes: each workload (half, quarter, whole trace) runs at its own busy-but-clears load, found
 // with the default weights only (the rule never sees a tuned configuration). One load for all parts
