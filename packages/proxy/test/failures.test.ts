@@ -10,7 +10,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { request } from "undici";
-import type { LbState } from "@meridian/protocol";
+import type { LbConfigInput, LbState } from "@meridian/protocol";
+import type { RunningProxy } from "../src/index";
 import {
   adminGet,
   adminPutConfig,
@@ -281,79 +282,75 @@ async function startBrokenReplica(options: { endless?: boolean; recoversAfter?: 
   };
 }
 
-test("a retried 503 with a small body is read to its end: the engine's next request reuses its connection", async () => {
-  const broken = await startBrokenReplica({ recoversAfter: 1 });
+type BrokenReplica = Awaited<ReturnType<typeof startBrokenReplica>>;
+
+/**
+ * A round-robin LB over a healthy engine ("us-ok") and a broken replica ("us-broken"), both probed
+ * healthy, for `body`; the LB, the engine and the replica are stopped after it, whatever it threw.
+ */
+async function besideBrokenReplica(
+  options: { broken?: Parameters<typeof startBrokenReplica>[0]; limits?: LbConfigInput["limits"] },
+  body: (lb: RunningProxy, broken: BrokenReplica) => Promise<void>,
+): Promise<void> {
+  const broken = await startBrokenReplica(options.broken);
   const engine = await startEngine("us-ok", "us-ashburn");
-  // One connection to the replica: its next request waits for it, rather than racing the drain.
-  const config = lbConfig("lb-us", "us-ashburn", [engine], { policy: "round-robin", limits: { maxConnectionsPerReplica: 1 } });
+  const config = lbConfig("lb-us", "us-ashburn", [engine], { policy: "round-robin", ...(options.limits ? { limits: options.limits } : {}) });
   config.replicas = [...(config.replicas ?? []), { id: "us-broken", url: broken.url, region: "us-ashburn", model: MODEL, engine: "sglang" }];
   const lb = await startLb(config);
   try {
     await waitFor("both healthy", async () => ((await adminGet<LbState>(lb, "/admin/state")).replicas.every((r) => r.healthy) ? true : undefined));
-    for (let i = 0; i < 6 && broken.completions() < 2; i++) assert.equal((await post(`${lb.url}/v1/chat/completions`, chatBody(`r ${i}`))).status, 200);
-    assert.equal(broken.completions(), 2);
-    // Closed, an overloaded engine answering 503s would get a new TCP (and TLS) connection per retry.
-    assert.equal(broken.connections(), 1);
+    await body(lb, broken);
   } finally {
     await lb.close();
     await engine.close();
     broken.server.closeAllConnections();
     await new Promise((resolve) => broken.server.close(resolve));
   }
+}
+
+test("a retried 503 with a small body is read to its end: the engine's next request reuses its connection", async () => {
+  // One connection to the replica: its next request waits for it, rather than racing the drain.
+  await besideBrokenReplica({ broken: { recoversAfter: 1 }, limits: { maxConnectionsPerReplica: 1 } }, async (lb, broken) => {
+    for (let i = 0; i < 6 && broken.completions() < 2; i++) assert.equal((await post(`${lb.url}/v1/chat/completions`, chatBody(`r ${i}`))).status, 200);
+    assert.equal(broken.completions(), 2);
+    // Closed, an overloaded engine answering 503s would get a new TCP (and TLS) connection per retry.
+    assert.equal(broken.connections(), 1);
+  });
 });
 
 test("a 503 the LB retried elsewhere whose body never ends is not waited for: its connection is closed", async () => {
-  const broken = await startBrokenReplica({ endless: true });
-  const engine = await startEngine("us-ok", "us-ashburn");
-  const config = lbConfig("lb-us", "us-ashburn", [engine], { policy: "round-robin" });
-  config.replicas = [...(config.replicas ?? []), { id: "us-broken", url: broken.url, region: "us-ashburn", model: MODEL, engine: "sglang" }];
-  const lb = await startLb(config);
-  try {
-    await waitFor("both healthy", async () => ((await adminGet<LbState>(lb, "/admin/state")).replicas.every((r) => r.healthy) ? true : undefined));
+  await besideBrokenReplica({ broken: { endless: true } }, async (lb, broken) => {
     for (let i = 0; i < 4; i++) assert.equal((await post(`${lb.url}/v1/chat/completions`, chatBody(`r ${i}`))).status, 200);
     assert.ok(broken.completions() >= 1);
     // Read on to its end, each would hold a connection to the replica for limits.bodyTimeoutMs
     // (300 s) while the LB counts its slot free; it is cut after MAX_DRAIN_MS (unused-body.ts).
     await waitFor("every retried 503's connection closed", () => (broken.closed() === broken.completions() ? true : undefined));
-  } finally {
-    await lb.close();
-    await engine.close();
-    broken.server.closeAllConnections();
-    await new Promise((resolve) => broken.server.close(resolve));
-  }
+  });
 });
 
 // A 500 is the engine's answer to the body and is never retried: test/faults/invalid-requests.test.ts.
 test("a 503 before any byte is retried once on another replica; with none left the client gets 502 at once", async () => {
-  const broken = await startBrokenReplica();
-  const engine = await startEngine("us-ok", "us-ashburn");
-  const config = lbConfig("lb-us", "us-ashburn", [engine], { policy: "round-robin" });
-  config.replicas = [...(config.replicas ?? []), { id: "us-broken", url: broken.url, region: "us-ashburn", model: MODEL, engine: "sglang" }];
-  const lb = await startLb(config);
-  const onlyBroken = await startLb(
-    lbConfig("lb-solo", "us-ashburn", [], { replicas: [{ id: "us-broken", url: broken.url, region: "us-ashburn", model: MODEL, engine: "sglang" }] }),
-  );
-  try {
-    await waitFor("both healthy", async () => ((await adminGet<LbState>(lb, "/admin/state")).replicas.every((r) => r.healthy) ? true : undefined));
+  await besideBrokenReplica({}, async (lb, broken) => {
     for (let i = 0; i < 4; i++) {
       const result = await post(`${lb.url}/v1/chat/completions`, chatBody(`r ${i}`));
       assert.equal(result.status, 200);
       assert.equal(servedBy(result), "us-ok");
     }
     assert.ok(broken.completions() >= 1);
-    await waitFor("solo healthy", async () => ((await adminGet<LbState>(onlyBroken, "/admin/state")).replicas[0]?.healthy ? true : undefined));
-    const failed = await post(`${onlyBroken.url}/v1/chat/completions`, chatBody("nowhere to go"));
-    assert.equal(failed.status, 502);
-    assert.equal(JSON.parse(failed.text).error.code, "upstream_error");
-    // A 503 is the replica's answer, not a dead replica: it stays in rotation.
-    assert.equal((await adminGet<LbState>(onlyBroken, "/admin/state")).replicas[0]?.healthy, true);
-  } finally {
-    await lb.close();
-    await onlyBroken.close();
-    await engine.close();
-    broken.server.closeAllConnections();
-    await new Promise((resolve) => broken.server.close(resolve));
-  }
+    const onlyBroken = await startLb(
+      lbConfig("lb-solo", "us-ashburn", [], { replicas: [{ id: "us-broken", url: broken.url, region: "us-ashburn", model: MODEL, engine: "sglang" }] }),
+    );
+    try {
+      await waitFor("solo healthy", async () => ((await adminGet<LbState>(onlyBroken, "/admin/state")).replicas[0]?.healthy ? true : undefined));
+      const failed = await post(`${onlyBroken.url}/v1/chat/completions`, chatBody("nowhere to go"));
+      assert.equal(failed.status, 502);
+      assert.equal(JSON.parse(failed.text).error.code, "upstream_error");
+      // A 503 is the replica's answer, not a dead replica: it stays in rotation.
+      assert.equal((await adminGet<LbState>(onlyBroken, "/admin/state")).replicas[0]?.healthy, true);
+    } finally {
+      await onlyBroken.close();
+    }
+  });
 });
 
 test("a replica re-pointed to a new URL: a reset on the old URL keeps the new engine in rotation and moves the request there", async () => {
