@@ -284,20 +284,37 @@ export class ConsoleMetrics {
         .from(tunerSteps)
         .innerJoin(tunerRuns, eq(tunerSteps.runId, tunerRuns.id))
         .groupBy(tunerRuns.lbId, tunerSteps.kind);
-    new Counter({
-      name: "meridian_console_tuner_steps_total",
-      help: "Tuner steps (evaluated windows) per LB and kind, over every run, from the console's tuner_steps record.",
-      labelNames: ["lb", "kind"],
-      registers,
-      async collect() {
-        this.reset();
-        // Every tuner the console describes, at 0 for every kind before its first step: increase()
-        // needs a sample before the step (a series born at 1 hides it, and MeridianTunerStalled
-        // would call a tuner that stepped "stalled"). Bounded: the tuners times the fixed kinds.
-        for (const { lbId } of await tuners()) for (const kind of STEP_KINDS) this.inc({ lb: lbId, kind }, 0);
-        for (const row of await stepCounts()) this.inc({ lb: row.lbId ?? FLEET, kind: row.kind }, row.steps);
-      },
-    });
+    /**
+     * A counter of the tuner_steps record per tuner and one more label: every tuner the console
+     * describes at 0 for each of `values` before its first step, then `counts`. increase() needs a
+     * sample before the step (a series born at 1 hides it, and MeridianTunerStalled would call a
+     * tuner that stepped "stalled"). Bounded: the tuners times the fixed values.
+     */
+    const perTunerCounter = (
+      name: string,
+      help: string,
+      label: string,
+      values: readonly string[],
+      counts: () => Promise<{ lbId: string | null; value: string | null; n: number }[]>,
+    ) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ["lb", label],
+        registers,
+        async collect() {
+          this.reset();
+          for (const { lbId } of await tuners()) for (const value of values) this.inc({ lb: lbId, [label]: value }, 0);
+          for (const row of await counts()) this.inc({ lb: row.lbId ?? FLEET, [label]: row.value ?? "" }, row.n);
+        },
+      });
+    perTunerCounter(
+      "meridian_console_tuner_steps_total",
+      "Tuner steps (evaluated windows) per LB and kind, over every run, from the console's tuner_steps record.",
+      "kind",
+      STEP_KINDS,
+      async () => (await stepCounts()).map((row) => ({ lbId: row.lbId, value: row.kind, n: row.steps })),
+    );
     new Counter({
       name: "meridian_console_tuner_accepted_steps_total",
       help: "Tuner steps whose candidate was accepted, per LB, over every run.",
@@ -311,23 +328,19 @@ export class ConsoleMetrics {
         for (const [lb, accepted] of byLb) this.inc({ lb }, accepted);
       },
     });
-    new Counter({
-      name: "meridian_console_tuner_guardrail_rejections_total",
-      help: "Tuner candidates rejected for breaking a guardrail (e2e, share, errors), per LB, over every run.",
-      labelNames: ["lb", "guardrail"],
-      registers,
-      async collect() {
-        this.reset();
-        for (const { lbId } of await tuners()) for (const guardrail of GUARDRAILS) this.inc({ lb: lbId, guardrail }, 0);
-        const rows = await db
-          .select({ lbId: tunerRuns.lbId, guardrail: tunerSteps.guardrail, steps: sql<number>`count(*)`.mapWith(Number) })
+    perTunerCounter(
+      "meridian_console_tuner_guardrail_rejections_total",
+      "Tuner candidates rejected for breaking a guardrail (e2e, share, errors), per LB, over every run.",
+      "guardrail",
+      GUARDRAILS,
+      () =>
+        db
+          .select({ lbId: tunerRuns.lbId, value: tunerSteps.guardrail, n: sql<number>`count(*)`.mapWith(Number) })
           .from(tunerSteps)
           .innerJoin(tunerRuns, eq(tunerSteps.runId, tunerRuns.id))
           .where(and(isNotNull(tunerSteps.guardrail), eq(tunerSteps.accepted, false)))
-          .groupBy(tunerRuns.lbId, tunerSteps.guardrail);
-        for (const row of rows) this.inc({ lb: row.lbId ?? FLEET, guardrail: row.guardrail ?? "" }, row.steps);
-      },
-    });
+          .groupBy(tunerRuns.lbId, tunerSteps.guardrail),
+    );
     new Gauge({
       name: "meridian_console_tuner_state",
       help: "The LB's tuner, one series per state: 1 for the current one (running: stepping online; paused: online but the LB's policy ignores the weights; stopped: weights frozen; converged).",
