@@ -13,7 +13,9 @@
 // it now: a routable replica that is not full, or an available peer. Moved into the hold queue it
 // would leave its first replica excluded for good and could only wait for the others: when they stay
 // full it is refused (503 queue_timeout) although its first replica, freed by the move itself, might
-// have answered. So it keeps waiting there instead, up to limits.headersTimeoutMs. At that cap
+// have answered. So it keeps waiting there instead, and its driver asks again whenever capacity may
+// have freed (the proxy's in-flight.ts), so it moves once a target can take it, up to
+// limits.headersTimeoutMs. At that cap
 // (cause "timeout") the LB gives up on that replica's answer anyway: the request then moves to a
 // target that can take it now, or into the hold queue while it has room. Off an unhealthy replica it
 // moves to any target that serves it, held if need be, or refused: there it would get no answer, and

@@ -285,6 +285,9 @@ export class Balancer implements ExchangeHost<Job> {
   private drain(): void {
     if (this.closed) return;
     for (const { ticket, placement } of this.core.drain(coreNow())) this.act(ticket.owner, placement);
+    // Then requests past their first-byte deadline: held ones have no target at all and go first; an
+    // overdue one still has its own, which may yet answer.
+    this.inFlight.recheckOverdue();
     this.armExpiryTimer();
   }
 

@@ -4,7 +4,9 @@
 //   - a request whose first-byte deadline passes (lb-core's deadline.ts), or whose replica turns
 //     unhealthy (a peer: its polls fail and its report went stale), while no byte has reached its
 //     client, moves to another target when the LB core says one can take it now (redispatch.ts);
-//     otherwise it keeps waiting, up to limits.headersTimeoutMs.
+//     otherwise it is overdue: it keeps waiting, up to limits.headersTimeoutMs, and is asked again
+//     each time capacity may have freed (recheckOverdue, from the balancer's drain), so it moves the
+//     moment another target can take it rather than at the cap, two minutes on a frozen replica.
 // The decisions are the core's; this file holds the timers and the set.
 import type { FirstBytePlan, LbCore, Ticket } from "@meridian/lb-core";
 import type { Logger } from "pino";
@@ -29,6 +31,9 @@ export interface InFlightHost<J> {
 
 export class InFlight<J extends WatchedJob<J>> {
   private readonly jobs = new Set<J>();
+  /** Jobs past their first-byte deadline that no other target could take yet, with the exchange that
+   * stalled (a job that moved or ended has another exchange, or none, and leaves the map). */
+  private readonly overdue = new Map<J, UpstreamExchange<J>>();
   private readonly idleWaiters = new Set<() => void>();
 
   constructor(private readonly host: InFlightHost<J>) {}
@@ -43,6 +48,7 @@ export class InFlight<J extends WatchedJob<J>> {
 
   delete(job: J): void {
     this.jobs.delete(job);
+    this.overdue.delete(job);
     if (this.jobs.size === 0) this.wakeWaiters();
   }
 
@@ -76,21 +82,44 @@ export class InFlight<J extends WatchedJob<J>> {
 
   private deadlinePassed(job: J, exchange: UpstreamExchange<J>): void {
     const { host } = this;
-    const { target } = exchange;
-    const deadlineMs = Math.round(job.plan?.deadlineMs ?? 0);
-    if (host.canRetry(job) && host.core.canRedispatch(job.ticket, coreNow(), "deadline")) {
-      host.metrics.redispatched.inc({ replica: target.id, reason: "first_byte_deadline" });
-      const waitedMs = Math.round(performance.now() - exchange.dispatchedAt);
-      host.logger.warn({ target: target.id, deadlineMs, waitedMs, expectedMs: job.plan?.expectedMs }, "no first byte within the deadline; re-dispatching");
-      exchange.abort(new UpstreamStallError(`no first byte from ${target.id} within ${deadlineMs} ms`, "first_byte_deadline"));
-      return;
-    }
+    if (this.moveOverdue(job, exchange)) return;
     const capMs = host.headersTimeoutMs();
     if (performance.now() - exchange.dispatchedAt < capMs) {
+      if (!this.overdue.has(job)) {
+        host.logger.info(
+          { target: exchange.target.id, deadlineMs: Math.round(job.plan?.deadlineMs ?? 0) },
+          "no first byte within the deadline; no other target can take it yet, so it waits",
+        );
+      }
+      this.overdue.set(job, exchange);
       exchange.armDeadline(capMs, () => this.deadlinePassed(job, exchange));
       return;
     }
-    exchange.abort(new UpstreamStallError(`no first byte from ${target.id} within ${capMs} ms`, "timeout"));
+    this.overdue.delete(job);
+    exchange.abort(new UpstreamStallError(`no first byte from ${exchange.target.id} within ${capMs} ms`, "timeout"));
+  }
+
+  /** Moves an overdue job when the core says another target can take it now; true when it moved. */
+  private moveOverdue(job: J, exchange: UpstreamExchange<J>): boolean {
+    const { host } = this;
+    const { target } = exchange;
+    if (!host.canRetry(job) || !host.core.canRedispatch(job.ticket, coreNow(), "deadline")) return false;
+    this.overdue.delete(job);
+    const deadlineMs = Math.round(job.plan?.deadlineMs ?? 0);
+    host.metrics.redispatched.inc({ replica: target.id, reason: "first_byte_deadline" });
+    const waitedMs = Math.round(performance.now() - exchange.dispatchedAt);
+    host.logger.warn({ target: target.id, deadlineMs, waitedMs, expectedMs: job.plan?.expectedMs }, "no first byte within the deadline; re-dispatching");
+    exchange.abort(new UpstreamStallError(`no first byte from ${target.id} within ${deadlineMs} ms`, "first_byte_deadline"));
+    return true;
+  }
+
+  /** Capacity may have freed (a request ended, a scrape, probe or peer report came in, a config
+   * applied): each overdue job still waiting on the exchange that stalled moves if a target can take it. */
+  recheckOverdue(): void {
+    for (const [job, exchange] of [...this.overdue]) {
+      if (job.exchange !== exchange || !exchange.waiting) this.overdue.delete(job);
+      else this.moveOverdue(job, exchange);
+    }
   }
 
   /** A poll of the peer failed: once no fresh report of it is left, it is down or frozen, and will
