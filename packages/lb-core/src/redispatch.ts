@@ -14,8 +14,11 @@
 // would leave its first replica excluded for good and could only wait for the others: when they stay
 // full it is refused (503 queue_timeout) although its first replica, freed by the move itself, might
 // have answered. So it keeps waiting there instead, and its driver asks again whenever capacity may
-// have freed (the proxy's in-flight.ts), so it moves once a target can take it, up to
-// limits.headersTimeoutMs. At that cap
+// have freed (cause "overdue"; the proxy's in-flight.ts), so it moves once a target can take it, up
+// to limits.headersTimeoutMs. Asked again, it moves only to a local replica: a peer's view is its
+// last report, which the requests sent to it since do not lower, so every overdue request asked at
+// once would go to a peer that reported one free replica, and be refused there with no try left.
+// At that cap
 // (cause "timeout") the LB gives up on that replica's answer anyway: the request then moves to a
 // target that can take it now, or into the hold queue while it has room. Off an unhealthy replica it
 // moves to any target that serves it, held if need be, or refused: there it would get no answer, and
@@ -34,9 +37,10 @@ export function isRetryableStatus(status: number): boolean {
 }
 
 /** Why a request that has not answered would leave its target: its first-byte deadline passed (the
- * target may still answer), limits.headersTimeoutMs passed (the LB stops waiting for that answer), or
- * the target turned unhealthy (it will not answer). */
-export type RedispatchCause = "deadline" | "timeout" | "unhealthy";
+ * target may still answer), or passed a while ago and capacity may have freed since ("overdue"),
+ * limits.headersTimeoutMs passed (the LB stops waiting for that answer), or the target turned
+ * unhealthy (it will not answer). */
+export type RedispatchCause = "deadline" | "overdue" | "timeout" | "unhealthy";
 
 /**
  * Whether the ticket should leave its current target for another (redispatch rule above).
@@ -53,10 +57,16 @@ export function hasAlternative(
   queueHasRoom: boolean,
 ): boolean {
   const current = ticket.target?.id;
+  // The record it waits on is no alternative; a replica re-pointed since (the same id, a new record,
+  // often the operator's fix for a stuck engine) is one, as LbCore.retry places it there.
+  const booked = ticket.target?.kind === "replica" ? ticket.target.record : null;
   const local: CandidateView[] = [];
-  for (const r of replicas) if (r.id !== current && isLocalCandidate(r, ticket, config)) local.push(r.candidateView(now, config.probes));
+  for (const r of replicas) {
+    const waitedOn = booked !== null ? r === booked : r.id === current;
+    if (!waitedOn && isLocalCandidate(r, ticket, config)) local.push(r.candidateView(now, config.probes));
+  }
   const others: PeerView[] = [];
-  if (peersConsidered(ticket, config)) {
+  if (cause !== "overdue" && peersConsidered(ticket, config)) {
     for (const peer of peers.values()) {
       if (peer.id === current || ticket.isExcluded(peer.id)) continue;
       const view = peer.peerView(now, peerPollIntervalMs, ticket);

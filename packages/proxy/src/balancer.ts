@@ -285,9 +285,9 @@ export class Balancer implements ExchangeHost<Job> {
   private drain(): void {
     if (this.closed) return;
     for (const { ticket, placement } of this.core.drain(coreNow())) this.act(ticket.owner, placement);
-    // Then requests past their first-byte deadline: held ones have no target at all and go first; an
-    // overdue one still has its own, which may yet answer.
-    this.inFlight.recheckOverdue();
+    // Then requests stalled on their target (past their first-byte deadline, or on a target that
+    // turned unhealthy, with nowhere to go then): held ones have no target at all and go first.
+    this.inFlight.recheckStalled();
     this.armExpiryTimer();
   }
 

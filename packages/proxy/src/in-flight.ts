@@ -4,9 +4,10 @@
 //   - a request whose first-byte deadline passes (lb-core's deadline.ts), or whose replica turns
 //     unhealthy (a peer: its polls fail and its report went stale), while no byte has reached its
 //     client, moves to another target when the LB core says one can take it now (redispatch.ts);
-//     otherwise it is overdue: it keeps waiting, up to limits.headersTimeoutMs, and is asked again
-//     each time capacity may have freed (recheckOverdue, from the balancer's drain), so it moves the
+//     otherwise it is stalled: it keeps waiting, up to limits.headersTimeoutMs, and is asked again
+//     each time capacity may have freed (recheckStalled, from the balancer's drain), so it moves the
 //     moment another target can take it rather than at the cap, two minutes on a frozen replica.
+//     The same holds for a request whose target turned unhealthy while nothing else could take it.
 // The decisions are the core's; this file holds the timers and the set.
 import type { FirstBytePlan, LbCore, Ticket } from "@meridian/lb-core";
 import type { Logger } from "pino";
@@ -29,11 +30,22 @@ export interface InFlightHost<J> {
   headersTimeoutMs(): number;
 }
 
+/** Why a stalled job waits where it is: past its first-byte deadline, on a target that turned
+ * unhealthy, or both; in each case no other target could take it when that happened. */
+interface Stall<J extends ExchangeJob> {
+  /** The exchange that stalled: a job that moved or ended has another one, or none. */
+  exchange: UpstreamExchange<J>;
+  pastDeadline: boolean;
+  onUnhealthy: boolean;
+}
+
 export class InFlight<J extends WatchedJob<J>> {
   private readonly jobs = new Set<J>();
-  /** Jobs past their first-byte deadline that no other target could take yet, with the exchange that
-   * stalled (a job that moved or ended has another exchange, or none, and leaves the map). */
-  private readonly overdue = new Map<J, UpstreamExchange<J>>();
+  private readonly stalled = new Map<J, Stall<J>>();
+  /** A recheck runs; a drain it causes (a moved request that fails ends, and drains) asks for
+   * another pass instead of nesting one. */
+  private rechecking = false;
+  private recheckAgain = false;
   private readonly idleWaiters = new Set<() => void>();
 
   constructor(private readonly host: InFlightHost<J>) {}
@@ -48,7 +60,7 @@ export class InFlight<J extends WatchedJob<J>> {
 
   delete(job: J): void {
     this.jobs.delete(job);
-    this.overdue.delete(job);
+    this.stalled.delete(job);
     if (this.jobs.size === 0) this.wakeWaiters();
   }
 
@@ -82,44 +94,99 @@ export class InFlight<J extends WatchedJob<J>> {
 
   private deadlinePassed(job: J, exchange: UpstreamExchange<J>): void {
     const { host } = this;
-    if (this.moveOverdue(job, exchange)) return;
+    if (this.move(job, exchange, "deadline")) return;
     const capMs = host.headersTimeoutMs();
     if (performance.now() - exchange.dispatchedAt < capMs) {
-      if (!this.overdue.has(job)) {
+      const earlier = this.stalled.get(job);
+      const stall = earlier?.exchange === exchange ? earlier : undefined;
+      if (!stall?.pastDeadline) {
         host.logger.info(
           { target: exchange.target.id, deadlineMs: Math.round(job.plan?.deadlineMs ?? 0) },
-          "no first byte within the deadline; no other target can take it yet, so it waits",
+          "first-byte deadline passed; no other target can take it yet, so it waits",
         );
       }
-      this.overdue.set(job, exchange);
+      this.stalled.set(job, { exchange, pastDeadline: true, onUnhealthy: stall?.onUnhealthy ?? false });
       exchange.armDeadline(capMs, () => this.deadlinePassed(job, exchange));
       return;
     }
-    this.overdue.delete(job);
+    this.stalled.delete(job);
     exchange.abort(new UpstreamStallError(`no first byte from ${exchange.target.id} within ${capMs} ms`, "timeout"));
   }
 
-  /** Moves an overdue job when the core says another target can take it now; true when it moved. */
-  private moveOverdue(job: J, exchange: UpstreamExchange<J>): boolean {
+  /**
+   * Moves a job off the target it waits on when the core says another can take it (redispatch.ts):
+   * at its deadline ("deadline"), later when capacity may have freed ("overdue"), or off a target that
+   * turned unhealthy ("unhealthy"). True when it moved.
+   */
+  private move(job: J, exchange: UpstreamExchange<J>, cause: "deadline" | "overdue" | "unhealthy"): boolean {
     const { host } = this;
     const { target } = exchange;
-    if (!host.canRetry(job) || !host.core.canRedispatch(job.ticket, coreNow(), "deadline")) return false;
-    this.overdue.delete(job);
+    if (!host.canRetry(job) || !host.core.canRedispatch(job.ticket, coreNow(), cause)) return false;
+    this.stalled.delete(job);
+    const waitedMs = Math.round(performance.now() - exchange.dispatchedAt);
+    if (cause === "unhealthy") {
+      const reason = target.kind === "replica" ? "replica_unhealthy" : "peer_unhealthy";
+      host.metrics.redispatched.inc({ replica: target.id, reason });
+      host.logger.warn({ target: target.id, waitedMs }, `${target.kind} turned unhealthy; re-dispatching`);
+      exchange.abort(new UpstreamStallError(`${target.kind} ${target.id} turned unhealthy before answering`, reason));
+      return true;
+    }
     const deadlineMs = Math.round(job.plan?.deadlineMs ?? 0);
     host.metrics.redispatched.inc({ replica: target.id, reason: "first_byte_deadline" });
-    const waitedMs = Math.round(performance.now() - exchange.dispatchedAt);
     host.logger.warn({ target: target.id, deadlineMs, waitedMs, expectedMs: job.plan?.expectedMs }, "no first byte within the deadline; re-dispatching");
     exchange.abort(new UpstreamStallError(`no first byte from ${target.id} within ${deadlineMs} ms`, "first_byte_deadline"));
     return true;
   }
 
   /** Capacity may have freed (a request ended, a scrape, probe or peer report came in, a config
-   * applied): each overdue job still waiting on the exchange that stalled moves if a target can take it. */
-  recheckOverdue(): void {
-    for (const [job, exchange] of [...this.overdue]) {
-      if (job.exchange !== exchange || !exchange.waiting) this.overdue.delete(job);
-      else this.moveOverdue(job, exchange);
+   * applied): each stalled job still waiting on the exchange that stalled moves if a target can take it. */
+  recheckStalled(): void {
+    if (this.rechecking) {
+      this.recheckAgain = true;
+      return;
     }
+    this.rechecking = true;
+    try {
+      do {
+        this.recheckAgain = false;
+        for (const [job, stall] of [...this.stalled]) this.recheck(job, stall);
+      } while (this.recheckAgain);
+    } finally {
+      this.rechecking = false;
+    }
+  }
+
+  private recheck(job: J, stall: Stall<J>): void {
+    const { exchange } = stall;
+    // Replaced or removed meanwhile, by what an earlier move of this pass set off.
+    if (this.stalled.get(job) !== stall) return;
+    if (job.exchange !== exchange || !exchange.waiting) {
+      this.stalled.delete(job);
+      return;
+    }
+    if (stall.onUnhealthy) {
+      if (this.unhealthy(job, exchange)) {
+        this.move(job, exchange, "unhealthy");
+        return;
+      }
+      // Healthy again: it may answer after all. Past its deadline it stays stalled, else its
+      // deadline timer watches it again.
+      stall.onUnhealthy = false;
+      if (!stall.pastDeadline) {
+        this.stalled.delete(job);
+        return;
+      }
+    }
+    this.move(job, exchange, "overdue");
+  }
+
+  /** Whether the target the job waits on is (still) down: a replica its probes failed, a peer with
+   * no fresh report. A replica re-pointed since is another engine: its health is not this one's. */
+  private unhealthy(job: J, exchange: UpstreamExchange<J>): boolean {
+    const { core } = this.host;
+    const { target } = exchange;
+    if (target.kind === "peer") return !core.peers.get(target.id)?.freshReport(coreNow(), core.peerPollIntervalMs);
+    return core.onCurrentTarget(job.ticket) && core.replicas.get(target.id)?.healthy === false;
   }
 
   /** A poll of the peer failed: once no fresh report of it is left, it is down or frozen, and will
@@ -130,20 +197,17 @@ export class InFlight<J extends WatchedJob<J>> {
   }
 
   /** A replica turned unhealthy, or a peer stopped answering its polls: requests waiting on it with
-   * no byte sent to their clients move (a frozen target would otherwise hold them to the cap). */
+   * no byte sent to their clients move (a frozen target would otherwise hold them to the cap), or,
+   * with nowhere to go yet, stall until somewhere is (recheckStalled). */
   targetUnhealthy(kind: "replica" | "peer", targetId: string): void {
-    const { host } = this;
-    const now = coreNow();
-    const reason = kind === "replica" ? "replica_unhealthy" : "peer_unhealthy";
     for (const job of this.list()) {
       const exchange = job.exchange;
       if (!exchange?.waiting || exchange.target.kind !== kind || exchange.target.id !== targetId) continue;
       // Booked on the URL a re-pointed replica had: the health of the engine there now is not its own.
-      if (!host.core.onCurrentTarget(job.ticket)) continue;
-      if (!host.canRetry(job) || !host.core.canRedispatch(job.ticket, now, "unhealthy")) continue;
-      host.metrics.redispatched.inc({ replica: targetId, reason });
-      host.logger.warn({ target: targetId, waitedMs: Math.round(performance.now() - exchange.dispatchedAt) }, `${kind} turned unhealthy; re-dispatching`);
-      exchange.abort(new UpstreamStallError(`${kind} ${targetId} turned unhealthy before answering`, reason));
+      if (!this.host.core.onCurrentTarget(job.ticket)) continue;
+      if (this.move(job, exchange, "unhealthy") || !this.host.canRetry(job)) continue;
+      const stall = this.stalled.get(job);
+      this.stalled.set(job, { exchange, pastDeadline: stall?.exchange === exchange && stall.pastDeadline, onUnhealthy: true });
     }
   }
 }

@@ -1,0 +1,194 @@
+// A request that has sent no byte to its client and is stuck on its target (past its first-byte
+// deadline, or on a target that turned unhealthy) while no other target can take it waits on that
+// target: and it moves the moment one can, not at limits.headersTimeoutMs (2 minutes). The replicas
+// are scripted engines: one holds the request and never answers (as a frozen engine would), another
+// reports a request waiting (full) until the test clears it.
+import { strict as assert } from "node:assert";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, test } from "node:test";
+import { pino } from "pino";
+import { type LbConfigInput, parseLbConfig } from "@meridian/protocol";
+import type { RunningProxy } from "../src/index";
+import { chatBody, lbConfig, post, servedBy, startLb, waitFor } from "./helpers";
+import { startScriptedEngine } from "./scripted-engine";
+
+const open: { close(): Promise<void> }[] = [];
+after(async () => {
+  for (const thing of open.reverse()) await thing.close();
+});
+
+// Scrapes only when a test asks (scrapeNow): a replica set full stays full until then.
+const LIMITS = {
+  probes: { rttIntervalMs: 200, scrapeIntervalMs: 600_000, unhealthyAfter: 60 },
+  limits: { firstByteMinMs: 200, headersTimeoutMs: 120_000 },
+};
+const WAITS = "first-byte deadline passed; no other target can take it yet, so it waits";
+const MOVED = "no first byte within the deadline; re-dispatching";
+
+interface Logged {
+  msg: string;
+  target?: string;
+}
+
+async function observedLb(config: LbConfigInput): Promise<{ lb: RunningProxy; logs: Logged[] }> {
+  const logs: Logged[] = [];
+  const lb = await startLb(config, { logger: pino({ level: "info" }, { write: (line: string) => void logs.push(JSON.parse(line) as Logged) }) });
+  open.push(lb);
+  await waitFor("every replica probed", () => [...lb.balancer.core.replicas.values()].every((r) => r.probed));
+  return { lb, logs };
+}
+
+const region = "us-ashburn" as const;
+
+test("a request past its deadline while the other replica is full moves as soon as that replica can take it", async () => {
+  const stalled = await startScriptedEngine("stalled", 1);
+  const busy = await startScriptedEngine("busy", 1);
+  open.push(stalled, busy);
+  const { lb, logs } = await observedLb(
+    lbConfig(
+      "lb-overdue",
+      region,
+      [stalled, busy].map((e) => ({ id: e.id, url: e.url, region })),
+      LIMITS,
+    ),
+  );
+  busy.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+
+  const answer = post(`${lb.url}/v1/chat/completions`, chatBody("overdue"), { "x-session-id": "overdue" });
+  await waitFor("the request on the stalled replica", () => stalled.holds("overdue"));
+  await waitFor("its deadline passed with nowhere to go", () => logs.some((l) => l.msg === WAITS));
+  assert.equal(busy.holds("overdue"), false, "it moved to a full replica");
+
+  // The busy replica's queue empties: the next scrape shows it, and the request moves at once.
+  busy.setLoad(0, 0);
+  await lb.balancer.scrapeNow();
+  await waitFor("the request on the replica that freed", () => busy.holds("overdue"));
+  busy.finish("overdue");
+  const result = await answer;
+  assert.equal(result.status, 200, result.text);
+  assert.equal(servedBy(result), "busy");
+  assert.deepEqual(
+    logs.filter((l) => l.msg === MOVED).map((l) => l.target),
+    ["stalled"],
+  );
+});
+
+test("a request past its deadline moves to the engine its replica is re-pointed to, the operator's fix for a stuck engine", async () => {
+  const stuck = await startScriptedEngine("stuck", 1);
+  const replacement = await startScriptedEngine("replacement", 1);
+  open.push(stuck, replacement);
+  const config = lbConfig("lb-repoint", region, [{ id: "a", url: stuck.url, region }], LIMITS);
+  const { lb, logs } = await observedLb(config);
+  const answer = post(`${lb.url}/v1/chat/completions`, chatBody("repointed"), { "x-session-id": "repointed" });
+  await waitFor("its deadline passed on the stuck engine", () => stuck.holds("repointed") && logs.some((l) => l.msg === WAITS));
+  await lb.balancer.applyConfig(parseLbConfig(lbConfig("lb-repoint", region, [{ id: "a", url: replacement.url, region }], { ...LIMITS, version: 2 })));
+  await waitFor("the request on the replacement engine", () => replacement.holds("repointed"));
+  replacement.finish("repointed");
+  const result = await answer;
+  assert.equal(result.status, 200, result.text);
+  assert.equal(servedBy(result), "a");
+});
+
+/** An engine that holds every chat request; its /health answers 503 once `sick`. */
+async function sickeningEngine() {
+  const state = { sick: false, held: [] as ServerResponse[] };
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      if (req.url === "/health") {
+        res.statusCode = state.sick ? 503 : 200;
+        res.end(state.sick ? "" : '{"status":"ok"}');
+      } else if (req.url === "/metrics") res.end("");
+      else state.held.push(res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    state,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+test("a request on a replica that turns unhealthy with nowhere to go moves once a replica appears", async () => {
+  const dying = await sickeningEngine();
+  const added = await startScriptedEngine("added", 1);
+  open.push(dying, added);
+  const extra = { ...LIMITS, probes: { rttIntervalMs: 100, scrapeIntervalMs: 600_000, unhealthyAfter: 2 } };
+  const a = { id: "a", url: dying.url, region };
+  const { lb } = await observedLb(lbConfig("lb-stranded", region, [a], extra));
+  // Not streamed, no max_tokens: its first-byte deadline is the cap, so only its replica's health moves it.
+  const { max_tokens: _unbounded, ...body } = chatBody("stranded");
+  const answer = post(`${lb.url}/v1/chat/completions`, body, { "x-session-id": "stranded" });
+  await waitFor("the request held by a", () => dying.state.held.length === 1);
+  dying.state.sick = true;
+  await waitFor("a unhealthy", () => lb.balancer.core.replicas.get("a")?.healthy === false);
+  await lb.balancer.applyConfig(parseLbConfig(lbConfig("lb-stranded", region, [a, { id: "added", url: added.url, region }], { ...extra, version: 2 })));
+  await waitFor("the request on the added replica", () => added.holds("stranded"));
+  added.finish("stranded");
+  const result = await answer;
+  assert.equal(result.status, 200, result.text);
+  assert.equal(servedBy(result), "added");
+});
+
+/** A peer LB that reports `available` free replicas, counts the forwards it gets and holds them. */
+async function reportingPeer() {
+  const state = { available: 0, reports: 0, forwards: [] as IncomingMessage[] };
+  const server = createServer((req, res) => {
+    if (req.url?.startsWith("/admin/peer")) {
+      state.reports++;
+      res.writeHead(200, { "content-type": "application/json" });
+      const report = { lbId: "lb-eu", region: "eu-frankfurt", time: Date.now(), configVersion: 1, replicas: [], queueLength: 0 };
+      res.end(JSON.stringify({ schema: "meridian.peer-report/1", ...report, availableReplicas: state.available }));
+      return;
+    }
+    req.resume();
+    req.on("end", () => state.forwards.push(req));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    state,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+test("requests past their deadline are not all sent to a peer that reports one free replica; they stay and are answered", async () => {
+  const stalled = await startScriptedEngine("stalled", 1);
+  const busy = await startScriptedEngine("busy", 1);
+  const peer = await reportingPeer();
+  open.push(stalled, busy, peer);
+  const config = lbConfig(
+    "lb-us",
+    region,
+    [stalled, busy].map((e) => ({ id: e.id, url: e.url, region })),
+    {
+      ...LIMITS,
+      crossRegion: "via-peer",
+      peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
+    },
+  );
+  const { lb, logs } = await observedLb(config);
+  await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  busy.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+  const sessions = ["h0", "h1", "h2", "h3"];
+  const answers = sessions.map((s) => post(`${lb.url}/v1/chat/completions`, chatBody(s), { "x-session-id": s }));
+  await waitFor("all four past their deadline on the stalled replica", () => logs.filter((l) => l.msg === WAITS).length === sessions.length);
+  // The peer reports a free replica; every drain after its report asks the four again.
+  peer.state.available = 1;
+  const reports = peer.state.reports;
+  await waitFor("two reports of the free replica", () => peer.state.reports >= reports + 2);
+  await lb.balancer.pollPeersNow();
+  assert.equal(peer.state.forwards.length, 0, "requests that their replica may still answer were sent after one free slot");
+  for (const s of sessions) stalled.finish(s);
+  for (const result of await Promise.all(answers)) assert.equal(result.status, 200, result.text);
+});
