@@ -5,6 +5,8 @@
 // Prints: ONE JSON object on stdout:
 //   keying_us        chatBlockKeys() on the 80 KB prompt (p50/p99), measured separately;
 //                    keying_us_by_script repeats it for text with non-ASCII characters
+//   session_key_us   chatSessionKey() of the same prompt from its keying (the proxy's path for a chat
+//                    naming no session: a 24 KB system prompt, a 16 KB first message cut to 16 blocks)
 //   decision_us      per policy (gorgo, prefix-cache, and the peers sglang-cache-aware, llm-d,
 //                    dynamo-kv): match + score = policy.select() (p50/p99). The peers keep their own
 //                    prefix state; it is filled by the same traffic as the index, through the policy's
@@ -27,7 +29,9 @@ import {
   PrefixIndex,
   type RequestView,
   chatBlockKeys,
+  chatBlockKeysWithState,
   chatSerialisedLength,
+  chatSessionKey,
   type Decision,
   type Policy,
   createPolicy,
@@ -193,6 +197,17 @@ for (let i = 0; i < KEYINGS; i++) {
   keyingNs.push(Number(process.hrtime.bigint() - t0));
 }
 
+// ---- the session key of a chat that names none, from the keying the proxy has just done.
+const keyedVariants = variants.map((m) => chatBlockKeysWithState(m));
+for (let i = 0; i < 2000; i++) chatSessionKey(variants[i % VARIANTS]!, {}, 16, 64, keyedVariants[i % VARIANTS]);
+const sessionKeyNs: number[] = [];
+for (let i = 0; i < KEYINGS; i++) {
+  const v = i % VARIANTS;
+  const t0 = process.hrtime.bigint();
+  chatSessionKey(variants[v]!, {}, 16, 64, keyedVariants[v]);
+  sessionKeyNs.push(Number(process.hrtime.bigint() - t0));
+}
+
 // ---- keying of other scripts: English with typographic quotes every ~300 characters, and CJK text
 // of 80 KB in UTF-8 (≈ 27k characters). Non-ASCII text takes the slower encoding path.
 function keyingOf(messages: { role: string; content: string }[]): ReturnType<typeof summary> {
@@ -300,6 +315,7 @@ console.log(
       },
       keying_us: summary(keyingNs),
       keying_us_by_script: keyingByScript,
+      session_key_us: summary(sessionKeyNs),
       decision_us: decision,
       total_us: total,
       learn_us: {

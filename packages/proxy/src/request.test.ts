@@ -1,6 +1,14 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
-import { chatBlockKeys, chatSerialisedLength, continueChatBlockKeys, continuePromptBlockKeys, promptBlockKeys } from "@meridian/routing";
+import {
+  chatBlockKeys,
+  chatSerialisedLength,
+  chatSessionKey,
+  continueChatBlockKeys,
+  continuePromptBlockKeys,
+  promptBlockKeys,
+  sessionKeyFromBlocks,
+} from "@meridian/routing";
 import { HttpError } from "./errors";
 import { nextTurnKeys, parseInference, SESSION_ID_MAX_CHARS, upstreamBody as upstreamParts } from "./request";
 
@@ -41,6 +49,32 @@ test("a long user or x-session-id is keyed by its digest: the key stays short, a
   assert.match(sessionKey({ user: `${longest}u` }), /^user:sha256:[0-9a-f]{64}$/);
   assert.match(sessionKey({}, huge), /^session:sha256:[0-9a-f]{64}$/);
   assert.equal(sessionKey({}, huge), sessionKey({}, huge));
+});
+
+test("a chat naming no session is keyed by its conversation: apart from the agent's other conversations, the same at every turn", () => {
+  const sessionKey = (body: Record<string, unknown>, header?: string): string =>
+    parseInference("chat", Buffer.from(JSON.stringify(body)), header, 16).sessionKey;
+  // Two conversations of one agent: a 20,000-character system prompt and one tool set, different tasks.
+  const system = { role: "system", content: "You are a coding agent. Read before you edit. ".repeat(435) };
+  const tools = [{ type: "function", function: { name: "read_file", description: "Reads a file.", parameters: { type: "object" } } }];
+  const fix = [system, { role: "user", content: "Fix the flaky retry test." }];
+  const metric = [system, { role: "user", content: "Add a queue-wait metric." }];
+  assert.notEqual(sessionKey({ messages: fix, tools }), sessionKey({ messages: metric, tools }));
+  assert.equal(sessionKey({ messages: fix, tools }), chatSessionKey(fix, { tools }, 16));
+  // One conversation whose first turn is shorter than 16 blocks keeps its key at turns 2 and 3.
+  const turn1 = [...messages];
+  const turn2 = [...turn1, { role: "assistant", content: "General Kenobi. ".repeat(40) }, { role: "user", content: "Tell me about caching." }];
+  const turn3 = [...turn2, { role: "assistant", content: "It saves prefill." }, { role: "user", content: "Thanks." }];
+  assert.equal(sessionKey({ messages: turn2 }), sessionKey({ messages: turn1 }));
+  assert.equal(sessionKey({ messages: turn3 }), sessionKey({ messages: turn1 }));
+  // An explicit session still wins; a completion is still keyed by its first blocks.
+  assert.equal(sessionKey({ messages: fix, tools, user: "u1" }), "user:u1");
+  assert.equal(sessionKey({ messages: fix, tools }, "s9"), "session:s9");
+  const prompt = "Once upon a time, ".repeat(80);
+  assert.equal(
+    parseInference("completion", Buffer.from(JSON.stringify({ prompt })), undefined, 16).sessionKey,
+    sessionKeyFromBlocks(promptBlockKeys(prompt), 16),
+  );
 });
 
 test("keeps the keyer state, so the next turn is keyed from the reply alone with the same keys", () => {

@@ -9,12 +9,14 @@ import {
   chatBlockKeysWithState,
   chatPromptSize,
   chatSerialisedLength,
+  chatSessionKey,
   continueChatBlockKeys,
   continuePromptBlockKeys,
   DEFAULT_BLOCK_CHARS,
   promptBlockKeys,
   promptBlockKeysWithState,
   type BlockKeyerState,
+  type ChatPreamble,
   type ChatPromptExtras,
   RoutingInputError,
   sessionKeyFromBlocks,
@@ -208,6 +210,7 @@ export function parseInference(
   let prompt: string | null = null;
   let keys: BlockKey[];
   let keyerState: BlockKeyerState;
+  let preamble: ChatPreamble | undefined;
   let promptChars: number;
   let size: PromptSize;
   if (kind === "chat") {
@@ -219,7 +222,7 @@ export function parseInference(
     promptChars = counted.chars;
     size = textSize(promptChars, counted.mediaParts);
     limits.checkPromptSize?.(size);
-    ({ keys, state: keyerState } = keysOrBadRequest(() => chatBlockKeysWithState(messages as ChatMessage[], DEFAULT_BLOCK_CHARS, extras)));
+    ({ keys, state: keyerState, preamble } = keysOrBadRequest(() => chatBlockKeysWithState(messages as ChatMessage[], DEFAULT_BLOCK_CHARS, extras)));
   } else if (kind === "embedding") {
     const input = embeddingInput(body);
     prompt = input.text;
@@ -253,7 +256,7 @@ export function parseInference(
       ? boundedSessionKey("user", user)
       : sessionHeader
         ? boundedSessionKey("session", sessionHeader)
-        : sessionKeyFromBlocks(keys, sessionKeyBlocks) || `chars:${promptChars}`;
+        : derivedSessionKey(messages, extras, keys, preamble, sessionKeyBlocks) || `chars:${promptChars}`;
   return {
     kind,
     raw,
@@ -273,6 +276,22 @@ export function parseInference(
     size,
     sessionKey,
   };
+}
+
+/** The session key of a request that names none. A chat's is its preamble (system prompt, tools,
+ * documents) and the first sessionKeyBlocks blocks of its first message, which its later turns repeat
+ * (chatSessionKey): keyed by its first blocks, every conversation behind one long system prompt was
+ * one session, and a short first turn changed session at turn 2. A prompt's is its first blocks. */
+function derivedSessionKey(
+  messages: ChatMessage[] | null,
+  extras: ChatPromptExtras,
+  keys: BlockKey[],
+  preamble: ChatPreamble | undefined,
+  sessionKeyBlocks: number,
+): string {
+  if (messages === null || preamble === undefined) return sessionKeyFromBlocks(keys, sessionKeyBlocks);
+  // From the keying just done: the messages are well formed, and the preamble is not read again.
+  return chatSessionKey(messages, extras, sessionKeyBlocks, DEFAULT_BLOCK_CHARS, { keys, preamble });
 }
 
 /** Client-chosen session ids longer than this are keyed by their digest. */

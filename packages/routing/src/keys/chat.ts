@@ -72,9 +72,10 @@ const MEDIA_FILLER = " ".repeat(NON_TEXT_PART_CHARS);
 /** A part's type goes into its label for readability only (the digest identifies it): bounded. */
 const MEDIA_TYPE_MAX_CHARS = 32;
 
-/** Where the canonical serialisation goes: the block keyer, or a character count. Media parts are
- * handed over unserialised so that counting them costs nothing (no digest of a 600 KB data URL). */
-interface SerialisationSink {
+/** Where the canonical serialisation goes: the block keyer, a character count, or the session key
+ * (session.ts). Media parts are handed over unserialised so that counting them costs nothing (no
+ * digest of a 600 KB data URL). */
+export interface SerialisationSink {
   text(piece: string): void;
   media(part: Record<string, unknown>, type: string): void;
 }
@@ -100,7 +101,7 @@ function canonicalJson(value: unknown): string {
  * padding keeps the keys' depth in step with the tokens the engine spends on it (and with
  * chatSerialisedLength, which next-turn learning and the token estimate rely on).
  */
-function mediaPiece(part: Record<string, unknown>, type: string): string {
+export function mediaPiece(part: Record<string, unknown>, type: string): string {
   const identity = type === "image_url" ? imageUrl(part["image_url"]) : undefined;
   const digest = hashString(identity ?? canonicalJson(part)).toString(36);
   const label = `${PART_SEPARATOR}${type.slice(0, MEDIA_TYPE_MAX_CHARS)}:${digest}`;
@@ -199,19 +200,39 @@ function serialiseListField(sink: SerialisationSink, field: "tools" | "documents
  * a system prompt share keys up to it and differ from their tools or documents on, never later than
  * the engine's prompt does. Keyed tools-first, two agents with one tool set and different system
  * prompts shared the whole tool block, a cache the engine did not hold. */
-function serialisePrompt(sink: SerialisationSink, messages: readonly ChatMessageLike[], extras: ChatPromptExtras, strict: boolean): void {
+function serialisePrompt(
+  sink: SerialisationSink,
+  messages: readonly ChatMessageLike[],
+  extras: ChatPromptExtras,
+  strict: boolean,
+  afterPreamble?: (next: number) => void,
+): void {
   const system = Array.isArray(messages) && isSystemMessage(messages[0]) ? 1 : 0;
   if (system === 1) serialiseMessages(sink, messages.slice(0, 1), 0, strict);
   serialiseListField(sink, "tools", extras.tools, strict);
   serialiseListField(sink, "documents", extras.documents, strict);
+  // Everything up to here is the preamble: the part of the prompt a conversation's turns all repeat.
+  afterPreamble?.(system);
   serialiseMessages(sink, system === 1 ? messages.slice(1) : messages, system, strict);
+}
+
+/** Where a chat's preamble (a leading system message, the tools, the documents: what comes before
+ * the conversation proper) ends in its canonical serialisation: what the session key (session.ts)
+ * needs of it besides the block keys. */
+export interface ChatPreamble {
+  /** Its length in units. */
+  readonly units: number;
+  /** Its pieces (or piece tails) after its last full block. */
+  readonly tail: readonly string[];
+  /** The index of the first message after it. */
+  readonly next: number;
 }
 
 function isSystemMessage(message: unknown): boolean {
   return message !== null && typeof message === "object" && (message as { role?: unknown }).role === "system";
 }
 
-function serialiseMessages(sink: SerialisationSink, messages: readonly ChatMessageLike[], firstIndex: number, strict: boolean): void {
+export function serialiseMessages(sink: SerialisationSink, messages: readonly ChatMessageLike[], firstIndex: number, strict: boolean): void {
   if (!Array.isArray(messages)) {
     if (!strict) return;
     throw new RoutingInputError("messages", `must be an array, got ${describe(messages)}`);
@@ -249,18 +270,21 @@ export function chatBlockKeys(messages: readonly ChatMessageLike[], blockChars =
   return chatBlockKeysWithState(messages, blockChars, extras).keys;
 }
 
-/** chatBlockKeys plus the state continueChatBlockKeys needs to key appended messages. */
+/** chatBlockKeys plus the state continueChatBlockKeys needs to key appended messages, and where the
+ * preamble ends (chatSessionKey). */
 export function chatBlockKeysWithState(
   messages: readonly ChatMessageLike[],
   blockChars = DEFAULT_BLOCK_CHARS,
   extras: ChatPromptExtras = {},
-): { keys: BlockKey[]; state: BlockKeyerState } {
+): { keys: BlockKey[]; state: BlockKeyerState; preamble: ChatPreamble } {
   checkBlockChars(blockChars);
   const chainer = new CanonicalStream(blockChars);
-  const sink = keyerSink(chainer);
-  serialisePrompt(sink, messages, extras, true);
+  let preamble: ChatPreamble = { units: 0, tail: [], next: 0 };
+  serialisePrompt(keyerSink(chainer), messages, extras, true, (next) => {
+    preamble = { units: chainer.length, tail: chainer.tailPieces(), next };
+  });
   const keys = chainer.keys();
-  return { keys, state: keyerState("chat", blockChars, keys, chainer, CHAIN_ORIGIN, 0, messages.length) };
+  return { keys, state: keyerState("chat", blockChars, keys, chainer, CHAIN_ORIGIN, 0, messages.length), preamble };
 }
 
 /**

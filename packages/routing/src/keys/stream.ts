@@ -110,6 +110,11 @@ export class CanonicalStream {
     return this.tail.slice();
   }
 
+  /** Units written so far. */
+  get length(): number {
+    return this.units;
+  }
+
   private writeUnits(text: string, n: number): void {
     let from = 0;
     while (from < n) {
