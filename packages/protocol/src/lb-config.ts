@@ -64,12 +64,12 @@ export const DEFAULT_INDEX = Object.freeze({
   ttlMs: 3_600_000,
 });
 
-/** Blocks (64 characters, ≈16 tokens) that key a session when a request names none (no `user`, no
- * `x-session-id`). A chat: its preamble (system prompt, tools, documents) and the first N blocks of the
- * first message after it, which every turn repeats (routing's chatSessionKey); keyed by the prompt's
- * first N blocks, an app's conversations behind one long system prompt were all one session, and a
- * short first turn changed session at turn 2. A completion or embedding: its first N blocks (the
- * paper's first 256 tokens). */
+/** Blocks (64 units of the canonical serialisation, ≈16 tokens) that key a session when a request
+ * names none (no `user`, no `x-session-id`). A chat: the first N blocks of its preamble (system prompt,
+ * tools) and of the first message after its system and developer messages, which every turn repeats
+ * (routing's chatSessionKey); keyed by the prompt's first N blocks, an app's conversations behind one
+ * long system prompt were all one session, and a short first turn changed session at turn 2. A
+ * completion or embedding: its first N blocks (the paper's first 256 tokens). */
 export const DEFAULT_SESSION_KEY_BLOCKS = 16;
 
 // Every *Ms limit and probe interval runs on a timer (a held request's expiry, undici's timeouts, the

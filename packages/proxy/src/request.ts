@@ -278,9 +278,9 @@ export function parseInference(
   };
 }
 
-/** The session key of a request that names none. A chat's is its preamble (system prompt, tools,
- * documents) and the first sessionKeyBlocks blocks of its first message, which its later turns repeat
- * (chatSessionKey): keyed by its first blocks, every conversation behind one long system prompt was
+/** The session key of a request that names none. A chat's is the first sessionKeyBlocks blocks of
+ * its preamble (system prompt, tools) and of its first message after the system and developer
+ * messages, which its later turns repeat (chatSessionKey): keyed by its first blocks, every conversation behind one long system prompt was
  * one session, and a short first turn changed session at turn 2. A prompt's is its first blocks. */
 function derivedSessionKey(
   messages: ChatMessage[] | null,

@@ -110,7 +110,8 @@ export interface RequestView {
   /** Characters of prompt text one key stands for: chat keys (64); absent for trace keys (hash_ids),
    * whose size is known only in tokens. Peer policies that block by bytes (llm-d) read it. */
   keyChars?: number;
-  /** Session key: explicit user / x-session-id, else a hash of the first blocks. */
+  /** Session key: explicit user / x-session-id, else a chat's preamble and first message
+   * (chatSessionKey), or another prompt's first blocks (sessionKeyFromBlocks). */
   sessionKey: string;
   /** Region the client request entered from. */
   clientRegion: string;

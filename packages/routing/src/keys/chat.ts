@@ -210,14 +210,15 @@ function serialisePrompt(
   const system = Array.isArray(messages) && isSystemMessage(messages[0]) ? 1 : 0;
   if (system === 1) serialiseMessages(sink, messages.slice(0, 1), 0, strict);
   serialiseListField(sink, "tools", extras.tools, strict);
-  serialiseListField(sink, "documents", extras.documents, strict);
-  // Everything up to here is the preamble: the part of the prompt a conversation's turns all repeat.
+  // Up to here is the preamble: what every conversation of an app repeats at every turn. Not the
+  // documents, which a RAG client retrieves anew for each question.
   afterPreamble?.(system);
+  serialiseListField(sink, "documents", extras.documents, strict);
   serialiseMessages(sink, system === 1 ? messages.slice(1) : messages, system, strict);
 }
 
-/** Where a chat's preamble (a leading system message, the tools, the documents: what comes before
- * the conversation proper) ends in its canonical serialisation: what the session key (session.ts)
+/** Where a chat's preamble (a leading system message and the tools: what every conversation of an
+ * app repeats at every turn) ends in its canonical serialisation: what the session key (session.ts)
  * needs of it besides the block keys. */
 export interface ChatPreamble {
   /** Its length in units. */

@@ -65,6 +65,18 @@ describe("chatSessionKey", () => {
       },
     ];
     const cat = `data:image/png;base64,${"Q".repeat(600_000)}`;
+    // An image that straddles the cut is keyed whole: its digest, at its end, tells it apart.
+    const straddling = (url: string) => [
+      { role: "system", content: "You describe images." },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "x".repeat(1024 - "user\u001f".length - 8) },
+          { type: "image_url", image_url: { url } },
+        ],
+      },
+    ];
+    assert.notEqual(key(straddling("data:image/png;base64,QQQQ")), key(straddling("data:image/png;base64,RRRR")));
     const dog = `data:image/png;base64,${"R".repeat(600_000)}`;
     assert.equal(key(withImage(cat)), key(withImage(cat)));
     assert.notEqual(key(withImage(cat)), key(withImage(dog)));
@@ -78,7 +90,10 @@ describe("chatSessionKey", () => {
     assert.notEqual(only, "");
     assert.equal(key([system]), only);
     assert.notEqual(key([{ role: "system", content: longText(20_000, 1) }]), only);
-    assert.notEqual(key([system], { tools }), only);
+    // The tools count within the preamble's cut: after a short system prompt, not after 20,000 characters.
+    const terse = { role: "system", content: "Be terse." };
+    assert.notEqual(key([terse], { tools }), key([terse]));
+    assert.equal(key([system], { tools }), only);
     assert.notEqual(key([system, { role: "user", content: "Hi" }]), only);
     assert.equal(key([]), "", "nothing to key: the caller falls back");
   });
@@ -92,11 +107,34 @@ describe("chatSessionKey", () => {
     assert.equal(key([...greeting, { role: "user", content: "Hello" }]), key(greeting));
   });
 
-  it("separates what differs anywhere in the preamble, not only in its last block", () => {
+  it("separates apps by their preamble's first blocks, and keeps a conversation's key when the client changes what follows them", () => {
     const first = { role: "user", content: "Same task." };
     const changed = { role: "system", content: `Y${system.content.slice(1)}` };
     assert.notEqual(key([changed, first]), key([system, first]));
-    assert.notEqual(key([system, first], { documents: [{ text: "a" }] }), key([system, first], { documents: [{ text: "b" }] }));
+    assert.notEqual(key([{ role: "system", content: "Be terse." }, first]), key([{ role: "system", content: "Be kind." }, first]));
+    // A timestamp at the end of a long system prompt, new at every turn.
+    const dated = (time: string) => ({ role: "system", content: `${longText(8_000, 2)}\nCurrent date and time: ${time}` });
+    const turn1 = [dated("2026-11-27T19:37:02Z"), first];
+    const turn2 = [dated("2026-11-27T19:38:15Z"), first, { role: "assistant", content: "Looking." }, { role: "user", content: "Go on." }];
+    assert.equal(key(turn2), key(turn1));
+    // RAG documents, retrieved anew for each question.
+    const short = { role: "system", content: longText(2_000, 4) };
+    const rag1 = { documents: [{ title: "refunds", text: "Refunds within 30 days." }] };
+    const rag2 = { documents: [{ title: "digital", text: "Digital goods are not refundable." }] };
+    assert.equal(key([short, first, { role: "assistant", content: "30 days." }, { role: "user", content: "Digital?" }], rag2), key([short, first], rag1));
+  });
+
+  it("keys the first message after every leading instruction: developer messages and a second system message", () => {
+    const a = { role: "user", content: "Fix the flaky retry test." };
+    const b = { role: "user", content: "Add a queue-wait metric." };
+    // OpenAI's newer models take the instructions as `developer`.
+    const developer = { role: "developer", content: longText(20_000) };
+    assert.notEqual(key([developer, a]), key([developer, b]));
+    assert.equal(key([developer, a, { role: "assistant", content: "On it." }, { role: "user", content: "Go on." }]), key([developer, a]));
+    // Context sent as a second system message.
+    const context = { role: "system", content: `Project context:\n${longText(4_000, 5)}` };
+    assert.notEqual(key([system, context, a]), key([system, context, b]));
+    assert.notEqual(key([system, developer, a], { tools }), key([system, developer, b], { tools }));
   });
 
   it("is the same from the whole chat's keying (the proxy's path) as computed alone, at every preamble length", () => {
@@ -110,6 +148,8 @@ describe("chatSessionKey", () => {
         for (const messages of [
           [{ role: "system", content }, first, ...later],
           [{ role: "user", content }, first, ...later],
+          [{ role: "developer", content }, first, ...later],
+          [{ role: "system", content }, { role: "system", content: "More context." }, first, ...later],
         ]) {
           for (const extras of [{}, { tools }, { documents: [{ text: content }] }]) {
             const alone = chatSessionKey(messages, extras, 4);

@@ -2,19 +2,28 @@
 // across the conversation's turns. It decides the tuner trial's arm ("a conversation stays in one
 // arm"), session affinity's replica and the telemetry's session.
 //
-// The key is the preamble (a leading system message, the tools, the documents: ChatPreamble) plus
-// the FIRST message after it, whatever its role, cut to the first nBlocks × blockChars characters of
-// its canonical serialisation (the same walk chatBlockKeys keys). Turn 2 repeats turn 1's preamble and first message, so it keys as turn 1; two
-// conversations of one agent share the preamble and differ in their first message (the task), so
-// they key apart. Keyed by the prompt's first 16 blocks (the paper's "first 256 tokens",
-// sessionKeyFromBlocks), every conversation of an app with a 1 KB system prompt or tool set got one
-// key (one trial arm, one affinity replica), and a first turn shorter than 16 blocks changed key at
-// turn 2, whose 16th block took in the reply.
+// The key is two cuts, each its first nBlocks × blockChars units of the canonical serialisation
+// (the walk chatBlockKeys keys), so that what a client changes from turn to turn past them moves
+// nothing:
+//   - the preamble: a leading system message and the tools (ChatPreamble). Not the documents, which a
+//     RAG client retrieves for each question; and cut, so a timestamp at the end of a long system
+//     prompt does not make every turn a new session.
+//   - the conversation's first message: the first after the leading instructions (system or
+//     developer messages: OpenAI's newer models take the instructions as `developer`, and clients
+//     send context as a second system message), whatever its role. Turn 2 repeats turn 1's first
+//     message, so it keys as turn 1; two conversations of one agent differ in it (the task), so they
+//     key apart.
+// Keyed by the prompt's first 16 blocks (the paper's "first 256 tokens", sessionKeyFromBlocks),
+// every conversation of an app with a 1 KB system prompt or tool set got one key (one trial arm, one
+// affinity replica), and a first turn shorter than 16 blocks changed key at turn 2, whose 16th block
+// took in the reply. Still one key: conversations whose first message is the same (an app whose
+// every chat opens with one greeting, or with the same few-shot example); and a conversation the
+// model opens (its first request the preamble alone) changes key at turn 2. Such clients should send
+// `user` or x-session-id.
 //
-// Cost: the chat's keying pass (chatBlockKeysWithState) notes where the preamble ends; from there
-// only the preamble's open block and the cut first message (< blockChars + nBlocks × blockChars
-// units) are hashed, chained from the key of the preamble's last full block. Neither an 80 KB system
-// prompt nor a tool set's canonical JSON is read again.
+// Cost: the chat's keying pass (chatBlockKeysWithState) notes where the preamble ends; the key takes
+// the chained key of the preamble's cut from there and hashes at most the preamble's open block and
+// the cut first message. Neither an 80 KB system prompt nor a tool set's canonical JSON is read again.
 import { describe, RoutingInputError } from "../errors";
 import { hashString } from "../hash";
 import type { BlockKey } from "../types";
@@ -31,10 +40,11 @@ import { CanonicalStream, CHAIN_ORIGIN, checkBlockChars, DEFAULT_BLOCK_CHARS } f
 
 /**
  * A chat's session key, base 36 (≤ 11 characters): the hash of its preamble (a leading system
- * message, the tools, the documents) and the first nBlocks × blockChars units of the canonical
- * serialisation of the first message after it. "" only for a chat with nothing to key (no message,
- * no tools, no documents). `keyed`: what chatBlockKeysWithState returned for these messages, extras
- * and blockChars, which saves serialising the preamble again; computed when left out, with the same result.
+ * message, the tools) and of the first message after the leading system and developer messages, each
+ * cut to its first nBlocks × blockChars units of the canonical serialisation. "" only for a chat with
+ * nothing to key (no message, no tools). `keyed`: what chatBlockKeysWithState returned for these
+ * messages, extras and blockChars, which saves serialising the preamble again; computed when left
+ * out, with the same result.
  */
 export function chatSessionKey(
   messages: readonly ChatMessageLike[],
@@ -48,17 +58,21 @@ export function chatSessionKey(
     throw new RoutingInputError("nBlocks", `must be a positive integer, got ${describe(nBlocks)}`);
   }
   if (!Array.isArray(messages)) throw new RoutingInputError("messages", `must be an array, got ${describe(messages)}`);
-  // The preamble holds at most one message, so the first two hold it and the first message after it.
-  const { keys, preamble } = keyed ?? chatBlockKeysWithState(messages.slice(0, 2), blockChars, extras);
-  const fullBlocks = Math.floor(preamble.units / blockChars);
+  // The preamble holds at most the first message.
+  const { keys, preamble } = keyed ?? chatBlockKeysWithState(messages.slice(0, 1), blockChars, { tools: extras.tools });
+  // The preamble's cut: its first nBlocks full blocks are one chained key; shorter, its full blocks
+  // and its open tail.
+  const fullBlocks = Math.min(nBlocks, Math.floor(preamble.units / blockChars));
   if (keys.length < fullBlocks) {
     throw new RoutingInputError("keyed", `must be the chat's keying: ${keys.length} keys do not cover its preamble's ${fullBlocks} blocks`);
   }
-  // The rest starts on a block boundary, so it chains on from the preamble's last full block.
   const rest = new CanonicalStream(blockChars);
-  for (const piece of preamble.tail) rest.write(piece);
-  const { next } = preamble;
-  if (next < messages.length) serialiseMessages(firstUnits(rest, nBlocks * blockChars), messages.slice(next, next + 1), next, true);
+  if (fullBlocks < nBlocks) for (const piece of preamble.tail) rest.write(piece);
+  let first = preamble.next;
+  while (first < messages.length && isInstruction(messages[first])) first++;
+  // The first message starts a second cut of its own, hashed on from the preamble's.
+  const conversation = firstUnits(rest, nBlocks * blockChars);
+  if (first < messages.length) serialiseMessages(conversation, messages.slice(first, first + 1), first, true);
   if (preamble.units === 0 && rest.length === 0) return "";
   const origin = fullBlocks > 0 ? (keys[fullBlocks - 1] as number) : CHAIN_ORIGIN;
   const chained = rest.keys(origin);
@@ -66,8 +80,16 @@ export function chatSessionKey(
   return hashString(rest.tailPieces().join(""), last).toString(36);
 }
 
-/** A sink that writes the first `limit` units of a serialisation into `stream`. A media part's
- * piece (a digest of its data) is made only when some of it falls before the limit. */
+/** A message that gives instructions rather than starting the conversation: a system message, or
+ * OpenAI's `developer` message, which its newer models take in place of one. */
+function isInstruction(message: unknown): boolean {
+  const role = message !== null && typeof message === "object" ? (message as { role?: unknown }).role : undefined;
+  return role === "system" || role === "developer";
+}
+
+/** A sink that writes the first `limit` units of a serialisation into `stream`. A media part's piece
+ * (a digest of its data) is made only when some of it falls before the limit, and then written
+ * whole: its digest, at its end, is what tells two images apart. */
 function firstUnits(stream: CanonicalStream, limit: number): SerialisationSink {
   let left = limit;
   const take = (piece: string): void => {
@@ -79,7 +101,10 @@ function firstUnits(stream: CanonicalStream, limit: number): SerialisationSink {
   return {
     text: take,
     media: (part, type) => {
-      if (left > 0) take(mediaPiece(part, type));
+      if (left <= 0) return;
+      const piece = mediaPiece(part, type);
+      stream.write(piece);
+      left -= piece.length;
     },
   };
 }

@@ -59,7 +59,8 @@ export function traceBlockKeys(hashIds: readonly (number | string)[]): BlockKey[
  * Session key from the first `nBlocks` block keys, as a base-36 string. Because keys are chained,
  * key_{n-1} already hashes the first n blocks, so it IS the session hash. Uses fewer blocks when
  * the prompt has fewer; returns "" for a prompt with no full block (callers should then prefer an
- * explicit user / x-session-id).
+ * explicit user / x-session-id). The key of a completion or embedding prompt; a chat is keyed by its
+ * conversation instead (chatSessionKey, session.ts).
  */
 export function sessionKeyFromBlocks(keys: readonly BlockKey[], nBlocks: number): string {
   if (!Number.isInteger(nBlocks) || nBlocks <= 0) {
