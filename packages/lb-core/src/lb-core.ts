@@ -152,10 +152,24 @@ export class LbCore<J> {
     return this.replicas.get(replicaId)?.markUnreachable(this.config.probes) ?? false;
   }
 
-  /** False when the ticket's replica was re-pointed to a new URL (or removed) since it was booked. */
+  /** False when the ticket's replica or peer was re-pointed to a new URL (or removed) since it was booked. */
   onCurrentTarget(ticket: Ticket<J>): boolean {
     const target = ticket.target;
-    return target?.kind !== "replica" || target.record === null || this.replicas.get(target.id) === target.record;
+    if (target === null) return true;
+    if (target.kind === "peer") return target.peer === null || this.peers.get(target.id) === target.peer;
+    return target.record === null || this.replicas.get(target.id) === target.record;
+  }
+
+  /** Whether the target the ticket waits on is down: the replica record it was booked on failed its
+   * probes, or the peer record has no fresh report. A record re-pointed or removed since is no longer
+   * probed or polled, so it stays as it was (a replica) or goes stale (a peer): the engine or LB it
+   * stood for is not the one now configured under its id. */
+  bookedTargetDown(ticket: Ticket<J>, now: number): boolean {
+    const target = ticket.target;
+    if (target === null) return false;
+    if (target.kind === "peer") return !(target.peer ?? this.peers.get(target.id))?.freshReport(now, this.peerPollIntervalMs);
+    const record = target.record ?? this.replicas.get(target.id);
+    return record === undefined || !record.healthy;
   }
 
   /** A scrape of the replica's metrics: its load, and what the cache model reads (KV capacity, the
@@ -470,7 +484,7 @@ export class LbCore<J> {
     } else if (placement.kind === "peer") {
       this.totals.forwarded++;
       ticket.attempts++;
-      ticket.target = peerTarget(placement.peerId, placement.reason);
+      ticket.target = peerTarget(this.peers.get(placement.peerId) ?? null, placement.peerId, placement.reason);
     }
     this.log(ticket, placement, placement.kind === "replica" ? placement.candidates : []);
     return placement;

@@ -57,9 +57,10 @@ export function hasAlternative(
   queueHasRoom: boolean,
 ): boolean {
   const current = ticket.target?.id;
-  // The record it waits on is no alternative; a replica re-pointed since (the same id, a new record,
-  // often the operator's fix for a stuck engine) is one, as LbCore.retry places it there.
+  // The record it waits on is no alternative; a replica or peer re-pointed since (the same id, a new
+  // record, often the operator's fix for a stuck engine) is one, as LbCore.retry places it there.
   const booked = ticket.target?.kind === "replica" ? ticket.target.record : null;
+  const bookedPeer = ticket.target?.kind === "peer" ? ticket.target.peer : null;
   const local: CandidateView[] = [];
   for (const r of replicas) {
     const waitedOn = booked !== null ? r === booked : r.id === current;
@@ -68,7 +69,8 @@ export function hasAlternative(
   const others: PeerView[] = [];
   if (cause !== "overdue" && peersConsidered(ticket, config)) {
     for (const peer of peers.values()) {
-      if (peer.id === current || ticket.isExcluded(peer.id)) continue;
+      const waitedOn = bookedPeer !== null ? peer === bookedPeer : peer.id === current;
+      if (waitedOn || ticket.isExcluded(peer.id)) continue;
       const view = peer.peerView(now, peerPollIntervalMs, ticket);
       if (view) others.push(view);
     }

@@ -13,7 +13,7 @@ import {
   type Weights,
 } from "@meridian/routing";
 import type { LbConfig } from "@meridian/protocol";
-import type { ReplicaRecord } from "./targets";
+import type { PeerRecord, ReplicaRecord } from "./targets";
 import { admitToTrial, type TicketTrial } from "./trial";
 
 /** Keys of the next turn from the reply: its text (empty when none) and the tool calls it made. */
@@ -66,6 +66,9 @@ export interface Target {
    * the replica's URL makes a new record under the same id; this dispatch is released from the old
    * one, so the new one's counters hold only its own requests. */
   record: ReplicaRecord | null;
+  /** The peer record a forward was booked on (null for a replica): a config that changes the peer's
+   * URL makes a new record under the same id, as for a replica. */
+  peer: PeerRecord | null;
   /** Cached prompt tokens the index predicted on the chosen replica (0 for a peer). */
   predictedCachedTokens: number;
   /** Why the policy deviated from its main rule (e.g. "fallback:least-request"), or the forward reason. */
@@ -101,6 +104,7 @@ export function replicaTarget(
     kind: "replica",
     id,
     record,
+    peer: null,
     predictedCachedTokens,
     reason: reason ?? null,
     released: false,
@@ -113,11 +117,12 @@ export function replicaTarget(
 }
 
 /** The target of a forward to a peer LB (its own core books the replica's load). */
-export function peerTarget(id: string, reason: string): Target {
+export function peerTarget(peer: PeerRecord | null, id: string, reason: string): Target {
   return {
     kind: "peer",
     id,
     record: null,
+    peer,
     predictedCachedTokens: 0,
     reason,
     released: false,

@@ -165,7 +165,8 @@ export class InFlight<J extends WatchedJob<J>> {
       return;
     }
     if (stall.onUnhealthy) {
-      if (this.unhealthy(job, exchange)) {
+      // The record it was booked on: a replica or peer re-pointed since is another engine or LB.
+      if (this.host.core.bookedTargetDown(job.ticket, coreNow())) {
         this.move(job, exchange, "unhealthy");
         return;
       }
@@ -178,15 +179,6 @@ export class InFlight<J extends WatchedJob<J>> {
       }
     }
     this.move(job, exchange, "overdue");
-  }
-
-  /** Whether the target the job waits on is (still) down: a replica its probes failed, a peer with
-   * no fresh report. A replica re-pointed since is another engine: its health is not this one's. */
-  private unhealthy(job: J, exchange: UpstreamExchange<J>): boolean {
-    const { core } = this.host;
-    const { target } = exchange;
-    if (target.kind === "peer") return !core.peers.get(target.id)?.freshReport(coreNow(), core.peerPollIntervalMs);
-    return core.onCurrentTarget(job.ticket) && core.replicas.get(target.id)?.healthy === false;
   }
 
   /** A poll of the peer failed: once no fresh report of it is left, it is down or frozen, and will
@@ -207,6 +199,9 @@ export class InFlight<J extends WatchedJob<J>> {
       if (!this.host.core.onCurrentTarget(job.ticket)) continue;
       if (this.move(job, exchange, "unhealthy") || !this.host.canRetry(job)) continue;
       const stall = this.stalled.get(job);
+      if (!(stall?.exchange === exchange && stall.onUnhealthy)) {
+        this.host.logger.info({ target: targetId }, `${kind} turned unhealthy; no other target can take it yet, so it waits`);
+      }
       this.stalled.set(job, { exchange, pastDeadline: stall?.exchange === exchange && stall.pastDeadline, onUnhealthy: true });
     }
   }

@@ -136,11 +136,37 @@ test("a request on a replica that turns unhealthy with nowhere to go moves once 
   assert.equal(servedBy(result), "added");
 });
 
-/** A peer LB that reports `available` free replicas, counts the forwards it gets and holds them. */
+test("a request on a replica that turned unhealthy moves at once when the operator replaces that replica", async () => {
+  const dying = await sickeningEngine();
+  const replacement = await startScriptedEngine("replacement", 1);
+  open.push(dying, replacement);
+  const extra = { ...LIMITS, probes: { rttIntervalMs: 100, scrapeIntervalMs: 600_000, unhealthyAfter: 2 } };
+  const { lb, logs } = await observedLb(lbConfig("lb-replaced", region, [{ id: "a", url: dying.url, region }], extra));
+  const { max_tokens: _unbounded, ...body } = chatBody("replaced");
+  const answer = post(`${lb.url}/v1/chat/completions`, body, { "x-session-id": "replaced" });
+  await waitFor("the request held by a", () => dying.state.held.length === 1);
+  dying.state.sick = true;
+  await waitFor("it waits on a, unhealthy", () => logs.some((l) => l.msg === "replica turned unhealthy; no other target can take it yet, so it waits"));
+  // a leaves the config: the engine it stood for is not watched any more, and stays down.
+  await lb.balancer.applyConfig(parseLbConfig(lbConfig("lb-replaced", region, [{ id: "b", url: replacement.url, region }], { ...extra, version: 2 })));
+  await waitFor("the request on the replacement", () => replacement.holds("replaced"));
+  replacement.finish("replaced");
+  const result = await answer;
+  assert.equal(result.status, 200, result.text);
+  assert.equal(servedBy(result), "b");
+});
+
+/** A peer LB that reports `available` free replicas (or fails its polls once `answersPolls` is
+ * false), counts the forwards it gets and holds them. */
 async function reportingPeer() {
-  const state = { available: 0, reports: 0, forwards: [] as IncomingMessage[] };
+  const state = { available: 0, reports: 0, answersPolls: true, forwards: [] as { req: IncomingMessage; res: ServerResponse }[] };
   const server = createServer((req, res) => {
     if (req.url?.startsWith("/admin/peer")) {
+      if (!state.answersPolls) {
+        res.statusCode = 503;
+        res.end();
+        return;
+      }
       state.reports++;
       res.writeHead(200, { "content-type": "application/json" });
       const report = { lbId: "lb-eu", region: "eu-frankfurt", time: Date.now(), configVersion: 1, replicas: [], queueLength: 0 };
@@ -148,7 +174,7 @@ async function reportingPeer() {
       return;
     }
     req.resume();
-    req.on("end", () => state.forwards.push(req));
+    req.on("end", () => state.forwards.push({ req, res }));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
@@ -191,4 +217,49 @@ test("requests past their deadline are not all sent to a peer that reports one f
   assert.equal(peer.state.forwards.length, 0, "requests that their replica may still answer were sent after one free slot");
   for (const s of sessions) stalled.finish(s);
   for (const result of await Promise.all(answers)) assert.equal(result.status, 200, result.text);
+});
+
+test("a request on a peer that stopped answering moves at once when the operator re-points that peer", async () => {
+  const disabled = await startScriptedEngine("disabled", 1);
+  const gone = await reportingPeer();
+  const working = await reportingPeer();
+  open.push(disabled, gone, working);
+  gone.state.available = 1;
+  working.state.available = 1;
+  const config = (peerUrl: string, version: number): LbConfigInput => {
+    const base = lbConfig("lb-us", region, [{ id: disabled.id, url: disabled.url, region }], {
+      ...LIMITS,
+      probes: { rttIntervalMs: 200, scrapeIntervalMs: 600_000, unhealthyAfter: 2 },
+      crossRegion: "via-peer",
+      peers: [{ id: "lb-eu", url: peerUrl, region: "eu-frankfurt", credentialHashes: [] }],
+      version,
+    });
+    // Its one replica disabled: only the peer serves the model.
+    return { ...base, replicas: (base.replicas ?? []).map((r) => ({ ...r, state: "disabled" as const })) };
+  };
+  const { lb, logs } = await observedLb(config(gone.url, 1));
+  await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  const answer = post(`${lb.url}/v1/chat/completions`, chatBody("forwarded"), { "x-session-id": "forwarded" });
+  await waitFor("the request forwarded to lb-eu", () => gone.state.forwards.length === 1);
+  gone.state.answersPolls = false;
+  await waitFor(
+    "it waits on lb-eu, unhealthy",
+    () => logs.some((l) => l.msg === "peer turned unhealthy; no other target can take it yet, so it waits"),
+    10_000,
+  );
+  await lb.balancer.applyConfig(parseLbConfig(config(working.url, 2)));
+  await waitFor("the request forwarded to the re-pointed lb-eu", () => working.state.forwards.length === 1);
+  const { res } = working.state.forwards[0]!;
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(
+    JSON.stringify({
+      id: "x",
+      object: "chat.completion",
+      created: 0,
+      model: "m",
+      choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
+    }),
+  );
+  const result = await answer;
+  assert.equal(result.status, 200, result.text);
 });
