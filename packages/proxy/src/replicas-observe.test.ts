@@ -4,24 +4,15 @@
 // scrape's try. Now the core records such a scrape as failed, and the runtime lets nothing escape.
 import { strict as assert } from "node:assert";
 import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { LbCore } from "@meridian/lb-core";
 import { parseLbConfig } from "@meridian/protocol";
-import { lbConfig } from "../test/helpers";
+import { lbConfig, listenLoopback } from "../test/helpers";
 import { type ReplicaObservation, ReplicaRuntime } from "./replicas";
 
 /** An SGLang engine answering /metrics with `metrics` and /health with 200. */
 async function startEngine(metrics: string): Promise<{ url: string; close(): Promise<void> }> {
-  const server = createServer((req, res) => res.end(req.url === "/metrics" ? metrics : "{}"));
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
+  return listenLoopback(createServer((req, res) => res.end(req.url === "/metrics" ? metrics : "{}")));
 }
 
 /** A runtime for one replica at `url`, its timers far apart: every probe and scrape is the test's. */

@@ -2,7 +2,7 @@
 // loopback, a fake engine that holds every completion until the test answers it, LBs in front of
 // them, and small HTTP helpers. Everything binds 127.0.0.1 on port 0 and is closed by handle at the
 // end of each test.
-import { createServer, type ServerResponse } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pino } from "pino";
 import { request } from "undici";
@@ -192,6 +192,19 @@ export interface HoldingEngine {
   close(): Promise<void>;
 }
 
+/** Listens on a loopback port; closing drops open connections first (a held request would keep
+ * server.close waiting). */
+export async function listenLoopback(server: Server): Promise<{ url: string; close(): Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
 export async function startHoldingEngine(id: string, region: Region): Promise<HoldingEngine> {
   const held: HeldCompletion[] = [];
   const server = createServer((req, res) => {
@@ -205,17 +218,7 @@ export async function startHoldingEngine(id: string, region: Region): Promise<Ho
       held.push(completion);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    id,
-    region,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    held,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
+  return { id, region, held, ...(await listenLoopback(server)) };
 }
 
 /** One streamed chat chunk carrying `content`, as an engine sends it. */

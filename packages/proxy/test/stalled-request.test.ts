@@ -5,12 +5,11 @@
 // reports a request waiting (full) until the test clears it.
 import { strict as assert } from "node:assert";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
 import { pino } from "pino";
 import { type LbConfigInput, parseLbConfig } from "@meridian/protocol";
 import type { RunningProxy } from "../src/index";
-import { chatBody, lbConfig, post, servedBy, startLb, waitFor } from "./helpers";
+import { chatBody, lbConfig, listenLoopback, post, servedBy, startLb, waitFor } from "./helpers";
 import { startScriptedEngine } from "./scripted-engine";
 
 const open: { close(): Promise<void> }[] = [];
@@ -104,15 +103,7 @@ async function sickeningEngine() {
       else state.held.push(res);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    state,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    async close() {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
+  return { state, ...(await listenLoopback(server)) };
 }
 
 test("a request on a replica that turns unhealthy with nowhere to go moves once a replica appears", async () => {
@@ -176,15 +167,7 @@ async function reportingPeer() {
     req.resume();
     req.on("end", () => state.forwards.push({ req, res }));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    state,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    async close() {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
+  return { state, ...(await listenLoopback(server)) };
 }
 
 test("requests past their deadline are not all sent to a peer that reports one free replica; they stay and are answered", async () => {
