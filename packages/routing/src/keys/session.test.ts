@@ -135,6 +135,11 @@ describe("chatSessionKey", () => {
     const context = { role: "system", content: `Project context:\n${longText(4_000, 5)}` };
     assert.notEqual(key([system, context, a]), key([system, context, b]));
     assert.notEqual(key([system, developer, a], { tools }), key([system, developer, b], { tools }));
+    // What is left of the preamble's cut holds the instructions: two apps that open with the same
+    // message key apart by their developer prompts, and a developer prompt alone has a key.
+    const hello = { role: "user", content: "Hello" };
+    assert.notEqual(key([{ role: "developer", content: "Answer in French." }, hello]), key([{ role: "developer", content: "Answer in Welsh." }, hello]));
+    assert.notEqual(key([{ role: "developer", content: "Answer in French." }]), "");
   });
 
   it("is the same from the whole chat's keying (the proxy's path) as computed alone, at every preamble length", () => {

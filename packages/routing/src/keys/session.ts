@@ -5,25 +5,33 @@
 // The key is two cuts, each its first nBlocks × blockChars units of the canonical serialisation
 // (the walk chatBlockKeys keys), so that what a client changes from turn to turn past them moves
 // nothing:
-//   - the preamble: a leading system message and the tools (ChatPreamble). Not the documents, which a
-//     RAG client retrieves for each question; and cut, so a timestamp at the end of a long system
-//     prompt does not make every turn a new session.
-//   - the conversation's first message: the first after the leading instructions (system or
-//     developer messages: OpenAI's newer models take the instructions as `developer`, and clients
-//     send context as a second system message), whatever its role. Turn 2 repeats turn 1's first
-//     message, so it keys as turn 1; two conversations of one agent differ in it (the task), so they
-//     key apart.
+//   - the preamble: a leading system message and the tools (ChatPreamble), then, in what is left of
+//     its cut, the other leading instructions (developer messages: OpenAI's newer models take the
+//     instructions as `developer`; a second system message, which clients use for context). Not the
+//     documents, which a RAG client retrieves for each question; and cut, so a timestamp at the end
+//     of a long system prompt does not make every turn a new session.
+//   - the conversation's first message: the first after the leading instructions, whatever its
+//     role. Turn 2 repeats turn 1's first message, so it keys as turn 1; two conversations of one
+//     agent differ in it (the task), so they key apart.
 // Keyed by the prompt's first 16 blocks (the paper's "first 256 tokens", sessionKeyFromBlocks),
 // every conversation of an app with a 1 KB system prompt or tool set got one key (one trial arm, one
 // affinity replica), and a first turn shorter than 16 blocks changed key at turn 2, whose 16th block
-// took in the reply. Still one key: conversations whose first message is the same (an app whose
-// every chat opens with one greeting, or with the same few-shot example); and a conversation the
-// model opens (its first request the preamble alone) changes key at turn 2. Such clients should send
-// `user` or x-session-id.
+// took in the reply.
+// What it cannot tell, with no id from the client (who should then send `user` or x-session-id):
+//   - conversations whose first message is the same up to the cut: an app that opens every chat
+//     with one greeting or few-shot example, or puts its instructions or a context block at the head
+//     of the first user message (a model with no system role): one key for all of them;
+//   - a conversation whose first message changes: a client that trims old turns from the start
+//     (a sliding window) gets a new key at each turn once the first message is gone, and one the
+//     model opens (its first request the preamble alone) changes key at turn 2;
+//   - context retrieved into the first 1 KB of the system prompt (rather than into `documents`)
+//     changes the key at each question.
 //
 // Cost: the chat's keying pass (chatBlockKeysWithState) notes where the preamble ends; the key takes
-// the chained key of the preamble's cut from there and hashes at most the preamble's open block and
-// the cut first message. Neither an 80 KB system prompt nor a tool set's canonical JSON is read again.
+// the chained key of the preamble's cut from there and serialises the leading instructions and the
+// first message again, hashing at most two cuts. Neither an 80 KB system prompt nor a tool set's
+// canonical JSON is read again; a media part's digest is made once (chat.ts mediaPiece); a first
+// message holding megabytes of tool calls is serialised twice.
 import { describe, RoutingInputError } from "../errors";
 import { hashString } from "../hash";
 import type { BlockKey } from "../types";
@@ -40,8 +48,8 @@ import { CanonicalStream, CHAIN_ORIGIN, checkBlockChars, DEFAULT_BLOCK_CHARS } f
 
 /**
  * A chat's session key, base 36 (≤ 11 characters): the hash of its preamble (a leading system
- * message, the tools) and of the first message after the leading system and developer messages, each
- * cut to its first nBlocks × blockChars units of the canonical serialisation. "" only for a chat with
+ * message, the tools, then the other leading system and developer messages) and of the first message
+ * after them, each cut to its first nBlocks × blockChars units of the canonical serialisation. "" only for a chat with
  * nothing to key (no message, no tools). `keyed`: what chatBlockKeysWithState returned for these
  * messages, extras and blockChars, which saves serialising the preamble again; computed when left
  * out, with the same result.
@@ -67,9 +75,15 @@ export function chatSessionKey(
     throw new RoutingInputError("keyed", `must be the chat's keying: ${keys.length} keys do not cover its preamble's ${fullBlocks} blocks`);
   }
   const rest = new CanonicalStream(blockChars);
-  if (fullBlocks < nBlocks) for (const piece of preamble.tail) rest.write(piece);
   let first = preamble.next;
   while (first < messages.length && isInstruction(messages[first])) first++;
+  if (fullBlocks < nBlocks) {
+    for (const piece of preamble.tail) rest.write(piece);
+    // Instructions after the preamble (a developer message, a second system message) fill what is
+    // left of its cut: apps that differ only there key apart.
+    const left = nBlocks * blockChars - preamble.units;
+    serialiseMessages(firstUnits(rest, left), messages.slice(preamble.next, first), preamble.next, true);
+  }
   // The first message starts a second cut of its own, hashed on from the preamble's.
   const conversation = firstUnits(rest, nBlocks * blockChars);
   if (first < messages.length) serialiseMessages(conversation, messages.slice(first, first + 1), first, true);
