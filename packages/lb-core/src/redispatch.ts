@@ -26,7 +26,7 @@
 import type { LbConfig } from "@meridian/protocol";
 import { decideAvailability, type CandidateView, type PeerView } from "@meridian/routing";
 import { isLocalCandidate, peersConsidered } from "./placement";
-import type { PeerRecord, ReplicaRecord } from "./targets";
+import { type PeerRecord, type ReplicaRecord, sameEndpoint } from "./targets";
 import type { Ticket } from "./ticket";
 
 /** Statuses after which the same body is worth trying on another target. */
@@ -56,21 +56,20 @@ export function hasAlternative(
   cause: RedispatchCause,
   queueHasRoom: boolean,
 ): boolean {
-  const current = ticket.target?.id;
-  // The record it waits on is no alternative; a replica or peer re-pointed since (the same id, a new
-  // record, often the operator's fix for a stuck engine) is one, as LbCore.retry places it there.
-  const booked = ticket.target?.kind === "replica" ? ticket.target.record : null;
-  const bookedPeer = ticket.target?.kind === "peer" ? ticket.target.peer : null;
+  const target = ticket.target;
+  // The endpoint it waits on is no alternative; a replica or peer re-pointed since (the same id, a new
+  // URL, often the operator's fix for a stuck engine) is one, as LbCore.retry places it there.
+  const waitsOn = (kind: "replica" | "peer", record: ReplicaRecord | PeerRecord): boolean => {
+    if (target?.kind !== kind || target.id !== record.id) return false;
+    const booked = kind === "replica" ? target.record : target.peer;
+    return booked === null || sameEndpoint(booked, record);
+  };
   const local: CandidateView[] = [];
-  for (const r of replicas) {
-    const waitedOn = booked !== null ? r === booked : r.id === current;
-    if (!waitedOn && isLocalCandidate(r, ticket, config)) local.push(r.candidateView(now, config.probes));
-  }
+  for (const r of replicas) if (!waitsOn("replica", r) && isLocalCandidate(r, ticket, config)) local.push(r.candidateView(now, config.probes));
   const others: PeerView[] = [];
   if (cause !== "overdue" && peersConsidered(ticket, config)) {
     for (const peer of peers.values()) {
-      const waitedOn = bookedPeer !== null ? peer === bookedPeer : peer.id === current;
-      if (waitedOn || ticket.isExcluded(peer.id)) continue;
+      if (waitsOn("peer", peer) || ticket.isExcluded(peer.id)) continue;
       const view = peer.peerView(now, peerPollIntervalMs, ticket);
       if (view) others.push(view);
     }

@@ -271,6 +271,14 @@ export function syncTargets(
   return changes;
 }
 
+/** Whether `current`, the record now configured under a target's id, stands for the endpoint that
+ * `booked` did: the same record, or one made since for the same URL (a replica or peer removed and
+ * put back, as a console's failover flap or a config rollback does). A changed URL is another engine
+ * or LB. */
+export function sameEndpoint(booked: { readonly config: { url: string } }, current: { readonly config: { url: string } } | undefined): boolean {
+  return current !== undefined && (current === booked || current.config.url === booked.config.url);
+}
+
 /** One kind of target: drop records whose id went or whose URL changed (and their index routes),
  * update the config of the others, and create records for new ids. */
 function syncRecords<C extends { id: string; url: string }, R extends { config: C; readonly id: string }>(

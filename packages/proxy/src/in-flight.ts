@@ -97,6 +97,12 @@ export class InFlight<J extends WatchedJob<J>> {
     if (this.move(job, exchange, "deadline")) return;
     const capMs = host.headersTimeoutMs();
     if (performance.now() - exchange.dispatchedAt < capMs) {
+      // With no try left it cannot move at all: it waits for its answer, and nothing asks again.
+      if (!host.canRetry(job)) {
+        this.stalled.delete(job);
+        exchange.armDeadline(capMs, () => this.deadlinePassed(job, exchange));
+        return;
+      }
       const earlier = this.stalled.get(job);
       const stall = earlier?.exchange === exchange ? earlier : undefined;
       if (!stall?.pastDeadline) {

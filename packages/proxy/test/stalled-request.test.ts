@@ -149,7 +149,7 @@ test("a request on a replica that turned unhealthy moves at once when the operat
 
 /** A peer LB that reports `available` free replicas (or fails its polls once `answersPolls` is
  * false), counts the forwards it gets and holds them. */
-async function reportingPeer() {
+async function reportingPeer(lbId = "lb-eu", peerRegion = "eu-frankfurt") {
   const state = { available: 0, reports: 0, answersPolls: true, forwards: [] as { req: IncomingMessage; res: ServerResponse }[] };
   const server = createServer((req, res) => {
     if (req.url?.startsWith("/admin/peer")) {
@@ -160,7 +160,7 @@ async function reportingPeer() {
       }
       state.reports++;
       res.writeHead(200, { "content-type": "application/json" });
-      const report = { lbId: "lb-eu", region: "eu-frankfurt", time: Date.now(), configVersion: 1, replicas: [], queueLength: 0 };
+      const report = { lbId, region: peerRegion, time: Date.now(), configVersion: 1, replicas: [], queueLength: 0 };
       res.end(JSON.stringify({ schema: "meridian.peer-report/1", ...report, availableReplicas: state.available }));
       return;
     }
@@ -168,6 +168,20 @@ async function reportingPeer() {
     req.on("end", () => state.forwards.push({ req, res }));
   });
   return { state, ...(await listenLoopback(server)) };
+}
+
+/** Answers a request the test's fake engine or peer holds with a minimal completion. */
+function answer(res: ServerResponse): void {
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(
+    JSON.stringify({
+      id: "x",
+      object: "chat.completion",
+      created: 0,
+      model: "m",
+      choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
+    }),
+  );
 }
 
 test("requests past their deadline are not all sent to a peer that reports one free replica; they stay and are answered", async () => {
@@ -222,7 +236,7 @@ test("a request on a peer that stopped answering moves at once when the operator
   };
   const { lb, logs } = await observedLb(config(gone.url, 1));
   await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
-  const answer = post(`${lb.url}/v1/chat/completions`, chatBody("forwarded"), { "x-session-id": "forwarded" });
+  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("forwarded"), { "x-session-id": "forwarded" });
   await waitFor("the request forwarded to lb-eu", () => gone.state.forwards.length === 1);
   gone.state.answersPolls = false;
   await waitFor(
@@ -232,17 +246,87 @@ test("a request on a peer that stopped answering moves at once when the operator
   );
   await lb.balancer.applyConfig(parseLbConfig(config(working.url, 2)));
   await waitFor("the request forwarded to the re-pointed lb-eu", () => working.state.forwards.length === 1);
-  const { res } = working.state.forwards[0]!;
-  res.writeHead(200, { "content-type": "application/json" });
-  res.end(
-    JSON.stringify({
-      id: "x",
-      object: "chat.completion",
-      created: 0,
-      model: "m",
-      choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
-    }),
-  );
-  const result = await answer;
+  answer(working.state.forwards[0]!.res);
+  const result = await reply;
   assert.equal(result.status, 200, result.text);
+});
+
+test("a peer removed and put back under its URL (a failover flap) is the same LB: a request on it moves when it stops answering", async () => {
+  const disabled = await startScriptedEngine("disabled", 1);
+  const eu = await reportingPeer("lb-eu", "eu-frankfurt");
+  const seoul = await reportingPeer("lb-ap", "ap-seoul");
+  open.push(disabled, eu, seoul);
+  eu.state.available = 1;
+  seoul.state.available = 1;
+  const peerEu = { id: "lb-eu", url: eu.url, region: "eu-frankfurt", credentialHashes: [] };
+  const peerAp = { id: "lb-ap", url: seoul.url, region: "ap-seoul", credentialHashes: [] };
+  const config = (peers: LbConfigInput["peers"], version: number): LbConfigInput => {
+    const base = lbConfig("lb-us", region, [{ id: disabled.id, url: disabled.url, region }], {
+      ...LIMITS,
+      probes: { rttIntervalMs: 200, scrapeIntervalMs: 600_000, unhealthyAfter: 2 },
+      crossRegion: "via-peer",
+      peers,
+      version,
+    });
+    return { ...base, replicas: (base.replicas ?? []).map((r) => ({ ...r, state: "disabled" as const })) };
+  };
+  const { lb } = await observedLb(config([peerEu], 1));
+  await waitFor("lb-eu polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("flap"), { "x-session-id": "flap" });
+  await waitFor("the request forwarded to lb-eu", () => eu.state.forwards.length === 1);
+  await lb.balancer.applyConfig(parseLbConfig(config([], 2)));
+  await lb.balancer.applyConfig(parseLbConfig(config([peerEu, peerAp], 3)));
+  await waitFor("both peers polled", () => lb.balancer.core.peers.get("lb-eu")?.report && lb.balancer.core.peers.get("lb-ap")?.report);
+  eu.state.answersPolls = false;
+  // Its report goes stale: the request moves then, once, not at limits.headersTimeoutMs (2 minutes).
+  await waitFor("the request forwarded to lb-ap", () => seoul.state.forwards.length === 1, 10_000);
+  answer(seoul.state.forwards[0]!.res);
+  assert.equal((await reply).status, 200);
+  assert.equal(eu.state.forwards.length, 1, "sent to lb-eu twice");
+});
+
+test("a request with no try left is not said to wait for another target: at the cap it gets its 504", async () => {
+  // Two engines: the first refuses (503), the second holds the retry past its deadline and the cap.
+  let chats = 0;
+  const held: ServerResponse[] = [];
+  const engine = () =>
+    listenLoopback(
+      createServer((req, res) => {
+        req.resume();
+        req.on("end", () => {
+          if (req.url === "/health") return void res.end('{"status":"ok"}');
+          if (req.url === "/metrics") return void res.end("");
+          if (chats++ === 0) {
+            res.statusCode = 503;
+            return void res.end('{"error":{"message":"busy"}}');
+          }
+          held.push(res);
+        });
+      }),
+    );
+  const first = await engine();
+  const second = await engine();
+  open.push(first, second);
+  const { lb, logs } = await observedLb(
+    lbConfig(
+      "lb-last-try",
+      region,
+      [
+        { id: "e1", url: first.url, region },
+        { id: "e2", url: second.url, region },
+      ],
+      {
+        policy: "round-robin",
+        probes: { rttIntervalMs: 100, scrapeIntervalMs: 600_000, unhealthyAfter: 60 },
+        limits: { firstByteMinMs: 200, headersTimeoutMs: 1_500 },
+      },
+    ),
+  );
+  const result = await post(`${lb.url}/v1/chat/completions`, chatBody("last try", { stream: true }), { "x-session-id": "last try" });
+  assert.equal(held.length, 1, "the retry was not held by the second engine");
+  assert.equal(result.status, 504, result.text);
+  assert.deepEqual(
+    logs.filter((l) => l.msg === WAITS),
+    [],
+  );
 });

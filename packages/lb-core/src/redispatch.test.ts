@@ -1,0 +1,59 @@
+// Where a request that failed before its first byte may go next (redispatch.ts, LbCore.retry): never
+// back to the endpoint that just failed it, even when the console took that peer out of the config
+// and put it back under the same URL (a failover flap, a rollback), which makes a new record.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { type LbConfigInput, parseLbConfig } from "@meridian/protocol";
+import { chatBlockKeys } from "@meridian/routing";
+import { testCore, testReplica } from "./test-helpers";
+
+const keys = chatBlockKeys([{ role: "user", content: "x".repeat(4_000) }]);
+const input = (session: string) => ({ keys, sessionKey: session, model: null, hop: 0, promptChars: 4_000 });
+const eu = { id: "lb-eu", url: "http://eu.test/", region: "eu" };
+const report = { lbId: "lb-eu", region: "eu", time: 0, configVersion: 1, queueLength: 0, availableReplicas: 1, replicas: [] };
+const config = (peers: unknown[], version: number): LbConfigInput =>
+  ({
+    schema: "meridian.lb-config/1",
+    version,
+    lbId: "lb-us",
+    region: "us",
+    policy: "least-request",
+    crossRegion: "via-peer",
+    replicas: [testReplica("a")],
+    peers,
+  }) as LbConfigInput;
+
+describe("retry after a forward failed", () => {
+  for (const flap of [false, true]) {
+    it(`does not go back to the peer that refused it${flap ? ", removed and put back under its URL meanwhile" : ""}`, () => {
+      const lb = testCore(config([eu], 1));
+      lb.scrapeSucceeded("a", { running: 1, waiting: 1, usedTokens: 0 }, 0); // a is full: forwarded
+      lb.peerReported("lb-eu", report, 5, 0);
+      const ticket = lb.admit("r", input("s"), 0);
+      assert.equal(lb.route(ticket, 0).kind, "peer");
+      if (flap) {
+        lb.applyConfig(parseLbConfig(config([], 2)));
+        lb.applyConfig(parseLbConfig(config([eu], 3)));
+      }
+      lb.peerReported("lb-eu", report, 5, 100);
+      lb.scrapeSucceeded("a", { running: 1, waiting: 1, usedTokens: 0 }, 100);
+      assert.equal(lb.onCurrentTarget(ticket), true, "the same URL is the same LB");
+      const retried = lb.retry(ticket, 100);
+      assert.ok(!(retried.kind === "peer" && retried.peerId === "lb-eu"), "the retry went back to the LB that refused it");
+    });
+  }
+
+  it("may go to the LB a peer's id was re-pointed to", () => {
+    const lb = testCore(config([eu], 1));
+    lb.scrapeSucceeded("a", { running: 1, waiting: 1, usedTokens: 0 }, 0);
+    lb.peerReported("lb-eu", report, 5, 0);
+    const ticket = lb.admit("r", input("s"), 0);
+    assert.equal(lb.route(ticket, 0).kind, "peer");
+    lb.applyConfig(parseLbConfig(config([{ ...eu, url: "http://eu-2.test/" }], 2)));
+    lb.peerReported("lb-eu", report, 5, 100);
+    assert.equal(lb.onCurrentTarget(ticket), false);
+    assert.equal(lb.canRedispatch(ticket, 100, "unhealthy"), true);
+    const retried = lb.retry(ticket, 100);
+    assert.ok(retried.kind === "peer" && retried.peerId === "lb-eu");
+  });
+});
