@@ -66,7 +66,8 @@ export const DEFAULT_INDEX = Object.freeze({
 
 /** Blocks (64 units of the canonical serialisation, ≈16 tokens) that key a session when a request
  * names none (no `user`, no `x-session-id`). A chat: the first N blocks of its preamble (system prompt,
- * tools, other leading system and developer messages) and of the first message after them, which its turns repeat
+ * tools, or tools and a leading developer message) and of the first message after the leading system
+ * and developer messages, which its turns repeat
  * (routing's chatSessionKey); keyed by the prompt's first N blocks, an app's conversations behind one
  * long system prompt were all one session, and a short first turn changed session at turn 2. A
  * completion or embedding: its first N blocks (the paper's first 256 tokens). */

@@ -279,8 +279,8 @@ export function parseInference(
 }
 
 /** The session key of a request that names none. A chat's is the first sessionKeyBlocks blocks of
- * its preamble (system prompt, tools, other leading system and developer messages) and of its first
- * message after them, which its later turns repeat (chatSessionKey): keyed by its first blocks, every conversation behind one long system prompt was
+ * its preamble (system prompt and tools, or tools and a leading developer message) and of its first
+ * message after the leading system and developer messages, which its later turns repeat (chatSessionKey): keyed by its first blocks, every conversation behind one long system prompt was
  * one session, and a short first turn changed session at turn 2. A prompt's is its first blocks. */
 function derivedSessionKey(
   messages: ChatMessage[] | null,

@@ -102,20 +102,25 @@ function canonicalJson(value: unknown): string {
  * chatSerialisedLength, which next-turn learning and the token estimate rely on).
  */
 export function mediaPiece(part: Record<string, unknown>, type: string): string {
-  const known = mediaPieces.get(part);
-  if (known?.type === type) return known.piece;
-  const identity = type === "image_url" ? imageUrl(part["image_url"]) : undefined;
-  const digest = hashString(identity ?? canonicalJson(part)).toString(36);
-  const label = `${PART_SEPARATOR}${type.slice(0, MEDIA_TYPE_MAX_CHARS)}:${digest}`;
-  const piece = label + MEDIA_FILLER.slice(label.length);
-  mediaPieces.set(part, { type, piece });
-  return piece;
+  const label = mediaLabel(part, type);
+  return label + MEDIA_FILLER.slice(label.length);
 }
 
-/** A part's piece, made once per request: the keying pass and the session key (session.ts) both
- * need it, and the digest of an 8 MB data URL costs as much as keying the rest of the prompt. Held
- * by the part itself, so it goes with the request's body. */
-const mediaPieces = new WeakMap<object, { type: string; piece: string }>();
+function mediaLabel(part: Record<string, unknown>, type: string): string {
+  const identity = type === "image_url" ? imageUrl(part["image_url"]) : undefined;
+  if (identity === undefined) return `${PART_SEPARATOR}${type.slice(0, MEDIA_TYPE_MAX_CHARS)}:${hashString(canonicalJson(part)).toString(36)}`;
+  const known = imageLabels.get(part);
+  if (known?.url === identity) return known.label;
+  const label = `${PART_SEPARATOR}${type.slice(0, MEDIA_TYPE_MAX_CHARS)}:${hashString(identity).toString(36)}`;
+  imageLabels.set(part, { url: identity, label });
+  return label;
+}
+
+/** An image part's label, digested once: the keying pass and the session key (session.ts) both need
+ * it, and the digest of an 8 MB data URL costs as much as keying the rest of the prompt. Held by the
+ * part object, so it goes with the request's body; only the short label is kept (not the 4 KB
+ * piece), and it is used only while the part still holds the URL it was made from. */
+const imageLabels = new WeakMap<object, { url: string; label: string }>();
 
 function imageUrl(image: unknown): string | undefined {
   if (typeof image === "string") return image;

@@ -142,6 +142,44 @@ describe("chatSessionKey", () => {
     assert.notEqual(key([{ role: "developer", content: "Answer in French." }]), "");
   });
 
+  it("keeps a conversation's key when the client puts per-turn context in a later system or developer message", () => {
+    const persona = { role: "system", content: "You are a helpful assistant for Acme's support site. Answer briefly." };
+    const task = { role: "user", content: "My order 1182 has not arrived, can you check it?" };
+    for (const context of [
+      (turn: number) => ({ role: "system", content: `Current date and time: 2026-11-27T19:3${turn}:02Z` }),
+      (turn: number) => ({ role: "developer", content: `Relevant memories about the user:\n- memory ${turn * 7}` }),
+    ]) {
+      const history: ChatMessageLike[] = [task];
+      const keys = new Set<string>();
+      for (let turn = 0; turn < 4; turn++) {
+        keys.add(key([persona, context(turn), ...history]));
+        history.push({ role: "assistant", content: `Answer ${turn}.` }, { role: "user", content: `Follow-up ${turn}.` });
+      }
+      assert.equal(keys.size, 1);
+    }
+  });
+
+  it("keys an image part by the URL it holds now, when a caller edits the part between two keyings", () => {
+    const part: Record<string, unknown> = { type: "image_url", image_url: { url: "https://cdn.example/cat.png" } };
+    const messages = [{ role: "user", content: [{ type: "text", text: "What is this?" }, part] }];
+    const cat = chatBlockKeys(messages);
+    const catKey = key(messages);
+    (part["image_url"] as { url: string }).url = "https://cdn.example/dog.png";
+    const dog = [
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "What is this?" },
+          { type: "image_url", image_url: { url: "https://cdn.example/dog.png" } },
+        ],
+      },
+    ];
+    assert.notDeepEqual(chatBlockKeys(dog), cat);
+    assert.deepEqual(chatBlockKeys(messages), chatBlockKeys(dog));
+    assert.equal(key(messages), key(dog));
+    assert.notEqual(key(messages), catKey);
+  });
+
   it("is the same from the whole chat's keying (the proxy's path) as computed alone, at every preamble length", () => {
     const first = { role: "user", content: "Refactor the retry loop. ".repeat(50) };
     const later = [

@@ -5,13 +5,14 @@
 // The key is two cuts, each its first nBlocks × blockChars units of the canonical serialisation
 // (the walk chatBlockKeys keys), so that what a client changes from turn to turn past them moves
 // nothing:
-//   - the preamble: a leading system message and the tools (ChatPreamble), then, in what is left of
-//     its cut, the other leading instructions (developer messages: OpenAI's newer models take the
-//     instructions as `developer`; a second system message, which clients use for context). Not the
-//     documents, which a RAG client retrieves for each question; and cut, so a timestamp at the end
-//     of a long system prompt does not make every turn a new session.
-//   - the conversation's first message: the first after the leading instructions, whatever its
-//     role. Turn 2 repeats turn 1's first message, so it keys as turn 1; two conversations of one
+//   - the preamble: a leading system message and the tools (ChatPreamble), or the tools and then, in
+//     what is left of the cut, a leading developer message (OpenAI's newer models take the
+//     instructions as `developer`). Not the documents, which a RAG client retrieves for each
+//     question; not later system or developer messages, where clients put per-turn context (the
+//     time, retrieved memories); and cut, so a timestamp at the end of a long system prompt does not
+//     make every turn a new session.
+//   - the conversation's first message: the first after the leading system and developer messages,
+//     whatever its role. Turn 2 repeats turn 1's first message, so it keys as turn 1; two conversations of one
 //     agent differ in it (the task), so they key apart.
 // Keyed by the prompt's first 16 blocks (the paper's "first 256 tokens", sessionKeyFromBlocks),
 // every conversation of an app with a 1 KB system prompt or tool set got one key (one trial arm, one
@@ -30,8 +31,8 @@
 // Cost: the chat's keying pass (chatBlockKeysWithState) notes where the preamble ends; the key takes
 // the chained key of the preamble's cut from there and serialises the leading instructions and the
 // first message again, hashing at most two cuts. Neither an 80 KB system prompt nor a tool set's
-// canonical JSON is read again; a media part's digest is made once (chat.ts mediaPiece); a first
-// message holding megabytes of tool calls is serialised twice.
+// canonical JSON is read again; an image's digest is made once (chat.ts mediaLabel); a first message
+// holding megabytes of tool calls, or another media part, is serialised or digested twice.
 import { describe, RoutingInputError } from "../errors";
 import { hashString } from "../hash";
 import type { BlockKey } from "../types";
@@ -48,8 +49,8 @@ import { CanonicalStream, CHAIN_ORIGIN, checkBlockChars, DEFAULT_BLOCK_CHARS } f
 
 /**
  * A chat's session key, base 36 (≤ 11 characters): the hash of its preamble (a leading system
- * message, the tools, then the other leading system and developer messages) and of the first message
- * after them, each cut to its first nBlocks × blockChars units of the canonical serialisation. "" only for a chat with
+ * message and the tools, or the tools and a leading developer message) and of the first message after
+ * the leading system and developer messages, each cut to its first nBlocks × blockChars units of the canonical serialisation. "" only for a chat with
  * nothing to key (no message, no tools). `keyed`: what chatBlockKeysWithState returned for these
  * messages, extras and blockChars, which saves serialising the preamble again; computed when left
  * out, with the same result.
@@ -79,10 +80,11 @@ export function chatSessionKey(
   while (first < messages.length && isInstruction(messages[first])) first++;
   if (fullBlocks < nBlocks) {
     for (const piece of preamble.tail) rest.write(piece);
-    // Instructions after the preamble (a developer message, a second system message) fill what is
-    // left of its cut: apps that differ only there key apart.
+    // A developer message that opens the chat is its instructions, as a system message would be: it
+    // fills what is left of the preamble's cut, so apps that differ only there key apart. Later
+    // instructions are skipped, not keyed: clients put per-turn context there (a time, memories).
     const left = nBlocks * blockChars - preamble.units;
-    serialiseMessages(firstUnits(rest, left), messages.slice(preamble.next, first), preamble.next, true);
+    if (preamble.next === 0 && first > 0) serialiseMessages(firstUnits(rest, left), messages.slice(0, 1), 0, true);
   }
   // The first message starts a second cut of its own, hashed on from the preamble's.
   const conversation = firstUnits(rest, nBlocks * blockChars);
