@@ -126,14 +126,14 @@ describe("the core's first-byte deadline and re-dispatch", () => {
     const lb = core();
     const ticket = lb.admit("r", admitInput(400), 0);
     lb.route(ticket, 0);
-    for (const cause of ["deadline", "overdue", "unhealthy"] as const) assert.equal(lb.canRedispatch(ticket, 0, cause), true);
+    for (const cause of ["deadline", "unhealthy"] as const) assert.equal(lb.canRedispatch(ticket, 0, cause), true);
     const other = [...lb.replicas.keys()].find((id) => id !== ticket.target?.id) as string;
     lb.markUnreachable(other);
-    for (const cause of ["deadline", "overdue", "unhealthy"] as const) assert.equal(lb.canRedispatch(ticket, 0, cause), false);
+    for (const cause of ["deadline", "unhealthy"] as const) assert.equal(lb.canRedispatch(ticket, 0, cause), false);
     lb.probeSucceeded(other, 1);
     // After its one retry it stays where it is.
     assert.equal(lb.retry(ticket, 0).kind, "replica");
-    for (const cause of ["deadline", "overdue", "unhealthy"] as const) assert.equal(lb.canRedispatch(ticket, 0, cause), false);
+    for (const cause of ["deadline", "unhealthy"] as const) assert.equal(lb.canRedispatch(ticket, 0, cause), false);
   });
 
   it("past its deadline a request leaves its replica only for a target that can take it now: a slow answer never becomes a 503", () => {

@@ -110,6 +110,7 @@ export class Balancer implements ExchangeHost<Job> {
       metrics: this.metrics,
       logger: this.logger,
       canRetry: (job) => this.canRetry(job),
+      admitted: (job) => job.client.admits(this.config),
       headersTimeoutMs: () => this.config.limits.headersTimeoutMs,
     });
   }

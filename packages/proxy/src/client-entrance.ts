@@ -37,6 +37,9 @@ export interface InferenceClient {
    * came anonymous. A key the config dropped where keys are not required admits it as anonymous.
    */
   recheck(config: LbConfig): HttpError | null;
+  /** Whether `config` still admits the client, asked without counting a refusal: a request in flight
+   * whose key was revoked finishes where it is, and is not moved off a slow target (in-flight.ts). */
+  admits(config: LbConfig): boolean;
   /** Called once when the request finished, with the status the LB recorded for it (a stream cut
    * after its 200 head is a 502, as in the LB's counters and telemetry) and the usage the engine
    * reported (if any). */
@@ -118,6 +121,7 @@ export function admitClient(req: IncomingMessage, res: ServerResponse, path: str
       identity = again.identity;
       return null;
     },
+    admits: (config) => fromPeer || checkClient(authorization, 0, config).ok,
     onFinished: (status, usage) => {
       count(status);
       deps.clientMetrics.usage(identity, usage?.promptTokens ?? null, usage?.completionTokens ?? null);

@@ -27,6 +27,8 @@ export interface InFlightHost<J> {
   logger: Logger;
   /** Whether the request may still leave its target (nothing sent to the client, a try left). */
   canRetry(job: J): boolean;
+  /** Whether the config still admits the request's client key. */
+  admitted(job: J): boolean;
   headersTimeoutMs(): number;
 }
 
@@ -97,14 +99,15 @@ export class InFlight<J extends WatchedJob<J>> {
     if (this.move(job, exchange, "deadline")) return;
     const capMs = host.headersTimeoutMs();
     if (performance.now() - exchange.dispatchedAt < capMs) {
-      // With no try left it cannot move at all: it waits for its answer, and nothing asks again.
-      if (!host.canRetry(job)) {
-        this.stalled.delete(job);
+      const earlier = this.stalled.get(job);
+      const stall = earlier?.exchange === exchange ? earlier : undefined;
+      // With no try left, or its key revoked since (revoked-keys.ts: it finishes where it is), its
+      // deadline cannot move it: it waits for its answer, asked again only if its target is down.
+      if (!host.canRetry(job) || !host.admitted(job)) {
+        if (!stall?.onUnhealthy) this.stalled.delete(job);
         exchange.armDeadline(capMs, () => this.deadlinePassed(job, exchange));
         return;
       }
-      const earlier = this.stalled.get(job);
-      const stall = earlier?.exchange === exchange ? earlier : undefined;
       if (!stall?.pastDeadline) {
         host.logger.info(
           { target: exchange.target.id, deadlineMs: Math.round(job.plan?.deadlineMs ?? 0) },
@@ -121,13 +124,15 @@ export class InFlight<J extends WatchedJob<J>> {
 
   /**
    * Moves a job off the target it waits on when the core says another can take it (redispatch.ts):
-   * at its deadline ("deadline"), later when capacity may have freed ("overdue"), or off a target that
-   * turned unhealthy ("unhealthy"). True when it moved.
+   * past its deadline ("deadline": at it, or later when capacity may have freed), or off a target
+   * that turned unhealthy ("unhealthy"). True when it moved.
    */
-  private move(job: J, exchange: UpstreamExchange<J>, cause: "deadline" | "overdue" | "unhealthy"): boolean {
+  private move(job: J, exchange: UpstreamExchange<J>, cause: "deadline" | "unhealthy"): boolean {
     const { host } = this;
     const { target } = exchange;
     if (!host.canRetry(job) || !host.core.canRedispatch(job.ticket, coreNow(), cause)) return false;
+    // A slow target may still answer a request whose key was revoked; the retry would refuse it (401).
+    if (cause !== "unhealthy" && !host.admitted(job)) return false;
     this.stalled.delete(job);
     const waitedMs = Math.round(performance.now() - exchange.dispatchedAt);
     if (cause === "unhealthy") {
@@ -170,6 +175,11 @@ export class InFlight<J extends WatchedJob<J>> {
       this.stalled.delete(job);
       return;
     }
+    // A config lowered limits.headersTimeoutMs below what it has waited: the cap applies now.
+    if (performance.now() - exchange.dispatchedAt >= this.host.headersTimeoutMs()) {
+      this.deadlinePassed(job, exchange);
+      return;
+    }
     if (stall.onUnhealthy) {
       // The record it was booked on: a replica or peer re-pointed since is another engine or LB.
       if (this.host.core.bookedTargetDown(job.ticket, coreNow())) {
@@ -184,7 +194,7 @@ export class InFlight<J extends WatchedJob<J>> {
         return;
       }
     }
-    this.move(job, exchange, "overdue");
+    this.move(job, exchange, "deadline");
   }
 
   /** A poll of the peer failed: once no fresh report of it is left, it is down or frozen, and will

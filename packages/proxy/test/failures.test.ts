@@ -161,12 +161,8 @@ test("past its first-byte deadline a request stays on its replica while no other
     // Its deadline passes: moved into the hold queue, its replica excluded, it could only wait for the
     // full one (and be refused at the wait bound) while its own replica sat idle.
     await waitFor("the first-byte deadline passed", () => verdicts.some((v) => v.cause === "deadline"));
-    // Asked again at each drain after (a probe, a scrape: "overdue"), it stays while the other is full.
-    assert.deepEqual(verdicts[0], { cause: "deadline", moves: false });
-    assert.ok(
-      verdicts.every((v) => !v.moves && (v.cause === "deadline" || v.cause === "overdue")),
-      JSON.stringify(verdicts),
-    );
+    // Asked again at each drain after (a probe, a scrape), it stays while the other is full.
+    assert.ok(verdicts.length >= 1 && verdicts.every((v) => v.cause === "deadline" && !v.moves), JSON.stringify(verdicts));
     assert.equal(lb.balancer.core.queue.length, 0);
     lateHeld.res.writeHead(200, { "content-type": "text/event-stream" });
     lateHeld.res.end(`${sseChunk("late but here")}data: [DONE]\n\n`);

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { after, test } from "node:test";
 import { pino } from "pino";
 import { type LbConfigInput, parseLbConfig } from "@meridian/protocol";
+import { generateClientKey, sha256Hex } from "@meridian/protocol/credentials";
 import type { RunningProxy } from "../src/index";
 import { chatBody, lbConfig, listenLoopback, post, servedBy, startLb, waitFor } from "./helpers";
 import { startScriptedEngine } from "./scripted-engine";
@@ -184,7 +185,7 @@ function answer(res: ServerResponse): void {
   );
 }
 
-test("requests past their deadline are not all sent to a peer that reports one free replica; they stay and are answered", async () => {
+test("requests past their deadline are not sent to a peer that reports one free replica, at their deadline or after; they stay and are answered", async () => {
   const stalled = await startScriptedEngine("stalled", 1);
   const busy = await startScriptedEngine("busy", 1);
   const peer = await reportingPeer();
@@ -199,6 +200,9 @@ test("requests past their deadline are not all sent to a peer that reports one f
       peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
     },
   );
+  // The peer reports a free replica from the start: each request's deadline and every drain after
+  // ask again, and each time the peer's report is the one it sent before any of them was forwarded.
+  peer.state.available = 1;
   const { lb, logs } = await observedLb(config);
   await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
   busy.setLoad(1, 1);
@@ -206,8 +210,6 @@ test("requests past their deadline are not all sent to a peer that reports one f
   const sessions = ["h0", "h1", "h2", "h3"];
   const answers = sessions.map((s) => post(`${lb.url}/v1/chat/completions`, chatBody(s), { "x-session-id": s }));
   await waitFor("all four past their deadline on the stalled replica", () => logs.filter((l) => l.msg === WAITS).length === sessions.length);
-  // The peer reports a free replica; every drain after its report asks the four again.
-  peer.state.available = 1;
   const reports = peer.state.reports;
   await waitFor("two reports of the free replica", () => peer.state.reports >= reports + 2);
   await lb.balancer.pollPeersNow();
@@ -329,4 +331,72 @@ test("a request with no try left is not said to wait for another target: at the 
     logs.filter((l) => l.msg === WAITS),
     [],
   );
+});
+
+test("a request past its deadline whose client key was revoked since is answered by its replica, not moved to be refused", async () => {
+  const stalled = await startScriptedEngine("stalled", 1);
+  const busy = await startScriptedEngine("busy", 1);
+  open.push(stalled, busy);
+  const revoked = generateClientKey("0123456789ab");
+  const kept = generateClientKey("ba9876543210");
+  const entry = (id: string, key: string, name: string) => ({ id, name, region, sha256: sha256Hex(key) });
+  const config = (version: number, keys: ReturnType<typeof entry>[]): LbConfigInput => ({
+    ...lbConfig(
+      "lb-revoked",
+      region,
+      [stalled, busy].map((e) => ({ id: e.id, url: e.url, region })),
+      { ...LIMITS, version },
+    ),
+    clientAuth: { required: true, keys },
+  });
+  const { lb, logs } = await observedLb(config(1, [entry("0123456789ab", revoked, "leaver"), entry("ba9876543210", kept, "stayer")]));
+  busy.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("revoked"), { "x-session-id": "revoked", authorization: `Bearer ${revoked}` });
+  await waitFor("past its deadline on the stalled replica", () => stalled.holds("revoked") && logs.some((l) => l.msg === WAITS));
+  await lb.balancer.applyConfig(parseLbConfig(config(2, [entry("ba9876543210", kept, "stayer")])));
+  // The busy replica frees: the drain after this scrape asks the request again, and it stays.
+  busy.setLoad(0, 0);
+  await lb.balancer.scrapeNow();
+  assert.deepEqual(
+    logs.filter((l) => l.msg === MOVED),
+    [],
+  );
+  stalled.finish("revoked");
+  const result = await reply;
+  assert.equal(result.status, 200, result.text);
+  assert.equal(servedBy(result), "stalled");
+});
+
+test("a request past its deadline leaves its replica once a config lowers limits.headersTimeoutMs below its wait", async () => {
+  const stuck = await startScriptedEngine("stuck", 1);
+  const busy = await startScriptedEngine("busy", 1);
+  open.push(stuck, busy);
+  const config = (version: number, headersTimeoutMs: number) =>
+    lbConfig(
+      "lb-cap",
+      region,
+      [stuck, busy].map((e) => ({ id: e.id, url: e.url, region })),
+      {
+        ...LIMITS,
+        version,
+        limits: { ...LIMITS.limits, headersTimeoutMs },
+      },
+    );
+  const { lb, logs } = await observedLb(config(1, 120_000));
+  busy.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("cap"), { "x-session-id": "cap" });
+  await waitFor("past its deadline on the stuck replica", () => stuck.holds("cap") && logs.some((l) => l.msg === WAITS));
+  // 1 s: it leaves once it has waited that long (a drain follows every probe, every 200 ms).
+  await lb.balancer.applyConfig(parseLbConfig(config(2, 1_000)));
+  // At the cap it leaves for the hold queue (no replica can take it), and the busy one frees.
+  await waitFor("the request held", () => lb.balancer.core.queue.length === 1);
+  busy.setLoad(0, 0);
+  await lb.balancer.scrapeNow();
+  await waitFor("the request on the replica that freed", () => busy.holds("cap"));
+  busy.finish("cap");
+  const result = await reply;
+  assert.equal(result.status, 200, result.text);
+  assert.equal(servedBy(result), "busy");
 });
