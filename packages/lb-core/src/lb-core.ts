@@ -498,7 +498,9 @@ export class LbCore<J> {
     } else if (placement.kind === "peer") {
       this.totals.forwarded++;
       ticket.attempts++;
-      ticket.target = peerTarget(this.peers.get(placement.peerId) ?? null, placement.peerId, placement.reason);
+      const peer = this.peers.get(placement.peerId) ?? null;
+      if (peer) peer.forwardsSinceReport++;
+      ticket.target = peerTarget(peer, placement.peerId, placement.reason);
     }
     this.log(ticket, placement, placement.kind === "replica" ? placement.candidates : []);
     return placement;

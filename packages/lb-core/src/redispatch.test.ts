@@ -56,4 +56,21 @@ describe("retry after a forward failed", () => {
     const retried = lb.retry(ticket, 100);
     assert.ok(retried.kind === "peer" && retried.peerId === "lb-eu");
   });
+
+  it("past its deadline, counts a peer's free replica taken by a forward made since its last report", () => {
+    const lb = testCore(config([eu], 1));
+    lb.peerReported("lb-eu", report, 5, 0);
+    // Both on a, which then looks full: one free replica at lb-eu, by its report.
+    const tickets = ["r1", "r2"].map((id) => lb.admit(id, input(id), 0));
+    for (const ticket of tickets) assert.equal(lb.route(ticket, 0).kind, "replica");
+    lb.scrapeSucceeded("a", { running: 2, waiting: 1, usedTokens: 0 }, 10);
+    const [first, second] = tickets as [(typeof tickets)[number], (typeof tickets)[number]];
+    assert.equal(lb.canRedispatch(first, 2_000, "deadline"), true);
+    const moved = lb.retry(first, 2_000);
+    assert.ok(moved.kind === "peer" && moved.peerId === "lb-eu");
+    assert.equal(lb.canRedispatch(second, 2_000, "deadline"), false, "the free replica the first forward took still counted");
+    // Its next report shows what it has now.
+    lb.peerReported("lb-eu", { ...report, availableReplicas: 2 }, 5, 2_100);
+    assert.equal(lb.canRedispatch(second, 2_100, "deadline"), true);
+  });
 });

@@ -9,19 +9,19 @@
 // second. A refused or reset connection is a dead target, not an answer: it moves (the LB cannot tell
 // an engine that a body killed from one that was killed, and at most one more replica is tried).
 //
-// A request that outlived its first-byte deadline (deadline.ts) moves only to a local replica that
-// can take it now: routable and not full. Moved into the hold queue it would leave its first replica
-// excluded for good and could only wait for the others: when they stay full it is refused (503
-// queue_timeout) although its first replica, freed by the move itself, might have answered. Not to
-// a peer either: a peer's view is its last report, which the requests sent to it since do not lower,
-// so every request whose deadline passed before the next report would go to a peer that reported one
-// free replica, and be refused there with no try left. So it keeps waiting where it is, and its
-// driver asks again whenever capacity may have freed (the proxy's in-flight.ts), so it moves once a
-// local replica can take it, up to limits.headersTimeoutMs. At that cap (cause "timeout") the LB
-// gives up on that replica's answer anyway: the request then moves to a target that can take it now,
-// peers included, or into the hold queue while it has room. Off an unhealthy replica it moves to any
-// target that serves it, held if need be, or refused: there it would get no answer, and a refusal
-// now is better than a timeout later.
+// A request that outlived its first-byte deadline (deadline.ts) moves only to a target that can take
+// it now: a routable local replica that is not full, or a peer whose free replicas are not all taken
+// by what this LB forwarded to it since its last report (PeerRecord.forwardsSinceReport). Moved into
+// the hold queue it would leave its first replica excluded for good and could only wait for the
+// others: when they stay full it is refused (503 queue_timeout) although its first replica, freed by
+// the move itself, might have answered. And a peer's report alone would not do: every request whose
+// deadline passed before the peer's next report would go to the one free replica it reported, and be
+// refused there with no try left. So it keeps waiting where it is, and its driver asks again whenever
+// capacity may have freed (the proxy's in-flight.ts), so it moves once a target can take it, up to
+// limits.headersTimeoutMs. At that cap (cause "timeout") the LB gives up on that replica's answer
+// anyway: the request then moves to a target that can take it now, or into the hold queue while it
+// has room. Off an unhealthy replica it moves to any target that serves it, held if need be, or
+// refused: there it would get no answer, and a refusal now is better than a timeout later.
 import type { LbConfig } from "@meridian/protocol";
 import { decideAvailability, type CandidateView, type PeerView } from "@meridian/routing";
 import { isLocalCandidate, peersConsidered } from "./placement";
@@ -65,11 +65,13 @@ export function hasAlternative(
   const local: CandidateView[] = [];
   for (const r of replicas) if (!waitsOn("replica", r) && isLocalCandidate(r, ticket, config)) local.push(r.candidateView(now, config.probes));
   const others: PeerView[] = [];
-  if (cause !== "deadline" && peersConsidered(ticket, config)) {
+  if (peersConsidered(ticket, config)) {
     for (const peer of peers.values()) {
       if (waitsOn("peer", peer) || ticket.isExcluded(peer.id)) continue;
       const view = peer.peerView(now, peerPollIntervalMs, ticket);
-      if (view) others.push(view);
+      if (!view) continue;
+      // Past its deadline its replica may still answer: a peer's replica counts only while free.
+      others.push(cause === "deadline" ? { ...view, availableReplicas: Math.max(0, view.availableReplicas - peer.forwardsSinceReport) } : view);
     }
   }
   if (local.length === 0 && others.length === 0) return false;

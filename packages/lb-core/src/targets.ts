@@ -215,6 +215,10 @@ export class PeerRecord {
   report: PeerReportBody | null = null;
   reportAt: number | null = null;
   lastError: string | null = null;
+  /** Requests this LB forwarded to the peer since its last report, which the report cannot show:
+   * a request leaving a replica that may still answer counts them against the peer's free replicas
+   * (redispatch.ts). Placement reads the report as SkyLB does. */
+  forwardsSinceReport = 0;
 
   constructor(public config: PeerConfig) {}
 
@@ -245,6 +249,7 @@ export class PeerRecord {
     this.report = report;
     this.reportAt = now;
     this.lastError = null;
+    this.forwardsSinceReport = 0;
   }
 }
 

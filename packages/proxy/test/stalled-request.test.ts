@@ -148,8 +148,8 @@ test("a request on a replica that turned unhealthy moves at once when the operat
   assert.equal(servedBy(result), "b");
 });
 
-/** A peer LB that reports `available` free replicas (or fails its polls once `answersPolls` is
- * false), counts the forwards it gets and holds them. */
+/** A peer LB with `available` replicas, less those the forwards it holds take (or failing its polls
+ * once `answersPolls` is false); it counts the forwards it gets and holds them. */
 async function reportingPeer(lbId = "lb-eu", peerRegion = "eu-frankfurt") {
   const state = { available: 0, reports: 0, answersPolls: true, forwards: [] as { req: IncomingMessage; res: ServerResponse }[] };
   const server = createServer((req, res) => {
@@ -162,7 +162,8 @@ async function reportingPeer(lbId = "lb-eu", peerRegion = "eu-frankfurt") {
       state.reports++;
       res.writeHead(200, { "content-type": "application/json" });
       const report = { lbId, region: peerRegion, time: Date.now(), configVersion: 1, replicas: [], queueLength: 0 };
-      res.end(JSON.stringify({ schema: "meridian.peer-report/1", ...report, availableReplicas: state.available }));
+      // As a real peer does: a forward it holds takes one of its free replicas.
+      res.end(JSON.stringify({ schema: "meridian.peer-report/1", ...report, availableReplicas: Math.max(0, state.available - state.forwards.length) }));
       return;
     }
     req.resume();
@@ -185,7 +186,7 @@ function answer(res: ServerResponse): void {
   );
 }
 
-test("requests past their deadline are not sent to a peer that reports one free replica, at their deadline or after; they stay and are answered", async () => {
+test("of the requests past their deadline, one goes to the peer's one free replica and the others stay and are answered", async () => {
   const stalled = await startScriptedEngine("stalled", 1);
   const busy = await startScriptedEngine("busy", 1);
   const peer = await reportingPeer();
@@ -200,8 +201,8 @@ test("requests past their deadline are not sent to a peer that reports one free 
       peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
     },
   );
-  // The peer reports a free replica from the start: each request's deadline and every drain after
-  // ask again, and each time the peer's report is the one it sent before any of them was forwarded.
+  // The peer reports one free replica from the start. Every request's deadline passes before its
+  // next report: each would read that report alone as room.
   peer.state.available = 1;
   const { lb, logs } = await observedLb(config);
   await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
@@ -209,12 +210,15 @@ test("requests past their deadline are not sent to a peer that reports one free 
   await lb.balancer.scrapeNow();
   const sessions = ["h0", "h1", "h2", "h3"];
   const answers = sessions.map((s) => post(`${lb.url}/v1/chat/completions`, chatBody(s), { "x-session-id": s }));
-  await waitFor("all four past their deadline on the stalled replica", () => logs.filter((l) => l.msg === WAITS).length === sessions.length);
+  await waitFor("one forwarded to the peer", () => peer.state.forwards.length === 1);
+  await waitFor("the other three past their deadline on the stalled replica", () => logs.filter((l) => l.msg === WAITS).length === 3);
+  // Its reports now show the replica taken; the drains after them ask the three again.
   const reports = peer.state.reports;
-  await waitFor("two reports of the free replica", () => peer.state.reports >= reports + 2);
+  await waitFor("two more reports", () => peer.state.reports >= reports + 2);
   await lb.balancer.pollPeersNow();
-  assert.equal(peer.state.forwards.length, 0, "requests that their replica may still answer were sent after one free slot");
-  for (const s of sessions) stalled.finish(s);
+  assert.equal(peer.state.forwards.length, 1, "requests that their replica may still answer were sent after one free replica");
+  answer(peer.state.forwards[0]!.res);
+  for (const s of sessions) if (stalled.holds(s)) stalled.finish(s);
   for (const result of await Promise.all(answers)) assert.equal(result.status, 200, result.text);
 });
 
