@@ -129,8 +129,10 @@ export class Balancer implements ExchangeHost<Job> {
 
   /** Applies a validated config: weights and policy take effect for the next request. */
   applyConfig(next: LbConfig): Promise<void> {
+    const capBefore = this.config.limits.headersTimeoutMs;
     // The core first: a config it cannot run throws before anything here changes.
     const changes = this.core.applyConfig(next);
+    if (next.limits.headersTimeoutMs !== capBefore) this.inFlight.capChanged();
     this.modelCatalog.observe(modelsOf(next), Date.now());
     const started = this.targets.apply(next, changes, { initial: false });
     // Before the drain may place them (with the targets of this config started): held requests of a

@@ -94,6 +94,20 @@ export class InFlight<J extends WatchedJob<J>> {
     exchange.armDeadline(plan.deadlineMs, () => this.deadlinePassed(job, exchange));
   }
 
+  /** A config changed limits.headersTimeoutMs: every request still waiting for its first byte is
+   * watched against the new cap (its deadline, capped; or the cap, once its deadline passed), so an
+   * operator who lowers it to flush requests stuck on a hung engine reaches them too. */
+  capChanged(): void {
+    const capMs = this.host.headersTimeoutMs();
+    for (const job of this.list()) {
+      const exchange = job.exchange;
+      if (!exchange?.waiting) continue;
+      const stall = this.stalled.get(job);
+      const deadlineMs = stall?.exchange === exchange && stall.pastDeadline ? capMs : Math.min(job.plan?.deadlineMs ?? capMs, capMs);
+      exchange.armDeadline(deadlineMs, () => this.deadlinePassed(job, exchange));
+    }
+  }
+
   private deadlinePassed(job: J, exchange: UpstreamExchange<J>): void {
     const { host } = this;
     if (this.move(job, exchange, "deadline")) return;
@@ -130,9 +144,14 @@ export class InFlight<J extends WatchedJob<J>> {
   private move(job: J, exchange: UpstreamExchange<J>, cause: "deadline" | "unhealthy"): boolean {
     const { host } = this;
     const { target } = exchange;
-    if (!host.canRetry(job) || !host.core.canRedispatch(job.ticket, coreNow(), cause)) return false;
-    // A slow target may still answer a request whose key was revoked; the retry would refuse it (401).
-    if (cause !== "unhealthy" && !host.admitted(job)) return false;
+    if (!host.canRetry(job)) return false;
+    // A slow target may still answer a request whose key was revoked; the retry would refuse it
+    // (401). So it waits there, and is asked again only if its target goes down.
+    if (cause !== "unhealthy" && !host.admitted(job)) {
+      if (!this.stalled.get(job)?.onUnhealthy) this.stalled.delete(job);
+      return false;
+    }
+    if (!host.core.canRedispatch(job.ticket, coreNow(), cause)) return false;
     this.stalled.delete(job);
     const waitedMs = Math.round(performance.now() - exchange.dispatchedAt);
     if (cause === "unhealthy") {
@@ -173,11 +192,6 @@ export class InFlight<J extends WatchedJob<J>> {
     if (this.stalled.get(job) !== stall) return;
     if (job.exchange !== exchange || !exchange.waiting) {
       this.stalled.delete(job);
-      return;
-    }
-    // A config lowered limits.headersTimeoutMs below what it has waited: the cap applies now.
-    if (performance.now() - exchange.dispatchedAt >= this.host.headersTimeoutMs()) {
-      this.deadlinePassed(job, exchange);
       return;
     }
     if (stall.onUnhealthy) {

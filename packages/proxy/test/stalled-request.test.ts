@@ -404,3 +404,39 @@ test("a request past its deadline leaves its replica once a config lowers limits
   assert.equal(result.status, 200, result.text);
   assert.equal(servedBy(result), "busy");
 });
+
+test("a request not yet past its deadline leaves a stuck replica once a config lowers limits.headersTimeoutMs below its wait", async () => {
+  const stuck = await startScriptedEngine("stuck", 1);
+  const busy = await startScriptedEngine("busy", 1);
+  open.push(stuck, busy);
+  const config = (version: number, headersTimeoutMs: number) =>
+    lbConfig(
+      "lb-cap-unstalled",
+      region,
+      [stuck, busy].map((e) => ({ id: e.id, url: e.url, region })),
+      {
+        ...LIMITS,
+        version,
+        limits: { ...LIMITS.limits, headersTimeoutMs },
+      },
+    );
+  const { lb, logs } = await observedLb(config(1, 120_000));
+  busy.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+  // Not streamed, no max_tokens: its first-byte deadline is the cap itself, 2 minutes.
+  const { max_tokens: _unbounded, ...body } = chatBody("unstalled");
+  const reply = post(`${lb.url}/v1/chat/completions`, body, { "x-session-id": "unstalled" });
+  await waitFor("the request on the stuck replica", () => stuck.holds("unstalled"));
+  busy.setLoad(0, 0);
+  await lb.balancer.scrapeNow();
+  await lb.balancer.applyConfig(parseLbConfig(config(2, 1_000)));
+  await waitFor("the request on the replica that freed", () => busy.holds("unstalled"));
+  busy.finish("unstalled");
+  const result = await reply;
+  assert.equal(result.status, 200, result.text);
+  assert.equal(servedBy(result), "busy");
+  assert.deepEqual(
+    logs.filter((l) => l.msg === MOVED).map((l) => l.target),
+    ["stuck"],
+  );
+});
