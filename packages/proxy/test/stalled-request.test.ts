@@ -372,28 +372,32 @@ test("a request past its deadline whose client key was revoked since is answered
   assert.equal(servedBy(result), "stalled");
 });
 
-test("a request past its deadline leaves its replica once a config lowers limits.headersTimeoutMs below its wait", async () => {
+/** A stuck engine (it holds what it is sent) beside a full one, behind an LB whose
+ * limits.headersTimeoutMs `lowerCap` brings down, for the cap tests. */
+async function stuckBesideFull(lbId: string) {
   const stuck = await startScriptedEngine("stuck", 1);
   const busy = await startScriptedEngine("busy", 1);
   open.push(stuck, busy);
   const config = (version: number, headersTimeoutMs: number) =>
     lbConfig(
-      "lb-cap",
+      lbId,
       region,
       [stuck, busy].map((e) => ({ id: e.id, url: e.url, region })),
-      {
-        ...LIMITS,
-        version,
-        limits: { ...LIMITS.limits, headersTimeoutMs },
-      },
+      { ...LIMITS, version, limits: { ...LIMITS.limits, headersTimeoutMs } },
     );
   const { lb, logs } = await observedLb(config(1, 120_000));
   busy.setLoad(1, 1);
   await lb.balancer.scrapeNow();
+  const lowerCap = (headersTimeoutMs: number) => lb.balancer.applyConfig(parseLbConfig(config(2, headersTimeoutMs)));
+  return { stuck, busy, lb, logs, lowerCap };
+}
+
+test("a request past its deadline leaves its replica once a config lowers limits.headersTimeoutMs below its wait", async () => {
+  const { stuck, busy, lb, logs, lowerCap } = await stuckBesideFull("lb-cap");
   const reply = post(`${lb.url}/v1/chat/completions`, chatBody("cap"), { "x-session-id": "cap" });
   await waitFor("past its deadline on the stuck replica", () => stuck.holds("cap") && logs.some((l) => l.msg === WAITS));
   // 1 s: it leaves once it has waited that long (a drain follows every probe, every 200 ms).
-  await lb.balancer.applyConfig(parseLbConfig(config(2, 1_000)));
+  await lowerCap(1_000);
   // At the cap it leaves for the hold queue (no replica can take it), and the busy one frees.
   await waitFor("the request held", () => lb.balancer.core.queue.length === 1);
   busy.setLoad(0, 0);
@@ -406,30 +410,14 @@ test("a request past its deadline leaves its replica once a config lowers limits
 });
 
 test("a request not yet past its deadline leaves a stuck replica once a config lowers limits.headersTimeoutMs below its wait", async () => {
-  const stuck = await startScriptedEngine("stuck", 1);
-  const busy = await startScriptedEngine("busy", 1);
-  open.push(stuck, busy);
-  const config = (version: number, headersTimeoutMs: number) =>
-    lbConfig(
-      "lb-cap-unstalled",
-      region,
-      [stuck, busy].map((e) => ({ id: e.id, url: e.url, region })),
-      {
-        ...LIMITS,
-        version,
-        limits: { ...LIMITS.limits, headersTimeoutMs },
-      },
-    );
-  const { lb, logs } = await observedLb(config(1, 120_000));
-  busy.setLoad(1, 1);
-  await lb.balancer.scrapeNow();
+  const { stuck, busy, lb, logs, lowerCap } = await stuckBesideFull("lb-cap-unstalled");
   // Not streamed, no max_tokens: its first-byte deadline is the cap itself, 2 minutes.
   const { max_tokens: _unbounded, ...body } = chatBody("unstalled");
   const reply = post(`${lb.url}/v1/chat/completions`, body, { "x-session-id": "unstalled" });
   await waitFor("the request on the stuck replica", () => stuck.holds("unstalled"));
   busy.setLoad(0, 0);
   await lb.balancer.scrapeNow();
-  await lb.balancer.applyConfig(parseLbConfig(config(2, 1_000)));
+  await lowerCap(1_000);
   await waitFor("the request on the replica that freed", () => busy.holds("unstalled"));
   busy.finish("unstalled");
   const result = await reply;
