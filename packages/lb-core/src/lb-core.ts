@@ -19,6 +19,7 @@ import {
   type ScrapedLoad,
 } from "@meridian/routing";
 import type { LbConfig } from "@meridian/protocol";
+import { bookedEndpointDown, onCurrentEndpoint } from "./booking";
 import { completeTicket, headersLearning, isSuccess, withValidUsage, type Completion, type LearnInstruction, type Outcome } from "./completion";
 import { type DecodeSample, type FirstBytePlan, ticketFirstBytePlan } from "./deadline";
 import { HoldQueue } from "./hold-queue";
@@ -26,16 +27,7 @@ import { holdClass, knownModel, placementLogEntry, planPlacement, type Placement
 import { hasAlternative, isRetryableStatus, type RedispatchCause } from "./redispatch";
 import { forgetRemovedReplicas } from "./replica-removal";
 import { buildLbState, buildPeerReport, modelCounts, refreshPeerQueuedTokens, type LbStateBody, type ReportSources, type StateExtras } from "./reports";
-import {
-  type PeerRecord,
-  PredictionSums,
-  type ReplicaRecord,
-  sameEndpoint,
-  syncTargets,
-  type HealthChange,
-  type PeerReportBody,
-  type TargetChanges,
-} from "./targets";
+import { type PeerRecord, PredictionSums, type ReplicaRecord, syncTargets, type HealthChange, type PeerReportBody, type TargetChanges } from "./targets";
 import { admittedTicket, failures, peerTarget, replicaTarget, type AdmitInput, type Failure, type Ticket } from "./ticket";
 import type { CacheModel, LbCoreOptions, Settled } from "./lb-core-options";
 
@@ -161,29 +153,14 @@ export class LbCore<J> {
     return this.replicas.get(replicaId)?.markUnreachable(this.config.probes) ?? false;
   }
 
-  /** False when the ticket's replica or peer was re-pointed to a new URL (or removed) since it was
-   * booked (targets.ts sameEndpoint). */
+  /** False when the ticket's replica or peer was re-pointed to a new URL (or removed) since it was booked (booking.ts). */
   onCurrentTarget(ticket: Ticket<J>): boolean {
-    const target = ticket.target;
-    if (target === null) return true;
-    if (target.kind === "peer") return target.peer === null || sameEndpoint(target.peer, this.peers.get(target.id));
-    return target.record === null || sameEndpoint(target.record, this.replicas.get(target.id));
+    return onCurrentEndpoint(ticket.target, this);
   }
 
-  /** Whether the target the ticket waits on is down: its replica failed its probes, or its peer has
-   * no fresh report. Judged on the record now configured for the same endpoint; a record re-pointed
-   * or removed since is no longer probed or polled, so it stays as it was (a replica) or goes stale (a
-   * peer). */
+  /** Whether the endpoint the ticket waits on is down (booking.ts). */
   bookedTargetDown(ticket: Ticket<J>, now: number): boolean {
-    const target = ticket.target;
-    if (target === null) return false;
-    const current = this.onCurrentTarget(ticket);
-    if (target.kind === "peer") {
-      const peer = current ? this.peers.get(target.id) : target.peer;
-      return !peer?.freshReport(now, this.peerPollIntervalMs);
-    }
-    const record = current ? this.replicas.get(target.id) : target.record;
-    return record === undefined || record === null || !record.healthy;
+    return bookedEndpointDown(ticket.target, this, now, this.peerPollIntervalMs);
   }
 
   /** A scrape of the replica's metrics: its load, and what the cache model reads (KV capacity, the

@@ -21,6 +21,7 @@ import { nextTurnKeys, readInference, type InferenceKind, type ParsedInference }
 import type { ProcessSettings } from "./settings";
 import { TargetRuntimes } from "./target-runtimes";
 import { TelemetryLog } from "./telemetry";
+import { HeadExpiryTimer } from "./head-expiry-timer";
 import { InFlight } from "./in-flight";
 import { newJob, type Job } from "./job";
 import { clientResponseHeaders } from "./response-headers";
@@ -50,8 +51,7 @@ export class Balancer implements ExchangeHost<Job> {
   private readonly completionSinks: CompletionSinks;
   readonly logger: Logger;
   private readonly settings: ProcessSettings;
-  private expiryTimer: NodeJS.Timeout | null = null;
-  private expiryAt: number | null = null;
+  private readonly expiry = new HeadExpiryTimer();
   private closed = false;
   /** Set by a graceful drain (SIGTERM): new requests are refused, in-flight ones finish. */
   draining = false;
@@ -158,7 +158,7 @@ export class Balancer implements ExchangeHost<Job> {
   async close(): Promise<void> {
     this.beginDrain();
     this.closed = true;
-    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.expiry.clear();
     for (const job of this.inFlight.list()) {
       this.cut(job, httpErrorOf(failures.shuttingDown()), "shutting_down");
       job.exchange?.abort(new Error("the load balancer is shutting down")); // the job is done: ignored
@@ -296,20 +296,7 @@ export class Balancer implements ExchangeHost<Job> {
 
   /** One timer for the whole hold queue, at the head's expiry. */
   private armExpiryTimer(): void {
-    const at = this.closed ? null : this.core.nextExpiryAt();
-    if (at === this.expiryAt) return;
-    if (this.expiryTimer) clearTimeout(this.expiryTimer);
-    this.expiryTimer = null;
-    this.expiryAt = at;
-    if (at === null) return;
-    this.expiryTimer = setTimeout(
-      () => {
-        this.expiryTimer = null;
-        this.expiryAt = null;
-        this.drain();
-      },
-      Math.max(1, at - coreNow()),
-    );
+    this.expiry.arm(this.closed ? null : this.core.nextExpiryAt(), coreNow(), () => this.drain());
   }
 
   private act(job: Job, placement: Placement): void {
