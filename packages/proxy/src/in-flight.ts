@@ -102,8 +102,7 @@ export class InFlight<J extends WatchedJob<J>> {
     for (const job of this.list()) {
       const exchange = job.exchange;
       if (!exchange?.waiting) continue;
-      const stall = this.stalled.get(job);
-      const deadlineMs = stall?.exchange === exchange && stall.pastDeadline ? capMs : Math.min(job.plan?.deadlineMs ?? capMs, capMs);
+      const deadlineMs = this.stallOn(job, exchange)?.pastDeadline ? capMs : Math.min(job.plan?.deadlineMs ?? capMs, capMs);
       exchange.armDeadline(deadlineMs, () => this.deadlinePassed(job, exchange));
     }
   }
@@ -113,12 +112,11 @@ export class InFlight<J extends WatchedJob<J>> {
     if (this.move(job, exchange, "deadline")) return;
     const capMs = host.headersTimeoutMs();
     if (performance.now() - exchange.dispatchedAt < capMs) {
-      const earlier = this.stalled.get(job);
-      const stall = earlier?.exchange === exchange ? earlier : undefined;
+      const stall = this.stallOn(job, exchange);
       // With no try left, or its key revoked since (revoked-keys.ts: it finishes where it is), its
-      // deadline cannot move it: it waits for its answer, asked again only if its target is down.
+      // deadline cannot move it: it waits for its answer.
       if (!host.canRetry(job) || !host.admitted(job)) {
-        if (!stall?.onUnhealthy) this.stalled.delete(job);
+        this.deadlineCannotMove(job);
         exchange.armDeadline(capMs, () => this.deadlinePassed(job, exchange));
         return;
       }
@@ -148,7 +146,7 @@ export class InFlight<J extends WatchedJob<J>> {
     // A slow target may still answer a request whose key was revoked; the retry would refuse it
     // (401). So it waits there, and is asked again only if its target goes down.
     if (cause !== "unhealthy" && !host.admitted(job)) {
-      if (!this.stalled.get(job)?.onUnhealthy) this.stalled.delete(job);
+      this.deadlineCannotMove(job);
       return false;
     }
     if (!host.core.canRedispatch(job.ticket, coreNow(), cause)) return false;
@@ -166,6 +164,18 @@ export class InFlight<J extends WatchedJob<J>> {
     host.logger.warn({ target: target.id, deadlineMs, waitedMs, expectedMs: job.plan?.expectedMs }, "no first byte within the deadline; re-dispatching");
     exchange.abort(new UpstreamStallError(`no first byte from ${target.id} within ${deadlineMs} ms`, "first_byte_deadline"));
     return true;
+  }
+
+  /** The job's stall on `exchange`, if it stalled there: one on an earlier exchange is stale. */
+  private stallOn(job: J, exchange: UpstreamExchange<J>): Stall<J> | undefined {
+    const stall = this.stalled.get(job);
+    return stall?.exchange === exchange ? stall : undefined;
+  }
+
+  /** Its deadline can no longer move the job: it stays stalled only while its target is down, which
+   * may still move it (recheck). */
+  private deadlineCannotMove(job: J): void {
+    if (!this.stalled.get(job)?.onUnhealthy) this.stalled.delete(job);
   }
 
   /** Capacity may have freed (a request ended, a scrape, probe or peer report came in, a config
@@ -228,11 +238,9 @@ export class InFlight<J extends WatchedJob<J>> {
       // Booked on the URL a re-pointed replica had: the health of the engine there now is not its own.
       if (!this.host.core.onCurrentTarget(job.ticket)) continue;
       if (this.move(job, exchange, "unhealthy") || !this.host.canRetry(job)) continue;
-      const stall = this.stalled.get(job);
-      if (!(stall?.exchange === exchange && stall.onUnhealthy)) {
-        this.host.logger.info({ target: targetId }, `${kind} turned unhealthy; no other target can take it yet, so it waits`);
-      }
-      this.stalled.set(job, { exchange, pastDeadline: stall?.exchange === exchange && stall.pastDeadline, onUnhealthy: true });
+      const stall = this.stallOn(job, exchange);
+      if (!stall?.onUnhealthy) this.host.logger.info({ target: targetId }, `${kind} turned unhealthy; no other target can take it yet, so it waits`);
+      this.stalled.set(job, { exchange, pastDeadline: stall?.pastDeadline ?? false, onUnhealthy: true });
     }
   }
 }

@@ -10,8 +10,8 @@ import { pino } from "pino";
 import { type LbConfigInput, parseLbConfig } from "@meridian/protocol";
 import { generateClientKey, sha256Hex } from "@meridian/protocol/credentials";
 import type { RunningProxy } from "../src/index";
-import { chatBody, lbConfig, listenLoopback, post, servedBy, startLb, waitFor } from "./helpers";
-import { startScriptedEngine } from "./scripted-engine";
+import { chatBody, lbConfig, listenLoopback, type PostResult, post, servedBy, startLb, waitFor } from "./helpers";
+import { type ScriptedEngine, startScriptedEngine } from "./scripted-engine";
 
 const open: { close(): Promise<void> }[] = [];
 after(async () => {
@@ -41,6 +41,15 @@ async function observedLb(config: LbConfigInput): Promise<{ lb: RunningProxy; lo
 
 const region = "us-ashburn" as const;
 
+/** The request of `session` reaches `engine`, which answers it: its client gets a 200 from `replicaId`. */
+async function answeredBy(engine: ScriptedEngine, session: string, reply: Promise<PostResult>, replicaId: string): Promise<void> {
+  await waitFor(`the request of ${session} on ${engine.id}`, () => engine.holds(session));
+  engine.finish(session);
+  const result = await reply;
+  assert.equal(result.status, 200, result.text);
+  assert.equal(servedBy(result), replicaId);
+}
+
 test("a request past its deadline while the other replica is full moves as soon as that replica can take it", async () => {
   const stalled = await startScriptedEngine("stalled", 1);
   const busy = await startScriptedEngine("busy", 1);
@@ -64,11 +73,7 @@ test("a request past its deadline while the other replica is full moves as soon 
   // The busy replica's queue empties: the next scrape shows it, and the request moves at once.
   busy.setLoad(0, 0);
   await lb.balancer.scrapeNow();
-  await waitFor("the request on the replica that freed", () => busy.holds("overdue"));
-  busy.finish("overdue");
-  const result = await answer;
-  assert.equal(result.status, 200, result.text);
-  assert.equal(servedBy(result), "busy");
+  await answeredBy(busy, "overdue", answer, "busy");
   assert.deepEqual(
     logs.filter((l) => l.msg === MOVED).map((l) => l.target),
     ["stalled"],
@@ -84,11 +89,7 @@ test("a request past its deadline moves to the engine its replica is re-pointed 
   const answer = post(`${lb.url}/v1/chat/completions`, chatBody("repointed"), { "x-session-id": "repointed" });
   await waitFor("its deadline passed on the stuck engine", () => stuck.holds("repointed") && logs.some((l) => l.msg === WAITS));
   await lb.balancer.applyConfig(parseLbConfig(lbConfig("lb-repoint", region, [{ id: "a", url: replacement.url, region }], { ...LIMITS, version: 2 })));
-  await waitFor("the request on the replacement engine", () => replacement.holds("repointed"));
-  replacement.finish("repointed");
-  const result = await answer;
-  assert.equal(result.status, 200, result.text);
-  assert.equal(servedBy(result), "a");
+  await answeredBy(replacement, "repointed", answer, "a");
 });
 
 /** An engine that holds every chat request; its /health answers 503 once `sick`. */
@@ -121,11 +122,7 @@ test("a request on a replica that turns unhealthy with nowhere to go moves once 
   dying.state.sick = true;
   await waitFor("a unhealthy", () => lb.balancer.core.replicas.get("a")?.healthy === false);
   await lb.balancer.applyConfig(parseLbConfig(lbConfig("lb-stranded", region, [a, { id: "added", url: added.url, region }], { ...extra, version: 2 })));
-  await waitFor("the request on the added replica", () => added.holds("stranded"));
-  added.finish("stranded");
-  const result = await answer;
-  assert.equal(result.status, 200, result.text);
-  assert.equal(servedBy(result), "added");
+  await answeredBy(added, "stranded", answer, "added");
 });
 
 test("a request on a replica that turned unhealthy moves at once when the operator replaces that replica", async () => {
@@ -141,11 +138,7 @@ test("a request on a replica that turned unhealthy moves at once when the operat
   await waitFor("it waits on a, unhealthy", () => logs.some((l) => l.msg === "replica turned unhealthy; no other target can take it yet, so it waits"));
   // a leaves the config: the engine it stood for is not watched any more, and stays down.
   await lb.balancer.applyConfig(parseLbConfig(lbConfig("lb-replaced", region, [{ id: "b", url: replacement.url, region }], { ...extra, version: 2 })));
-  await waitFor("the request on the replacement", () => replacement.holds("replaced"));
-  replacement.finish("replaced");
-  const result = await answer;
-  assert.equal(result.status, 200, result.text);
-  assert.equal(servedBy(result), "b");
+  await answeredBy(replacement, "replaced", answer, "b");
 });
 
 /** A peer LB with `available` replicas, less those the forwards it holds take (or failing its polls
@@ -402,11 +395,7 @@ test("a request past its deadline leaves its replica once a config lowers limits
   await waitFor("the request held", () => lb.balancer.core.queue.length === 1);
   busy.setLoad(0, 0);
   await lb.balancer.scrapeNow();
-  await waitFor("the request on the replica that freed", () => busy.holds("cap"));
-  busy.finish("cap");
-  const result = await reply;
-  assert.equal(result.status, 200, result.text);
-  assert.equal(servedBy(result), "busy");
+  await answeredBy(busy, "cap", reply, "busy");
 });
 
 test("a request not yet past its deadline leaves a stuck replica once a config lowers limits.headersTimeoutMs below its wait", async () => {
@@ -418,11 +407,7 @@ test("a request not yet past its deadline leaves a stuck replica once a config l
   busy.setLoad(0, 0);
   await lb.balancer.scrapeNow();
   await lowerCap(1_000);
-  await waitFor("the request on the replica that freed", () => busy.holds("unstalled"));
-  busy.finish("unstalled");
-  const result = await reply;
-  assert.equal(result.status, 200, result.text);
-  assert.equal(servedBy(result), "busy");
+  await answeredBy(busy, "unstalled", reply, "busy");
   assert.deepEqual(
     logs.filter((l) => l.msg === MOVED).map((l) => l.target),
     ["stuck"],
