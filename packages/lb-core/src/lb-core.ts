@@ -235,12 +235,14 @@ export class LbCore<J> {
   }
 
   /** Places a new (or retried) request now, or holds it. A hold that finds the queue full is a
-   * refusal. After "replica" or "peer" the driver sends it; after "fail" it answers the failure. */
-  route(ticket: Ticket<J>, now: number): Placement {
+   * refusal. After "replica" or "peer" the driver sends it; after "fail" it answers the failure.
+   * `freeNow`: peers count only the free replicas this LB's forwards since their reports have not
+   * taken (a request moving past its first-byte deadline; redispatch.ts). */
+  route(ticket: Ticket<J>, now: number, freeNow = false): Placement {
     // At admission only: a retry is not refused for a limit lowered since (an upstream failure would read as "prompt too long").
     const tooLong = ticket.attempts === 0 ? this.promptTokensFailure(ticket.view.inputTokens) : null;
     if (tooLong) return this.commit(ticket, { kind: "fail", failure: tooLong }, now);
-    const placement = this.plan(ticket, now);
+    const placement = this.plan(ticket, now, freeNow);
     if (placement.kind !== "hold") return this.commit(ticket, placement, now);
     if (!this.queue.push(ticket, now, this.config.limits.queueMaxLength)) {
       return this.commit(ticket, { kind: "fail", failure: failures.queueFull(this.config.limits.queueMaxLength) }, now);
@@ -332,14 +334,16 @@ export class LbCore<J> {
     return ticket.target?.record ?? undefined;
   }
 
-  /** The current target failed before any byte reached the client: release it, exclude it, place again. */
-  retry(ticket: Ticket<J>, now: number): Placement {
+  /** The current target failed before any byte reached the client: release it, exclude it, place
+   * again. `cause`: why a request that had no answer left its target (canRedispatch's); past its
+   * deadline it is placed as canRedispatch counted, on a target that can take it now. */
+  retry(ticket: Ticket<J>, now: number, cause?: RedispatchCause): Placement {
     const target = ticket.target;
     const current = this.onCurrentTarget(ticket);
     this.release(ticket, now);
     if (target && current) (ticket.excluded ??= new Set()).add(target.id);
     ticket.target = null;
-    return this.route(ticket, now);
+    return this.route(ticket, now, cause === "deadline");
   }
 
   /** The request no longer occupies its replica (response ended, failed, or retried elsewhere): its
@@ -435,7 +439,7 @@ export class LbCore<J> {
     return { config, replicas, peers, peerPollIntervalMs, index, truth, queue };
   }
 
-  private plan(ticket: Ticket<J>, now: number): Placement {
+  private plan(ticket: Ticket<J>, now: number, freeNow = false): Placement {
     this.refreshPeerLoad(now);
     // Refreshed in place rather than rebuilt: plan() runs once per request and per queue retry.
     const ctx = this.placementContext;
@@ -444,7 +448,7 @@ export class LbCore<J> {
     ctx.index = this.matcher ?? this.index;
     ctx.peerIndex = this.peerIndex;
     try {
-      return planPlacement(ctx, ticket, now);
+      return planPlacement(ctx, ticket, now, freeNow);
     } catch (error) {
       // A routing bug must fail one request, not the LB.
       return { kind: "fail", failure: failures.routingError(error) };

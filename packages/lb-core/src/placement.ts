@@ -76,8 +76,9 @@ export interface PlacementContext {
   scratchPeers: PeerView[];
 }
 
-/** Decides without side effects on the records; a "hold" may be retried later with no trace left. */
-export function planPlacement(ctx: PlacementContext, ticket: Ticket<unknown>, now: number): Placement {
+/** Decides without side effects on the records; a "hold" may be retried later with no trace left.
+ * `freeNow`: peers as PeerRecord.peerView's `freeNow` reads them (a request moving past its deadline). */
+export function planPlacement(ctx: PlacementContext, ticket: Ticket<unknown>, now: number, freeNow = false): Placement {
   const { config } = ctx;
   const mode = config.crossRegion;
   const model = ticket.model;
@@ -93,7 +94,7 @@ export function planPlacement(ctx: PlacementContext, ticket: Ticket<unknown>, no
   if (peersConsidered(ticket, config)) {
     for (const peer of ctx.peers.values()) {
       if (ticket.isExcluded(peer.id)) continue;
-      const view = peer.peerView(now, ctx.peerPollIntervalMs, ticket);
+      const view = peer.peerView(now, ctx.peerPollIntervalMs, ticket, freeNow);
       if (view) peers.push(view);
     }
   }

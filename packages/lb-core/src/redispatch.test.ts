@@ -73,4 +73,20 @@ describe("retry after a forward failed", () => {
     lb.peerReported("lb-eu", { ...report, availableReplicas: 2 }, 5, 2_100);
     assert.equal(lb.canRedispatch(second, 2_100, "deadline"), true);
   });
+
+  it("past its deadline, goes to the peer whose free replica no forward has taken since its report", () => {
+    // Two peers, one free replica each by their reports; lb-eu is the nearer, so the first forward takes its replica.
+    const ap = { id: "lb-ap", url: "http://ap.test/", region: "ap" };
+    const lb = testCore(config([eu, ap], 1));
+    lb.peerReported("lb-eu", report, 5, 0);
+    lb.peerReported("lb-ap", { ...report, lbId: "lb-ap", region: "ap" }, 50, 0);
+    const stuck = lb.admit("r1", input("r1"), 0);
+    assert.equal(lb.route(stuck, 0).kind, "replica");
+    lb.scrapeSucceeded("a", { running: 1, waiting: 1, usedTokens: 0 }, 10); // a is full now
+    const forwarded = lb.route(lb.admit("r2", input("r2"), 20), 20);
+    assert.ok(forwarded.kind === "peer" && forwarded.peerId === "lb-eu");
+    assert.equal(lb.canRedispatch(stuck, 2_000, "deadline"), true, "lb-ap's replica is still free");
+    const moved = lb.retry(stuck, 2_000, "deadline");
+    assert.ok(moved.kind === "peer" && moved.peerId === "lb-ap", `moved to ${JSON.stringify(moved)}: the replica a forward took since lb-eu's report`);
+  });
 });

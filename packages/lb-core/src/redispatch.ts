@@ -16,7 +16,9 @@
 // others: when they stay full it is refused (503 queue_timeout) although its first replica, freed by
 // the move itself, might have answered. And a peer's report alone would not do: every request whose
 // deadline passed before the peer's next report would go to the one free replica it reported, and be
-// refused there with no try left. So it keeps waiting where it is, and its driver asks again whenever
+// refused there with no try left. The retry that moves it (LbCore.retry, cause "deadline") is placed
+// with the same count, so of two peers it takes the one whose free replica no forward has taken.
+// With no such target it keeps waiting where it is, and its driver asks again whenever
 // capacity may have freed (the proxy's in-flight.ts), so it moves once a target can take it, up to
 // limits.headersTimeoutMs. At that cap (cause "timeout") the LB gives up on that replica's answer
 // anyway: the request then moves to a target that can take it now, or into the hold queue while it
@@ -68,10 +70,9 @@ export function hasAlternative(
   if (peersConsidered(ticket, config)) {
     for (const peer of peers.values()) {
       if (waitsOn("peer", peer) || ticket.isExcluded(peer.id)) continue;
-      const view = peer.peerView(now, peerPollIntervalMs, ticket);
-      if (!view) continue;
       // Past its deadline its replica may still answer: a peer's replica counts only while free.
-      others.push(cause === "deadline" ? { ...view, availableReplicas: Math.max(0, view.availableReplicas - peer.forwardsSinceReport) } : view);
+      const view = peer.peerView(now, peerPollIntervalMs, ticket, cause === "deadline");
+      if (view) others.push(view);
     }
   }
   if (local.length === 0 && others.length === 0) return false;

@@ -217,7 +217,7 @@ export class PeerRecord {
   lastError: string | null = null;
   /** Requests this LB forwarded to the peer since its last report, which the report cannot show:
    * a request leaving a replica that may still answer counts them against the peer's free replicas
-   * (redispatch.ts). Placement reads the report as SkyLB does. */
+   * (peerView's `freeNow`, redispatch.ts). Any other placement reads the report as SkyLB does. */
   forwardsSinceReport = 0;
 
   constructor(public config: PeerConfig) {}
@@ -234,13 +234,16 @@ export class PeerRecord {
 
   /** What availability sees of the peer for a request: its report (the replicas available for the
    * request's model, when the peer reports them by model) and the RTT this LB measured. None for a
-   * keyless request when the peer's region requires client keys. */
-  peerView(now: number, pollIntervalMs: number, request: { model: string | null; clientKeyed: boolean }): PeerView | null {
+   * keyless request when the peer's region requires client keys. `freeNow`: only the replicas that
+   * this LB's forwards since the report have not taken (a request leaving a replica that may still
+   * answer goes only where it can start at once; redispatch.ts). */
+  peerView(now: number, pollIntervalMs: number, request: { model: string | null; clientKeyed: boolean }, freeNow = false): PeerView | null {
     const report = this.freshReport(now, pollIntervalMs);
     if (!report || (report.clientKeysRequired === true && !request.clientKeyed)) return null;
     const { model } = request;
     const byModel = report.availableByModel;
-    const availableReplicas = model !== null && byModel !== undefined ? (byModel[model] ?? 0) : report.availableReplicas;
+    const reported = model !== null && byModel !== undefined ? (byModel[model] ?? 0) : report.availableReplicas;
+    const availableReplicas = freeNow ? Math.max(0, reported - this.forwardsSinceReport) : reported;
     return { id: this.id, region: this.config.region, rttMs: this.rtt.ms ?? 0, availableReplicas, queueLength: report.queueLength };
   }
 

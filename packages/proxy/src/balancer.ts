@@ -5,7 +5,7 @@
 // request is the core's; this file and its helpers only do I/O.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { failures, LbCore, type LearnInstruction, type Placement, type PlacementLogEntry } from "@meridian/lb-core";
+import { failures, LbCore, type LearnInstruction, type Placement, type PlacementLogEntry, type RedispatchCause } from "@meridian/lb-core";
 import { LB_STATE_SCHEMA, PEER_REPORT_SCHEMA, type LbConfig, type LbState, type PeerReport } from "@meridian/protocol";
 import type { InferenceClient } from "./client-entrance";
 import { presentedClientKey } from "./client-keys";
@@ -339,13 +339,14 @@ export class Balancer implements ExchangeHost<Job> {
     return this.core.mayRetry(job.ticket) && !job.res.headersSent && !job.clientGone;
   }
 
-  private retry(job: Job, target: UpstreamTarget, reason: string): void {
+  /** `cause`: why a request with no answer left its target (lb-core's redispatch rule), which places it. */
+  private retry(job: Job, target: UpstreamTarget, reason: string, cause?: RedispatchCause): void {
     // A retry is a new dispatch: a key revoked since is refused, and counted so, not as a target's failure.
     const refusal = recheckClient(job, this.config);
     if (refusal !== null) return this.failJob(Object.assign(job, { exchange: null }), refusal, "invalid_api_key");
     this.metrics.retries.inc({ replica: target.id });
     this.logger.debug({ target: target.id, reason }, "retrying on another target");
-    this.act(job, this.core.retry(job.ticket, coreNow()));
+    this.act(job, this.core.retry(job.ticket, coreNow(), cause));
     this.armExpiryTimer();
   }
 
@@ -412,8 +413,9 @@ export class Balancer implements ExchangeHost<Job> {
     // A stalled target is left only for one that can take the request: now, after a late first byte;
     // at all, off a replica that turned unhealthy (lb-core redispatch.ts). Checked before aborting,
     // but the deadline's last resort, at the cap, may find none.
-    if (!clientSawBytes && this.canRetry(job) && (!stalled || this.core.canRedispatch(job.ticket, coreNow(), redispatchCause(error)))) {
-      this.retry(job, target, message);
+    const cause = stalled ? redispatchCause(error) : undefined;
+    if (!clientSawBytes && this.canRetry(job) && (cause === undefined || this.core.canRedispatch(job.ticket, coreNow(), cause))) {
+      this.retry(job, target, message, cause);
       return;
     }
     if (job.res.headersSent) {

@@ -215,6 +215,38 @@ test("of the requests past their deadline, one goes to the peer's one free repli
   for (const result of await Promise.all(answers)) assert.equal(result.status, 200, result.text);
 });
 
+test("past its deadline, a request goes to the peer whose free replica no forward has taken since its report", async () => {
+  const stalled = await startScriptedEngine("stalled", 1);
+  const eu = await reportingPeer("lb-eu", "eu-frankfurt");
+  const seoul = await reportingPeer("lb-ap", "ap-seoul");
+  open.push(stalled, eu, seoul);
+  const config = lbConfig("lb-us", region, [{ id: stalled.id, url: stalled.url, region }], {
+    ...LIMITS,
+    crossRegion: "via-peer",
+    peers: [
+      { id: "lb-eu", url: eu.url, region: "eu-frankfurt", credentialHashes: [] },
+      { id: "lb-ap", url: seoul.url, region: "ap-seoul", credentialHashes: [] },
+    ],
+  });
+  const { lb, logs } = await observedLb(config);
+  await waitFor("both peers polled, nothing free", () => lb.balancer.core.peers.get("lb-eu")?.report && lb.balancer.core.peers.get("lb-ap")?.report);
+  const overdue = post(`${lb.url}/v1/chat/completions`, chatBody("overdue"), { "x-session-id": "overdue" });
+  await waitFor("its deadline passed with nowhere to go", () => stalled.holds("overdue") && logs.some((l) => l.msg === WAITS));
+  stalled.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+  const held = post(`${lb.url}/v1/chat/completions`, chatBody("held"), { "x-session-id": "held" });
+  await waitFor("the second request held", () => lb.balancer.core.queue.length === 1);
+  // Each peer now has one free replica. The first report to come in sends the held request to that
+  // peer; the overdue one must not follow it there, where its replica is taken: it goes to the other.
+  eu.state.available = 1;
+  seoul.state.available = 1;
+  await lb.balancer.pollPeersNow();
+  await waitFor("both requests forwarded", () => eu.state.forwards.length + seoul.state.forwards.length === 2);
+  assert.deepEqual([eu.state.forwards.length, seoul.state.forwards.length], [1, 1], "both went to one peer's one free replica");
+  for (const peer of [eu, seoul]) answer(peer.state.forwards[0]!.res);
+  for (const result of await Promise.all([overdue, held])) assert.equal(result.status, 200, result.text);
+});
+
 test("a request on a peer that stopped answering moves at once when the operator re-points that peer", async () => {
   const disabled = await startScriptedEngine("disabled", 1);
   const gone = await reportingPeer();
