@@ -13,7 +13,7 @@ import { onSocketClose } from "./client-socket";
 import { coreNow } from "./core-clock";
 import { endedStatus, recordCompletion, responseFacts, type CompletionSinks, type ResponseFacts } from "./completion";
 import { endStreamWithError, HttpError, httpErrorOf, sendError } from "./errors";
-import { ProxyMetrics } from "./metrics";
+import { ProxyMetrics, targetLabel } from "./metrics";
 import { ModelCatalog, type ModelCounts, modelsOf } from "./models";
 import { forwardHeaders, type PeerObservation } from "./peers";
 import type { ReplicaObservation } from "./replicas";
@@ -344,7 +344,7 @@ export class Balancer implements ExchangeHost<Job> {
     // A retry is a new dispatch: a key revoked since is refused, and counted so, not as a target's failure.
     const refusal = recheckClient(job, this.config);
     if (refusal !== null) return this.failJob(Object.assign(job, { exchange: null }), refusal, "invalid_api_key");
-    this.metrics.retries.inc({ replica: target.id });
+    this.metrics.retries.inc({ replica: targetLabel(target) });
     this.logger.debug({ target: target.id, reason }, "retrying on another target");
     this.act(job, this.core.retry(job.ticket, coreNow(), cause));
     this.armExpiryTimer();
@@ -415,6 +415,8 @@ export class Balancer implements ExchangeHost<Job> {
     // but the deadline's last resort, at the cap, may find none.
     const cause = stalled ? redispatchCause(error) : undefined;
     if (!clientSawBytes && this.canRetry(job) && (cause === undefined || this.core.canRedispatch(job.ticket, coreNow(), cause))) {
+      // The deadline's and the unhealthy target's moves were counted as they were made.
+      if (cause === "timeout") this.inFlight.movedAtCap(target);
       this.retry(job, target, message, cause);
       return;
     }

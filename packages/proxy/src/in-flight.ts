@@ -12,7 +12,7 @@
 import type { FirstBytePlan, LbCore, Ticket } from "@meridian/lb-core";
 import type { Logger } from "pino";
 import { coreNow } from "./core-clock";
-import type { ProxyMetrics } from "./metrics";
+import { type ProxyMetrics, targetLabel } from "./metrics";
 import { type ExchangeJob, type UpstreamExchange, UpstreamStallError } from "./upstream";
 
 export interface WatchedJob<J> extends ExchangeJob {
@@ -154,16 +154,24 @@ export class InFlight<J extends WatchedJob<J>> {
     const waitedMs = Math.round(performance.now() - exchange.dispatchedAt);
     if (cause === "unhealthy") {
       const reason = target.kind === "replica" ? "replica_unhealthy" : "peer_unhealthy";
-      host.metrics.redispatched.inc({ replica: target.id, reason });
+      host.metrics.redispatched.inc({ replica: targetLabel(target), reason });
       host.logger.warn({ target: target.id, waitedMs }, `${target.kind} turned unhealthy; re-dispatching`);
       exchange.abort(new UpstreamStallError(`${target.kind} ${target.id} turned unhealthy before answering`, reason));
       return true;
     }
     const deadlineMs = Math.round(job.plan?.deadlineMs ?? 0);
-    host.metrics.redispatched.inc({ replica: target.id, reason: "first_byte_deadline" });
+    host.metrics.redispatched.inc({ replica: targetLabel(target), reason: "first_byte_deadline" });
     host.logger.warn({ target: target.id, deadlineMs, waitedMs, expectedMs: job.plan?.expectedMs }, "no first byte within the deadline; re-dispatching");
     exchange.abort(new UpstreamStallError(`no first byte from ${target.id} within ${deadlineMs} ms`, "first_byte_deadline"));
     return true;
+  }
+
+  /** limits.headersTimeoutMs passed with no first byte from `target`, and the request moves on (the
+   * balancer's retry): logged and counted as the deadline's moves are. */
+  movedAtCap(target: UpstreamExchange<J>["target"]): void {
+    const { host } = this;
+    host.metrics.redispatched.inc({ replica: targetLabel(target), reason: "headers_timeout" });
+    host.logger.warn({ target: target.id, headersTimeoutMs: host.headersTimeoutMs() }, "no first byte within limits.headersTimeoutMs; re-dispatching");
   }
 
   /** The job's stall on `exchange`, if it stalled there: one on an earlier exchange is stale. */

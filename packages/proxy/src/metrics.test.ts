@@ -31,7 +31,7 @@ test("event counters read 0 before their first event; accuracy is absent until a
     assert.equal(sampleValue(all, "meridian_lb_rejected_requests_total", { reason }), 0, `rejected ${reason}`);
   }
   for (const reason of ["upstream_failed", "shutting_down"]) assert.equal(sampleValue(all, "meridian_lb_cut_streams_total", { reason }), 0, `cut ${reason}`);
-  for (const reason of ["first_byte_deadline", "replica_unhealthy"]) {
+  for (const reason of ["first_byte_deadline", "headers_timeout", "replica_unhealthy"]) {
     assert.equal(sampleValue(all, "meridian_lb_redispatched_requests_total", { replica: "us-1", reason }), 0, `redispatched ${reason}`);
   }
   for (const reason of ["engine-restart", "cache-lost", "operator"]) {

@@ -43,7 +43,13 @@ const REFUSAL_REASONS = [
 ];
 const CUT_REASONS = ["upstream_failed", "shutting_down"];
 /** Redispatch reasons off a replica (a peer's unhealthy is peer_unhealthy; peers are not listed here). */
-const REPLICA_REDISPATCH_REASONS = ["first_byte_deadline", "replica_unhealthy"];
+const REPLICA_REDISPATCH_REASONS = ["first_byte_deadline", "headers_timeout", "replica_unhealthy"];
+
+/** A target's `replica` label: the replica's id, or peer:<id> for a peer LB (a peer and a replica may
+ * share an id). Every per-target counter labels alike, so one target's series line up across them. */
+export function targetLabel(target: { kind: "replica" | "peer"; id: string }): string {
+  return target.kind === "peer" ? `peer:${target.id}` : target.id;
+}
 
 const PROXY_VERSION = (createRequire(import.meta.url)("../package.json") as { version: string }).version;
 
@@ -111,13 +117,13 @@ export class ProxyMetrics {
     });
     this.retries = new Counter({
       name: "meridian_lb_upstream_retries_total",
-      help: "Requests retried on another replica after a failure before any byte reached the client, by failed replica.",
+      help: "Requests retried on another target after a failure before any byte reached the client, by the failed replica (or peer:<id>).",
       labelNames: ["replica"],
       registers,
     });
     this.redispatched = new Counter({
       name: "meridian_lb_redispatched_requests_total",
-      help: "Requests moved off a replica before any byte reached the client because it missed its first-byte deadline or turned unhealthy, by replica and reason.",
+      help: "Requests moved off a replica or peer LB before any byte reached the client, by replica (or peer:<id>) and reason: its first-byte deadline passed and another target could take it (first_byte_deadline), limits.headersTimeoutMs passed (headers_timeout), or the target turned unhealthy (replica_unhealthy, peer_unhealthy).",
       labelNames: ["replica", "reason"],
       registers,
       // At 0 for each configured replica, so a replica's first redispatch shows in increase().
@@ -261,7 +267,7 @@ export class ProxyMetrics {
    * replica when it never reached one (no target), else failed at the last target it tried. */
   failed(target: { kind: "replica" | "peer"; id: string } | null, reason: string): void {
     if (target === null) this.rejected.inc({ reason });
-    else this.upstreamFailures.inc({ replica: target.kind === "peer" ? `peer:${target.id}` : target.id, reason });
+    else this.upstreamFailures.inc({ replica: targetLabel(target), reason });
   }
 
   observePrediction(predicted: number, actual: number): void {

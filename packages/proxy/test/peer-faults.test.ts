@@ -198,7 +198,7 @@ test("a peer that freezes gets one poll at a time, and a request waiting on it m
   const result = await forwarded;
   assert.equal(result.status, 200, result.text);
   assert.equal(result.headers["x-meridian-replica"], "us-x");
-  assert.equal(await metric(lb, "meridian_lb_redispatched_requests_total", { replica: "lb-eu", reason: "peer_unhealthy" }), 1);
+  assert.equal(await metric(lb, "meridian_lb_redispatched_requests_total", { replica: "peer:lb-eu", reason: "peer_unhealthy" }), 1);
   // Polls time out one after another (1 s each at this interval), never piling up.
   await waitFor("two more polls of the frozen peer", () => peer.polls >= pollsBefore + 2, 10_000);
   assert.equal(peer.maxOpenPolls, 1, "one poll at a time");

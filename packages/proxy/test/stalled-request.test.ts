@@ -80,6 +80,34 @@ test("a request past its deadline while the other replica is full moves as soon 
   );
 });
 
+test("at limits.headersTimeoutMs a request that no target could take moves to the hold queue, logged and counted", async () => {
+  const stalled = await startScriptedEngine("stalled", 1);
+  const busy = await startScriptedEngine("busy", 1);
+  open.push(stalled, busy);
+  const { lb, logs } = await observedLb(
+    lbConfig(
+      "lb-capped",
+      region,
+      [stalled, busy].map((e) => ({ id: e.id, url: e.url, region })),
+      { ...LIMITS, limits: { firstByteMinMs: 200, headersTimeoutMs: 1_000 } },
+    ),
+  );
+  busy.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+  const answer = post(`${lb.url}/v1/chat/completions`, chatBody("capped"), { "x-session-id": "capped" });
+  await waitFor("the request on the stalled replica", () => stalled.holds("capped"));
+  await waitFor("held at the cap, the busy replica still full", () => lb.balancer.core.queue.length === 1);
+  assert.ok(logs.some((l) => l.msg === "no first byte within limits.headersTimeoutMs; re-dispatching" && l.target === "stalled"));
+  const counted = (await lb.balancer.metrics.redispatched.get()).values.filter((v) => v.labels.replica === "stalled");
+  assert.deepEqual(
+    counted.filter((v) => v.value > 0).map((v) => [v.labels.reason, v.value]),
+    [["headers_timeout", 1]],
+  );
+  busy.setLoad(0, 0);
+  await lb.balancer.scrapeNow();
+  await answeredBy(busy, "capped", answer, "busy");
+});
+
 test("a request past its deadline moves to the engine its replica is re-pointed to, the operator's fix for a stuck engine", async () => {
   const stuck = await startScriptedEngine("stuck", 1);
   const replacement = await startScriptedEngine("replacement", 1);
