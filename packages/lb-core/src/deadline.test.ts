@@ -86,7 +86,7 @@ describe("first-byte deadline", () => {
   });
 });
 
-const _replica = (id: string, region = "us") => ({ id, url: `http://${id}.test/`, region, model: "m" });
+const replicaConfig = (id: string, region = "us") => ({ id, url: `http://${id}.test/`, region, model: "m" });
 
 const core = (extra: Partial<LbConfigInput> = {}): LbCore<string> =>
   testCore({ schema: "meridian.lb-config/2", policy: "round-robin", limits: { firstByteMinMs: 500, headersTimeoutMs: 60_000 }, ...extra });
@@ -120,6 +120,21 @@ describe("the core's first-byte deadline and re-dispatch", () => {
     lb.firstByteObserved(ticket, plan, 2_000);
     const history = lb.replicas.get(ticket.target?.id ?? "")?.firstByte;
     assert.ok((history?.prefillMsPerToken ?? 0) > 0);
+  });
+
+  it("a forward's deadline is its whole prompt's expected time at the peer, learned from the peer's answers, not the cap", () => {
+    const lb = core({ crossRegion: "via-peer", replicas: [replicaConfig("a")], peers: [{ id: "lb-eu", url: "http://eu.test/", region: "eu" }] });
+    lb.scrapeSucceeded("a", { running: 8, waiting: 2, usedTokens: 0 }, 0); // a is full: forwarded
+    lb.peerReported("lb-eu", { lbId: "lb-eu", region: "eu", time: 0, configVersion: 1, queueLength: 0, availableReplicas: 1, replicas: [] }, 5, 0);
+    const ticket = lb.admit("r", admitInput(40_000), 0);
+    assert.equal(lb.route(ticket, 0).kind, "peer");
+    const plan = lb.firstByteDeadline(ticket, { stream: true, maxOutputTokens: null });
+    const peer = lb.peers.get("lb-eu");
+    assert.equal(plan.tokensAhead, ticket.view.inputTokens);
+    assert.equal(plan.expectedMs, (peer?.rtt.ms ?? 0) + ticket.view.inputTokens * PRIOR_PREFILL_MS_PER_TOKEN);
+    assert.ok(plan.deadlineMs < 60_000, `a forward waits up to the cap: ${plan.deadlineMs} ms`);
+    lb.firstByteObserved(ticket, plan, 3_000);
+    assert.ok((peer?.firstByte.prefillMsPerToken ?? 0) > 0, "the peer's answer taught nothing");
   });
 
   it("a stuck request moves only when another replica can take it", () => {

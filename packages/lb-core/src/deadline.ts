@@ -117,23 +117,38 @@ export function firstByteDeadline(input: FirstByteInput): FirstBytePlan {
   return { deadlineMs, expectedMs, tokensAhead };
 }
 
-/** The first-byte deadline of a request just placed on `target`. A peer LB runs its own deadline on
- * its replicas, so a forward (or a request with no replica record) waits up to the cap. */
+/** What a dispatch's first byte waits on: the replica or peer LB record it was booked on. */
+export interface FirstByteSource {
+  rtt: { ms: number | null };
+  firstByte: FirstByteHistory;
+}
+
+/**
+ * The first-byte deadline of a request just placed on `target`, booked on `source`.
+ * - On a replica, tokensAhead is the prompt tokens in flight there: this LB's (this request's
+ *   included) and those peers report, less what the index predicts the replica holds of this prompt.
+ * - On a peer LB, it is this request's whole prompt: the peer's replicas and caches are the peer's to
+ *   know, and a forward goes only where the peer reported a free replica. The peer's history is
+ *   learned from its answers to this LB's forwards, its own replica's time included. The peer runs its
+ *   own deadline on that replica; this one lets the request come home when the peer holds it long
+ *   past what its forwards take, and only to a target that can take it now (redispatch.ts).
+ * With no record (a target a config removed), the deadline is the cap.
+ */
 export function ticketFirstBytePlan(
-  target: { predictedCachedTokens: number } | null,
-  replica: { rtt: { ms: number | null }; queuedTokens: number; peerQueuedTokens: number; firstByte: FirstByteHistory } | undefined,
+  target: { kind: "replica" | "peer"; predictedCachedTokens: number } | null,
+  source: (FirstByteSource & { queuedTokens?: number; peerQueuedTokens?: number }) | undefined,
+  promptTokens: number,
   limits: Pick<LbConfig["limits"], "headersTimeoutMs" | "firstByteMinMs">,
   response: { stream: boolean; maxOutputTokens: number | null },
 ): FirstBytePlan {
-  if (!target || !replica) return { deadlineMs: limits.headersTimeoutMs, expectedMs: null, tokensAhead: 0 };
+  if (!target || !source) return { deadlineMs: limits.headersTimeoutMs, expectedMs: null, tokensAhead: 0 };
+  const tokensAhead = target.kind === "peer" ? promptTokens : (source.queuedTokens ?? 0) + (source.peerQueuedTokens ?? 0) - target.predictedCachedTokens;
   return firstByteDeadline({
-    rttMs: replica.rtt.ms ?? 0,
-    // This LB's in-flight prompt tokens on the replica (this request's included) and those peers
-    // report, less what the index predicts the replica holds of this prompt.
-    tokensAhead: replica.queuedTokens + replica.peerQueuedTokens - target.predictedCachedTokens,
+    rttMs: source.rtt.ms ?? 0,
+    tokensAhead,
     stream: response.stream,
     maxOutputTokens: response.maxOutputTokens,
-    history: replica.firstByte,
+    history: source.firstByte,
     floorMs: limits.firstByteMinMs,
     capMs: limits.headersTimeoutMs,
   });

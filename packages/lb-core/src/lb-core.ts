@@ -312,26 +312,25 @@ export class LbCore<J> {
     return hasAlternative(ticket, this.config, this.placementContext.replicaList, this.peers, this.peerPollIntervalMs, now, cause, queueHasRoom);
   }
 
-  /** The first-byte deadline of a ticket just placed (deadline.ts). A peer LB runs its own deadline
-   * on its replicas, so a forward waits up to limits.headersTimeoutMs. */
+  /** The first-byte deadline of a ticket just placed on a replica or forwarded to a peer (deadline.ts). */
   firstByteDeadline(ticket: Ticket<J>, response: { stream: boolean; maxOutputTokens: number | null }): FirstBytePlan {
-    return ticketFirstBytePlan(ticket.target, this.replicaOf(ticket), this.config.limits, response);
+    return ticketFirstBytePlan(ticket.target, this.bookedOn(ticket), ticket.view.inputTokens, this.config.limits, response);
   }
 
-  /** The first response byte arrived `elapsedMs` after dispatch: the replica's history learns it. */
+  /** The first response byte arrived `elapsedMs` after dispatch: the replica's (or peer's) history learns it. */
   firstByteObserved(ticket: Ticket<J>, plan: FirstBytePlan, elapsedMs: number): void {
-    const replica = this.replicaOf(ticket);
-    replica?.firstByte.observeFirstByte(plan.tokensAhead, elapsedMs, replica.rtt.ms ?? 0);
+    const source = this.bookedOn(ticket);
+    source?.firstByte.observeFirstByte(plan.tokensAhead, elapsedMs, source.rtt.ms ?? 0);
   }
 
   /** A stream's output (summed over its sequences: DecodeSample) took `decodeMs` from its first byte to its last. */
   decodeObserved(ticket: Ticket<J>, sample: DecodeSample, decodeMs: number): void {
-    this.replicaOf(ticket)?.firstByte.observeDecode(sample, decodeMs);
+    this.bookedOn(ticket)?.firstByte.observeDecode(sample, decodeMs);
   }
 
   /** The record the ticket's dispatch was booked on: its counters and its history are that record's. */
-  private replicaOf(ticket: Ticket<J>): ReplicaRecord | undefined {
-    return ticket.target?.record ?? undefined;
+  private bookedOn(ticket: Ticket<J>): ReplicaRecord | PeerRecord | undefined {
+    return ticket.target?.record ?? ticket.target?.peer ?? undefined;
   }
 
   /** The current target failed before any byte reached the client: release it, exclude it, place
@@ -353,7 +352,7 @@ export class LbCore<J> {
     if (!target || target.released) return;
     target.released = true;
     if (target.kind !== "replica") return;
-    const replica = this.replicaOf(ticket);
+    const replica = target.record;
     if (replica) {
       replica.inFlight = Math.max(0, replica.inFlight - 1);
       replica.queuedTokens = Math.max(0, replica.queuedTokens - ticket.view.inputTokens);
@@ -370,7 +369,7 @@ export class LbCore<J> {
     const target = ticket.target;
     if (target !== null && !target.released && !target.responded) {
       target.responded = true;
-      const replica = this.replicaOf(ticket);
+      const replica = target.record;
       if (replica) replica.pendingPrefillTokens = Math.max(0, replica.pendingPrefillTokens - target.pendingPrefillTokens);
       target.pendingPrefillTokens = 0;
       if (target.observedId !== null && isSuccess(status)) target.observer?.observe?.({ kind: "first-token", requestId: target.observedId, now });

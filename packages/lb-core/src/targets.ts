@@ -212,6 +212,9 @@ export type PeerReportBody = Omit<PeerReport, "schema">;
 
 export class PeerRecord {
   readonly rtt = new RttEstimate();
+  /** What the peer's answers to this LB's forwards taught about their time to first byte: a
+   * forward's first-byte deadline (deadline.ts). */
+  readonly firstByte = new FirstByteHistory();
   report: PeerReportBody | null = null;
   reportAt: number | null = null;
   lastError: string | null = null;

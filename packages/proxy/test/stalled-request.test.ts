@@ -275,6 +275,35 @@ test("past its deadline, a request goes to the peer whose free replica no forwar
   for (const result of await Promise.all([overdue, held])) assert.equal(result.status, 200, result.text);
 });
 
+test("a forward that its peer holds past what its forwards take comes home as soon as a local replica can take it", async () => {
+  const busy = await startScriptedEngine("busy", 1);
+  const peer = await reportingPeer();
+  open.push(busy, peer);
+  peer.state.available = 1;
+  const config = lbConfig("lb-us", region, [{ id: busy.id, url: busy.url, region }], {
+    ...LIMITS,
+    crossRegion: "via-peer",
+    peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
+  });
+  const { lb, logs } = await observedLb(config);
+  await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  busy.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+  // The peer takes the forward and never answers it (its replica hung, say), while its polls still answer.
+  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("away"), { "x-session-id": "away" });
+  await waitFor("the request forwarded to lb-eu", () => peer.state.forwards.length === 1);
+  await waitFor("its deadline passed with nowhere to go", () => logs.some((l) => l.msg === WAITS && l.target === "lb-eu"));
+  // The local replica frees: the request comes home then, not at limits.headersTimeoutMs (2 minutes).
+  busy.setLoad(0, 0);
+  await lb.balancer.scrapeNow();
+  await answeredBy(busy, "away", reply, "busy");
+  await waitFor("the forward abandoned at the peer", () => peer.state.forwards[0]!.req.destroyed);
+  assert.deepEqual(
+    logs.filter((l) => l.msg === MOVED).map((l) => l.target),
+    ["lb-eu"],
+  );
+});
+
 test("a request on a peer that stopped answering moves at once when the operator re-points that peer", async () => {
   const disabled = await startScriptedEngine("disabled", 1);
   const gone = await reportingPeer();
