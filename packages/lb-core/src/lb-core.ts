@@ -335,14 +335,14 @@ export class LbCore<J> {
 
   /** The current target failed before any byte reached the client: release it, exclude it, place
    * again. `cause`: why a request that had no answer left its target (canRedispatch's); past its
-   * deadline it is placed as canRedispatch counted, on a target that can take it now. */
+   * deadline or at the cap it is placed as canRedispatch counted, on a target that can take it now. */
   retry(ticket: Ticket<J>, now: number, cause?: RedispatchCause): Placement {
     const target = ticket.target;
     const current = this.onCurrentTarget(ticket);
     this.release(ticket, now);
     if (target && current) (ticket.excluded ??= new Set()).add(target.id);
     ticket.target = null;
-    return this.route(ticket, now, cause === "deadline");
+    return this.route(ticket, now, cause === "deadline" || cause === "timeout");
   }
 
   /** The request no longer occupies its replica (response ended, failed, or retried elsewhere): its
@@ -479,7 +479,7 @@ export class LbCore<J> {
       this.totals.forwarded++;
       ticket.attempts++;
       const peer = this.peers.get(placement.peerId) ?? null;
-      if (peer) peer.forwardsSinceReport++;
+      peer?.forwarded(ticket.model, now);
       ticket.target = peerTarget(peer, placement.peerId, placement.reason);
     }
     this.log(ticket, placement, placement.kind === "replica" ? placement.candidates : []);

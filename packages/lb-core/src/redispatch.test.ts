@@ -90,3 +90,52 @@ describe("retry after a forward failed", () => {
     assert.ok(moved.kind === "peer" && moved.peerId === "lb-ap", `moved to ${JSON.stringify(moved)}: the replica a forward took since lb-eu's report`);
   });
 });
+
+describe("what a peer's report cannot show: the forwards sent since its poll left", () => {
+  const ap = { id: "lb-ap", url: "http://ap.test/", region: "ap" };
+  /** a holds `stuck`, then looks full; lb-eu reported one free replica at 0 (poll RTT 5 ms). */
+  function stuckWithPeers(peers: unknown[], model: string | null = null) {
+    const base = config(peers, 1);
+    const lb = testCore({ ...base, replicas: [testReplica("a", model === null ? {} : { model })] } as LbConfigInput);
+    const stuck = lb.admit("r1", { ...input("r1"), model }, 0);
+    assert.equal(lb.route(stuck, 0).kind, "replica");
+    lb.scrapeSucceeded("a", { running: 1, waiting: 1, usedTokens: 0 }, 10);
+    return { lb, stuck };
+  }
+
+  it("at the cap too, the move goes to the peer whose free replica no forward has taken", () => {
+    const { lb, stuck } = stuckWithPeers([eu, ap]);
+    lb.peerReported("lb-eu", report, 5, 0);
+    lb.peerReported("lb-ap", { ...report, lbId: "lb-ap", region: "ap" }, 50, 0);
+    const forwarded = lb.route(lb.admit("r2", input("r2"), 20), 20);
+    assert.ok(forwarded.kind === "peer" && forwarded.peerId === "lb-eu");
+    assert.equal(lb.canRedispatch(stuck, 2_000, "timeout"), true);
+    const moved = lb.retry(stuck, 2_000, "timeout");
+    assert.ok(moved.kind === "peer" && moved.peerId === "lb-ap", `moved to ${moved.kind === "peer" ? moved.peerId : moved.kind}`);
+  });
+
+  it("a report whose poll left before a forward does not free the replica that forward took", () => {
+    const { lb, stuck } = stuckWithPeers([eu]);
+    lb.peerReported("lb-eu", report, 5, 0);
+    // A poll leaves at 980, a request is forwarded at 1,000, and the poll's answer, built before the
+    // forward reached lb-eu (still one free replica), arrives at 1,030.
+    assert.equal(lb.route(lb.admit("r2", input("r2"), 1_000), 1_000).kind, "peer");
+    lb.peerReported("lb-eu", { ...report, time: 1_005 }, 50, 1_030);
+    assert.equal(lb.canRedispatch(stuck, 1_040, "deadline"), false, "the replica the forward took counted free again");
+    // A poll that left after the forward shows it.
+    lb.peerReported("lb-eu", { ...report, time: 1_100, availableReplicas: 1 }, 50, 1_150);
+    assert.equal(lb.canRedispatch(stuck, 1_160, "deadline"), true);
+  });
+
+  it("a forward of another model does not take the peer's free replica of this model", () => {
+    const { lb, stuck } = stuckWithPeers([eu], "m");
+    const byModel = { ...report, availableReplicas: 2, availableByModel: { m: 1, other: 1 } };
+    lb.peerReported("lb-eu", byModel, 5, 0);
+    const other = lb.route(lb.admit("r2", { ...input("r2"), model: "other" }, 20), 20);
+    assert.ok(other.kind === "peer" && other.peerId === "lb-eu");
+    assert.equal(lb.canRedispatch(stuck, 2_000, "deadline"), true, "lb-eu's free m replica counted taken by a forward of model other");
+    // One of model m does take it.
+    assert.equal(lb.route(lb.admit("r3", { ...input("r3"), model: "m" }, 30), 30).kind, "peer");
+    assert.equal(lb.canRedispatch(stuck, 2_000, "deadline"), false);
+  });
+});

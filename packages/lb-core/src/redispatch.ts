@@ -11,18 +11,19 @@
 //
 // A request that outlived its first-byte deadline (deadline.ts) moves only to a target that can take
 // it now: a routable local replica that is not full, or a peer whose free replicas are not all taken
-// by what this LB forwarded to it since its last report (PeerRecord.forwardsSinceReport). Moved into
+// by what this LB forwarded to it that its last report cannot show (PeerRecord.peerView). Moved into
 // the hold queue it would leave its first replica excluded for good and could only wait for the
 // others: when they stay full it is refused (503 queue_timeout) although its first replica, freed by
 // the move itself, might have answered. And a peer's report alone would not do: every request whose
 // deadline passed before the peer's next report would go to the one free replica it reported, and be
-// refused there with no try left. The retry that moves it (LbCore.retry, cause "deadline") is placed
-// with the same count, so of two peers it takes the one whose free replica no forward has taken.
+// refused there with no try left. The retry that moves it (LbCore.retry, cause "deadline" or
+// "timeout") is placed with the same count, so of two peers it takes the one whose free replica no
+// forward has taken.
 // With no such target it keeps waiting where it is, and its driver asks again whenever
 // capacity may have freed (the proxy's in-flight.ts), so it moves once a target can take it, up to
 // limits.headersTimeoutMs. At that cap (cause "timeout") the LB gives up on that replica's answer
-// anyway: the request then moves to a target that can take it now, or into the hold queue while it
-// has room. Off an unhealthy replica it moves to any target that serves it, held if need be, or
+// anyway: the request then moves to a target that can take it now (by the same count), or into the
+// hold queue while it has room. Off an unhealthy replica it moves to any target that serves it, held if need be, or
 // refused: there it would get no answer, and a refusal now is better than a timeout later.
 import type { LbConfig } from "@meridian/protocol";
 import { decideAvailability, type CandidateView, type PeerView } from "@meridian/routing";
@@ -70,8 +71,8 @@ export function hasAlternative(
   if (peersConsidered(ticket, config)) {
     for (const peer of peers.values()) {
       if (waitsOn("peer", peer) || ticket.isExcluded(peer.id)) continue;
-      // Past its deadline its replica may still answer: a peer's replica counts only while free.
-      const view = peer.peerView(now, peerPollIntervalMs, ticket, cause === "deadline");
+      // Past its deadline (or at the cap, where no answer came) a peer's replica counts only while free.
+      const view = peer.peerView(now, peerPollIntervalMs, ticket, cause !== "unhealthy");
       if (view) others.push(view);
     }
   }

@@ -218,10 +218,11 @@ export class PeerRecord {
   report: PeerReportBody | null = null;
   reportAt: number | null = null;
   lastError: string | null = null;
-  /** Requests this LB forwarded to the peer since its last report, which the report cannot show:
-   * a request leaving a replica that may still answer counts them against the peer's free replicas
-   * (peerView's `freeNow`, redispatch.ts). Any other placement reads the report as SkyLB does. */
-  forwardsSinceReport = 0;
+  /** Requests this LB forwarded to the peer that its last report cannot show, by model: those sent
+   * after that report's poll left (a report built before a forward reached the peer shows its replica
+   * free). A request leaving a replica that may still answer counts them against the peer's free
+   * replicas (peerView's `freeNow`, redispatch.ts). Any other placement reads the report as SkyLB does. */
+  private unreported: { at: number; model: string | null }[] = [];
 
   constructor(public config: PeerConfig) {}
 
@@ -238,24 +239,34 @@ export class PeerRecord {
   /** What availability sees of the peer for a request: its report (the replicas available for the
    * request's model, when the peer reports them by model) and the RTT this LB measured. None for a
    * keyless request when the peer's region requires client keys. `freeNow`: only the replicas that
-   * this LB's forwards since the report have not taken (a request leaving a replica that may still
-   * answer goes only where it can start at once; redispatch.ts). */
+   * this LB's forwards the report cannot show have not taken, of the request's model when the peer
+   * reports by model (a request leaving a replica that may still answer goes only where it can start
+   * at once; redispatch.ts). */
   peerView(now: number, pollIntervalMs: number, request: { model: string | null; clientKeyed: boolean }, freeNow = false): PeerView | null {
     const report = this.freshReport(now, pollIntervalMs);
     if (!report || (report.clientKeysRequired === true && !request.clientKeyed)) return null;
     const { model } = request;
     const byModel = report.availableByModel;
-    const reported = model !== null && byModel !== undefined ? (byModel[model] ?? 0) : report.availableReplicas;
-    const availableReplicas = freeNow ? Math.max(0, reported - this.forwardsSinceReport) : reported;
+    const perModel = model !== null && byModel !== undefined;
+    const reported = perModel ? (byModel[model] ?? 0) : report.availableReplicas;
+    const taken = freeNow ? this.unreported.filter((f) => !perModel || f.model === model).length : 0;
+    const availableReplicas = Math.max(0, reported - taken);
     return { id: this.id, region: this.config.region, rttMs: this.rtt.ms ?? 0, availableReplicas, queueLength: report.queueLength };
   }
 
+  /** This LB forwarded a request of `model` to the peer at `now`. */
+  forwarded(model: string | null, now: number): void {
+    this.unreported.push({ at: now, model });
+  }
+
+  /** A report came in at `now`, `rttSampleMs` after its poll left: it shows the forwards sent before then. */
   reported(report: PeerReportBody, rttSampleMs: number, now: number): void {
     this.rtt.observe(rttSampleMs);
     this.report = report;
     this.reportAt = now;
     this.lastError = null;
-    this.forwardsSinceReport = 0;
+    const polledAt = now - rttSampleMs;
+    this.unreported = this.unreported.filter((f) => f.at > polledAt);
   }
 }
 

@@ -25,7 +25,7 @@ import { HeadExpiryTimer } from "./head-expiry-timer";
 import { InFlight } from "./in-flight";
 import { newJob, type Job } from "./job";
 import { clientResponseHeaders } from "./response-headers";
-import { recheckClient, takeRevokedHeld } from "./revoked-keys";
+import { recheckClient, recheckInFlight, takeRevokedHeld } from "./revoked-keys";
 import { dispatchExchange, isConnectionFailure, isStall, redispatchCause, UpstreamExchange, type ExchangeHost, type UpstreamTarget } from "./upstream";
 
 export interface BalancerOptions {
@@ -87,6 +87,7 @@ export class Balancer implements ExchangeHost<Job> {
           healthy: r.healthy,
           state: r.config.state,
         })),
+      peerIds: () => [...core.peers.keys()],
       config: () => {
         const { lbId, region, policy, crossRegion, version, weights } = core.config;
         return { lbId, region, policy, crossRegion, version, weights };
@@ -138,6 +139,7 @@ export class Balancer implements ExchangeHost<Job> {
     // Before the drain may place them (with the targets of this config started): held requests of a
     // client key this config revoked are refused; requests in flight finish.
     for (const { job, refusal } of takeRevokedHeld(this.core, next)) this.failJob(job, refusal, "invalid_api_key");
+    recheckInFlight(this.inFlight.list(), next);
     this.drain();
     return started;
   }
@@ -346,7 +348,10 @@ export class Balancer implements ExchangeHost<Job> {
     if (refusal !== null) return this.failJob(Object.assign(job, { exchange: null }), refusal, "invalid_api_key");
     this.metrics.retries.inc({ replica: targetLabel(target) });
     this.logger.debug({ target: target.id, reason }, "retrying on another target");
-    this.act(job, this.core.retry(job.ticket, coreNow(), cause));
+    const placement = this.core.retry(job.ticket, coreNow(), cause);
+    // The cap's move is counted once made (the deadline's and an unhealthy target's, by in-flight.ts as they are made).
+    if (cause === "timeout" && placement.kind !== "fail" && !(placement.kind === "hold" && this.draining)) this.inFlight.movedAtCap(target);
+    this.act(job, placement);
     this.armExpiryTimer();
   }
 
@@ -415,8 +420,6 @@ export class Balancer implements ExchangeHost<Job> {
     // but the deadline's last resort, at the cap, may find none.
     const cause = stalled ? redispatchCause(error) : undefined;
     if (!clientSawBytes && this.canRetry(job) && (cause === undefined || this.core.canRedispatch(job.ticket, coreNow(), cause))) {
-      // The deadline's and the unhealthy target's moves were counted as they were made.
-      if (cause === "timeout") this.inFlight.movedAtCap(target);
       this.retry(job, target, message, cause);
       return;
     }

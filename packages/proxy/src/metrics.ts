@@ -14,6 +14,8 @@ import { CacheMetrics, type CacheStates, replicaGauge } from "./cache-metrics";
 
 export interface MetricsSources {
   replicaGauges(): { id: string; inFlight: number; queuedTokens: number; rttMs: number | null; healthy: boolean; state: ReplicaStateName }[];
+  /** The configured peer LBs' ids. */
+  peerIds(): string[];
   /** The config in force: identity, version, policy and weights. */
   config(): { lbId: string; region: string; policy: string; crossRegion: string; version: number; weights: { rtt: number; queue: number } };
   queueLength(): number;
@@ -42,8 +44,9 @@ const REFUSAL_REASONS = [
   "routing_error",
 ];
 const CUT_REASONS = ["upstream_failed", "shutting_down"];
-/** Redispatch reasons off a replica (a peer's unhealthy is peer_unhealthy; peers are not listed here). */
+/** Redispatch reasons off a replica, and off a peer LB (a forward has a first-byte deadline too). */
 const REPLICA_REDISPATCH_REASONS = ["first_byte_deadline", "headers_timeout", "replica_unhealthy"];
+const PEER_REDISPATCH_REASONS = ["first_byte_deadline", "headers_timeout", "peer_unhealthy"];
 
 /** A target's `replica` label: the replica's id, or peer:<id> for a peer LB (a peer and a replica may
  * share an id). Every per-target counter labels alike, so one target's series line up across them. */
@@ -126,9 +129,10 @@ export class ProxyMetrics {
       help: "Requests moved off a replica or peer LB before any byte reached the client, by replica (or peer:<id>) and reason: its first-byte deadline passed and another target could take it (first_byte_deadline), limits.headersTimeoutMs passed (headers_timeout), or the target turned unhealthy (replica_unhealthy, peer_unhealthy).",
       labelNames: ["replica", "reason"],
       registers,
-      // At 0 for each configured replica, so a replica's first redispatch shows in increase().
+      // At 0 for each configured replica and peer, so a target's first redispatch shows in increase().
       collect() {
         for (const replica of sources.replicaGauges()) for (const reason of REPLICA_REDISPATCH_REASONS) this.inc({ replica: replica.id, reason }, 0);
+        for (const id of sources.peerIds()) for (const reason of PEER_REDISPATCH_REASONS) this.inc({ replica: targetLabel({ kind: "peer", id }), reason }, 0);
       },
     });
     this.cutStreams = new Counter({

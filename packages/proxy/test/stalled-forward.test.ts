@@ -1,0 +1,219 @@
+// A request that has sent no byte to its client, stuck on a target while a peer LB is in play: moved
+// past its first-byte deadline only to a peer whose free replica no forward has taken (what the
+// peer's report cannot show yet), a forward the peer holds brought home once a local replica frees,
+// and a request on a peer that stops answering moved as soon as somewhere can take it.
+import { strict as assert } from "node:assert";
+import { test } from "node:test";
+import { type LbConfigInput, parseLbConfig } from "@meridian/protocol";
+import { generateClientKey, sha256Hex } from "@meridian/protocol/credentials";
+import { chatBody, lbConfig, post, waitFor } from "./helpers";
+import { startScriptedEngine } from "./scripted-engine";
+import { answer, answeredBy, closedAfterTests, LIMITS, MOVED, observedLb as observed, region, reportingPeer, WAITS } from "./stalled-harness";
+
+const open = closedAfterTests();
+const observedLb = (config: LbConfigInput) => observed(config, open);
+
+test("of the requests past their deadline, one goes to the peer's one free replica and the others stay and are answered", async () => {
+  const stalled = await startScriptedEngine("stalled", 1);
+  const busy = await startScriptedEngine("busy", 1);
+  const peer = await reportingPeer();
+  open.push(stalled, busy, peer);
+  const config = lbConfig(
+    "lb-us",
+    region,
+    [stalled, busy].map((e) => ({ id: e.id, url: e.url, region })),
+    {
+      ...LIMITS,
+      crossRegion: "via-peer",
+      peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
+    },
+  );
+  // The peer reports one free replica from the start. Every request's deadline passes before its
+  // next report: each would read that report alone as room.
+  peer.state.available = 1;
+  const { lb, logs } = await observedLb(config);
+  await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  busy.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+  const sessions = ["h0", "h1", "h2", "h3"];
+  const answers = sessions.map((s) => post(`${lb.url}/v1/chat/completions`, chatBody(s), { "x-session-id": s }));
+  await waitFor("one forwarded to the peer", () => peer.state.forwards.length === 1);
+  await waitFor("the other three past their deadline on the stalled replica", () => logs.filter((l) => l.msg === WAITS).length === 3);
+  // Its reports now show the replica taken; the drains after them ask the three again.
+  const reports = peer.state.reports;
+  await waitFor("two more reports", () => peer.state.reports >= reports + 2);
+  await lb.balancer.pollPeersNow();
+  assert.equal(peer.state.forwards.length, 1, "requests that their replica may still answer were sent after one free replica");
+  answer(peer.state.forwards[0]!.res);
+  for (const s of sessions) if (stalled.holds(s)) stalled.finish(s);
+  for (const result of await Promise.all(answers)) assert.equal(result.status, 200, result.text);
+});
+
+test("past its deadline, a request goes to the peer whose free replica no forward has taken since its report", async () => {
+  const stalled = await startScriptedEngine("stalled", 1);
+  const eu = await reportingPeer("lb-eu", "eu-frankfurt");
+  const seoul = await reportingPeer("lb-ap", "ap-seoul");
+  open.push(stalled, eu, seoul);
+  const config = lbConfig("lb-us", region, [{ id: stalled.id, url: stalled.url, region }], {
+    ...LIMITS,
+    crossRegion: "via-peer",
+    peers: [
+      { id: "lb-eu", url: eu.url, region: "eu-frankfurt", credentialHashes: [] },
+      { id: "lb-ap", url: seoul.url, region: "ap-seoul", credentialHashes: [] },
+    ],
+  });
+  const { lb, logs } = await observedLb(config);
+  await waitFor("both peers polled, nothing free", () => lb.balancer.core.peers.get("lb-eu")?.report && lb.balancer.core.peers.get("lb-ap")?.report);
+  const overdue = post(`${lb.url}/v1/chat/completions`, chatBody("overdue"), { "x-session-id": "overdue" });
+  await waitFor("its deadline passed with nowhere to go", () => stalled.holds("overdue") && logs.some((l) => l.msg === WAITS));
+  stalled.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+  const held = post(`${lb.url}/v1/chat/completions`, chatBody("held"), { "x-session-id": "held" });
+  await waitFor("the second request held", () => lb.balancer.core.queue.length === 1);
+  // Each peer now has one free replica. The first report to come in sends the held request to that
+  // peer; the overdue one must not follow it there, where its replica is taken: it goes to the other.
+  eu.state.available = 1;
+  seoul.state.available = 1;
+  await lb.balancer.pollPeersNow();
+  await waitFor("both requests forwarded", () => eu.state.forwards.length + seoul.state.forwards.length === 2);
+  assert.deepEqual([eu.state.forwards.length, seoul.state.forwards.length], [1, 1], "both went to one peer's one free replica");
+  for (const peer of [eu, seoul]) answer(peer.state.forwards[0]!.res);
+  for (const result of await Promise.all([overdue, held])) assert.equal(result.status, 200, result.text);
+});
+
+test("a forward that its peer holds past what its forwards take comes home as soon as a local replica can take it", async () => {
+  const busy = await startScriptedEngine("busy", 1);
+  const peer = await reportingPeer();
+  open.push(busy, peer);
+  peer.state.available = 1;
+  const config = lbConfig("lb-us", region, [{ id: busy.id, url: busy.url, region }], {
+    ...LIMITS,
+    crossRegion: "via-peer",
+    peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
+  });
+  const { lb, logs } = await observedLb(config);
+  await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  busy.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+  // The peer takes the forward and never answers it (its replica hung, say), while its polls still answer.
+  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("away"), { "x-session-id": "away" });
+  await waitFor("the request forwarded to lb-eu", () => peer.state.forwards.length === 1);
+  await waitFor("its deadline passed with nowhere to go", () => logs.some((l) => l.msg === WAITS && l.target === "lb-eu"));
+  // Its series exists before the first move, so that move shows in increase().
+  const movedOff = async () =>
+    (await lb.balancer.metrics.redispatched.get()).values.find((v) => v.labels.replica === "peer:lb-eu" && v.labels.reason === "first_byte_deadline")?.value;
+  assert.equal(await movedOff(), 0);
+  // The local replica frees: the request comes home then, not at limits.headersTimeoutMs (2 minutes).
+  busy.setLoad(0, 0);
+  await lb.balancer.scrapeNow();
+  await answeredBy(busy, "away", reply, "busy");
+  await waitFor("the forward abandoned at the peer", () => peer.state.forwards[0]!.req.destroyed);
+  assert.equal(await movedOff(), 1);
+  assert.deepEqual(
+    logs.filter((l) => l.msg === MOVED).map((l) => l.target),
+    ["lb-eu"],
+  );
+});
+
+test("a request on a peer that stopped answering moves at once when the operator re-points that peer", async () => {
+  const disabled = await startScriptedEngine("disabled", 1);
+  const gone = await reportingPeer();
+  const working = await reportingPeer();
+  open.push(disabled, gone, working);
+  gone.state.available = 1;
+  working.state.available = 1;
+  const config = (peerUrl: string, version: number): LbConfigInput => {
+    const base = lbConfig("lb-us", region, [{ id: disabled.id, url: disabled.url, region }], {
+      ...LIMITS,
+      probes: { rttIntervalMs: 200, scrapeIntervalMs: 600_000, unhealthyAfter: 2 },
+      crossRegion: "via-peer",
+      peers: [{ id: "lb-eu", url: peerUrl, region: "eu-frankfurt", credentialHashes: [] }],
+      version,
+    });
+    // Its one replica disabled: only the peer serves the model.
+    return { ...base, replicas: (base.replicas ?? []).map((r) => ({ ...r, state: "disabled" as const })) };
+  };
+  const { lb, logs } = await observedLb(config(gone.url, 1));
+  await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("forwarded"), { "x-session-id": "forwarded" });
+  await waitFor("the request forwarded to lb-eu", () => gone.state.forwards.length === 1);
+  gone.state.answersPolls = false;
+  await waitFor(
+    "it waits on lb-eu, unhealthy",
+    () => logs.some((l) => l.msg === "peer turned unhealthy; no other target can take it yet, so it waits"),
+    10_000,
+  );
+  await lb.balancer.applyConfig(parseLbConfig(config(working.url, 2)));
+  await waitFor("the request forwarded to the re-pointed lb-eu", () => working.state.forwards.length === 1);
+  answer(working.state.forwards[0]!.res);
+  const result = await reply;
+  assert.equal(result.status, 200, result.text);
+});
+
+test("a peer removed and put back under its URL (a failover flap) is the same LB: a request on it moves when it stops answering", async () => {
+  const disabled = await startScriptedEngine("disabled", 1);
+  const eu = await reportingPeer("lb-eu", "eu-frankfurt");
+  const seoul = await reportingPeer("lb-ap", "ap-seoul");
+  open.push(disabled, eu, seoul);
+  eu.state.available = 1;
+  seoul.state.available = 1;
+  const peerEu = { id: "lb-eu", url: eu.url, region: "eu-frankfurt", credentialHashes: [] };
+  const peerAp = { id: "lb-ap", url: seoul.url, region: "ap-seoul", credentialHashes: [] };
+  const config = (peers: LbConfigInput["peers"], version: number): LbConfigInput => {
+    const base = lbConfig("lb-us", region, [{ id: disabled.id, url: disabled.url, region }], {
+      ...LIMITS,
+      probes: { rttIntervalMs: 200, scrapeIntervalMs: 600_000, unhealthyAfter: 2 },
+      crossRegion: "via-peer",
+      peers,
+      version,
+    });
+    return { ...base, replicas: (base.replicas ?? []).map((r) => ({ ...r, state: "disabled" as const })) };
+  };
+  const { lb } = await observedLb(config([peerEu], 1));
+  await waitFor("lb-eu polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("flap"), { "x-session-id": "flap" });
+  await waitFor("the request forwarded to lb-eu", () => eu.state.forwards.length === 1);
+  await lb.balancer.applyConfig(parseLbConfig(config([], 2)));
+  await lb.balancer.applyConfig(parseLbConfig(config([peerEu, peerAp], 3)));
+  await waitFor("both peers polled", () => lb.balancer.core.peers.get("lb-eu")?.report && lb.balancer.core.peers.get("lb-ap")?.report);
+  eu.state.answersPolls = false;
+  // Its report goes stale: the request moves then, once, not at limits.headersTimeoutMs (2 minutes).
+  await waitFor("the request forwarded to lb-ap", () => seoul.state.forwards.length === 1, 10_000);
+  answer(seoul.state.forwards[0]!.res);
+  assert.equal((await reply).status, 200);
+  assert.equal(eu.state.forwards.length, 1, "sent to lb-eu twice");
+});
+
+test("a request whose client key a config dropped is not moved past its deadline to a peer that requires keys", async () => {
+  const stalled = await startScriptedEngine("stalled", 1);
+  const peer = await reportingPeer();
+  peer.state.available = 1;
+  peer.state.clientKeysRequired = true;
+  open.push(stalled, peer);
+  const dropped = generateClientKey("0123456789ab");
+  const kept = generateClientKey("ba9876543210");
+  const entry = (id: string, key: string, name: string) => ({ id, name, region, sha256: sha256Hex(key) });
+  const config = (version: number, keys: ReturnType<typeof entry>[]): LbConfigInput => ({
+    ...lbConfig("lb-us", region, [{ id: stalled.id, url: stalled.url, region }], {
+      ...LIMITS,
+      crossRegion: "via-peer",
+      peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
+      version,
+    }),
+    // Keys not required: a key the config drops goes on as anonymous, which lb-eu does not take.
+    clientAuth: { required: false, keys },
+  });
+  const { lb, logs } = await observedLb(config(1, [entry("0123456789ab", dropped, "leaver"), entry("ba9876543210", kept, "stayer")]));
+  await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("dropped"), { "x-session-id": "dropped", authorization: `Bearer ${dropped}` });
+  await waitFor("on the local replica", () => stalled.holds("dropped"));
+  await lb.balancer.applyConfig(parseLbConfig(config(2, [entry("ba9876543210", kept, "stayer")])));
+  // Past its deadline it stays: lb-eu, the only other target, would not take it as it now comes.
+  await waitFor("its deadline passed with nowhere to go", () => logs.some((l) => l.msg === WAITS));
+  await answeredBy(stalled, "dropped", reply, "stalled");
+  assert.equal(peer.state.forwards.length, 0);
+  assert.deepEqual(
+    logs.filter((l) => l.msg === MOVED),
+    [],
+  );
+});
