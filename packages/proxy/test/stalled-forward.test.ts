@@ -5,10 +5,20 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
 import { type LbConfigInput, parseLbConfig } from "@meridian/protocol";
-import { generateClientKey, sha256Hex } from "@meridian/protocol/credentials";
 import { chatBody, lbConfig, post, waitFor } from "./helpers";
 import { startScriptedEngine } from "./scripted-engine";
-import { answer, answeredBy, closedAfterTests, LIMITS, MOVED, observedLb as observed, region, reportingPeer, WAITS } from "./stalled-harness";
+import {
+  answer,
+  answeredBy,
+  clientKeysLosingOne,
+  closedAfterTests,
+  LIMITS,
+  MOVED,
+  observedLb as observed,
+  region,
+  reportingPeer,
+  WAITS,
+} from "./stalled-harness";
 
 const open = closedAfterTests();
 const observedLb = (config: LbConfigInput) => observed(config, open);
@@ -190,24 +200,22 @@ test("a request whose client key a config dropped is not moved past its deadline
   peer.state.available = 1;
   peer.state.clientKeysRequired = true;
   open.push(stalled, peer);
-  const dropped = generateClientKey("0123456789ab");
-  const kept = generateClientKey("ba9876543210");
-  const entry = (id: string, key: string, name: string) => ({ id, name, region, sha256: sha256Hex(key) });
-  const config = (version: number, keys: ReturnType<typeof entry>[]): LbConfigInput => ({
+  // Keys not required: a key the config drops goes on as anonymous, which lb-eu does not take.
+  const keys = clientKeysLosingOne(false);
+  const config = (version: number): LbConfigInput => ({
     ...lbConfig("lb-us", region, [{ id: stalled.id, url: stalled.url, region }], {
       ...LIMITS,
       crossRegion: "via-peer",
       peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
       version,
     }),
-    // Keys not required: a key the config drops goes on as anonymous, which lb-eu does not take.
-    clientAuth: { required: false, keys },
+    clientAuth: keys.clientAuth(version > 1),
   });
-  const { lb, logs } = await observedLb(config(1, [entry("0123456789ab", dropped, "leaver"), entry("ba9876543210", kept, "stayer")]));
+  const { lb, logs } = await observedLb(config(1));
   await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
-  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("dropped"), { "x-session-id": "dropped", authorization: `Bearer ${dropped}` });
+  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("dropped"), { "x-session-id": "dropped", authorization: `Bearer ${keys.leaving}` });
   await waitFor("on the local replica", () => stalled.holds("dropped"));
-  await lb.balancer.applyConfig(parseLbConfig(config(2, [entry("ba9876543210", kept, "stayer")])));
+  await lb.balancer.applyConfig(parseLbConfig(config(2)));
   // Past its deadline it stays: lb-eu, the only other target, would not take it as it now comes.
   await waitFor("its deadline passed with nowhere to go", () => logs.some((l) => l.msg === WAITS));
   await answeredBy(stalled, "dropped", reply, "stalled");

@@ -6,6 +6,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { after } from "node:test";
 import { pino } from "pino";
 import type { LbConfigInput } from "@meridian/protocol";
+import { generateClientKey, sha256Hex } from "@meridian/protocol/credentials";
 import type { RunningProxy } from "../src/index";
 import { listenLoopback, type PostResult, servedBy, startLb, waitFor } from "./helpers";
 import type { ScriptedEngine } from "./scripted-engine";
@@ -97,4 +98,14 @@ export function answer(res: ServerResponse): void {
       choices: [{ index: 0, message: { role: "assistant", content: "ok" }, finish_reason: "stop" }],
     }),
   );
+}
+
+/** Two client keys, and the config's clientAuth admitting both or, once `revoked`, only the second:
+ * a push that revokes (where keys are `required`) or drops the first, `leaving`. */
+export function clientKeysLosingOne(required: boolean) {
+  const leaving = generateClientKey("0123456789ab");
+  const staying = generateClientKey("ba9876543210");
+  const entry = (id: string, key: string, name: string) => ({ id, name, region, sha256: sha256Hex(key) });
+  const both = [entry("0123456789ab", leaving, "leaver"), entry("ba9876543210", staying, "stayer")];
+  return { leaving, clientAuth: (revoked: boolean) => ({ required, keys: revoked ? both.slice(1) : both }) };
 }

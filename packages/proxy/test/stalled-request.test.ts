@@ -7,10 +7,9 @@ import { strict as assert } from "node:assert";
 import { createServer, type ServerResponse } from "node:http";
 import { test } from "node:test";
 import { type LbConfigInput, parseLbConfig } from "@meridian/protocol";
-import { generateClientKey, sha256Hex } from "@meridian/protocol/credentials";
 import { chatBody, lbConfig, listenLoopback, post, servedBy, waitFor } from "./helpers";
 import { startScriptedEngine } from "./scripted-engine";
-import { answeredBy, closedAfterTests, LIMITS, MOVED, observedLb as observed, region, WAITS } from "./stalled-harness";
+import { answeredBy, clientKeysLosingOne, closedAfterTests, LIMITS, MOVED, observedLb as observed, region, WAITS } from "./stalled-harness";
 
 const open = closedAfterTests();
 const observedLb = (config: LbConfigInput) => observed(config, open);
@@ -180,28 +179,33 @@ test("a request with no try left is not said to wait for another target: at the 
   );
 });
 
-test("a request past its deadline whose client key was revoked since is answered by its replica, not moved to be refused", async () => {
+/** A request on a stalled replica, past its deadline while the other replica is full, whose client
+ * key a config then revokes (keys required): it may not be moved to be refused. */
+async function revokedPastDeadline(lbId: string, limits: LbConfigInput["limits"]) {
   const stalled = await startScriptedEngine("stalled", 1);
   const busy = await startScriptedEngine("busy", 1);
   open.push(stalled, busy);
-  const revoked = generateClientKey("0123456789ab");
-  const kept = generateClientKey("ba9876543210");
-  const entry = (id: string, key: string, name: string) => ({ id, name, region, sha256: sha256Hex(key) });
-  const config = (version: number, keys: ReturnType<typeof entry>[]): LbConfigInput => ({
+  const keys = clientKeysLosingOne(true);
+  const config = (version: number): LbConfigInput => ({
     ...lbConfig(
-      "lb-revoked",
+      lbId,
       region,
       [stalled, busy].map((e) => ({ id: e.id, url: e.url, region })),
-      { ...LIMITS, version },
+      { ...LIMITS, ...(limits ? { limits } : {}), version },
     ),
-    clientAuth: { required: true, keys },
+    clientAuth: keys.clientAuth(version > 1),
   });
-  const { lb, logs } = await observedLb(config(1, [entry("0123456789ab", revoked, "leaver"), entry("ba9876543210", kept, "stayer")]));
+  const { lb, logs } = await observedLb(config(1));
   busy.setLoad(1, 1);
   await lb.balancer.scrapeNow();
-  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("revoked"), { "x-session-id": "revoked", authorization: `Bearer ${revoked}` });
+  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("revoked"), { "x-session-id": "revoked", authorization: `Bearer ${keys.leaving}` });
   await waitFor("past its deadline on the stalled replica", () => stalled.holds("revoked") && logs.some((l) => l.msg === WAITS));
-  await lb.balancer.applyConfig(parseLbConfig(config(2, [entry("ba9876543210", kept, "stayer")])));
+  await lb.balancer.applyConfig(parseLbConfig(config(2)));
+  return { stalled, busy, lb, logs, reply };
+}
+
+test("a request past its deadline whose client key was revoked since is answered by its replica, not moved to be refused", async () => {
+  const { stalled, busy, lb, logs, reply } = await revokedPastDeadline("lb-revoked", undefined);
   // The busy replica frees: the drain after this scrape asks the request again, and it stays.
   busy.setLoad(0, 0);
   await lb.balancer.scrapeNow();
@@ -216,27 +220,7 @@ test("a request past its deadline whose client key was revoked since is answered
 });
 
 test("at limits.headersTimeoutMs a request whose client key was revoked since gets its 401, not counted as moved", async () => {
-  const stalled = await startScriptedEngine("stalled", 1);
-  const busy = await startScriptedEngine("busy", 1);
-  open.push(stalled, busy);
-  const revoked = generateClientKey("0123456789ab");
-  const kept = generateClientKey("ba9876543210");
-  const entry = (id: string, key: string, name: string) => ({ id, name, region, sha256: sha256Hex(key) });
-  const config = (version: number, keys: ReturnType<typeof entry>[]): LbConfigInput => ({
-    ...lbConfig(
-      "lb-revoked-cap",
-      region,
-      [stalled, busy].map((e) => ({ id: e.id, url: e.url, region })),
-      { ...LIMITS, limits: { firstByteMinMs: 200, headersTimeoutMs: 2_000 }, version },
-    ),
-    clientAuth: { required: true, keys },
-  });
-  const { lb, logs } = await observedLb(config(1, [entry("0123456789ab", revoked, "leaver"), entry("ba9876543210", kept, "stayer")]));
-  busy.setLoad(1, 1);
-  await lb.balancer.scrapeNow();
-  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("revoked"), { "x-session-id": "revoked", authorization: `Bearer ${revoked}` });
-  await waitFor("past its deadline on the stalled replica", () => stalled.holds("revoked") && logs.some((l) => l.msg === WAITS));
-  await lb.balancer.applyConfig(parseLbConfig(config(2, [entry("ba9876543210", kept, "stayer")])));
+  const { lb, logs, reply } = await revokedPastDeadline("lb-revoked-cap", { firstByteMinMs: 200, headersTimeoutMs: 2_000 });
   // At the cap the LB stops waiting for the stalled replica, and the retry refuses the revoked key.
   assert.equal((await reply).status, 401);
   const counted = (await lb.balancer.metrics.redispatched.get()).values.filter((v) => v.value > 0);
