@@ -137,6 +137,35 @@ describe("the core's first-byte deadline and re-dispatch", () => {
     assert.ok((peer?.firstByte.prefillMsPerToken ?? 0) > 0, "the peer's answer taught nothing");
   });
 
+  it("a peer's fast cache hits do not shorten the deadline of a forward whose prompt it may not hold", () => {
+    const lb = core({
+      crossRegion: "via-peer",
+      limits: { firstByteMinMs: 2_000, headersTimeoutMs: 120_000 },
+      replicas: [replicaConfig("a")],
+      peers: [{ id: "lb-eu", url: "http://eu.test/", region: "eu" }],
+    });
+    const forward = (text: string, at: number, firstByteMs: number | null) => {
+      lb.scrapeSucceeded("a", { running: 8, waiting: 2, usedTokens: 0 }, at); // a is full: forwarded
+      lb.peerReported("lb-eu", { lbId: "lb-eu", region: "eu", time: at, configVersion: 1, queueLength: 0, availableReplicas: 1, replicas: [] }, 5, at);
+      const ticket = lb.admit(
+        `r${at}`,
+        { keys: chatBlockKeys([{ role: "user", content: text }]), sessionKey: text.slice(0, 8), model: null, hop: 0, promptChars: text.length },
+        at,
+      );
+      assert.equal(lb.route(ticket, at).kind, "peer");
+      const plan = lb.firstByteDeadline(ticket, { stream: true, maxOutputTokens: null });
+      if (firstByteMs !== null) lb.firstByteObserved(ticket, plan, firstByteMs);
+      return plan;
+    };
+    // A conversation of ~40k tokens: its first turn took the peer 8 s, the next eight (cached there) 300 ms each.
+    const conversation = "c".repeat(160_000);
+    forward(conversation, 0, 8_000);
+    for (let turn = 2; turn <= 9; turn++) forward(conversation + " more".repeat(turn), turn * 1_000, 300);
+    // A new conversation of the same size, which the peer holds nothing of.
+    const plan = forward("n".repeat(160_000), 10_000, null);
+    assert.ok(plan.deadlineMs >= 8_000, `deadline ${Math.round(plan.deadlineMs)} ms, below the 8,000 ms such a prompt took there`);
+  });
+
   it("a stuck request moves only when another replica can take it", () => {
     const lb = core();
     const ticket = lb.admit("r", admitInput(400), 0);

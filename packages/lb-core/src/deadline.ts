@@ -90,7 +90,7 @@ export interface FirstByteInput {
   stream: boolean;
   /** The request's max_tokens (or max_completion_tokens); null when absent. */
   maxOutputTokens: number | null;
-  history: FirstByteHistory;
+  history: Pick<FirstByteHistory, "overheadMs" | "prefillMsPerToken" | "decodeMsPerToken">;
   /** limits.firstByteMinMs */
   floorMs: number;
   /** limits.headersTimeoutMs */
@@ -127,9 +127,12 @@ export interface FirstByteSource {
  * The first-byte deadline of a request just placed on `target`, booked on `source`.
  * - On a replica, tokensAhead is the prompt tokens in flight there: this LB's (this request's
  *   included) and those peers report, less what the index predicts the replica holds of this prompt.
- * - On a peer LB, it is this request's whole prompt: the peer's replicas and caches are the peer's to
- *   know, and a forward goes only where the peer reported a free replica. The peer's history is
- *   learned from its answers to this LB's forwards, its own replica's time included. The peer runs its
+ * - On a peer LB, it is this request's whole prompt: the peer's replicas, their queues and their
+ *   caches are the peer's to know, and a forward goes only where the peer reported a free replica.
+ *   The peer's history is learned from its answers to this LB's forwards, its own replica's time
+ *   included. Its cache hits would teach a rate that no prompt it does not hold gets there, so a
+ *   forward's prefill is never counted faster than the prior (PRIOR_PREFILL_MS_PER_TOKEN, slower than
+ *   any GPU engine): a long prompt is not pulled home in the middle of the peer's prefill. The peer runs its
  *   own deadline on that replica; this one lets the request come home when the peer holds it long
  *   past what its forwards take, and only to a target that can take it now (redispatch.ts).
  * With no record (a target a config removed), the deadline is the cap.
@@ -148,8 +151,14 @@ export function ticketFirstBytePlan(
     tokensAhead,
     stream: response.stream,
     maxOutputTokens: response.maxOutputTokens,
-    history: source.firstByte,
+    history: target.kind === "peer" ? noFasterThanPrior(source.firstByte) : source.firstByte,
     floorMs: limits.firstByteMinMs,
     capMs: limits.headersTimeoutMs,
   });
+}
+
+/** A peer's history with its prefill counted no faster than the prior (ticketFirstBytePlan). */
+function noFasterThanPrior(history: FirstByteHistory): FirstByteInput["history"] {
+  const { overheadMs, prefillMsPerToken, decodeMsPerToken } = history;
+  return { overheadMs, prefillMsPerToken: Math.max(prefillMsPerToken ?? PRIOR_PREFILL_MS_PER_TOKEN, PRIOR_PREFILL_MS_PER_TOKEN), decodeMsPerToken };
 }

@@ -312,6 +312,12 @@ export class LbCore<J> {
     return hasAlternative(ticket, this.config, this.placementContext.replicaList, this.peers, this.peerPollIntervalMs, now, cause, queueHasRoom);
   }
 
+  /** A forward's request left for its peer (it may have waited for a connection): the peer's next
+   * report may show it (PeerRecord.forwardLeft). */
+  forwardLeft(ticket: Ticket<J>, now: number): void {
+    if (ticket.target?.kind === "peer" && !ticket.target.released) ticket.target.peer?.forwardLeft(ticket, now);
+  }
+
   /** The first-byte deadline of a ticket just placed on a replica or forwarded to a peer (deadline.ts). */
   firstByteDeadline(ticket: Ticket<J>, response: { stream: boolean; maxOutputTokens: number | null }): FirstBytePlan {
     return ticketFirstBytePlan(ticket.target, this.bookedOn(ticket), ticket.view.inputTokens, this.config.limits, response);
@@ -351,13 +357,9 @@ export class LbCore<J> {
     const target = ticket.target;
     if (!target || target.released) return;
     target.released = true;
+    if (target.kind === "peer") target.peer?.forwardEnded(ticket);
     if (target.kind !== "replica") return;
-    const replica = target.record;
-    if (replica) {
-      replica.inFlight = Math.max(0, replica.inFlight - 1);
-      replica.queuedTokens = Math.max(0, replica.queuedTokens - ticket.view.inputTokens);
-      replica.pendingPrefillTokens = Math.max(0, replica.pendingPrefillTokens - target.pendingPrefillTokens);
-    }
+    target.record?.unbook(ticket.view.inputTokens, target.pendingPrefillTokens);
     target.pendingPrefillTokens = 0;
     if (target.observedId !== null) target.observer?.observe?.({ kind: "complete", requestId: target.observedId, now });
   }
@@ -464,11 +466,7 @@ export class LbCore<J> {
       const inputTokens = ticket.view.inputTokens;
       // The prefill still to do: what the decision did not predict cached (Dynamo's "active prefill").
       const pendingPrefillTokens = replica ? Math.max(0, inputTokens - decision.predictedCachedTokens) : 0;
-      if (replica) {
-        replica.inFlight++;
-        replica.queuedTokens += inputTokens;
-        replica.pendingPrefillTokens += pendingPrefillTokens;
-      }
+      replica?.book(inputTokens, pendingPrefillTokens);
       ticket.attempts++;
       const observer = this.policy.observe ? this.policy : null;
       const observedId = observer ? String(++this.observedDispatches) : null;
@@ -479,7 +477,7 @@ export class LbCore<J> {
       this.totals.forwarded++;
       ticket.attempts++;
       const peer = this.peers.get(placement.peerId) ?? null;
-      peer?.forwarded(ticket.model, now);
+      peer?.forwarded(ticket, ticket.model);
       ticket.target = peerTarget(peer, placement.peerId, placement.reason);
     }
     this.log(ticket, placement, placement.kind === "replica" ? placement.candidates : []);

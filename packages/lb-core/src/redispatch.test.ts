@@ -100,14 +100,21 @@ describe("what a peer's report cannot show: the forwards sent since its poll lef
     const stuck = lb.admit("r1", { ...input("r1"), model }, 0);
     assert.equal(lb.route(stuck, 0).kind, "replica");
     lb.scrapeSucceeded("a", { running: 1, waiting: 1, usedTokens: 0 }, 10);
-    return { lb, stuck };
+    /** A request forwarded at `at` whose request leaves for the peer then too (`leaves`), as a driver says. */
+    const forward = (id: string, at: number, model: string | null = null, leaves = true) => {
+      const ticket = lb.admit(id, { ...input(id), model }, at);
+      const placed = lb.route(ticket, at);
+      if (leaves) lb.forwardLeft(ticket, at);
+      return placed;
+    };
+    return { lb, stuck, forward };
   }
 
   it("at the cap too, the move goes to the peer whose free replica no forward has taken", () => {
-    const { lb, stuck } = stuckWithPeers([eu, ap]);
+    const { lb, stuck, forward } = stuckWithPeers([eu, ap]);
     lb.peerReported("lb-eu", report, 5, 0);
     lb.peerReported("lb-ap", { ...report, lbId: "lb-ap", region: "ap" }, 50, 0);
-    const forwarded = lb.route(lb.admit("r2", input("r2"), 20), 20);
+    const forwarded = forward("r2", 20);
     assert.ok(forwarded.kind === "peer" && forwarded.peerId === "lb-eu");
     assert.equal(lb.canRedispatch(stuck, 2_000, "timeout"), true);
     const moved = lb.retry(stuck, 2_000, "timeout");
@@ -115,11 +122,11 @@ describe("what a peer's report cannot show: the forwards sent since its poll lef
   });
 
   it("a report whose poll left before a forward does not free the replica that forward took", () => {
-    const { lb, stuck } = stuckWithPeers([eu]);
+    const { lb, stuck, forward } = stuckWithPeers([eu]);
     lb.peerReported("lb-eu", report, 5, 0);
     // A poll leaves at 980, a request is forwarded at 1,000, and the poll's answer, built before the
     // forward reached lb-eu (still one free replica), arrives at 1,030.
-    assert.equal(lb.route(lb.admit("r2", input("r2"), 1_000), 1_000).kind, "peer");
+    assert.equal(forward("r2", 1_000).kind, "peer");
     lb.peerReported("lb-eu", { ...report, time: 1_005 }, 50, 1_030);
     assert.equal(lb.canRedispatch(stuck, 1_040, "deadline"), false, "the replica the forward took counted free again");
     // A poll that left after the forward shows it.
@@ -128,14 +135,36 @@ describe("what a peer's report cannot show: the forwards sent since its poll lef
   });
 
   it("a forward of another model does not take the peer's free replica of this model", () => {
-    const { lb, stuck } = stuckWithPeers([eu], "m");
+    const { lb, stuck, forward } = stuckWithPeers([eu], "m");
     const byModel = { ...report, availableReplicas: 2, availableByModel: { m: 1, other: 1 } };
     lb.peerReported("lb-eu", byModel, 5, 0);
-    const other = lb.route(lb.admit("r2", { ...input("r2"), model: "other" }, 20), 20);
+    const other = forward("r2", 20, "other");
     assert.ok(other.kind === "peer" && other.peerId === "lb-eu");
     assert.equal(lb.canRedispatch(stuck, 2_000, "deadline"), true, "lb-eu's free m replica counted taken by a forward of model other");
     // One of model m does take it.
-    assert.equal(lb.route(lb.admit("r3", { ...input("r3"), model: "m" }, 30), 30).kind, "peer");
+    assert.equal(forward("r3", 30, "m").kind, "peer");
     assert.equal(lb.canRedispatch(stuck, 2_000, "deadline"), false);
+  });
+
+  it("a forward still waiting here for a connection to the peer stays counted through any report", () => {
+    const { lb, stuck } = stuckWithPeers([eu]);
+    lb.peerReported("lb-eu", report, 5, 0);
+    const waiting = lb.admit("r2", input("r2"), 1_000);
+    assert.equal(lb.route(waiting, 1_000).kind, "peer");
+    // Polls that left after the placement, before the request left: none can show it.
+    lb.peerReported("lb-eu", { ...report, time: 1_500 }, 50, 1_550);
+    assert.equal(lb.canRedispatch(stuck, 1_560, "deadline"), false, "the replica the waiting forward will take counted free");
+    lb.forwardLeft(waiting, 2_000);
+    lb.peerReported("lb-eu", { ...report, time: 2_040, availableReplicas: 0 }, 50, 2_060);
+    assert.equal(lb.canRedispatch(stuck, 2_070, "deadline"), false);
+    // Once the peer has answered it and reports its replica free again, it counts so.
+    lb.peerReported("lb-eu", { ...report, time: 3_000 }, 50, 3_050);
+    assert.equal(lb.canRedispatch(stuck, 3_060, "deadline"), true);
+    // A forward that never left (moved before it got a connection) takes nothing.
+    const moved = lb.admit("r3", input("r3"), 3_100);
+    assert.equal(lb.route(moved, 3_100).kind, "peer");
+    assert.equal(lb.canRedispatch(stuck, 3_110, "deadline"), false);
+    lb.retry(moved, 3_120);
+    assert.equal(lb.canRedispatch(stuck, 3_130, "deadline"), true);
   });
 });

@@ -93,6 +93,20 @@ export class ReplicaRecord {
   /** The view handed to policies, refreshed in place (no allocation per decision). */
   private readonly view: CandidateView;
 
+  /** A request of `inputTokens` prompt tokens, `pendingPrefillTokens` of them uncached, dispatched here. */
+  book(inputTokens: number, pendingPrefillTokens: number): void {
+    this.inFlight++;
+    this.queuedTokens += inputTokens;
+    this.pendingPrefillTokens += pendingPrefillTokens;
+  }
+
+  /** That request no longer occupies the replica (ended, failed, or retried elsewhere). */
+  unbook(inputTokens: number, pendingPrefillTokens: number): void {
+    this.inFlight = Math.max(0, this.inFlight - 1);
+    this.queuedTokens = Math.max(0, this.queuedTokens - inputTokens);
+    this.pendingPrefillTokens = Math.max(0, this.pendingPrefillTokens - pendingPrefillTokens);
+  }
+
   constructor(public config: ReplicaConfig) {
     this.view = {
       id: config.id,
@@ -218,11 +232,12 @@ export class PeerRecord {
   report: PeerReportBody | null = null;
   reportAt: number | null = null;
   lastError: string | null = null;
-  /** Requests this LB forwarded to the peer that its last report cannot show, by model: those sent
-   * after that report's poll left (a report built before a forward reached the peer shows its replica
-   * free). A request leaving a replica that may still answer counts them against the peer's free
-   * replicas (peerView's `freeNow`, redispatch.ts). Any other placement reads the report as SkyLB does. */
-  private unreported: { at: number; model: string | null }[] = [];
+  /** This LB's forwards to the peer that its last report cannot show, by request: each until a poll
+   * that left after the forward's request did (`left`; Infinity while it waits here for a connection
+   * to the peer: a report built before a forward reached the peer shows its replica free). A request
+   * leaving a replica that may still answer counts them against the peer's free replicas (peerView's
+   * `freeNow`, redispatch.ts). Any other placement reads the report as SkyLB does. */
+  private readonly unreported = new Map<object, { left: number; model: string | null }>();
 
   constructor(public config: PeerConfig) {}
 
@@ -249,14 +264,26 @@ export class PeerRecord {
     const byModel = report.availableByModel;
     const perModel = model !== null && byModel !== undefined;
     const reported = perModel ? (byModel[model] ?? 0) : report.availableReplicas;
-    const taken = freeNow ? this.unreported.filter((f) => !perModel || f.model === model).length : 0;
+    let taken = 0;
+    if (freeNow) for (const f of this.unreported.values()) if (!perModel || f.model === model) taken++;
     const availableReplicas = Math.max(0, reported - taken);
     return { id: this.id, region: this.config.region, rttMs: this.rtt.ms ?? 0, availableReplicas, queueLength: report.queueLength };
   }
 
-  /** This LB forwarded a request of `model` to the peer at `now`. */
-  forwarded(model: string | null, now: number): void {
-    this.unreported.push({ at: now, model });
+  /** This LB placed `request`, of `model`, on the peer; it leaves when forwardLeft says. */
+  forwarded(request: object, model: string | null): void {
+    this.unreported.set(request, { left: Number.POSITIVE_INFINITY, model });
+  }
+
+  /** The forward's request left this LB for the peer at `now`. */
+  forwardLeft(request: object, now: number): void {
+    const forward = this.unreported.get(request);
+    if (forward?.left === Number.POSITIVE_INFINITY) forward.left = now;
+  }
+
+  /** The forward ended here (answered, failed or moved): one that never left took nothing at the peer. */
+  forwardEnded(request: object): void {
+    if (this.unreported.get(request)?.left === Number.POSITIVE_INFINITY) this.unreported.delete(request);
   }
 
   /** A report came in at `now`, `rttSampleMs` after its poll left: it shows the forwards sent before then. */
@@ -266,7 +293,7 @@ export class PeerRecord {
     this.reportAt = now;
     this.lastError = null;
     const polledAt = now - rttSampleMs;
-    this.unreported = this.unreported.filter((f) => f.at > polledAt);
+    for (const [request, forward] of this.unreported) if (forward.left <= polledAt) this.unreported.delete(request);
   }
 }
 

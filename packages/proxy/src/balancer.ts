@@ -14,6 +14,7 @@ import { coreNow } from "./core-clock";
 import { endedStatus, recordCompletion, responseFacts, type CompletionSinks, type ResponseFacts } from "./completion";
 import { endStreamWithError, HttpError, httpErrorOf, sendError } from "./errors";
 import { ProxyMetrics, targetLabel } from "./metrics";
+import { metricsSourcesOf } from "./metrics-sources";
 import { ModelCatalog, type ModelCounts, modelsOf } from "./models";
 import { forwardHeaders, type PeerObservation } from "./peers";
 import type { ReplicaObservation } from "./replicas";
@@ -76,30 +77,7 @@ export class Balancer implements ExchangeHost<Job> {
       replica: (id, observation) => this.onReplicaObservation(id, observation),
       peer: (id, observation) => this.onPeerObservation(id, observation),
     });
-    const core = this.core;
-    this.metrics = new ProxyMetrics({
-      replicaGauges: () =>
-        [...core.replicas.values()].map((r) => ({
-          id: r.id,
-          inFlight: r.inFlight,
-          queuedTokens: r.queuedTokens + r.peerQueuedTokens,
-          rttMs: r.rtt.ms,
-          healthy: r.healthy,
-          state: r.config.state,
-        })),
-      peerIds: () => [...core.peers.keys()],
-      config: () => {
-        const { lbId, region, policy, crossRegion, version, weights } = core.config;
-        return { lbId, region, policy, crossRegion, version, weights };
-      },
-      queueLength: () => core.queue.length,
-      indexRoutes: () => core.index.stats().routes,
-      predictionAccuracy: () => core.prediction.accuracy(),
-      cacheStates: () => {
-        const now = coreNow();
-        return [...core.replicas.keys()].map((id) => ({ id, cache: core.truth.state(id, now) }));
-      },
-    });
+    this.metrics = new ProxyMetrics(metricsSourcesOf(this.core));
     this.completionSinks = {
       core: this.core as LbCore<unknown>,
       metrics: this.metrics,
@@ -379,6 +357,10 @@ export class Balancer implements ExchangeHost<Job> {
   writeClientHead(job: Job, exchange: UpstreamExchange<Job>): void {
     // While draining, no connection is kept for a next request.
     job.res.writeHead(exchange.status, clientResponseHeaders(exchange, this.config.lbId, this.draining));
+  }
+
+  onRequestLeft(job: Job, exchange: UpstreamExchange<Job>): void {
+    if (exchange.target.kind === "peer") this.core.forwardLeft(job.ticket, coreNow());
   }
 
   onFirstByte(job: Job, exchange: UpstreamExchange<Job>): void {

@@ -9,7 +9,7 @@ import type { ForwardEntry } from "@meridian/lb-core";
 import { HeaderSafeIdSchema, type LbConfig } from "@meridian/protocol";
 import { isPolicyName, type PolicyName } from "@meridian/routing";
 import type { AuthRefusals } from "./auth-refusals";
-import { checkClient, forwardedByPeer, type ClientCheck, type ClientIdentity } from "./client-keys";
+import { checkClient, forwardedByPeer, presentedClientKey, type ClientCheck, type ClientIdentity } from "./client-keys";
 import type { ClientMetrics } from "./client-metrics";
 import { sendError, type HttpError } from "./errors";
 import type { ProxyMetrics } from "./metrics";
@@ -40,6 +40,10 @@ export interface InferenceClient {
   /** Whether `config` still admits the client, asked without counting a refusal: a request in flight
    * whose key was revoked finishes where it is, and is not moved off a slow target (in-flight.ts). */
   admits(config: LbConfig): boolean;
+  /** Whether `config` admits the client by a client key (for a peer that requires keys), asked
+   * without changing who the request is counted for: a key dropped where keys are not required
+   * admits it as anonymous. False when `config` does not admit it at all. */
+  keyedUnder(config: LbConfig): boolean;
   /** Called once when the request finished, with the status the LB recorded for it (a stream cut
    * after its 200 head is a 502, as in the LB's counters and telemetry) and the usage the engine
    * reported (if any). */
@@ -122,6 +126,11 @@ export function admitClient(req: IncomingMessage, res: ServerResponse, path: str
       return null;
     },
     admits: (config) => fromPeer || checkClient(authorization, 0, config).ok,
+    keyedUnder: (config) => {
+      if (fromPeer) return false;
+      const again = checkClient(authorization, 0, config);
+      return again.ok && presentedClientKey(again.identity);
+    },
     onFinished: (status, usage) => {
       count(status);
       deps.clientMetrics.usage(identity, usage?.promptTokens ?? null, usage?.completionTokens ?? null);

@@ -154,8 +154,11 @@ export class InFlight<J extends WatchedJob<J>> {
     const waitedMs = Math.round(performance.now() - exchange.dispatchedAt);
     if (cause === "unhealthy") {
       const reason = target.kind === "replica" ? "replica_unhealthy" : "peer_unhealthy";
-      host.metrics.redispatched.inc({ replica: targetLabel(target), reason });
-      host.logger.warn({ target: target.id, waitedMs }, `${target.kind} turned unhealthy; re-dispatching`);
+      // A request whose key was revoked leaves too, but its retry refuses it (401): no move to count.
+      if (host.admitted(job)) {
+        host.metrics.redispatched.inc({ replica: targetLabel(target), reason });
+        host.logger.warn({ target: target.id, waitedMs }, `${target.kind} turned unhealthy; re-dispatching`);
+      }
       exchange.abort(new UpstreamStallError(`${target.kind} ${target.id} turned unhealthy before answering`, reason));
       return true;
     }

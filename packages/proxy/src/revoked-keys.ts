@@ -24,13 +24,14 @@ export function takeRevokedHeld(core: LbCore<Job>, config: LbConfig): { job: Job
   return revoked;
 }
 
-/** The requests in flight that `config` still admits count as keyed as their credential now does:
- * a key dropped where keys are not required goes on as anonymous. Otherwise the move that a deadline
- * or an unhealthy target makes would count a peer that requires keys as a place to go, and the retry,
- * which rechecks the key, would find it refuses them (a 502 for a request its replica might still
- * have answered). Those it no longer admits finish where they are (in-flight.ts). */
+/** The requests in flight that `config` still admits count as keyed as their credential now does
+ * (a key dropped where keys are not required goes on as anonymous), for placement only: they stay
+ * counted, in the client metrics, under the key they were admitted with. Otherwise the move that a
+ * deadline or an unhealthy target makes would count a peer that requires keys as a place to go, and
+ * the retry, which rechecks the key, would find it refuses them (a 502 for a request its replica
+ * might still have answered). Those it no longer admits finish where they are (in-flight.ts). */
 export function recheckInFlight(jobs: Iterable<Job>, config: LbConfig): void {
-  for (const job of jobs) if (!job.done && job.client.admits(config)) recheckClient(job, config);
+  for (const job of jobs) if (!job.done && job.client.admits(config)) job.ticket.clientKeyed = job.client.keyedUnder(config);
 }
 
 /** The refusal `config` gives the job's client now, or null; a client it still admits is keyed (for

@@ -49,6 +49,8 @@ export interface ExchangeHost<J extends ExchangeJob> {
   onFailure(job: J, exchange: UpstreamExchange<J>, error: unknown, clientSawBytes: boolean): void;
   /** The first response byte arrived (the first-byte deadline is met). */
   onFirstByte(job: J, exchange: UpstreamExchange<J>): void;
+  /** The request got its connection and leaves now (it may have waited in the target's pool). */
+  onRequestLeft(job: J, exchange: UpstreamExchange<J>): void;
 }
 
 /** The LB gave up waiting for a target's first byte: its deadline passed, or the replica turned
@@ -183,6 +185,7 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
     this.queued = null;
+    if (!this.abandoned) this.host.onRequestLeft(this.job, this);
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {

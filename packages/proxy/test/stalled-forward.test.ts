@@ -5,6 +5,7 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
 import { type LbConfigInput, parseLbConfig } from "@meridian/protocol";
+import { coreNow } from "../src/core-clock";
 import { chatBody, lbConfig, post, waitFor } from "./helpers";
 import { startScriptedEngine } from "./scripted-engine";
 import {
@@ -224,4 +225,83 @@ test("a request whose client key a config dropped is not moved past its deadline
     logs.filter((l) => l.msg === MOVED),
     [],
   );
+});
+
+test("a forward whose key was revoked, refused 401 when its peer goes down, is not counted as moved", async () => {
+  const busy = await startScriptedEngine("busy", 1);
+  const peer = await reportingPeer();
+  open.push(busy, peer);
+  peer.state.available = 1;
+  const keys = clientKeysLosingOne(true);
+  const config = (version: number): LbConfigInput => ({
+    ...lbConfig("lb-us", region, [{ id: busy.id, url: busy.url, region }], {
+      ...LIMITS,
+      version,
+      crossRegion: "via-peer",
+      peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
+    }),
+    clientAuth: keys.clientAuth(version > 1),
+  });
+  const { lb } = await observedLb(config(1));
+  await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  busy.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+  const reply = post(`${lb.url}/v1/chat/completions`, chatBody("k"), { "x-session-id": "k", authorization: `Bearer ${keys.leaving}` });
+  await waitFor("forwarded", () => peer.state.forwards.length === 1);
+  await lb.balancer.applyConfig(parseLbConfig(config(2)));
+  peer.state.answersPolls = false;
+  const result = await reply;
+  const counted = (await lb.balancer.metrics.redispatched.get()).values.filter((v) => v.value > 0).map((v) => ({ ...v.labels, value: v.value }));
+  assert.equal(result.status, 401);
+  assert.deepEqual(counted, [], "a request refused at its retry was counted as moved");
+});
+
+test("a forward still waiting in this LB's pool for a connection to the peer keeps counting against the peer's free replicas", async () => {
+  const stalled = await startScriptedEngine("stalled", 1);
+  const busy = await startScriptedEngine("busy", 1);
+  const peer = await reportingPeer();
+  open.push(stalled, busy, peer);
+  const config = lbConfig(
+    "lb-us",
+    region,
+    [stalled, busy].map((e) => ({ id: e.id, url: e.url, region })),
+    {
+      probes: LIMITS.probes,
+      // One connection per target: a second forward waits here for the first's.
+      limits: { ...LIMITS.limits, maxConnectionsPerReplica: 1 },
+      crossRegion: "via-peer",
+      peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
+    },
+  );
+  const { lb, logs } = await observedLb(config);
+  await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  busy.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+  // R is on the one replica with room, which does not answer: past its deadline, nowhere to go.
+  const r = post(`${lb.url}/v1/chat/completions`, chatBody("R"), { "x-session-id": "R" });
+  await waitFor("R past its deadline on stalled", () => stalled.holds("R") && logs.some((l) => l.msg === WAITS));
+  stalled.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+  // A and B are held, then the peer reports 2 free replicas: both are forwarded, B waits for A's connection.
+  const a = post(`${lb.url}/v1/chat/completions`, chatBody("A"), { "x-session-id": "A" });
+  const b = post(`${lb.url}/v1/chat/completions`, chatBody("B"), { "x-session-id": "B" });
+  await waitFor("A and B held", () => lb.balancer.core.queue.length === 2);
+  peer.state.available = 2;
+  await waitFor("A at the peer, B forwarded", () => peer.state.forwards.length === 1 && lb.balancer.core.queue.length === 0);
+  // The peer's reports now say 1 free replica: the one B will take, which no report can show yet.
+  const reports = peer.state.reports;
+  await waitFor("two more reports", () => peer.state.reports >= reports + 2);
+  await lb.balancer.pollPeersNow();
+  const view = lb.balancer.core.peers.get("lb-eu")?.peerView(coreNow(), lb.balancer.core.peerPollIntervalMs, { model: null, clientKeyed: false }, true);
+  assert.equal(view?.availableReplicas, 0, "the replica the waiting forward B will take counted free");
+  assert.deepEqual(
+    logs.filter((l) => l.msg === MOVED),
+    [],
+    "R moved to the peer",
+  );
+  await answeredBy(stalled, "R", r, "stalled");
+  answer(peer.state.forwards[0]!.res);
+  await waitFor("B at the peer", () => peer.state.forwards.length === 2);
+  answer(peer.state.forwards[1]!.res);
+  for (const result of await Promise.all([a, b])) assert.equal(result.status, 200, result.text);
 });

@@ -255,6 +255,8 @@ export class LbDriver<F> {
       case "replica":
         return this.transport.toReplica(leg, placement.replicaId, now);
       case "peer":
+        // In virtual time a forward leaves at once: no connection pool to wait in.
+        leg.lb.core.forwardLeft(leg.ticket, now);
         return this.transport.toPeer(leg, this.lb(placement.peerId), now);
       case "fail": {
         if (placement.failure.cause !== undefined) throw placement.failure.cause;
