@@ -9,6 +9,7 @@ import {
   FirstByteHistory,
   firstByteDeadline,
   PRIOR_DECODE_MS_PER_TOKEN,
+  PEER_RATE_WINDOW,
   PRIOR_PREFILL_MS_PER_TOKEN,
   RATE_SAMPLE_MIN_TOKENS,
 } from "./deadline";
@@ -82,7 +83,9 @@ describe("first-byte deadline", () => {
     const history = new FirstByteHistory();
     history.observeFirstByte(5_000, Number.NaN, 0);
     history.observeDecode({ outputTokens: 0, sequences: 1 }, 10);
-    assert.deepEqual({ ...history }, { overheadMs: null, prefillMsPerToken: null, decodeMsPerToken: null });
+    const { overheadMs, prefillMsPerToken, decodeMsPerToken } = history;
+    assert.deepEqual({ overheadMs, prefillMsPerToken, decodeMsPerToken }, { overheadMs: null, prefillMsPerToken: null, decodeMsPerToken: null });
+    assert.equal(history.slowestRecentPrefillMsPerToken(), null);
   });
 });
 
@@ -164,6 +167,16 @@ describe("the core's first-byte deadline and re-dispatch", () => {
     // A new conversation of the same size, which the peer holds nothing of.
     const plan = forward("n".repeat(160_000), 10_000, null);
     assert.ok(plan.deadlineMs >= 8_000, `deadline ${Math.round(plan.deadlineMs)} ms, below the 8,000 ms such a prompt took there`);
+    assert.ok(plan.deadlineMs < 120_000, "a fast peer's long forward is left to the cap");
+  });
+
+  it("the slowest recent prefill rate (a forward's) remembers the last PEER_RATE_WINDOW answers", () => {
+    const history = new FirstByteHistory();
+    for (let i = 0; i < 3; i++) history.observeFirstByte(40_000, 8_000, 0); // 0.2 ms/token, uncached
+    for (let i = 0; i < 8; i++) history.observeFirstByte(40_000, 300, 0); // cache hits
+    assert.equal(history.slowestRecentPrefillMsPerToken(), 0.2);
+    for (let i = 0; i < PEER_RATE_WINDOW; i++) history.observeFirstByte(40_000, 300, 0);
+    assert.ok((history.slowestRecentPrefillMsPerToken() ?? 1) < 0.01, "an old slow rate outlives the window");
   });
 
   it("a stuck request moves only when another replica can take it", () => {

@@ -167,4 +167,17 @@ describe("what a peer's report cannot show: the forwards sent since its poll lef
     lb.retry(moved, 3_120);
     assert.equal(lb.canRedispatch(stuck, 3_130, "deadline"), true);
   });
+
+  it("a forward that ended here takes the peer's replica no more, report or none", () => {
+    const { lb, stuck } = stuckWithPeers([eu]);
+    lb.peerReported("lb-eu", report, 5, 0);
+    const ticket = lb.admit("r2", input("r2"), 20);
+    assert.equal(lb.route(ticket, 20).kind, "peer");
+    lb.forwardLeft(ticket, 20);
+    assert.equal(lb.canRedispatch(stuck, 30, "deadline"), false);
+    lb.complete(ticket, { status: 200, error: null, usage: null, reply: "", outputEvents: 1, ttftMs: 5, e2eMs: 10 }, 30);
+    // lb-eu stops answering its polls: its last report still counts, and the ended forward does not.
+    lb.peerPollFailed("lb-eu", "timeout");
+    assert.equal(lb.canRedispatch(stuck, 40, "deadline"), true);
+  });
 });

@@ -232,11 +232,12 @@ export class PeerRecord {
   report: PeerReportBody | null = null;
   reportAt: number | null = null;
   lastError: string | null = null;
-  /** This LB's forwards to the peer that its last report cannot show, by request: each until a poll
-   * that left after the forward's request did (`left`; Infinity while it waits here for a connection
-   * to the peer: a report built before a forward reached the peer shows its replica free). A request
-   * leaving a replica that may still answer counts them against the peer's free replicas (peerView's
-   * `freeNow`, redispatch.ts). Any other placement reads the report as SkyLB does. */
+  /** This LB's forwards to the peer that its last report cannot show, by request: each until it ends
+   * here, or until a poll that left one RTT after the forward's request started to leave (`left`;
+   * Infinity while it waits here for a connection to the peer): a report built before a forward
+   * reached the peer shows its replica free, and the peer counts it only once it has read the body.
+   * A request leaving a replica that may still answer counts them against the peer's free replicas
+   * (peerView's `freeNow`, redispatch.ts). Any other placement reads the report as SkyLB does. */
   private readonly unreported = new Map<object, { left: number; model: string | null }>();
 
   constructor(public config: PeerConfig) {}
@@ -281,9 +282,9 @@ export class PeerRecord {
     if (forward?.left === Number.POSITIVE_INFINITY) forward.left = now;
   }
 
-  /** The forward ended here (answered, failed or moved): one that never left took nothing at the peer. */
+  /** The forward ended here (answered, failed or moved): it takes no replica at the peer any more. */
   forwardEnded(request: object): void {
-    if (this.unreported.get(request)?.left === Number.POSITIVE_INFINITY) this.unreported.delete(request);
+    this.unreported.delete(request);
   }
 
   /** A report came in at `now`, `rttSampleMs` after its poll left: it shows the forwards sent before then. */
@@ -292,8 +293,10 @@ export class PeerRecord {
     this.report = report;
     this.reportAt = now;
     this.lastError = null;
-    const polledAt = now - rttSampleMs;
-    for (const [request, forward] of this.unreported) if (forward.left <= polledAt) this.unreported.delete(request);
+    // A body takes time to reach the peer and be routed there: a poll that left within an RTT of the
+    // forward may still find its replica free.
+    const shownBefore = now - rttSampleMs - (this.rtt.ms ?? rttSampleMs);
+    for (const [request, forward] of this.unreported) if (forward.left <= shownBefore) this.unreported.delete(request);
   }
 }
 

@@ -18,7 +18,7 @@ import { coreNow } from "./core-clock";
 
 /** What the balancer carries with an admitted request. */
 export interface InferenceClient {
-  /** Who is counted for the request (recheck() may turn a key the config dropped into anonymous). */
+  /** Who is counted for the request: the key it was admitted with, whatever a later config says of it. */
   readonly identity: ClientIdentity;
   /** The client's Authorization, passed to replicas; null when it was a Meridian credential. */
   forwardAuthorization: string | null;
@@ -34,7 +34,8 @@ export interface InferenceClient {
    * A client's request (not a peer's forward), checked again under a config pushed since: the
    * refusal a new request with the same credential gets now (recorded as the entrance records one),
    * or null while it still admits it. Its key may have been revoked, or keys made required while it
-   * came anonymous. A key the config dropped where keys are not required admits it as anonymous.
+   * came anonymous. A key the config dropped where keys are not required admits it (as anonymous:
+   * keyedUnder), still counted under that key.
    */
   recheck(config: LbConfig): HttpError | null;
   /** Whether `config` still admits the client, asked without counting a refusal: a request in flight
@@ -93,7 +94,7 @@ export function admitClient(req: IncomingMessage, res: ServerResponse, path: str
     return null;
   }
   const { forwardAuthorization } = check;
-  let identity = check.identity;
+  const identity = check.identity;
   let checkedUnder = deps.config;
   const fromPeer = forwardedByPeer(identity);
   let counted = false;
@@ -122,7 +123,6 @@ export function admitClient(req: IncomingMessage, res: ServerResponse, path: str
         recordRefusal(again);
         return again.error;
       }
-      identity = again.identity;
       return null;
     },
     admits: (config) => fromPeer || checkClient(authorization, 0, config).ok,

@@ -3,12 +3,12 @@
 // not started, and a new request with the same credential (or none) is refused now, so they are too,
 // with the same 401 (client-entrance.ts, recheck). Left alone, they were
 // dispatched for up to queueMaxWaitMs after the revocation, and forwarded to key-requiring peers as
-// keyed. Requests already dispatched finish. Where keys are not required, a dropped key's held
-// request goes on as anonymous: it no longer counts as keyed for a peer that requires keys. A
-// request in flight at the revocation finishes where it is, but is not retried elsewhere.
+// keyed. Requests already dispatched finish. Where keys are not required, a dropped key's request,
+// held or in flight, goes on as anonymous for where it may go (a peer that requires keys takes it no
+// more), and stays counted under the key it was admitted with. A request in flight at a revocation
+// finishes where it is, but is not retried elsewhere.
 import type { LbCore } from "@meridian/lb-core";
 import type { LbConfig } from "@meridian/protocol";
-import { presentedClientKey } from "./client-keys";
 import type { HttpError } from "./errors";
 import type { Job } from "./job";
 
@@ -40,6 +40,6 @@ export function recheckInFlight(jobs: Iterable<Job>, config: LbConfig): void {
  * second replica (or held, then dispatched for up to queueMaxWaitMs) after its first one failed. */
 export function recheckClient(job: Job, config: LbConfig): HttpError | null {
   const refusal = job.client.recheck(config);
-  if (refusal === null) job.ticket.clientKeyed = presentedClientKey(job.client.identity);
+  if (refusal === null) job.ticket.clientKeyed = job.client.keyedUnder(config);
   return refusal;
 }
