@@ -22,6 +22,7 @@ import type { LbConfig } from "@meridian/protocol";
 import { bookedEndpointDown, onCurrentEndpoint } from "./booking";
 import { completeTicket, headersLearning, isSuccess, withValidUsage, type Completion, type LearnInstruction, type Outcome } from "./completion";
 import { type DecodeSample, type FirstBytePlan, ticketFirstBytePlan } from "./deadline";
+import { ForwardLedger } from "./forward-ledger";
 import { HoldQueue } from "./hold-queue";
 import { holdClass, knownModel, placementLogEntry, planPlacement, type Placement, type PlacementContext } from "./placement";
 import { hasAlternative, isRetryableStatus, type RedispatchCause } from "./redispatch";
@@ -66,6 +67,8 @@ export class LbCore<J> {
   private keyTokens: number | null = null;
   /** Until when the replicas' peer load (refreshPeerQueuedTokens) holds without summing it again. */
   private peerLoadValidUntil = Number.NEGATIVE_INFINITY;
+  /** Forwards no peer report shows yet, by the peer's URL (forward-ledger.ts). */
+  private readonly forwards = new ForwardLedger();
 
   constructor(options: LbCoreOptions) {
     this.config = options.config;
@@ -78,7 +81,7 @@ export class LbCore<J> {
     this.index = this.newIndex(this.config);
     this.truth = new CacheTruth(this.index);
     this.peerIndex = this.newIndex(this.config);
-    syncTargets(this.config, this.replicas, this.peers, this.index, this.peerIndex);
+    syncTargets(this.config, this.replicas, this.peers, this.index, this.peerIndex, this.forwards);
     this.applyCapacityOverrides();
     this.placementContext = {
       config: this.config,
@@ -115,7 +118,7 @@ export class LbCore<J> {
       this.truth.rebind(rebuilt.index, this.blockTokens());
       this.peerIndex = rebuilt.peerIndex;
     }
-    const changes = syncTargets(next, this.replicas, this.peers, this.index, this.peerIndex);
+    const changes = syncTargets(next, this.replicas, this.peers, this.index, this.peerIndex, this.forwards);
     // Peers or replicas may have come or gone: the peers' load is summed again at the next placement.
     this.peerLoadValidUntil = Number.NEGATIVE_INFINITY;
     forgetRemovedReplicas(changes.removedReplicas, this.truth, this.policy);

@@ -180,4 +180,18 @@ describe("what a peer's report cannot show: the forwards sent since its poll lef
     lb.peerPollFailed("lb-eu", "timeout");
     assert.equal(lb.canRedispatch(stuck, 40, "deadline"), true);
   });
+
+  it("a peer removed and put back under its URL keeps counting a forward still waiting for its connection", () => {
+    const { lb, stuck } = stuckWithPeers([eu]);
+    lb.peerReported("lb-eu", report, 5, 0);
+    const waiting = lb.admit("r2", input("r2"), 1_000);
+    assert.equal(lb.route(waiting, 1_000).kind, "peer");
+    assert.equal(lb.canRedispatch(stuck, 1_010, "deadline"), false);
+    // A failover flap: the peer leaves the config and comes back, a new record under the same URL.
+    const base = config([], 2);
+    lb.applyConfig(parseLbConfig({ ...base, replicas: [testReplica("a")] } as LbConfigInput));
+    lb.applyConfig(parseLbConfig({ ...config([eu], 3), replicas: [testReplica("a")] } as LbConfigInput));
+    lb.peerReported("lb-eu", { ...report, time: 1_500 }, 50, 1_550);
+    assert.equal(lb.canRedispatch(stuck, 1_560, "deadline"), false, "the replica the waiting forward will take counted free after the flap");
+  });
 });

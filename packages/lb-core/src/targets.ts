@@ -7,6 +7,7 @@ import { admittedConcurrencyAfterScrape, isReplicaFull, type CandidateView, type
 import type { PrefixIndex } from "@meridian/routing";
 import type { LbConfig, PeerConfig, PeerReport, Probes, ReplicaConfig } from "@meridian/protocol";
 import { FirstByteHistory } from "./deadline";
+import { ForwardLedger } from "./forward-ledger";
 import { RttEstimate } from "./rtt";
 
 /** A scrape or a peer report older than this many intervals is stale: acted on as if absent. */
@@ -232,15 +233,12 @@ export class PeerRecord {
   report: PeerReportBody | null = null;
   reportAt: number | null = null;
   lastError: string | null = null;
-  /** This LB's forwards to the peer that its last report cannot show, by request: each until it ends
-   * here, or until a poll that left one RTT after the forward's request started to leave (`left`;
-   * Infinity while it waits here for a connection to the peer): a report built before a forward
-   * reached the peer shows its replica free, and the peer counts it only once it has read the body.
-   * A request leaving a replica that may still answer counts them against the peer's free replicas
-   * (peerView's `freeNow`, redispatch.ts). Any other placement reads the report as SkyLB does. */
-  private readonly unreported = new Map<object, { left: number; model: string | null }>();
-
-  constructor(public config: PeerConfig) {}
+  constructor(
+    public config: PeerConfig,
+    /** This LB's forwards that no report of the peer shows yet (forward-ledger.ts), shared by every
+     * record of the LB, so that a record made again for the same URL keeps counting them. */
+    private readonly forwards: ForwardLedger = new ForwardLedger(),
+  ) {}
 
   get id(): string {
     return this.config.id;
@@ -265,26 +263,24 @@ export class PeerRecord {
     const byModel = report.availableByModel;
     const perModel = model !== null && byModel !== undefined;
     const reported = perModel ? (byModel[model] ?? 0) : report.availableReplicas;
-    let taken = 0;
-    if (freeNow) for (const f of this.unreported.values()) if (!perModel || f.model === model) taken++;
+    const taken = freeNow ? this.forwards.unshown(this.config.url, perModel ? model : null) : 0;
     const availableReplicas = Math.max(0, reported - taken);
     return { id: this.id, region: this.config.region, rttMs: this.rtt.ms ?? 0, availableReplicas, queueLength: report.queueLength };
   }
 
   /** This LB placed `request`, of `model`, on the peer; it leaves when forwardLeft says. */
   forwarded(request: object, model: string | null): void {
-    this.unreported.set(request, { left: Number.POSITIVE_INFINITY, model });
+    this.forwards.placed(request, this.config.url, model);
   }
 
-  /** The forward's request left this LB for the peer at `now`. */
+  /** The forward's request started to leave this LB for the peer at `now`. */
   forwardLeft(request: object, now: number): void {
-    const forward = this.unreported.get(request);
-    if (forward?.left === Number.POSITIVE_INFINITY) forward.left = now;
+    this.forwards.left(request, now);
   }
 
   /** The forward ended here (answered, failed or moved): it takes no replica at the peer any more. */
   forwardEnded(request: object): void {
-    this.unreported.delete(request);
+    this.forwards.ended(request);
   }
 
   /** A report came in at `now`, `rttSampleMs` after its poll left: it shows the forwards sent before then. */
@@ -295,8 +291,7 @@ export class PeerRecord {
     this.lastError = null;
     // A body takes time to reach the peer and be routed there: a poll that left within an RTT of the
     // forward may still find its replica free.
-    const shownBefore = now - rttSampleMs - (this.rtt.ms ?? rttSampleMs);
-    for (const [request, forward] of this.unreported) if (forward.left <= shownBefore) this.unreported.delete(request);
+    this.forwards.shown(this.config.url, now - rttSampleMs - (this.rtt.ms ?? rttSampleMs));
   }
 }
 
@@ -316,10 +311,11 @@ export function syncTargets(
   peers: Map<string, PeerRecord>,
   index: PrefixIndex,
   peerIndex: PrefixIndex,
+  forwards: ForwardLedger,
 ): TargetChanges {
   const changes: TargetChanges = { addedReplicas: [], removedReplicas: [], addedPeers: [], removedPeers: [] };
   syncRecords(config.replicas, replicas, (c) => new ReplicaRecord(c), index, changes.addedReplicas, changes.removedReplicas);
-  syncRecords(config.peers, peers, (c) => new PeerRecord(c), peerIndex, changes.addedPeers, changes.removedPeers);
+  syncRecords(config.peers, peers, (c) => new PeerRecord(c, forwards), peerIndex, changes.addedPeers, changes.removedPeers);
   return changes;
 }
 

@@ -8,7 +8,6 @@ import type { Logger } from "pino";
 import { failures, LbCore, type LearnInstruction, type Placement, type PlacementLogEntry, type RedispatchCause } from "@meridian/lb-core";
 import { LB_STATE_SCHEMA, PEER_REPORT_SCHEMA, type LbConfig, type LbState, type PeerReport } from "@meridian/protocol";
 import type { InferenceClient } from "./client-entrance";
-import { presentedClientKey } from "./client-keys";
 import { onSocketClose } from "./client-socket";
 import { coreNow } from "./core-clock";
 import { endedStatus, recordCompletion, responseFacts, type CompletionSinks, type ResponseFacts } from "./completion";
@@ -223,7 +222,8 @@ export class Balancer implements ExchangeHost<Job> {
         ...(client.clientRegion !== null ? { clientRegion: client.clientRegion } : {}),
         ...(client.entry !== null ? { entry: client.entry } : {}),
         ...request.size,
-        clientKeyed: presentedClientKey(client.identity),
+        // As the config in force says now: a push may have dropped the key while the body arrived.
+        clientKeyed: client.keyedUnder(this.config),
         nextTurnKeys: (reply, toolCalls) => nextTurnKeys(request, reply, toolCalls),
       },
       coreNow(),

@@ -18,7 +18,8 @@ import { coreNow } from "./core-clock";
 
 /** What the balancer carries with an admitted request. */
 export interface InferenceClient {
-  /** Who is counted for the request: the key it was admitted with, whatever a later config says of it. */
+  /** Who the request is counted for: the key it was admitted with (client-metrics.ts counts a key
+   * only while the config has it). */
   readonly identity: ClientIdentity;
   /** The client's Authorization, passed to replicas; null when it was a Meridian credential. */
   forwardAuthorization: string | null;
@@ -35,7 +36,7 @@ export interface InferenceClient {
    * refusal a new request with the same credential gets now (recorded as the entrance records one),
    * or null while it still admits it. Its key may have been revoked, or keys made required while it
    * came anonymous. A key the config dropped where keys are not required admits it (as anonymous:
-   * keyedUnder), still counted under that key.
+   * keyedUnder), never counted as anonymous traffic (the key's series go with the key: client-metrics.ts).
    */
   recheck(config: LbConfig): HttpError | null;
   /** Whether `config` still admits the client, asked without counting a refusal: a request in flight

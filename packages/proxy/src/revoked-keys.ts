@@ -5,8 +5,9 @@
 // dispatched for up to queueMaxWaitMs after the revocation, and forwarded to key-requiring peers as
 // keyed. Requests already dispatched finish. Where keys are not required, a dropped key's request,
 // held or in flight, goes on as anonymous for where it may go (a peer that requires keys takes it no
-// more), and stays counted under the key it was admitted with. A request in flight at a revocation
-// finishes where it is, but is not retried elsewhere.
+// more); it is never counted as anonymous traffic (the key's series go with the key:
+// client-metrics.ts). A request in flight at a revocation finishes where it is, but is not retried
+// elsewhere.
 import type { LbCore } from "@meridian/lb-core";
 import type { LbConfig } from "@meridian/protocol";
 import type { HttpError } from "./errors";
@@ -25,11 +26,12 @@ export function takeRevokedHeld(core: LbCore<Job>, config: LbConfig): { job: Job
 }
 
 /** The requests in flight that `config` still admits count as keyed as their credential now does
- * (a key dropped where keys are not required goes on as anonymous), for placement only: they stay
- * counted, in the client metrics, under the key they were admitted with. Otherwise the move that a
- * deadline or an unhealthy target makes would count a peer that requires keys as a place to go, and
- * the retry, which rechecks the key, would find it refuses them (a 502 for a request its replica
- * might still have answered). Those it no longer admits finish where they are (in-flight.ts). */
+ * (a key dropped where keys are not required goes on as anonymous), for placement only: who they
+ * are counted for does not change (client-metrics.ts counts a key only while the config has it).
+ * Otherwise the move that a deadline or an unhealthy target makes would count a peer that requires
+ * keys as a place to go, and the retry, which rechecks the key, would find it refuses them (a 502
+ * for a request its replica might still have answered). Those it no longer admits finish where they
+ * are (in-flight.ts). */
 export function recheckInFlight(jobs: Iterable<Job>, config: LbConfig): void {
   for (const job of jobs) if (!job.done && job.client.admits(config)) job.ticket.clientKeyed = job.client.keyedUnder(config);
 }

@@ -1,8 +1,8 @@
 // A config push that drops a client key where keys are not required: a request of that key already
 // in flight counts as anonymous for where it may still move (a peer that requires keys takes it no
-// more: stalled-forward.test.ts), but it stays counted, in the client metrics, under the key it was
-// admitted and served with: the push does not turn its 200 and its tokens into anonymous traffic,
-// nor does a retry after it.
+// more: stalled-forward.test.ts), but the push does not turn its 200 and its tokens into anonymous
+// traffic, nor does a retry after it. (Pushed through the admin API, the push also drops the key's
+// series: client-metrics.ts counts a key only while the config has it.)
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
 import { type LbConfigInput, parseLbConfig } from "@meridian/protocol";

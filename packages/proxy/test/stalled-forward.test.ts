@@ -3,6 +3,7 @@
 // peer's report cannot show yet), a forward the peer holds brought home once a local replica frees,
 // and a request on a peer that stops answering moved as soon as somewhere can take it.
 import { strict as assert } from "node:assert";
+import { request as httpRequest } from "node:http";
 import { test } from "node:test";
 import { type LbConfigInput, parseLbConfig } from "@meridian/protocol";
 import { coreNow } from "../src/core-clock";
@@ -172,7 +173,8 @@ test("a peer removed and put back under its URL (a failover flap) is the same LB
   const peerAp = { id: "lb-ap", url: seoul.url, region: "ap-seoul", credentialHashes: [] };
   const config = (peers: LbConfigInput["peers"], version: number): LbConfigInput => {
     const base = lbConfig("lb-us", region, [{ id: disabled.id, url: disabled.url, region }], {
-      ...LIMITS,
+      // A first-byte deadline far off: the forward moves because lb-eu stops answering, not at its deadline.
+      limits: { firstByteMinMs: 60_000, headersTimeoutMs: 120_000 },
       probes: { rttIntervalMs: 200, scrapeIntervalMs: 600_000, unhealthyAfter: 2 },
       crossRegion: "via-peer",
       peers,
@@ -193,6 +195,8 @@ test("a peer removed and put back under its URL (a failover flap) is the same LB
   answer(seoul.state.forwards[0]!.res);
   assert.equal((await reply).status, 200);
   assert.equal(eu.state.forwards.length, 1, "sent to lb-eu twice");
+  const moved = (await lb.balancer.metrics.redispatched.get()).values.filter((v) => v.value > 0).map((v) => [v.labels.replica, v.labels.reason, v.value]);
+  assert.deepEqual(moved, [["peer:lb-eu", "peer_unhealthy", 1]]);
 });
 
 test("a request whose client key a config dropped is not moved past its deadline to a peer that requires keys", async () => {
@@ -304,4 +308,59 @@ test("a forward still waiting in this LB's pool for a connection to the peer kee
   await waitFor("B at the peer", () => peer.state.forwards.length === 2);
   answer(peer.state.forwards[1]!.res);
   for (const result of await Promise.all([a, b])) assert.equal(result.status, 200, result.text);
+});
+
+test("a key dropped while its request's body arrives is not forwarded as keyed to a peer that requires keys", async () => {
+  const busy = await startScriptedEngine("busy", 1);
+  const peer = await reportingPeer();
+  peer.state.available = 1;
+  peer.state.clientKeysRequired = true;
+  open.push(busy, peer);
+  const keys = clientKeysLosingOne(false);
+  const config = (version: number): LbConfigInput => ({
+    ...lbConfig("lb-us", region, [{ id: busy.id, url: busy.url, region }], {
+      ...LIMITS,
+      crossRegion: "via-peer",
+      peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
+      version,
+    }),
+    clientAuth: keys.clientAuth(version > 1),
+  });
+  const { lb } = await observedLb(config(1));
+  await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  busy.setLoad(1, 1);
+  await lb.balancer.scrapeNow();
+  // The headers (and the key) go first; the push that drops the key lands before the body's end.
+  const body = Buffer.from(JSON.stringify(chatBody("mid")));
+  const url = new URL(`${lb.url}/v1/chat/completions`);
+  const headers = { "content-type": "application/json", "content-length": String(body.length), "x-session-id": "mid", authorization: `Bearer ${keys.leaving}` };
+  const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers });
+  const status = new Promise<number>((resolve, reject) => {
+    req.on("response", (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+    });
+    req.on("error", reject);
+  });
+  // Observed at the LB: the request was admitted (its key checked) and its body is being read.
+  const balancer = lb.balancer;
+  const handle = balancer.handleInference.bind(balancer);
+  const reading = new Promise<void>((resolve) => {
+    balancer.handleInference = (...args) => {
+      resolve();
+      return handle(...args);
+    };
+  });
+  req.write(body.subarray(0, 10));
+  await reading;
+  await lb.balancer.applyConfig(parseLbConfig(config(2)));
+  req.end(body.subarray(10));
+  // Anonymous now, it may not go to lb-eu: it waits here for the full replica.
+  await waitFor("the request held", () => lb.balancer.core.queue.length === 1);
+  assert.equal(peer.state.forwards.length, 0, "forwarded as keyed to a region that requires keys");
+  busy.setLoad(0, 0);
+  await lb.balancer.scrapeNow();
+  await waitFor("on busy", () => busy.holds("mid"));
+  busy.finish("mid");
+  assert.equal(await status, 200);
 });
