@@ -25,28 +25,27 @@ import {
 const open = closedAfterTests();
 const observedLb = (config: LbConfigInput) => observed(config, open);
 
-test("of the requests past their deadline, one goes to the peer's one free replica and the others stay and are answered", async () => {
+/** A stalled and a busy engine (full once polled) and lb-eu reporting `available` free replicas,
+ * behind an LB in via-peer mode under `limits`, once it has polled lb-eu. */
+async function stalledBusyAndPeer(limits: LbConfigInput["limits"], available: number) {
   const stalled = await startScriptedEngine("stalled", 1);
   const busy = await startScriptedEngine("busy", 1);
   const peer = await reportingPeer();
   open.push(stalled, busy, peer);
-  const config = lbConfig(
-    "lb-us",
-    region,
-    [stalled, busy].map((e) => ({ id: e.id, url: e.url, region })),
-    {
-      ...LIMITS,
-      crossRegion: "via-peer",
-      peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
-    },
-  );
-  // The peer reports one free replica from the start. Every request's deadline passes before its
-  // next report: each would read that report alone as room.
-  peer.state.available = 1;
-  const { lb, logs } = await observedLb(config);
+  peer.state.available = available;
+  const peers = [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }];
+  const engines = [stalled, busy].map((e) => ({ id: e.id, url: e.url, region }));
+  const { lb, logs } = await observedLb(lbConfig("lb-us", region, engines, { probes: LIMITS.probes, limits, crossRegion: "via-peer", peers }));
   await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
   busy.setLoad(1, 1);
   await lb.balancer.scrapeNow();
+  return { stalled, busy, peer, lb, logs };
+}
+
+test("of the requests past their deadline, one goes to the peer's one free replica and the others stay and are answered", async () => {
+  // The peer reports one free replica from the start. Every request's deadline passes before its
+  // next report: each would read that report alone as room.
+  const { stalled, peer, lb, logs } = await stalledBusyAndPeer(LIMITS.limits, 1);
   const sessions = ["h0", "h1", "h2", "h3"];
   const answers = sessions.map((s) => post(`${lb.url}/v1/chat/completions`, chatBody(s), { "x-session-id": s }));
   await waitFor("one forwarded to the peer", () => peer.state.forwards.length === 1);
@@ -199,16 +198,18 @@ test("a peer removed and put back under its URL (a failover flap) is the same LB
   assert.deepEqual(moved, [["peer:lb-eu", "peer_unhealthy", 1]]);
 });
 
-test("a request whose client key a config dropped is not moved past its deadline to a peer that requires keys", async () => {
-  const stalled = await startScriptedEngine("stalled", 1);
+/** One local engine and lb-eu, which reports a free replica (its region requiring client keys when
+ * `peerRequiresKeys`), behind an LB whose client keys are `keysRequired`; `dropKey` pushes a config
+ * without the client's key (revoking it where keys are required). */
+async function besidePeerLosingKey(engineId: string, options: { keysRequired: boolean; peerRequiresKeys: boolean }) {
+  const engine = await startScriptedEngine(engineId, 1);
   const peer = await reportingPeer();
   peer.state.available = 1;
-  peer.state.clientKeysRequired = true;
-  open.push(stalled, peer);
-  // Keys not required: a key the config drops goes on as anonymous, which lb-eu does not take.
-  const keys = clientKeysLosingOne(false);
+  peer.state.clientKeysRequired = options.peerRequiresKeys;
+  open.push(engine, peer);
+  const keys = clientKeysLosingOne(options.keysRequired);
   const config = (version: number): LbConfigInput => ({
-    ...lbConfig("lb-us", region, [{ id: stalled.id, url: stalled.url, region }], {
+    ...lbConfig("lb-us", region, [{ id: engine.id, url: engine.url, region }], {
       ...LIMITS,
       crossRegion: "via-peer",
       peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
@@ -218,9 +219,15 @@ test("a request whose client key a config dropped is not moved past its deadline
   });
   const { lb, logs } = await observedLb(config(1));
   await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  return { engine, peer, keys, lb, logs, dropKey: () => lb.balancer.applyConfig(parseLbConfig(config(2))) };
+}
+
+test("a request whose client key a config dropped is not moved past its deadline to a peer that requires keys", async () => {
+  // Keys not required: a key the config drops goes on as anonymous, which lb-eu does not take.
+  const { engine: stalled, peer, keys, lb, logs, dropKey } = await besidePeerLosingKey("stalled", { keysRequired: false, peerRequiresKeys: true });
   const reply = post(`${lb.url}/v1/chat/completions`, chatBody("dropped"), { "x-session-id": "dropped", authorization: `Bearer ${keys.leaving}` });
   await waitFor("on the local replica", () => stalled.holds("dropped"));
-  await lb.balancer.applyConfig(parseLbConfig(config(2)));
+  await dropKey();
   // Past its deadline it stays: lb-eu, the only other target, would not take it as it now comes.
   await waitFor("its deadline passed with nowhere to go", () => logs.some((l) => l.msg === WAITS));
   await answeredBy(stalled, "dropped", reply, "stalled");
@@ -232,27 +239,12 @@ test("a request whose client key a config dropped is not moved past its deadline
 });
 
 test("a forward whose key was revoked, refused 401 when its peer goes down, is not counted as moved", async () => {
-  const busy = await startScriptedEngine("busy", 1);
-  const peer = await reportingPeer();
-  open.push(busy, peer);
-  peer.state.available = 1;
-  const keys = clientKeysLosingOne(true);
-  const config = (version: number): LbConfigInput => ({
-    ...lbConfig("lb-us", region, [{ id: busy.id, url: busy.url, region }], {
-      ...LIMITS,
-      version,
-      crossRegion: "via-peer",
-      peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
-    }),
-    clientAuth: keys.clientAuth(version > 1),
-  });
-  const { lb } = await observedLb(config(1));
-  await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  const { engine: busy, peer, keys, lb, dropKey } = await besidePeerLosingKey("busy", { keysRequired: true, peerRequiresKeys: false });
   busy.setLoad(1, 1);
   await lb.balancer.scrapeNow();
   const reply = post(`${lb.url}/v1/chat/completions`, chatBody("k"), { "x-session-id": "k", authorization: `Bearer ${keys.leaving}` });
   await waitFor("forwarded", () => peer.state.forwards.length === 1);
-  await lb.balancer.applyConfig(parseLbConfig(config(2)));
+  await dropKey();
   peer.state.answersPolls = false;
   const result = await reply;
   const counted = (await lb.balancer.metrics.redispatched.get()).values.filter((v) => v.value > 0).map((v) => ({ ...v.labels, value: v.value }));
@@ -261,26 +253,8 @@ test("a forward whose key was revoked, refused 401 when its peer goes down, is n
 });
 
 test("a forward still waiting in this LB's pool for a connection to the peer keeps counting against the peer's free replicas", async () => {
-  const stalled = await startScriptedEngine("stalled", 1);
-  const busy = await startScriptedEngine("busy", 1);
-  const peer = await reportingPeer();
-  open.push(stalled, busy, peer);
-  const config = lbConfig(
-    "lb-us",
-    region,
-    [stalled, busy].map((e) => ({ id: e.id, url: e.url, region })),
-    {
-      probes: LIMITS.probes,
-      // One connection per target: a second forward waits here for the first's.
-      limits: { ...LIMITS.limits, maxConnectionsPerReplica: 1 },
-      crossRegion: "via-peer",
-      peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
-    },
-  );
-  const { lb, logs } = await observedLb(config);
-  await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
-  busy.setLoad(1, 1);
-  await lb.balancer.scrapeNow();
+  // One connection per target: a second forward waits here for the first's.
+  const { stalled, peer, lb, logs } = await stalledBusyAndPeer({ ...LIMITS.limits, maxConnectionsPerReplica: 1 }, 0);
   // R is on the one replica with room, which does not answer: past its deadline, nowhere to go.
   const r = post(`${lb.url}/v1/chat/completions`, chatBody("R"), { "x-session-id": "R" });
   await waitFor("R past its deadline on stalled", () => stalled.holds("R") && logs.some((l) => l.msg === WAITS));
@@ -311,23 +285,7 @@ test("a forward still waiting in this LB's pool for a connection to the peer kee
 });
 
 test("a key dropped while its request's body arrives is not forwarded as keyed to a peer that requires keys", async () => {
-  const busy = await startScriptedEngine("busy", 1);
-  const peer = await reportingPeer();
-  peer.state.available = 1;
-  peer.state.clientKeysRequired = true;
-  open.push(busy, peer);
-  const keys = clientKeysLosingOne(false);
-  const config = (version: number): LbConfigInput => ({
-    ...lbConfig("lb-us", region, [{ id: busy.id, url: busy.url, region }], {
-      ...LIMITS,
-      crossRegion: "via-peer",
-      peers: [{ id: "lb-eu", url: peer.url, region: "eu-frankfurt", credentialHashes: [] }],
-      version,
-    }),
-    clientAuth: keys.clientAuth(version > 1),
-  });
-  const { lb } = await observedLb(config(1));
-  await waitFor("the peer polled", () => lb.balancer.core.peers.get("lb-eu")?.report);
+  const { engine: busy, peer, keys, lb, dropKey } = await besidePeerLosingKey("busy", { keysRequired: false, peerRequiresKeys: true });
   busy.setLoad(1, 1);
   await lb.balancer.scrapeNow();
   // The headers (and the key) go first; the push that drops the key lands before the body's end.
@@ -353,7 +311,7 @@ test("a key dropped while its request's body arrives is not forwarded as keyed t
   });
   req.write(body.subarray(0, 10));
   await reading;
-  await lb.balancer.applyConfig(parseLbConfig(config(2)));
+  await dropKey();
   req.end(body.subarray(10));
   // Anonymous now, it may not go to lb-eu: it waits here for the full replica.
   await waitFor("the request held", () => lb.balancer.core.queue.length === 1);
