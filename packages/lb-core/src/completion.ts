@@ -14,7 +14,7 @@
 import { type AssistantToolCall, cachedInLbTokens, usageNumber, type BlockKey, type CacheTruth, type ReportOutcome } from "@meridian/routing";
 import type { TelemetryEvent } from "@meridian/protocol";
 import type { PredictionSums, ReplicaRecord } from "./targets";
-import type { Ticket } from "./ticket";
+import type { Target, Ticket } from "./ticket";
 
 /** A telemetry event without its wire tag and sequence number (the shell's log assigns those). */
 export type TelemetryEventBody = Omit<TelemetryEvent, "schema" | "seq">;
@@ -185,6 +185,7 @@ export function completeTicket(ctx: CompletionContext, ticket: Ticket<unknown>, 
     ctx.lbPrediction.add(predicted, actual);
     prediction = { predicted, actual };
   }
+  if (ok && cached !== null && target?.kind === "peer") learnForwardPrefill(target, ticket.view.inputTokens, cached, usage?.promptTokens ?? null);
   // Only a served response says what the engine held: a failure's missing usage is not a missing report.
   const snapshot = target?.snapshot ?? null;
   const cacheReport = replica && ok && snapshot !== null ? ctx.truth.report(snapshot, usage, ctx.now) : null;
@@ -196,4 +197,13 @@ export function completeTicket(ctx: CompletionContext, ticket: Ticket<unknown>, 
     if (keys.length > 0) learn = { index: "local", keys, targetId: replica.id };
   }
   return new Completion(ticket, outcome, ctx.lbId, ctx.region, learn, prediction, cacheReport);
+}
+
+/** A forward's answer says how much of its prompt the peer held: the peer's prefill rate is learned
+ * per token it did not hold, from the first byte the forward got (deadline.ts), so its cache hits do
+ * not make it look faster than it is for a prompt it does not hold. */
+function learnForwardPrefill(target: Target, inputTokens: number, cached: number, promptTokens: number | null): void {
+  if (target.peer === null || target.firstByteMs === null) return;
+  const uncached = Math.max(0, inputTokens - cachedInLbTokens(inputTokens, cached, promptTokens));
+  target.peer.firstByte.observeFirstByte(uncached, target.firstByteMs, target.peer.rtt.ms ?? 0);
 }

@@ -9,7 +9,6 @@ import {
   FirstByteHistory,
   firstByteDeadline,
   PRIOR_DECODE_MS_PER_TOKEN,
-  PEER_RATE_WINDOW,
   PRIOR_PREFILL_MS_PER_TOKEN,
   RATE_SAMPLE_MIN_TOKENS,
 } from "./deadline";
@@ -85,7 +84,6 @@ describe("first-byte deadline", () => {
     history.observeDecode({ outputTokens: 0, sequences: 1 }, 10);
     const { overheadMs, prefillMsPerToken, decodeMsPerToken } = history;
     assert.deepEqual({ overheadMs, prefillMsPerToken, decodeMsPerToken }, { overheadMs: null, prefillMsPerToken: null, decodeMsPerToken: null });
-    assert.equal(history.slowestRecentPrefillMsPerToken(), null);
   });
 });
 
@@ -95,6 +93,16 @@ const core = (extra: Partial<LbConfigInput> = {}): LbCore<string> =>
   testCore({ schema: "meridian.lb-config/2", policy: "round-robin", limits: { firstByteMinMs: 500, headersTimeoutMs: 60_000 }, ...extra });
 
 const keys = chatBlockKeys([{ role: "user", content: "x".repeat(400) }]);
+/** A served answer whose usage reports `promptTokens`, `cachedTokens` of them cached. */
+const answered = (promptTokens: number, cachedTokens: number) => ({
+  status: 200,
+  error: null,
+  usage: { promptTokens, completionTokens: 1, cachedTokens },
+  reply: "",
+  outputEvents: 1,
+  ttftMs: 1,
+  e2eMs: 2,
+});
 const admitInput = (promptChars: number) => ({ keys, sessionKey: "s", model: null, hop: 0, promptChars });
 
 describe("the core's first-byte deadline and re-dispatch", () => {
@@ -137,6 +145,8 @@ describe("the core's first-byte deadline and re-dispatch", () => {
     assert.equal(plan.expectedMs, (peer?.rtt.ms ?? 0) + ticket.view.inputTokens * PRIOR_PREFILL_MS_PER_TOKEN);
     assert.ok(plan.deadlineMs < 60_000, `a forward waits up to the cap: ${plan.deadlineMs} ms`);
     lb.firstByteObserved(ticket, plan, 3_000);
+    assert.equal(peer?.firstByte.prefillMsPerToken, null, "learned before the answer said what the peer held");
+    lb.complete(ticket, answered(ticket.view.inputTokens, 0), 4_000);
     assert.ok((peer?.firstByte.prefillMsPerToken ?? 0) > 0, "the peer's answer taught nothing");
   });
 
@@ -147,7 +157,7 @@ describe("the core's first-byte deadline and re-dispatch", () => {
       replicas: [replicaConfig("a")],
       peers: [{ id: "lb-eu", url: "http://eu.test/", region: "eu" }],
     });
-    const forward = (text: string, at: number, firstByteMs: number | null) => {
+    const forward = (text: string, at: number, firstByteMs: number | null, cachedShare = 0) => {
       lb.scrapeSucceeded("a", { running: 8, waiting: 2, usedTokens: 0 }, at); // a is full: forwarded
       lb.peerReported("lb-eu", { lbId: "lb-eu", region: "eu", time: at, configVersion: 1, queueLength: 0, availableReplicas: 1, replicas: [] }, 5, at);
       const ticket = lb.admit(
@@ -157,26 +167,36 @@ describe("the core's first-byte deadline and re-dispatch", () => {
       );
       assert.equal(lb.route(ticket, at).kind, "peer");
       const plan = lb.firstByteDeadline(ticket, { stream: true, maxOutputTokens: null });
-      if (firstByteMs !== null) lb.firstByteObserved(ticket, plan, firstByteMs);
+      if (firstByteMs !== null) {
+        lb.firstByteObserved(ticket, plan, firstByteMs);
+        lb.complete(ticket, answered(ticket.view.inputTokens, Math.round(cachedShare * ticket.view.inputTokens)), at + firstByteMs);
+      }
       return plan;
     };
-    // A conversation of ~40k tokens: its first turn took the peer 8 s, the next eight (cached there) 300 ms each.
+    // A conversation of ~40k tokens: its first turn took the peer 8 s; the next twenty, all but their
+    // last turn cached there, 300 ms each (more than a window of any size would hold).
     const conversation = "c".repeat(160_000);
     forward(conversation, 0, 8_000);
-    for (let turn = 2; turn <= 9; turn++) forward(conversation + " more".repeat(turn), turn * 1_000, 300);
+    for (let turn = 2; turn <= 21; turn++) forward(conversation + " more".repeat(turn), turn * 1_000, 300, 0.99);
     // A new conversation of the same size, which the peer holds nothing of.
-    const plan = forward("n".repeat(160_000), 10_000, null);
+    const plan = forward("n".repeat(160_000), 30_000, null);
     assert.ok(plan.deadlineMs >= 8_000, `deadline ${Math.round(plan.deadlineMs)} ms, below the 8,000 ms such a prompt took there`);
     assert.ok(plan.deadlineMs < 120_000, "a fast peer's long forward is left to the cap");
   });
 
-  it("the slowest recent prefill rate (a forward's) remembers the last PEER_RATE_WINDOW answers", () => {
-    const history = new FirstByteHistory();
-    for (let i = 0; i < 3; i++) history.observeFirstByte(40_000, 8_000, 0); // 0.2 ms/token, uncached
-    for (let i = 0; i < 8; i++) history.observeFirstByte(40_000, 300, 0); // cache hits
-    assert.equal(history.slowestRecentPrefillMsPerToken(), 0.2);
-    for (let i = 0; i < PEER_RATE_WINDOW; i++) history.observeFirstByte(40_000, 300, 0);
-    assert.ok((history.slowestRecentPrefillMsPerToken() ?? 1) < 0.01, "an old slow rate outlives the window");
+  it("a peer whose engines report no cached tokens teaches no rate: a forward's deadline keeps the prior", () => {
+    const lb = core({ crossRegion: "via-peer", replicas: [replicaConfig("a")], peers: [{ id: "lb-eu", url: "http://eu.test/", region: "eu" }] });
+    lb.scrapeSucceeded("a", { running: 8, waiting: 2, usedTokens: 0 }, 0);
+    lb.peerReported("lb-eu", { lbId: "lb-eu", region: "eu", time: 0, configVersion: 1, queueLength: 0, availableReplicas: 1, replicas: [] }, 5, 0);
+    const ticket = lb.admit("r", admitInput(40_000), 0);
+    assert.equal(lb.route(ticket, 0).kind, "peer");
+    lb.firstByteObserved(ticket, lb.firstByteDeadline(ticket, { stream: true, maxOutputTokens: null }), 300);
+    lb.complete(
+      ticket,
+      { ...answered(ticket.view.inputTokens, 0), usage: { promptTokens: ticket.view.inputTokens, completionTokens: 1, cachedTokens: null } },
+      400,
+    );
+    assert.equal(lb.peers.get("lb-eu")?.firstByte.prefillMsPerToken, null);
   });
 
   it("a stuck request moves only when another replica can take it", () => {

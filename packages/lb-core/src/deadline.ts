@@ -41,34 +41,18 @@ function ewma(previous: number | null, sample: number): number {
   return previous === null ? sample : HISTORY_ALPHA * sample + (1 - HISTORY_ALPHA) * previous;
 }
 
-/** How many of a peer's latest prefill rates a forward's deadline takes the slowest of (ticketFirstBytePlan). */
-export const PEER_RATE_WINDOW = 16;
-
 /** What one replica's (or peer LB's) answers taught about its time to first byte. */
 export class FirstByteHistory {
   overheadMs: number | null = null;
   prefillMsPerToken: number | null = null;
   decodeMsPerToken: number | null = null;
-  /** The latest prefill rates (ms per token ahead), oldest first, at most PEER_RATE_WINDOW. */
-  private readonly recentRates: number[] = [];
 
   /** A first byte came `elapsedMs` after dispatch, with `tokensAhead` to prefill and `rttMs` of RTT. */
   observeFirstByte(tokensAhead: number, elapsedMs: number, rttMs: number): void {
     if (!Number.isFinite(elapsedMs) || elapsedMs < 0 || !Number.isFinite(tokensAhead)) return;
     const work = Math.max(0, elapsedMs - rttMs);
-    if (tokensAhead < RATE_SAMPLE_MIN_TOKENS) {
-      this.overheadMs = ewma(this.overheadMs, work);
-      return;
-    }
-    const rate = Math.max(0, work - (this.overheadMs ?? 0)) / tokensAhead;
-    this.prefillMsPerToken = ewma(this.prefillMsPerToken, rate);
-    this.recentRates.push(rate);
-    if (this.recentRates.length > PEER_RATE_WINDOW) this.recentRates.shift();
-  }
-
-  /** The slowest of the latest prefill rates (null before any). */
-  slowestRecentPrefillMsPerToken(): number | null {
-    return this.recentRates.length === 0 ? null : Math.max(...this.recentRates);
+    if (tokensAhead < RATE_SAMPLE_MIN_TOKENS) this.overheadMs = ewma(this.overheadMs, work);
+    else this.prefillMsPerToken = ewma(this.prefillMsPerToken, Math.max(0, work - (this.overheadMs ?? 0)) / tokensAhead);
   }
 
   /** A stream's output (`sample`) took `decodeMs` from its first byte to its last. */
@@ -146,13 +130,12 @@ export interface FirstByteSource {
  * - On a peer LB, it is this request's whole prompt: the peer's replicas, their queues and their
  *   caches are the peer's to know, and a forward goes only where the peer reported a free replica.
  *   The peer's history is learned from its answers to this LB's forwards, its own replica's time
- *   included. Which of those answers were cache hits there is the peer's to know, and they are fast:
- *   their mean would cut short a prompt the peer does not hold. So a forward's prefill is counted at
- *   the slowest of the peer's last PEER_RATE_WINDOW rates (the prior before any), an upper envelope,
- *   as a deadline should be: a long prompt is not pulled home in the middle of the peer's prefill
- *   unless every one of the peer's last answers was a cache hit. The peer runs its own deadline on
- *   that replica; this one lets the request come home when the peer holds it long past what its
- *   forwards take, and only to a target that can take it now (redispatch.ts).
+ *   included, per token the peer did not hold: each answer's usage says how many it held
+ *   (completion.ts), so its cache hits, fast, do not make it look faster for a prompt it does not
+ *   hold. Without that report (an engine that does not count cached tokens) nothing is learned and
+ *   the prior stands, slower than any GPU engine. The peer runs its own deadline on that replica;
+ *   this one lets the request come home when the peer holds it long past what its forwards take,
+ *   and only to a target that can take it now (redispatch.ts).
  * With no record (a target a config removed), the deadline is the cap.
  */
 export function ticketFirstBytePlan(
@@ -169,14 +152,8 @@ export function ticketFirstBytePlan(
     tokensAhead,
     stream: response.stream,
     maxOutputTokens: response.maxOutputTokens,
-    history: target.kind === "peer" ? slowestRecent(source.firstByte) : source.firstByte,
+    history: source.firstByte,
     floorMs: limits.firstByteMinMs,
     capMs: limits.headersTimeoutMs,
   });
-}
-
-/** A peer's history with its prefill at the slowest of its latest rates (ticketFirstBytePlan). */
-function slowestRecent(history: FirstByteHistory): FirstByteInput["history"] {
-  const { overheadMs, decodeMsPerToken } = history;
-  return { overheadMs, prefillMsPerToken: history.slowestRecentPrefillMsPerToken(), decodeMsPerToken };
 }

@@ -18,10 +18,17 @@ interface Forward {
 
 export class ForwardLedger {
   private readonly forwards = new Map<object, Forward>();
+  /** How many forwards no report shows yet, by URL and by URL and model: a move asks per peer, per
+   * stalled request, at every drain, so the count is kept rather than walked. */
+  private readonly byUrl = new Map<string, number>();
+  private readonly byUrlModel = new Map<string, number>();
 
   /** `request`, of `model`, was placed on the peer at `url`; it leaves when left() says. */
   placed(request: object, url: string, model: string | null): void {
-    this.forwards.set(request, { url, model, left: Number.POSITIVE_INFINITY });
+    this.ended(request);
+    const forward = { url, model, left: Number.POSITIVE_INFINITY };
+    this.forwards.set(request, forward);
+    this.count(forward, 1);
   }
 
   left(request: object, now: number): void {
@@ -31,18 +38,33 @@ export class ForwardLedger {
 
   /** The forward ended here (answered, failed or moved): it takes no replica at the peer any more. */
   ended(request: object): void {
+    const forward = this.forwards.get(request);
+    if (forward === undefined) return;
     this.forwards.delete(request);
+    this.count(forward, -1);
   }
 
   /** A report of the peer at `url` shows the forwards that left at or before `shownBefore`. */
   shown(url: string, shownBefore: number): void {
-    for (const [request, forward] of this.forwards) if (forward.url === url && forward.left <= shownBefore) this.forwards.delete(request);
+    if (!this.byUrl.get(url)) return;
+    for (const [request, forward] of this.forwards) if (forward.url === url && forward.left <= shownBefore) this.ended(request);
   }
 
   /** The forwards to `url` that no report shows yet: of `model` only, when given. */
   unshown(url: string, model: string | null): number {
-    let count = 0;
-    for (const forward of this.forwards.values()) if (forward.url === url && (model === null || forward.model === model)) count++;
-    return count;
+    return (model === null ? this.byUrl.get(url) : this.byUrlModel.get(urlModel(url, model))) ?? 0;
   }
+
+  private count(forward: Forward, delta: number): void {
+    bump(this.byUrl, forward.url, delta);
+    if (forward.model !== null) bump(this.byUrlModel, urlModel(forward.url, forward.model), delta);
+  }
+}
+
+const urlModel = (url: string, model: string): string => `${url}\u0000${model}`;
+
+function bump(counts: Map<string, number>, key: string, delta: number): void {
+  const next = (counts.get(key) ?? 0) + delta;
+  if (next === 0) counts.delete(key);
+  else counts.set(key, next);
 }

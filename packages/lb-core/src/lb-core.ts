@@ -239,8 +239,8 @@ export class LbCore<J> {
 
   /** Places a new (or retried) request now, or holds it. A hold that finds the queue full is a
    * refusal. After "replica" or "peer" the driver sends it; after "fail" it answers the failure.
-   * `freeNow`: peers count only the free replicas this LB's forwards since their reports have not
-   * taken (a request moving past its first-byte deadline; redispatch.ts). */
+   * `freeNow`: peers count only the free replicas that this LB's forwards their reports cannot show
+   * have not taken (a request moving past its first-byte deadline or at the cap; redispatch.ts). */
   route(ticket: Ticket<J>, now: number, freeNow = false): Placement {
     // At admission only: a retry is not refused for a limit lowered since (an upstream failure would read as "prompt too long").
     const tooLong = ticket.attempts === 0 ? this.promptTokensFailure(ticket.view.inputTokens) : null;
@@ -326,10 +326,12 @@ export class LbCore<J> {
     return ticketFirstBytePlan(ticket.target, this.bookedOn(ticket), ticket.view.inputTokens, this.config.limits, response);
   }
 
-  /** The first response byte arrived `elapsedMs` after dispatch: the replica's (or peer's) history learns it. */
+  /** The first response byte arrived `elapsedMs` after dispatch: the replica's history learns it (a
+   * peer's, once the forward's answer says what the peer held of its prompt: completion.ts). */
   firstByteObserved(ticket: Ticket<J>, plan: FirstBytePlan, elapsedMs: number): void {
-    const source = this.bookedOn(ticket);
-    source?.firstByte.observeFirstByte(plan.tokensAhead, elapsedMs, source.rtt.ms ?? 0);
+    const target = ticket.target;
+    if (target?.kind === "peer") target.firstByteMs = elapsedMs;
+    else target?.record?.firstByte.observeFirstByte(plan.tokensAhead, elapsedMs, target.record.rtt.ms ?? 0);
   }
 
   /** A stream's output (summed over its sequences: DecodeSample) took `decodeMs` from its first byte to its last. */

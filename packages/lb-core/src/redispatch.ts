@@ -18,13 +18,13 @@
 // deadline passed before the peer's next report would go to the one free replica it reported, and be
 // refused there with no try left. The retry that moves it (LbCore.retry, cause "deadline" or
 // "timeout") is placed with the same count, so of two peers it takes the one whose free replica no
-// forward has taken.
-// With no such target it keeps waiting where it is, and its driver asks again whenever
-// capacity may have freed (the proxy's in-flight.ts), so it moves once a target can take it, up to
-// limits.headersTimeoutMs. At that cap (cause "timeout") the LB gives up on that replica's answer
-// anyway: the request then moves to a target that can take it now (by the same count), or into the
-// hold queue while it has room. Off an unhealthy replica it moves to any target that serves it, held if need be, or
-// refused: there it would get no answer, and a refusal now is better than a timeout later.
+// forward has taken. With no such target it keeps waiting where it is, and its driver asks again
+// whenever capacity may have freed (the proxy's in-flight.ts), so it moves once a target can take it,
+// up to limits.headersTimeoutMs. At that cap (cause "timeout") the LB gives up on that replica's
+// answer anyway: the request then moves to a target that can take it now (by the same count), or
+// into the hold queue while it has room. Off an unhealthy replica it moves to any target that serves
+// it, held if need be, or refused: there it would get no answer, and a refusal now is better than a
+// timeout later.
 import type { LbConfig } from "@meridian/protocol";
 import { decideAvailability, type CandidateView, type PeerView } from "@meridian/routing";
 import { isLocalCandidate, peersConsidered } from "./placement";

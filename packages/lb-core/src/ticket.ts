@@ -77,6 +77,9 @@ export interface Target {
   released: boolean;
   /** Set at the first response bytes (headers) from the target. */
   responded: boolean;
+  /** A forward's time from dispatch to its first byte, kept until its answer says how much of the
+   * prompt the peer held (completion.ts teaches the peer's prefill rate then); null otherwise. */
+  firstByteMs: number | null;
   /** Uncached prompt tokens still charged to the replica's pending prefill: the prompt minus the
    * predicted cached tokens at dispatch, 0 from the first response byte on (0 for a peer). */
   pendingPrefillTokens: number;
@@ -109,6 +112,7 @@ export function replicaTarget(
     reason: reason ?? null,
     released: false,
     responded: false,
+    firstByteMs: null,
     pendingPrefillTokens,
     observer,
     observedId,
@@ -127,6 +131,7 @@ export function peerTarget(peer: PeerRecord | null, id: string, reason: string):
     reason,
     released: false,
     responded: false,
+    firstByteMs: null,
     pendingPrefillTokens: 0,
     observer: null,
     observedId: null,
