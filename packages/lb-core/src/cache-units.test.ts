@@ -6,19 +6,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { chatBlockKeys, chatSerialisedLength } from "@meridian/routing";
-import type { Outcome } from "./completion";
-import { testCore } from "./test-helpers";
+import { servedWithUsage, testCore } from "./test-helpers";
 
 const replicas = [{ id: "a", url: "http://a.test/", region: "us", model: "m" }];
-const served = (promptTokens: number, cachedTokens: number): Outcome => ({
-  status: 200,
-  error: null,
-  usage: { promptTokens, completionTokens: 1, cachedTokens },
-  reply: "",
-  outputEvents: 1,
-  ttftMs: 1,
-  e2eMs: 2,
-});
+const served = servedWithUsage;
 
 /** A chat request on a replica that the index says holds it all, completed with the engine's usage. */
 function servedHit(messages: { role: string; content: unknown }[], usage: (estimate: number, predicted: number) => [number, number]) {

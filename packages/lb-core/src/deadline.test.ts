@@ -13,7 +13,7 @@ import {
   RATE_SAMPLE_MIN_TOKENS,
 } from "./deadline";
 import type { LbCore } from "./lb-core";
-import { testCore } from "./test-helpers";
+import { servedWithUsage, testCore } from "./test-helpers";
 import { isRetryableStatus } from "./redispatch";
 
 const base = { rttMs: 2, stream: true, maxOutputTokens: null, floorMs: 1_000, capMs: 120_000 };
@@ -93,16 +93,6 @@ const core = (extra: Partial<LbConfigInput> = {}): LbCore<string> =>
   testCore({ schema: "meridian.lb-config/2", policy: "round-robin", limits: { firstByteMinMs: 500, headersTimeoutMs: 60_000 }, ...extra });
 
 const keys = chatBlockKeys([{ role: "user", content: "x".repeat(400) }]);
-/** A served answer whose usage reports `promptTokens`, `cachedTokens` of them cached. */
-const answered = (promptTokens: number, cachedTokens: number) => ({
-  status: 200,
-  error: null,
-  usage: { promptTokens, completionTokens: 1, cachedTokens },
-  reply: "",
-  outputEvents: 1,
-  ttftMs: 1,
-  e2eMs: 2,
-});
 const admitInput = (promptChars: number) => ({ keys, sessionKey: "s", model: null, hop: 0, promptChars });
 
 describe("the core's first-byte deadline and re-dispatch", () => {
@@ -146,7 +136,7 @@ describe("the core's first-byte deadline and re-dispatch", () => {
     assert.ok(plan.deadlineMs < 60_000, `a forward waits up to the cap: ${plan.deadlineMs} ms`);
     lb.firstByteObserved(ticket, plan, 3_000);
     assert.equal(peer?.firstByte.prefillMsPerToken, null, "learned before the answer said what the peer held");
-    lb.complete(ticket, answered(ticket.view.inputTokens, 0), 4_000);
+    lb.complete(ticket, servedWithUsage(ticket.view.inputTokens, 0), 4_000);
     assert.ok((peer?.firstByte.prefillMsPerToken ?? 0) > 0, "the peer's answer taught nothing");
   });
 
@@ -169,7 +159,7 @@ describe("the core's first-byte deadline and re-dispatch", () => {
       const plan = lb.firstByteDeadline(ticket, { stream: true, maxOutputTokens: null });
       if (firstByteMs !== null) {
         lb.firstByteObserved(ticket, plan, firstByteMs);
-        lb.complete(ticket, answered(ticket.view.inputTokens, Math.round(cachedShare * ticket.view.inputTokens)), at + firstByteMs);
+        lb.complete(ticket, servedWithUsage(ticket.view.inputTokens, Math.round(cachedShare * ticket.view.inputTokens)), at + firstByteMs);
       }
       return plan;
     };
@@ -193,7 +183,7 @@ describe("the core's first-byte deadline and re-dispatch", () => {
     lb.firstByteObserved(ticket, lb.firstByteDeadline(ticket, { stream: true, maxOutputTokens: null }), 300);
     lb.complete(
       ticket,
-      { ...answered(ticket.view.inputTokens, 0), usage: { promptTokens: ticket.view.inputTokens, completionTokens: 1, cachedTokens: null } },
+      { ...servedWithUsage(ticket.view.inputTokens, 0), usage: { promptTokens: ticket.view.inputTokens, completionTokens: 1, cachedTokens: null } },
       400,
     );
     assert.equal(lb.peers.get("lb-eu")?.firstByte.prefillMsPerToken, null);

@@ -2,6 +2,7 @@
 // of them want it, built and probed in one place. Not part of the package's API (index.ts does not
 // export it).
 import { parseLbConfig, type LbConfigInput } from "@meridian/protocol";
+import type { Outcome } from "./completion";
 import { LbCore } from "./lb-core";
 import type { LbCoreOptions } from "./lb-core-options";
 
@@ -28,3 +29,14 @@ export function testCore(config: Partial<LbConfigInput> = {}, options: Partial<O
   for (const id of lb.replicas.keys()) lb.probeSucceeded(id, 1);
   return lb;
 }
+
+/** A served answer whose usage reports `promptTokens`, `cachedTokens` of them cached. */
+export const servedWithUsage = (promptTokens: number, cachedTokens: number | null): Outcome => ({
+  status: 200,
+  error: null,
+  usage: { promptTokens, completionTokens: 1, cachedTokens },
+  reply: "",
+  outputEvents: 1,
+  ttftMs: 1,
+  e2eMs: 2,
+});
