@@ -13,7 +13,7 @@
 //     touched those blocks until now).
 import { type AssistantToolCall, cachedInLbTokens, usageNumber, type BlockKey, type CacheTruth, type ReportOutcome } from "@meridian/routing";
 import type { TelemetryEvent } from "@meridian/protocol";
-import type { PredictionSums, ReplicaRecord } from "./targets";
+import { type PeerRecord, type PredictionSums, type ReplicaRecord, sameEndpoint } from "./targets";
 import type { Target, Ticket } from "./ticket";
 
 /** A telemetry event without its wire tag and sequence number (the shell's log assigns those). */
@@ -100,6 +100,8 @@ export interface CompletionContext {
   region: string;
   /** The configured replicas: the ticket's record counts only while it is still one of them. */
   replicas: ReadonlyMap<string, ReplicaRecord>;
+  /** The configured peers: a forward's answer teaches the one now configured for its URL. */
+  peers: ReadonlyMap<string, PeerRecord>;
   /** LB-wide prediction sums (the accuracy metric). */
   lbPrediction: PredictionSums;
   /** The cache model the report feeds, and the time it arrived. */
@@ -185,7 +187,7 @@ export function completeTicket(ctx: CompletionContext, ticket: Ticket<unknown>, 
     ctx.lbPrediction.add(predicted, actual);
     prediction = { predicted, actual };
   }
-  if (ok && cached !== null && target?.kind === "peer") learnForwardPrefill(target, ticket.view.inputTokens, cached, usage?.promptTokens ?? null);
+  if (ok && cached !== null && target?.kind === "peer") learnForwardPrefill(target, ctx.peers, ticket.view.inputTokens, cached, usage?.promptTokens ?? null);
   // Only a served response says what the engine held: a failure's missing usage is not a missing report.
   const snapshot = target?.snapshot ?? null;
   const cacheReport = replica && ok && snapshot !== null ? ctx.truth.report(snapshot, usage, ctx.now) : null;
@@ -202,8 +204,11 @@ export function completeTicket(ctx: CompletionContext, ticket: Ticket<unknown>, 
 /** A forward's answer says how much of its prompt the peer held: the peer's prefill rate is learned
  * per token it did not hold, from the first byte the forward got (deadline.ts), so its cache hits do
  * not make it look faster than it is for a prompt it does not hold. */
-function learnForwardPrefill(target: Target, inputTokens: number, cached: number, promptTokens: number | null): void {
-  if (target.peer === null || target.firstByteMs === null) return;
+function learnForwardPrefill(target: Target, peers: ReadonlyMap<string, PeerRecord>, inputTokens: number, cached: number, promptTokens: number | null): void {
+  // The record configured now, when it stands for the LB the forward went to (one removed and put
+  // back under its URL meanwhile, as a failover flap does, is that LB): a discarded one teaches no one.
+  const peer = peers.get(target.id);
+  if (target.peer === null || target.firstByteMs === null || peer === undefined || !sameEndpoint(target.peer, peer)) return;
   const uncached = Math.max(0, inputTokens - cachedInLbTokens(inputTokens, cached, promptTokens));
-  target.peer.firstByte.observeFirstByte(uncached, target.firstByteMs, target.peer.rtt.ms ?? 0);
+  peer.firstByte.observeFirstByte(uncached, target.firstByteMs, peer.rtt.ms ?? 0);
 }

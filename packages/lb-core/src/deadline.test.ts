@@ -3,7 +3,7 @@
 import { strict as assert } from "node:assert";
 import { describe, it } from "node:test";
 import { chatBlockKeys } from "@meridian/routing";
-import type { LbConfigInput } from "@meridian/protocol";
+import { type LbConfigInput, parseLbConfig } from "@meridian/protocol";
 import {
   FIRST_BYTE_SLACK,
   FirstByteHistory,
@@ -187,6 +187,21 @@ describe("the core's first-byte deadline and re-dispatch", () => {
       400,
     );
     assert.equal(lb.peers.get("lb-eu")?.firstByte.prefillMsPerToken, null);
+  });
+
+  it("a forward answered across its peer's failover flap teaches the record now configured for that URL", () => {
+    const peer = { id: "lb-eu", url: "http://eu.test/", region: "eu" };
+    const lb = core({ crossRegion: "via-peer", replicas: [replicaConfig("a")], peers: [peer] });
+    const config = (version: number, peers: unknown[]) => parseLbConfig({ ...lb.config, version, peers } as LbConfigInput);
+    lb.scrapeSucceeded("a", { running: 8, waiting: 2, usedTokens: 0 }, 0);
+    lb.peerReported("lb-eu", { lbId: "lb-eu", region: "eu", time: 0, configVersion: 1, queueLength: 0, availableReplicas: 1, replicas: [] }, 5, 0);
+    const ticket = lb.admit("r", admitInput(40_000), 0);
+    assert.equal(lb.route(ticket, 0).kind, "peer");
+    lb.firstByteObserved(ticket, lb.firstByteDeadline(ticket, { stream: true, maxOutputTokens: null }), 8_000);
+    lb.applyConfig(config(2, []));
+    lb.applyConfig(config(3, [peer]));
+    lb.complete(ticket, servedWithUsage(ticket.view.inputTokens, 0), 9_000);
+    assert.notEqual(lb.peers.get("lb-eu")?.firstByte.prefillMsPerToken ?? null, null, "the answer taught a discarded record");
   });
 
   it("a stuck request moves only when another replica can take it", () => {

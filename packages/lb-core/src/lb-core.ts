@@ -398,7 +398,7 @@ export class LbCore<J> {
     // Accuracy, cache feedback and learning are about the replica the LB routes to now: a record that
     // a URL change replaced says nothing about the new one (completion.ts, configuredReplica).
     return completeTicket(
-      { lbId: this.config.lbId, region: this.config.region, replicas: this.replicas, lbPrediction: this.prediction, truth: this.truth, now },
+      { lbId: this.config.lbId, region: this.config.region, replicas: this.replicas, peers: this.peers, lbPrediction: this.prediction, truth: this.truth, now },
       ticket,
       outcome,
     );
