@@ -5,7 +5,7 @@
 // request is the core's; this file and its helpers only do I/O.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import { failures, LbCore, type LearnInstruction, type Placement, type PlacementLogEntry, type RedispatchCause } from "@meridian/lb-core";
+import { failures, LbCore, type LearnInstruction, type Placement, type PlacementLogEntry } from "@meridian/lb-core";
 import { LB_STATE_SCHEMA, PEER_REPORT_SCHEMA, type LbConfig, type LbState, type PeerReport } from "@meridian/protocol";
 import type { InferenceClient } from "./client-entrance";
 import { onSocketClose } from "./client-socket";
@@ -26,7 +26,16 @@ import { InFlight } from "./in-flight";
 import { newJob, type Job } from "./job";
 import { clientResponseHeaders } from "./response-headers";
 import { recheckClient, recheckInFlight, takeRevokedHeld } from "./revoked-keys";
-import { dispatchExchange, isConnectionFailure, isStall, redispatchCause, UpstreamExchange, type ExchangeHost, type UpstreamTarget } from "./upstream";
+import {
+  dispatchExchange,
+  isConnectionFailure,
+  isStall,
+  redispatchCause,
+  redispatchReason,
+  UpstreamExchange,
+  type ExchangeHost,
+  type UpstreamTarget,
+} from "./upstream";
 
 export interface BalancerOptions {
   config: LbConfig;
@@ -319,16 +328,19 @@ export class Balancer implements ExchangeHost<Job> {
     return this.core.mayRetry(job.ticket) && !job.res.headersSent && !job.clientGone;
   }
 
-  /** `cause`: why a request with no answer left its target (lb-core's redispatch rule), which places it. */
-  private retry(job: Job, target: UpstreamTarget, reason: string, cause?: RedispatchCause): void {
+  /** `error`: the failure that ended `exchange`; a stall says why the request left its target
+   * (lb-core's redispatch cause, which places it, and the move the metric counts once placed). */
+  private retry(job: Job, exchange: UpstreamExchange<Job>, reason: string, error?: unknown): void {
+    const { target } = exchange;
     // A retry is a new dispatch: a key revoked since is refused, and counted so, not as a target's failure.
     const refusal = recheckClient(job, this.config);
     if (refusal !== null) return this.failJob(Object.assign(job, { exchange: null }), refusal, "invalid_api_key");
     this.metrics.retries.inc({ replica: targetLabel(target) });
     this.logger.debug({ target: target.id, reason }, "retrying on another target");
-    const placement = this.core.retry(job.ticket, coreNow(), cause);
-    // The cap's move is counted once made (the deadline's and an unhealthy target's, by in-flight.ts as they are made).
-    if (cause === "timeout" && placement.kind !== "fail" && !(placement.kind === "hold" && this.draining)) this.inFlight.movedAtCap(target);
+    const stalled = isStall(error);
+    const placement = this.core.retry(job.ticket, coreNow(), stalled ? redispatchCause(error) : undefined);
+    const moved = redispatchReason(error);
+    if (moved !== null && placement.kind !== "fail" && !(placement.kind === "hold" && this.draining)) this.inFlight.moved(exchange, moved);
     this.act(job, placement);
     this.armExpiryTimer();
   }
@@ -338,7 +350,7 @@ export class Balancer implements ExchangeHost<Job> {
   onHeaders(job: Job, exchange: UpstreamExchange<Job>): boolean {
     // 502/503/504 move the request; a 500 is the engine's answer to this body and goes to the client.
     if (this.core.mayRetryAfterStatus(job.ticket, exchange.status) && this.canRetry(job)) {
-      this.retry(job, exchange.target, `upstream status ${exchange.status}`);
+      this.retry(job, exchange, `upstream status ${exchange.status}`);
       return false;
     }
     // A stream's headers leave the engine before its prefill (vLLM and SGLang send them at once); its
@@ -402,7 +414,7 @@ export class Balancer implements ExchangeHost<Job> {
     // but the deadline's last resort, at the cap, may find none.
     const cause = stalled ? redispatchCause(error) : undefined;
     if (!clientSawBytes && this.canRetry(job) && (cause === undefined || this.core.canRedispatch(job.ticket, coreNow(), cause))) {
-      this.retry(job, target, message, cause);
+      this.retry(job, exchange, message, error);
       return;
     }
     if (job.res.headersSent) {

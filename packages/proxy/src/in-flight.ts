@@ -13,7 +13,7 @@ import type { FirstBytePlan, LbCore, Ticket } from "@meridian/lb-core";
 import type { Logger } from "pino";
 import { coreNow } from "./core-clock";
 import { type ProxyMetrics, targetLabel } from "./metrics";
-import { type ExchangeJob, type UpstreamExchange, UpstreamStallError } from "./upstream";
+import { type ExchangeJob, type RedispatchReason, type UpstreamExchange, UpstreamStallError } from "./upstream";
 
 export interface WatchedJob<J> extends ExchangeJob {
   ticket: Ticket<J>;
@@ -151,30 +151,34 @@ export class InFlight<J extends WatchedJob<J>> {
     }
     if (!host.core.canRedispatch(job.ticket, coreNow(), cause)) return false;
     this.stalled.delete(job);
-    const waitedMs = Math.round(performance.now() - exchange.dispatchedAt);
     if (cause === "unhealthy") {
       const reason = target.kind === "replica" ? "replica_unhealthy" : "peer_unhealthy";
-      // A request whose key was revoked leaves too, but its retry refuses it (401): no move to count.
-      if (host.admitted(job)) {
-        host.metrics.redispatched.inc({ replica: targetLabel(target), reason });
-        host.logger.warn({ target: target.id, waitedMs }, `${target.kind} turned unhealthy; re-dispatching`);
-      }
       exchange.abort(new UpstreamStallError(`${target.kind} ${target.id} turned unhealthy before answering`, reason));
       return true;
     }
     const deadlineMs = Math.round(job.plan?.deadlineMs ?? 0);
-    host.metrics.redispatched.inc({ replica: targetLabel(target), reason: "first_byte_deadline" });
-    host.logger.warn({ target: target.id, deadlineMs, waitedMs, expectedMs: job.plan?.expectedMs }, "no first byte within the deadline; re-dispatching");
     exchange.abort(new UpstreamStallError(`no first byte from ${target.id} within ${deadlineMs} ms`, "first_byte_deadline"));
     return true;
   }
 
-  /** limits.headersTimeoutMs passed with no first byte from `target`, and the request moves on (the
-   * balancer's retry): logged and counted as the deadline's moves are. */
-  movedAtCap(target: UpstreamExchange<J>["target"]): void {
+  /** A stalled request left `exchange` and its retry placed it (the balancer's retry, after its client
+   * key passed): the one place a move is logged and counted, whatever made it (its deadline, the cap,
+   * its target turning unhealthy). A retry refused (a revoked key, a draining LB) moved nothing. */
+  moved(exchange: UpstreamExchange<J>, reason: RedispatchReason): void {
     const { host } = this;
-    host.metrics.redispatched.inc({ replica: targetLabel(target), reason: "headers_timeout" });
-    host.logger.warn({ target: target.id, headersTimeoutMs: host.headersTimeoutMs() }, "no first byte within limits.headersTimeoutMs; re-dispatching");
+    const { target } = exchange;
+    host.metrics.redispatched.inc({ replica: targetLabel(target), reason });
+    const waitedMs = Math.round(performance.now() - exchange.dispatchedAt);
+    if (reason === "first_byte_deadline") {
+      const plan = exchange.job.plan;
+      const fields = { target: target.id, deadlineMs: Math.round(plan?.deadlineMs ?? 0), waitedMs, expectedMs: plan?.expectedMs };
+      host.logger.warn(fields, "no first byte within the deadline; re-dispatching");
+    } else if (reason === "headers_timeout") {
+      host.logger.warn(
+        { target: target.id, headersTimeoutMs: host.headersTimeoutMs(), waitedMs },
+        "no first byte within limits.headersTimeoutMs; re-dispatching",
+      );
+    } else host.logger.warn({ target: target.id, waitedMs }, `${target.kind} turned unhealthy; re-dispatching`);
   }
 
   /** The job's stall on `exchange`, if it stalled there: one on an earlier exchange is stale. */

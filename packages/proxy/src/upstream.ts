@@ -463,6 +463,15 @@ export function redispatchCause(error: unknown): RedispatchCause {
   return codeOf(error) === "UND_ERR_HEADERS_TIMEOUT" ? "timeout" : "deadline";
 }
 
+/** What the metric and the log call the move of a stalled request (meridian_lb_redispatched_requests_total's
+ * reason), or null for a failure that is not a stall. */
+export type RedispatchReason = "first_byte_deadline" | "headers_timeout" | "replica_unhealthy" | "peer_unhealthy";
+
+export function redispatchReason(error: unknown): RedispatchReason | null {
+  if (error instanceof UpstreamStallError) return error.reason === "timeout" ? "headers_timeout" : error.reason;
+  return codeOf(error) === "UND_ERR_HEADERS_TIMEOUT" ? "headers_timeout" : null;
+}
+
 /** The target took the request but sent no response head in time: the LB's first-byte watch gave
  * up, or the pool's headersTimeout passed (limits.headersTimeoutMs, the watch's own cap, so it fires
  * first only for a request dispatched under older, shorter limits). Slow, not gone. */
