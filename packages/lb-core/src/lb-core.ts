@@ -316,9 +316,9 @@ export class LbCore<J> {
   }
 
   /** A forward's request left for its peer (it may have waited for a connection): the peer's next
-   * report may show it (PeerRecord.forwardLeft). */
+   * report may show it (forward-ledger.ts). */
   forwardLeft(ticket: Ticket<J>, now: number): void {
-    if (ticket.target?.kind === "peer" && !ticket.target.released) ticket.target.peer?.forwardLeft(ticket, now);
+    if (ticket.target?.kind === "peer" && !ticket.target.released) this.forwards.left(ticket, now);
   }
 
   /** The first-byte deadline of a ticket just placed on a replica or forwarded to a peer (deadline.ts). */
@@ -362,7 +362,7 @@ export class LbCore<J> {
     const target = ticket.target;
     if (!target || target.released) return;
     target.released = true;
-    if (target.kind === "peer") target.peer?.forwardEnded(ticket);
+    if (target.kind === "peer") this.forwards.ended(ticket);
     if (target.kind !== "replica") return;
     target.record?.unbook(ticket.view.inputTokens, target.pendingPrefillTokens);
     target.pendingPrefillTokens = 0;
@@ -482,7 +482,7 @@ export class LbCore<J> {
       this.totals.forwarded++;
       ticket.attempts++;
       const peer = this.peers.get(placement.peerId) ?? null;
-      peer?.forwarded(ticket, ticket.model);
+      if (peer) this.forwards.placed(ticket, peer.config.url, ticket.model);
       ticket.target = peerTarget(peer, placement.peerId, placement.reason);
     }
     this.log(ticket, placement, placement.kind === "replica" ? placement.candidates : []);

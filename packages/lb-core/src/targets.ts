@@ -268,21 +268,6 @@ export class PeerRecord {
     return { id: this.id, region: this.config.region, rttMs: this.rtt.ms ?? 0, availableReplicas, queueLength: report.queueLength };
   }
 
-  /** This LB placed `request`, of `model`, on the peer; it leaves when forwardLeft says. */
-  forwarded(request: object, model: string | null): void {
-    this.forwards.placed(request, this.config.url, model);
-  }
-
-  /** The forward's request started to leave this LB for the peer at `now`. */
-  forwardLeft(request: object, now: number): void {
-    this.forwards.left(request, now);
-  }
-
-  /** The forward ended here (answered, failed or moved): it takes no replica at the peer any more. */
-  forwardEnded(request: object): void {
-    this.forwards.ended(request);
-  }
-
   /** A report came in at `now`, `rttSampleMs` after its poll left: it shows the forwards sent before then. */
   reported(report: PeerReportBody, rttSampleMs: number, now: number): void {
     this.rtt.observe(rttSampleMs);
