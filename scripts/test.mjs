@@ -26,7 +26,8 @@
 //   started, wait for it, then print the summary so far and exit non-zero.
 // - A test file that exits before its tests finished fails (lib/exit-guard.mjs); one that leaves a
 //   handle open does not keep node:test waiting (--test-force-exit for the files' processes, set by
-//   lib/node-tests.mjs, which runs node:test as `node --test` does).
+//   lib/node-tests.mjs, which runs node:test as `node --test` does), and that forced exit loses none
+//   of its verdicts on their way here (lib/exit-guard.mjs again).
 // - The result files a summary is read from are deleted before their step, so a step that wrote none
 //   counts one failure rather than reporting the previous run's numbers.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -121,7 +122,8 @@ async function runNodeTests(files, tapName, extraEnv = {}) {
       "--conditions=react-server",
       "--import",
       "tsx",
-      // A file whose process exits before its tests finished (process.exit(0) partway) fails.
+      // A file whose process exits before its tests finished (process.exit(0) partway) fails, and a
+      // file force-exited at its end loses none of its results on the way here.
       "--import",
       "./scripts/lib/exit-guard.mjs",
       "--test-concurrency=2",
