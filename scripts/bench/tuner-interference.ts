@@ -39,7 +39,7 @@ function p95Of(records: readonly RequestRecord[]): number | null {
 }
 
 /** The pair as a standing trial at `share`, over `seeds` pooled: each arm's served p95 TTFT. */
-function splitAt(spec: FleetSpec, requests: readonly SimRequest[], pair: Pair, share: number, seeds: readonly number[]) {
+export function splitAt(spec: FleetSpec, requests: readonly SimRequest[], pair: Pair, share: number, seeds: readonly number[]) {
   const arms = { incumbent: [] as RequestRecord[], candidate: [] as RequestRecord[] };
   let refused = 0;
   for (const seed of seeds) {
