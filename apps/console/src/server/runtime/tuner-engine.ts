@@ -14,7 +14,9 @@
 //   change, each step to tuner_steps, and every new config version that carries the tuner's weights
 //   and trial rebinds and persists it, so a console restart resumes where it stopped. A tuner restored
 //   by start() starts its trial's samples afresh: the TelemetryHub's replay of the LB's buffer refills
-//   them, so no event counts twice. A reload (nothing replays) keeps them (tuner-live.ts, restoreRun).
+//   them, so no event counts twice. A reload keeps the samples the run stored, or those of the copy
+//   in memory when it measured more, or always when a replay is still refilling that copy's trial
+//   (tuner-live.ts, restoreRun).
 // - Paused while the LB's policy ignores the weights (routing's Policy.usesCostWeights): no trial, the
 //   incumbent live. Every new config version re-checks the policy.
 // "running" = the tuner is stepping (mode online and started). stop() freezes the incumbent (static).

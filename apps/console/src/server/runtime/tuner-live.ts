@@ -36,6 +36,9 @@ export interface LiveTuner {
   pendingPush: (() => void) | null;
   /** When the running trial started (stampTrial), stored with the run's state. */
   trialStart: TrialStart | null;
+  /** The trial whose samples this console's telemetry replay refills (restored after a start without
+   * its stored samples): for it, the copy in memory is the only count of its samples; null otherwise. */
+  replayFedTrial: string | null;
 }
 
 /** When a trial started, on this console's clock, and which trial. */
@@ -53,7 +56,15 @@ export function cancelPendingPush(live: LiveTuner | undefined): void {
 
 /** The live tuner of `run` as just read or written: no trial pushed from this console yet. Its
  * trial started at `trialStart` (as stored), or now: a trial the restore started. */
-export function liveTuner(run: TunerRunRow, restored: { tuner: EsTuner; trialStart: TrialStart | null }, now: number): LiveTuner {
+/** A tuner restored (or created) for a run, with what its LiveTuner keeps beside it. */
+export interface RestoredTuner {
+  tuner: EsTuner;
+  trialStart: TrialStart | null;
+  /** LiveTuner.replayFedTrial (none for a new run). */
+  replayFedTrial?: string | null;
+}
+
+export function liveTuner(run: TunerRunRow, restored: RestoredTuner, now: number): LiveTuner {
   const { tuner, trialStart } = restored;
   const live: LiveTuner = {
     runId: run.id,
@@ -65,6 +76,7 @@ export function liveTuner(run: TunerRunRow, restored: { tuner: EsTuner; trialSta
     pendingPush: null,
     writtenAt: run.updatedAt,
     trialStart,
+    replayFedTrial: restored.replayFedTrial ?? null,
   };
   stampTrial(live, now);
   return live;
@@ -161,12 +173,14 @@ function withoutReplayedSamples(state: TunerState): TunerState {
 }
 
 /** The stored state with what the copy in memory measured of the same trial since the run was
- * written (nothing replays it): its samples, peer counts, looks, the α they spent and the PRNG
- * they drew from, as if the change that moved the run had been made on that copy. */
-function withMeasurement(stored: TunerState, live: TunerState): TunerState {
+ * written: its samples, peer counts, looks, the α they spent and the PRNG they drew from, as if the
+ * change that moved the run had been made on that copy. A copy with fewer samples than the run is
+ * stale, and the run's are kept, unless a replay is refilling the copy (`replayFed`): then the run's
+ * samples are events the rest of the replay brings again, and the copy's count is the only true one. */
+function withMeasurement(stored: TunerState, live: TunerState, replayFed: boolean): TunerState {
   const trial = stored.trial;
   const measured = live.trial;
-  if (!trial || !measured || trial.id !== measured.id || measured.samples.length < trial.samples.length) return stored;
+  if (!trial || !measured || trial.id !== measured.id || (!replayFed && measured.samples.length < trial.samples.length)) return stored;
   const { samples, peerCounts, looks, latest, latestAlpha } = measured;
   const alphaSpent = Math.max(trial.alphaSpent, measured.alphaSpent);
   return { ...stored, prng: live.prng, trial: { ...trial, samples, peerCounts, looks, alphaSpent, latest, latestAlpha } };
@@ -175,27 +189,32 @@ function withMeasurement(stored: TunerState, live: TunerState): TunerState {
 /**
  * The live tuner of a run as stored (throws on a state it cannot read). `replayed`: after a start,
  * whose telemetry replay refills the trial (withoutReplayedSamples). Otherwise (a reload while the
- * subscriptions go on, a follower's read) nothing replays: the trial keeps what the run stored, or
- * what `previous`, the copy in memory of the same run, measured since. Restored once as stored
- * first, so a state older than alphaSpent rebuilds it from its looks before they are dropped.
+ * subscriptions go on, a follower's read) the trial keeps what the run stored, or what `previous`,
+ * the copy in memory of the same run, measured since; a copy that a replay still refills keeps its
+ * own count, and the replay goes on refilling the reloaded one (`replayFedTrial`). Restored once as
+ * stored first, so a state older than alphaSpent rebuilds it from its looks before they are dropped.
  */
 export function restoreRun(
   run: Pick<TunerRunRow, "id" | "updatedAt"> & { stateJson: string },
   how: { replayed?: boolean; previous?: LiveTuner | undefined },
-): { tuner: EsTuner; trialStart: TrialStart | null } {
+): RestoredTuner {
   const stored = parseStored(run.stateJson);
   const asStored = EsTuner.restore(stored.state);
   const previous = how.previous?.runId === run.id ? how.previous : undefined;
+  const storedTrial = stored.state.trial?.id;
+  // A reload while the replay still refills the trial: it keeps refilling the reloaded copy.
+  const replayFed = previous !== undefined && storedTrial !== undefined && previous.replayFedTrial === storedTrial;
   const tuner = how.replayed
     ? EsTuner.restore(withoutReplayedSamples(asStored.state()))
     : previous
-      ? EsTuner.restore(withMeasurement(asStored.state(), previous.tuner.state()))
+      ? EsTuner.restore(withMeasurement(asStored.state(), previous.tuner.state(), replayFed))
       : asStored;
   const id = tuner.current().trial?.id;
   // A state stored before trial starts were: its trial ran at least since the run's last write.
   const older = stored.state.trial?.id === id && id !== undefined ? { id, at: run.updatedAt } : null;
   const trialStart = [stored.trialStart, previous?.trialStart, older].find((start) => start != null && start.id === id) ?? null;
-  return { tuner, trialStart };
+  const replayFedTrial = id !== undefined && (how.replayed || (replayFed && id === storedTrial)) ? id : null;
+  return { tuner, trialStart, replayFedTrial };
 }
 
 /** The operator starts the tuner (online). */

@@ -2,7 +2,8 @@
 // TelemetryHub replays every LB's buffer: the trial's own samples come back (matched by trial id),
 // peer LBs' requests older than the trial do not count, and the α its looks spent (recorded at every
 // look) is not spent again. On a reload while this console leads (another console changed the run),
-// nothing replays: the trial keeps what it measured. In-process: events go straight to ingest().
+// the trial keeps what it measured, also while a restart's replay still refills it. In-process:
+// events go straight to ingest().
 import { strict as assert } from "node:assert";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { armOf } from "@meridian/tuner";
@@ -141,6 +142,27 @@ describe("a running trial, read again", () => {
     assert.equal(after.looks, 2);
     assert.equal(after.alphaSpent, spent);
     assert.equal(after.latestAlpha, 0, "the replayed looks had no α left to test at");
+  });
+
+  test("a change made on another console during a restart's replay leaves every replayed request counted once", async () => {
+    await trialRequests(h.rt, 100);
+    const before = await trialState(h.rt);
+    // The restarted leader has replayed 20 of lb-a's 100 events when a follower's change moves the
+    // run and the leader's reconcile reloads it; the rest of the replay follows.
+    const rt2 = new ConsoleRuntime(h.rt.database, h.rt.options);
+    await rt2.tuners.start();
+    const ring = rings.get(LB)!;
+    for (const event of ring.slice(0, 20)) rt2.telemetry.ingest(LB, event);
+    await rt2.tuners.idle();
+    const follower = new ConsoleRuntime(h.rt.database, h.rt.options);
+    await updateTuner(follower, OPERATOR, { lbId: LB, guardrails: { maxErrorRate: 0.1 } });
+    await rt2.tuners.reconcile();
+    assert.equal((await tunerByLb(rt2, { lbId: LB })).guardrails.maxErrorRate, 0.1, "the change was taken");
+    for (const event of ring.slice(20)) rt2.telemetry.ingest(LB, event);
+    await rt2.tuners.idle();
+    const after = await trialState(rt2);
+    assert.equal(after.id, before.id);
+    assert.deepEqual([after.samples.length, after.looks, after.alphaSpent], [100, 2, before.alphaSpent]);
   });
 
   test("a trial stored before it kept its α restores with what its looks spent, not 0", async () => {
