@@ -84,6 +84,18 @@ test("without keys required: anonymous requests pass, an engine's own key goes t
   assert.equal(peerOutsideForward.forwardAuthorization, null);
 });
 
+test("without keys required, a Meridian credential in any other form than `Bearer <token>` is not passed on either", () => {
+  for (const authorization of [PEER_TOKEN, `Token ${PEER_TOKEN}`, `Bearer ${PEER_TOKEN} x`, `Bearer: ${KEY}`, KEY, `Basic x, Bearer ${KEY}`]) {
+    const check = checkClient(authorization, 0, config(false));
+    assert.ok(check.ok, authorization);
+    assert.equal(check.forwardAuthorization, null, authorization);
+  }
+  // An engine's own credential in whatever form the engine takes it still goes through.
+  for (const authorization of ["sk-engine-key", "Token sk-engine-key", "Basic dXNlcjpwdw=="]) {
+    assert.equal((checkClient(authorization, 0, config(false)) as { forwardAuthorization: string | null }).forwardAuthorization, authorization);
+  }
+});
+
 test("constant time: every key-shaped guess costs exactly one comparison of two 32-byte digests", () => {
   const calls: [number, number][] = [];
   const spy = (a: Buffer, b: Buffer) => {

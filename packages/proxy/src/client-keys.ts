@@ -12,9 +12,23 @@ import { bearerOf, CLIENT_KEY_PREFIX, clientKeyIdOf, digestsEqual, LB_TOKEN_PREF
 import { peerWithCredential } from "./admin-auth";
 import { HttpError } from "./errors";
 
-/** Bearers of Meridian's own shapes: client keys, LB tokens, peer credentials. */
-const MERIDIAN_CREDENTIAL_PREFIXES = [CLIENT_KEY_PREFIX, LB_TOKEN_PREFIX, PEER_CREDENTIAL_PREFIX];
 import type { DigestCompare } from "./lb-credentials";
+
+/** Credentials of Meridian's own shapes: client keys, LB tokens, peer credentials. */
+const MERIDIAN_CREDENTIAL_PREFIXES = [CLIENT_KEY_PREFIX, LB_TOKEN_PREFIX, PEER_CREDENTIAL_PREFIX];
+
+/**
+ * Whether an Authorization value holds a credential of Meridian's shapes in any form: as a bearer,
+ * alone, under another scheme (`Token mlt_…`), beside a stray word, or after `Bearer:`. Only an exact
+ * `Bearer <token>` is parsed as a key, and every other value went to the engine as it came, an LB
+ * token with it. Credentials are base64url words, so any other character separates them.
+ */
+function holdsMeridianCredential(authorization: string): boolean {
+  return authorization.split(/[^A-Za-z0-9_-]+/).some((word) => MERIDIAN_CREDENTIAL_PREFIXES.some((prefix) => word.startsWith(prefix)));
+}
+
+/** The Authorization header an engine may see: none when it holds anything of Meridian's. */
+const passedOn = (authorization: string | undefined) => (authorization === undefined || holdsMeridianCredential(authorization) ? null : authorization);
 
 /** Who a request is counted for in the per-key metrics: a key, a peer LB, or nobody. */
 export interface ClientIdentity {
@@ -90,7 +104,7 @@ export function checkClient(
   const bearer = bearerOf(authorization);
   if (bearer === null) {
     if (required) return { ok: false, reason: "missing", error: refusal(MISSING), keyId: null };
-    return { ok: true, identity: ANONYMOUS, forwardAuthorization: authorization ?? null };
+    return { ok: true, identity: ANONYMOUS, forwardAuthorization: passedOn(authorization) };
   }
   const digest = sha256(bearer);
   const keyId = clientKeyIdOf(bearer);
@@ -113,6 +127,5 @@ export function checkClient(
   // Not ours: an engine's own key, passed through as before keys existed. Anything shaped like a
   // Meridian credential (a client key with a typo, an LB token, a peer credential) is never passed
   // on: an LB token sent here by mistake reached the engine verbatim, and it opens the LB's admin API.
-  const meridianShaped = MERIDIAN_CREDENTIAL_PREFIXES.some((prefix) => bearer.startsWith(prefix));
-  return { ok: true, identity: ANONYMOUS, forwardAuthorization: meridianShaped ? null : (authorization ?? null) };
+  return { ok: true, identity: ANONYMOUS, forwardAuthorization: passedOn(authorization) };
 }
