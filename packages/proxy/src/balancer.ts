@@ -206,13 +206,17 @@ export class Balancer implements ExchangeHost<Job> {
       return;
     }
     let request: ParsedInference;
+    // The core's reason for a prompt it refused while the body was read (prompt_too_long).
+    let refusedAs: string | null = null;
     try {
       request = await readInference(kind, req, this.config, (size) => {
         const refusal = this.core.checkPromptTokens(size);
-        if (refusal) throw httpErrorOf(refusal);
+        if (!refusal) return;
+        refusedAs = refusal.reason;
+        throw httpErrorOf(refusal);
       });
     } catch (error) {
-      this.reject(res, error, error instanceof HttpError && error.status === 408 ? "body_timeout" : "bad_request");
+      this.reject(res, error, refusedAs ?? (error instanceof HttpError && error.status === 408 ? "body_timeout" : "bad_request"));
       return;
     }
     const unknownModel = this.core.checkModel(request.model);

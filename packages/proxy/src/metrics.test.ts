@@ -1,8 +1,8 @@
 // What the LB's /metrics means to an operator reading it through increase() and rate(): event
 // counters exist at 0 before their first event (a series born at 1 has no increase), the LB-wide
 // prediction accuracy is absent until a prediction was checked (it read 1, "exact", for engines that
-// report no cached tokens), and a request a replica received and failed is an upstream failure, not
-// a refusal "before reaching a replica". Engines and LBs on 127.0.0.1, port 0, closed after each test.
+// report no cached tokens), a request a replica received and failed is an upstream failure, not
+// a refusal "before reaching a replica", and a refusal is counted under its own reason. Engines and LBs on 127.0.0.1, port 0, closed after each test.
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
 import { request } from "undici";
@@ -59,5 +59,20 @@ test("a request the replica received and failed is an upstream failure, not a re
   assert.deepEqual(
     failed.map((s) => `${s.labels.replica} ${s.labels.reason}=${s.value}`),
     [`${engine.id} upstream_error=1`],
+  );
+});
+
+test("a prompt over limits.maxPromptTokens is counted as prompt_too_long, not as a bad request", async (t) => {
+  const engine = await startEngine("us-1", "us-ashburn");
+  t.after(() => engine.close());
+  const lb = await startLb(lbConfig("lb-us", "us-ashburn", [engine], { limits: { maxPromptTokens: 1_000 } } as never));
+  t.after(() => lb.close());
+  const refused = await post(`${lb.url}/v1/chat/completions`, chatBody("x".repeat(20_000)));
+  assert.equal(refused.status, 400);
+  assert.equal(JSON.parse(refused.text).error.code, "context_length_exceeded");
+  const all = await samples(lb.url);
+  assert.deepEqual(
+    ["prompt_too_long", "bad_request"].map((reason) => sampleValue(all, "meridian_lb_rejected_requests_total", { reason })),
+    [1, 0],
   );
 });
