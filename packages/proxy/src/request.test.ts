@@ -198,6 +198,21 @@ test("a token-id prompt is counted and keyed 4 characters an id, a batch by its 
   assert.equal(nextTurnKeys(one, "a reply in text the LB cannot turn into ids ".repeat(4)), null);
 });
 
+test("a body that is not UTF-8 is a 400 invalid_json, whole or split across socket chunks", () => {
+  const bytes = Buffer.concat([Buffer.from('{"messages":[{"role":"user","content":"a'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}]}')]);
+  for (const raw of [bytes, [bytes.subarray(0, 40), bytes.subarray(40)]]) {
+    assert.throws(
+      () => parseInference("chat", raw, undefined, 16),
+      (e: unknown) => e instanceof HttpError && e.status === 400 && e.code === "invalid_json" && /UTF-8/.test(e.message),
+    );
+  }
+  // A byte order mark stays refused, as JSON.parse refuses it.
+  assert.throws(
+    () => parseInference("chat", Buffer.from(`\ufeff${JSON.stringify({ messages })}`), undefined, 16),
+    (e: unknown) => e instanceof HttpError && e.code === "invalid_json",
+  );
+});
+
 test("a body in several socket chunks (split inside a UTF-8 character) parses and splices without copying", () => {
   const text = JSON.stringify({ messages: [{ role: "user", content: "Grüße aus Köln — ".repeat(20) }], stream: true });
   const bytes = Buffer.from("  \n" + text);

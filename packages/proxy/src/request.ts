@@ -2,7 +2,6 @@
 // routing needs (messages or prompt, model, stream, session), and the upstream body with usage
 // requested on streams. Token counts are estimated from characters; nothing is tokenized here.
 import type { IncomingMessage } from "node:http";
-import { StringDecoder } from "node:string_decoder";
 import {
   type AssistantToolCall,
   chatBlockKeys,
@@ -139,19 +138,29 @@ function tooLarge(limitBytes: number): HttpError {
   return new HttpError(413, `request body exceeds the limit of ${limitBytes} bytes`, "invalid_request_error", "request_too_large");
 }
 
+/**
+ * The body as text, refused when it is not UTF-8 (JSON's encoding, RFC 8259 §8.1). A lenient decode
+ * put U+FFFD where the bytes were invalid, so the LB keyed and sized one text while the engine got
+ * the raw bytes (or the replacements, when the body was re-serialised). `ignoreBOM` keeps a byte order
+ * mark in the text, where JSON.parse refuses it, as it did before.
+ */
 function decodeUtf8(parts: readonly Buffer[]): string {
-  if (parts.length === 1) return (parts[0] as Buffer).toString("utf8");
-  // The decoder carries a multi-byte character split across two socket chunks.
-  const decoder = new StringDecoder("utf8");
-  let text = "";
-  for (const part of parts) text += decoder.write(part);
-  return text + decoder.end();
+  const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+  try {
+    // `stream` carries a multi-byte character split across two socket chunks.
+    let text = "";
+    for (const part of parts) text += decoder.decode(part, { stream: true });
+    return text + decoder.decode();
+  } catch {
+    throw badRequest("request body is not valid UTF-8", null, "invalid_json");
+  }
 }
 
 export function parseJsonBody(raw: Buffer | readonly Buffer[]): Record<string, unknown> {
+  const text = decodeUtf8(Buffer.isBuffer(raw) ? [raw] : raw);
   let value: unknown;
   try {
-    value = JSON.parse(Buffer.isBuffer(raw) ? raw.toString("utf8") : decodeUtf8(raw));
+    value = JSON.parse(text);
   } catch (cause) {
     throw badRequest(`request body is not valid JSON (${cause instanceof Error ? cause.message : String(cause)})`, null, "invalid_json");
   }
