@@ -64,8 +64,9 @@ export class Balancer implements ExchangeHost<Job> {
   private closed = false;
   /** Set by a graceful drain (SIGTERM): new requests are refused, in-flight ones finish. */
   draining = false;
-  /** Requests admitted and not yet answered to the end (a drain waits on it: whenIdle), and their
-   * first-byte deadlines. */
+  /** Requests admitted and not yet answered to the end, and their first-byte deadlines. (A drain waits
+   * for the server's OpenResponses, which also holds requests still sending their body and answers
+   * still being flushed.) */
   readonly inFlight: InFlight<Job>;
 
   constructor(options: BalancerOptions) {
@@ -151,7 +152,6 @@ export class Balancer implements ExchangeHost<Job> {
       this.cut(job, httpErrorOf(failures.shuttingDown()), "shutting_down");
       job.exchange?.abort(new Error("the load balancer is shutting down")); // the job is done: ignored
     }
-    this.inFlight.wakeWaiters();
     this.telemetry.close();
     await this.targets.close();
   }

@@ -1,6 +1,5 @@
 // The requests an LB has admitted and not yet answered to the end, and the watch over those still
 // waiting for their target's first byte:
-//   - a graceful drain waits for the set to empty (whenIdle);
 //   - a request whose first-byte deadline passes (lb-core's deadline.ts), or whose replica turns
 //     unhealthy (a peer: its polls fail and its report went stale), while no byte has reached its
 //     client, moves to another target when the LB core says one can take it now (redispatch.ts);
@@ -48,7 +47,6 @@ export class InFlight<J extends WatchedJob<J>> {
    * another pass instead of nesting one. */
   private rechecking = false;
   private recheckAgain = false;
-  private readonly idleWaiters = new Set<() => void>();
 
   constructor(private readonly host: InFlightHost<J>) {}
 
@@ -63,30 +61,11 @@ export class InFlight<J extends WatchedJob<J>> {
   delete(job: J): void {
     this.jobs.delete(job);
     this.stalled.delete(job);
-    if (this.jobs.size === 0) this.wakeWaiters();
   }
 
   /** A snapshot, safe to act on while jobs end. */
   list(): J[] {
     return [...this.jobs];
-  }
-
-  /** Resolves true once nothing is in flight, false when `timeoutMs` passes first (or wakeWaiters()). */
-  whenIdle(timeoutMs: number): Promise<boolean> {
-    if (this.jobs.size === 0) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const wake = (): void => {
-        clearTimeout(timer);
-        this.idleWaiters.delete(wake);
-        resolve(this.jobs.size === 0);
-      };
-      const timer = setTimeout(wake, timeoutMs);
-      this.idleWaiters.add(wake);
-    });
-  }
-
-  wakeWaiters(): void {
-    for (const wake of [...this.idleWaiters]) wake();
   }
 
   /** Arms the first-byte deadline of a dispatch just made. */

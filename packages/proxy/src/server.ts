@@ -2,7 +2,7 @@
 // use to run one. Routes: the OpenAI-compatible API, GET /health, GET /metrics (the per-client-key
 // series only for a trusted bearer, metrics-access.ts) and /admin/*.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, Server as NetServer } from "node:net";
 import { pino, type Logger } from "pino";
 import type { PlacementLogEntry } from "@meridian/lb-core";
 import { parseLbConfig, type LbConfig, type LbConfigInput } from "@meridian/protocol";
@@ -18,6 +18,7 @@ import { coreNow } from "./core-clock";
 import { LbCredentials } from "./lb-credentials";
 import { metricsReader, metricsTokenDigest } from "./metrics-access";
 import { sendModel, sendModelList } from "./models";
+import { OpenResponses } from "./open-responses";
 import type { InferenceKind } from "./request";
 import { credentialsFileFor, parseProcessSettings, type ProcessSettings, type ProcessSettingsInput } from "./settings";
 
@@ -42,6 +43,9 @@ export interface RunningProxy {
   host: string;
   balancer: Balancer;
   settings: ProcessSettings;
+  /** Inference responses not yet flushed to their clients, from each request's arrival on (a drain
+   * waits for them). */
+  openResponses(): number;
   /** Stops at once: stops accepting, answers held requests, ends open streams with an SSE error
    * event, closes pools and timers. During a drain, it cuts the drain short. */
   close(): Promise<void>;
@@ -92,6 +96,8 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
   const refusals = new AuthRefusals(balancer.metrics.registry, logger);
   const clientMetrics = new ClientMetrics();
   const metricsTrust = { metricsTokenDigest: metricsTokenDigest(settings.metricsToken), credentials };
+  // Every inference response until it is flushed or its connection is gone: what a drain waits for.
+  const openResponses = new OpenResponses();
   // requestTimeout is a backstop for the routes that read a body without a deadline of their own
   // (inference bodies have limits.clientBodyTimeoutMs); node answers it with 408.
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 120_000, headersTimeout: 60_000 }, (req, res) => {
@@ -107,6 +113,7 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
     const pathname = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
     const kind = INFERENCE_PATHS[pathname];
     if (kind !== undefined && req.method === "POST") {
+      openResponses.track(res);
       const client = admitClient(req, res, pathname, { config: balancer.config, refusals, metrics: balancer.metrics, clientMetrics });
       if (client) await balancer.handleInference(kind, pathname, req, res, client);
       return;
@@ -180,15 +187,16 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
     host: settings.host,
     balancer,
     settings,
+    openResponses: () => openResponses.size,
     close: () => {
       // A second signal during a drain: stop waiting for what is in flight.
-      if (draining) balancer.inFlight.wakeWaiters();
+      if (draining) openResponses.wake();
       return (closing ??= closeAll(server, balancer));
     },
     drain: (deadlineMs) => {
       if (closing) return closing;
       draining = true;
-      return (closing = drainThenClose(server, balancer, deadlineMs, logger));
+      return (closing = drainThenClose(server, balancer, openResponses, deadlineMs, logger));
     },
   };
 }
@@ -202,16 +210,20 @@ async function closeAll(server: Server, balancer: Balancer): Promise<void> {
   await closed;
 }
 
-async function drainThenClose(server: Server, balancer: Balancer, deadlineMs: number, logger: Logger): Promise<void> {
+async function drainThenClose(server: Server, balancer: Balancer, open: OpenResponses, deadlineMs: number, logger: Logger): Promise<void> {
   balancer.beginDrain();
-  // No new connections; idle keep-alive ones close now, busy ones after their response (it carries
-  // `connection: close` while draining).
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
+  // No new connections. Not http.Server.close() yet: it also destroys every connection whose response
+  // has ended, one still flushing its answer to the client too (a 12 MB answer was cut at 3.9 MB). A
+  // request on a kept-alive connection gets 503 shutting_down with `connection: close` meanwhile.
+  const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
   const started = performance.now();
-  const idle = await balancer.inFlight.whenIdle(deadlineMs);
+  // Every inference response, from a body still arriving to an answer still being flushed: closing
+  // the connections before then cuts them.
+  const idle = await open.whenIdle(deadlineMs);
   logger.info({ idle, waitedMs: Math.round(performance.now() - started), deadlineMs }, idle ? "drained" : "drain deadline reached; cutting what is left");
   await balancer.close();
+  // http.Server.close() now: the listener is closed already; it stops the server's connection checks.
+  server.close();
   server.closeAllConnections();
   await closed;
 }

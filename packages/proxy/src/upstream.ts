@@ -15,6 +15,7 @@ import { bodyLength, type ParsedInference } from "./request";
 import { passedRequestHeaders } from "./request-headers";
 import { MAX_PARTIAL_EVENT_BYTES, maxReplyChars, SseObserver } from "./sse";
 import { UnusedBodyDrain } from "./unused-body";
+import { dropWhenUnread } from "./unread-response";
 
 /** What the exchange needs of the request it carries. */
 export interface ExchangeJob {
@@ -328,6 +329,7 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
     } else {
       res.end(this.buffered.length === 1 ? this.buffered[0] : Buffer.concat(this.buffered));
     }
+    dropWhenUnread(res, this.host.config.limits.bodyTimeoutMs);
     this.host.onEnd(this.job, this);
   }
 
