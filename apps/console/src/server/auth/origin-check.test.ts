@@ -45,4 +45,7 @@ test("login accepts a script (no Origin, no Sec-Fetch-Site) but not a browser's 
   assert.deepEqual(verdict("203.0.113.7", { "sec-fetch-site": "same-origin" }, DEFAULT_REQUEST_SECURITY, true), { ok: true });
   assert.equal(verdict("203.0.113.7", { "sec-fetch-site": "cross-site" }, DEFAULT_REQUEST_SECURITY, true).ok, false);
   assert.equal(verdict("203.0.113.7", { origin: "http://evil.example" }, DEFAULT_REQUEST_SECURITY, true).ok, false);
+  // `Origin: null` is a browser's (a sandboxed frame, a data: document): no script sends it.
+  assert.equal(verdict("203.0.113.7", { origin: "null" }, DEFAULT_REQUEST_SECURITY, true).ok, false);
+  assert.equal(verdict("203.0.113.7", { origin: "null" }, { ...DEFAULT_REQUEST_SECURITY, publicOrigin: "https://console.example" }, true).ok, false);
 });

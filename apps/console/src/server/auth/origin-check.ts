@@ -40,7 +40,10 @@ export function checkOrigin(headers: Headers, client: Client, security: RequestS
     const addressed = checkHost(headers, client, security);
     if (!addressed.ok) return addressed;
   }
-  if (!origin || origin === "null") {
+  // `Origin: null` comes from browsers only (a sandboxed frame, a data: document): never a script's
+  // login, so it is refused like a foreign origin, not let through as a missing one.
+  if (origin === "null") return { ok: false, reason: "the Origin header is null (an opaque document)" };
+  if (!origin) {
     const fetchSite = headers.get("sec-fetch-site");
     if (options.allowNonBrowser && (fetchSite === null || fetchSite === "same-origin")) return { ok: true };
     return { ok: false, reason: "the Origin header is missing" };
