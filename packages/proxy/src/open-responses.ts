@@ -4,7 +4,11 @@
 // exchanges alone (InFlight), which a request enters only once its body is in and leaves when its
 // upstream ends, while the answer may still sit in the socket's buffer; closing the connections then
 // reset a client still uploading, and cut a 12 MB answer the client had read 3.9 MB of.
+// A pipelined response waiting behind another on its connection emits no 'close' when the client
+// hangs up: the connection's 'close' ends it too (client-socket.ts).
 import type { ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { onSocketClose } from "./client-socket";
 
 export class OpenResponses {
   private readonly open = new Set<ServerResponse>();
@@ -14,13 +18,15 @@ export class OpenResponses {
     return this.open.size;
   }
 
-  /** Counts `res` open until its 'close'. */
-  track(res: ServerResponse): void {
+  /** Counts `res` open until its 'close', or its connection's (`socket`). */
+  track(res: ServerResponse, socket: Socket): void {
     this.open.add(res);
-    res.once("close", () => {
-      this.open.delete(res);
-      if (this.open.size === 0) this.wake();
-    });
+    const closed = (): void => {
+      stopWatching();
+      if (this.open.delete(res) && this.open.size === 0) this.wake();
+    };
+    const stopWatching = onSocketClose(socket, closed);
+    res.once("close", closed);
   }
 
   /** Resolves true once every response is closed, false when `timeoutMs` passes first (or wake()). */

@@ -113,7 +113,7 @@ export async function startProxy(options: StartProxyOptions): Promise<RunningPro
     const pathname = queryAt === -1 ? rawUrl : rawUrl.slice(0, queryAt);
     const kind = INFERENCE_PATHS[pathname];
     if (kind !== undefined && req.method === "POST") {
-      openResponses.track(res);
+      openResponses.track(res, req.socket);
       const client = admitClient(req, res, pathname, { config: balancer.config, refusals, metrics: balancer.metrics, clientMetrics });
       if (client) await balancer.handleInference(kind, pathname, req, res, client);
       return;

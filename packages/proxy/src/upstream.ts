@@ -15,7 +15,7 @@ import { bodyLength, type ParsedInference } from "./request";
 import { passedRequestHeaders } from "./request-headers";
 import { MAX_PARTIAL_EVENT_BYTES, maxReplyChars, SseObserver } from "./sse";
 import { UnusedBodyDrain } from "./unused-body";
-import { dropWhenUnread } from "./unread-response";
+import { sendRest } from "./unread-response";
 
 /** What the exchange needs of the request it carries. */
 export interface ExchangeJob {
@@ -317,19 +317,12 @@ export class UpstreamExchange<J extends ExchangeJob> implements Dispatcher.Dispa
   }
 
   private end(): void {
-    const res = this.job.res;
     this.writeHead();
-    if (this.observer) {
-      const rest = this.observer.end();
-      if (rest.length > 0) res.write(rest);
-      res.end();
-    } else if (this.bodyPassedThrough) {
-      for (const part of this.backlog.splice(0)) res.write(part);
-      res.end();
-    } else {
-      res.end(this.buffered.length === 1 ? this.buffered[0] : Buffer.concat(this.buffered));
-    }
-    dropWhenUnread(res, this.host.config.limits.bodyTimeoutMs);
+    // What the client has not been sent yet: a stream's last bytes, a passed-through body's backlog, or
+    // the whole answer the LB held. It goes out as the client takes it, and a client that takes none
+    // of it for limits.bodyTimeoutMs is dropped (the upstream is done: nothing is left to pause).
+    const rest = this.observer ? [this.observer.end()] : this.bodyPassedThrough ? this.backlog.splice(0) : this.buffered;
+    sendRest(this.job.res, this.job.req.socket, rest, this.host.config.limits.bodyTimeoutMs);
     this.host.onEnd(this.job, this);
   }
 

@@ -4,12 +4,13 @@
 // closed every connection: the first client saw ECONNRESET, the second a 12 MB answer cut at 3.9 MB.
 // And an answer the LB held whole, whose client stops reading it, is dropped after
 // limits.bodyTimeoutMs, as a stream's is: it stayed in the LB's memory for as long as the client kept
-// its connection. LB and engines in process, on 127.0.0.1.
+// its connection, while one that reads it slowly but steadily gets all of it. LB and engines in
+// process, on 127.0.0.1.
 import { strict as assert } from "node:assert";
 import { connect } from "node:net";
 import { test } from "node:test";
 import { request } from "undici";
-import { adminGet, chatBody, lbConfig, startLb, waitFor } from "./helpers";
+import { adminGet, chatBody, lbConfig, startHeldReplicaLb, startLb, waitFor } from "./helpers";
 import { startRecordingEngine } from "./recording-engine";
 
 type State = { replicas: { healthy: boolean }[] };
@@ -90,4 +91,51 @@ test("a client that stops reading an answer the LB held whole is dropped after l
   // A client that reads gets the whole answer.
   const read = await request(`${lb.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body });
   assert.equal((await read.body.arrayBuffer()).byteLength, Number(read.headers["content-length"]));
+});
+
+test("a client reading an answer the LB held whole slowly but steadily gets all of it", async (t) => {
+  const engine = await engineAnswering(12 * 1024 * 1024);
+  t.after(() => engine.close());
+  const lb = await startLb(lbConfig("lb-us", "us-ashburn", [engine], { limits: { bodyTimeoutMs: 1_000 } } as never));
+  t.after(() => lb.close());
+  await healthy(lb);
+  const body = JSON.stringify(chatBody("an answer read slowly"));
+  const socket = connect(lb.port, "127.0.0.1");
+  t.after(() => socket.destroy());
+  // The client takes about 3 MB a second, 150 KB at a time: never a second without reading, 4 s in all.
+  let allowed = 150 * 1024;
+  let received = 0;
+  const reader = setInterval(() => {
+    allowed += 150 * 1024;
+    socket.resume();
+  }, 50);
+  t.after(() => clearInterval(reader));
+  socket.on("data", (chunk: Buffer) => {
+    received += chunk.length;
+    if (received >= allowed) socket.pause();
+  });
+  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  socket.write(
+    `POST /v1/chat/completions HTTP/1.1\r\nhost: lb\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  await closed;
+  assert.ok(received > 12 * 1024 * 1024, `the connection closed after ${received} bytes of a 12 MiB answer`);
+});
+
+test("a pipelined request whose client hangs up stops counting as open", async (t) => {
+  const fleet = await startHeldReplicaLb("e1");
+  t.after(() => fleet.close());
+  const { lb, engine } = fleet;
+  const request = (text: string) => {
+    const body = JSON.stringify(chatBody(text));
+    return `POST /v1/chat/completions HTTP/1.1\r\nhost: lb\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  };
+  const socket = connect(lb.port, "127.0.0.1");
+  socket.on("error", () => {});
+  socket.write(request("first") + request("second")); // pipelined: the second's answer waits for the first's
+  await waitFor("both requests at the engine", () => engine.held.length === 2);
+  assert.equal(lb.openResponses(), 2);
+  socket.destroy();
+  // The second's response never gets the connection, so it emits no 'close' of its own.
+  await waitFor("no response left open", () => lb.openResponses() === 0);
 });
