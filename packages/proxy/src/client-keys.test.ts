@@ -85,13 +85,25 @@ test("without keys required: anonymous requests pass, an engine's own key goes t
 });
 
 test("without keys required, a Meridian credential in any other form than `Bearer <token>` is not passed on either", () => {
-  for (const authorization of [PEER_TOKEN, `Token ${PEER_TOKEN}`, `Bearer ${PEER_TOKEN} x`, `Bearer: ${KEY}`, KEY, `Basic x, Bearer ${KEY}`]) {
+  const basic = `Basic ${Buffer.from(`x:${PEER_TOKEN}`).toString("base64")}`;
+  for (const authorization of [
+    PEER_TOKEN,
+    `Token ${PEER_TOKEN}`,
+    `Bearer ${PEER_TOKEN} x`,
+    `Bearer: ${KEY}`,
+    KEY,
+    `Basic x, Bearer ${KEY}`,
+    `Token key="${KEY}"`,
+    basic,
+  ]) {
     const check = checkClient(authorization, 0, config(false));
     assert.ok(check.ok, authorization);
     assert.equal(check.forwardAuthorization, null, authorization);
   }
-  // An engine's own credential in whatever form the engine takes it still goes through.
-  for (const authorization of ["sk-engine-key", "Token sk-engine-key", "Basic dXNlcjpwdw=="]) {
+  // An engine's own credential in whatever form the engine takes it still goes through, a JWT whose
+  // signature starts with "mk_" too (its segments are one word with their dots).
+  const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyLTQyIn0.mk_" + "s".repeat(40);
+  for (const authorization of ["sk-engine-key", "Token sk-engine-key", "Basic dXNlcjpwdw==", `Bearer ${jwt}`, jwt]) {
     assert.equal((checkClient(authorization, 0, config(false)) as { forwardAuthorization: string | null }).forwardAuthorization, authorization);
   }
 });

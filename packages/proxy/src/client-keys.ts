@@ -17,14 +17,24 @@ import type { DigestCompare } from "./lb-credentials";
 /** Credentials of Meridian's own shapes: client keys, LB tokens, peer credentials. */
 const MERIDIAN_CREDENTIAL_PREFIXES = [CLIENT_KEY_PREFIX, LB_TOKEN_PREFIX, PEER_CREDENTIAL_PREFIX];
 
+/** What separates a token from a scheme, an auth-param's name or quotes, or another token: never a
+ * character inside a base64url word, a base64 word (before its padding) or a JWT, whose segments stay
+ * one word with their dots (a JWT's signature may well start with "mk_"). */
+const AROUND_TOKENS = /[\s,;:="'()]+/;
+
+const meridianShaped = (text: string): boolean =>
+  text.split(AROUND_TOKENS).some((word) => MERIDIAN_CREDENTIAL_PREFIXES.some((prefix) => word.startsWith(prefix)));
+
 /**
  * Whether an Authorization value holds a credential of Meridian's shapes in any form: as a bearer,
- * alone, under another scheme (`Token mlt_…`), beside a stray word, or after `Bearer:`. Only an exact
- * `Bearer <token>` is parsed as a key, and every other value went to the engine as it came, an LB
- * token with it. Credentials are base64url words, so any other character separates them.
+ * alone, under another scheme (`Token mlt_…`), beside a stray word, after `Bearer:`, or as a Basic
+ * user or password (base64, which the engine can decode). Only an exact `Bearer <token>` is parsed
+ * as a key, and every other value went to the engine as it came, an LB token with it.
  */
 function holdsMeridianCredential(authorization: string): boolean {
-  return authorization.split(/[^A-Za-z0-9_-]+/).some((word) => MERIDIAN_CREDENTIAL_PREFIXES.some((prefix) => word.startsWith(prefix)));
+  if (meridianShaped(authorization)) return true;
+  const basic = /^\s*Basic\s+(\S+)/i.exec(authorization);
+  return basic !== null && meridianShaped(Buffer.from(basic[1] as string, "base64").toString("latin1"));
 }
 
 /** The Authorization header an engine may see: none when it holds anything of Meridian's. */
