@@ -36,9 +36,10 @@ export interface LiveTuner {
   pendingPush: (() => void) | null;
   /** When the running trial started (stampTrial), stored with the run's state. */
   trialStart: TrialStart | null;
-  /** The trial whose samples this console's telemetry replay refills (restored after a start without
-   * its stored samples): for it, the copy in memory is the only count of its samples; null otherwise. */
-  replayFedTrial: string | null;
+  /** The measurement (measurementOf) whose samples this console's telemetry replay refills (restored
+   * after a start without its stored samples): for it, the copy in memory is the only count of its
+   * samples; null otherwise. */
+  replayFed: string | null;
 }
 
 /** When a trial started, on this console's clock, and which trial. */
@@ -60,8 +61,8 @@ export function cancelPendingPush(live: LiveTuner | undefined): void {
 export interface RestoredTuner {
   tuner: EsTuner;
   trialStart: TrialStart | null;
-  /** LiveTuner.replayFedTrial (none for a new run). */
-  replayFedTrial?: string | null;
+  /** LiveTuner.replayFed (none for a new run). */
+  replayFed?: string | null;
 }
 
 export function liveTuner(run: TunerRunRow, restored: RestoredTuner, now: number): LiveTuner {
@@ -76,7 +77,7 @@ export function liveTuner(run: TunerRunRow, restored: RestoredTuner, now: number
     pendingPush: null,
     writtenAt: run.updatedAt,
     trialStart,
-    replayFedTrial: restored.replayFedTrial ?? null,
+    replayFed: restored.replayFed ?? null,
   };
   stampTrial(live, now);
   return live;
@@ -172,15 +173,36 @@ function withoutReplayedSamples(state: TunerState): TunerState {
   return { ...state, window: [], samplesSinceEvaluation: 0, ...(trial !== undefined ? { trial } : {}) };
 }
 
-/** The stored state with what the copy in memory measured of the same trial since the run was
- * written: its samples, peer counts, looks, the α they spent and the PRNG they drew from, as if the
- * change that moved the run had been made on that copy. A copy with fewer samples than the run is
- * stale, and the run's are kept, unless a replay is refilling the copy (`replayFed`): then the run's
- * samples are events the rest of the replay brings again, and the copy's count is the only true one. */
+/**
+ * What a tuner is measuring, which its samples belong to: its A/B trial, or in paper mode its window
+ * at its step under the weights it measures; null when it measures nothing. Samples carry over a
+ * reload only within one measurement.
+ */
+function measurementOf(state: TunerState): string | null {
+  if (state.trial) return `trial ${state.trial.id}`;
+  if (state.mode !== "online" || state.config.evaluation !== "paper") return null;
+  const { role, weights } = state.current;
+  return `paper step ${state.step} ${role} ${weights.rtt}/${weights.queue}`;
+}
+
+/** How many samples a state holds of its measurement. */
+const measuredCount = (state: TunerState): number => (state.trial ? state.trial.samples.length : state.samplesSinceEvaluation);
+
+/**
+ * The stored state with what the copy in memory measured of the same measurement since the run was
+ * written, as if the change that moved the run had been made on that copy: a trial's samples, peer
+ * counts, looks and the α they spent, or a paper window; and the PRNG they drew from. A copy with
+ * fewer samples than the run is stale (a follower's earlier read), and the run's are kept, unless a
+ * replay is refilling the copy (`replayFed`): then the run's samples are events the rest of the
+ * replay brings again, and the copy's count is the only true one.
+ */
 function withMeasurement(stored: TunerState, live: TunerState, replayFed: boolean): TunerState {
-  const trial = stored.trial;
+  const measurement = measurementOf(stored);
+  if (measurement === null || measurement !== measurementOf(live)) return stored;
+  if (!replayFed && measuredCount(live) < measuredCount(stored)) return stored;
+  const { trial } = stored;
   const measured = live.trial;
-  if (!trial || !measured || trial.id !== measured.id || (!replayFed && measured.samples.length < trial.samples.length)) return stored;
+  if (!trial || !measured) return { ...stored, prng: live.prng, window: live.window, samplesSinceEvaluation: live.samplesSinceEvaluation };
   const { samples, peerCounts, looks, latest, latestAlpha } = measured;
   const alphaSpent = Math.max(trial.alphaSpent, measured.alphaSpent);
   return { ...stored, prng: live.prng, trial: { ...trial, samples, peerCounts, looks, alphaSpent, latest, latestAlpha } };
@@ -191,7 +213,7 @@ function withMeasurement(stored: TunerState, live: TunerState, replayFed: boolea
  * whose telemetry replay refills the trial (withoutReplayedSamples). Otherwise (a reload while the
  * subscriptions go on, a follower's read) the trial keeps what the run stored, or what `previous`,
  * the copy in memory of the same run, measured since; a copy that a replay still refills keeps its
- * own count, and the replay goes on refilling the reloaded one (`replayFedTrial`). Restored once as
+ * own count, and the replay goes on refilling the reloaded one (`replayFed`). Restored once as
  * stored first, so a state older than alphaSpent rebuilds it from its looks before they are dropped.
  */
 export function restoreRun(
@@ -201,9 +223,9 @@ export function restoreRun(
   const stored = parseStored(run.stateJson);
   const asStored = EsTuner.restore(stored.state);
   const previous = how.previous?.runId === run.id ? how.previous : undefined;
-  const storedTrial = stored.state.trial?.id;
-  // A reload while the replay still refills the trial: it keeps refilling the reloaded copy.
-  const replayFed = previous !== undefined && storedTrial !== undefined && previous.replayFedTrial === storedTrial;
+  const storedMeasurement = measurementOf(asStored.state());
+  // A reload while the replay still refills the measurement: it keeps refilling the reloaded copy.
+  const replayFed = previous !== undefined && storedMeasurement !== null && previous.replayFed === storedMeasurement;
   const tuner = how.replayed
     ? EsTuner.restore(withoutReplayedSamples(asStored.state()))
     : previous
@@ -213,8 +235,9 @@ export function restoreRun(
   // A state stored before trial starts were: its trial ran at least since the run's last write.
   const older = stored.state.trial?.id === id && id !== undefined ? { id, at: run.updatedAt } : null;
   const trialStart = [stored.trialStart, previous?.trialStart, older].find((start) => start != null && start.id === id) ?? null;
-  const replayFedTrial = id !== undefined && (how.replayed || (replayFed && id === storedTrial)) ? id : null;
-  return { tuner, trialStart, replayFedTrial };
+  const measuring = measurementOf(tuner.state());
+  const fedByReplay = how.replayed || (replayFed && measuring === storedMeasurement);
+  return { tuner, trialStart, replayFed: fedByReplay ? measuring : null };
 }
 
 /** The operator starts the tuner (online). */

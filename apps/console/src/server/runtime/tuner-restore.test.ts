@@ -2,8 +2,8 @@
 // TelemetryHub replays every LB's buffer: the trial's own samples come back (matched by trial id),
 // peer LBs' requests older than the trial do not count, and the α its looks spent (recorded at every
 // look) is not spent again. On a reload while this console leads (another console changed the run),
-// the trial keeps what it measured, also while a restart's replay still refills it. In-process:
-// events go straight to ingest().
+// the trial (or a paper-mode window) keeps what it measured, also while a restart's replay still
+// refills it. In-process: events go straight to ingest().
 import { strict as assert } from "node:assert";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { armOf } from "@meridian/tuner";
@@ -180,5 +180,58 @@ describe("a running trial, read again", () => {
     await rt2.tuners.start();
     // Two looks of 50 at a cap of 500, α 0.05 spent evenly: 0.01.
     assert.ok(Math.abs((await trialState(rt2)).alphaSpent - 0.01) < 1e-12, `alphaSpent ${(await trialState(rt2)).alphaSpent}`);
+  });
+});
+
+describe("a paper-mode tuner's window, read again", () => {
+  let h: Harness;
+  /** lb-a's requests, not tagged with a trial (paper mode measures windows). */
+  async function paperRequests(rt: ConsoleRuntime, n: number): Promise<void> {
+    for (let i = 0; i < n; i += 1) {
+      send(rt, telemetryEvent({ seq: seqOf(LB), time: Date.now(), lbId: LB, region: "us-ashburn", ttftMs: 100 + (i % 13), replicaId: i % 2 ? "r1" : "r2" }));
+    }
+    await rt.tuners.idle();
+  }
+  const windowOf = async (rt: ConsoleRuntime) => {
+    const state = (await rt.tuners.ensure(LB)).tuner.state();
+    return { window: state.window.length, samplesSinceEvaluation: state.samplesSinceEvaluation, step: state.step };
+  };
+  beforeEach(async () => {
+    rings.clear();
+    h = await createHarness({ minTrialPushIntervalMs: 0 });
+    await setup(h);
+    await updateTuner(h.rt, OPERATOR, { lbId: LB, evaluation: "paper", window: 100, hop: 50 });
+    // 60 requests (nothing evaluated yet), then a change that writes the run with them.
+    await paperRequests(h.rt, 60);
+    await updateTuner(h.rt, OPERATOR, { lbId: LB, guardrails: { maxShare: 0.9 } });
+  });
+  afterEach(() => h.close());
+
+  test("a change made on another console during a restart's replay leaves every replayed request counted once", async () => {
+    const before = await windowOf(h.rt);
+    assert.deepEqual(before, { window: 60, samplesSinceEvaluation: 60, step: 0 });
+    const rt2 = new ConsoleRuntime(h.rt.database, h.rt.options);
+    await rt2.tuners.start();
+    const ring = rings.get(LB)!;
+    for (const event of ring.slice(0, 20)) rt2.telemetry.ingest(LB, event);
+    await rt2.tuners.idle();
+    const follower = new ConsoleRuntime(h.rt.database, h.rt.options);
+    await updateTuner(follower, OPERATOR, { lbId: LB, guardrails: { maxErrorRate: 0.1 } });
+    await rt2.tuners.reconcile();
+    for (const event of ring.slice(20)) rt2.telemetry.ingest(LB, event);
+    await rt2.tuners.idle();
+    assert.deepEqual(await windowOf(rt2), before);
+    assert.equal((await tunerByLb(rt2, { lbId: LB })).steps.length, 0, "no window closed on requests counted twice");
+  });
+
+  test("a change made on another console keeps the window the leader measured since the run was written", async () => {
+    await paperRequests(h.rt, 30);
+    const before = await windowOf(h.rt);
+    assert.deepEqual(before, { window: 90, samplesSinceEvaluation: 90, step: 0 });
+    const follower = new ConsoleRuntime(h.rt.database, h.rt.options);
+    await updateTuner(follower, OPERATOR, { lbId: LB, guardrails: { maxErrorRate: 0.1 } });
+    await h.rt.tuners.reconcile();
+    assert.equal((await tunerByLb(h.rt, { lbId: LB })).guardrails.maxErrorRate, 0.1, "the change was taken");
+    assert.deepEqual(await windowOf(h.rt), before);
   });
 });
