@@ -13,10 +13,12 @@
 // - The tuner's state is persisted to tuner_runs after every step, look (the α it spent) and operator
 //   change, each step to tuner_steps, and every new config version that carries the tuner's weights
 //   and trial rebinds and persists it, so a console restart resumes where it stopped. A tuner restored
-//   by start() starts its trial's samples (or its paper window) afresh: the TelemetryHub's replay of
-//   the LB's buffer refills them, so no event counts twice. A reload keeps the samples the run
+//   by start() starts its trial's samples afresh: the TelemetryHub's replay of the LB's buffer
+//   refills them (matched by trial id), so no event counts twice. A reload keeps the samples the run
 //   stored, or those of the copy in memory when it measured more, or always while a replay still
-//   refills that copy (tuner-live.ts, restoreRun).
+//   refills that copy (tuner-live.ts, restoreRun). Paper mode, kept to reproduce GORGO, has a known
+//   limit here: its window, also refilled by the replay, matches samples to no trial, so the replay
+//   brings back requests of windows already scored, and a step after a restart can score them again.
 // - Paused while the LB's policy ignores the weights (routing's Policy.usesCostWeights): no trial, the
 //   incumbent live. Every new config version re-checks the policy.
 // "running" = the tuner is stepping (mode online and started). stop() freezes the incumbent (static).
