@@ -95,6 +95,15 @@ test("without keys required, a Meridian credential in any other form than `Beare
     `Basic x, Bearer ${KEY}`,
     `Token key="${KEY}"`,
     basic,
+    `Token x, ${basic}`,
+    // Wrapped in punctuation, as some clients and copy-pastes send them.
+    `Bearer \u2039${PEER_TOKEN}>`,
+    `Bearer [${PEER_TOKEN}]`,
+    `Bearer+${PEER_TOKEN}`,
+    `Bearer \u201c${KEY}\u201d`,
+    `{${KEY}}`,
+    `token/${KEY}`,
+    `.${PEER_TOKEN}`,
   ]) {
     const check = checkClient(authorization, 0, config(false));
     assert.ok(check.ok, authorization);

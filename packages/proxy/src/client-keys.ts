@@ -17,24 +17,33 @@ import type { DigestCompare } from "./lb-credentials";
 /** Credentials of Meridian's own shapes: client keys, LB tokens, peer credentials. */
 const MERIDIAN_CREDENTIAL_PREFIXES = [CLIENT_KEY_PREFIX, LB_TOKEN_PREFIX, PEER_CREDENTIAL_PREFIX];
 
-/** What separates a token from a scheme, an auth-param's name or quotes, or another token: never a
- * character inside a base64url word, a base64 word (before its padding) or a JWT, whose segments stay
- * one word with their dots (a JWT's signature may well start with "mk_"). */
-const AROUND_TOKENS = /[\s,;:="'()]+/;
+/** A JWT: three base64url segments, the first a JSON header ("eyJ"). Its segments are one opaque
+ * token: a signature may well start with "mk_". */
+const JWT = /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
 
-const meridianShaped = (text: string): boolean =>
-  text.split(AROUND_TOKENS).some((word) => MERIDIAN_CREDENTIAL_PREFIXES.some((prefix) => word.startsWith(prefix)));
+/** Whether `text` holds a word of Meridian's credential shapes. Words are runs of base64url and dots;
+ * anything else separates them (spaces, quotes of any kind, brackets, `+`, `/`, `=`, `:`), and a
+ * word's dot-separated parts are words too, except in a JWT. */
+function meridianShaped(text: string): boolean {
+  return text
+    .split(/[^A-Za-z0-9_.-]+/)
+    .flatMap((word) => (JWT.test(word) ? [word] : [word, ...word.split(".")]))
+    .some((word) => MERIDIAN_CREDENTIAL_PREFIXES.some((prefix) => word.startsWith(prefix)));
+}
 
 /**
  * Whether an Authorization value holds a credential of Meridian's shapes in any form: as a bearer,
- * alone, under another scheme (`Token mlt_…`), beside a stray word, after `Bearer:`, or as a Basic
- * user or password (base64, which the engine can decode). Only an exact `Bearer <token>` is parsed
- * as a key, and every other value went to the engine as it came, an LB token with it.
+ * alone, under another scheme (`Token mlt_…`), beside a stray word or punctuation, after `Bearer:`,
+ * or as a Basic user or password (base64, which the engine can decode) wherever Basic stands in the
+ * value. Only an exact `Bearer <token>` is parsed as a key, and every other value went to the engine
+ * as it came, an LB token with it.
  */
 function holdsMeridianCredential(authorization: string): boolean {
   if (meridianShaped(authorization)) return true;
-  const basic = /^\s*Basic\s+(\S+)/i.exec(authorization);
-  return basic !== null && meridianShaped(Buffer.from(basic[1] as string, "base64").toString("latin1"));
+  for (const [, encoded] of authorization.matchAll(/\bBasic\s+([A-Za-z0-9+/=_-]+)/gi)) {
+    if (meridianShaped(Buffer.from(encoded as string, "base64").toString("latin1"))) return true;
+  }
+  return false;
 }
 
 /** The Authorization header an engine may see: none when it holds anything of Meridian's. */
