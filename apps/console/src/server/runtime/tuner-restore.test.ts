@@ -67,6 +67,23 @@ async function restart(h: Harness, order: string[] = [PEER, LB]): Promise<Consol
   return rt;
 }
 
+/** A restart whose leader has replayed 20 of lb-a's events when a follower's change moves the run
+ * and the leader's reconcile reloads it; then the rest of the replay. */
+async function restartWithChangeMidReplay(h: Harness): Promise<ConsoleRuntime> {
+  const rt = new ConsoleRuntime(h.rt.database, h.rt.options);
+  await rt.tuners.start();
+  const ring = rings.get(LB)!;
+  for (const event of ring.slice(0, 20)) rt.telemetry.ingest(LB, event);
+  await rt.tuners.idle();
+  const follower = new ConsoleRuntime(h.rt.database, h.rt.options);
+  await updateTuner(follower, OPERATOR, { lbId: LB, guardrails: { maxErrorRate: 0.1 } });
+  await rt.tuners.reconcile();
+  assert.equal((await tunerByLb(rt, { lbId: LB })).guardrails.maxErrorRate, 0.1, "the change was taken");
+  for (const event of ring.slice(20)) rt.telemetry.ingest(LB, event);
+  await rt.tuners.idle();
+  return rt;
+}
+
 const trialState = async (rt: ConsoleRuntime) => (await rt.tuners.ensure(LB)).tuner.state().trial!;
 
 async function storedTrial(rt: ConsoleRuntime) {
@@ -147,19 +164,7 @@ describe("a running trial, read again", () => {
   test("a change made on another console during a restart's replay leaves every replayed request counted once", async () => {
     await trialRequests(h.rt, 100);
     const before = await trialState(h.rt);
-    // The restarted leader has replayed 20 of lb-a's 100 events when a follower's change moves the
-    // run and the leader's reconcile reloads it; the rest of the replay follows.
-    const rt2 = new ConsoleRuntime(h.rt.database, h.rt.options);
-    await rt2.tuners.start();
-    const ring = rings.get(LB)!;
-    for (const event of ring.slice(0, 20)) rt2.telemetry.ingest(LB, event);
-    await rt2.tuners.idle();
-    const follower = new ConsoleRuntime(h.rt.database, h.rt.options);
-    await updateTuner(follower, OPERATOR, { lbId: LB, guardrails: { maxErrorRate: 0.1 } });
-    await rt2.tuners.reconcile();
-    assert.equal((await tunerByLb(rt2, { lbId: LB })).guardrails.maxErrorRate, 0.1, "the change was taken");
-    for (const event of ring.slice(20)) rt2.telemetry.ingest(LB, event);
-    await rt2.tuners.idle();
+    const rt2 = await restartWithChangeMidReplay(h);
     const after = await trialState(rt2);
     assert.equal(after.id, before.id);
     assert.deepEqual([after.samples.length, after.looks, after.alphaSpent], [100, 2, before.alphaSpent]);
@@ -210,16 +215,7 @@ describe("a paper-mode tuner's window, read again", () => {
   test("a change made on another console during a restart's replay leaves every replayed request counted once", async () => {
     const before = await windowOf(h.rt);
     assert.deepEqual(before, { window: 60, samplesSinceEvaluation: 60, step: 0 });
-    const rt2 = new ConsoleRuntime(h.rt.database, h.rt.options);
-    await rt2.tuners.start();
-    const ring = rings.get(LB)!;
-    for (const event of ring.slice(0, 20)) rt2.telemetry.ingest(LB, event);
-    await rt2.tuners.idle();
-    const follower = new ConsoleRuntime(h.rt.database, h.rt.options);
-    await updateTuner(follower, OPERATOR, { lbId: LB, guardrails: { maxErrorRate: 0.1 } });
-    await rt2.tuners.reconcile();
-    for (const event of ring.slice(20)) rt2.telemetry.ingest(LB, event);
-    await rt2.tuners.idle();
+    const rt2 = await restartWithChangeMidReplay(h);
     assert.deepEqual(await windowOf(rt2), before);
     assert.equal((await tunerByLb(rt2, { lbId: LB })).steps.length, 0, "no window closed on requests counted twice");
   });
