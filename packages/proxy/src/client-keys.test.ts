@@ -104,6 +104,13 @@ test("without keys required, a Meridian credential in any other form than `Beare
     `{${KEY}}`,
     `token/${KEY}`,
     `.${PEER_TOKEN}`,
+    // Glued to its scheme, and Basic however it is written.
+    `Bearer${PEER_TOKEN}`,
+    `Bearer${KEY}`,
+    `Basic: ${basic.slice(6)}`,
+    `Basic=${basic.slice(6)}`,
+    `Basic "${basic.slice(6)}"`,
+    `Basic${basic.slice(6)}`,
   ]) {
     const check = checkClient(authorization, 0, config(false));
     assert.ok(check.ok, authorization);
@@ -112,7 +119,10 @@ test("without keys required, a Meridian credential in any other form than `Beare
   // An engine's own credential in whatever form the engine takes it still goes through, a JWT whose
   // signature starts with "mk_" too (its segments are one word with their dots).
   const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyLTQyIn0.mk_" + "s".repeat(40);
-  for (const authorization of ["sk-engine-key", "Token sk-engine-key", "Basic dXNlcjpwdw==", `Bearer ${jwt}`, jwt]) {
+  // A JWE's and a PASETO token's random segments may start like a prefix too.
+  const jwe = `eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0..mk_${"i".repeat(13)}.mlt_${"c".repeat(60)}.mlp_${"t".repeat(18)}`;
+  const paseto = `v4.local.mlt_${"p".repeat(120)}`;
+  for (const authorization of ["sk-engine-key", "Token sk-engine-key", "Basic dXNlcjpwdw==", `Bearer ${jwt}`, jwt, `Bearer ${jwe}`, `Bearer ${paseto}`]) {
     assert.equal((checkClient(authorization, 0, config(false)) as { forwardAuthorization: string | null }).forwardAuthorization, authorization);
   }
 });

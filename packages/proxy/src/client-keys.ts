@@ -17,30 +17,32 @@ import type { DigestCompare } from "./lb-credentials";
 /** Credentials of Meridian's own shapes: client keys, LB tokens, peer credentials. */
 const MERIDIAN_CREDENTIAL_PREFIXES = [CLIENT_KEY_PREFIX, LB_TOKEN_PREFIX, PEER_CREDENTIAL_PREFIX];
 
-/** A JWT: three base64url segments, the first a JSON header ("eyJ"). Its segments are one opaque
- * token: a signature may well start with "mk_". */
-const JWT = /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*$/;
+/** A whole credential of one of Meridian's shapes (packages/protocol/src/credentials.ts: a prefix, a
+ * client key's 12-hex id, 43 base64url characters), ending where its characters end. Found anywhere,
+ * also glued to a scheme (`Bearermlt_…`) or after a dot. The full length makes a chance match inside
+ * an engine's own random token (a JWE's or PASETO's segment) about 1 in 16 million. */
+const WHOLE_CREDENTIAL = new RegExp(`(?:${LB_TOKEN_PREFIX}|${PEER_CREDENTIAL_PREFIX}|${CLIENT_KEY_PREFIX}[0-9a-f]{12}_)[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])`);
 
-/** Whether `text` holds a word of Meridian's credential shapes. Words are runs of base64url and dots;
- * anything else separates them (spaces, quotes of any kind, brackets, `+`, `/`, `=`, `:`), and a
- * word's dot-separated parts are words too, except in a JWT. */
+/** Whether `text` holds a Meridian credential: a whole one anywhere, or a word that starts with one
+ * of the prefixes (a key with a typo too). Words are runs of base64url and dots; anything else
+ * separates them (spaces, quotes of any kind, brackets, `+`, `/`, `=`, `:`). A JWT, JWE or PASETO
+ * token is one word, so a random segment of it that starts like a prefix is no credential. */
 function meridianShaped(text: string): boolean {
-  return text
-    .split(/[^A-Za-z0-9_.-]+/)
-    .flatMap((word) => (JWT.test(word) ? [word] : [word, ...word.split(".")]))
-    .some((word) => MERIDIAN_CREDENTIAL_PREFIXES.some((prefix) => word.startsWith(prefix)));
+  if (WHOLE_CREDENTIAL.test(text)) return true;
+  return text.split(/[^A-Za-z0-9_.-]+/).some((word) => MERIDIAN_CREDENTIAL_PREFIXES.some((prefix) => word.startsWith(prefix)));
 }
 
 /**
  * Whether an Authorization value holds a credential of Meridian's shapes in any form: as a bearer,
  * alone, under another scheme (`Token mlt_…`), beside a stray word or punctuation, after `Bearer:`,
- * or as a Basic user or password (base64, which the engine can decode) wherever Basic stands in the
- * value. Only an exact `Bearer <token>` is parsed as a key, and every other value went to the engine
- * as it came, an LB token with it.
+ * glued to a scheme, or as a Basic user or password (base64, which the engine can decode) wherever
+ * Basic stands in the value, however it is written after (`Basic:`, `Basic=`, quoted). Only an exact
+ * `Bearer <token>` is parsed as a key, and every other value went to the engine as it came, an LB
+ * token with it.
  */
 function holdsMeridianCredential(authorization: string): boolean {
   if (meridianShaped(authorization)) return true;
-  for (const [, encoded] of authorization.matchAll(/\bBasic\s+([A-Za-z0-9+/=_-]+)/gi)) {
+  for (const [, encoded] of authorization.matchAll(/Basic[^A-Za-z0-9+/]*([A-Za-z0-9+/=_-]+)/gi)) {
     if (meridianShaped(Buffer.from(encoded as string, "base64").toString("latin1"))) return true;
   }
   return false;
