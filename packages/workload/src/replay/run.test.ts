@@ -4,7 +4,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import { stubsClosedAfter } from "../../test/sse-stub";
 import { bundledTracePath } from "../trace/bundled";
 import type { TraceRowError } from "../trace/reader";
@@ -13,6 +13,18 @@ import { runReplay, startLoadGenerator } from "./run";
 import { percentile, type ReplayRecord, type ReplaySummary } from "./stats";
 
 const stub = stubsClosedAfter();
+
+// A run's signal has a listener per request in flight, each removed when it ends: no run in this
+// file may make Node warn of a listener leak (it did with more than 10 requests at once).
+const leakWarnings: string[] = [];
+const onWarning = (warning: Error): void => {
+  if (warning.name === "MaxListenersExceededWarning") leakWarnings.push(warning.message);
+};
+process.on("warning", onWarning);
+after(() => {
+  process.off("warning", onWarning);
+  assert.deepEqual(leakWarnings, []);
+});
 
 /** Waits until `count()` has not changed for 300 ms (at most 5 s). */
 async function settle(count: () => number): Promise<void> {

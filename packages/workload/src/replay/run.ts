@@ -7,6 +7,7 @@
 //
 // runReplay() is bounded (trace end, duration or max requests); startLoadGenerator() runs the
 // multi-turn generator until stop(), for the demo fleet.
+import { setMaxListeners } from "node:events";
 import { performance } from "node:perf_hooks";
 import { Agent, type Dispatcher } from "undici";
 import type { MultiTurnOptions } from "../generator/multi-turn";
@@ -103,6 +104,13 @@ class Slots {
     if (next) next();
     else this.free++;
   }
+}
+
+/** A run's signal has a listener for every request in flight (streamChat) and every sleep, each
+ * removed when it ends. Past 10 at once Node warned of a listener leak that is none ("Possible
+ * EventTarget memory leak detected", printed by every demo). */
+function quietListeners(signal: AbortSignal): void {
+  setMaxListeners(0, signal);
 }
 
 /** Sleeps until performance.now() ≥ at, or the signal aborts. */
@@ -295,6 +303,7 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplaySummar
     throw error;
   }
   const controller = new AbortController();
+  quietListeners(controller.signal);
   const onAbort = (): void => controller.abort();
   // A signal already aborted fires no "abort" event: without the check the whole trace was sent.
   if (options.signal?.aborted) controller.abort();
@@ -354,6 +363,7 @@ export interface LoadGenerator {
  */
 export function startLoadGenerator(options: LoadGeneratorOptions): LoadGenerator {
   const controller = new AbortController();
+  quietListeners(controller.signal);
   const resolver = resolverFor(options);
   const keep = options.keepRecords ?? 5000;
   let records: ReplayRecord[] = [];
