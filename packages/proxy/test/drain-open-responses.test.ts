@@ -8,7 +8,7 @@
 // process, on 127.0.0.1.
 import { strict as assert } from "node:assert";
 import { connect } from "node:net";
-import { test } from "node:test";
+import { type TestContext, test } from "node:test";
 import { request } from "undici";
 import { adminGet, chatBody, lbConfig, startHeldReplicaLb, startLb, waitFor } from "./helpers";
 import { startRecordingEngine } from "./recording-engine";
@@ -23,12 +23,22 @@ function engineAnswering(bytes: number) {
   return startRecordingEngine((_seen, res) => void res.writeHead(200, { "content-type": "application/json" }).end(answer));
 }
 
-test("a request still sending its body when the drain begins is served, not reset", async (t) => {
-  const engine = await engineAnswering(2);
+/** An LB with a healthy replica answering `bytes` characters, both closed after the test. */
+async function fleetAnswering(t: TestContext, bytes: number, limits: Record<string, number> = {}) {
+  const engine = await engineAnswering(bytes);
   t.after(() => engine.close());
-  const lb = await startLb(lbConfig("lb-us", "us-ashburn", [engine]));
+  const lb = await startLb(lbConfig("lb-us", "us-ashburn", [engine], { limits } as never));
   t.after(() => lb.close());
   await healthy(lb);
+  return { engine, lb };
+}
+
+/** The head of a chat request sent by hand on a raw socket, for a body of `length` bytes. */
+const chatHead = (length: number, headers = "") =>
+  `POST /v1/chat/completions HTTP/1.1\r\nhost: lb\r\n${headers}content-type: application/json\r\ncontent-length: ${length}\r\n\r\n`;
+
+test("a request still sending its body when the drain begins is served, not reset", async (t) => {
+  const { engine, lb } = await fleetAnswering(t, 2);
   const body = Buffer.from(JSON.stringify(chatBody("uploaded slowly")));
   const socket = connect(lb.port, "127.0.0.1");
   t.after(() => socket.destroy());
@@ -38,7 +48,7 @@ test("a request still sending its body when the drain begins is served, not rese
     socket.once("close", () => resolve("closed"));
     socket.once("error", (error: NodeJS.ErrnoException) => resolve(`error ${error.code}`));
   });
-  socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: lb\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`);
+  socket.write(chatHead(body.length));
   socket.write(body.subarray(0, 20));
   await waitFor("the LB to have the request", () => lb.openResponses() === 1);
 
@@ -51,11 +61,7 @@ test("a request still sending its body when the drain begins is served, not rese
 });
 
 test("an answer still on its way to the client when the drain begins reaches it whole", async (t) => {
-  const engine = await engineAnswering(12 * 1024 * 1024);
-  t.after(() => engine.close());
-  const lb = await startLb(lbConfig("lb-us", "us-ashburn", [engine]));
-  t.after(() => lb.close());
-  await healthy(lb);
+  const { lb } = await fleetAnswering(t, 12 * 1024 * 1024);
   const response = await request(`${lb.url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -74,16 +80,12 @@ test("an answer still on its way to the client when the drain begins reaches it 
 });
 
 test("a client that stops reading an answer the LB held whole is dropped after limits.bodyTimeoutMs", async (t) => {
-  const engine = await engineAnswering(12 * 1024 * 1024);
-  t.after(() => engine.close());
-  const lb = await startLb(lbConfig("lb-us", "us-ashburn", [engine], { limits: { bodyTimeoutMs: 300 } } as never));
-  t.after(() => lb.close());
-  await healthy(lb);
+  const { lb } = await fleetAnswering(t, 12 * 1024 * 1024, { bodyTimeoutMs: 300 });
   const body = JSON.stringify(chatBody("an answer never read"));
   const socket = connect(lb.port, "127.0.0.1");
   t.after(() => socket.destroy());
   socket.pause(); // reads nothing
-  socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: lb\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  socket.write(chatHead(Buffer.byteLength(body)) + body);
   await waitFor("the exchange to end at the LB", () => lb.balancer.telemetry.since(0).some((event) => event.status === 200), 15_000);
   // Dropped: the response closes at the LB, and what the client did not take is freed.
   await waitFor("the LB to drop the client that reads nothing", () => lb.openResponses() === 0, 15_000);
@@ -94,11 +96,7 @@ test("a client that stops reading an answer the LB held whole is dropped after l
 });
 
 test("a client reading an answer the LB held whole slowly but steadily gets all of it", async (t) => {
-  const engine = await engineAnswering(12 * 1024 * 1024);
-  t.after(() => engine.close());
-  const lb = await startLb(lbConfig("lb-us", "us-ashburn", [engine], { limits: { bodyTimeoutMs: 1_000 } } as never));
-  t.after(() => lb.close());
-  await healthy(lb);
+  const { lb } = await fleetAnswering(t, 12 * 1024 * 1024, { bodyTimeoutMs: 1_000 });
   const body = JSON.stringify(chatBody("an answer read slowly"));
   const socket = connect(lb.port, "127.0.0.1");
   t.after(() => socket.destroy());
@@ -115,9 +113,7 @@ test("a client reading an answer the LB held whole slowly but steadily gets all 
     if (received >= allowed) socket.pause();
   });
   const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
-  socket.write(
-    `POST /v1/chat/completions HTTP/1.1\r\nhost: lb\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
+  socket.write(chatHead(Buffer.byteLength(body), "connection: close\r\n") + body);
   await closed;
   assert.ok(received > 12 * 1024 * 1024, `the connection closed after ${received} bytes of a 12 MiB answer`);
 });
@@ -128,7 +124,7 @@ test("a pipelined request whose client hangs up stops counting as open", async (
   const { lb, engine } = fleet;
   const request = (text: string) => {
     const body = JSON.stringify(chatBody(text));
-    return `POST /v1/chat/completions HTTP/1.1\r\nhost: lb\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    return chatHead(Buffer.byteLength(body)) + body;
   };
   const socket = connect(lb.port, "127.0.0.1");
   socket.on("error", () => {});
