@@ -12,6 +12,10 @@ test("URLs an LB or the console's admin calls cannot use are refused with the re
     ["http://127.0.0.1:0", /port 0/],
     ["http://127.0.0.1:8000/?v=1", /query string/],
     ["http://127.0.0.1:8000/#top", /fragment/],
+    // A bare "?" or "#" has an empty URL.search / URL.hash, yet still swallows every path joined on.
+    ["http://127.0.0.1:8000/?", /query string/],
+    ["http://127.0.0.1:8000/meridian?/", /query string/],
+    ["http://127.0.0.1:8000/#", /fragment/],
     ["http://user:secret@127.0.0.1:8000", /credentials/],
     ["ftp://127.0.0.1:8000", /not a URL an LB accepts/],
   ] as const) {

@@ -15,13 +15,14 @@ export function requireHttpUrl(field: string, value: string): string {
   }
   // Paths are joined onto this URL (the admin API's, an engine's /v1/...): a query or a fragment
   // would swallow them, credentials would be sent in every log line, and port 0 answers nothing.
+  // URL.search and URL.hash are "" for a bare "?" or "#" too, which still swallows every joined path.
   const parsed = new URL(url);
   const flaw =
     parsed.port === "0"
       ? "port 0"
-      : parsed.search !== ""
+      : parsed.search !== "" || url.includes("?")
         ? "a query string"
-        : parsed.hash !== ""
+        : parsed.hash !== "" || url.includes("#")
           ? "a fragment"
           : parsed.username !== "" || parsed.password !== ""
             ? "credentials"
