@@ -29,6 +29,8 @@ export interface FailoverResult {
   targetLbId: string;
   movedReplicas: string[];
   movedEntrypoints: string[];
+  /** Failed-over LBs this LB stood in for, whose stand-in the target became (a failover chain). */
+  nowStandsInFor?: string[];
 }
 
 export class FailoverService {
@@ -54,6 +56,10 @@ export class FailoverService {
             : `cannot fail over "${lb.name}": no other load balancer is healthy (and has proved it holds its token) to take its replicas and entrypoint`,
         );
       }
+      // Locked too, and read again: a delete of the target that committed meanwhile (PostgreSQL) would
+      // otherwise undo this failover through its foreign keys, and one still running waits for us.
+      const [lockedTarget] = await forUpdate(tx, tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, target.id)).limit(1));
+      if (lockedTarget?.state !== "healthy") throw precondition(`load balancer "${target.name}" changed while "${lb.name}" failed over to it; try again`);
       // Replicas served by the failed LB: its own, and any it had taken over from an earlier failover.
       const moved = (await tx.db.select().from(replicas)).filter((r) => (r.rehomedToLbId ?? r.homeLbId) === lb.id);
       if (moved.length > 0) {
@@ -75,6 +81,14 @@ export class FailoverService {
       const entries = await tx.db.select().from(entrypoints).where(eq(entrypoints.lbId, lb.id));
       const now = Date.now();
       await tx.db.update(entrypoints).set({ lbId: target.id, updatedAt: now }).where(eq(entrypoints.lbId, lb.id));
+      // LBs failed over to this one are now stood in for by the target, which took their replicas and
+      // entrypoints above: a replica later homed on one of them is served where its region-mates are
+      // (home-lb.ts, rehomedTarget), never by this LB, which is pushed nothing while failed over.
+      const standIns = await tx.db
+        .update(loadBalancers)
+        .set({ failedOverTo: target.id })
+        .where(eq(loadBalancers.failedOverTo, lb.id))
+        .returning({ id: loadBalancers.id });
       // The state read above is a condition of the write: a change that slipped in between (the
       // lock is PostgreSQL's only) refuses this failover rather than overwriting it.
       const changed = await tx.db
@@ -93,6 +107,7 @@ export class FailoverService {
         targetLbId: target.id,
         movedReplicas: moved.map((r) => r.id),
         movedEntrypoints: entries.map((e) => e.regionId),
+        ...(standIns.length > 0 ? { nowStandsInFor: standIns.map((l) => l.id) } : {}),
       };
       await recordAudit(
         tx,

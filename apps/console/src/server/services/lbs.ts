@@ -9,9 +9,11 @@ import { conflict, invalid, notFound, precondition } from "../errors";
 import { effectiveHome } from "../runtime/config-builder";
 import type { EntrypointResolution } from "../runtime/entrypoint-resolver";
 import type { FailoverResult } from "../runtime/failover";
+import { forUpdate } from "../runtime/row-lock";
 import { afterCommit } from "./after-commit";
 import type { ServiceRuntime } from "./context";
 import { assignDefaultHomes } from "./home-lb";
+import { claimEntrypoint, entrypointHeldAway, handOverEntrypoints } from "./lb-entrypoints";
 import { newId } from "./ids";
 import { issueFirstToken, lbCredentialView, type LbCredentialView } from "./lb-tokens";
 import { type LimitsSet, limitsView, type LimitsView, requireLimits } from "./lbs-limits";
@@ -149,7 +151,7 @@ export async function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput,
   const limitsJson = input.limits !== undefined ? requireLimits(input.limits) : null;
   const routingSettingsJson = input.routingSettings !== undefined ? requireRoutingSettings(input.routingSettings) : null;
   const { id, keyId, token } = await rt.store.transaction(async (tx) => {
-    const { entrypoints, loadBalancers } = tx.tables;
+    const { loadBalancers } = tx.tables;
     if ((await tx.db.select({ id: loadBalancers.id }).from(loadBalancers).where(sameName(loadBalancers.name, input.name)).limit(1)).length > 0) {
       throw conflict(`a load balancer named "${input.name}" already exists`);
     }
@@ -174,9 +176,9 @@ export async function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput,
       createdAt: now,
     };
     await tx.db.insert(loadBalancers).values(row);
-    // The first LB of a region becomes its entrypoint.
-    await tx.db.insert(entrypoints).values({ regionId: region.id, lbId: id, updatedAt: now }).onConflictDoNothing({ target: entrypoints.regionId });
     await recordAudit(tx, actor, "lb.create", `lb:${id}`, null, row);
+    // The first LB of a region becomes its entrypoint (or the first since its last LB left failed over).
+    await claimEntrypoint(tx, actor, region.id, id);
     // Replicas created while their region had no LB belong to it now.
     await assignDefaultHomes(tx, actor, region.id);
     return { id, ...(await issueFirstToken(rt, tx, actor, id)) };
@@ -195,7 +197,9 @@ export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: st
   const routingSettingsJson = input.routingSettings !== undefined ? requireRoutingSettings(input.routingSettings) : undefined;
   await rt.store.transaction(async (tx) => {
     const { entrypoints, loadBalancers } = tx.tables;
-    const [before] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).limit(1);
+    // Locked (PostgreSQL): a failover to this LB committing between the checks below and the move
+    // would leave it standing in from another region; one waiting for the lock reads the move.
+    const [before] = await forUpdate(tx, tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).limit(1));
     if (!before) throw notFound("load balancer", input.id);
     if (
       input.name !== undefined &&
@@ -220,6 +224,9 @@ export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: st
       routingSettingsJson: routingSettingsJson ?? before.routingSettingsJson,
     };
     const moved = after.regionId !== before.regionId;
+    // A failed-over LB that moves leaves its old region's entrypoint to entrypointHeldAway: its
+    // failback must not take the new region's.
+    if (moved && before.state === "failed-over") after.failedOverEntrypoint = false;
     // A move takes the LB out of its region as a delete does, and into the new one as a create does.
     if (moved) await requireServesNothing(tx, before, "home them on another LB of their region first");
     // Its old region's clients go to another LB there (another region's entrypoint it stands for stays).
@@ -230,24 +237,16 @@ export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: st
           .where(and(eq(entrypoints.lbId, input.id), eq(entrypoints.regionId, before.regionId)))
       : [];
     const heldAway = moved ? await entrypointHeldAway(tx, before) : [];
-    await tx.db
-      .update(loadBalancers)
-      .set({
-        name: after.name,
-        url: after.url,
-        adminUrl: after.adminUrl,
-        regionId: after.regionId,
-        limitsJson: after.limitsJson,
-        routingSettingsJson: after.routingSettingsJson,
-      })
-      .where(eq(loadBalancers.id, input.id));
+    // Only what the operator changed is written, as updateReplica does: a column this edit did not
+    // touch (the LB's own limits, adopted at its first probe) is never written back from the read.
+    const patch = Object.fromEntries(
+      (Object.keys(after) as (keyof LoadBalancerRow)[]).filter((k) => after[k] !== before[k]).map((k) => [k, after[k]]),
+    ) as Partial<LoadBalancerRow>;
+    if (Object.keys(patch).length > 0) await tx.db.update(loadBalancers).set(patch).where(eq(loadBalancers.id, input.id));
     if (moved) {
       await handOverEntrypoints(tx, leftBehind);
       await handOverEntrypoints(tx, heldAway, { keepUnlessReplaced: true });
-      await tx.db
-        .insert(entrypoints)
-        .values({ regionId: after.regionId, lbId: input.id, updatedAt: Date.now() })
-        .onConflictDoNothing({ target: entrypoints.regionId });
+      await claimEntrypoint(tx, actor, after.regionId, input.id);
     }
     await recordAudit(tx, actor, "lb.update", `lb:${input.id}`, before, after);
     if (moved) await assignDefaultHomes(tx, actor, after.regionId);
@@ -273,43 +272,13 @@ async function requireServesNothing(tx: Queryable, lb: LoadBalancerRow, remedy: 
   }
 }
 
-/** Entrypoints an LB gave up (deleted with it, or left behind by a move) go to another LB of the
- * same region when there is one: the first by name, as a replica's default home (home-lb.ts).
- * `keepUnlessReplaced`: an entrypoint with no other LB in its region stays where it is. */
-async function handOverEntrypoints(
-  tx: Queryable,
-  given: Array<{ regionId: string; lbId: string }>,
-  options: { keepUnlessReplaced?: boolean } = {},
-): Promise<void> {
-  const { entrypoints, loadBalancers } = tx.tables;
-  for (const entry of given) {
-    const [replacement] = await tx.db
-      .select()
-      .from(loadBalancers)
-      .where(and(eq(loadBalancers.regionId, entry.regionId), ne(loadBalancers.id, entry.lbId)))
-      .orderBy(loadBalancers.name)
-      .limit(1);
-    if (!replacement && options.keepUnlessReplaced) continue;
-    await tx.db.delete(entrypoints).where(and(eq(entrypoints.regionId, entry.regionId), eq(entrypoints.lbId, entry.lbId)));
-    if (replacement) await tx.db.insert(entrypoints).values({ regionId: entry.regionId, lbId: replacement.id, updatedAt: Date.now() });
-  }
-}
-
-/** The region's entrypoint that `lb`'s failover handed to a stand-in (in another region, as a rule).
- * An LB that leaves its region failed over never fails back, so nothing would bring the region's
- * clients home: it goes to an LB of the region when there is one (handOverEntrypoints), and stays
- * with the stand-in when there is none. */
-async function entrypointHeldAway(tx: Queryable, lb: LoadBalancerRow): Promise<Array<{ regionId: string; lbId: string }>> {
-  if (lb.state !== "failed-over" || lb.failedOverEntrypoint === false) return [];
-  const { entrypoints } = tx.tables;
-  const [entry] = await tx.db.select().from(entrypoints).where(eq(entrypoints.regionId, lb.regionId)).limit(1);
-  return entry && entry.lbId !== lb.id ? [entry] : [];
-}
-
 export async function deleteLb(rt: ServiceRuntime, actor: Actor, input: { id: string }): Promise<void> {
   await rt.store.transaction(async (tx) => {
     const { entrypoints, loadBalancers } = tx.tables;
-    const [before] = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).limit(1);
+    // Locked (PostgreSQL): a failover to this LB that committed between the check and the delete
+    // would be undone by the foreign keys (its replicas back on the failed LB, the entrypoints
+    // gone); failover locks its target too, so one of the two waits and then refuses.
+    const [before] = await forUpdate(tx, tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, input.id)).limit(1));
     if (!before) throw notFound("load balancer", input.id);
     await requireServesNothing(tx, before, "move or delete them first");
     const entries = await tx.db.select().from(entrypoints).where(eq(entrypoints.lbId, input.id));

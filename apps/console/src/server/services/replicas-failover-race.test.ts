@@ -7,9 +7,9 @@
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
 import { eq } from "drizzle-orm";
-import type { Queryable, Store } from "@meridian/db";
 import { createHarness, type Harness, OPERATOR } from "../testing/harness";
 import type { FakeLb } from "../testing/fake-lb";
+import { holdWrites } from "../testing/held-writes";
 import { startTwoRegionFleet } from "../testing/two-region-fleet";
 import { updateReplica } from "./replicas";
 
@@ -26,44 +26,14 @@ after(async () => {
 
 test("a replica edited while its LB fails over stays re-homed to the stand-in", async (t) => {
   if (h.rt.store.dialect !== "pg") return t.skip("SQLite serialises write transactions");
-  let readDone!: () => void;
-  const read = new Promise<void>((r) => (readDone = r));
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
   // The service's own store, with the UPDATE of the replica held until the failover committed.
-  const store: Store = {
-    ...h.rt.store,
-    transaction: (work) =>
-      h.rt.store.transaction((tx) => {
-        const db = new Proxy(tx.db, {
-          get(target, prop) {
-            const value = Reflect.get(target, prop, target);
-            if (prop !== "update") return typeof value === "function" ? value.bind(target) : value;
-            return (...args: unknown[]) => {
-              readDone();
-              const builder = (value as (...a: unknown[]) => object).apply(target, args) as {
-                set: (v: unknown) => { where: (w: unknown) => PromiseLike<unknown> };
-              };
-              return {
-                set: (v: unknown) => ({
-                  where: async (w: unknown) => {
-                    await gate;
-                    return await builder.set(v).where(w);
-                  },
-                }),
-              };
-            };
-          },
-        });
-        return work({ ...tx, db } as Queryable);
-      }),
-  };
-  const rt = Object.create(h.rt, { store: { value: store } });
+  const held = holdWrites(h.rt.store, "update");
+  const rt = Object.create(h.rt, { store: { value: held.store } });
   const edit = updateReplica(rt, OPERATOR, { id: "us-a", url: "http://127.0.0.1:10" });
-  await read; // the edit has read the replica and is about to write it
+  await held.reached; // the edit has read the replica and is about to write it
   const failover = await h.rt.failover.failover("lb-us", OPERATOR);
   assert.deepEqual(failover.movedReplicas, ["us-a"]);
-  release();
+  held.release();
   await edit;
   const { replicas } = h.rt.store.tables;
   const [row] = await h.rt.store.db.select().from(replicas).where(eq(replicas.id, "us-a"));

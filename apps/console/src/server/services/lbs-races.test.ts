@@ -1,0 +1,92 @@
+// An LB's delete or edit racing a failover or the adoption of its own settings, on PostgreSQL (read
+// committed): each must end as if the two had run one after the other. The service's write is held
+// (held-writes.ts) until the other side has either committed or is seen waiting for the LB's row
+// lock; SQLite serialises write transactions, so these tests run on PostgreSQL only.
+import { strict as assert } from "node:assert";
+import { after, beforeEach, test } from "node:test";
+import { eq } from "drizzle-orm";
+import pino from "pino";
+import { LB_CONFIG_SCHEMA, parseLbConfig } from "@meridian/protocol";
+import { SYSTEM_HEALTH } from "../audit-trail";
+import { SettingsAdoption } from "../runtime/lb-settings-adoption";
+import type { FakeLb } from "../testing/fake-lb";
+import { createHarness, type Harness, OPERATOR, waitFor } from "../testing/harness";
+import { holdWrites, waitingFor } from "../testing/held-writes";
+import { startTwoRegionFleet } from "../testing/two-region-fleet";
+import { createLb, deleteLb, updateLb } from "./lbs";
+import { createRegion } from "./regions";
+
+let h: Harness | null = null;
+let fakes: FakeLb[] = [];
+beforeEach(async () => {
+  await h?.close();
+  for (const lb of fakes) await lb.close();
+  fakes = [];
+  h = await createHarness({ autoFailover: false });
+});
+after(async () => {
+  await h?.close();
+  for (const lb of fakes) await lb.close();
+});
+
+/** Settles with what happened, so that a refusal can be asserted on like a success. */
+const outcome = <T>(work: Promise<T>): Promise<string> =>
+  work.then(
+    () => "done",
+    (error: unknown) => `refused: ${error instanceof Error ? error.message : String(error)}`,
+  );
+
+test("an LB deleted while another fails over to it: the failover is refused, nothing is undone", async (t) => {
+  if (h!.rt.store.dialect !== "pg") return t.skip("SQLite serialises write transactions");
+  fakes = await startTwoRegionFleet(h!, { replicas: { us: ["us-a"], eu: [] } });
+  const held = holdWrites(h!.rt.store, "delete");
+  const deletion = outcome(deleteLb(Object.create(h!.rt, { store: { value: held.store } }), OPERATOR, { id: "lb-eu" }));
+  const { backendPid } = await held.reached; // the delete found that lb-eu serves nothing
+  const failover = outcome(h!.rt.failover.failover("lb-us", OPERATOR));
+  // One of its row locks (a SELECT … FOR UPDATE), for lb-eu's row or behind the config publisher,
+  // which waits for lb-eu's row too.
+  await waitFor(async () => (await waitingFor(h!.database, backendPid, "select%for update%")) > 0, 10_000, "the failover waits for the delete");
+  held.release();
+  assert.equal(await deletion, "done");
+  // Refused either way: lb-eu vanished under its lock, or before it looked for a target.
+  assert.match(await failover, /^refused: (load balancer "lb-eu" changed while "lb-us" failed over to it|cannot fail over "lb-us")/);
+  const { entrypoints, loadBalancers, replicas } = h!.rt.store.tables;
+  const [usA] = await h!.rt.store.db.select().from(replicas).where(eq(replicas.id, "us-a"));
+  const [lbUs] = await h!.rt.store.db.select().from(loadBalancers).where(eq(loadBalancers.id, "lb-us"));
+  const entries = await h!.rt.store.db.select().from(entrypoints);
+  assert.deepEqual(
+    { servedBy: usA?.rehomedToLbId ?? usA?.homeLbId, lbUs: lbUs?.state, entrypoints: entries.map((e) => `${e.regionId}->${e.lbId}`) },
+    { servedBy: "lb-us", lbUs: "healthy", entrypoints: ["us->lb-us"] },
+  );
+});
+
+test("an LB renamed while its own limits are adopted keeps both", async (t) => {
+  if (h!.rt.store.dialect !== "pg") return t.skip("SQLite serialises write transactions");
+  // Registered, never probed or pushed: the LB's first probe adopts what it runs.
+  await createRegion(h!.rt, OPERATOR, { name: "us" });
+  await createLb(h!.rt, OPERATOR, { name: "lb-us", url: "http://127.0.0.1:9", region: "us" });
+  const { loadBalancers } = h!.rt.store.tables;
+  const held = holdWrites(h!.rt.store, "update");
+  const edit = outcome(updateLb(Object.create(h!.rt, { store: { value: held.store } }), OPERATOR, { id: "lb-us", name: "lb-us-east" }));
+  const { backendPid } = await held.reached; // the edit read the row and is about to write it
+  // The LB's first probe: the limits it runs (from its own config file) are adopted.
+  const running = parseLbConfig({ schema: LB_CONFIG_SCHEMA, version: 0, lbId: "lb-us", region: "us", limits: { maxBodyBytes: 32 * 1024 * 1024 } });
+  const adoption = new SettingsAdoption({
+    store: h!.rt.store,
+    log: pino({ level: "silent" }),
+    actor: SYSTEM_HEALTH,
+    readConfig: async () => ({ kind: "config", config: running }),
+  });
+  const [row] = await h!.rt.store.db.select().from(loadBalancers).where(eq(loadBalancers.id, "lb-us"));
+  let adopted = false;
+  const adopting = adoption.beforePush(row!).then((result) => {
+    adopted = true;
+    return result.kind;
+  });
+  await waitFor(async () => adopted || (await waitingFor(h!.database, backendPid)) > 0, 10_000, "the adoption committed or waits for the edit");
+  held.release();
+  assert.equal(await edit, "done");
+  assert.equal(await adopting, "adopted");
+  const [after] = await h!.rt.store.db.select().from(loadBalancers).where(eq(loadBalancers.id, "lb-us"));
+  assert.deepEqual([after?.name, after?.limitsJson], ["lb-us-east", JSON.stringify({ maxBodyBytes: 32 * 1024 * 1024 })]);
+});
