@@ -210,12 +210,23 @@ export class ConfigPublisher {
   }
 
   /** The version the LB reports running (from its /admin/state). An LB that reports less than it
-   * acknowledged lost its config (restarted without its state file): it gets a fresh push. */
+   * acknowledged lost its config (restarted without its state file): it gets a fresh push. One that
+   * reports more than this database ever recorded runs a config the database does not know (it was
+   * restored from a backup): it gets the database's config, numbered above its own (nextVersion).
+   * Both need a second report, as a push that lands between reading the LB's row and its answer
+   * reads one version ahead once. */
   async onReportedVersion(lb: LoadBalancerRow, version: number): Promise<void> {
     const previous = this.reportedVersions.get(lb.id);
     this.reportedVersions.set(lb.id, version);
-    if (version < lb.ackedVersion && previous !== undefined && lb.state !== "failed-over") {
+    const again = previous !== undefined && lb.state !== "failed-over";
+    if (version < lb.ackedVersion && again) {
       this.deps.log.warn({ lbId: lb.id, reported: version, acked: lb.ackedVersion }, "LB lost its config; re-pushing");
+      await this.publish(lb.id, { force: true });
+    } else if (version > lb.configVersion && (previous ?? 0) > lb.configVersion && again) {
+      this.deps.log.warn(
+        { lbId: lb.id, reported: version, recorded: lb.configVersion },
+        "LB runs a config this database never recorded (restored?); re-pushing",
+      );
       await this.publish(lb.id, { force: true });
     } else if (version < lb.configVersion && this.loops.get(lb.id)?.refusedVersion !== lb.configVersion) {
       this.kick(lb.id);
