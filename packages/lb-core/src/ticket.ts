@@ -48,6 +48,10 @@ export interface AdmitInput {
   inputTokens?: number;
   /** Tokens one key stands for when `inputTokens` is given (trace: the block size). */
   tokensPerBlock?: number;
+  /** The engines' cached-token reports for these keys are exact, full hits included: the simulator's
+   * engines over trace keys (RequestView.exactCachedReports). Never for live traffic, token ids
+   * included: a real engine never reports a prompt's last token as cached. Default false. */
+  exactCachedReports?: boolean;
   /** The client presented a valid client key. Only such requests go to a peer whose region requires
    * keys (PeerReport.clientKeysRequired). Default false. */
   clientKeyed?: boolean;
@@ -151,6 +155,8 @@ export class Ticket<J> implements RequestView {
   done = false;
   /** Characters one key stands for: 64 for chat keys (lb-core's admit), undefined for trace keys. */
   keyChars: number | undefined = undefined;
+  /** AdmitInput.exactCachedReports. */
+  exactCachedReports = false;
   /** AdmitInput.clientKeyed. */
   clientKeyed = false;
   /** AdmitInput.entry; null for a client's own request. */
@@ -214,6 +220,7 @@ export function admittedTicket<J>(owner: J, input: AdmitInput, inputTokens: numb
     trial,
   );
   if (input.tokensPerBlock === undefined) ticket.keyChars = DEFAULT_BLOCK_CHARS; // chat keys
+  ticket.exactCachedReports = input.exactCachedReports === true;
   ticket.clientKeyed = input.clientKeyed === true;
   ticket.entry = input.entry ?? null;
   return ticket;

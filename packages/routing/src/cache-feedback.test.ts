@@ -8,8 +8,9 @@ import type { Decision, RequestView } from "./types";
 const TPB = 512;
 const chain = (root: number, n: number) => traceBlockKeys(Array.from({ length: n }, (_, i) => root * 10_000 + i));
 
+/** A trace request as the simulator admits it: its engines report cached blocks exactly. */
 function view(keys: readonly number[], inputTokens = keys.length * TPB): RequestView {
-  return { keys, inputTokens, tokensPerBlock: TPB, sessionKey: "s", clientRegion: "us" };
+  return { keys, inputTokens, tokensPerBlock: TPB, exactCachedReports: true, sessionKey: "s", clientRegion: "us" };
 }
 
 /** What a policy would have decided for `replica` with the index's current match. */
@@ -93,6 +94,23 @@ describe("cache-report feedback", () => {
     const result = applyCacheReport(index, snap, { cachedTokens: 5 * TPB - 100, promptTokens: 5 * TPB - 100 }, 1_500);
     assert.equal(result.verdict, "as-predicted");
     assert.deepEqual([result.trimmed, result.learned, result.horizonMs], [0, 0, null]);
+  });
+
+  it("a lower report on a prompt sharing its first blocks leaves no other prompt predicted past the lost block", () => {
+    const index = new PrefixIndex({ capacityBlocks: 10_000 });
+    const shared = [1, 2, 3, 4, 5, 6]; // a system prompt and tools, 6 blocks
+    const z = traceBlockKeys([...shared, 70, 71, 72, 73, 74, 75]);
+    const p = traceBlockKeys([...shared, 80, 81, 82, 83, 84, 85]);
+    index.learn(z, "r", "LOCAL", 0);
+    index.learn(p, "r", "LOCAL", 10_000);
+    const snap = dispatch(index, view(p), "r", 20_000);
+    assert.equal(snap.predictedBlocks, 12);
+    // The engine served p's first 4 blocks from cache: shared blocks 4 and 5 are gone.
+    const result = applyCacheReport(index, snap, { cachedTokens: 4 * TPB, promptTokens: p.length * TPB }, 21_000);
+    assert.equal(result.verdict, "lower");
+    assert.equal(result.horizonMs, null, "a cut inside one learn: no age evidence to hide z by");
+    assert.equal(index.match(z, 21_000, ["r"]).depthByReplica.get("r"), 4, "z credited whole, past a block the engine lost");
+    assert.equal(index.match(p, 21_000, ["r"]).depthByReplica.get("r"), 4);
   });
 
   it("losing blocks far younger than the replica keeps is a lost cache; ordinary turnover is not", () => {
@@ -215,6 +233,26 @@ describe("rounding slack on chat keys", () => {
     assert.equal(result.horizonMs, null, "the horizon fell to the block's 100 ms age");
   });
 
+  it("keys sized in tokens keep the slack unless the reports are known exact (the simulator's)", () => {
+    // A token-id prompt as the proxy admits it: 16 ids a key, no keyChars, its count exact.
+    const ids = (exactCachedReports: boolean): RequestView => ({
+      keys: chain(6, 4),
+      inputTokens: 64,
+      tokensPerBlock: 16,
+      exactCachedReports,
+      sessionKey: "s",
+      clientRegion: "us",
+    });
+    const judge = (v: RequestView) => {
+      const index = new PrefixIndex({ capacityBlocks: 1000 });
+      index.learn(v.keys, "r", "LOCAL", 0);
+      const snap = dispatch(index, v, "r", 1_000);
+      return applyCacheReport(index, snap, { cachedTokens: vllmCached(64), promptTokens: 64 }, 1_500).verdict;
+    };
+    assert.equal(judge(ids(false)), "as-predicted", "vLLM's full hit on a 64-id prompt (48 cached) read as a lost block");
+    assert.equal(judge(ids(true)), "lower", "an engine that reports exactly held 3 of 4 blocks");
+  });
+
   it("trace keys with agreeing counts still compare exactly", () => {
     const index = new PrefixIndex({ capacityBlocks: 1000 });
     const keys = chain(5, 4);
@@ -230,11 +268,12 @@ describe("horizon bracket", () => {
     keys: chain(8, 10),
     predictedBlocks: depth,
     predictedTokens: depth * TPB,
+    decisionTokens: depth * TPB,
     profile: { depth, runs },
     dispatchedAt: 100,
     inputTokens: 10 * TPB,
     tokensPerBlock: TPB,
-    exactKeys: true,
+    exactReports: true,
     keepMs: null,
   });
 

@@ -29,17 +29,25 @@
 //                         On the simulated conversation trace, normal horizon drops stay above 0.57 of
 //                         the horizon before; a flush drops it to a few percent.
 //
+// Reports are judged against the LB index's own prediction for the chosen replica (its horizon
+// applied), not the decision's: a peer policy (sglang-cache-aware, dynamo-kv, llm-d) or the
+// simulator's oracle predicts from its own state, and a miss that only that state expected says
+// nothing about the index (judged so, three of them cleared the replica as a lost cache). The
+// decision's prediction stays the one the accuracy figures measure (DispatchSnapshot.decisionTokens).
+//
 // Reports are compared in the LB's token units: when the engine's usage.prompt_tokens differs from
 // the LB's estimate (chat text: characters per token is estimated), the cached count is scaled by
-// the ratio. A one-block difference is tolerated as rounding unless the keys are token-exact (trace
-// hash ids, no RequestView.keyChars) and the counts agree: chat keys cut characters, not the engine's
-// pages, and an engine never reports a prompt's last token as cached (vLLM and SGLang compute at
+// the ratio. A one-block difference is tolerated as rounding unless the driver says the reports are
+// exact (RequestView.exactCachedReports: the simulator's engines over trace hash ids) and the counts
+// agree. A real engine never reports a prompt's last token as cached (vLLM and SGLang compute at
 // least one), so a full hit on a page-aligned prompt reads one block short whether or not the
-// estimate happens to equal prompt_tokens.
+// estimate happens to equal prompt_tokens: token-exact keys are not enough (a token-id prompt's full
+// hit read "lower", and a few of them cleared the replica as a lost cache).
 //
 // Bad or missing usage fields (absent, null, NaN, negative, not a number) change nothing and raise
 // nothing: the verdict is `unreported`.
 
+import { cachedTokensOf } from "./policies/common";
 import type { HoldingProfile, PrefixIndex } from "./prefix-index";
 import type { BlockKey, Decision, RequestView } from "./types";
 import { usageNumber } from "./usage";
@@ -48,18 +56,22 @@ import { usageNumber } from "./usage";
 export interface DispatchSnapshot {
   replicaId: string;
   keys: readonly BlockKey[];
-  /** Blocks the policy credited the chosen replica with (its horizon applied). */
+  /** Blocks the LB's index credited the chosen replica with (its horizon applied): what the report is
+   * judged against. */
   predictedBlocks: number;
-  /** Cached tokens predicted on the chosen replica (the decision's, capped at the input). */
+  /** The same in tokens, capped at the input. */
   predictedTokens: number;
+  /** Cached tokens the decision predicted on the chosen replica (the policy's own state, or the
+   * simulator's oracle, may differ from the index): what the accuracy figures measure. */
+  decisionTokens: number;
   /** The replica's chain as the index held it at dispatch, horizon ignored. */
   profile: HoldingProfile;
   dispatchedAt: number;
   /** The LB's estimate of the prompt's tokens, and the tokens one key stands for. */
   inputTokens: number;
   tokensPerBlock: number;
-  /** The keys are token-exact (trace hash ids): no page-rounding slack when the counts agree. */
-  exactKeys: boolean;
+  /** RequestView.exactCachedReports: no page-rounding slack when the counts agree. */
+  exactReports: boolean;
   /** How long the index believed the replica keeps a block: its horizon, or, without one, the age
    * of its oldest route (everything it holds is believed held); null when it holds nothing. */
   keepMs: number | null;
@@ -95,19 +107,20 @@ export const CACHE_LOSS_RATIO = 0.25;
 
 /** Captures what the feedback will need, right after the policy chose (before anything re-learns). */
 export function captureDispatch(index: PrefixIndex, request: RequestView, decision: Decision, now: number): DispatchSnapshot {
-  const chosen = decision.scores.find((s) => s.id === decision.choice);
   const view = index.replicaView(decision.choice);
   const keep = view.horizonMs ?? (view.oldestLearnedAt === null ? Infinity : now - view.oldestLearnedAt);
+  const predictedBlocks = index.heldBlocks(request.keys, decision.choice, now);
   return {
     replicaId: decision.choice,
     keys: request.keys,
-    predictedBlocks: chosen?.matchedBlocks ?? 0,
-    predictedTokens: decision.predictedCachedTokens,
+    predictedBlocks,
+    predictedTokens: cachedTokensOf(predictedBlocks, request),
+    decisionTokens: decision.predictedCachedTokens,
     profile: index.holdingProfile(request.keys, decision.choice, now),
     dispatchedAt: now,
     inputTokens: request.inputTokens,
     tokensPerBlock: request.tokensPerBlock,
-    exactKeys: request.keyChars === undefined,
+    exactReports: request.exactCachedReports === true,
     keepMs: Number.isFinite(keep) ? keep : null,
   };
 }
@@ -134,7 +147,7 @@ function readReport(snap: DispatchSnapshot, report: CachedTokensReport): { token
   if (cached === null) return null;
   const prompt = usageNumber(report.promptTokens);
   const tokens = cachedInLbTokens(snap.inputTokens, cached, prompt);
-  return { tokens, slackBlocks: snap.exactKeys && sameCount(snap.inputTokens, prompt) ? 0 : 1 };
+  return { tokens, slackBlocks: snap.exactReports && sameCount(snap.inputTokens, prompt) ? 0 : 1 };
 }
 
 /** Leading blocks of the prompt a report covers: all keys when it covers the whole prompt (the last

@@ -7,7 +7,15 @@ import type { Decision, RequestView } from "./types";
 
 const TPB = 512;
 const chain = (root: number, n: number) => traceBlockKeys(Array.from({ length: n }, (_, i) => root * 10_000 + i));
-const view = (keys: readonly number[]): RequestView => ({ keys, inputTokens: keys.length * TPB, tokensPerBlock: TPB, sessionKey: "s", clientRegion: "us" });
+/** A trace request as the simulator admits it: its engines report cached blocks exactly. */
+const view = (keys: readonly number[]): RequestView => ({
+  keys,
+  inputTokens: keys.length * TPB,
+  tokensPerBlock: TPB,
+  exactCachedReports: true,
+  sessionKey: "s",
+  clientRegion: "us",
+});
 
 function decide(index: PrefixIndex, v: RequestView, replica: string, now: number): Decision {
   const depth = index.match(v.keys, now, [replica]).depthByReplica.get(replica) ?? 0;
@@ -60,6 +68,42 @@ describe("CacheTruth", () => {
     assert.deepEqual([state.clears, state.lastClearAt, state.lastClearReason], [1, 30, "engine-restart"]);
   });
 
+  it("a counter that went back is a restart even when the scrape before lacked its series (a DP rank answered late)", () => {
+    const { index, truth } = setup();
+    const keys = chain(12, 4);
+    index.learn(keys, "a", "LOCAL", 0);
+    // SGLang in multiprocess mode: no start time, one series per DP rank.
+    const ranks = (rank0: number | null, rank1: number | null) => ({
+      capacityTokens: null,
+      epoch: {
+        startTimeSec: null,
+        counters: {
+          ...(rank0 === null ? {} : { 'prompt_tokens_total{dp_rank="0"}': rank0 }),
+          ...(rank1 === null ? {} : { 'prompt_tokens_total{dp_rank="1"}': rank1 }),
+        },
+      },
+    });
+    assert.deepEqual(truth.engineMetrics("a", ranks(90_000, 80_000), TPB, 1_000), { restarted: false });
+    assert.deepEqual(truth.engineMetrics("a", ranks(95_000, null), TPB, 2_000), { restarted: false }, "a missing series is no restart");
+    // The engine restarted; the new process has served a few requests, all on rank 1 so far.
+    assert.deepEqual(truth.engineMetrics("a", ranks(null, 300), TPB, 3_000), { restarted: true }, "rank 1 went from 80,000 to 300");
+    assert.equal(index.match(keys, 3_000, ["a"]).depthByReplica.get("a"), 0, "the restarted engine's routes are still predicted");
+    // The new process is the baseline now: rank 0's old value is not held against it.
+    assert.deepEqual(truth.engineMetrics("a", ranks(50, 400), TPB, 4_000), { restarted: false });
+  });
+
+  it("a start time that moved is a restart even when the scrape before did not carry one", () => {
+    const { truth } = setup();
+    const scrape = (start: number | null, prompt: number | null) => {
+      const counters: Record<string, number> = prompt === null ? {} : { "prompt_tokens_total{}": prompt };
+      return { capacityTokens: null, epoch: { startTimeSec: start, counters } };
+    };
+    truth.engineMetrics("a", scrape(1_000, null), TPB, 1_000);
+    assert.deepEqual(truth.engineMetrics("a", scrape(null, 5_000), TPB, 2_000), { restarted: false }, "this scrape lacked process_start_time_seconds");
+    assert.deepEqual(truth.engineMetrics("a", scrape(9_000, 10_000), TPB, 3_000), { restarted: true }, "the start time moved from 1000 to 9000");
+    assert.equal(truth.state("a", 3_000).lastClearReason, "engine-restart");
+  });
+
   it("a run of zero-cached reports on predicted hits (a flushed cache) clears the replica", () => {
     const { index, truth } = setup();
     // Conversations learned 60, 30 and 5 s before the flush at 100 s; each zero report lowers the
@@ -79,6 +123,26 @@ describe("CacheTruth", () => {
     assert.equal(index.replicaView("a").routes, 0);
     assert.equal(index.replicaView("a").horizonMs, null, "a cleared replica starts without a horizon");
     assert.equal(truth.state("a", 3_000).lastClearReason, "cache-lost");
+  });
+
+  it("zero-cached reports on hits only the policy's own state predicted do not clear the replica", () => {
+    const { index, truth } = setup();
+    const convos = [chain(21, 4), chain(22, 4), chain(23, 4)];
+    for (const keys of convos) index.learn(keys, "a", "LOCAL", 0);
+    index.setReplicaHorizon("a", 60_000); // the index has written them off by 300 s
+    const recent = chain(29, 4);
+    index.learn(recent, "a", "LOCAL", 290_000);
+    convos.forEach((keys, i) => {
+      const now = 300_000 + i;
+      // A peer policy (SGLang's tree never forgets) credits the replica with the whole prompt.
+      const decision: Decision = { choice: "a", scores: [{ id: "a", score: 0, matchedBlocks: 4 }], predictedCachedTokens: 4 * TPB };
+      const out = truth.report(truth.dispatch(view(keys), decision, now), { cachedTokens: 0, promptTokens: 4 * TPB }, now + 100);
+      assert.equal(out.feedback.verdict, "as-predicted", "the index predicted no hit");
+    });
+    const state = truth.state("a", 301_000);
+    assert.equal(state.clears, 0, `cleared as ${state.lastClearReason}`);
+    assert.equal(index.match(recent, 301_000, ["a"]).depthByReplica.get("a"), 4);
+    assert.deepEqual([state.predictedTokens, state.accuracy], [3 * 4 * TPB, 0], "the accuracy window measures the decisions");
   });
 
   it("zero-cached reports within the rounding slack (one predicted block, page alignment) do not clear the replica", () => {

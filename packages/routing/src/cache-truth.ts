@@ -6,8 +6,9 @@
 //   report    when a response's usage arrives: apply the cached-token feedback, record the prediction
 //             in the replica's rolling accuracy window, and clear the replica's routes when its cache
 //             was emptied: a report that lost blocks far younger than the replica keeps
-//             (cache-feedback.ts), or a run of zero-cached reports on predicted hits beyond the
-//             feedback's rounding slack (engine-restart.ts).
+//             (cache-feedback.ts), or a run of zero-cached reports on hits the index predicted beyond
+//             the feedback's rounding slack (engine-restart.ts). Both are judged against the index's
+//             own prediction; the accuracy window records the decision's.
 //   metrics   on each engine scrape: clear the replica's routes when the engine restarted, and size
 //             its part of the index to the engine's KV capacity (the operator's override wins).
 //
@@ -17,7 +18,7 @@
 
 import { applyCacheReport, captureDispatch, type CachedTokensReport, type DispatchSnapshot, type FeedbackResult } from "./cache-feedback";
 import { RoutingInputError, describe } from "./errors";
-import { engineRestarted, ZeroCachedRun, type EngineEpoch } from "./engine-restart";
+import { engineRestarted, mergeEpoch, ZeroCachedRun, type EngineEpoch } from "./engine-restart";
 import { PredictionWindow, type PredictionWindowStats } from "./prediction-window";
 import type { PrefixIndex } from "./prefix-index";
 import type { CapacitySource, Decision, IndexClearReason, RequestView } from "./types";
@@ -110,11 +111,12 @@ export class CacheTruth {
     const stale = truth.lastClearAt !== null && snap.dispatchedAt <= truth.lastClearAt;
     const feedback = applyCacheReport(this.index, snap, usage ?? { cachedTokens: null }, now, stale);
     const cached = feedback.verdict === "unreported" ? null : usageNumber(usage?.cachedTokens);
-    truth.window.add(now, snap.predictedTokens, cached === null ? null : (feedback.reportedTokens ?? cached));
+    // The accuracy figures measure the decision's prediction (the policy's, where it keeps its own state).
+    truth.window.add(now, snap.decisionTokens, cached === null ? null : (feedback.reportedTokens ?? cached));
     if (stale) return { feedback, cleared: false };
-    // Only a zero on a prediction beyond the rounding slack ("lower") says the engine lost what the index
-    // holds; a zero within it (one block predicted, none served after the engine's page alignment) neither
-    // extends nor breaks the run.
+    // Only a zero on the index's own prediction beyond the rounding slack ("lower") says the engine lost
+    // what the index holds; a zero within it (one block predicted, none served after the engine's page
+    // alignment), or one only a peer policy's state predicted, neither extends nor breaks the run.
     const zeroRun = this.zeroRuns.observe(snap.replicaId, feedback.verdict === "lower" ? snap.predictedTokens : 0, cached);
     const cleared = feedback.cacheLost || zeroRun;
     if (cleared) this.clear(snap.replicaId, now, "cache-lost");
@@ -127,7 +129,9 @@ export class CacheTruth {
     let restarted = false;
     if (scrape.epoch !== null) {
       restarted = engineRestarted(truth.epoch, scrape.epoch);
-      truth.epoch = scrape.epoch;
+      // Merged, not replaced: a series (or the start time) one scrape lacked keeps its last value to
+      // compare the next scrape with. A restart starts the memory over with the new process.
+      truth.epoch = restarted || truth.epoch === null ? scrape.epoch : mergeEpoch(truth.epoch, scrape.epoch);
       if (restarted) this.clear(replicaId, now, "engine-restart");
     }
     const capacity = checkCapacity("capacityTokens", scrape.capacityTokens ?? null);

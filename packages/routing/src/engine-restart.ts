@@ -20,7 +20,8 @@ export interface EngineEpoch {
   /** process_start_time_seconds, or null when the engine does not export it. */
   startTimeSec: number | null;
   /** Cumulative counters by series (name and labels, as the proxy keys them): a series missing
-   * from one scrape says nothing; one present in both that went back is a restart. */
+   * from one scrape says nothing; one that went back from its last value is a restart (CacheTruth
+   * remembers each series' last value across the scrapes of one process: mergeEpoch). */
   counters: Readonly<Record<string, number>>;
 }
 
@@ -38,6 +39,20 @@ export function engineRestarted(previous: EngineEpoch | null, next: EngineEpoch)
     if (typeof after === "number" && Number.isFinite(after) && Number.isFinite(before) && after < before) return true;
   }
   return false;
+}
+
+/**
+ * What the LB remembers of one engine process after a scrape: `next` laid over `previous`, the last
+ * finite value of every counter series and the last known start time. A scrape answers for what it
+ * carries only: a DP rank that answered late, or a scrape without process_start_time_seconds, must not
+ * erase the value the next scrape is compared with, or a restart in between goes unseen. Call it only
+ * for scrapes of one process (not across a restart: the new process starts the memory over).
+ */
+export function mergeEpoch(previous: EngineEpoch, next: EngineEpoch): EngineEpoch {
+  const counters: Record<string, number> = { ...previous.counters };
+  for (const [name, value] of Object.entries(next.counters)) if (Number.isFinite(value)) counters[name] = value;
+  const start = next.startTimeSec;
+  return { startTimeSec: start !== null && Number.isFinite(start) ? start : previous.startTimeSec, counters };
 }
 
 /** Consecutive zero-cached reports on predicted hits that count as a cache reset. Three: a single

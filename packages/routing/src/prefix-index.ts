@@ -19,7 +19,7 @@ import { RoutingInputError, describe, requireFiniteNumber } from "./errors";
 import { checkKeys, checkOptions, checkReplicaId, checkTrust } from "./prefix-index-checks";
 import { RouteStore } from "./route-store";
 import type { HoldingProfile, HoldingRun, MatchResult, PrefixIndexOptions, PrefixIndexStats, PrefixMatcher, PrefixSnapshot } from "./prefix-index-types";
-import type { ReplicaIndexView, RouteInfo } from "./prefix-index-types";
+import type { ReplicaIndexView } from "./prefix-index-types";
 import type { BlockKey, Trust } from "./types";
 
 // Local copies of route-store.ts's sentinel and trust levels: hot loops fold these, not imports.
@@ -210,20 +210,42 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
    * Forgets `replicaId`'s routes for keys[fromDepth..] (the replica reported fewer cached tokens than
    * predicted). With `learnedAtOrBefore`, a route learned after that time stays: something newer than
    * the report says the replica holds it again. Returns the number of routes removed.
+   *
+   * A forgotten block may be shared (a system prompt longer than the cut): other prompts' deeper blocks
+   * would stand past the hole, and match(), binary-searching on monotone holding, would read through it.
+   * No links lead from a block to its children, but each was learned no later than the newest block
+   * forgotten (a learn touches its whole chain), so the replica's routes learned no later go too (its
+   * LRU suffix, as makeRoomOnBlock drops; what an LRU engine that lost a block last seen at T did to
+   * all it saw before T), sparing this prompt's held prefix. A contiguity check would cost every match.
    */
   forget(keys: readonly BlockKey[], replicaId: string, fromDepth = 0, learnedAtOrBefore = Infinity): number {
     checkKeys("keys", keys);
     const r = this.replicas.find(checkReplicaId("replicaId", replicaId));
     if (r === undefined) return 0;
+    const from = Math.max(0, fromDepth);
     let removed = 0;
-    for (let k = Math.max(0, fromDepth); k < keys.length; k++) {
+    let newest = -Infinity;
+    for (let k = from; k < keys.length; k++) {
       const s = this.findRoute(keys[k] as number, r);
       if (s !== NIL && (this.slotLearnedAt[s] as number) <= learnedAtOrBefore) {
+        newest = Math.max(newest, this.slotLearnedAt[s] as number);
         this.removeRoute(s);
         removed++;
       }
     }
-    return removed;
+    return removed === 0 ? 0 : removed + this.dropLearnedBy(r, newest, new Set(keys.slice(0, from)));
+  }
+
+  /** Leading blocks of `keys` that match() would credit `replicaId` with at `now` (its horizon
+   * applied), without counting a lookup: the index's own prediction for a request that another matcher
+   * (a peer policy's state, the simulator's oracle) placed. */
+  heldBlocks(keys: readonly BlockKey[], replicaId: string, now: number): number {
+    checkKeys("keys", keys);
+    requireFiniteNumber("now", now);
+    const r = this.replicas.find(checkReplicaId("replicaId", replicaId));
+    if (r === undefined || keys.length === 0) return 0;
+    const hidden = this.hiddenBefore(r, now);
+    return this.holds(keys[0] as number, r, hidden) ? this.heldDepth(keys, r, hidden) : 0;
   }
 
   /** Drops every route of a replica (or peer); its budget and horizon stay. Returns the number removed. */
@@ -291,21 +313,6 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
     };
   }
 
-  /** Routes stored for one block (for debugging and tests). */
-  routesOf(key: BlockKey): RouteInfo[] {
-    const t = this.findTable(key);
-    const out: RouteInfo[] = [];
-    if (t < 0) return out;
-    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
-      out.push({
-        replicaId: this.replicas.name(this.slotReplica[s] as number),
-        learnedAt: this.slotLearnedAt[s] as number,
-        trust: this.slotTrust[s] === LOCAL ? "LOCAL" : "REMOTE",
-      });
-    }
-    return out;
-  }
-
   stats(): PrefixIndexStats {
     return {
       routes: this.trustRoutes[LOCAL]! + this.trustRoutes[REMOTE]!,
@@ -367,15 +374,6 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
     return false;
   }
 
-  private findRoute(key: number, r: number): number {
-    const t = this.findTable(key);
-    if (t < 0) return NIL;
-    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
-      if (this.slotReplica[s] === r) return s;
-    }
-    return NIL;
-  }
-
   private upsert(key: number, r: number, trust: number, now: number): void {
     const existing = this.findRoute(key, r);
     if (existing !== NIL) {
@@ -432,7 +430,23 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
     const r = this.slotReplica[oldest] as number;
     const at = this.slotLearnedAt[oldest] as number;
     this.evict(oldest);
-    for (let s = this.replicaTail[r] ?? NIL; s !== NIL && (this.slotLearnedAt[s] as number) <= at; s = this.replicaTail[r] ?? NIL) this.evict(s);
+    this.evictions += this.dropLearnedBy(r, at, null);
+  }
+
+  /** Removes replica number `r`'s routes learned at or before `at`, from its list's tail (the chains
+   * through a hole at a block learned at `at`; see forget()), but for the blocks in `spare` (a prefix
+   * the engine is known to hold). Returns the number removed. */
+  private dropLearnedBy(r: number, at: number, spare: ReadonlySet<number> | null): number {
+    let removed = 0;
+    for (let s = this.replicaTail[r] ?? NIL; s !== NIL && (this.slotLearnedAt[s] as number) <= at; ) {
+      const towardsHead = this.slotReplicaPrev[s] as number;
+      if (spare === null || !spare.has(this.slotKey[s] as number)) {
+        this.removeRoute(s);
+        removed++;
+      }
+      s = towardsHead;
+    }
+    return removed;
   }
 
   private allocateSlot(): number {
@@ -456,30 +470,6 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
   private evict(s: number): void {
     this.removeRoute(s);
     this.evictions++;
-  }
-
-  private removeRoute(s: number): void {
-    const key = this.slotKey[s] as number;
-    const t = this.findTable(key);
-    if (t >= 0) {
-      let prev = NIL;
-      for (let cur = this.tableHeads[t] as number; cur !== NIL; prev = cur, cur = this.blockNext[cur] as number) {
-        if (cur === s) {
-          if (prev === NIL) this.tableHeads[t] = this.blockNext[s] as number;
-          else this.blockNext[prev] = this.blockNext[s] as number;
-          break;
-        }
-      }
-      if (this.tableHeads[t] === NIL) this.deleteTable(t);
-    }
-    this.lruUnlink(s);
-    const trust = this.slotTrust[s] as number;
-    this.trustRoutes[trust]!--;
-    const r = this.slotReplica[s] as number;
-    this.replicas.routeRemoved(r);
-    this.slotReplica[s] = NIL;
-    this.blockNext[s] = this.freeSlot;
-    this.freeSlot = s;
   }
 
   /** Reclaims expired routes from the LRU tails. Routes deeper in a list may also be expired; they

@@ -1,14 +1,17 @@
 // The prefix index's storage: the route pool (struct of typed arrays, grown by doubling up to the
 // capacity), the LRU lists threaded through it, the block table (block key → first route slot;
-// open addressing, linear probing, backward-shift delete) and the replica-id interning. PrefixIndex
-// (prefix-index.ts) extends it, so the hot paths read these fields on `this` with no indirection.
+// open addressing, linear probing, backward-shift delete), the replica-id interning, and finding and
+// removing one route. PrefixIndex (prefix-index.ts) extends it, so the hot paths read these fields on
+// `this` with no indirection.
 //
 // Every live route is on two LRU lists, most recent first: its trust level's (LOCAL or REMOTE),
 // which global capacity evicts from, REMOTE tail first; and its replica's, which the replica's own
 // budget (its engine's cache size) evicts from, so one replica's traffic never pushes out another's
 // routes. A route's learn time is both its recency and its age (every touch re-learns it).
 // Bytes per slot: key 8 + learnedAt 8 + replica 4 + four list links 16 + block chain 4 + trust 1 = 41.
+import type { RouteInfo } from "./prefix-index-types";
 import { ReplicaIds } from "./replica-ids";
+import type { BlockKey } from "./types";
 
 // The empty-slot sentinel and the trust levels (prefix-index.ts keeps local copies of the same values).
 const NIL = -1;
@@ -139,6 +142,59 @@ export class RouteStore {
     else this.replicaHead[r] = rNext;
     if (rNext !== NIL) this.slotReplicaPrev[rNext] = rPrev;
     else this.replicaTail[r] = rPrev;
+  }
+
+  // ---------------------------------------------------------------- routes
+
+  /** The slot of replica number `r`'s route for `key`, or NIL. */
+  protected findRoute(key: number, r: number): number {
+    const t = this.findTable(key);
+    if (t < 0) return NIL;
+    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
+      if (this.slotReplica[s] === r) return s;
+    }
+    return NIL;
+  }
+
+  /** Routes stored for one block (for debugging and tests). */
+  routesOf(key: BlockKey): RouteInfo[] {
+    const t = this.findTable(key);
+    const out: RouteInfo[] = [];
+    if (t < 0) return out;
+    for (let s = this.tableHeads[t] as number; s !== NIL; s = this.blockNext[s] as number) {
+      out.push({
+        replicaId: this.replicas.name(this.slotReplica[s] as number),
+        learnedAt: this.slotLearnedAt[s] as number,
+        trust: this.slotTrust[s] === LOCAL ? "LOCAL" : "REMOTE",
+      });
+    }
+    return out;
+  }
+
+  /** Takes a route off its block's chain (the block goes with its last route) and both its lists,
+   * and frees its slot. */
+  protected removeRoute(s: number): void {
+    const key = this.slotKey[s] as number;
+    const t = this.findTable(key);
+    if (t >= 0) {
+      let prev = NIL;
+      for (let cur = this.tableHeads[t] as number; cur !== NIL; prev = cur, cur = this.blockNext[cur] as number) {
+        if (cur === s) {
+          if (prev === NIL) this.tableHeads[t] = this.blockNext[s] as number;
+          else this.blockNext[prev] = this.blockNext[s] as number;
+          break;
+        }
+      }
+      if (this.tableHeads[t] === NIL) this.deleteTable(t);
+    }
+    this.lruUnlink(s);
+    const trust = this.slotTrust[s] as number;
+    this.trustRoutes[trust]!--;
+    const r = this.slotReplica[s] as number;
+    this.replicas.routeRemoved(r);
+    this.slotReplica[s] = NIL;
+    this.blockNext[s] = this.freeSlot;
+    this.freeSlot = s;
   }
 
   // ---------------------------------------------------------------- block table

@@ -110,6 +110,11 @@ export interface RequestView {
   /** Characters of prompt text one key stands for: chat keys (64); absent for trace keys (hash_ids),
    * whose size is known only in tokens. Peer policies that block by bytes (llm-d) read it. */
   keyChars?: number;
+  /** The engine's cached-token reports for these keys are exact: token-exact keys, and an engine that
+   * reports a full hit whole (the simulator's engines over trace hash ids). The cache feedback then
+   * compares without its one-block rounding slack when the counts agree. Absent for live traffic, token
+   * ids included: real engines never report a prompt's last token as cached. */
+  exactCachedReports?: boolean;
   /** Session key: explicit user / x-session-id, else a chat's preamble and first message
    * (chatSessionKey), or another prompt's first blocks (sessionKeyFromBlocks). */
   sessionKey: string;

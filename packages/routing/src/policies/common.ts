@@ -171,9 +171,15 @@ function tolerance(x: number): number {
   return 1e-9 * Math.max(1, Math.abs(x));
 }
 
+/** The cached tokens `blocks` leading blocks of a request stand for: capped at the prompt, whose last
+ * key may stand for a partial block. */
+export function cachedTokensOf(blocks: number, request: Pick<RequestView, "tokensPerBlock" | "inputTokens">): number {
+  const cached = blocks * request.tokensPerBlock;
+  return cached < request.inputTokens ? cached : request.inputTokens;
+}
+
 function predictedCached(p: Prepared, i: number): number {
-  const cached = (p.depths[i] as number) * p.request.tokensPerBlock;
-  return cached < p.request.inputTokens ? cached : p.request.inputTokens;
+  return cachedTokensOf(p.depths[i] as number, p.request);
 }
 
 /** Builds the Decision; ineligible candidates get EXCLUDED_SCORE. */

@@ -81,6 +81,8 @@ export class FleetRun implements LbTransport<Flight> {
     clientRegion: "",
     inputTokens: 0,
     tokensPerBlock: 1,
+    // The simulated engines report the cached blocks of these trace keys exactly, full hits whole.
+    exactCachedReports: true,
   };
 
   constructor(
