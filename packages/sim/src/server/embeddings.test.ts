@@ -9,7 +9,7 @@ test("vectors are deterministic unit vectors of the asked length; base64 carries
   assert.ok(Math.abs(a.reduce((sum, v) => sum + v * v, 0) - 1) < 1e-5);
   const body = EmbeddingsBody.parse({ input: ["hello", "world"], dimensions: 8, encoding_format: "base64" });
   const results = embeddingPrompts(body, 4).map((prompt) => ({ prompt, cachedTokens: 1 }));
-  const response = embeddingsResponse(body, "m", results) as { data: { index: number; embedding: string }[]; usage: Record<string, unknown> };
+  const response = embeddingsResponse(body, "m", results, true) as { data: { index: number; embedding: string }[]; usage: Record<string, unknown> };
   const decoded = Buffer.from(response.data[0]!.embedding, "base64");
   assert.deepEqual(new Float32Array(new Uint8Array(decoded).buffer), a);
   assert.deepEqual(

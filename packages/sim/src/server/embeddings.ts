@@ -61,8 +61,9 @@ export interface EmbeddingResult {
 }
 
 /** The response body: OpenAI's list of embeddings, with usage (and the engine's cached tokens, as
- * vLLM and SGLang report them for completions, so the LB can check its prefix predictions). */
-export function embeddingsResponse(body: EmbeddingsBody, model: string, results: readonly EmbeddingResult[]): unknown {
+ * vLLM and SGLang report them for completions, so the LB can check its prefix predictions; with
+ * `cacheReport` false `prompt_tokens_details: null`, as completions get from such an engine). */
+export function embeddingsResponse(body: EmbeddingsBody, model: string, results: readonly EmbeddingResult[], cacheReport: boolean): unknown {
   const dimensions = body.dimensions ?? DEFAULT_DIMENSIONS;
   const promptTokens = results.reduce((sum, r) => sum + r.prompt.promptTokens, 0);
   const cachedTokens = results.reduce((sum, r) => sum + r.cachedTokens, 0);
@@ -77,6 +78,6 @@ export function embeddingsResponse(body: EmbeddingsBody, model: string, results:
       };
     }),
     model,
-    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens, prompt_tokens_details: { cached_tokens: cachedTokens } },
+    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens, prompt_tokens_details: cacheReport ? { cached_tokens: cachedTokens } : null },
   };
 }

@@ -1,5 +1,6 @@
 // The simulated engine HTTP server: an SGLang/vLLM stand-in on node:http around the EngineModel.
-export { startEngineServer, CHARS_PER_TOKEN, CHAT_BLOCK_TOKENS, OUTPUT_TOKENS_HEADER, type EngineServer, type EngineServerOptions } from "./server";
+export { startEngineServer, CHAT_BLOCK_TOKENS, OUTPUT_TOKENS_HEADER, type EngineServer, type EngineServerOptions } from "./server";
+export { CHARS_PER_TOKEN } from "./prompt";
 export { EngineDriver, type EngineListener } from "./engine-driver";
 export { EngineMetrics, DIALECTS, type Dialect } from "./metrics";
 export { emulatedRttMs, SRC_REGION_HEADER, type RttMatrix } from "./network";

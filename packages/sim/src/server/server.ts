@@ -5,17 +5,9 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import {
-  DEFAULT_BLOCK_CHARS,
-  RoutingInputError,
-  chatBlockKeys,
-  chatSerialisedLength,
-  hashString32,
-  promptBlockKeys,
-  type BlockKey,
-  type ChatMessageLike,
-} from "@meridian/routing";
+import { DEFAULT_BLOCK_CHARS, RoutingInputError } from "@meridian/routing";
 import { DEMO_ENGINE_PARAMS, EngineModel, withBlockTokens, type EngineParams } from "../engine";
+import { checkInputLength, outputLimit } from "./context";
 import { EmbeddingsBody, embeddingPrompts, embeddingsResponse, type EmbeddingResult } from "./embeddings";
 import { EngineDriver } from "./engine-driver";
 import { ReplyText } from "./filler";
@@ -33,9 +25,8 @@ import {
   type FinishReason,
   type ResponseHeader,
 } from "./openai";
+import { CHARS_PER_TOKEN, chatPrompt, textPrompt, type PromptView } from "./prompt";
 
-/** Characters per token of the server's prompt-token estimate (the design's chars / 4). */
-export const CHARS_PER_TOKEN = 4;
 /** Tokens one chat block key stands for: 64-character blocks at 4 characters per token. */
 export const CHAT_BLOCK_TOKENS = DEFAULT_BLOCK_CHARS / CHARS_PER_TOKEN;
 /** Forces the reply length (for tests and load generators); still capped by max_tokens. */
@@ -71,42 +62,6 @@ export interface EngineServer {
   port: number;
   engine: EngineModel;
   close(): Promise<void>;
-}
-
-interface PromptView {
-  blockKeys: BlockKey[];
-  promptTokens: number;
-  seed: number;
-  /** Block keys of prompt + reply, as the next turn will present them. */
-  completionKeys(reply: string): BlockKey[];
-}
-
-function messagesOf(body: ChatCompletionBody): ChatMessageLike[] {
-  return body.messages.map((message) => ({ role: message.role, content: message.content ?? null }));
-}
-
-function chatPrompt(body: ChatCompletionBody): PromptView {
-  const messages = messagesOf(body);
-  const blockKeys = chatBlockKeys(messages);
-  const chars = chatSerialisedLength(messages);
-  const last = blockKeys[blockKeys.length - 1];
-  return {
-    blockKeys,
-    promptTokens: Math.max(1, Math.ceil(chars / CHARS_PER_TOKEN)),
-    seed: last !== undefined ? (last % 0x100000000) ^ chars : hashString32(JSON.stringify(messages)),
-    completionKeys: (reply) => chatBlockKeys([...messages, { role: "assistant", content: reply }]),
-  };
-}
-
-function textPrompt(body: CompletionBody): PromptView {
-  const prompt = typeof body.prompt === "string" ? body.prompt : (body.prompt[0] ?? "");
-  const blockKeys = promptBlockKeys(prompt);
-  return {
-    blockKeys,
-    promptTokens: Math.max(1, Math.ceil(prompt.length / CHARS_PER_TOKEN)),
-    seed: hashString32(prompt),
-    completionKeys: (reply) => promptBlockKeys(prompt + reply),
-  };
 }
 
 function forcedOutputTokens(req: IncomingMessage): number | undefined {
@@ -153,18 +108,6 @@ function requestId(prefix: string): string {
   return `${prefix}-${randomBytes(12).toString("hex")}`;
 }
 
-/** vLLM and SGLang refuse a prompt longer than the model's context (max_model_len) with a 400; an
- * engine that took it would run it alone for minutes, every other request waiting. */
-function checkContextLength(promptTokens: number, maxModelLen: number): void {
-  if (promptTokens <= maxModelLen) return;
-  throw new OpenAIError(
-    400,
-    `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${promptTokens} tokens in the messages. Please reduce the length of the messages.`,
-    "messages",
-    "context_length_exceeded",
-  );
-}
-
 export async function startEngineServer(options: EngineServerOptions): Promise<EngineServer> {
   const host = options.host ?? "127.0.0.1";
   const model = options.model ?? "meridian-sim-8b";
@@ -203,10 +146,11 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
       // SGLang and vLLM both default max_tokens to 16 on /v1/completions, as OpenAI did.
       maxRequested = body.max_tokens ?? body.max_completion_tokens ?? DEFAULT_COMPLETION_MAX_TOKENS;
     }
-    checkContextLength(prompt.promptTokens, params.kvCapacityTokens);
-    // The engine stops at its own output cap (standing in for EOS); max_tokens can only cut it shorter.
-    const outputTokens = Math.min(forced ?? params.maxOutputTokens, maxRequested ?? Number.POSITIVE_INFINITY, params.maxOutputTokens);
-    const finishReason: FinishReason = maxRequested !== undefined && outputTokens >= maxRequested ? "length" : "stop";
+    const limit = outputLimit(prompt.promptTokens, maxRequested, params.kvCapacityTokens, kind === "chat" ? "messages" : "prompt");
+    // The engine stops at its own output cap (standing in for EOS); max_tokens, or without it the
+    // context the prompt leaves, can only cut it shorter, and then the reply ends for its length.
+    const outputTokens = Math.min(forced ?? params.maxOutputTokens, limit, params.maxOutputTokens);
+    const finishReason: FinishReason = outputTokens >= limit ? "length" : "stop";
     const reply = replies.reply(prompt.seed, outputTokens);
 
     const id = requestId(kind === "chat" ? "chatcmpl" : "cmpl");
@@ -278,7 +222,7 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
     if (res.destroyed) return;
     const body = parseBody(EmbeddingsBody, raw);
     const prompts = embeddingPrompts(body, CHARS_PER_TOKEN);
-    for (const prompt of prompts) checkContextLength(prompt.promptTokens, params.kvCapacityTokens);
+    for (const prompt of prompts) checkInputLength(prompt.promptTokens, params.kvCapacityTokens);
     const id = requestId("embd");
     const results: EmbeddingResult[] = [];
     let pending = prompts.length;
@@ -309,7 +253,7 @@ export async function startEngineServer(options: EngineServerOptions): Promise<E
         if (--pending > 0) return;
         finished = true;
         metrics.observeHandlerLatency((performance.now() - startedAt) / 1000);
-        out.json(200, embeddingsResponse(body, model, results), identity);
+        out.json(200, embeddingsResponse(body, model, results, cacheReport), identity);
       });
     });
   }

@@ -60,9 +60,26 @@ describe("prompt synthesis", () => {
     const many = traceMessages(row(new Array(300_000).fill(7), 10));
     assert.deepEqual(
       many.map((m) => m.content.length),
-      [2048, "Continue.".length],
+      [40 - "Continue.".length, "Continue.".length],
     );
     assert.deepEqual(traceMessages(row([0, 1, 2, ...new Array(100_000).fill(9)], 1100)), traceMessages(row([0, 1, 2], 1100)));
+  });
+
+  it("a row that ends inside its system block is input_length × 4 characters, the block cut from its end", () => {
+    const length = (messages: { content: string }[]) => messages.reduce((sum, m) => sum + m.content.length, 0);
+    // One id (a prompt shorter than a block: its partial block 0), and two ids whose input_length
+    // ends inside block 0.
+    for (const [ids, inputTokens] of [
+      [[7], 100],
+      [[0, 1], 300],
+      [[0], 512],
+    ] as const) {
+      const messages = traceMessages(row([...ids], inputTokens));
+      assert.equal(length(messages), inputTokens * 4, `${ids.length} ids, input_length ${inputTokens}`);
+      assert.equal(messages[0]!.role, "system");
+      assert.ok(blockText(ids[0], opts).startsWith(messages[0]!.content), "the system text keeps the block's start");
+      assert.deepEqual(messages[1], { role: "user", content: "Continue." });
+    }
   });
 
   it("uses an ART-Chat row's recorded messages verbatim", () => {

@@ -80,7 +80,8 @@ export interface TraceMessagesOptions {
   /**
    * Trim the text to the row's input_length × charsPerToken (default true). Only the last block is
    * partial in the trace (len(hash_ids) = ceil(input_length / block)), and trimming keeps its start,
-   * so shared prefixes stay shared.
+   * so shared prefixes stay shared. When that ends inside the system blocks (a row shorter than
+   * them), the system text is cut too, leaving room for the minimal user turn.
    */
   fitInputLength?: boolean;
   charsPerToken?: number;
@@ -99,10 +100,18 @@ export function traceMessages(request: TraceRequest, options: TraceMessagesOptio
   const charsPerToken = options.charsPerToken ?? CHARS_PER_TOKEN;
   const blockOptions = { blockTokens: request.blockTokens, charsPerToken };
   const systemBlocks = Math.min(options.systemBlocks ?? 1, request.hashIds.length);
-  const systemText = promptText(request.hashIds.slice(0, systemBlocks), blockOptions);
+  let systemText = promptText(request.hashIds.slice(0, systemBlocks), blockOptions);
   let userIds = request.hashIds.slice(systemBlocks);
   const fit = options.fitInputLength ?? true;
-  const budget = request.inputTokens * charsPerToken - systemText.length;
+  const inputChars = request.inputTokens * charsPerToken;
+  // A row that ends inside its system blocks (one shorter than a block: its one id is a partial
+  // block 0) is that much text, not a whole system block: the system text is cut and the user turn
+  // is the minimal one, so the engines see the load the trace (and the simulator) says.
+  if (fit && inputChars <= systemText.length) {
+    systemText = systemText.slice(0, Math.max(0, inputChars - EMPTY_USER_TURN.length));
+    userIds = [];
+  }
+  const budget = inputChars - systemText.length;
   // Only the blocks the budget reaches are built: a row with far more ids than its input_length
   // would otherwise build a string past V8's limit just to cut it down to a few characters.
   if (fit) userIds = userIds.slice(0, Math.max(0, Math.ceil(budget / (request.blockTokens * charsPerToken))));

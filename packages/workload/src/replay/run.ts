@@ -134,7 +134,7 @@ async function sleepUntil(at: number, signal: AbortSignal): Promise<void> {
 interface Schedule {
   /** Resolves when every scheduled request has finished. */
   finished: Promise<void>;
-  /** ms since start when the last request finished (or now, while running). */
+  /** ms since start (the records' clock) when the last request finished (or now, while running). */
   elapsedMs(): number;
 }
 
@@ -371,10 +371,11 @@ export function startLoadGenerator(options: LoadGeneratorOptions): LoadGenerator
   const startedAt = performance.now();
 
   // Exactly the most recent `keep` (storage is trimmed in batches, so it may hold up to twice as
-  // many); throughput is over the span they cover, not the whole (possibly long) run.
+  // many); throughput is over the span they cover (from the earliest send among them), not the
+  // whole (possibly long) run.
   const summary = (): ReplaySummary => {
     const recent = records.length > keep ? records.slice(-keep) : records;
-    return summarise(recent, (schedule?.elapsedMs() ?? performance.now() - startedAt) - (recent[0]?.startMs ?? 0));
+    return summarise(recent, schedule?.elapsedMs() ?? performance.now() - startedAt);
   };
 
   // The console may not be up yet, or may serve an empty map before any LB is registered: wait

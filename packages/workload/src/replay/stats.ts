@@ -52,7 +52,7 @@ export interface ReplaySummary {
   skippedTooLong: number;
   /** Invalid trace rows dropped while reading (onInvalid "skip", `--skip-invalid`). */
   skippedInvalid: number;
-  /** From the first scheduled send to the last completion, seconds. */
+  /** From the first send to the last completion, seconds (idle time before the first send is not counted). */
   durationS: number;
   throughput: { requestsPerS: number; outputTokensPerS: number };
   ttftMs: Percentiles;
@@ -100,7 +100,13 @@ export function errorKind(record: ReplayRecord): string {
 
 export const isAborted = (record: ReplayRecord): boolean => record.error === "aborted";
 
-export function summarise(records: readonly ReplayRecord[], durationMs: number, skippedTooLong = 0, skippedInvalid = 0): ReplaySummary {
+/**
+ * The summary of `records`. `endMs` is when the run (or the window summarised) ended, on the
+ * records' clock (their `startMs`); durationS, and so the throughput, runs from the earliest send
+ * among them to it. Not from the run's start: a trace window whose timestamps are kept waits until
+ * its first row is due, and that idle wait is no part of the replay's throughput.
+ */
+export function summarise(records: readonly ReplayRecord[], endMs: number, skippedTooLong = 0, skippedInvalid = 0): ReplaySummary {
   const ok = records.filter((r) => r.ok);
   const aborted = records.filter(isAborted).length;
   const failed = records.filter((r) => !r.ok && !isAborted(r));
@@ -113,7 +119,9 @@ export function summarise(records: readonly ReplayRecord[], durationMs: number, 
   const waits = records.map((r) => r.queueWaitMs).sort((a, b) => a - b);
   const lags = records.map((r) => r.scheduleLagMs).sort((a, b) => a - b);
   const turnWaits = records.flatMap((r) => (r.turnWaitMs === undefined ? [] : [r.turnWaitMs])).sort((a, b) => a - b);
-  const durationS = Math.max(durationMs, 1) / 1000;
+  // With no records, nothing was sent: the run's whole span.
+  const firstSendMs = records.length > 0 ? records.reduce((first, r) => Math.min(first, r.startMs), Number.POSITIVE_INFINITY) : 0;
+  const durationS = Math.max(endMs - firstSendMs, 1) / 1000;
 
   const byRegion: Record<string, RegionSummary> = {};
   for (const region of [...new Set(records.map((r) => r.region))].sort()) {

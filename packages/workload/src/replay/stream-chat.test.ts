@@ -3,6 +3,7 @@ import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getEventListeners } from "node:events";
 import { after, before, describe, it } from "node:test";
+import { errorKind, type ReplayRecord } from "./stats";
 import { streamChat, type ChatStreamRequest, type ChatStreamResult } from "./stream-chat";
 
 // Each path answers one way an upstream can reply with 200: the shapes vLLM, SGLang and OpenAI
@@ -45,6 +46,12 @@ const replies: Record<string, (res: ServerResponse) => void> = {
     res.writeHead(200, { "content-type": "text/event-stream" });
     for (const event of events.slice(0, 3)) res.write(event);
     res.end();
+  },
+  // Cut off by a reset after part of an event: what an engine or LB that dies (or fails after its
+  // headers) does to a stream it had started.
+  "/reset": (res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.write(events.slice(0, 3).join("") + events[3]!.slice(0, 20), () => res.destroy());
   },
   // vLLM reports a mid-stream failure as an error event, then still sends [DONE].
   "/error-event": (res) => {
@@ -119,6 +126,28 @@ describe("streamChat", () => {
     assert.equal(cut.ok, false);
     assert.equal(cut.error, "stream: ended without [DONE]");
     assert.equal(cut.contentDeltas, 2, "what did arrive is still reported");
+  });
+
+  it("counts a started stream that the upstream resets as cut off before [DONE] (a stream error), keeping what arrived", async () => {
+    const reset = await stream("/reset");
+    assert.equal(reset.status, 200);
+    assert.equal(reset.ok, false);
+    assert.match(reset.error ?? "", /^stream: ended without \[DONE\] \(.+\)$/, "the half event at the cut is no unparseable chunk");
+    const record: ReplayRecord = {
+      ...reset,
+      index: 0,
+      region: "r",
+      sessionId: "s",
+      scheduledMs: 0,
+      scheduleLagMs: 0,
+      queueWaitMs: 0,
+      startMs: 0,
+      inputTokens: 1,
+      maxTokens: 4,
+    };
+    assert.equal(errorKind(record), "stream");
+    assert.equal(reset.contentDeltas, 2, "what did arrive is still reported");
+    assert.ok(reset.ttftMs !== undefined && reset.e2eMs !== undefined, "and its timings");
   });
 
   it("ends a request at its timeout, or when the caller's signal aborts, and says which", async () => {

@@ -202,16 +202,28 @@ async function exchange(req: ChatStreamRequest, signal: AbortSignal, timedOut: (
       }
     };
 
-    for await (const piece of res.body) {
-      buffered += decoder.decode(piece as Buffer, { stream: true });
-      let newline: number;
-      while ((newline = buffered.indexOf("\n")) >= 0) {
-        onLine(buffered.slice(0, newline).replace(/\r$/, ""));
-        buffered = buffered.slice(newline + 1);
+    // Why the body ended early, when the connection failed under a stream that had started: an
+    // engine or LB that dies, or fails after its headers, resets the socket rather than ending the
+    // body, and that is the same cut-off stream as a clean end without [DONE], not a network error.
+    let cutOff: string | undefined;
+    try {
+      for await (const piece of res.body) {
+        buffered += decoder.decode(piece as Buffer, { stream: true });
+        let newline: number;
+        while ((newline = buffered.indexOf("\n")) >= 0) {
+          onLine(buffered.slice(0, newline).replace(/\r$/, ""));
+          buffered = buffered.slice(newline + 1);
+        }
       }
+    } catch (error) {
+      // The caller's abort and the timeouts (ours, or undici's idle body timeout of the same length)
+      // are reported as such (failWith).
+      if (signal.aborted || (error as { code?: unknown }).code === "UND_ERR_BODY_TIMEOUT") throw error;
+      cutOff = (error as Error).message || String(error);
     }
+    // A line the reset cut in two is not an event: only a body that ended cleanly has a last line.
     buffered += decoder.decode();
-    if (buffered.length > 0) onLine(buffered.replace(/\r$/, ""));
+    if (cutOff === undefined && buffered.length > 0) onLine(buffered.replace(/\r$/, ""));
 
     const endAt = performance.now();
     result.e2eMs = endAt - sentAt;
@@ -225,9 +237,10 @@ async function exchange(req: ChatStreamRequest, signal: AbortSignal, timedOut: (
     result.outputTokens = completionTokens ?? result.contentDeltas;
     // OpenAI, vLLM and SGLang end every stream (even one that ends in an error event) with
     // `data: [DONE]`; a stream that stops without it was cut off, and its numbers are partial.
+    const cause = cutOff !== undefined ? ` (${cutOff})` : "";
     if (streamError) result.error = streamError;
-    else if (dataEvents === 0 && !done) result.error = "stream: ended without any data event";
-    else if (!done) result.error = "stream: ended without [DONE]";
+    else if (dataEvents === 0 && !done) result.error = `stream: ended without any data event${cause}`;
+    else if (!done) result.error = `stream: ended without [DONE]${cause}`;
     result.ok = result.error === undefined;
     return result;
   } catch (error) {
