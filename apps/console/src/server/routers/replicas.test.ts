@@ -36,6 +36,13 @@ describe("replicas router: capacity settings", () => {
   });
   after(() => h.close());
 
+  test("a URL or a model name too long for the LBs' configs is refused by name, and nothing is written", async () => {
+    const base = { name: "r-long", region: "us", engine: "vllm" as const, model: "m", url: "http://127.0.0.1:9" };
+    assert.match(await refusal(replicas.create({ ...base, url: `http://127.0.0.1:9/${"a".repeat(2100)}` })), /url: url must be at most 2,048 characters/);
+    assert.match(await refusal(replicas.create({ ...base, model: "m".repeat(300) })), /model: model must be at most 256 characters/);
+    assert.equal(await row("r-long"), undefined);
+  });
+
   test("bad capacity values are refused by name and nothing is written", async () => {
     await replicas.create({ name: "us-1", url: "http://127.0.0.1:9", region: "us", model: "m" });
     const before = await row("us-1");

@@ -8,7 +8,9 @@ import { call } from "../trpc/errors";
 import { operatorProcedure, viewerProcedure } from "../trpc/init";
 import { engineKind, idInput, name, regionName, replicaState, url } from "./schemas";
 
-const model = z.string().trim().min(1, { error: "model must not be empty" });
+// Bounded as the URL is (schemas.ts): every config of the replica's LBs carries it. Model ids on
+// Hugging Face are at most 96 characters; a served-model-name longer than 256 is a mistake.
+const model = z.string().trim().min(1, { error: "model must not be empty" }).max(256, { error: "model must be at most 256 characters" });
 const homeLbId = z.string().trim().min(1).nullable();
 const maxConcurrency = replicaCapacityInput.maxConcurrency.optional();
 const cacheCapacityTokens = replicaCapacityInput.cacheCapacityTokens.optional();

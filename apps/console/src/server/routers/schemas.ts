@@ -34,8 +34,10 @@ export const regionName = z
   .trim()
   .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, { error: "region names use lowercase letters, digits and dashes (e.g. us-ashburn)" });
 
-/** Shape only; services check the scheme and say so clearly. */
-export const url = z.string().trim().min(1, { error: "url must not be empty" });
+/** Shape only; services check the scheme and say so clearly. Bounded: every LB config carries the
+ * URLs of its replicas and peers, and an LB refuses a config body over 4 MiB, so one huge URL would
+ * stop the pushes to every LB (2,048 characters is what browsers and proxies commonly allow). */
+export const url = z.string().trim().min(1, { error: "url must not be empty" }).max(2048, { error: "url must be at most 2,048 characters" });
 
 export const replicaState = z.enum(REPLICA_STATES);
 export const engineKind = z.enum(ENGINE_KINDS, { error: `engine must be one of ${ENGINE_KINDS.join(", ")}` });
