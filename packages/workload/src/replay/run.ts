@@ -329,7 +329,7 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplaySummar
       options.onRecord?.(record);
     });
     await schedule.finished;
-    const summary = summarise(records, schedule.elapsedMs(), skipped.tooLong, skipped.invalid);
+    const summary = summarise(records, { toMs: schedule.elapsedMs() }, skipped.tooLong, skipped.invalid);
     await outputs.finish(summary);
     return summary;
   } finally {
@@ -371,11 +371,12 @@ export function startLoadGenerator(options: LoadGeneratorOptions): LoadGenerator
   const startedAt = performance.now();
 
   // Exactly the most recent `keep` (storage is trimmed in batches, so it may hold up to twice as
-  // many); throughput is over the span they cover (from the earliest send among them), not the
-  // whole (possibly long) run.
+  // many); throughput is over the span they cover, not the whole (possibly long) run. It starts at
+  // the send of the oldest of them (they are in completion order), not at the earliest send among
+  // them: one slow request finishing inside the window would stretch it back to its own send.
   const summary = (): ReplaySummary => {
     const recent = records.length > keep ? records.slice(-keep) : records;
-    return summarise(recent, schedule?.elapsedMs() ?? performance.now() - startedAt);
+    return summarise(recent, { toMs: schedule?.elapsedMs() ?? performance.now() - startedAt, fromMs: recent[0]?.startMs ?? 0 });
   };
 
   // The console may not be up yet, or may serve an empty map before any LB is registered: wait

@@ -22,11 +22,18 @@ const sent = (startMs: number, e2eMs: number): ReplayRecord => ({
 
 test("durationS, and the throughput it divides, run from the first send, not from a wait before it", () => {
   // A trace window replayed with its timestamps kept: nothing is due before 400 ms, two requests then.
-  const summary = summarise([sent(400, 10), sent(410, 10)], 420);
+  const summary = summarise([sent(400, 10), sent(410, 10)], { toMs: 420 });
   assert.equal(summary.durationS, 0.02);
   assert.equal(summary.throughput.requestsPerS, 100);
 });
 
 test("with nothing sent, the duration is the run's whole span", () => {
-  assert.equal(summarise([], 250).durationS, 0.25);
+  assert.equal(summarise([], { toMs: 250 }).durationS, 0.25);
+});
+
+test("a window given its span (the load generator's last records) is not stretched by a slow request finishing in it", () => {
+  // In completion order, as the load generator keeps them: the slow one was sent long before the rest.
+  const window = [sent(1000, 100), sent(10, 1100), sent(1010, 100)];
+  const summary = summarise(window, { fromMs: 1000, toMs: 1110 });
+  assert.equal(summary.durationS, 0.11);
 });

@@ -101,12 +101,12 @@ export function errorKind(record: ReplayRecord): string {
 export const isAborted = (record: ReplayRecord): boolean => record.error === "aborted";
 
 /**
- * The summary of `records`. `endMs` is when the run (or the window summarised) ended, on the
- * records' clock (their `startMs`); durationS, and so the throughput, runs from the earliest send
- * among them to it. Not from the run's start: a trace window whose timestamps are kept waits until
- * its first row is due, and that idle wait is no part of the replay's throughput.
+ * The summary of `records`. `span` is the time they cover, on the records' clock (their `startMs`):
+ * durationS, and so the throughput, is its length. `fromMs` defaults to the earliest send among
+ * them, not the run's start: a trace window whose timestamps are kept waits until its first row is
+ * due, and that idle wait is no part of the replay's throughput.
  */
-export function summarise(records: readonly ReplayRecord[], endMs: number, skippedTooLong = 0, skippedInvalid = 0): ReplaySummary {
+export function summarise(records: readonly ReplayRecord[], span: { toMs: number; fromMs?: number }, skippedTooLong = 0, skippedInvalid = 0): ReplaySummary {
   const ok = records.filter((r) => r.ok);
   const aborted = records.filter(isAborted).length;
   const failed = records.filter((r) => !r.ok && !isAborted(r));
@@ -121,7 +121,7 @@ export function summarise(records: readonly ReplayRecord[], endMs: number, skipp
   const turnWaits = records.flatMap((r) => (r.turnWaitMs === undefined ? [] : [r.turnWaitMs])).sort((a, b) => a - b);
   // With no records, nothing was sent: the run's whole span.
   const firstSendMs = records.length > 0 ? records.reduce((first, r) => Math.min(first, r.startMs), Number.POSITIVE_INFINITY) : 0;
-  const durationS = Math.max(endMs - firstSendMs, 1) / 1000;
+  const durationS = Math.max(span.toMs - (span.fromMs ?? firstSendMs), 1) / 1000;
 
   const byRegion: Record<string, RegionSummary> = {};
   for (const region of [...new Set(records.map((r) => r.region))].sort()) {
