@@ -96,23 +96,6 @@ describe("cache-report feedback", () => {
     assert.deepEqual([result.trimmed, result.learned, result.horizonMs], [0, 0, null]);
   });
 
-  it("a lower report on a prompt sharing its first blocks leaves no other prompt predicted past the lost block", () => {
-    const index = new PrefixIndex({ capacityBlocks: 10_000 });
-    const shared = [1, 2, 3, 4, 5, 6]; // a system prompt and tools, 6 blocks
-    const z = traceBlockKeys([...shared, 70, 71, 72, 73, 74, 75]);
-    const p = traceBlockKeys([...shared, 80, 81, 82, 83, 84, 85]);
-    index.learn(z, "r", "LOCAL", 0);
-    index.learn(p, "r", "LOCAL", 10_000);
-    const snap = dispatch(index, view(p), "r", 20_000);
-    assert.equal(snap.predictedBlocks, 12);
-    // The engine served p's first 4 blocks from cache: shared blocks 4 and 5 are gone.
-    const result = applyCacheReport(index, snap, { cachedTokens: 4 * TPB, promptTokens: p.length * TPB }, 21_000);
-    assert.equal(result.verdict, "lower");
-    assert.equal(result.horizonMs, null, "a cut inside one learn: no age evidence to hide z by");
-    assert.equal(index.match(z, 21_000, ["r"]).depthByReplica.get("r"), 4, "z credited whole, past a block the engine lost");
-    assert.equal(index.match(p, 21_000, ["r"]).depthByReplica.get("r"), 4);
-  });
-
   it("losing blocks far younger than the replica keeps is a lost cache; ordinary turnover is not", () => {
     const index = new PrefixIndex({ capacityBlocks: 1000 });
     index.setReplicaHorizon("r", 100_000);

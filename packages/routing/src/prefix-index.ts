@@ -211,29 +211,25 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
    * predicted). With `learnedAtOrBefore`, a route learned after that time stays: something newer than
    * the report says the replica holds it again. Returns the number of routes removed.
    *
-   * A forgotten block may be shared (a system prompt longer than the cut): other prompts' deeper blocks
-   * would stand past the hole, and match(), binary-searching on monotone holding, would read through it.
-   * No links lead from a block to its children, but each was learned no later than the newest block
-   * forgotten (a learn touches its whole chain), so the replica's routes learned no later go too (its
-   * LRU suffix, as makeRoomOnBlock drops; what an LRU engine that lost a block last seen at T did to
-   * all it saw before T), sparing this prompt's held prefix. A contiguity check would cost every match.
+   * A forgotten block may be shared (a system prompt longer than the cut): other prompts' deeper
+   * blocks then stand past the hole, and match(), binary-searching on monotone holding, credits them
+   * until a report on those prompts trims them in turn. Dropping the replica's routes learned no later
+   * than the hole (its LRU suffix) closed it, and wiped nearly the whole replica on one page-rounded
+   * report of a non-streamed request (review r39/5): a self-correcting over-prediction costs less.
    */
   forget(keys: readonly BlockKey[], replicaId: string, fromDepth = 0, learnedAtOrBefore = Infinity): number {
     checkKeys("keys", keys);
     const r = this.replicas.find(checkReplicaId("replicaId", replicaId));
     if (r === undefined) return 0;
-    const from = Math.max(0, fromDepth);
     let removed = 0;
-    let newest = -Infinity;
-    for (let k = from; k < keys.length; k++) {
+    for (let k = Math.max(0, fromDepth); k < keys.length; k++) {
       const s = this.findRoute(keys[k] as number, r);
       if (s !== NIL && (this.slotLearnedAt[s] as number) <= learnedAtOrBefore) {
-        newest = Math.max(newest, this.slotLearnedAt[s] as number);
         this.removeRoute(s);
         removed++;
       }
     }
-    return removed === 0 ? 0 : removed + this.dropLearnedBy(r, newest, new Set(keys.slice(0, from)));
+    return removed;
   }
 
   /** Leading blocks of `keys` that match() would credit `replicaId` with at `now` (its horizon
@@ -430,23 +426,7 @@ export class PrefixIndex extends RouteStore implements PrefixMatcher {
     const r = this.slotReplica[oldest] as number;
     const at = this.slotLearnedAt[oldest] as number;
     this.evict(oldest);
-    this.evictions += this.dropLearnedBy(r, at, null);
-  }
-
-  /** Removes replica number `r`'s routes learned at or before `at`, from its list's tail (the chains
-   * through a hole at a block learned at `at`; see forget()), but for the blocks in `spare` (a prefix
-   * the engine is known to hold). Returns the number removed. */
-  private dropLearnedBy(r: number, at: number, spare: ReadonlySet<number> | null): number {
-    let removed = 0;
-    for (let s = this.replicaTail[r] ?? NIL; s !== NIL && (this.slotLearnedAt[s] as number) <= at; ) {
-      const towardsHead = this.slotReplicaPrev[s] as number;
-      if (spare === null || !spare.has(this.slotKey[s] as number)) {
-        this.removeRoute(s);
-        removed++;
-      }
-      s = towardsHead;
-    }
-    return removed;
+    for (let s = this.replicaTail[r] ?? NIL; s !== NIL && (this.slotLearnedAt[s] as number) <= at; s = this.replicaTail[r] ?? NIL) this.evict(s);
   }
 
   private allocateSlot(): number {
