@@ -58,8 +58,23 @@ export class FailoverService {
       }
       // Locked too, and read again: a delete of the target that committed meanwhile (PostgreSQL) would
       // otherwise undo this failover through its foreign keys, and one still running waits for us.
+      // A target moved to another region meanwhile is no longer the nearest.
       const [lockedTarget] = await forUpdate(tx, tx.db.select().from(loadBalancers).where(eq(loadBalancers.id, target.id)).limit(1));
-      if (lockedTarget?.state !== "healthy") throw precondition(`load balancer "${target.name}" changed while "${lb.name}" failed over to it; try again`);
+      if (lockedTarget?.state !== "healthy" || lockedTarget.regionId !== target.regionId) {
+        throw precondition(`load balancer "${target.name}" changed while "${lb.name}" failed over to it; try again`);
+      }
+      // LBs failed over to this one are now stood in for by the target, which takes their replicas and
+      // entrypoints below: a replica later homed on one of them is served where its region-mates are
+      // (home-lb.ts, rehomedTarget), never by this LB, which is pushed nothing while failed over.
+      // Before the replicas and entrypoints, in the order every operation locks LBs then their rows:
+      // a failback of such an LB, holding its row and waiting for its replicas' rows, deadlocked with
+      // this failover holding those rows and waiting for the LB's (review r39/4). Read committed: an
+      // LB failed back meanwhile no longer matches, and its replicas, home again, are not moved.
+      const standIns = await tx.db
+        .update(loadBalancers)
+        .set({ failedOverTo: target.id })
+        .where(eq(loadBalancers.failedOverTo, lb.id))
+        .returning({ id: loadBalancers.id });
       // Replicas served by the failed LB: its own, and any it had taken over from an earlier failover.
       const moved = (await tx.db.select().from(replicas)).filter((r) => (r.rehomedToLbId ?? r.homeLbId) === lb.id);
       if (moved.length > 0) {
@@ -81,14 +96,6 @@ export class FailoverService {
       const entries = await tx.db.select().from(entrypoints).where(eq(entrypoints.lbId, lb.id));
       const now = Date.now();
       await tx.db.update(entrypoints).set({ lbId: target.id, updatedAt: now }).where(eq(entrypoints.lbId, lb.id));
-      // LBs failed over to this one are now stood in for by the target, which took their replicas and
-      // entrypoints above: a replica later homed on one of them is served where its region-mates are
-      // (home-lb.ts, rehomedTarget), never by this LB, which is pushed nothing while failed over.
-      const standIns = await tx.db
-        .update(loadBalancers)
-        .set({ failedOverTo: target.id })
-        .where(eq(loadBalancers.failedOverTo, lb.id))
-        .returning({ id: loadBalancers.id });
       // The state read above is a condition of the write: a change that slipped in between (the
       // lock is PostgreSQL's only) refuses this failover rather than overwriting it.
       const changed = await tx.db

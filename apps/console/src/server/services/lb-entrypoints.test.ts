@@ -82,3 +82,15 @@ test("failing back an LB moved to another region while failed over leaves that r
   await failbackLb(h.rt, OPERATOR, { id: "lb-us" });
   assert.equal((await entrypoints(h)).eu, "lb-eu", "the failover never took eu's entrypoint");
 });
+
+test("a failed-over LB moved into a region left with a stand-in leaves the stand-in its clients, and reclaims them at failback", async () => {
+  h = await fleet(["us", "eu", "ap"]);
+  await failoverLb(h.rt, OPERATOR, { id: "lb-us" });
+  await updateLb(h.rt, OPERATOR, { id: "lb-us", region: "ap" });
+  await deleteLb(h.rt, OPERATOR, { id: "lb-ap" });
+  assert.equal((await entrypoints(h)).us, "lb-eu", "no LB left in us: its clients stay with the stand-in");
+  await updateLb(h.rt, OPERATOR, { id: "lb-us", region: "us" }); // back home, still failed over
+  assert.equal((await entrypoints(h)).us, "lb-eu", "not handed to an LB that is failed over");
+  await failbackLb(h.rt, OPERATOR, { id: "lb-us" });
+  assert.equal((await entrypoints(h)).us, "lb-us");
+});

@@ -8,8 +8,9 @@ import type { LoadBalancerRow, Queryable } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
 
 /** Entrypoints an LB gave up (deleted with it, or left behind by a move) go to another LB of the
- * same region when there is one: the first by name, as a replica's default home (home-lb.ts).
- * `keepUnlessReplaced`: an entrypoint with no other LB in its region stays where it is. */
+ * same region when there is one: the first by name that is not failed over, as a replica's default
+ * home (home-lb.ts), else the first by name. `keepUnlessReplaced` (a stand-in's entrypoint): it goes
+ * only to an LB of the region that is not failed over, and stays where it is otherwise. */
 export async function handOverEntrypoints(
   tx: Queryable,
   given: Array<{ regionId: string; lbId: string }>,
@@ -17,12 +18,12 @@ export async function handOverEntrypoints(
 ): Promise<void> {
   const { entrypoints, loadBalancers } = tx.tables;
   for (const entry of given) {
-    const [replacement] = await tx.db
+    const others = await tx.db
       .select()
       .from(loadBalancers)
       .where(and(eq(loadBalancers.regionId, entry.regionId), ne(loadBalancers.id, entry.lbId)))
-      .orderBy(loadBalancers.name)
-      .limit(1);
+      .orderBy(loadBalancers.name);
+    const replacement = others.find((lb) => lb.state !== "failed-over") ?? (options.keepUnlessReplaced ? undefined : others[0]);
     if (!replacement && options.keepUnlessReplaced) continue;
     await tx.db.delete(entrypoints).where(and(eq(entrypoints.regionId, entry.regionId), eq(entrypoints.lbId, entry.lbId)));
     if (replacement) await tx.db.insert(entrypoints).values({ regionId: entry.regionId, lbId: replacement.id, updatedAt: Date.now() });
@@ -46,23 +47,29 @@ export async function entrypointHeldAway(tx: Queryable, lb: LoadBalancerRow): Pr
  * away while failed over (entrypointHeldAway), which no failback will undo. Otherwise the region's
  * own entrypoint stays, and so does a stand-in's while an LB of the region is failed over and will
  * reclaim it (failover.ts). A move from a stand-in is audited on the region.
+ *
+ * An arriving LB that is itself failed over (moved while failed over) leaves the stand-in in place,
+ * so the region's clients stay with a healthy LB. Returns true when its failback is to reclaim the
+ * region then (the caller records that as the LB's failedOverEntrypoint).
  */
-export async function claimEntrypoint(tx: Queryable, actor: Actor, regionId: string, lbId: string): Promise<void> {
+export async function claimEntrypoint(tx: Queryable, actor: Actor, regionId: string, arriving: Pick<LoadBalancerRow, "id" | "state">): Promise<boolean> {
   const { entrypoints, loadBalancers } = tx.tables;
   const now = Date.now();
   const [entry] = await tx.db.select().from(entrypoints).where(eq(entrypoints.regionId, regionId)).limit(1);
   if (!entry) {
-    await tx.db.insert(entrypoints).values({ regionId, lbId, updatedAt: now }).onConflictDoNothing({ target: entrypoints.regionId });
-    return;
+    await tx.db.insert(entrypoints).values({ regionId, lbId: arriving.id, updatedAt: now }).onConflictDoNothing({ target: entrypoints.regionId });
+    return false;
   }
-  if (entry.lbId === lbId) return;
+  if (entry.lbId === arriving.id) return false;
   const inRegion = await tx.db.select().from(loadBalancers).where(eq(loadBalancers.regionId, regionId));
-  if (inRegion.some((lb) => lb.id === entry.lbId)) return;
-  const reclaimedAtFailback = inRegion.some((lb) => lb.id !== lbId && lb.state === "failed-over" && lb.failedOverEntrypoint !== false);
-  if (reclaimedAtFailback) return;
+  if (inRegion.some((lb) => lb.id === entry.lbId)) return false;
+  const reclaimedAtFailback = inRegion.some((lb) => lb.id !== arriving.id && lb.state === "failed-over" && lb.failedOverEntrypoint !== false);
+  if (reclaimedAtFailback) return false;
+  if (arriving.state === "failed-over") return true;
   await tx.db
     .update(entrypoints)
-    .set({ lbId, updatedAt: now })
+    .set({ lbId: arriving.id, updatedAt: now })
     .where(and(eq(entrypoints.regionId, regionId), eq(entrypoints.lbId, entry.lbId)));
-  await recordAudit(tx, actor, "region.entrypoint-reclaim", `region:${regionId}`, { entrypoint: entry.lbId }, { entrypoint: lbId }, now);
+  await recordAudit(tx, actor, "region.entrypoint-reclaim", `region:${regionId}`, { entrypoint: entry.lbId }, { entrypoint: arriving.id }, now);
+  return false;
 }

@@ -9,8 +9,9 @@ import pino from "pino";
 import { LB_CONFIG_SCHEMA, parseLbConfig } from "@meridian/protocol";
 import { SYSTEM_HEALTH } from "../audit-trail";
 import { SettingsAdoption } from "../runtime/lb-settings-adoption";
-import type { FakeLb } from "../testing/fake-lb";
-import { createHarness, type Harness, OPERATOR, waitFor } from "../testing/harness";
+import { provenLbIds } from "../runtime/lb-proof-rows";
+import { type FakeLb, startFakeLb } from "../testing/fake-lb";
+import { createHarness, type Harness, OPERATOR, TEST_TOKEN, waitFor } from "../testing/harness";
 import { holdWrites, waitingFor } from "../testing/held-writes";
 import { startTwoRegionFleet } from "../testing/two-region-fleet";
 import { createLb, deleteLb, updateLb } from "./lbs";
@@ -43,9 +44,9 @@ test("an LB deleted while another fails over to it: the failover is refused, not
   const deletion = outcome(deleteLb(Object.create(h!.rt, { store: { value: held.store } }), OPERATOR, { id: "lb-eu" }));
   const { backendPid } = await held.reached; // the delete found that lb-eu serves nothing
   const failover = outcome(h!.rt.failover.failover("lb-us", OPERATOR));
-  // One of its row locks (a SELECT … FOR UPDATE), for lb-eu's row or behind the config publisher,
+  // One of its row locks (a SELECT … FOR NO KEY UPDATE), for lb-eu's row or behind the config publisher,
   // which waits for lb-eu's row too.
-  await waitFor(async () => (await waitingFor(h!.database, backendPid, "select%for update%")) > 0, 10_000, "the failover waits for the delete");
+  await waitFor(async () => (await waitingFor(h!.database, backendPid, "select%for no key update%")) > 0, 10_000, "the failover waits for the delete");
   held.release();
   assert.equal(await deletion, "done");
   // Refused either way: lb-eu vanished under its lock, or before it looked for a target.
@@ -89,4 +90,36 @@ test("an LB renamed while its own limits are adopted keeps both", async (t) => {
   assert.equal(await adopting, "adopted");
   const [after] = await h!.rt.store.db.select().from(loadBalancers).where(eq(loadBalancers.id, "lb-us"));
   assert.deepEqual([after?.name, after?.limitsJson], ["lb-us-east", JSON.stringify({ maxBodyBytes: 32 * 1024 * 1024 })]);
+});
+
+test("an LB moved to another region while another fails over to it: no deadlock, and the failover does not follow it away", async (t) => {
+  if (h!.rt.store.dialect !== "pg") return t.skip("SQLite serialises write transactions");
+  for (const region of ["us", "eu", "ap"]) await createRegion(h!.rt, OPERATOR, { name: region });
+  for (const [name, region] of [
+    ["lb-us-b", "us"],
+    ["lb-us-a", "us"],
+    ["lb-eu", "eu"],
+  ] as const) {
+    const lb = await startFakeLb({ id: name, region, token: TEST_TOKEN });
+    fakes.push(lb);
+    await createLb(h!.rt, OPERATOR, { name, url: lb.url, region });
+  }
+  const rtt = h!.rt.store.tables.observedRtts;
+  await h!.rt.store.db.insert(rtt).values({ fromRegion: "us", toRegion: "eu", rttMs: 80, updatedAt: 0 });
+  await h!.rt.store.db.insert(rtt).values({ fromRegion: "us", toRegion: "ap", rttMs: 200, updatedAt: 0 });
+  await h!.rt.start();
+  await h!.rt.health.tick();
+  await waitFor(async () => (await provenLbIds(h!.rt.store)).size === 3, 10_000, "every LB proven");
+  // lb-us-b, the nearest to us (same region), moves to ap (200 ms) while lb-us-a fails over to it.
+  const held = holdWrites(h!.rt.store, "update");
+  const move = outcome(updateLb(Object.create(h!.rt, { store: { value: held.store } }), OPERATOR, { id: "lb-us-b", region: "ap" }));
+  const { backendPid } = await held.reached; // lb-us-b locked and read, the move about to be written
+  const failover = h!.rt.failover.failover("lb-us-a", OPERATOR).then(
+    (result) => `to ${result.targetLbId}`,
+    (error: unknown) => `refused: ${error instanceof Error ? error.message : String(error)}`,
+  );
+  await waitFor(async () => (await waitingFor(h!.database, backendPid, "select%for no key update%")) > 0, 10_000, "the failover waits for the move");
+  held.release();
+  assert.equal(await move, "done");
+  assert.match(await failover, /^(to lb-eu|refused: load balancer "lb-us-b" changed while "lb-us-a" failed over to it; try again)$/);
 });

@@ -178,7 +178,7 @@ export async function createLb(rt: ServiceRuntime, actor: Actor, input: LbInput,
     await tx.db.insert(loadBalancers).values(row);
     await recordAudit(tx, actor, "lb.create", `lb:${id}`, null, row);
     // The first LB of a region becomes its entrypoint (or the first since its last LB left failed over).
-    await claimEntrypoint(tx, actor, region.id, id);
+    await claimEntrypoint(tx, actor, region.id, { id, state: "healthy" });
     // Replicas created while their region had no LB belong to it now.
     await assignDefaultHomes(tx, actor, region.id);
     return { id, ...(await issueFirstToken(rt, tx, actor, id)) };
@@ -225,7 +225,7 @@ export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: st
     };
     const moved = after.regionId !== before.regionId;
     // A failed-over LB that moves leaves its old region's entrypoint to entrypointHeldAway: its
-    // failback must not take the new region's.
+    // failback must not take the new region's (unless claimEntrypoint, below, leaves it one to take).
     if (moved && before.state === "failed-over") after.failedOverEntrypoint = false;
     // A move takes the LB out of its region as a delete does, and into the new one as a create does.
     if (moved) await requireServesNothing(tx, before, "home them on another LB of their region first");
@@ -246,7 +246,10 @@ export async function updateLb(rt: ServiceRuntime, actor: Actor, input: { id: st
     if (moved) {
       await handOverEntrypoints(tx, leftBehind);
       await handOverEntrypoints(tx, heldAway, { keepUnlessReplaced: true });
-      await claimEntrypoint(tx, actor, after.regionId, input.id);
+      if (await claimEntrypoint(tx, actor, after.regionId, after)) {
+        after.failedOverEntrypoint = true;
+        await tx.db.update(loadBalancers).set({ failedOverEntrypoint: true }).where(eq(loadBalancers.id, input.id));
+      }
     }
     await recordAudit(tx, actor, "lb.update", `lb:${input.id}`, before, after);
     if (moved) await assignDefaultHomes(tx, actor, after.regionId);

@@ -15,42 +15,46 @@ export interface HeldWrites {
   release(): void;
 }
 
-/** `store` with each `update(…).set(…).where(…)` or `delete(…).where(…)` of its transactions held. */
-export function holdWrites(store: Store, method: "update" | "delete"): HeldWrites {
+/** `store` with every `insert`, `update` or `delete` of its transactions held when it is awaited,
+ * whatever its builder chain (`.set(…).where(…)`, `.values(…).returning()`). */
+export function holdWrites(store: Store, method: "insert" | "update" | "delete"): HeldWrites {
   let reachedNow!: (at: { backendPid: number }) => void;
   const reached = new Promise<{ backendPid: number }>((resolve) => (reachedNow = resolve));
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
-  type Where = { where: (condition: unknown) => PromiseLike<unknown> };
-  const heldWhere = (builder: Where): Where => ({
-    where: async (condition) => {
-      await gate;
-      return await builder.where(condition);
-    },
-  });
   const held: Store = {
     ...store,
     transaction: (work) =>
       store.transaction((tx) => {
+        const driver = tx.db as unknown as { execute(query: SQL): Promise<{ rows: Array<{ pid: number }> }> };
+        // The transaction's own backend (its connection), so that a test can tell a wait for its
+        // locks from a wait for anyone else's (the console's background rounds).
+        const hold = async (): Promise<void> => {
+          const { rows } = await driver.execute(sql`select pg_backend_pid() as pid`);
+          reachedNow({ backendPid: rows[0]!.pid });
+          await gate;
+        };
+        // Each step of the builder chain is wrapped; awaiting any of them first waits at the gate.
+        const gated = (builder: object): unknown =>
+          new Proxy(builder, {
+            get(target, prop) {
+              const value = Reflect.get(target, prop, target);
+              if (prop === "then") {
+                return (ok: (v: unknown) => unknown, fail: (e: unknown) => unknown) =>
+                  hold().then(() => (value as (a: unknown, b: unknown) => unknown).call(target, ok, fail), fail);
+              }
+              if (typeof value !== "function") return value;
+              return (...args: unknown[]) => {
+                const next = (value as (...a: unknown[]) => unknown).apply(target, args);
+                return next !== null && typeof next === "object" ? gated(next) : next;
+              };
+            },
+          });
         const db = new Proxy(tx.db, {
           get(target, prop) {
             const value = Reflect.get(target, prop, target);
             if (prop !== method) return typeof value === "function" ? value.bind(target) : value;
-            return (...args: unknown[]) => {
-              const builder = (value as (...a: unknown[]) => Where & { set: (values: unknown) => Where }).apply(target, args);
-              // The transaction's own backend (its connection), so that a test can tell a wait for
-              // its locks from a wait for anyone else's (the console's background rounds).
-              const pid = (target as unknown as { execute(query: SQL): Promise<{ rows: Array<{ pid: number }> }> }).execute(
-                sql`select pg_backend_pid() as pid`,
-              );
-              void pid.then(({ rows }) => reachedNow({ backendPid: rows[0]!.pid }));
-              const afterPid = async <T>(write: () => PromiseLike<T>): Promise<T> => {
-                await pid;
-                return await write();
-              };
-              const held = (inner: Where): Where => ({ where: (condition) => afterPid(() => heldWhere(inner).where(condition)) });
-              return method === "delete" ? held(builder) : { set: (values: unknown) => held(builder.set(values)) };
-            };
+            return (...args: unknown[]) => gated((value as (...a: unknown[]) => object).apply(target, args));
           },
         });
         return work({ ...tx, db } as Queryable);
