@@ -6,34 +6,19 @@
 import { strict as assert } from "node:assert";
 import { after, beforeEach, test } from "node:test";
 import { eq } from "drizzle-orm";
-import { createLb } from "../services/lbs";
-import { createRegion } from "../services/regions";
 import { createReplica } from "../services/replicas";
-import { type FakeLb, startFakeLb } from "../testing/fake-lb";
-import { createHarness, type Harness, OPERATOR, TEST_TOKEN, waitFor } from "../testing/harness";
+import type { FakeLb } from "../testing/fake-lb";
+import { createHarness, type Harness, OPERATOR, waitFor } from "../testing/harness";
 import { holdWrites, waitingFor } from "../testing/held-writes";
+import { startThreeRegionFleet } from "../testing/three-region-fleet";
 import { FailoverService } from "./failover";
-import { provenLbIds } from "./lb-proof-rows";
 
 let h: Harness | null = null;
 let fakes: FakeLb[] = [];
 
 async function chainOfThree(): Promise<Harness> {
   const harness = await createHarness({ autoFailover: false });
-  for (const region of ["us", "eu", "ap"]) {
-    const lb = await startFakeLb({ id: `lb-${region}`, region, token: TEST_TOKEN });
-    fakes.push(lb);
-    await createRegion(harness.rt, OPERATOR, { name: region });
-    await createLb(harness.rt, OPERATOR, { name: `lb-${region}`, url: lb.url, region, crossRegion: "via-peer" });
-    await createReplica(harness.rt, OPERATOR, { name: `${region}-a`, url: "http://127.0.0.1:9", region, engine: "sglang", model: "m" });
-  }
-  const rtt = harness.rt.store.tables.observedRtts;
-  await harness.rt.store.db.insert(rtt).values({ fromRegion: "us", toRegion: "eu", rttMs: 80, updatedAt: 0 });
-  await harness.rt.store.db.insert(rtt).values({ fromRegion: "us", toRegion: "ap", rttMs: 200, updatedAt: 0 });
-  await harness.rt.store.db.insert(rtt).values({ fromRegion: "eu", toRegion: "ap", rttMs: 150, updatedAt: 0 });
-  await harness.rt.start();
-  await harness.rt.health.tick();
-  await waitFor(async () => (await provenLbIds(harness.rt.store)).size === 3, 10_000, "every LB proven");
+  fakes = await startThreeRegionFleet(harness);
   await harness.rt.failover.failover("lb-us", OPERATOR); // us → eu
   return harness;
 }

@@ -3,31 +3,17 @@
 // us is served by lb-ap, never by lb-eu, which is pushed no config while failed over.
 import { strict as assert } from "node:assert";
 import { after, before, test } from "node:test";
-import { createLb, failbackLb, failoverLb, listLbs } from "../services/lbs";
-import { createRegion } from "../services/regions";
+import { failbackLb, failoverLb, listLbs } from "../services/lbs";
 import { createReplica, listReplicas } from "../services/replicas";
-import { startFakeLb, type FakeLb } from "../testing/fake-lb";
-import { createHarness, type Harness, OPERATOR, TEST_TOKEN, waitFor } from "../testing/harness";
-import { provenLbIds } from "./lb-proof-rows";
+import type { FakeLb } from "../testing/fake-lb";
+import { createHarness, type Harness, OPERATOR } from "../testing/harness";
+import { startThreeRegionFleet } from "../testing/three-region-fleet";
 
 let h: Harness;
 const fakes: FakeLb[] = [];
 before(async () => {
   h = await createHarness({ autoFailover: false });
-  for (const region of ["us", "eu", "ap"]) {
-    const lb = await startFakeLb({ id: `lb-${region}`, region, token: TEST_TOKEN });
-    fakes.push(lb);
-    await createRegion(h.rt, OPERATOR, { name: region });
-    await createLb(h.rt, OPERATOR, { name: `lb-${region}`, url: lb.url, region, crossRegion: "via-peer" });
-    await createReplica(h.rt, OPERATOR, { name: `${region}-a`, url: "http://127.0.0.1:9", region, engine: "sglang", model: "m" });
-  }
-  const rtt = h.rt.store.tables.observedRtts;
-  await h.rt.store.db.insert(rtt).values({ fromRegion: "us", toRegion: "eu", rttMs: 80, updatedAt: 0 });
-  await h.rt.store.db.insert(rtt).values({ fromRegion: "us", toRegion: "ap", rttMs: 200, updatedAt: 0 });
-  await h.rt.store.db.insert(rtt).values({ fromRegion: "eu", toRegion: "ap", rttMs: 150, updatedAt: 0 });
-  await h.rt.start();
-  await h.rt.health.tick();
-  await waitFor(async () => (await provenLbIds(h.rt.store)).size === 3, 10_000, "every LB proven");
+  fakes.push(...(await startThreeRegionFleet(h)));
 });
 after(async () => {
   await h?.close();
