@@ -70,7 +70,7 @@ export class FailoverService {
       // a failback of such an LB, holding its row and waiting for its replicas' rows, deadlocked with
       // this failover holding those rows and waiting for the LB's (review r39/4). Read committed: an
       // LB failed back meanwhile no longer matches, and its replicas, home again, are not moved.
-      const standIns = await tx.db
+      const stoodInFor = await tx.db
         .update(loadBalancers)
         .set({ failedOverTo: target.id })
         .where(eq(loadBalancers.failedOverTo, lb.id))
@@ -114,7 +114,7 @@ export class FailoverService {
         targetLbId: target.id,
         movedReplicas: moved.map((r) => r.id),
         movedEntrypoints: entries.map((e) => e.regionId),
-        ...(standIns.length > 0 ? { nowStandsInFor: standIns.map((l) => l.id) } : {}),
+        ...(stoodInFor.length > 0 ? { nowStandsInFor: stoodInFor.map((l) => l.id) } : {}),
       };
       await recordAudit(
         tx,
