@@ -6,6 +6,7 @@ import "server-only";
 import { and, eq, ne } from "drizzle-orm";
 import type { LoadBalancerRow, Queryable } from "@meridian/db";
 import { type Actor, recordAudit } from "../audit-trail";
+import { forUpdate } from "../runtime/row-lock";
 
 /** Entrypoints an LB gave up (deleted with it, or left behind by a move) go to another LB of the
  * same region when there is one: the first by name that is not failed over, as a replica's default
@@ -18,11 +19,17 @@ export async function handOverEntrypoints(
 ): Promise<void> {
   const { entrypoints, loadBalancers } = tx.tables;
   for (const entry of given) {
-    const others = await tx.db
-      .select()
-      .from(loadBalancers)
-      .where(and(eq(loadBalancers.regionId, entry.regionId), ne(loadBalancers.id, entry.lbId)))
-      .orderBy(loadBalancers.name);
+    // Locked (PostgreSQL), as the LB that is given the entrypoint must stay what it was read as: a
+    // delete of it running meanwhile would cascade the entrypoint away (the region left with none),
+    // and a failover of it would leave the region pointing at a failed-over LB (review r39/6).
+    const others = await forUpdate(
+      tx,
+      tx.db
+        .select()
+        .from(loadBalancers)
+        .where(and(eq(loadBalancers.regionId, entry.regionId), ne(loadBalancers.id, entry.lbId)))
+        .orderBy(loadBalancers.name),
+    );
     const replacement = others.find((lb) => lb.state !== "failed-over") ?? (options.keepUnlessReplaced ? undefined : others[0]);
     if (!replacement && options.keepUnlessReplaced) continue;
     await tx.db.delete(entrypoints).where(and(eq(entrypoints.regionId, entry.regionId), eq(entrypoints.lbId, entry.lbId)));
